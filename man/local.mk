@@ -1,0 +1,1 @@
+dist_man_MANS += man/dtrain.1 man/dtrain-job.5

@@ -1,0 +1,34 @@
+/* common.c - helpers shared by the subcommands, and the command table. */
+#include "cmd/cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+const struct dt_cmd *const dt_cmd_table[] = {
+	&dt_cmd_run,
+	NULL,
+};
+
+int
+dt_cmd_launch_rank(void)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK",
+					    "PMIX_RANK", "PMI_RANK",
+					    "SLURM_PROCID" };
+
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		const char *v = getenv(vars[i]);
+
+		if (v != NULL && *v != '\0')
+			return atoi(v);
+	}
+	return 0;
+}
+
+int
+dt_cmd_fail(enum dt_status status, const struct dt_error *err)
+{
+	if (dt_cmd_launch_rank() == 0 && err->msg[0] != '\0')
+		fprintf(stderr, "dtrain: %s\n", err->msg);
+	return dt_status_exit_code(status);
+}

@@ -1,0 +1,1 @@
+libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c

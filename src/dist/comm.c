@@ -1,0 +1,103 @@
+/* comm.c - type-safe front of the communicator vtable. */
+#include "dist/comm.h"
+
+#include <stdlib.h>
+
+
+static enum dt_status
+ok_or(struct dt_comm *c, void *buf, size_t n, int type, int op,
+      struct dt_error *err)
+{
+	return c->ops->allreduce(c, buf, n, type, op, err);
+}
+
+int
+dt_comm_rank(const struct dt_comm *c)
+{
+	return c->rank;
+}
+
+int
+dt_comm_size(const struct dt_comm *c)
+{
+	return c->size;
+}
+
+int
+dt_comm_local_size(const struct dt_comm *c)
+{
+	return c->local_size;
+}
+
+uint64_t
+dt_comm_bytes_sent(const struct dt_comm *c)
+{
+	return c->bytes_sent;
+}
+
+enum dt_status
+dt_comm_allreduce_sum_f32(struct dt_comm *c, float *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_F32, DT_COMM_SUM, err);
+}
+
+enum dt_status
+dt_comm_allreduce_sum_f64(struct dt_comm *c, double *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_F64, DT_COMM_SUM, err);
+}
+
+enum dt_status
+dt_comm_allreduce_max_int(struct dt_comm *c, int *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_INT, DT_COMM_MAX, err);
+}
+
+enum dt_status
+dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	      struct dt_error *err)
+{
+	return c->ops->bcast(c, buf, bytes, root, err);
+}
+
+enum dt_status
+dt_comm_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return c->ops->barrier(c, err);
+}
+
+void
+dt_comm_abort(struct dt_comm *c, int code)
+{
+	c->ops->abort(c, code);
+	abort();	/* the implementation must not return */
+}
+
+void
+dt_comm_free(struct dt_comm *c)
+{
+	if (c != NULL)
+		c->ops->free(c);
+}
+
+enum dt_status
+dt_comm_agree(struct dt_comm *c, enum dt_status local, struct dt_error *err)
+{
+	/* Two values per rank: the status, and the rank if it failed (else
+	 * INT_MAX negated so MAX picks the lowest failing rank). */
+	int v[2] = { (int)local, local != DT_OK ? -c->rank : -c->size };
+	struct dt_error e;
+	enum dt_status st = dt_comm_allreduce_max_int(c, v, 2, &e);
+
+	if (st != DT_OK) {
+		if (err != NULL)
+			*err = e;
+		return st;
+	}
+	if (v[0] != DT_OK && local == DT_OK)
+		dt_errorf(err, (enum dt_status)v[0], "rank %d failed", -v[1]);
+	return (enum dt_status)v[0];
+}

@@ -1,0 +1,83 @@
+/* comm.h - the communicator: every byte between ranks goes through here.
+ *
+ * Two implementations sit behind one small vtable (as ggml puts backends
+ * behind one): Open MPI (comm_mpi.c, the only file in dtrain that includes
+ * mpi.h) and a single-process one (comm_self.c) that lets unit tests run the
+ * training code without mpirun. Every call returns a status; an MPI failure
+ * is DT_ERR_MPI with MPI_Error_string, the call and the rank. */
+#ifndef DT_DIST_COMM_H
+#define DT_DIST_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+struct dt_comm;
+
+/* Starts MPI (MPI_Init_thread; works as a singleton without mpirun), with
+ * MPI_ERRORS_RETURN on the world communicator. *out is owned by the caller
+ * (dt_comm_free finalises MPI). DT_ERR_MPI if MPI cannot start. */
+enum dt_status dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err);
+
+/* A world of one rank with no MPI at all; collectives are identities. */
+struct dt_comm *dt_comm_self_new(void);
+
+/* Finalises (MPI) and frees; NULL is accepted. */
+void dt_comm_free(struct dt_comm *c);
+
+int dt_comm_rank(const struct dt_comm *c);
+int dt_comm_size(const struct dt_comm *c);
+/* Ranks of this job on this node (shared-memory group), >= 1. */
+int dt_comm_local_size(const struct dt_comm *c);
+
+/* In-place sum over all ranks of n floats / doubles / int64s. */
+enum dt_status dt_comm_allreduce_sum_f32(struct dt_comm *c, float *buf,
+					 size_t n, struct dt_error *err);
+enum dt_status dt_comm_allreduce_sum_f64(struct dt_comm *c, double *buf,
+					 size_t n, struct dt_error *err);
+/* In-place maximum over all ranks of n ints (used to agree on a status). */
+enum dt_status dt_comm_allreduce_max_int(struct dt_comm *c, int *buf,
+					 size_t n, struct dt_error *err);
+/* Copies bytes from root's buf into every rank's buf. */
+enum dt_status dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes,
+			     int root, struct dt_error *err);
+enum dt_status dt_comm_barrier(struct dt_comm *c, struct dt_error *err);
+
+/* Ends the whole job now with exit code `code` (MPI_Abort on every rank);
+ * for failures that other ranks cannot know of and would otherwise wait on
+ * in a collective. Does not return. */
+void dt_comm_abort(struct dt_comm *c, int code) __attribute__((noreturn));
+
+/* Collective: every rank passes its local status; returns the worst
+ * (largest) status of any rank, so all ranks take the same branch. The
+ * rank(s) that failed keep their own message in err; the others get
+ * "rank R failed" filled in for the lowest failing rank R. */
+enum dt_status dt_comm_agree(struct dt_comm *c, enum dt_status local,
+			     struct dt_error *err);
+
+/* Bytes this rank has sent through collectives so far (for summaries). */
+uint64_t dt_comm_bytes_sent(const struct dt_comm *c);
+
+/* The vtable behind struct dt_comm (comm.c dispatches through it). */
+struct dt_comm_ops {
+	enum dt_status (*allreduce)(struct dt_comm *c, void *buf, size_t n,
+				    int type, int op, struct dt_error *err);
+	enum dt_status (*bcast)(struct dt_comm *c, void *buf, size_t bytes,
+				int root, struct dt_error *err);
+	enum dt_status (*barrier)(struct dt_comm *c, struct dt_error *err);
+	void (*abort)(struct dt_comm *c, int code);
+	void (*free)(struct dt_comm *c);
+};
+
+enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT };
+enum { DT_COMM_SUM, DT_COMM_MAX };
+
+struct dt_comm {
+	const struct dt_comm_ops *ops;
+	int rank, size, local_size;
+	uint64_t bytes_sent;
+	void *impl;
+};
+
+#endif

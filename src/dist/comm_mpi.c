@@ -1,0 +1,161 @@
+/* comm_mpi.c - the Open MPI communicator; the one file that includes mpi.h.
+ * Errors return (MPI_ERRORS_RETURN) and are reported with MPI_Error_string,
+ * the call and the rank. */
+#include "dist/comm.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "util/alloc.h"
+
+struct mpi_impl {
+	MPI_Comm world;
+};
+
+static enum dt_status
+check(struct dt_comm *c, int rc, const char *call, struct dt_error *err)
+{
+	char text[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (rc == MPI_SUCCESS)
+		return DT_OK;
+	if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+		snprintf(text, sizeof text, "MPI error %d", rc);
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: %s", c->rank, call,
+			 text);
+}
+
+static MPI_Comm
+world_of(struct dt_comm *c)
+{
+	return ((struct mpi_impl *)c->impl)->world;
+}
+
+static enum dt_status
+mpi_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
+	      struct dt_error *err)
+{
+	MPI_Datatype dt = type == DT_COMM_F32 ? MPI_FLOAT :
+			  type == DT_COMM_F64 ? MPI_DOUBLE : MPI_INT;
+	size_t elem = type == DT_COMM_F32 ? sizeof(float) :
+		      type == DT_COMM_F64 ? sizeof(double) : sizeof(int);
+	MPI_Op mop = op == DT_COMM_SUM ? MPI_SUM : MPI_MAX;
+	char *p = buf;
+
+	if (c->size == 1)
+		return DT_OK;
+	/* MPI counts are int: go in chunks for very large buffers. */
+	while (n > 0) {
+		int count = n > (1u << 30) ? (1 << 30) : (int)n;
+		int rc = MPI_Allreduce(MPI_IN_PLACE, p, count, dt, mop,
+				       world_of(c));
+
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Allreduce", err);
+		c->bytes_sent += (uint64_t)count * elem;
+		p += (size_t)count * elem;
+		n -= (size_t)count;
+	}
+	return DT_OK;
+}
+
+static enum dt_status
+mpi_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	  struct dt_error *err)
+{
+	char *p = buf;
+
+	if (c->size == 1)
+		return DT_OK;
+	while (bytes > 0) {
+		int count = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
+		int rc = MPI_Bcast(p, count, MPI_BYTE, root, world_of(c));
+
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Bcast", err);
+		if (c->rank == root)
+			c->bytes_sent += (uint64_t)count;
+		p += count;
+		bytes -= (size_t)count;
+	}
+	return DT_OK;
+}
+
+static enum dt_status
+mpi_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return check(c, MPI_Barrier(world_of(c)), "MPI_Barrier", err);
+}
+
+static void
+mpi_abort(struct dt_comm *c, int code)
+{
+	MPI_Abort(world_of(c), code);
+	exit(code);
+}
+
+static void
+mpi_free(struct dt_comm *c)
+{
+	struct mpi_impl *impl = c->impl;
+	int finalized = 0;
+
+	if (impl != NULL && impl->world != MPI_COMM_NULL)
+		MPI_Comm_free(&impl->world);
+	MPI_Finalized(&finalized);
+	if (!finalized)
+		MPI_Finalize();
+	free(impl);
+	free(c);
+}
+
+static const struct dt_comm_ops mpi_ops = {
+	.allreduce = mpi_allreduce,
+	.bcast = mpi_bcast,
+	.barrier = mpi_barrier,
+	.abort = mpi_abort,
+	.free = mpi_free,
+};
+
+enum dt_status
+dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
+{
+	struct dt_comm *c;
+	struct mpi_impl *impl;
+	MPI_Comm node;
+	int provided = 0, rc;
+
+	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+	if (rc != MPI_SUCCESS)
+		return dt_errorf(err, DT_ERR_MPI, "MPI_Init_thread failed (%d)",
+				 rc);
+	c = dt_xcalloc(1, sizeof *c);
+	impl = dt_xcalloc(1, sizeof *impl);
+	c->ops = &mpi_ops;
+	c->impl = impl;
+	impl->world = MPI_COMM_NULL;
+	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+	rc = MPI_Comm_dup(MPI_COMM_WORLD, &impl->world);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_rank(impl->world, &c->rank);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_size(impl->world, &c->size);
+	if (rc == MPI_SUCCESS) {
+		rc = MPI_Comm_split_type(impl->world, MPI_COMM_TYPE_SHARED,
+					 c->rank, MPI_INFO_NULL, &node);
+		if (rc == MPI_SUCCESS) {
+			rc = MPI_Comm_size(node, &c->local_size);
+			MPI_Comm_free(&node);
+		}
+	}
+	if (rc != MPI_SUCCESS) {
+		enum dt_status st = check(c, rc, "MPI setup", err);
+
+		mpi_free(c);
+		return st;
+	}
+	*out = c;
+	return DT_OK;
+}

@@ -1,0 +1,103 @@
+/* batch.c - batch arithmetic and BLAS threads per rank (see plan.h). */
+#include "plan/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum dt_status
+dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
+	      struct dt_error *err)
+{
+	int64_t g = job->train.global_batch, m = job->train.micro_batch;
+	int64_t k = job->train.grad_accum_steps, dp = world_size;
+	char where[512];
+
+	memset(plan, 0, sizeof *plan);
+	if (world_size < 1)
+		return dt_errorf(err, DT_ERR_PLAN, "world size %d < 1",
+				 world_size);
+	if (job->parallel.data_parallel != 0 &&
+	    job->parallel.data_parallel != world_size) {
+		dt_job_where(job, "parallel.data_parallel", where,
+			     sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN,
+				 "%sdata-parallel degree %lld does not match "
+				 "the %d ranks running; run with -n %lld or "
+				 "remove the key",
+				 where, (long long)job->parallel.data_parallel,
+				 world_size,
+				 (long long)job->parallel.data_parallel);
+	}
+	if (g == 0 && m == 0) {
+		dt_job_where(job, "train", where, sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN,
+				 "%sgive train.global_batch or train.micro_batch",
+				 where);
+	}
+	if (g != 0 && m != 0 && k != 0) {
+		if (m * k * dp != g) {
+			dt_job_where(job, "train.global_batch", where,
+				     sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN,
+					 "%sglobal batch %lld != micro_batch "
+					 "%lld x grad_accum_steps %lld x "
+					 "data-parallel degree %lld = %lld; "
+					 "give only two of the three",
+					 where, (long long)g, (long long)m,
+					 (long long)k, (long long)dp,
+					 (long long)(m * k * dp));
+		}
+	} else if (g != 0 && m != 0) {
+		if (g % (m * dp) != 0) {
+			dt_job_where(job, "train.global_batch", where,
+				     sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN,
+					 "%sglobal batch %lld is not a multiple "
+					 "of micro_batch %lld x data-parallel "
+					 "degree %lld = %lld",
+					 where, (long long)g, (long long)m,
+					 (long long)dp, (long long)(m * dp));
+		}
+		k = g / (m * dp);
+	} else if (g != 0) {
+		if (k == 0)
+			k = 1;
+		if (g % (k * dp) != 0) {
+			dt_job_where(job, "train.global_batch", where,
+				     sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN,
+					 "%sglobal batch %lld is not a multiple "
+					 "of grad_accum_steps %lld x "
+					 "data-parallel degree %lld = %lld",
+					 where, (long long)g, (long long)k,
+					 (long long)dp, (long long)(k * dp));
+		}
+		m = g / (k * dp);
+	} else {
+		if (k == 0)
+			k = 1;
+		g = m * k * dp;
+	}
+	plan->world_size = world_size;
+	plan->dp_size = (int)dp;
+	plan->global_batch = g;
+	plan->micro_batch = m;
+	plan->grad_accum_steps = k;
+	plan->per_rank_batch = m * k;
+	return DT_OK;
+}
+
+int
+dt_plan_blas_threads(int cores, int local_ranks, const char *env_value)
+{
+	if (env_value != NULL && *env_value != '\0') {
+		char *end;
+		long v = strtol(env_value, &end, 10);
+
+		if (*end == '\0' && v > 0 && v < 4096)
+			return (int)v;
+	}
+	if (local_ranks < 1)
+		local_ranks = 1;
+	return cores / local_ranks > 1 ? cores / local_ranks : 1;
+}

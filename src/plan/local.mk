@@ -1,0 +1,6 @@
+libdtrain_la_SOURCES += src/plan/plan.h src/plan/batch.c
+check_PROGRAMS += tests/unit/test_plan
+TESTS += tests/unit/test_plan
+tests_unit_test_plan_SOURCES = tests/unit/test_plan.c
+tests_unit_test_plan_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_plan_LDADD = $(UNIT_LDADD)

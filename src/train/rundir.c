@@ -1,0 +1,133 @@
+/* rundir.c - run-directory creation and atomic file writes. */
+#include "train/rundir.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum dt_status
+dt_rundir_path(char *buf, size_t size, const char *dir, const char *name,
+	       struct dt_error *err)
+{
+	int n = snprintf(buf, size, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= size)
+		return dt_errorf(err, DT_ERR_IO, "%s/%s: path too long", dir,
+				 name);
+	return DT_OK;
+}
+
+static int
+mkdir_p(const char *dir)
+{
+	char tmp[DT_JOB_PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(tmp, dir, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+enum dt_status
+dt_rundir_prepare(const char *dir, struct dt_error *err)
+{
+	static const char *const results[] = { "summary.json",
+					       "metrics.jsonl" };
+	char path[DT_JOB_PATH_MAX + 32];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof results / sizeof results[0]; i++) {
+		if (dt_rundir_path(path, sizeof path, dir, results[i], err))
+			return DT_ERR_IO;
+		if (stat(path, &st) == 0)
+			return dt_errorf(err, DT_ERR_EXISTS,
+					 "%s: run directory already holds "
+					 "results (%s); choose another with "
+					 "--run-dir DIR or --set name=NEW, or "
+					 "remove it",
+					 dir, results[i]);
+	}
+	if (mkdir_p(dir) != 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create run "
+				 "directory: %s", dir, strerror(errno));
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		return dt_errorf(err, DT_ERR_IO, "%s: not a directory", dir);
+	return DT_OK;
+}
+
+static void
+fsync_dir_of(const char *path)
+{
+	char dir[DT_JOB_PATH_MAX + 32];
+	const char *slash = strrchr(path, '/');
+	int fd;
+
+	if (slash == NULL) {
+		strcpy(dir, ".");
+	} else {
+		size_t len = (size_t)(slash - path);
+
+		if (len >= sizeof dir)
+			return;
+		memcpy(dir, path, len);
+		dir[len ? len : 1] = '\0';
+		if (len == 0)
+			dir[0] = '/';
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+enum dt_status
+dt_rundir_write_atomic(const char *path,
+		       enum dt_status (*fn)(FILE *out, void *ctx,
+					    struct dt_error *err),
+		       void *ctx, struct dt_error *err)
+{
+	char tmp[DT_JOB_PATH_MAX + 64];
+	enum dt_status st;
+	FILE *out;
+	int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+
+	if (n < 0 || (size_t)n >= sizeof tmp)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long", path);
+	out = fopen(tmp, "w");
+	if (out == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,
+				 strerror(errno));
+	st = fn(out, ctx, err);
+	if (st == DT_OK && (fflush(out) != 0 || fsync(fileno(out)) != 0))
+		st = dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", tmp,
+			       strerror(errno));
+	if (fclose(out) != 0 && st == DT_OK)
+		st = dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", tmp,
+			       strerror(errno));
+	if (st == DT_OK && rename(tmp, path) != 0)
+		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
+			       tmp, path, strerror(errno));
+	if (st != DT_OK) {
+		unlink(tmp);
+		return st;
+	}
+	fsync_dir_of(path);
+	return DT_OK;
+}

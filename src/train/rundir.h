@@ -1,0 +1,29 @@
+/* rundir.h - the run directory: refuse to overwrite results, write files
+ * atomically (temporary name, fsync, rename, fsync of the directory). */
+#ifndef DT_TRAIN_RUNDIR_H
+#define DT_TRAIN_RUNDIR_H
+
+#include <stdio.h>
+
+#include "job/job.h"
+#include "util/status.h"
+
+/* Creates dir (and its parents) unless it already holds results
+ * (summary.json or metrics.jsonl): then DT_ERR_EXISTS with a message saying
+ * how to choose another. DT_ERR_IO naming the path if it cannot be made. */
+enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
+
+/* Writes a file atomically: fn(out, ctx) fills a temporary file next to
+ * path, which is fsync'd and renamed over path, then the directory is
+ * fsync'd. Nothing is left at path (or at the temporary name) on failure. */
+enum dt_status dt_rundir_write_atomic(const char *path,
+				      enum dt_status (*fn)(FILE *out,
+							   void *ctx,
+							   struct dt_error *err),
+				      void *ctx, struct dt_error *err);
+
+/* Convenience: path = dir + "/" + name into buf (DT_ERR_IO if too long). */
+enum dt_status dt_rundir_path(char *buf, size_t size, const char *dir,
+			      const char *name, struct dt_error *err);
+
+#endif

@@ -1,0 +1,78 @@
+/* alloc.c - allocation that aborts on exhaustion (STYLE.md: one rule). */
+#include "util/alloc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void
+die_oom(size_t n, size_t size)
+{
+	fprintf(stderr, "dtrain: out of memory allocating %zu x %zu bytes\n",
+		n, size);
+	abort();
+}
+
+static size_t
+checked_bytes(size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		die_oom(n, size);
+	return n * size;
+}
+
+void *
+dt_xmalloc(size_t n, size_t size)
+{
+	size_t bytes = checked_bytes(n, size);
+	void *p = malloc(bytes ? bytes : 1);
+
+	if (p == NULL)
+		die_oom(n, size);
+	return p;
+}
+
+void *
+dt_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		die_oom(n, size);
+	return p;
+}
+
+void *
+dt_xrealloc(void *p, size_t n, size_t size)
+{
+	size_t bytes = checked_bytes(n, size);
+	void *q = realloc(p, bytes ? bytes : 1);
+
+	if (q == NULL)
+		die_oom(n, size);
+	return q;
+}
+
+char *
+dt_xstrdup(const char *s)
+{
+	size_t len = strlen(s) + 1;
+	char *p = dt_xmalloc(len, 1);
+
+	memcpy(p, s, len);
+	return p;
+}
+
+float *
+dt_xalloc_floats(size_t n)
+{
+	size_t bytes = checked_bytes(n ? n : 1, sizeof(float));
+	void *p = NULL;
+
+	bytes = (bytes + 63) & ~(size_t)63;
+	if (posix_memalign(&p, 64, bytes) != 0)
+		die_oom(n, sizeof(float));
+	memset(p, 0, bytes);
+	return p;
+}

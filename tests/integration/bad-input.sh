@@ -1,0 +1,33 @@
+#!/bin/sh
+# Bad job files and bad options exit 2 with a message naming the place,
+# under plain runs and under mpirun, and nothing is written.
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+write_small_job good.yaml
+sed 's/lr: 0.05/lr: fast/' good.yaml >bad.yaml
+expect_fail 2 'bad.yaml:20:7: train.lr: expected a number, found "fast"' \
+	"$DTRAIN" run --run-dir r1 bad.yaml
+[ ! -e r1 ] || fail "a bad job created its run directory"
+expect_fail 2 'bad.yaml:20:7: train.lr' mpi 2 "$DTRAIN" run --run-dir r2 bad.yaml
+[ ! -e r2 ] || fail "a bad job under mpirun created its run directory"
+expect_fail 2 '^dtrain: --set train.lr=-1: train.lr: must be > 0' \
+	"$DTRAIN" run --set train.lr=-1 good.yaml
+expect_fail 2 'global batch 96 is not a multiple of grad_accum_steps 2 x data-parallel degree 5' \
+	mpi 5 "$DTRAIN" run good.yaml
+expect_fail 2 'global batch 96 is not a multiple' \
+	"$DTRAIN" run -n 5 good.yaml
+expect_fail 2 'usage: dtrain run' "$DTRAIN" run
+expect_fail 2 'unknown command' "$DTRAIN" frobnicate
+expect_fail 2 'No such file|cannot' "$DTRAIN" run missing.yaml
+# Out-of-range labels name the file, the record and the value.
+"$PYTHON" - <<'PY'
+import gzip, struct
+src = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
+d = bytearray(gzip.open(src).read())
+d[8 + 1234] = 12
+open("badlabels", "wb").write(bytes(d))
+PY
+sed "s|labels: .*train-labels.*|labels: $SCRATCH/badlabels|" good.yaml >badlab.yaml
+expect_fail 1 'badlabels: record 1234: label 12 out of range \[0, 10\)' \
+	"$DTRAIN" run --run-dir r3 badlab.yaml
+[ ! -e r3/summary.json ] || fail "a failed run wrote a summary"

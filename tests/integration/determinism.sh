@@ -1,0 +1,23 @@
+#!/bin/sh
+# Same job, same seed, same world size: byte-identical losses; and
+# `dtrain run -n 2` (which starts mpirun itself) equals mpirun -np 2.
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+write_small_job job.yaml
+mpi 2 "$DTRAIN" run -q --run-dir a job.yaml
+mpi 2 "$DTRAIN" run -q --run-dir b job.yaml
+timeout 300 "$DTRAIN" run -q -n 2 --run-dir c job.yaml
+losses a >la
+losses b >lb
+losses c >lc
+cmp la lb || fail "two identical runs differ"
+cmp la lc || fail "dtrain run -n 2 differs from mpirun -np 2"
+grep -q '"train_loss"' a/summary.json || fail "summary.json lacks train_loss"
+[ "$(grep train_loss a/summary.json)" = "$(grep train_loss b/summary.json)" ] ||
+	fail "summary train_loss differs"
+# The resolved job is saved and loads back.
+"$DTRAIN" run -q --run-dir d --set train.steps=1 a/job.yaml >/dev/null
+# A run directory holding results is not overwritten.
+expect_fail 2 'already holds results.*--run-dir' \
+	"$DTRAIN" run -q --run-dir a job.yaml
+cmp la "$(losses a >la2; echo la2)" || fail "existing run dir was modified"

@@ -1,0 +1,110 @@
+# lib.sh - shared by the integration tests (sourced). Provides a scratch
+# directory, the dtrain and mpirun paths, and small assertions.
+set -eu
+: "${DTRAIN:?run through make check}"
+: "${MPIRUN:=mpirun}"
+: "${top_srcdir:=.}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+# Tests run one BLAS thread per rank so results do not depend on the host.
+export OPENBLAS_NUM_THREADS=1
+PYTHON=${PYTHON:-python3}
+FMNIST=/usr/share/datasets/fashion-mnist
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/dtrain-test.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+cd "$SCRATCH"
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+need_fmnist() {
+	if [ ! -f "$FMNIST/train-images-idx3-ubyte.gz" ]; then
+		echo "SKIP: $FMNIST missing (apt-get install dataset-fashion-mnist)"
+		exit 77
+	fi
+}
+
+# mpirun with the flags every test wants.
+mpi() {
+	np=$1
+	shift
+	timeout 300 "$MPIRUN" -np "$np" --oversubscribe --bind-to none "$@"
+}
+
+# expect_fail CODE PATTERN CMD...: CMD exits CODE and its stderr matches
+# PATTERN (grep -E).
+expect_fail() {
+	code=$1 pattern=$2
+	shift 2
+	set +e
+	"$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+	rc=$?
+	set -e
+	if [ "$rc" -ne "$code" ]; then
+		cat "$SCRATCH/err" >&2
+		fail "$* exited $rc, expected $code"
+	fi
+	if ! grep -Eq -- "$pattern" "$SCRATCH/err"; then
+		cat "$SCRATCH/err" >&2
+		fail "$*: stderr does not match /$pattern/"
+	fi
+}
+
+# Loss column of a run's metrics.jsonl, one value per logged step.
+losses() {
+	"$PYTHON" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line)
+    if "loss" in o:
+        print(repr(o["loss"]))
+' "$1/metrics.jsonl"
+}
+
+# compare_losses A B RELTOL: the loss sequences of run dirs A and B agree.
+compare_losses() {
+	"$PYTHON" - "$1" "$2" "$3" <<'PY'
+import json, sys
+def losses(d):
+    return [json.loads(l)["loss"] for l in open(d + "/metrics.jsonl")
+            if "\"loss\"" in l]
+a, b, tol = losses(sys.argv[1]), losses(sys.argv[2]), float(sys.argv[3])
+if len(a) != len(b) or not a:
+    sys.exit("different number of logged steps: %d vs %d" % (len(a), len(b)))
+for i, (x, y) in enumerate(zip(a, b)):
+    if abs(x - y) > tol * abs(x):
+        sys.exit("step %d: loss %r vs %r (rel %.3g > %g)"
+                 % (i, x, y, abs(x - y) / abs(x), tol))
+print("%d losses agree to %g relative" % (len(a), tol))
+PY
+}
+
+# A small MLP job on Fashion-MNIST for tests: few steps, logged every step.
+write_small_job() {
+	cat >"$1" <<YAML
+name: small
+seed: 7
+data:
+  train:
+    images: $FMNIST/train-images-idx3-ubyte.gz
+    labels: $FMNIST/train-labels-idx1-ubyte.gz
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: dense, units: 64, activation: relu}
+    - {type: dense, units: 32, activation: tanh}
+    - {type: dense, units: 10}
+  loss: softmax_cross_entropy
+train:
+  global_batch: 96
+  grad_accum_steps: 2
+  steps: 20
+  optimizer: sgd
+  lr: 0.05
+  momentum: 0.9
+log:
+  every_steps: 1
+YAML
+}

@@ -1,0 +1,12 @@
+INTEGRATION_TESTS = tests/integration/bad-input.sh \
+	tests/integration/np-equivalence.sh \
+	tests/integration/determinism.sh \
+	tests/integration/rank-failure.sh
+TESTS += $(INTEGRATION_TESTS)
+EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
+
+check-unit:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(filter tests/unit/%,$(TESTS))"
+.PHONY: check-unit
+TEST_EXTENSIONS = .sh
+SH_LOG_COMPILER = $(SHELL)
