@@ -1,0 +1,619 @@
+/* graph.c - building the node list from a job, laying out the arenas,
+ * initialising parameters, and running forward and backward over the
+ * nodes in order (see graph.h and layer.h). */
+#include "graph/graph.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/layer.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+struct dt_model {
+	int n_nodes;
+	struct dt_node *nodes;	/* topological order; the loss is last */
+	int n_tensors;
+	struct dt_param_tensor **tensors;	/* into nodes[].tensor, arena order */
+	int *tensor_node;	/* (n_tensors): index of each tensor's node */
+	uint64_t seed;
+
+	int64_t max_batch;	/* 0: shapes only, no arenas */
+	int64_t input_size;
+	struct dt_shape input_shape;
+	size_t n_params;
+	int64_t act_floats;	/* per sample */
+	double fwd_flops;	/* per sample, all nodes */
+
+	float *params;		/* (n_params) */
+	float *grads;		/* (n_params) */
+	float *acts;		/* (max_batch, act_floats) */
+	bool *dout_written;	/* (n_nodes), scratch for backward */
+};
+
+int64_t
+dt_shape_size(const struct dt_shape *s)
+{
+	int64_t size = 1;
+
+	for (int i = 0; i < s->n_dims; i++)
+		size *= s->dim[i];
+	return size;
+}
+
+enum dt_status
+dt_node_errorf(const struct dt_node *n, const struct dt_job *job,
+	       struct dt_error *err, const char *fmt, ...)
+{
+	const char *file = job->path[0] != '\0' ? job->path : "<job>";
+	char msg[sizeof err->msg];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	if (n->spec.pos.line > 0)
+		return dt_errorf(err, DT_ERR_JOB, "%s:%d:%d: model.layers.%d: %s",
+				 file, n->spec.pos.line, n->spec.pos.col,
+				 n->layer, msg);
+	return dt_errorf(err, DT_ERR_JOB, "%s: model.layers.%d: %s", file,
+			 n->layer, msg);
+}
+
+/* Number of nodes job->model becomes: one per layer, one more for each
+ * `activation:`, one for the loss. */
+static int
+count_nodes(const struct dt_job *job)
+{
+	int n = 1;
+
+	for (int i = 0; i < job->model.n_layers; i++)
+		n += job->model.layers[i].activation != DT_ACT_NONE ? 2 : 1;
+	return n;
+}
+
+/* Fills the node list from job, without shapes. */
+static enum dt_status
+make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
+{
+	int k = 0;
+
+	for (int i = 0; i < job->model.n_layers; i++) {
+		const struct dt_layer_spec *spec = &job->model.layers[i];
+		struct dt_node *n = &m->nodes[k];
+
+		n->ops = dt_layer_for_kind(spec->kind);
+		n->layer = i;
+		n->spec = *spec;
+		snprintf(n->name, sizeof n->name, "%s", spec->name);
+		if (n->ops == NULL)
+			return dt_node_errorf(n, job, err,
+					      "layer kind %d is not known to the "
+					      "model builder", (int)spec->kind);
+		n->n_inputs = 1;
+		n->inputs[0] = k - 1;
+		k++;
+		if (spec->activation != DT_ACT_NONE) {
+			n = &m->nodes[k];
+			n->ops = &dt_layer_activation;
+			n->layer = i;
+			n->spec = *spec;
+			snprintf(n->name, sizeof n->name, "%s.%s", spec->name,
+				 dt_activation_name(spec->activation));
+			n->n_inputs = 1;
+			n->inputs[0] = k - 1;
+			k++;
+		}
+	}
+	struct dt_node *loss = &m->nodes[k];
+
+	loss->ops = dt_layer_for_loss(job->model.loss);
+	loss->layer = job->model.n_layers - 1;
+	loss->spec = job->model.layers[loss->layer];
+	snprintf(loss->name, sizeof loss->name, "loss");
+	if (loss->ops == NULL)
+		return dt_errorf(err, DT_ERR_JOB,
+				 "%s: model.loss: loss kind %d is not known to "
+				 "the model builder",
+				 job->path[0] ? job->path : "<job>",
+				 (int)job->model.loss);
+	loss->n_inputs = 1;
+	loss->inputs[0] = k - 1;
+	assert(k + 1 == m->n_nodes);
+	return DT_OK;
+}
+
+static enum dt_status
+check_input_shape(struct dt_model *m, const struct dt_job *job,
+		  struct dt_error *err)
+{
+	const char *file = job->path[0] != '\0' ? job->path : "<job>";
+	int64_t size = 1;
+
+	if (job->model.n_input_dims < 1 ||
+	    job->model.n_input_dims > DT_SHAPE_MAX_DIMS)
+		return dt_errorf(err, DT_ERR_JOB,
+				 "%s: model.input_shape: needs 1 to %d "
+				 "dimensions, found %d", file,
+				 DT_SHAPE_MAX_DIMS, job->model.n_input_dims);
+	m->input_shape.n_dims = job->model.n_input_dims;
+	for (int i = 0; i < job->model.n_input_dims; i++) {
+		int64_t d = job->model.input_shape[i];
+
+		if (d < 1 || d > INT_MAX / size)
+			return dt_errorf(err, DT_ERR_JOB,
+					 "%s: model.input_shape.%d: must be "
+					 "in [1, %d] and the product below "
+					 "2^31, found %lld", file, i,
+					 INT_MAX, (long long)d);
+		m->input_shape.dim[i] = d;
+		size *= d;
+	}
+	m->input_size = size;
+	return DT_OK;
+}
+
+/* Runs shape inference over the nodes, in order, and checks the sizes
+ * BLAS will see (int) and the parameter count. */
+static enum dt_status
+infer_shapes(struct dt_model *m, const struct dt_job *job,
+	     struct dt_error *err)
+{
+	size_t n_params = 0;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+		enum dt_status st;
+
+		for (int k = 0; k < n->n_inputs; k++) {
+			int src = n->inputs[k];
+
+			assert(src < i);
+			if (src == DT_NODE_INPUT) {
+				n->in_shape[k] = m->input_shape;
+			} else {
+				n->in_shape[k] = m->nodes[src].out_shape;
+				m->nodes[src].n_consumers++;
+			}
+			n->in_size[k] = dt_shape_size(&n->in_shape[k]);
+		}
+		n->kind = n->ops->kind;
+		st = n->ops->infer(n, job, err);
+		if (st != DT_OK)
+			return st;
+
+		int64_t size = 1;
+
+		for (int d = 0; d < n->out_shape.n_dims; d++) {
+			if (n->out_shape.dim[d] < 1 ||
+			    n->out_shape.dim[d] > INT_MAX / size)
+				return dt_node_errorf(n, job, err,
+						      "output of %s: empty, or "
+						      "more than 2^31 values "
+						      "per sample", n->name);
+			size *= n->out_shape.dim[d];
+		}
+		n->out_size = size;
+
+		n->n_params = 0;
+		for (int t = 0; t < n->n_tensors; t++) {
+			struct dt_param_tensor *pt = &n->tensor[t];
+			int64_t ts = 1;
+
+			for (int d = 0; d < pt->n_dims; d++)
+				if (__builtin_mul_overflow(ts, pt->shape[d],
+							   &ts))
+					ts = INT64_MAX;
+			pt->size = ts;
+			pt->offset = n_params;
+			if (ts == INT64_MAX ||
+			    __builtin_add_overflow(n_params, (size_t)ts,
+						   &n_params) ||
+			    n_params > SIZE_MAX / sizeof(float))
+				return dt_node_errorf(n, job, err,
+						      "too many parameters");
+			n->n_params += ts;
+		}
+		n->needs_grad = n->n_params > 0;
+		for (int k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] != DT_NODE_INPUT &&
+			    m->nodes[n->inputs[k]].needs_grad)
+				n->needs_grad = true;
+		m->n_tensors += n->n_tensors;
+		m->fwd_flops += n->ops->fwd_flops(n);
+	}
+	m->n_params = n_params;
+	return DT_OK;
+}
+
+/* Whether backward writes a gradient for node n's output: some node reads
+ * the output, and n leads back to parameters. */
+static bool
+has_dout(const struct dt_node *n)
+{
+	return n->n_consumers > 0 && n->needs_grad;
+}
+
+/* Activation floats per sample of node n: output, output gradient, and
+ * the layer's scratch. */
+static int64_t
+node_act_floats(const struct dt_node *n, int64_t *scratch)
+{
+	*scratch = n->ops->scratch_floats ? n->ops->scratch_floats(n) : 0;
+	return n->out_size * (has_dout(n) ? 2 : 1) + *scratch;
+}
+
+static enum dt_status
+size_activations(struct dt_model *m, struct dt_error *err)
+{
+	int64_t total = 0, scratch;
+
+	for (int i = 0; i < m->n_nodes; i++)
+		if (__builtin_add_overflow(total,
+					   node_act_floats(&m->nodes[i],
+							   &scratch),
+					   &total))
+			goto too_big;
+	m->act_floats = total;
+	if (m->max_batch > 0 &&
+	    (__builtin_mul_overflow(total, m->max_batch, &total) ||
+	     (uint64_t)total > SIZE_MAX / sizeof(float)))
+		goto too_big;
+	return DT_OK;
+too_big:
+	return dt_errorf(err, DT_ERR_PLAN,
+			 "activations for a micro-batch of %lld samples do "
+			 "not fit in memory", (long long)m->max_batch);
+}
+
+/* Points every node's buffers into the arenas. */
+static void
+bind_arenas(struct dt_model *m)
+{
+	float *act = m->acts;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+		int64_t scratch, rows = m->max_batch;
+
+		node_act_floats(n, &scratch);
+		n->out = act;
+		act += rows * n->out_size;
+		if (has_dout(n)) {
+			n->dout = act;
+			act += rows * n->out_size;
+		}
+		if (scratch > 0) {
+			n->scratch = act;
+			act += rows * scratch;
+		}
+		for (int k = 0; k < n->n_tensors; k++) {
+			struct dt_param_tensor *pt = &n->tensor[k];
+
+			pt->data = m->params + pt->offset;
+			pt->grad = m->grads + pt->offset;
+		}
+	}
+	assert(act == m->acts + m->max_batch * m->act_floats);
+}
+
+static void
+init_tensor(struct dt_param_tensor *pt, uint64_t seed, uint64_t index)
+{
+	switch (pt->init) {
+	case DT_INIT_ZERO:
+		memset(pt->data, 0, (size_t)pt->size * sizeof(float));
+		break;
+	case DT_INIT_ONE:
+		for (int64_t j = 0; j < pt->size; j++)
+			pt->data[j] = 1.0f;
+		break;
+	case DT_INIT_HE_NORMAL: {
+		float std = (float)sqrt(2.0 / (double)pt->fan_in);
+
+		for (int64_t j = 0; j < pt->size; j++)
+			pt->data[j] = std * dt_rng_normal(seed, DT_RNG_INIT,
+							  index, (uint64_t)j);
+		break;
+	}
+	case DT_INIT_XAVIER_UNIFORM: {
+		float a = (float)sqrt(6.0 / (double)(pt->fan_in +
+						     pt->fan_out));
+
+		for (int64_t j = 0; j < pt->size; j++)
+			pt->data[j] = a * (2.0f * dt_rng_uniform(
+						   seed, DT_RNG_INIT, index,
+						   (uint64_t)j) - 1.0f);
+		break;
+	}
+	}
+}
+
+static void
+init_params(struct dt_model *m)
+{
+	uint64_t index = 0;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		if (n->ops->init != NULL)
+			n->ops->init(n, m->seed, index);
+		else
+			for (int k = 0; k < n->n_tensors; k++)
+				init_tensor(&n->tensor[k], m->seed, index + k);
+		index += (uint64_t)n->n_tensors;
+	}
+}
+
+enum dt_status
+dt_model_new(const struct dt_job *job, int64_t max_batch,
+	     struct dt_model **out, struct dt_error *err)
+{
+	struct dt_model *m;
+	enum dt_status st;
+
+	if (max_batch < 0 || max_batch > INT_MAX)
+		return dt_errorf(err, DT_ERR_PLAN,
+				 "micro-batch of %lld samples: must be in "
+				 "[1, %d]", (long long)max_batch, INT_MAX);
+	if (job->model.n_layers < 1 || job->model.n_layers > DT_JOB_MAX_LAYERS)
+		return dt_errorf(err, DT_ERR_JOB,
+				 "%s: model.layers: needs 1 to %d layers, "
+				 "found %d",
+				 job->path[0] ? job->path : "<job>",
+				 DT_JOB_MAX_LAYERS, job->model.n_layers);
+
+	m = dt_xcalloc(1, sizeof *m);
+	m->seed = job->seed;
+	m->max_batch = max_batch;
+	m->n_nodes = count_nodes(job);
+	m->nodes = dt_xcalloc((size_t)m->n_nodes, sizeof *m->nodes);
+	if ((st = check_input_shape(m, job, err)) != DT_OK ||
+	    (st = make_nodes(m, job, err)) != DT_OK ||
+	    (st = infer_shapes(m, job, err)) != DT_OK ||
+	    (st = size_activations(m, err)) != DT_OK) {
+		dt_model_free(m);
+		return st;
+	}
+	m->tensors = dt_xcalloc((size_t)m->n_tensors + 1, sizeof *m->tensors);
+	m->tensor_node = dt_xcalloc((size_t)m->n_tensors + 1,
+				    sizeof *m->tensor_node);
+	for (int i = 0, t = 0; i < m->n_nodes; i++)
+		for (int k = 0; k < m->nodes[i].n_tensors; k++, t++) {
+			m->tensors[t] = &m->nodes[i].tensor[k];
+			m->tensor_node[t] = i;
+		}
+	if (max_batch > 0) {
+		m->params = dt_xalloc_floats(m->n_params);
+		m->grads = dt_xalloc_floats(m->n_params);
+		m->acts = dt_xalloc_floats((size_t)(max_batch * m->act_floats));
+		m->dout_written = dt_xcalloc((size_t)m->n_nodes,
+					     sizeof *m->dout_written);
+		bind_arenas(m);
+		init_params(m);
+	}
+	*out = m;
+	return DT_OK;
+}
+
+void
+dt_model_free(struct dt_model *m)
+{
+	if (m == NULL)
+		return;
+	free(m->params);
+	free(m->grads);
+	free(m->acts);
+	free(m->dout_written);
+	free(m->tensors);
+	free(m->tensor_node);
+	free(m->nodes);
+	free(m);
+}
+
+size_t
+dt_model_n_params(const struct dt_model *m)
+{
+	return m->n_params;
+}
+
+float *
+dt_model_params(struct dt_model *m)
+{
+	return m->params;
+}
+
+float *
+dt_model_grads(struct dt_model *m)
+{
+	return m->grads;
+}
+
+void
+dt_model_zero_grads(struct dt_model *m)
+{
+	assert(m->grads != NULL);
+	memset(m->grads, 0, m->n_params * sizeof(float));
+}
+
+int64_t
+dt_model_input_size(const struct dt_model *m)
+{
+	return m->input_size;
+}
+
+int64_t
+dt_model_n_classes(const struct dt_model *m)
+{
+	return m->nodes[m->n_nodes - 1].in_size[0];
+}
+
+/* The input buffers of node n: the model input x or other nodes' outputs. */
+static void
+gather_inputs(const struct dt_model *m, const struct dt_node *n,
+	      const float *x, const float **in)
+{
+	for (int k = 0; k < n->n_inputs; k++)
+		in[k] = n->inputs[k] == DT_NODE_INPUT ? x
+						      : m->nodes[n->inputs[k]].out;
+}
+
+static void
+forward(struct dt_model *m, struct dt_pass *p, const float *x)
+{
+	const float *in[DT_NODE_MAX_INPUTS];
+
+	assert(m->acts != NULL && p->batch >= 1 && p->batch <= m->max_batch);
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		gather_inputs(m, n, x, in);
+		n->ops->forward(n, p, in);
+	}
+}
+
+/* Reverse order is a reverse topological order, so every consumer of a
+ * node has added into its dout before the node's own backward runs. A node
+ * is skipped when no parameter lies behind it, or when it is not the loss
+ * and nothing wrote its dout (a branch that does not reach the loss). */
+static void
+backward(struct dt_model *m, struct dt_pass *p, const float *x)
+{
+	const float *in[DT_NODE_MAX_INPUTS];
+	float *din[DT_NODE_MAX_INPUTS];
+	bool din_add[DT_NODE_MAX_INPUTS];
+
+	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
+	for (int i = m->n_nodes - 1; i >= 0; i--) {
+		struct dt_node *n = &m->nodes[i];
+
+		if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i]))
+			continue;
+		gather_inputs(m, n, x, in);
+		for (int k = 0; k < n->n_inputs; k++) {
+			int src = n->inputs[k];
+
+			din[k] = NULL;
+			din_add[k] = false;
+			if (src == DT_NODE_INPUT || !m->nodes[src].needs_grad)
+				continue;
+			din[k] = m->nodes[src].dout;
+			din_add[k] = m->dout_written[src];
+			m->dout_written[src] = true;
+		}
+		n->ops->backward(n, p, in, din, din_add);
+	}
+}
+
+void
+dt_model_train_step(struct dt_model *m, const float *x,
+		    const int32_t *labels, int64_t batch, float grad_scale,
+		    double *loss_sum, int64_t *n_correct)
+{
+	struct dt_pass p = {
+		.batch = batch,
+		.training = true,
+		.labels = labels,
+		.grad_scale = grad_scale,
+		.seed = m->seed,
+	};
+
+	assert(labels != NULL);
+	forward(m, &p, x);
+	backward(m, &p, x);
+	if (loss_sum != NULL)
+		*loss_sum = p.loss_sum;
+	if (n_correct != NULL)
+		*n_correct = p.n_correct;
+}
+
+void
+dt_model_eval(struct dt_model *m, const float *x, const int32_t *labels,
+	      int64_t batch, double *loss_sum, int64_t *n_correct)
+{
+	struct dt_pass p = {
+		.batch = batch,
+		.training = false,
+		.labels = labels,
+		.seed = m->seed,
+	};
+
+	forward(m, &p, x);
+	if (loss_sum != NULL)
+		*loss_sum = p.loss_sum;
+	if (n_correct != NULL)
+		*n_correct = p.n_correct;
+}
+
+const float *
+dt_model_probs(const struct dt_model *m)
+{
+	return m->nodes[m->n_nodes - 1].out;
+}
+
+double
+dt_model_flops_per_sample(const struct dt_model *m)
+{
+	return 3.0 * m->fwd_flops;
+}
+
+int64_t
+dt_model_act_floats_per_sample(const struct dt_model *m)
+{
+	return m->act_floats;
+}
+
+int
+dt_model_n_layers(const struct dt_model *m)
+{
+	return m->n_nodes;
+}
+
+void
+dt_model_layer_info(const struct dt_model *m, int i,
+		    struct dt_layer_info *info)
+{
+	const struct dt_node *n;
+
+	assert(i >= 0 && i < m->n_nodes);
+	n = &m->nodes[i];
+	memset(info, 0, sizeof *info);
+	info->name = n->name;
+	info->kind = n->kind;
+	info->n_dims = n->out_shape.n_dims;
+	for (int d = 0; d < n->out_shape.n_dims; d++)
+		info->out_shape[d] = n->out_shape.dim[d];
+	info->n_params = n->n_params;
+	info->fwd_flops = n->ops->fwd_flops(n);
+	info->job_layer = n->layer;
+}
+
+int
+dt_model_n_tensors(const struct dt_model *m)
+{
+	return m->n_tensors;
+}
+
+void
+dt_model_tensor_info(const struct dt_model *m, int i,
+		     struct dt_tensor_info *info)
+{
+	const struct dt_param_tensor *pt;
+
+	assert(i >= 0 && i < m->n_tensors);
+	pt = m->tensors[i];
+	memset(info, 0, sizeof *info);
+	info->node = m->nodes[m->tensor_node[i]].name;
+	info->name = pt->name;
+	info->n_dims = pt->n_dims;
+	for (int d = 0; d < pt->n_dims; d++)
+		info->shape[d] = pt->shape[d];
+	info->offset = pt->offset;
+	info->size = pt->size;
+}

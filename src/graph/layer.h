@@ -1,0 +1,175 @@
+/* layer.h - the inside of the model graph: nodes and the layer vtable.
+ *
+ * A model is a list of named nodes in topological order. Each node has a
+ * layer type (struct dt_layer_ops, one type per file: dense.c,
+ * activation.c, softmax_xent.c, ...), up to DT_NODE_MAX_INPUTS input nodes,
+ * an output shape, the parameter tensors it declares, and pointers into the
+ * model's three arenas (parameters, gradients, activations). registry.c
+ * maps the job's layer and loss kinds to types; adding a layer type is one
+ * new file and one line there.
+ *
+ * Only graph/ and its tests include this header; the rest of dtrain uses
+ * graph.h. Shapes exclude the batch dimension; buffers are float32,
+ * row-major, batch first. */
+#ifndef DT_GRAPH_LAYER_H
+#define DT_GRAPH_LAYER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job/job.h"
+#include "util/status.h"
+
+#define DT_NODE_MAX_INPUTS 4
+#define DT_NODE_MAX_TENSORS 4
+#define DT_SHAPE_MAX_DIMS 4
+/* An input index that means the model's input x rather than a node. */
+#define DT_NODE_INPUT (-1)
+
+/* A per-sample shape (no batch dimension). */
+struct dt_shape {
+	int n_dims;
+	int64_t dim[DT_SHAPE_MAX_DIMS];
+};
+
+/* Product of the dimensions (1 for n_dims == 0). The caller has checked
+ * that it fits in int64_t (dt_model_new keeps every size below INT_MAX). */
+int64_t dt_shape_size(const struct dt_shape *s);
+
+/* How a parameter tensor starts. Keys of the draws: (job->seed,
+ * DT_RNG_INIT, tensor index in model order, element index), so every rank
+ * draws the same bits without communicating. */
+enum dt_init {
+	DT_INIT_ZERO = 0,
+	DT_INIT_ONE,
+	/* N(0, 2/fan_in): He et al., "Delving Deep into Rectifiers", ICCV
+	 * 2015; for weights followed by relu-like activations. */
+	DT_INIT_HE_NORMAL,
+	/* U(-a, a), a = sqrt(6/(fan_in+fan_out)): Glorot & Bengio,
+	 * "Understanding the difficulty of training deep feedforward neural
+	 * networks", AISTATS 2010. */
+	DT_INIT_XAVIER_UNIFORM,
+};
+
+/* A parameter tensor a layer declares in infer(); the graph lays the
+ * tensors of all nodes out back to back in the parameter arena, in node
+ * order then declaration order, and fills the last four fields. */
+struct dt_param_tensor {
+	const char *name;	/* "weight", "bias"; full name "<node>.<name>" */
+	int n_dims;
+	int64_t shape[DT_SHAPE_MAX_DIMS];
+	enum dt_init init;
+	int64_t fan_in, fan_out;	/* for the He and Xavier rules */
+	/* set by the graph: */
+	int64_t size;		/* product of shape */
+	size_t offset;		/* floats from the start of the arenas */
+	float *data;		/* size floats in the parameter arena */
+	float *grad;		/* size floats in the gradient arena */
+};
+
+/* What one forward or backward pass is about; filled by graph.c. */
+struct dt_pass {
+	int64_t batch;		/* rows in every buffer, <= max_batch */
+	bool training;		/* false in dt_model_eval */
+	const int32_t *labels;	/* (batch) for loss nodes; NULL: no loss */
+	float grad_scale;	/* loss backward multiplies its gradient by this */
+	uint64_t seed;		/* job->seed, for stochastic layers */
+	/* outputs of loss nodes: */
+	double loss_sum;	/* sum over the batch of per-sample losses */
+	int64_t n_correct;	/* argmax == label */
+};
+
+struct dt_layer_ops;
+
+struct dt_node {
+	const struct dt_layer_ops *ops;
+	char name[80];		/* "dense0", "dense0.relu", "loss" */
+	const char *kind;	/* for plans: ops->kind, or e.g. "relu" */
+	/* The job entry the node was made from, for its settings and for
+	 * error positions; an activation node made from a dense's
+	 * `activation:` shares the dense's entry, and the loss node the
+	 * entry of the last layer (whose output it takes). layer is the
+	 * entry's index in job->model.layers. */
+	int layer;
+	struct dt_layer_spec spec;
+
+	int n_inputs;
+	int inputs[DT_NODE_MAX_INPUTS];	/* node indices or DT_NODE_INPUT */
+	struct dt_shape in_shape[DT_NODE_MAX_INPUTS];
+	int64_t in_size[DT_NODE_MAX_INPUTS];	/* dt_shape_size(in_shape) */
+
+	/* set by ops->infer: */
+	struct dt_shape out_shape;
+	int n_tensors;
+	struct dt_param_tensor tensor[DT_NODE_MAX_TENSORS];
+
+	/* set by the graph: */
+	int64_t out_size;	/* dt_shape_size(out_shape) */
+	int64_t n_params;	/* sum of tensor sizes */
+	int n_consumers;	/* nodes that read this one's output */
+	bool needs_grad;	/* has parameters or reads a node that needs_grad */
+	float *out;		/* (max_batch, out_size) */
+	float *dout;		/* (max_batch, out_size); NULL when no gradient
+				 * flows back through the node */
+	float *scratch;		/* (max_batch, ops->scratch_floats), or NULL */
+};
+
+/* A layer type. Hooks marked optional may be NULL.
+ *
+ * Forward reads in[k] ((batch, in_size[k]) each) and writes n->out
+ * (batch, out_size); it may also write n->scratch for its backward.
+ * Backward reads in[k], n->out and n->dout and ADDS to the gradients of
+ * its tensors (tensor[i].grad), so gradients accumulate across
+ * micro-batches until the optimizer zeroes them. din[k] is the gradient of
+ * input k, (batch, in_size[k]), or NULL when nothing upstream needs it (the
+ * model input, or a part of the graph without parameters); the layer writes
+ * it when din_add[k] is false and adds to it when true (the input feeds
+ * several nodes and another has written it already). Neither hook
+ * allocates. */
+struct dt_layer_ops {
+	const char *kind;	/* "dense": the word used in plans and files */
+
+	/* Checks that the node can take its inputs (n->in_shape, n->spec)
+	 * and sets n->out_shape and the declared parameter tensors. On a
+	 * bad input returns DT_ERR_JOB through dt_node_errorf. */
+	enum dt_status (*infer)(struct dt_node *n, const struct dt_job *job,
+				struct dt_error *err);
+	/* Optional: initialises the node's tensors when the declared
+	 * dt_init rules are not enough; tensor_index is the model-wide
+	 * index of the node's first tensor, for the rng keys. */
+	void (*init)(struct dt_node *n, uint64_t seed, uint64_t tensor_index);
+	void (*forward)(struct dt_node *n, struct dt_pass *p,
+			const float *const *in);
+	void (*backward)(struct dt_node *n, struct dt_pass *p,
+			 const float *const *in, float *const *din,
+			 const bool *din_add);
+	/* Forward FLOPs for one sample (multiply-add = 2); backward is
+	 * counted as twice this for every type (graph.h). */
+	double (*fwd_flops)(const struct dt_node *n);
+	/* Optional: floats per sample of n->scratch, activation storage
+	 * beyond the output and output gradient (which the graph sizes). */
+	int64_t (*scratch_floats)(const struct dt_node *n);
+};
+
+/* The layer types (one file each). */
+extern const struct dt_layer_ops dt_layer_dense;
+extern const struct dt_layer_ops dt_layer_activation;
+extern const struct dt_layer_ops dt_layer_softmax_xent;
+
+/* registry.c: the type implementing a job layer kind / loss kind, or NULL
+ * if there is none (a job/ enum value graph/ does not know yet). */
+const struct dt_layer_ops *dt_layer_for_kind(enum dt_layer_kind kind);
+const struct dt_layer_ops *dt_layer_for_loss(enum dt_loss_kind kind);
+
+/* Name of an activation ("relu"), "none" for DT_ACT_NONE. */
+const char *dt_activation_name(enum dt_activation act);
+
+/* Fills err with DT_ERR_JOB and the message prefixed by the node's place in
+ * the job file, "FILE:LINE:COL: model.layers.N: " ("FILE: model.layers.N: "
+ * when the entry has no position), and returns DT_ERR_JOB. */
+enum dt_status dt_node_errorf(const struct dt_node *n, const struct dt_job *job,
+			      struct dt_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+#endif

@@ -1,0 +1,105 @@
+/* softmax_xent.c - softmax cross-entropy loss over the classes of each
+ * sample.
+ *
+ * Forward: p = softmax(z) computed stably as exp(z - max z) / sum, and the
+ * per-sample loss -log p[label] = log-sum-exp(z) - z[label] with
+ * log-sum-exp(z) = max z + log sum exp(z - max z), so no exp overflows.
+ * The node's output is p (B, classes); the per-sample losses are summed
+ * into pass->loss_sum (double) and argmax hits counted in pass->n_correct
+ * (the first maximal class wins a tie). Labels are assumed in range (the
+ * data loader checks them).
+ * Backward: d(loss)/dz = p - onehot(label), times pass->grad_scale.
+ * FLOPs: 5 per class per sample (max, subtract, exp, sum, divide). */
+#include <math.h>
+
+#include "graph/layer.h"
+
+static enum dt_status
+softmax_xent_infer(struct dt_node *n, const struct dt_job *job,
+		   struct dt_error *err)
+{
+	if (n->in_size[0] < 2)
+		return dt_node_errorf(n, job, err,
+				      "softmax cross-entropy needs at least 2 "
+				      "classes, this last layer gives %lld",
+				      (long long)n->in_size[0]);
+	n->out_shape.n_dims = 1;
+	n->out_shape.dim[0] = n->in_size[0];
+	return DT_OK;
+}
+
+static void
+softmax_xent_forward(struct dt_node *n, struct dt_pass *p,
+		     const float *const *in)
+{
+	const int64_t classes = n->out_size;
+	const int32_t *labels = p->labels;	/* (B) or NULL */
+	double loss_sum = 0.0;
+	int64_t n_correct = 0;
+
+	for (int64_t r = 0; r < p->batch; r++) {
+		const float *z = in[0] + r * classes;	/* (classes) */
+		float *prob = n->out + r * classes;	/* (classes) */
+		float zmax = z[0], sum = 0.0f;
+		int64_t arg = 0;
+
+		for (int64_t j = 1; j < classes; j++)
+			if (z[j] > zmax) {
+				zmax = z[j];
+				arg = j;
+			}
+		for (int64_t j = 0; j < classes; j++) {
+			prob[j] = expf(z[j] - zmax);
+			sum += prob[j];
+		}
+		float inv = 1.0f / sum;
+
+		for (int64_t j = 0; j < classes; j++)
+			prob[j] *= inv;
+		if (labels != NULL) {
+			loss_sum += (double)(zmax + logf(sum) - z[labels[r]]);
+			n_correct += arg == labels[r];
+		}
+	}
+	p->loss_sum += loss_sum;
+	p->n_correct += n_correct;
+}
+
+static void
+softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
+		      const float *const *in, float *const *din,
+		      const bool *din_add)
+{
+	const int64_t classes = n->out_size;
+	const float scale = p->grad_scale;
+
+	(void)in;
+	if (din[0] == NULL)
+		return;
+	for (int64_t r = 0; r < p->batch; r++) {
+		const float *prob = n->out + r * classes;	/* (classes) */
+		float *dz = din[0] + r * classes;		/* (classes) */
+
+		if (din_add[0])
+			for (int64_t j = 0; j < classes; j++)
+				dz[j] += scale * prob[j];
+		else
+			for (int64_t j = 0; j < classes; j++)
+				dz[j] = scale * prob[j];
+		dz[p->labels[r]] -= scale;
+	}
+}
+
+static double
+softmax_xent_fwd_flops(const struct dt_node *n)
+{
+	return 5.0 * (double)n->out_size;
+}
+
+const struct dt_layer_ops dt_layer_softmax_xent = {
+	.kind = "softmax_cross_entropy",
+	.infer = softmax_xent_infer,
+	.forward = softmax_xent_forward,
+	.backward = softmax_xent_backward,
+	.fwd_flops = softmax_xent_fwd_flops,
+};

@@ -1,0 +1,764 @@
+/* test_graph.c - Check suite for src/graph/: finite-difference gradient
+ * checks of every layer type (alone, through layer.h, and together, through
+ * graph.h), the softmax cross-entropy value against a hand computation,
+ * micro-batch accumulation, init determinism, parameter and FLOP counts,
+ * and job-file errors. Jobs are built by hand (memset + fields), so the
+ * suite does not depend on the YAML parser. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/layer.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+/* A job with input [n_in], layers of units[i] with acts[i], softmax
+ * cross-entropy; positions line i+10, column 5. Caller frees. */
+static struct dt_job *
+make_job(int64_t n_in, int n_layers, const int64_t *units,
+	 const enum dt_activation *acts, uint64_t seed)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+
+	snprintf(job->path, sizeof job->path, "job.yaml");
+	job->seed = seed;
+	job->model.n_input_dims = 1;
+	job->model.input_shape[0] = n_in;
+	job->model.n_layers = n_layers;
+	job->model.loss = DT_LOSS_SOFTMAX_CROSS_ENTROPY;
+	for (int i = 0; i < n_layers; i++) {
+		struct dt_layer_spec *l = &job->model.layers[i];
+
+		l->kind = DT_LAYER_DENSE;
+		snprintf(l->name, sizeof l->name, "dense%d", i);
+		l->units = units[i];
+		l->activation = acts != NULL ? acts[i] : DT_ACT_NONE;
+		l->pos.line = 10 + i;
+		l->pos.col = 5;
+	}
+	return job;
+}
+
+static struct dt_job *
+make_mnist_mlp(uint64_t seed)
+{
+	static const int64_t units[] = { 256, 128, 10 };
+	static const enum dt_activation acts[] = { DT_ACT_RELU, DT_ACT_RELU,
+						   DT_ACT_NONE };
+
+	return make_job(784, 3, units, acts, seed);
+}
+
+/* Reproducible test data in [-1, 1), keyed apart from the model's init. */
+static void
+fill_uniform(float *a, int64_t n, uint64_t key)
+{
+	for (int64_t i = 0; i < n; i++)
+		a[i] = 2.0f * dt_rng_uniform(1234, DT_RNG_SAMPLE, key,
+					     (uint64_t)i) - 1.0f;
+}
+
+/* Gradient tolerance for float central differences: |a - n| <= atol +
+ * rtol * max(|a|, |n|). One layer alone is linear or smooth enough at the
+ * step sizes used that 1e-3 holds with a wide margin (observed < 2e-5); a
+ * whole model in float needs the 1e-2 of the usual recipe. */
+static int
+close_enough(double analytic, double numeric, double atol, double rtol)
+{
+	double scale = fmax(fabs(analytic), fabs(numeric));
+
+	return fabs(analytic - numeric) <= atol + rtol * scale;
+}
+
+/* ---- one node on its own ------------------------------------------- */
+
+/* A node with one input from the "model input", its buffers on the heap. */
+struct rig {
+	struct dt_node n;
+	int64_t batch;
+	float *params, *grads;	/* (n_params) */
+	float *x, *dx;		/* (B, in) */
+	float *g;		/* (B, out): upstream gradient, dout */
+	int32_t *labels;	/* (B) */
+};
+
+static struct dt_job rig_job = { .path = "rig.yaml" };
+
+static void
+rig_init(struct rig *r, const struct dt_layer_ops *ops, int64_t in,
+	 int64_t units, enum dt_activation act, int64_t batch)
+{
+	struct dt_error err;
+	int64_t off = 0;
+
+	memset(r, 0, sizeof *r);
+	r->batch = batch;
+	r->n.ops = ops;
+	snprintf(r->n.name, sizeof r->n.name, "n");
+	r->n.spec.units = units;
+	r->n.spec.activation = act;
+	r->n.n_inputs = 1;
+	r->n.inputs[0] = DT_NODE_INPUT;
+	r->n.in_shape[0].n_dims = 1;
+	r->n.in_shape[0].dim[0] = in;
+	r->n.in_size[0] = in;
+	ck_assert_int_eq(ops->infer(&r->n, &rig_job, &err), DT_OK);
+	r->n.out_size = dt_shape_size(&r->n.out_shape);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		struct dt_param_tensor *pt = &r->n.tensor[t];
+
+		pt->size = 1;
+		for (int d = 0; d < pt->n_dims; d++)
+			pt->size *= pt->shape[d];
+		pt->offset = (size_t)off;
+		off += pt->size;
+	}
+	r->n.n_params = off;
+	r->params = dt_xalloc_floats((size_t)off + 1);
+	r->grads = dt_xalloc_floats((size_t)off + 1);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		r->n.tensor[t].data = r->params + r->n.tensor[t].offset;
+		r->n.tensor[t].grad = r->grads + r->n.tensor[t].offset;
+	}
+	fill_uniform(r->params, off, 1);	/* nonzero biases too */
+	r->x = dt_xalloc_floats((size_t)(batch * in));
+	r->dx = dt_xalloc_floats((size_t)(batch * in));
+	r->n.out = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->g = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->n.dout = r->g;
+	fill_uniform(r->x, batch * in, 2);
+	fill_uniform(r->g, batch * r->n.out_size, 3);
+	r->labels = dt_xcalloc((size_t)batch, sizeof *r->labels);
+	for (int64_t b = 0; b < batch; b++)
+		r->labels[b] = (int32_t)((b * 7 + 1) % r->n.out_size);
+}
+
+static void
+rig_free(struct rig *r)
+{
+	free(r->params);
+	free(r->grads);
+	free(r->x);
+	free(r->dx);
+	free(r->n.out);
+	free(r->g);
+	free(r->labels);
+}
+
+static const float rig_scale = 0.37f;
+
+/* The scalar the rig checks: the loss (times grad_scale) for a loss node,
+ * otherwise sum(g * Y) so that dL/dY = g. */
+static double
+rig_objective(struct rig *r)
+{
+	const float *in[1] = { r->x };
+	struct dt_pass p = { .batch = r->batch, .training = true,
+			     .labels = r->labels, .grad_scale = rig_scale };
+	double sum = 0.0;
+
+	r->n.ops->forward(&r->n, &p, in);
+	if (r->n.ops == &dt_layer_softmax_xent)
+		return p.loss_sum * rig_scale;
+	for (int64_t i = 0; i < r->batch * r->n.out_size; i++)
+		sum += (double)r->g[i] * r->n.out[i];
+	return sum;
+}
+
+/* Analytic gradients into r->grads (zeroed first) and r->dx (plus
+ * dx_base when add). */
+static void
+rig_backward(struct rig *r, bool add)
+{
+	const float *in[1] = { r->x };
+	float *din[1] = { r->dx };
+	bool din_add[1] = { add };
+	struct dt_pass p = { .batch = r->batch, .training = true,
+			     .labels = r->labels, .grad_scale = rig_scale };
+
+	memset(r->grads, 0, (size_t)r->n.n_params * sizeof(float));
+	r->n.ops->forward(&r->n, &p, in);
+	r->n.ops->backward(&r->n, &p, in, din, din_add);
+}
+
+static double
+central_difference(struct rig *r, float *v, double eps)
+{
+	float keep = *v;
+	double up, down;
+
+	*v = keep + (float)eps;
+	up = rig_objective(r);
+	*v = keep - (float)eps;
+	down = rig_objective(r);
+	*v = keep;
+	return (up - down) / (2.0 * eps);
+}
+
+/* Checks every parameter and input gradient of r against central
+ * differences, and that din_add adds. */
+static void
+rig_check(struct rig *r, double eps)
+{
+	int64_t n_in = r->batch * r->n.in_size[0];
+	float *dx_alone = dt_xalloc_floats((size_t)n_in);
+	int bad = 0;
+
+	rig_backward(r, false);
+	memcpy(dx_alone, r->dx, (size_t)n_in * sizeof(float));
+	for (int64_t i = 0; i < r->n.n_params; i++) {
+		double num = central_difference(r, &r->params[i], eps);
+
+		if (!close_enough(r->grads[i], num, 1e-5, 1e-3) &&
+		    bad++ < 5)
+			fprintf(stderr, "%s param %lld: backward %g, "
+				"numeric %g\n", r->n.kind, (long long)i,
+				(double)r->grads[i], num);
+	}
+	for (int64_t i = 0; i < n_in; i++) {
+		double num = central_difference(r, &r->x[i], eps);
+
+		if (!close_enough(dx_alone[i], num, 1e-5, 1e-3) &&
+		    bad++ < 5)
+			fprintf(stderr, "%s input %lld: backward %g, "
+				"numeric %g\n", r->n.kind, (long long)i,
+				(double)dx_alone[i], num);
+	}
+	ck_assert_int_eq(bad, 0);
+
+	for (int64_t i = 0; i < n_in; i++)
+		r->dx[i] = 0.25f;
+	rig_backward(r, true);
+	for (int64_t i = 0; i < n_in; i++)
+		ck_assert_float_eq_tol(r->dx[i], 0.25f + dx_alone[i], 1e-6f);
+	free(dx_alone);
+}
+
+START_TEST(test_dense_gradient)
+{
+	struct rig r;
+
+	rig_init(&r, &dt_layer_dense, 5, 4, DT_ACT_NONE, 3);
+	ck_assert_int_eq(r.n.n_params, 5 * 4 + 4);
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+}
+END_TEST
+
+static const enum dt_activation all_acts[] = {
+	DT_ACT_RELU, DT_ACT_TANH, DT_ACT_SIGMOID, DT_ACT_GELU,
+};
+
+START_TEST(test_activation_gradient)
+{
+	enum dt_activation act = all_acts[_i];
+	struct rig r;
+
+	rig_init(&r, &dt_layer_activation, 7, 0, act, 3);
+	ck_assert_str_eq(r.n.kind, dt_activation_name(act));
+	ck_assert_int_eq(r.n.n_params, 0);
+	ck_assert_int_eq(r.n.out_size, 7);
+	/* Keep relu's inputs away from its kink at 0. */
+	for (int64_t i = 0; i < 3 * 7; i++)
+		r.x[i] = copysignf(0.1f + 2.0f * fabsf(r.x[i]), r.x[i]);
+	rig_check(&r, act == DT_ACT_RELU ? 1e-2 : 5e-3);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_activation_values)
+{
+	const float xs[] = { -3.0f, -0.5f, 0.0f, 0.5f, 3.0f };
+	/* relu, tanh, sigmoid, gelu (tanh form) at xs, from the formulas in
+	 * double precision. */
+	double want[4][5];
+	struct rig r;
+
+	for (int j = 0; j < 5; j++) {
+		double x = xs[j];
+
+		want[0][j] = x > 0 ? x : 0;
+		want[1][j] = tanh(x);
+		want[2][j] = 1.0 / (1.0 + exp(-x));
+		want[3][j] = 0.5 * x *
+			     (1.0 + tanh(sqrt(2.0 / M_PI) *
+					 (x + 0.044715 * x * x * x)));
+	}
+	for (int a = 0; a < 4; a++) {
+		rig_init(&r, &dt_layer_activation, 5, 0, all_acts[a], 1);
+		memcpy(r.x, xs, sizeof xs);
+		rig_objective(&r);
+		for (int j = 0; j < 5; j++)
+			ck_assert_double_eq_tol(r.n.out[j], want[a][j], 1e-6);
+		rig_free(&r);
+	}
+	/* Known value: gelu(1) ~= 0.841192 in the tanh approximation. */
+	ck_assert_double_eq_tol(0.5 * (1.0 + tanh(sqrt(2.0 / M_PI) *
+						 1.044715)), 0.841192, 1e-6);
+}
+END_TEST
+
+START_TEST(test_loss_gradient)
+{
+	struct rig r;
+
+	rig_init(&r, &dt_layer_softmax_xent, 5, 0, DT_ACT_NONE, 3);
+	for (int64_t i = 0; i < 15; i++)
+		r.x[i] *= 3.0f;
+	rig_check(&r, 5e-3);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_loss_value)
+{
+	struct rig r;
+	struct dt_pass p = { .batch = 1, .grad_scale = 0.5f };
+	const float *in[1];
+	float *din[1];
+	bool add[1] = { false };
+
+	rig_init(&r, &dt_layer_softmax_xent, 3, 0, DT_ACT_NONE, 1);
+	r.x[0] = 1.0f;
+	r.x[1] = 2.0f;
+	r.x[2] = 3.0f;
+	r.labels[0] = 2;
+	in[0] = r.x;
+	din[0] = r.dx;
+	p.labels = r.labels;
+	r.n.ops->forward(&r.n, &p, in);
+	/* log(e + e^2 + e^3) - 3 */
+	ck_assert_double_eq_tol(p.loss_sum, 0.40760596, 1e-6);
+	ck_assert_int_eq(p.n_correct, 1);
+	ck_assert_double_eq_tol(r.n.out[0], 0.09003057, 1e-6);
+	ck_assert_double_eq_tol(r.n.out[1], 0.24472847, 1e-6);
+	ck_assert_double_eq_tol(r.n.out[2], 0.66524096, 1e-6);
+	r.n.ops->backward(&r.n, &p, in, din, add);
+	ck_assert_double_eq_tol(r.dx[0], 0.5 * 0.09003057, 1e-6);
+	ck_assert_double_eq_tol(r.dx[1], 0.5 * 0.24472847, 1e-6);
+	ck_assert_double_eq_tol(r.dx[2], 0.5 * (0.66524096 - 1.0), 1e-6);
+
+	/* Far-apart logits stay finite: no exp overflow. */
+	r.x[0] = 1000.0f;
+	r.x[1] = 0.0f;
+	r.x[2] = -1000.0f;
+	r.labels[0] = 1;
+	p.loss_sum = 0.0;
+	p.n_correct = 0;
+	r.n.ops->forward(&r.n, &p, in);
+	ck_assert_double_eq_tol(p.loss_sum, 1000.0, 1e-3);
+	ck_assert_int_eq(p.n_correct, 0);
+	ck_assert(isfinite(r.n.out[2]));
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- whole models --------------------------------------------------- */
+
+/* Every parameter of a model with all four activations against central
+ * differences of the mean loss, through dt_model_train_step / eval. */
+START_TEST(test_model_gradient)
+{
+	static const int64_t units[] = { 5, 5, 4, 4, 3 };
+	static const enum dt_activation acts[] = {
+		DT_ACT_RELU, DT_ACT_TANH, DT_ACT_SIGMOID, DT_ACT_GELU,
+		DT_ACT_NONE,
+	};
+	struct dt_job *job = make_job(6, 5, units, acts, 7);
+	const int64_t batch = 4;
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	float x[4 * 6];
+	int32_t labels[4] = { 0, 2, 1, 2 };
+	double loss, up, down;
+	int bad = 0;
+
+	ck_assert_int_eq(dt_model_new(job, batch, &m, &err), DT_OK);
+	fill_uniform(x, 4 * 6, 10);
+	float *params = dt_model_params(m), *grads = dt_model_grads(m);
+	size_t n = dt_model_n_params(m);
+
+	dt_model_train_step(m, x, labels, batch, 1.0f / (float)batch, &loss,
+			    NULL);
+	for (size_t i = 0; i < n; i++) {
+		float keep = params[i];
+		const double eps = 1e-2;
+
+		params[i] = keep + (float)eps;
+		dt_model_eval(m, x, labels, batch, &up, NULL);
+		params[i] = keep - (float)eps;
+		dt_model_eval(m, x, labels, batch, &down, NULL);
+		params[i] = keep;
+		double num = (up - down) / (2.0 * eps) / (double)batch;
+
+		if (!close_enough(grads[i], num, 2e-5, 1e-2) &&
+		    bad++ < 5)
+			fprintf(stderr, "model param %zu: backward %g, "
+				"numeric %g\n", i, (double)grads[i], num);
+	}
+	ck_assert_int_eq(bad, 0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* k micro-batches of m with grad_scale 1/(k m) == one batch of k m. */
+START_TEST(test_accumulation)
+{
+	static const int64_t units[] = { 5, 3 };
+	static const enum dt_activation acts[] = { DT_ACT_TANH, DT_ACT_NONE };
+	struct dt_job *job = make_job(6, 2, units, acts, 3);
+	enum { K = 4, M = 3, IN = 6 };
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	float x[K * M * IN];
+	int32_t labels[K * M];
+	double loss_parts = 0.0, loss_whole, l;
+	int64_t correct_parts = 0, correct_whole, c;
+
+	ck_assert_int_eq(dt_model_new(job, K * M, &m, &err), DT_OK);
+	fill_uniform(x, K * M * IN, 20);
+	for (int i = 0; i < K * M; i++)
+		labels[i] = i % 3;
+
+	size_t n = dt_model_n_params(m);
+	float *parts = dt_xalloc_floats(n);
+
+	dt_model_zero_grads(m);
+	for (int k = 0; k < K; k++) {
+		dt_model_train_step(m, x + k * M * IN, labels + k * M, M,
+				    1.0f / (K * M), &l, &c);
+		loss_parts += l;
+		correct_parts += c;
+	}
+	memcpy(parts, dt_model_grads(m), n * sizeof(float));
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, K * M, 1.0f / (K * M), &loss_whole,
+			    &correct_whole);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_float_eq_tol(parts[i], dt_model_grads(m)[i], 1e-5f);
+	ck_assert_double_eq_tol(loss_parts, loss_whole, 1e-5);
+	ck_assert_int_eq(correct_parts, correct_whole);
+	free(parts);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_init_determinism)
+{
+	struct dt_job *job = make_mnist_mlp(42);
+	struct dt_model *a = NULL, *b = NULL, *c = NULL;
+	struct dt_error err;
+	size_t n;
+
+	ck_assert_int_eq(dt_model_new(job, 2, &a, &err), DT_OK);
+	ck_assert_int_eq(dt_model_new(job, 5, &b, &err), DT_OK);
+	job->seed = 43;
+	ck_assert_int_eq(dt_model_new(job, 2, &c, &err), DT_OK);
+	n = dt_model_n_params(a);
+	ck_assert(memcmp(dt_model_params(a), dt_model_params(b),
+			 n * sizeof(float)) == 0);
+	ck_assert(memcmp(dt_model_params(a), dt_model_params(c),
+			 n * sizeof(float)) != 0);
+	for (size_t i = 0; i < n; i++)
+		ck_assert(dt_model_grads(a)[i] == 0.0f);
+
+	/* He-normal for dense0 (followed by relu): std sqrt(2/784);
+	 * Xavier-uniform for dense2 (no activation): |w| < sqrt(6/138). */
+	struct dt_tensor_info t;
+	double sum2 = 0.0;
+	const float *p = dt_model_params(a);
+
+	dt_model_tensor_info(a, 0, &t);
+	for (int64_t i = 0; i < t.size; i++)
+		sum2 += (double)p[t.offset + i] * p[t.offset + i];
+	ck_assert_double_eq_tol(sqrt(sum2 / (double)t.size),
+				sqrt(2.0 / 784.0), 0.02 * sqrt(2.0 / 784.0));
+	dt_model_tensor_info(a, 1, &t);
+	for (int64_t i = 0; i < t.size; i++)
+		ck_assert(p[t.offset + i] == 0.0f);
+	dt_model_tensor_info(a, 4, &t);
+	ck_assert_str_eq(t.node, "dense2");
+	ck_assert_str_eq(t.name, "weight");
+	float limit = (float)sqrt(6.0 / (128 + 10)), wmax = 0.0f;
+
+	for (int64_t i = 0; i < t.size; i++)
+		wmax = fmaxf(wmax, fabsf(p[t.offset + i]));
+	ck_assert(wmax <= limit && wmax > 0.9f * limit);
+	dt_model_free(a);
+	dt_model_free(b);
+	dt_model_free(c);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_counts)
+{
+	struct dt_job *job = make_mnist_mlp(0);
+	struct dt_model *m = NULL, *shapes = NULL;
+	struct dt_layer_info info;
+	struct dt_tensor_info t;
+	struct dt_error err;
+	static const char *const names[] = {
+		"dense0", "dense0.relu", "dense1", "dense1.relu", "dense2",
+		"loss",
+	};
+	static const char *const kinds[] = {
+		"dense", "relu", "dense", "relu", "dense",
+		"softmax_cross_entropy",
+	};
+	static const int64_t outs[] = { 256, 256, 128, 128, 10, 10 };
+	static const int job_layers[] = { 0, 0, 1, 1, 2, 2 };
+	/* Hand count: dense 2*in*out + out, relu 1 per element, loss 5 per
+	 * class; a step is 3x forward. */
+	static const double fwd[] = {
+		2.0 * 784 * 256 + 256, 256, 2.0 * 256 * 128 + 128, 128,
+		2.0 * 128 * 10 + 10, 5.0 * 10,
+	};
+	static const int64_t params[] = {
+		784 * 256 + 256, 0, 256 * 128 + 128, 0, 128 * 10 + 10, 0,
+	};
+
+	ck_assert_int_eq(dt_model_new(job, 32, &m, &err), DT_OK);
+	ck_assert_uint_eq(dt_model_n_params(m), 235146);
+	ck_assert_int_eq(dt_model_input_size(m), 784);
+	ck_assert_int_eq(dt_model_n_classes(m), 10);
+	ck_assert_int_eq(dt_model_n_layers(m), 6);
+	double total = 0.0;
+
+	for (int i = 0; i < 6; i++) {
+		dt_model_layer_info(m, i, &info);
+		ck_assert_str_eq(info.name, names[i]);
+		ck_assert_str_eq(info.kind, kinds[i]);
+		ck_assert_int_eq(info.n_dims, 1);
+		ck_assert_int_eq(info.out_shape[0], outs[i]);
+		ck_assert_int_eq(info.n_params, params[i]);
+		ck_assert_double_eq(info.fwd_flops, fwd[i]);
+		ck_assert_int_eq(info.job_layer, job_layers[i]);
+		total += fwd[i];
+	}
+	ck_assert_double_eq(total, 470332.0);
+	ck_assert_double_eq(dt_model_flops_per_sample(m), 3.0 * 470332.0);
+	/* outputs of all nodes, gradients of all but the loss */
+	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
+			 2 * (256 + 256 + 128 + 128 + 10) + 10);
+
+	ck_assert_int_eq(dt_model_n_tensors(m), 6);
+	size_t off = 0;
+
+	for (int i = 0; i < 6; i++) {
+		dt_model_tensor_info(m, i, &t);
+		ck_assert_uint_eq(t.offset, off);
+		off += (size_t)t.size;
+	}
+	ck_assert_uint_eq(off, 235146);
+	dt_model_tensor_info(m, 2, &t);
+	ck_assert_str_eq(t.node, "dense1");
+	ck_assert_int_eq(t.n_dims, 2);
+	ck_assert_int_eq(t.shape[0], 256);
+	ck_assert_int_eq(t.shape[1], 128);
+
+	/* Shapes only: the same numbers, no arenas. */
+	ck_assert_int_eq(dt_model_new(job, 0, &shapes, &err), DT_OK);
+	ck_assert_uint_eq(dt_model_n_params(shapes), 235146);
+	ck_assert_double_eq(dt_model_flops_per_sample(shapes),
+			    dt_model_flops_per_sample(m));
+	ck_assert_ptr_null(dt_model_params(shapes));
+	ck_assert_ptr_null(dt_model_probs(shapes));
+	dt_model_free(shapes);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_flatten_input)
+{
+	static const int64_t units[] = { 4 };
+	struct dt_job *job = make_job(1, 1, units, NULL, 0);
+	struct dt_model *m = NULL;
+	struct dt_tensor_info t;
+	struct dt_error err;
+
+	job->model.n_input_dims = 3;
+	job->model.input_shape[0] = 1;
+	job->model.input_shape[1] = 2;
+	job->model.input_shape[2] = 3;
+	ck_assert_int_eq(dt_model_new(job, 1, &m, &err), DT_OK);
+	ck_assert_int_eq(dt_model_input_size(m), 6);
+	dt_model_tensor_info(m, 0, &t);
+	ck_assert_int_eq(t.shape[0], 6);
+	ck_assert_int_eq(t.shape[1], 4);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	static const int64_t units[] = { 8, 0, 3 };
+	struct dt_job *job = make_job(4, 3, units, NULL, 0);
+	struct dt_model *m = (struct dt_model *)&m;	/* must stay put */
+	struct dt_model *const sentinel = m;
+	struct dt_error err;
+
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
+	ck_assert_ptr_eq(m, sentinel);
+	ck_assert_int_eq(err.status, DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:11:5: model.layers.1: units must "
+			 "be >= 1, found 0");
+
+	job->model.layers[1].units = 5;
+	job->model.layers[2].units = 1;
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strncmp(err.msg, "job.yaml:12:5: model.layers.2: ",
+			      31) == 0 && strstr(err.msg, "2 classes"),
+		      "%s", err.msg);
+
+	job->model.layers[2].units = 3;
+	job->model.layers[2].pos.line = 0;
+	job->model.layers[2].units = -2;
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strncmp(err.msg, "job.yaml: model.layers.2: ", 26) == 0,
+		      "%s", err.msg);
+
+	job->model.layers[2].units = 3;
+	ck_assert_int_eq(dt_model_new(job, -1, &m, &err), DT_ERR_PLAN);
+	job->model.n_input_dims = 0;
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "model.input_shape") != NULL, "%s",
+		      err.msg);
+	job->model.n_input_dims = 1;
+	job->model.n_layers = 0;
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "model.layers") != NULL, "%s", err.msg);
+	ck_assert_ptr_eq(m, sentinel);
+
+	job->model.n_layers = 3;
+	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_OK);
+	dt_model_free(m);
+	dt_model_free(NULL);
+	free(job);
+}
+END_TEST
+
+/* Eval and training see the same forward pass; eval leaves gradients. */
+START_TEST(test_eval_matches_train)
+{
+	struct dt_job *job = make_mnist_mlp(5);
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum { B = 8 };
+	float *x = dt_xalloc_floats(B * 784);
+	int32_t labels[B];
+	double l_eval, l_train;
+	int64_t c_eval, c_train;
+
+	ck_assert_int_eq(dt_model_new(job, B, &m, &err), DT_OK);
+	fill_uniform(x, B * 784, 30);
+	for (int i = 0; i < B; i++)
+		labels[i] = i;
+	dt_model_eval(m, x, labels, B, &l_eval, &c_eval);
+	for (size_t i = 0; i < dt_model_n_params(m); i++)
+		ck_assert(dt_model_grads(m)[i] == 0.0f);
+	dt_model_train_step(m, x, labels, B, 1.0f / B, &l_train, &c_train);
+	ck_assert(l_eval == l_train);
+	ck_assert_int_eq(c_eval, c_train);
+	/* Ten balanced classes at init: loss near log 10 per sample. */
+	ck_assert(l_eval / B > 1.0 && l_eval / B < 4.0);
+	const float *probs = dt_model_probs(m);
+
+	for (int r = 0; r < B; r++) {
+		double s = 0.0;
+
+		for (int j = 0; j < 10; j++)
+			s += probs[r * 10 + j];
+		ck_assert_double_eq_tol(s, 1.0, 1e-5);
+	}
+	dt_model_eval(m, x, NULL, B, &l_eval, &c_eval);
+	ck_assert(l_eval == 0.0 && c_eval == 0);
+	free(x);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* A few steps of plain SGD learn a separable toy problem. */
+START_TEST(test_learns)
+{
+	static const int64_t units[] = { 16, 3 };
+	static const enum dt_activation acts[] = { DT_ACT_GELU, DT_ACT_NONE };
+	struct dt_job *job = make_job(4, 2, units, acts, 11);
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum { B = 30 };
+	float x[B * 4];
+	int32_t labels[B];
+	double first = 0.0, loss = 0.0;
+	int64_t correct = 0;
+
+	ck_assert_int_eq(dt_model_new(job, B, &m, &err), DT_OK);
+	fill_uniform(x, B * 4, 40);
+	for (int i = 0; i < B; i++) {
+		labels[i] = i % 3;
+		x[i * 4 + labels[i]] += 2.0f;
+	}
+	for (int step = 0; step < 100; step++) {
+		float *p = dt_model_params(m);
+		const float *g = dt_model_grads(m);
+
+		dt_model_zero_grads(m);
+		dt_model_train_step(m, x, labels, B, 1.0f / B, &loss,
+				    &correct);
+		if (step == 0)
+			first = loss;
+		for (size_t i = 0; i < dt_model_n_params(m); i++)
+			p[i] -= 0.5f * g[i];
+	}
+	ck_assert_msg(loss < 0.2 * first, "loss %g -> %g", first, loss);
+	ck_assert_int_eq(correct, B);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+static Suite *
+graph_suite(void)
+{
+	Suite *s = suite_create("graph");
+	TCase *layers = tcase_create("layers");
+	TCase *model = tcase_create("model");
+
+	tcase_add_test(layers, test_dense_gradient);
+	tcase_add_loop_test(layers, test_activation_gradient, 0, 4);
+	tcase_add_test(layers, test_activation_values);
+	tcase_add_test(layers, test_loss_gradient);
+	tcase_add_test(layers, test_loss_value);
+	suite_add_tcase(s, layers);
+
+	tcase_add_test(model, test_model_gradient);
+	tcase_add_test(model, test_accumulation);
+	tcase_add_test(model, test_init_determinism);
+	tcase_add_test(model, test_counts);
+	tcase_add_test(model, test_flatten_input);
+	tcase_add_test(model, test_errors);
+	tcase_add_test(model, test_eval_matches_train);
+	tcase_add_test(model, test_learns);
+	suite_add_tcase(s, model);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(graph_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
