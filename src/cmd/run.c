@@ -57,7 +57,7 @@ parse_args(int argc, char **argv, struct run_args *a)
 	a->sets = dt_xmalloc((size_t)argc + 1, sizeof *a->sets);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:qh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:qh", longopts, NULL)) != -1) {
 		char *end;
 		long v;
 
@@ -174,6 +174,8 @@ cmd_run(int argc, char **argv)
 	/* The job is checked before MPI starts, so a bad file costs nothing
 	 * and every rank refuses it the same way. */
 	st = dt_job_load(a.job_path, a.sets, a.n_sets, &job, &err);
+	if (st == DT_ERR_IO)
+		st = DT_ERR_USAGE;	/* the job file named is the user's input */
 	if (st != DT_OK) {
 		free(a.sets);
 		return dt_cmd_fail(st, &err);

@@ -98,6 +98,6 @@ dt_comm_agree(struct dt_comm *c, enum dt_status local, struct dt_error *err)
 		return st;
 	}
 	if (v[0] != DT_OK && local == DT_OK)
-		dt_errorf(err, (enum dt_status)v[0], "rank %d failed", -v[1]);
+		dt_errorf(err, (enum dt_status)v[0], "rank %d failed (its message is above); every rank stops", -v[1]);
 	return (enum dt_status)v[0];
 }

@@ -5,10 +5,10 @@
 need_fmnist
 write_small_job good.yaml
 sed 's/lr: 0.05/lr: fast/' good.yaml >bad.yaml
-expect_fail 2 'bad.yaml:20:7: train.lr: expected a number, found "fast"' \
+expect_fail 2 'bad.yaml:19:7: train.lr: expected a number, found "fast"' \
 	"$DTRAIN" run --run-dir r1 bad.yaml
 [ ! -e r1 ] || fail "a bad job created its run directory"
-expect_fail 2 'bad.yaml:20:7: train.lr' mpi 2 "$DTRAIN" run --run-dir r2 bad.yaml
+expect_fail 2 'bad.yaml:19:7: train.lr' mpi 2 "$DTRAIN" run --run-dir r2 bad.yaml
 [ ! -e r2 ] || fail "a bad job under mpirun created its run directory"
 expect_fail 2 '^dtrain: --set train.lr=-1: train.lr: must be > 0' \
 	"$DTRAIN" run --set train.lr=-1 good.yaml

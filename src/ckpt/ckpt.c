@@ -1,0 +1,691 @@
+/* ckpt.c - checkpoint directories: atomic save (temporary directory, fsync
+ * of every file, manifest last, read-back verification, rename, fsync of
+ * the parent), verification and load through one reader that checks every
+ * size and CRC-32, the newest-valid search, pruning and safetensors
+ * export/import. The format is described in ckpt.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* renameat2 (Linux): replace a checkpoint atomically */
+#endif
+#include "ckpt/ckpt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt/priv.h"
+#include "util/alloc.h"
+
+#define STEP_PREFIX "step-"
+
+static enum dt_status
+join(char *buf, const char *dir, const char *name, struct dt_error *err)
+{
+	int n = snprintf(buf, DT_CK_PATH_MAX, "%s/%s", dir, name);
+
+	if (n < 0 || n >= DT_CK_PATH_MAX)
+		return dt_errorf(err, DT_ERR_IO, "%s/%s: path too long", dir,
+				 name);
+	return DT_OK;
+}
+
+/* The directory part of path ("." when there is none). */
+static void
+dir_of(char *buf, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	size_t len = slash ? (size_t)(slash - path) : 0;
+
+	if (slash == NULL)
+		strcpy(buf, ".");
+	else if (len == 0)
+		strcpy(buf, "/");
+	else {
+		memcpy(buf, path, len);
+		buf[len] = '\0';
+	}
+}
+
+/* Step of a directory named step-N in canonical form (the form dt_ckpt_path
+ * writes), else -1. */
+static int64_t
+parse_step_name(const char *name)
+{
+	const char *digits = name + strlen(STEP_PREFIX);
+	char canon[64];
+	long long v;
+
+	if (strncmp(name, STEP_PREFIX, strlen(STEP_PREFIX)) != 0 ||
+	    strlen(digits) < 1 || strlen(digits) > 19 ||
+	    strspn(digits, "0123456789") != strlen(digits))
+		return -1;
+	errno = 0;
+	v = strtoll(digits, NULL, 10);
+	if (errno != 0)
+		return -1;
+	snprintf(canon, sizeof canon, STEP_PREFIX "%09lld", v);
+	return strcmp(canon, name) == 0 ? (int64_t)v : -1;
+}
+
+void
+dt_ckpt_report_file(void *ctx, const char *line)
+{
+	fprintf(ctx, "dtrain: warning: %s\n", line);
+	fflush(ctx);
+}
+
+static void
+report(dt_ckpt_report_fn *fn, void *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+report(dt_ckpt_report_fn *fn, void *ctx, const char *fmt, ...)
+{
+	char line[DT_CK_PATH_MAX + 256];
+	va_list ap;
+
+	if (fn == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fn(ctx, line);
+}
+
+enum dt_status
+dt_ckpt_path(char *buf, size_t size, const char *ckpt_dir, int64_t step,
+	     struct dt_error *err)
+{
+	int n = snprintf(buf, size, "%s/" STEP_PREFIX "%09" PRId64, ckpt_dir,
+			 step);
+
+	if (step < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: negative step %" PRId64,
+				 ckpt_dir, step);
+	if (n < 0 || (size_t)n >= size)
+		return dt_errorf(err, DT_ERR_IO, "%s: checkpoint path too long",
+				 ckpt_dir);
+	return DT_OK;
+}
+
+/* ---- reading ------------------------------------------------------------ */
+
+static const struct dt_ck_file *
+listed(const struct dt_ck_manifest *man, const char *name)
+{
+	for (size_t i = 0; i < man->n; i++)
+		if (strcmp(man->f[i].name, name) == 0)
+			return &man->f[i];
+	return NULL;
+}
+
+static enum dt_status
+check_size(const struct dt_ck_rfile *r, const struct dt_ck_file *f,
+	   struct dt_error *err)
+{
+	if (f == NULL || r->file_size == f->size)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: %lld bytes, %s lists %lld%s",
+			 r->label, (long long)r->file_size, DT_CK_MANIFEST,
+			 (long long)f->size,
+			 r->file_size < f->size ? " (truncated)" : "");
+}
+
+static enum dt_status
+check_crc(const struct dt_ck_rfile *r, const struct dt_ck_file *f,
+	  struct dt_error *err)
+{
+	if (f == NULL || r->crc == f->crc)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: crc32 of the file is %08x, "
+			 "%s lists %08x", r->label, (unsigned)r->crc,
+			 DT_CK_MANIFEST, (unsigned)f->crc);
+}
+
+/* Reads a whole small file (at most DT_CK_JSON_MAX bytes) into a heap,
+ * NUL-terminated *text, checked against its manifest entry f (or not). */
+static enum dt_status
+read_small(const char *path, const char *label, const struct dt_ck_file *f,
+	   char **text, size_t *len, struct dt_error *err)
+{
+	struct dt_ck_rfile r;
+	enum dt_status st;
+
+	*text = NULL;
+	st = dt_ck_ropen(&r, path, label, 0, err);
+	if (st == DT_OK)
+		st = check_size(&r, f, err);
+	if (st == DT_OK && r.file_size > DT_CK_JSON_MAX)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: %lld bytes is too large "
+			       "(limit %lld)", label, (long long)r.file_size,
+			       (long long)DT_CK_JSON_MAX);
+	if (st == DT_OK) {
+		*len = (size_t)r.file_size;
+		*text = dt_xmalloc(*len + 1, 1);
+		st = dt_ck_read(&r, *text, *len, err);
+	}
+	if (st == DT_OK)
+		st = dt_ck_rfinish(&r, err);
+	if (st == DT_OK)
+		st = check_crc(&r, f, err);
+	dt_ck_rclose(&r);
+	if (st != DT_OK) {
+		free(*text);
+		*text = NULL;
+		return st;
+	}
+	(*text)[*len] = '\0';
+	return DT_OK;
+}
+
+/* Reads one safetensors file, checked against its manifest entry f (or
+ * not). With match, the tensors go into targets t (n of them), which they
+ * must equal in names and shapes; without, the data is only checked. */
+static enum dt_status
+read_tensor_file(const char *path, const char *label, int gz,
+		 int require_crc, const struct dt_ck_file *f, int match,
+		 const struct dt_ckpt_target *t, size_t n,
+		 struct dt_error *err)
+{
+	struct dt_ck_rfile r;
+	struct dt_ck_header h = { 0 };
+	float **dst = NULL;
+	enum dt_status st;
+
+	st = dt_ck_ropen(&r, path, label, gz, err);
+	if (st == DT_OK)
+		st = check_size(&r, f, err);
+	if (st == DT_OK)
+		st = dt_ck_st_read_header(&r, require_crc, &h, err);
+	if (st == DT_OK) {
+		dst = dt_xcalloc(h.n ? h.n : 1, sizeof *dst);
+		if (match)
+			st = dt_ck_match(&h, label, t, n, dst, err);
+	}
+	if (st == DT_OK)
+		st = dt_ck_st_read_data(&r, &h, dst, err);
+	if (st == DT_OK)
+		st = dt_ck_rfinish(&r, err);
+	if (st == DT_OK)
+		st = check_crc(&r, f, err);
+	free(dst);
+	dt_ck_header_fini(&h);
+	dt_ck_rclose(&r);
+	return st;
+}
+
+/* Reads and checks the checkpoint at path (see dt_ckpt_verify). want_step:
+ * the step the directory must hold, or -1. With match, loads into the
+ * targets; meta (may be NULL) receives the metadata. Messages are
+ * "FILE: reason"; the caller adds the path. */
+static enum dt_status
+read_ckpt(const char *path, int64_t want_step, int match,
+	  const struct dt_ckpt_target *params, size_t n_params,
+	  const struct dt_ckpt_target *optim, size_t n_optim,
+	  struct dt_ckpt_meta *meta, struct dt_error *err)
+{
+	struct dt_ck_manifest man;
+	struct dt_ckpt_meta m = { 0 };
+	const struct dt_ck_file *fp, *fo, *fo_gz, *fm;
+	char file[DT_CK_PATH_MAX], *text;
+	size_t len;
+	enum dt_status st;
+
+	if (join(file, path, DT_CK_MANIFEST, err))
+		return DT_ERR_IO;
+	if (access(file, F_OK) != 0 && errno == ENOENT)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: missing (the "
+				 "checkpoint is incomplete)", DT_CK_MANIFEST);
+	st = read_small(file, DT_CK_MANIFEST, NULL, &text, &len, err);
+	if (st != DT_OK)
+		return st;
+	st = dt_ck_manifest_decode(text, len, &man, err);
+	free(text);
+	if (st != DT_OK)
+		return st;
+	fp = listed(&man, DT_CK_PARAMS);
+	fo = listed(&man, DT_CK_OPTIM);
+	fo_gz = listed(&man, DT_CK_OPTIM_GZ);
+	fm = listed(&man, DT_CK_META);
+	if (fp == NULL || fm == NULL || (fo == NULL) == (fo_gz == NULL))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: must list %s, %s and "
+				 "one of %s and %s", DT_CK_MANIFEST,
+				 DT_CK_PARAMS, DT_CK_META, DT_CK_OPTIM,
+				 DT_CK_OPTIM_GZ);
+	if (want_step >= 0 && man.step != want_step)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: step %" PRId64 ", but "
+				 "the directory is named for step %" PRId64,
+				 DT_CK_MANIFEST, man.step, want_step);
+
+	if (join(file, path, DT_CK_META, err))
+		return DT_ERR_IO;
+	st = read_small(file, DT_CK_META, fm, &text, &len, err);
+	if (st != DT_OK)
+		return st;
+	st = dt_ck_meta_decode(text, len, &m, err);
+	free(text);
+	if (st == DT_OK && m.step != man.step)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: step %" PRId64 ", %s "
+			       "says %" PRId64, DT_CK_META, m.step,
+			       DT_CK_MANIFEST, man.step);
+
+	if (st == DT_OK)
+		st = join(file, path, DT_CK_PARAMS, err);
+	if (st == DT_OK)
+		st = read_tensor_file(file, DT_CK_PARAMS, 0, 1, fp, match,
+				      params, n_params, err);
+	if (fo == NULL)
+		fo = fo_gz;
+	if (st == DT_OK)
+		st = join(file, path, fo->name, err);
+	if (st == DT_OK)
+		st = read_tensor_file(file, fo->name, fo == fo_gz, 1, fo,
+				      match, optim, n_optim, err);
+	if (st == DT_OK && meta != NULL)
+		*meta = m;
+	else
+		dt_ckpt_meta_fini(&m);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_verify(const char *path, struct dt_error *err)
+{
+	const char *base = strrchr(path, '/');
+	enum dt_status st;
+
+	st = read_ckpt(path, parse_step_name(base ? base + 1 : path), 0, NULL,
+		       0, NULL, 0, NULL, err);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_load(const char *path, const struct dt_ckpt_target *params,
+	     size_t n_params, const struct dt_ckpt_target *optim,
+	     size_t n_optim, struct dt_ckpt_meta *meta, struct dt_error *err)
+{
+	const char *base = strrchr(path, '/');
+	enum dt_status st;
+
+	memset(meta, 0, sizeof *meta);
+	st = read_ckpt(path, parse_step_name(base ? base + 1 : path), 1,
+		       params, n_params, optim, n_optim, meta, err);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+struct step_dir {
+	int64_t step;
+	char name[32];
+};
+
+static int
+cmp_steps_desc(const void *a, const void *b)
+{
+	const struct step_dir *x = a, *y = b;
+
+	return (x->step < y->step) - (x->step > y->step);
+}
+
+/* The step-N directories of ckpt_dir, highest step first. A missing
+ * ckpt_dir holds none. */
+static enum dt_status
+list_steps(const char *ckpt_dir, struct step_dir **out, size_t *n,
+	   struct dt_error *err)
+{
+	DIR *d = opendir(ckpt_dir);
+	struct dirent *e;
+	size_t cap = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (d == NULL) {
+		if (errno == ENOENT)
+			return DT_OK;
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot list: %s",
+				 ckpt_dir, strerror(errno));
+	}
+	while ((e = readdir(d)) != NULL) {
+		int64_t step = parse_step_name(e->d_name);
+		struct stat st;
+
+		if (step < 0 || fstatat(dirfd(d), e->d_name, &st,
+					AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			*out = dt_xrealloc(*out, cap, sizeof **out);
+		}
+		(*out)[*n].step = step;
+		snprintf((*out)[*n].name, sizeof (*out)[*n].name,
+			 STEP_PREFIX "%09" PRId64, step);
+		(*n)++;
+	}
+	closedir(d);
+	if (*n > 1)
+		qsort(*out, *n, sizeof **out, cmp_steps_desc);
+	return DT_OK;
+}
+
+enum dt_status
+dt_ckpt_find_latest(const char *ckpt_dir, char *path, size_t path_size,
+		    int64_t *step, dt_ckpt_report_fn *report_fn,
+		    void *report_ctx, struct dt_error *err)
+{
+	struct step_dir *dirs;
+	struct dt_error first, e;
+	char p[DT_CK_PATH_MAX];
+	size_t n;
+	enum dt_status st;
+
+	if (path_size > 0)
+		path[0] = '\0';
+	*step = -1;
+	st = list_steps(ckpt_dir, &dirs, &n, err);
+	if (st != DT_OK)
+		return st;
+	dt_error_clear(&first);
+	for (size_t i = 0; i < n; i++) {
+		st = join(p, ckpt_dir, dirs[i].name, err);
+		if (st != DT_OK)
+			break;
+		dt_error_clear(&e);
+		if (read_ckpt(p, dirs[i].step, 0, NULL, 0, NULL, 0, NULL, &e) ==
+		    DT_OK) {
+			if (strlen(p) >= path_size) {
+				st = dt_errorf(err, DT_ERR_IO, "%s: path too "
+					       "long", p);
+				break;
+			}
+			strcpy(path, p);
+			*step = dirs[i].step;
+			free(dirs);
+			return DT_OK;
+		}
+		dt_error_prefix(&e, "%s: ", p);
+		report(report_fn, report_ctx, "%s", e.msg);
+		if (first.status == DT_OK)
+			first = e;
+	}
+	free(dirs);
+	if (st != DT_OK)
+		return st;
+	if (n == 0)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: none of the %zu "
+			 "checkpoint%s is valid; the newest: %s", ckpt_dir, n,
+			 n == 1 ? "" : "s", first.msg);
+}
+
+enum dt_status
+dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step, int64_t keep,
+	      dt_ckpt_report_fn *report_fn, void *report_ctx,
+	      struct dt_error *err)
+{
+	struct step_dir *dirs;
+	char p[DT_CK_PATH_MAX], m[DT_CK_PATH_MAX];
+	int64_t kept = 1;
+	size_t n;
+	enum dt_status st;
+
+	if (keep <= 0)
+		return DT_OK;
+	st = list_steps(ckpt_dir, &dirs, &n, err);
+	if (st != DT_OK)
+		return st;
+	for (size_t i = 0; i < n; i++) {
+		if (dirs[i].step >= newest_step ||
+		    join(p, ckpt_dir, dirs[i].name, NULL) != DT_OK ||
+		    join(m, p, DT_CK_MANIFEST, NULL) != DT_OK)
+			continue;
+		if (kept < keep && access(m, F_OK) == 0) {
+			kept++;
+			continue;
+		}
+		if (dt_ck_rm_tree(p) != 0)
+			report(report_fn, report_ctx, "%s: cannot remove old "
+			       "checkpoint: %s", p, strerror(errno));
+	}
+	free(dirs);
+	return DT_OK;
+}
+
+/* ---- saving ------------------------------------------------------------- */
+
+static enum dt_status
+write_tensors(const char *path, int gz, const struct dt_ckpt_tensor *t,
+	      size_t n, struct dt_ck_file *f, struct dt_error *err)
+{
+	struct dt_ck_wfile w;
+	const char *slash = strrchr(path, '/');
+
+	if (dt_ck_wopen(&w, path, gz, err))
+		return DT_ERR_IO;
+	if (dt_ck_st_write(&w, t, n, err)) {
+		dt_ck_wabort(&w);
+		return DT_ERR_IO;
+	}
+	if (dt_ck_wclose(&w, err))
+		return DT_ERR_IO;
+	snprintf(f->name, sizeof f->name, "%s", slash ? slash + 1 : path);
+	f->size = w.size;
+	f->crc = w.crc;
+	return DT_OK;
+}
+
+/* Writes the four files of a checkpoint into the directory tmp. */
+static enum dt_status
+write_files(const char *tmp, const struct dt_ckpt_opts *opts,
+	    const struct dt_ckpt_meta *meta,
+	    const struct dt_ckpt_tensor *params, size_t n_params,
+	    const struct dt_ckpt_tensor *optim, size_t n_optim,
+	    struct dt_error *err)
+{
+	struct dt_ck_manifest man = { .step = meta->step, .n = 3 };
+	struct dt_ck_file mf;
+	char file[DT_CK_PATH_MAX], *text;
+	int gz = opts != NULL && opts->compress_optim;
+	enum dt_status st;
+
+	if (join(file, tmp, DT_CK_PARAMS, err) ||
+	    write_tensors(file, 0, params, n_params, &man.f[0], err) ||
+	    join(file, tmp, gz ? DT_CK_OPTIM_GZ : DT_CK_OPTIM, err) ||
+	    write_tensors(file, gz, optim, n_optim, &man.f[1], err) ||
+	    join(file, tmp, DT_CK_META, err))
+		return DT_ERR_IO;
+	text = dt_ck_meta_encode(meta);
+	st = dt_ck_write_file(file, text, strlen(text), &man.f[2].size,
+			      &man.f[2].crc, err);
+	free(text);
+	if (st != DT_OK)
+		return st;
+	strcpy(man.f[2].name, DT_CK_META);
+	/* Last: a directory without a manifest is never a checkpoint. */
+	if (join(file, tmp, DT_CK_MANIFEST, err))
+		return DT_ERR_IO;
+	text = dt_ck_manifest_encode(&man);
+	st = dt_ck_write_file(file, text, strlen(text), &mf.size, &mf.crc,
+			      err);
+	free(text);
+	if (st == DT_OK)
+		st = dt_ck_fsync_dir(tmp, err);
+	return st;
+}
+
+/* Puts the finished temporary directory tmp at final. A checkpoint already
+ * there is swapped out in one step where the file system can (renameat2
+ * RENAME_EXCHANGE), else moved aside (to aside) first; either way it is
+ * removed after. */
+static enum dt_status
+install(const char *ckpt_dir, const char *tmp, const char *final,
+	const char *aside, const struct dt_ckpt_opts *opts,
+	struct dt_error *err)
+{
+	dt_ckpt_report_fn *report_fn = opts ? opts->report : NULL;
+	void *report_ctx = opts ? opts->report_ctx : NULL;
+	struct stat sb;
+	int moved = 0;
+
+	if (lstat(final, &sb) == 0) {
+#ifdef RENAME_EXCHANGE
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final,
+			      RENAME_EXCHANGE) == 0) {
+			if (dt_ck_fsync_dir(ckpt_dir, err))
+				return DT_ERR_IO;
+			if (dt_ck_rm_tree(tmp) != 0)
+				report(report_fn, report_ctx, "%s: cannot "
+				       "remove the replaced checkpoint: %s",
+				       tmp, strerror(errno));
+			return DT_OK;
+		}
+#endif
+		if (dt_ck_rm_tree(aside) != 0 || rename(final, aside) != 0)
+			return dt_errorf(err, DT_ERR_IO, "%s: cannot move the "
+					 "old checkpoint aside: %s", final,
+					 strerror(errno));
+		moved = 1;
+	}
+	if (rename(tmp, final) != 0) {
+		int e = errno;
+
+		if (moved)
+			rename(aside, final);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
+				 tmp, final, strerror(e));
+	}
+	if (dt_ck_fsync_dir(ckpt_dir, err))
+		return DT_ERR_IO;
+	if (moved && dt_ck_rm_tree(aside) != 0)
+		report(report_fn, report_ctx, "%s: cannot remove the replaced "
+		       "checkpoint: %s", aside, strerror(errno));
+	return DT_OK;
+}
+
+static enum dt_status
+make_ckpt_dir(const char *ckpt_dir, struct dt_error *err)
+{
+	char parent[DT_CK_PATH_MAX];
+	struct stat sb;
+
+	if (strlen(ckpt_dir) >= sizeof parent)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long", ckpt_dir);
+	if (mkdir(ckpt_dir, 0777) == 0) {
+		dir_of(parent, ckpt_dir);
+		return dt_ck_fsync_dir(parent, err);
+	}
+	if (errno != EEXIST)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create the "
+				 "checkpoint directory: %s", ckpt_dir,
+				 strerror(errno));
+	if (stat(ckpt_dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+		return dt_errorf(err, DT_ERR_IO, "%s: not a directory",
+				 ckpt_dir);
+	return DT_OK;
+}
+
+enum dt_status
+dt_ckpt_save(const char *ckpt_dir, const struct dt_ckpt_opts *opts,
+	     const struct dt_ckpt_meta *meta,
+	     const struct dt_ckpt_tensor *params, size_t n_params,
+	     const struct dt_ckpt_tensor *optim, size_t n_optim,
+	     struct dt_error *err)
+{
+	char final[DT_CK_PATH_MAX], tmp[DT_CK_PATH_MAX],
+		aside[DT_CK_PATH_MAX], name[64];
+	struct dt_error e;
+	enum dt_status st;
+
+	if (dt_ck_check_tensors(params, n_params, 1, "parameters", err) ||
+	    dt_ck_check_tensors(optim, n_optim, 0, "optimizer state", err) ||
+	    dt_ck_meta_check(meta, err))
+		return DT_ERR_FORMAT;
+	if (make_ckpt_dir(ckpt_dir, err) ||
+	    dt_ckpt_path(final, sizeof final, ckpt_dir, meta->step, err))
+		return DT_ERR_IO;
+	snprintf(name, sizeof name, "." STEP_PREFIX "%09" PRId64 ".tmp.%ld",
+		 meta->step, (long)getpid());
+	if (join(tmp, ckpt_dir, name, err))
+		return DT_ERR_IO;
+	snprintf(name, sizeof name, "." STEP_PREFIX "%09" PRId64 ".old.%ld",
+		 meta->step, (long)getpid());
+	if (join(aside, ckpt_dir, name, err))
+		return DT_ERR_IO;
+	/* A leftover of an earlier failed attempt by this very process. */
+	dt_ck_rm_tree(tmp);
+	if (mkdir(tmp, 0777) != 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,
+				 strerror(errno));
+	st = write_files(tmp, opts, meta, params, n_params, optim, n_optim,
+			 err);
+	if (st == DT_OK) {
+		dt_error_clear(&e);
+		if (read_ckpt(tmp, -1, 0, NULL, 0, NULL, 0, NULL, &e) != DT_OK)
+			st = dt_errorf(err, DT_ERR_IO, "%s: the checkpoint "
+				       "written does not read back: %s", tmp,
+				       e.msg);
+	}
+	if (st == DT_OK)
+		st = install(ckpt_dir, tmp, final, aside, opts, err);
+	if (st != DT_OK) {
+		dt_ck_rm_tree(tmp);
+		return st;
+	}
+	if (opts != NULL && opts->keep_last > 0)
+		dt_ckpt_prune(ckpt_dir, meta->step, opts->keep_last,
+			      opts->report, opts->report_ctx, NULL);
+	return DT_OK;
+}
+
+/* ---- single safetensors files ------------------------------------------ */
+
+enum dt_status
+dt_ckpt_export(const char *path, const struct dt_ckpt_tensor *tensors,
+	       size_t n, struct dt_error *err)
+{
+	char tmp[DT_CK_PATH_MAX], dir[DT_CK_PATH_MAX];
+	struct dt_ck_file f;
+	struct dt_error e;
+	int k;
+	enum dt_status st;
+
+	if (dt_ck_check_tensors(tensors, n, 1, path, err))
+		return DT_ERR_FORMAT;
+	k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+	if (k < 0 || k >= (int)sizeof tmp)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long", path);
+	unlink(tmp);
+	st = write_tensors(tmp, 0, tensors, n, &f, err);
+	dt_error_clear(&e);
+	if (st == DT_OK &&
+	    read_tensor_file(tmp, tmp, 0, 1, &f, 0, NULL, 0, &e) != DT_OK)
+		st = dt_errorf(err, DT_ERR_IO, "the file written does not "
+			       "read back: %s", e.msg);
+	if (st == DT_OK && rename(tmp, path) != 0)
+		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
+			       tmp, path, strerror(errno));
+	if (st != DT_OK) {
+		unlink(tmp);
+		return st;
+	}
+	dir_of(dir, path);
+	return dt_ck_fsync_dir(dir, err);
+}
+
+enum dt_status
+dt_ckpt_import(const char *path, const struct dt_ckpt_target *targets,
+	       size_t n, struct dt_error *err)
+{
+	return read_tensor_file(path, path, 0, 0, NULL, 1, targets, n, err);
+}

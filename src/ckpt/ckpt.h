@@ -1,0 +1,225 @@
+/* ckpt.h - checkpoints: the on-disk format, atomic save, verification,
+ * finding the newest good checkpoint, load, pruning, and safetensors export.
+ *
+ * A checkpoint is one directory under the run's checkpoint directory:
+ *
+ *   CKPT_DIR/step-000000120/
+ *     params.safetensors       the parameters
+ *     optim.safetensors        optimizer state (momentum, Adam moments, ...)
+ *       or optim.safetensors.gz  the same file, gzip-compressed
+ *     meta.json                step, epoch, data position, seed, layout,
+ *                              extra scalars and the resolved job text
+ *     MANIFEST.json            written last: every file above with its size
+ *                              in bytes and the CRC-32 of its bytes on disk
+ *
+ * Tensor files follow the safetensors format
+ * (https://github.com/huggingface/safetensors, "Format"): an 8-byte
+ * little-endian unsigned header length N, N bytes of UTF-8 JSON padded with
+ * spaces to a multiple of 8,
+ *   {"NAME": {"dtype": "F32", "shape": [d0, ...], "data_offsets": [b, e]},
+ *    ..., "__metadata__": {"producer": "dtrain", "crc32:NAME": "1a2b3c4d"}}
+ * then the tensors' raw little-endian bytes, data_offsets counted from the
+ * first byte after the header, contiguous and in file order. dtrain adds one
+ * metadata entry per tensor, "crc32:NAME", the zlib CRC-32 of its bytes as
+ * 8 lowercase hex digits; other readers ignore it. numpy reads a file with
+ * json.loads on the header and numpy.frombuffer(..., "<f4") on each range;
+ * PyTorch with safetensors.torch.load_file. The compressed optimizer file is
+ * a dtrain extension: a plain gzip stream (RFC 1952) whose content is a
+ * safetensors file, so `gunzip` turns it into a standard one.
+ *
+ * A save builds the directory under a hidden temporary name
+ * (.step-000000120.tmp.PID), fsyncs every file, writes MANIFEST.json last,
+ * fsyncs it and the directory, reads the whole checkpoint back through the
+ * verifier, renames the directory to its final name and fsyncs the parent.
+ * A directory at a final name is therefore never partial; names starting
+ * with '.' are ignored by every reader.
+ *
+ * Bit-exact resume needs, besides parameters and optimizer state, only what
+ * struct dt_ckpt_meta holds: the random numbers are counter-based
+ * (util/rng.h) and the learning-rate schedule is a function of the step. */
+#ifndef DT_CKPT_CKPT_H
+#define DT_CKPT_CKPT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+#define DT_CKPT_MAX_DIMS 4
+#define DT_CKPT_NAME_MAX 256	/* tensor name, including the NUL */
+#define DT_CKPT_KEY_MAX 64	/* extra-metadata key, including the NUL */
+#define DT_CKPT_MAX_EXTRA 4096	/* extra-metadata entries */
+
+/* A tensor to write: n_dims (0..4, 0 = a scalar) dimensions, row-major
+ * float32. name: 1..DT_CKPT_NAME_MAX-1 bytes, no control characters, not
+ * "__metadata__", unique within its list. Borrowed: nothing is kept. */
+struct dt_ckpt_tensor {
+	const char *name;
+	const float *data;		/* (shape[0], ..., shape[n_dims-1]) */
+	int n_dims;
+	int64_t shape[DT_CKPT_MAX_DIMS];
+};
+
+/* A tensor to read into: the caller's expectation (name, shape) and the
+ * buffer that receives shape[0] * ... * shape[n_dims-1] floats. */
+struct dt_ckpt_target {
+	const char *name;
+	float *data;			/* (shape[0], ..., shape[n_dims-1]) */
+	int n_dims;
+	int64_t shape[DT_CKPT_MAX_DIMS];
+};
+
+enum dt_ckpt_scalar_type {
+	DT_CKPT_INT64 = 1,
+	DT_CKPT_DOUBLE = 2,
+};
+
+/* One extra metadata value, e.g. a metric-window accumulator. Doubles are
+ * stored by their bits, so they come back identical (NaN payloads too). */
+struct dt_ckpt_scalar {
+	char key[DT_CKPT_KEY_MAX];	/* non-empty, printable ASCII, unique */
+	enum dt_ckpt_scalar_type type;
+	int64_t i;			/* when type == DT_CKPT_INT64 */
+	double d;			/* when type == DT_CKPT_DOUBLE */
+};
+
+/* Everything but tensors that a bit-exact resume needs. dt_ckpt_save only
+ * reads it (job_text and extra are borrowed); dt_ckpt_load fills it with
+ * heap copies that the caller releases with dt_ckpt_meta_fini. */
+struct dt_ckpt_meta {
+	int64_t step;		/* optimizer steps completed, >= 0; names the dir */
+	int64_t epoch;		/* epoch being consumed, 0-based, >= 0 */
+	int64_t epoch_samples;	/* samples of that epoch consumed, all ranks
+				 * together (the global data position), >= 0 */
+	int64_t optim_steps;	/* dt_optim_steps(), >= 0 */
+	uint64_t seed;		/* the job's seed */
+	int32_t world_size;	/* ranks at save time, >= 1 */
+	int32_t dp_size;	/* data-parallel degree at save time, >= 1 */
+	int32_t pp_size;	/* pipeline stages, >= 1 */
+	int32_t tp_size;	/* tensor-parallel degree, >= 1 */
+	char *job_text;		/* the resolved job as YAML; NULL saves "" */
+	struct dt_ckpt_scalar *extra;	/* n_extra entries */
+	size_t n_extra;		/* <= DT_CKPT_MAX_EXTRA */
+};
+
+/* Frees what dt_ckpt_load put in *meta (job_text, extra) and zeroes it.
+ * Accepts NULL and a zeroed struct. Never call it on a struct whose
+ * pointers the caller owns itself. */
+void dt_ckpt_meta_fini(struct dt_ckpt_meta *meta);
+
+/* Receives one human-readable line (no newline) per problem found, e.g.
+ * "ckpt/step-000000120: params.safetensors: crc32 mismatch for
+ * dense0.weight". ctx is the caller's. */
+typedef void dt_ckpt_report_fn(void *ctx, const char *line);
+
+/* A dt_ckpt_report_fn that writes "dtrain: warning: LINE\n" to the FILE *
+ * given as ctx (stderr, a log file). */
+void dt_ckpt_report_file(void *ctx, const char *line);
+
+struct dt_ckpt_opts {
+	int64_t keep_last;	/* after a save, keep only this many newest
+				 * checkpoints; 0 = keep all */
+	bool compress_optim;	/* write optim.safetensors.gz (gzip level 1) */
+	dt_ckpt_report_fn *report;	/* problems while pruning; may be NULL */
+	void *report_ctx;
+};
+
+/* The path of the checkpoint for step (>= 0) into buf: CKPT_DIR/step-N,
+ * N zero-padded to at least 9 digits (step-000000120).
+ * DT_ERR_IO if it does not fit in size bytes. */
+enum dt_status dt_ckpt_path(char *buf, size_t size, const char *ckpt_dir,
+			    int64_t step, struct dt_error *err);
+
+/* Saves a checkpoint for meta->step under ckpt_dir (created if missing; its
+ * parent must exist), atomically as described at the top of this file.
+ * params: n_params tensors (n_params >= 1); optim: n_optim tensors (0 for
+ * plain SGD). opts may be NULL (keep all, uncompressed). A checkpoint that
+ * already exists for the same step is replaced, the old one staying in
+ * place until the new one is complete. Then, with opts->keep_last = K > 0,
+ * removes the checkpoints older than the new one except the newest K - 1
+ * that hold a MANIFEST.json; newer step directories (a run resumed from an
+ * earlier checkpoint) are left alone. Pruning failures go to opts->report
+ * and do not fail the save.
+ *
+ * Returns DT_OK; DT_ERR_FORMAT for an invalid tensor list or meta (bad
+ * name, shape, duplicate, negative field) before anything is written;
+ * DT_ERR_IO naming the path for any failed mkdir, write (disk full, file
+ * size limit), fsync, read-back or rename. On error the temporary directory
+ * is removed and every existing checkpoint is left as it was. */
+enum dt_status dt_ckpt_save(const char *ckpt_dir,
+			    const struct dt_ckpt_opts *opts,
+			    const struct dt_ckpt_meta *meta,
+			    const struct dt_ckpt_tensor *params,
+			    size_t n_params,
+			    const struct dt_ckpt_tensor *optim,
+			    size_t n_optim, struct dt_error *err);
+
+/* Checks the checkpoint directory at path: MANIFEST.json parses and lists
+ * params.safetensors, one optimizer file and meta.json; each has the
+ * listed size and CRC-32; both tensor files have a valid header and every
+ * tensor its CRC-32; meta.json is complete and agrees with the manifest's
+ * step (and with the directory name when it is step-N). Reads every byte.
+ * Returns DT_OK, DT_ERR_FORMAT (damage) or DT_ERR_IO (unreadable), with
+ * err->msg "PATH: FILE: reason", e.g. "ckpt/step-000000120:
+ * params.safetensors: crc32 mismatch for dense0.weight". */
+enum dt_status dt_ckpt_verify(const char *path, struct dt_error *err);
+
+/* Finds the newest valid checkpoint in ckpt_dir. Walks the step-N
+ * directories from the highest step down, verifying each; for each one
+ * that fails, report(report_ctx, msg) gets the verifier's message (report
+ * may be NULL). Directories whose names start with '.' (temporaries) and
+ * other names are ignored.
+ *
+ * Returns DT_OK with the checkpoint's path in path (path_size bytes) and
+ * its step in *step; DT_OK with path "" and *step = -1 when there is no
+ * checkpoint at all (ckpt_dir missing or holding no step-N directory);
+ * DT_ERR_FORMAT when checkpoints exist but none verifies, the message
+ * naming how many and the newest one's problem; DT_ERR_IO if ckpt_dir
+ * cannot be read or the path does not fit. */
+enum dt_status dt_ckpt_find_latest(const char *ckpt_dir, char *path,
+				   size_t path_size, int64_t *step,
+				   dt_ckpt_report_fn *report, void *report_ctx,
+				   struct dt_error *err);
+
+/* Loads the checkpoint at path into the caller's buffers, checking as it
+ * reads everything dt_ckpt_verify checks. params/optim list the tensors
+ * the caller expects: the files must hold exactly these names (any order)
+ * with these shapes, else DT_ERR_FORMAT naming the tensor and both shapes,
+ * or the missing or unexpected name. On DT_OK *meta holds heap copies (free
+ * with dt_ckpt_meta_fini) and every target buffer is filled. On error
+ * *meta is zeroed, the target buffers hold unspecified values, and the
+ * status is DT_ERR_FORMAT or DT_ERR_IO with err->msg as in dt_ckpt_verify. */
+enum dt_status dt_ckpt_load(const char *path,
+			    const struct dt_ckpt_target *params,
+			    size_t n_params,
+			    const struct dt_ckpt_target *optim, size_t n_optim,
+			    struct dt_ckpt_meta *meta, struct dt_error *err);
+
+/* Removes the checkpoints in ckpt_dir older than newest_step except the
+ * newest keep - 1 of them that hold a MANIFEST.json (keep = 0: nothing is
+ * removed). Never touches newest_step itself, newer steps or temporaries.
+ * Each directory that cannot be removed goes to report (may be NULL).
+ * Returns DT_OK, or DT_ERR_IO if ckpt_dir cannot be listed. */
+enum dt_status dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step,
+			     int64_t keep, dt_ckpt_report_fn *report,
+			     void *report_ctx, struct dt_error *err);
+
+/* Writes n tensors (n >= 1) to one safetensors file at path, atomically
+ * (temporary name in the same directory, fsync, rename, fsync of the
+ * directory), with dtrain's crc32 metadata. Returns DT_OK, DT_ERR_FORMAT
+ * for an invalid tensor list, DT_ERR_IO naming the path on any write
+ * failure, leaving nothing at path or at the temporary name. */
+enum dt_status dt_ckpt_export(const char *path,
+			      const struct dt_ckpt_tensor *tensors, size_t n,
+			      struct dt_error *err);
+
+/* Reads a safetensors file (from dt_ckpt_export, or any writer using only
+ * F32 tensors) into targets, matched by name and shape as in dt_ckpt_load.
+ * CRC-32s are checked where the file carries them. Returns DT_OK,
+ * DT_ERR_FORMAT naming the file and the problem, or DT_ERR_IO. */
+enum dt_status dt_ckpt_import(const char *path,
+			      const struct dt_ckpt_target *targets, size_t n,
+			      struct dt_error *err);
+
+#endif

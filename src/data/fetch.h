@@ -1,0 +1,115 @@
+/* fetch.h - data sources: a local path, or an http:// or https:// URL
+ * downloaded once with libcurl into a cache directory and verified.
+ *
+ * A download goes to CACHE/NAME.part and is renamed to CACHE/NAME only
+ * when it is complete and its size and sha256 (when given) agree, so a
+ * file at a final name is always whole and right. An interrupted download
+ * resumes from the .part file with an HTTP Range request. Processes that
+ * fetch the same URL at once (ranks on one node) take turns through an
+ * flock(2) on CACHE/NAME.lock; the second finds the file done. */
+#ifndef DT_DATA_FETCH_H
+#define DT_DATA_FETCH_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/status.h"
+
+/* Where data comes from, as the job file says it. */
+struct dt_source {
+	const char *url;	/* a path, "file://PATH", or an http(s) URL */
+	const char *sha256;	/* 64 hex digits (either case), or NULL */
+	int64_t size;		/* expected size in bytes; 0 = not given */
+};
+
+/* How to download. dt_fetch_opts_init fills in the defaults noted here;
+ * a NULL opts means exactly those defaults. */
+struct dt_fetch_opts {
+	/* NULL: $DTRAIN_CACHE, else $XDG_CACHE_HOME/dtrain, else
+	 * $HOME/.cache/dtrain; created (with parents) when missing. */
+	const char *cache_dir;
+	/* A PEM bundle of trusted CAs instead of the system's, or NULL.
+	 * Certificates are always verified; this only says against what. */
+	const char *ca_file;
+	int retries;		/* extra attempts after a 5xx, timeout or
+				 * dropped connection (4) */
+	long retry_delay_ms;	/* first wait; doubles each retry (1000) */
+	long retry_max_delay_ms; /* cap on one wait (30000) */
+	long connect_timeout_s;	/* (30) */
+	long low_speed_limit;	/* bytes/s below which a body is stalled (1) */
+	long low_speed_time_s;	/* for this long (60) */
+	long max_redirects;	/* (10) */
+	int64_t max_bytes;	/* refuse bodies larger than this; 0 = no
+				 * bound beyond src->size (0) */
+	int progress;		/* draw a progress bar on stderr; pass
+				 * isatty(STDERR_FILENO) (0) */
+	/* When set, a nonzero *interrupt (from a signal handler) stops a
+	 * transfer or a retry wait with DT_ERR_INTERRUPTED (NULL). */
+	volatile sig_atomic_t *interrupt;
+};
+
+/* Fills *opts with the defaults above. */
+void dt_fetch_opts_init(struct dt_fetch_opts *opts);
+
+/* Makes src available as a local file and writes its path to
+ * local_path[0..size).
+ *
+ * A path (or file:// URL) is returned as it is after checking that it is a
+ * readable regular file and, when given, its size and sha256. A URL is
+ * served from the cache when CACHE/NAME exists (its size and sha256 are
+ * checked again when given; a cached file that fails is deleted and
+ * downloaded anew), else downloaded:
+ *   - 5xx answers, timeouts (connect, or a body slower than
+ *     low_speed_limit for low_speed_time_s) and dropped connections are
+ *     retried up to opts->retries times, waiting retry_delay_ms, then
+ *     twice that, and so on up to retry_max_delay_ms; each retry resumes
+ *     from the bytes already in NAME.part, and a server that ignores Range
+ *     (answers 200) is read again from byte 0;
+ *   - 4xx answers fail at once; their body is never written;
+ *   - redirects are followed up to max_redirects (an https URL only to
+ *     https); certificates are verified (CURLOPT_SSL_VERIFYPEER and
+ *     VERIFYHOST, never turned off);
+ *   - a body larger than src->size or opts->max_bytes is refused.
+ * NAME is the first 16 hex digits of sha256(URL), a '-' and the URL's
+ * basename (query and fragment dropped, unusual characters as '_').
+ *
+ * Returns DT_OK with local_path filled. On error local_path is left
+ * untouched and no file exists at CACHE/NAME:
+ *   DT_ERR_USAGE  a malformed sha256, an unsupported URL scheme, a URL
+ *                 without a host, or a path longer than size;
+ *   DT_ERR_IO     the cache directory or a file in it cannot be made,
+ *                 written or renamed; a local path cannot be read;
+ *   DT_ERR_NET    "URL: HTTP 404 Not Found", a redirect loop ("more than N
+ *                 redirects"), a certificate that does not verify, a body
+ *                 over the limit, or "gave up after N attempts: ..." (the
+ *                 .part file is kept for a later resume);
+ *   DT_ERR_DATA   "URL: sha256 mismatch: expected X, got Y" or a size
+ *                 mismatch (the downloaded file has been deleted);
+ *   DT_ERR_INTERRUPTED  *opts->interrupt became nonzero.
+ * Not thread-safe on its own: a threaded program calls
+ * curl_global_init() before its threads start. */
+enum dt_status dt_fetch(const struct dt_source *src,
+			const struct dt_fetch_opts *opts, char *local_path,
+			size_t size, struct dt_error *err);
+
+/* Whether dt_fetch would answer without a download (for `plan`). Writes
+ * the path dt_fetch would return to local_path[0..size) and sets *cached
+ * to 1 when that file exists (and has src->size bytes, when given), else
+ * 0. For a local path, *cached says whether it exists. Reads no data and
+ * hashes nothing, so a cached file can still fail its sha256 later.
+ * Errors: DT_ERR_USAGE as for dt_fetch; DT_ERR_IO if the cache directory
+ * cannot be determined (no $HOME). On error *cached and local_path are
+ * untouched. */
+enum dt_status dt_fetch_is_cached(const struct dt_source *src,
+				  const struct dt_fetch_opts *opts,
+				  char *local_path, size_t size, int *cached,
+				  struct dt_error *err);
+
+/* Writes the lowercase hex sha256 of the file at path into hex (65 bytes
+ * with the terminator). Returns DT_ERR_IO naming path if it cannot be
+ * read; hex is untouched on error. */
+enum dt_status dt_sha256_file(const char *path, char hex[65],
+			      struct dt_error *err);
+
+#endif

@@ -1,0 +1,504 @@
+/* job.c - dt_job_load and dt_job_parse: defaults from the schema, then the
+ * file, then each --set override in order, then the checks that need the
+ * whole job (required keys, epochs xor steps, nesterov needs momentum,
+ * layer names). Nothing here writes a file. */
+#include "job/priv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+
+/* A job file larger than this is certainly a mistake (a data file named by
+ * accident); refuse it before libyaml chews on it. */
+#define JOB_FILE_MAX (4u << 20)
+
+static void
+apply_defaults(struct dt_job *job)
+{
+	int i;
+
+	for (i = 0; i < dt_job_schema_len; i++) {
+		const struct dt_key *k = &dt_job_schema[i];
+
+		if (k->type != DT_KEY_SECTION && k->type != DT_KEY_SHAPE &&
+		    k->type != DT_KEY_LAYERS)
+			dt_job_store_default(k, (char *)job + k->off);
+	}
+}
+
+/* The directory relative data paths in name are read from, made absolute
+ * so the resolved job means the same from any working directory. False
+ * when it does not fit in size bytes. */
+static bool
+base_dir(const char *name, char *dir, size_t size)
+{
+	char cwd[DT_JOB_PATH_MAX];
+	const char *slash = strrchr(name, '/');
+	int n = slash ? (int)(slash - name) : 0, r;
+
+	if (name[0] == '/') {
+		r = snprintf(dir, size, "%.*s", n > 0 ? n : 1, name);
+	} else {
+		if (getcwd(cwd, sizeof cwd) == NULL)
+			snprintf(cwd, sizeof cwd, ".");
+		if (slash == NULL)
+			r = snprintf(dir, size, "%s", cwd);
+		else if (strcmp(cwd, "/") == 0)
+			r = snprintf(dir, size, "/%.*s", n, name);
+		else
+			r = snprintf(dir, size, "%s/%.*s", cwd, n, name);
+	}
+	return r >= 0 && (size_t)r < size;
+}
+
+/* The job's default name: the file's basename without .yaml or .yml, with
+ * anything a name may not hold turned into '_'. */
+static void
+default_name(const char *path, char *name, size_t size)
+{
+	const char *base = strrchr(path, '/');
+	size_t n, i;
+
+	base = base ? base + 1 : path;
+	n = strlen(base);
+	if (n > 5 && strcmp(base + n - 5, ".yaml") == 0)
+		n -= 5;
+	else if (n > 4 && strcmp(base + n - 4, ".yml") == 0)
+		n -= 4;
+	if (n >= size)
+		n = size - 1;
+	for (i = 0; i < n; i++) {
+		char ch = base[i];
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			  (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' ||
+			  (ch == '.' && i > 0);
+
+		name[i] = ok ? ch : '_';
+	}
+	name[n] = '\0';
+	if (n == 0)
+		snprintf(name, size, "job");
+}
+
+static struct dt_pos
+pos_of(const struct dt_job *job, const char *key)
+{
+	int ki = dt_job_schema_find(key);
+
+	return ki < 0 ? (struct dt_pos){ 0, 0, 0 } : job->origin.key[ki];
+}
+
+/* Where to point for a key that is missing: its nearest enclosing mapping
+ * that was given, else the top of the file. */
+static struct dt_pos
+missing_pos(const struct dt_job *job, const char *key)
+{
+	char sect[128];
+	char *dot;
+
+	snprintf(sect, sizeof sect, "%s", key);
+	while ((dot = strrchr(sect, '.')) != NULL) {
+		struct dt_pos pos;
+
+		*dot = '\0';
+		pos = pos_of(job, sect);
+		if (pos.line != 0)
+			return pos;
+	}
+	return job->origin.root;
+}
+
+static enum dt_status
+missing(const struct dt_job_ctx *c, const struct dt_key *k, const char *key,
+	struct dt_pos at, const char *why)
+{
+	char type[128], range[64];
+
+	dt_job_type_text(k, type, sizeof type);
+	dt_job_range_text(k, range, sizeof range);
+	return dt_job_failf(c, at, key, "required key missing%s; expected "
+			    "%s%s%s", why, type, range[0] ? " " : "", range);
+}
+
+static enum dt_status
+check_layers(const struct dt_job_ctx *c)
+{
+	const struct dt_job *job = c->job;
+	char key[96];
+	int i, j, k;
+
+	if (job->model.n_layers == 0)
+		return dt_job_failf(c, pos_of(job, "model.layers"),
+				    "model.layers", "expected at least one "
+				    "layer, found an empty list");
+	for (i = 0; i < job->model.n_layers; i++) {
+		for (k = 0; k < DT_JOB_LAYER_KEYS; k++) {
+			const struct dt_key *lk = &dt_job_layer_schema[k];
+
+			if (!(lk->flags & DT_KEYF_REQUIRED) ||
+			    dt_job_given(job->origin.layer[i][k]))
+				continue;
+			snprintf(key, sizeof key, "model.layers.%d.%s", i,
+				 lk->key);
+			return missing(c, lk, key, job->model.layers[i].pos,
+				       "");
+		}
+	}
+	for (i = 0; i < job->model.n_layers; i++) {
+		const struct dt_layer_spec *l = &job->model.layers[i];
+		struct dt_pos at = job->origin.layer[i][DT_LAYER_KEY_NAME];
+
+		if (!dt_job_given(at))
+			at = l->pos;
+		for (j = 0; j < i; j++) {
+			if (strcmp(job->model.layers[j].name, l->name) != 0)
+				continue;
+			snprintf(key, sizeof key, "model.layers.%d.name", i);
+			return dt_job_failf(c, at, key, "duplicate layer name "
+					    "\"%s\", first used by "
+					    "model.layers.%d", l->name, j);
+		}
+	}
+	return DT_OK;
+}
+
+/* data.eval: both files or neither. */
+static enum dt_status
+check_eval_pair(const struct dt_job_ctx *c)
+{
+	const struct dt_job *job = c->job;
+	struct dt_pos ip = pos_of(job, "data.eval.images");
+	struct dt_pos lp = pos_of(job, "data.eval.labels");
+	const char *key;
+
+	if (dt_job_given(ip) == dt_job_given(lp))
+		return DT_OK;
+	key = dt_job_given(ip) ? "data.eval.labels" : "data.eval.images";
+	return missing(c, &dt_job_schema[dt_job_schema_find(key)], key,
+		       missing_pos(job, key), dt_job_given(ip) ?
+		       " (data.eval.images is given)" :
+		       " (data.eval.labels is given)");
+}
+
+/* The checks that need more than one key, once every source is applied. */
+static enum dt_status
+finish(struct dt_job_ctx *c)
+{
+	const char *const *type_names =
+		dt_job_layer_schema[DT_LAYER_KEY_TYPE].names;
+	struct dt_job *job = c->job;
+	struct dt_pos ep, sp;
+	enum dt_status st;
+	int i;
+
+	for (i = 0; i < job->model.n_layers; i++) {
+		struct dt_layer_spec *l = &job->model.layers[i];
+
+		if (!dt_job_given(job->origin.layer[i][DT_LAYER_KEY_NAME]))
+			snprintf(l->name, sizeof l->name, "%s%d",
+				 type_names[l->kind], i);
+	}
+	if (!dt_job_given(pos_of(job, "name")))
+		default_name(job->path, job->name, sizeof job->name);
+
+	/* In schema order, so the first complaint is the first section's. */
+	for (i = 0; i < dt_job_schema_len; i++) {
+		const struct dt_key *k = &dt_job_schema[i];
+
+		if ((k->flags & DT_KEYF_REQUIRED) &&
+		    !dt_job_given(job->origin.key[i]))
+			return missing(c, k, k->key, missing_pos(job, k->key),
+				       "");
+		if (k->type == DT_KEY_LAYERS) {
+			st = check_layers(c);
+			if (st != DT_OK)
+				return st;
+		}
+		if (strcmp(k->key, "data.eval.labels") == 0) {
+			st = check_eval_pair(c);
+			if (st != DT_OK)
+				return st;
+		}
+	}
+
+	ep = pos_of(job, "train.epochs");
+	sp = pos_of(job, "train.steps");
+	if (!dt_job_given(ep) && !dt_job_given(sp))
+		return dt_job_failf(c, missing_pos(job, "train.steps"), "train",
+				    "expected train.epochs or train.steps, "
+				    "found neither");
+	if (dt_job_given(ep) && dt_job_given(sp) &&
+	    (ep.from_set == 0) != (sp.from_set == 0)) {
+		/* One came from the file and one from --set: the run length
+		 * on the command line replaces the file's, whichever unit. */
+		int drop = dt_job_schema_find(sp.from_set ? "train.epochs" :
+					      "train.steps");
+
+		if (sp.from_set)
+			job->train.epochs = 0;
+		else
+			job->train.steps = 0;
+		job->origin.key[drop] = (struct dt_pos){ 0, 0, 0 };
+	} else if (dt_job_given(ep) && dt_job_given(sp)) {
+		/* Blame the one given last: an override, or the later line. */
+		bool steps_last = sp.from_set != ep.from_set ?
+				  sp.from_set > ep.from_set : sp.line > ep.line;
+
+		return dt_job_failf(c, steps_last ? sp : ep, steps_last ?
+				    "train.steps" : "train.epochs", "expected "
+				    "train.epochs or train.steps, found both");
+	}
+	if (!dt_job_given(pos_of(job, "train.global_batch")) &&
+	    !dt_job_given(pos_of(job, "train.micro_batch")))
+		return dt_job_failf(c, missing_pos(job, "train.micro_batch"),
+				    "train", "expected train.global_batch or "
+				    "train.micro_batch (or both), found "
+				    "neither");
+	if (job->train.nesterov && job->train.momentum == 0.0)
+		return dt_job_failf(c, pos_of(job, "train.nesterov"),
+				    "train.nesterov", "true needs "
+				    "train.momentum > 0, found momentum 0");
+	return DT_OK;
+}
+
+int
+dt_job_list_index(const char *key, const char *list, const char **rest)
+{
+	size_t n = strlen(list), d;
+	const char *p;
+
+	if (strncmp(key, list, n) != 0 || key[n] != '.')
+		return -1;
+	p = key + n + 1;
+	d = strspn(p, "0123456789");
+	if (d == 0 || d > 4 || (d > 1 && p[0] == '0') ||
+	    (p[d] != '\0' && p[d] != '.'))
+		return -1;
+	*rest = p + d;
+	return atoi(p);
+}
+
+static enum dt_status
+no_such_item(const struct dt_job_ctx *c, const char *key, const char *what,
+	     int n)
+{
+	struct dt_pos pos = { 0, 0, c->set };
+
+	if (n == 0)
+		return dt_job_failf(c, pos, key, "no such %s; there are none",
+				    what);
+	return dt_job_failf(c, pos, key, "no such %s; there are %d (0 to %d)",
+			    what, n, n - 1);
+}
+
+/* Applies the value node v of one override to key. */
+static enum dt_status
+apply_override(struct dt_job_ctx *c, const char *key,
+	       const struct dt_ynode *v)
+{
+	struct dt_job *job = c->job;
+	struct dt_pos pos = { 0, 0, c->set };
+	const char *rest;
+	int i, k, ki;
+
+	i = dt_job_list_index(key, "model.layers", &rest);
+	if (i >= 0) {
+		if (i >= job->model.n_layers)
+			return no_such_item(c, key, "layer",
+					    job->model.n_layers);
+		if (rest[0] == '\0')
+			return dt_job_apply_layer(c, i, v);
+		k = dt_job_layer_key_find(rest + 1);
+		if (k >= 0)
+			return dt_job_apply_layer_key(c, i, k, key, v);
+	}
+	i = dt_job_list_index(key, "model.input_shape", &rest);
+	if (i >= 0 && rest[0] == '\0') {
+		if (i >= job->model.n_input_dims)
+			return no_such_item(c, key, "dimension",
+					    job->model.n_input_dims);
+		return dt_job_apply_shape_item(c, i, key, v);
+	}
+	ki = dt_job_schema_find(key);
+	if (ki >= 0)
+		return dt_job_apply_key(c, ki, key, v);
+	return dt_job_unknown_key(c, pos, key);
+}
+
+/* Splits, parses and applies override number c->set. */
+static enum dt_status
+apply_set(struct dt_job_ctx *c, const char *text)
+{
+	struct dt_pos pos = { 0, 0, c->set };
+	struct dt_ynode empty, *root = NULL;
+	struct dt_yaml_error ye;
+	const char *eq = strchr(text, '='), *k0 = text, *k1 = eq;
+	enum dt_status st;
+	char key[256];
+
+	/* Blanks around the key ("train.lr = 0.1") mean the obvious. */
+	while (k1 != NULL && k0 < k1 && (*k0 == ' ' || *k0 == '\t'))
+		k0++;
+	while (k1 != NULL && k1 > k0 && (k1[-1] == ' ' || k1[-1] == '\t'))
+		k1--;
+	if (eq == NULL || k1 == k0)
+		return dt_job_failf(c, pos, NULL, "expected key.path=value");
+	snprintf(key, sizeof key, "%.*s", (int)(k1 - k0), k0);
+	if (!dt_yaml_parse(eq + 1, strlen(eq + 1), &root, &ye))
+		return dt_job_failf(c, pos, key, "value is not valid YAML: %s",
+				    ye.msg);
+	if (root == NULL) {
+		/* "key=" sets nothing: a plain empty scalar, as in a file. */
+		memset(&empty, 0, sizeof empty);
+		empty.kind = DT_YNODE_SCALAR;
+		empty.text = (char *)"";
+		st = apply_override(c, key, &empty);
+	} else {
+		st = apply_override(c, key, root);
+	}
+	dt_yaml_free(root);
+	return st;
+}
+
+/* Parses text as the job file and applies it. */
+static enum dt_status
+apply_file(struct dt_job_ctx *c)
+{
+	struct dt_pos top = { 1, 1, 0 };
+	struct dt_yaml_error ye;
+	struct dt_ynode *root;
+	enum dt_status st;
+	char found[160];
+
+	if (!dt_yaml_parse(c->text, c->len, &root, &ye)) {
+		struct dt_pos at = { ye.line, ye.col, 0 };
+
+		return dt_job_failf(c, at, NULL, "%s", ye.msg);
+	}
+	if (root == NULL || dt_yaml_is_null(root)) {
+		dt_yaml_free(root);
+		return dt_job_failf(c, top, NULL, "expected a mapping of job "
+				    "sections (data, model, train, ...), found "
+				    "an empty file");
+	}
+	c->job->origin.root.line = root->line;
+	c->job->origin.root.col = root->col;
+	if (root->kind != DT_YNODE_MAP) {
+		dt_yaml_describe(root, found, sizeof found);
+		top = c->job->origin.root;
+		dt_yaml_free(root);
+		return dt_job_failf(c, top, NULL, "expected a mapping of job "
+				    "sections (data, model, train, ...), found "
+				    "%s", found);
+	}
+	st = dt_job_apply_section(c, "", root);
+	dt_yaml_free(root);
+	return st;
+}
+
+enum dt_status
+dt_job_parse(const char *name, const char *text, size_t len,
+	     const char *const *overrides, int n_overrides,
+	     struct dt_job *job, struct dt_error *err)
+{
+	char file_dir[DT_JOB_PATH_MAX], cwd[DT_JOB_PATH_MAX];
+	struct dt_job_ctx c;
+	enum dt_status st;
+	int i;
+
+	if (name == NULL)
+		name = "<job>";
+	if (text == NULL) {
+		text = "";
+		len = 0;
+	}
+	memset(job, 0, sizeof *job);
+	memset(&c, 0, sizeof c);
+	c.job = job;
+	c.err = err;
+	c.name = name;
+	c.text = text;
+	c.len = len;
+	if (strlen(name) >= sizeof job->path)
+		return dt_errorf(err, DT_ERR_JOB, "%.64s...: job file name "
+				 "longer than %d bytes", name,
+				 DT_JOB_PATH_MAX - 1);
+	snprintf(job->path, sizeof job->path, "%s", name);
+	if (n_overrides < 0 || n_overrides > DT_JOB_MAX_SETS)
+		return dt_errorf(err, DT_ERR_JOB, "--set: expected at most %d "
+				 "overrides, found %d", DT_JOB_MAX_SETS,
+				 n_overrides);
+	job->origin.n_sets = n_overrides;
+	for (i = 0; i < n_overrides; i++)
+		snprintf(job->origin.sets[i], DT_JOB_SET_MAX, "%s",
+			 overrides[i] ? overrides[i] : "");
+	apply_defaults(job);
+
+	if (!base_dir(name, file_dir, sizeof file_dir))
+		return dt_errorf(err, DT_ERR_JOB, "%s: the job file's directory "
+				 "is longer than %d bytes", name,
+				 DT_JOB_PATH_MAX - 1);
+	c.dir = file_dir;
+	st = apply_file(&c);
+	if (st != DT_OK)
+		return st;
+
+	if (getcwd(cwd, sizeof cwd) == NULL)
+		cwd[0] = '\0';
+	c.dir = cwd;
+	for (i = 0; i < n_overrides; i++) {
+		c.set = i + 1;
+		st = apply_set(&c, overrides[i] ? overrides[i] : "");
+		if (st != DT_OK)
+			return st;
+	}
+	c.set = 0;
+	return finish(&c);
+}
+
+enum dt_status
+dt_job_load(const char *path, const char *const *overrides, int n_overrides,
+	    struct dt_job *job, struct dt_error *err)
+{
+	size_t cap = 4096, len = 0, got;
+	enum dt_status st;
+	char *text;
+	FILE *f;
+
+	f = fopen(path, "rb");
+	if (f == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open the job "
+				 "file: %s", path, strerror(errno));
+	text = dt_xmalloc(cap, 1);
+	for (;;) {
+		got = fread(text + len, 1, cap - len, f);
+		len += got;
+		if (len < cap)
+			break;
+		if (cap >= JOB_FILE_MAX) {
+			fclose(f);
+			free(text);
+			return dt_errorf(err, DT_ERR_JOB, "%s: expected a job "
+					 "file of at most %u bytes, found a "
+					 "larger file", path, JOB_FILE_MAX);
+		}
+		cap *= 2;
+		text = dt_xrealloc(text, cap, 1);
+	}
+	if (ferror(f)) {
+		int e = errno;
+
+		fclose(f);
+		free(text);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot read the job "
+				 "file: %s", path, strerror(e));
+	}
+	fclose(f);
+	st = dt_job_parse(path, text, len, overrides, n_overrides, job, err);
+	free(text);
+	return st;
+}

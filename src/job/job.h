@@ -1,0 +1,197 @@
+/* job.h - the job file: YAML (read with libyaml) -> struct dt_job.
+ *
+ * A schema table (job/schema.c) lists every scalar key with its type,
+ * default, range and documentation; it drives parsing, defaults, range
+ * checks, --set and the key list of man/dtrain-job.5. Every value keeps the
+ * line and column it came from, so later stages (plan/, data/) can report
+ * errors at the right place with dt_job_pos(). */
+#ifndef DT_JOB_JOB_H
+#define DT_JOB_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/status.h"
+
+#define DT_JOB_MAX_LAYERS 256
+#define DT_JOB_MAX_DIMS 4
+#define DT_JOB_NAME_MAX 128
+#define DT_JOB_PATH_MAX 4096
+#define DT_JOB_MAX_KEYS 64	/* room in the position table, >= schema size */
+#define DT_JOB_LAYER_KEYS 4	/* type, units, activation, name */
+#define DT_JOB_MAX_SETS 64	/* --set overrides remembered for messages */
+#define DT_JOB_SET_MAX 512	/* bytes kept of each --set text */
+
+/* A place in a file; line and col are 1-based, 0 when the value was not in
+ * the file (a default, or a value from --set: then from_set names the
+ * option by its 1-based index among the overrides). */
+struct dt_pos {
+	int line, col;
+	int from_set;		/* 1-based index of the --set option, or 0 */
+};
+
+enum dt_activation {
+	DT_ACT_NONE = 0,
+	DT_ACT_RELU,
+	DT_ACT_TANH,
+	DT_ACT_SIGMOID,
+	DT_ACT_GELU,
+};
+
+enum dt_layer_kind {
+	DT_LAYER_DENSE = 0,
+};
+
+enum dt_loss_kind {
+	DT_LOSS_SOFTMAX_CROSS_ENTROPY = 0,
+};
+
+enum dt_optim_kind {
+	DT_OPTIM_SGD = 0,
+	DT_OPTIM_ADAM,
+	DT_OPTIM_ADAMW,
+};
+
+enum dt_strategy {
+	DT_STRATEGY_DATA = 0,
+};
+
+enum dt_data_format {
+	DT_FORMAT_IDX = 0,
+};
+
+/* One entry of model.layers. */
+struct dt_layer_spec {
+	enum dt_layer_kind kind;
+	char name[64];		/* `name:` or "<kind><index>" ("dense0") */
+	int64_t units;		/* dense: output features */
+	enum dt_activation activation;	/* applied after the layer */
+	struct dt_pos pos;	/* of the list entry */
+};
+
+/* A data split: IDX images + labels (plain or .gz). */
+struct dt_data_split {
+	char images[DT_JOB_PATH_MAX];	/* resolved against the job's dir */
+	char labels[DT_JOB_PATH_MAX];
+};
+
+struct dt_job {
+	char path[DT_JOB_PATH_MAX];	/* the job file as given */
+	char name[DT_JOB_NAME_MAX];	/* default: file's basename sans .yaml */
+	uint64_t seed;			/* default 0 */
+
+	struct {
+		enum dt_data_format format;	/* data.format, default idx */
+		struct dt_data_split train;	/* data.train.{images,labels} */
+		struct dt_data_split eval;	/* data.eval.*; eval.images[0]==0 if none */
+		double scale;		/* data.scale: pixel multiplier, default 1/255 */
+	} data;
+
+	struct {
+		int n_input_dims;
+		int64_t input_shape[DT_JOB_MAX_DIMS];	/* per sample, no batch dim */
+		int n_layers;
+		struct dt_layer_spec layers[DT_JOB_MAX_LAYERS];
+		enum dt_loss_kind loss;
+	} model;
+
+	struct {
+		/* 0 = not given; plan/ resolves the missing one:
+		 * global_batch = micro_batch * grad_accum_steps * dp degree. */
+		int64_t global_batch;
+		int64_t micro_batch;
+		int64_t grad_accum_steps;
+		int64_t epochs;		/* exactly one of epochs / steps given */
+		int64_t steps;
+		enum dt_optim_kind optimizer;
+		double lr;
+		double momentum;	/* sgd */
+		bool nesterov;		/* sgd, needs momentum > 0 */
+		double weight_decay;	/* L2 for sgd/adam, decoupled for adamw */
+		double beta1, beta2, eps;	/* adam/adamw */
+	} train;
+
+	struct {
+		enum dt_strategy strategy;
+		int64_t data_parallel;	/* 0 = the world size */
+	} parallel;
+
+	struct {
+		int64_t every_steps;	/* 0 = only at the end */
+	} eval;
+
+	struct {
+		int64_t every_steps;	/* default 10 */
+	} log;
+
+	/* Private to job/ (read it through dt_job_pos and dt_job_where):
+	 * where each value came from, and the --set texts those positions
+	 * refer to. Fixed arrays like the rest, so the job still copies and
+	 * broadcasts as plain bytes. */
+	struct {
+		struct dt_pos root;			/* the top mapping */
+		struct dt_pos key[DT_JOB_MAX_KEYS];	/* by schema index */
+		struct dt_pos shape[DT_JOB_MAX_DIMS];	/* input_shape items */
+		struct dt_pos layer[DT_JOB_MAX_LAYERS][DT_JOB_LAYER_KEYS];
+		int n_sets;
+		char sets[DT_JOB_MAX_SETS][DT_JOB_SET_MAX];
+	} origin;
+};
+
+/* Reads the job file at path, applies the overrides ("key.path=value", n of
+ * them, in order; a later one wins) and checks every key, type and range.
+ * Relative data paths are resolved against the job file's directory (a
+ * relative path in an override against the current directory) and stored
+ * absolute; URLs are kept as given. Returns DT_OK and fills *job
+ * (caller-owned storage; no pointers into path, overrides or err are kept),
+ * or DT_ERR_JOB with err->msg in the form
+ * "FILE:LINE:COL: key.path: expected ..., found ..." followed by a newline,
+ * the source line, a newline and a caret under the column (for an override:
+ * "--set key.path=value: key.path: ...", one line); DT_ERR_IO if the file
+ * cannot be read. At most DT_JOB_MAX_SETS overrides. Writes no file. On
+ * error *job is unspecified. */
+enum dt_status dt_job_load(const char *path, const char *const *overrides,
+			   int n_overrides, struct dt_job *job,
+			   struct dt_error *err);
+
+/* As dt_job_load, from text (len bytes, need not end in NUL) in memory.
+ * name stands for the file: it appears in messages, is stored in job->path,
+ * gives the default job name and the directory for relative data paths.
+ * Never returns DT_ERR_IO. */
+enum dt_status dt_job_parse(const char *name, const char *text, size_t len,
+			    const char *const *overrides, int n_overrides,
+			    struct dt_job *job, struct dt_error *err);
+
+/* Where the value of key came from; {0,0,0} for a default or an unknown
+ * key. key is a schema key ("train.lr"), a section ("train": where its
+ * mapping starts), "model.layers.N" (the list entry), "model.layers.N.units"
+ * or "model.input_shape.N". */
+struct dt_pos dt_job_pos(const struct dt_job *job, const char *key);
+
+/* Formats "FILE:LINE:COL: key: " (or "--set key=value: key: " for a value
+ * from an override, or "FILE: key: " for a default) into buf (size bytes,
+ * always NUL-terminated when size > 0), for plan/ and data/ errors about a
+ * key; FILE is job->path. */
+void dt_job_where(const struct dt_job *job, const char *key, char *buf,
+		  size_t size);
+
+/* Writes the resolved job (every key, defaults included, overrides applied,
+ * absolute data paths; keys whose 0 means "not given", such as
+ * train.global_batch, are left out while 0) as YAML that dt_job_load reads
+ * back to an equal job, wherever the copy is stored. Returns DT_OK, or
+ * DT_ERR_IO on a write error. */
+enum dt_status dt_job_write(const struct dt_job *job, FILE *out,
+			    struct dt_error *err);
+
+/* Calls fn, in schema order, for every key that takes a value: scalars,
+ * model.input_shape, model.layers and the keys of one layer, spelled
+ * "model.layers.N.units". type reads "a number > 0", "one of sgd, adam,
+ * adamw"; def is the default as YAML text, "required", or words such as
+ * "derived"; doc is one line. The strings live only during the call. Used
+ * by the man-page test and `dtrain job-keys`. */
+void dt_job_each_key(void (*fn)(const char *key, const char *type,
+				const char *def, const char *doc, void *ctx),
+		     void *ctx);
+
+#endif

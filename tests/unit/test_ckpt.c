@@ -1,0 +1,1056 @@
+/* test_ckpt.c - Check suite for src/ckpt: bit-exact save/load round trips
+ * (parameters, optimizer state plain and gzip'd, metadata, job text), every
+ * kind of damage detected with its reason and skipped by find-latest,
+ * keep_last pruning, failed writes under a file-size limit leaving earlier
+ * checkpoints intact, the reader's checks on hand-made safetensors files,
+ * export/import, and numpy reading the files with no dtrain code. Each test
+ * works in its own directory under one mkdtemp directory. */
+#include <check.h>
+#include <dirent.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "util/alloc.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static char tmpdir[512];
+
+/* ---- a small model's state ---------------------------------------------- */
+
+#define NP 4
+#define NO 2
+static const char *const p_names[NP] = { "dense0.weight", "dense0.bias",
+					 "dense1.weight", "dense1.bias" };
+static const int p_dims[NP] = { 2, 1, 2, 1 };
+static const int64_t p_shape[NP][2] = { { 3, 4 }, { 4, 0 }, { 4, 2 },
+					{ 2, 0 } };
+static const size_t p_len[NP] = { 12, 4, 8, 2 };
+static const char *const o_names[NO] = { "adam.m", "adam.v" };
+#define N_STATE 26	/* parameters in all, the length of each optim buffer */
+
+struct state {
+	float p[NP][12];
+	float o[NO][N_STATE];
+};
+
+/* Distinct values per seed; with odd, also -0, a subnormal, infinities
+ * and a NaN with a payload, which must come back bit for bit. */
+static void
+state_fill(struct state *s, uint32_t seed, int odd)
+{
+	uint32_t x = seed * 2654435761u + 12345u;
+
+	memset(s, 0, sizeof *s);
+	for (int i = 0; i < NP; i++)
+		for (size_t j = 0; j < p_len[i]; j++) {
+			x = x * 1664525u + 1013904223u;
+			s->p[i][j] = (float)(int32_t)x / 2147483648.0f;
+		}
+	for (int i = 0; i < NO; i++)
+		for (int j = 0; j < N_STATE; j++) {
+			x = x * 1664525u + 1013904223u;
+			s->o[i][j] = (float)(x >> 8) * 1e-9f;
+		}
+	if (odd) {
+		uint32_t nan_bits = 0x7fc01234u;
+
+		s->p[0][0] = -0.0f;
+		s->p[0][1] = 1e-40f;
+		s->p[0][2] = INFINITY;
+		s->o[1][3] = -INFINITY;
+		memcpy(&s->p[2][5], &nan_bits, 4);
+	}
+}
+
+static void
+state_tensors(const struct state *s, struct dt_ckpt_tensor *p,
+	      struct dt_ckpt_tensor *o)
+{
+	for (int i = 0; i < NP; i++) {
+		p[i] = (struct dt_ckpt_tensor){ .name = p_names[i],
+						.data = s->p[i],
+						.n_dims = p_dims[i] };
+		memcpy(p[i].shape, p_shape[i], sizeof p_shape[i]);
+	}
+	for (int i = 0; i < NO; i++)
+		o[i] = (struct dt_ckpt_tensor){ .name = o_names[i],
+						.data = s->o[i], .n_dims = 1,
+						.shape = { N_STATE } };
+}
+
+static void
+state_targets(struct state *s, struct dt_ckpt_target *p,
+	      struct dt_ckpt_target *o)
+{
+	for (int i = 0; i < NP; i++) {
+		p[i] = (struct dt_ckpt_target){ .name = p_names[i],
+						.data = s->p[i],
+						.n_dims = p_dims[i] };
+		memcpy(p[i].shape, p_shape[i], sizeof p_shape[i]);
+	}
+	for (int i = 0; i < NO; i++)
+		o[i] = (struct dt_ckpt_target){ .name = o_names[i],
+						.data = s->o[i], .n_dims = 1,
+						.shape = { N_STATE } };
+}
+
+static char job_text[] = "name: mnist\nseed: 7\ntrain:\n  lr: 0.1\n"
+	"  note: \"quotes \\\" and / slashes, tabs\t, unicode \xc3\xa9\"\n";
+static struct dt_ckpt_scalar extras[4];
+
+static struct dt_ckpt_meta
+meta_for(int64_t step)
+{
+	uint64_t nan_bits = 0x7ff8000000abcdefULL;
+	struct dt_ckpt_meta m = {
+		.step = step, .epoch = step / 7, .epoch_samples = step * 64,
+		.optim_steps = step, .seed = 18446744073709551557ULL,
+		.world_size = 4, .dp_size = 2, .pp_size = 2, .tp_size = 1,
+		.job_text = job_text, .extra = extras, .n_extra = 4,
+	};
+
+	memset(extras, 0, sizeof extras);
+	strcpy(extras[0].key, "loss_sum");
+	extras[0].type = DT_CKPT_DOUBLE;
+	extras[0].d = 0.1 * (double)step;
+	strcpy(extras[1].key, "window_count");
+	extras[1].type = DT_CKPT_INT64;
+	extras[1].i = INT64_MIN + step;
+	strcpy(extras[2].key, "minus_zero");
+	extras[2].type = DT_CKPT_DOUBLE;
+	extras[2].d = -0.0;
+	strcpy(extras[3].key, "nan");
+	extras[3].type = DT_CKPT_DOUBLE;
+	memcpy(&extras[3].d, &nan_bits, 8);
+	return m;
+}
+
+/* Saves the state of seed `step` as the checkpoint for step. */
+static enum dt_status
+save(const char *dir, int64_t step, int gz, int64_t keep,
+     struct dt_error *err)
+{
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_meta m = meta_for(step);
+	struct dt_ckpt_opts opts = { .keep_last = keep, .compress_optim = gz };
+
+	state_fill(&s, (uint32_t)step, 1);
+	state_tensors(&s, p, o);
+	return dt_ckpt_save(dir, &opts, &m, p, NP, o, NO, err);
+}
+
+/* Loads path and checks every bit against the state saved for step. */
+static void
+expect_load(const char *path, int64_t step)
+{
+	struct state want, got;
+	struct dt_ckpt_target p[NP], o[NO];
+	struct dt_ckpt_meta m, w = meta_for(step);
+	struct dt_error err;
+
+	state_fill(&want, (uint32_t)step, 1);
+	memset(&got, 0xa5, sizeof got);
+	state_targets(&got, p, o);
+	for (int i = 0; i < NP; i++)
+		memset(got.p[i] + p_len[i], 0,
+		       sizeof got.p[i] - p_len[i] * sizeof(float));
+	ck_assert_msg(dt_ckpt_load(path, p, NP, o, NO, &m, &err) == DT_OK,
+		      "%s", err.msg);
+	ck_assert(memcmp(&want, &got, sizeof want) == 0);
+	ck_assert_int_eq(m.step, w.step);
+	ck_assert_int_eq(m.epoch, w.epoch);
+	ck_assert_int_eq(m.epoch_samples, w.epoch_samples);
+	ck_assert_int_eq(m.optim_steps, w.optim_steps);
+	ck_assert(m.seed == w.seed);
+	ck_assert_int_eq(m.world_size, 4);
+	ck_assert_int_eq(m.dp_size, 2);
+	ck_assert_int_eq(m.pp_size, 2);
+	ck_assert_int_eq(m.tp_size, 1);
+	ck_assert_str_eq(m.job_text, job_text);
+	ck_assert_uint_eq(m.n_extra, w.n_extra);
+	for (size_t i = 0; i < w.n_extra; i++) {
+		ck_assert_str_eq(m.extra[i].key, w.extra[i].key);
+		ck_assert_int_eq(m.extra[i].type, w.extra[i].type);
+		ck_assert(m.extra[i].i == w.extra[i].i);
+		ck_assert(memcmp(&m.extra[i].d, &w.extra[i].d, 8) == 0);
+	}
+	dt_ckpt_meta_fini(&m);
+	ck_assert_ptr_null(m.job_text);
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static const char *
+sub(char *buf, const char *a, const char *b)
+{
+	ck_assert(snprintf(buf, 1024, "%s/%s%s%s", tmpdir, a, b ? "/" : "",
+			   b ? b : "") < 1024);
+	return buf;
+}
+
+static int
+exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static long
+file_size(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (long)st.st_size;
+}
+
+/* XORs the byte at offset (negative: from the end) with 0x01. */
+static void
+flip(const char *path, long offset)
+{
+	FILE *f = fopen(path, "r+b");
+	int c;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, offset, offset < 0 ? SEEK_END : SEEK_SET),
+			 0);
+	c = fgetc(f);
+	ck_assert_int_ne(c, EOF);
+	ck_assert_int_eq(fseek(f, -1, SEEK_CUR), 0);
+	fputc(c ^ 0x01, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void
+overwrite(const char *path, long offset, const char *bytes, size_t n)
+{
+	FILE *f = fopen(path, "r+b");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, offset, SEEK_SET), 0);
+	ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void
+write_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(p, 1, n, f), n);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Names in dir starting with '.' (temporaries left behind). */
+static int
+count_hidden(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] == '.' && strcmp(e->d_name, ".") != 0 &&
+		    strcmp(e->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+static char reports[8192];
+
+static void
+collect(void *ctx, const char *line)
+{
+	(void)ctx;
+	strncat(reports, line, sizeof reports - strlen(reports) - 2);
+	strcat(reports, "\n");
+}
+
+#define ASSERT_HAS(s, needle) \
+	ck_assert_msg(strstr((s), (needle)) != NULL, "\"%s\" lacks \"%s\"", \
+		      (s), (needle))
+
+/* Damage done by fn to the checkpoint of step 120 in dir name must make
+ * verification fail with reason, and find-latest fall back to step 100
+ * after reporting the same reason. */
+static void
+expect_fallback(const char *name, int gz, void (*fn)(const char *ck),
+		const char *reason)
+{
+	char dir[1024], ck[1024], want[2048], found[1024];
+	struct dt_error err;
+	int64_t step;
+
+	sub(dir, name, NULL);
+	ck_assert_int_eq(save(dir, 100, gz, 0, &err), DT_OK);
+	ck_assert_int_eq(save(dir, 120, gz, 0, &err), DT_OK);
+	sub(ck, name, "step-000000120");
+	ck_assert_int_eq(dt_ckpt_verify(ck, &err), DT_OK);
+	fn(ck);
+	ck_assert(snprintf(want, sizeof want, "%s: %s", ck, reason) <
+		  (int)sizeof want);
+	ck_assert_int_eq(dt_ckpt_verify(ck, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, want);
+	reports[0] = '\0';
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     collect, NULL, &err), DT_OK);
+	ck_assert_int_eq(step, 100);
+	ASSERT_HAS(found, "step-000000100");
+	ASSERT_HAS(reports, want);
+	expect_load(found, 100);
+}
+
+/* ---- round trips --------------------------------------------------------- */
+
+START_TEST(test_roundtrip)
+{
+	char dir[1024], ck[1024], f[1024], found[1024];
+	struct dt_error err;
+	int64_t step = 0;
+
+	sub(dir, "roundtrip", NULL);
+	ck_assert_msg(save(dir, 120, 0, 0, &err) == DT_OK, "%s", err.msg);
+	sub(ck, "roundtrip", "step-000000120");
+	ck_assert(exists(sub(f, "roundtrip/step-000000120",
+			     "params.safetensors")));
+	ck_assert(exists(sub(f, "roundtrip/step-000000120",
+			     "optim.safetensors")));
+	ck_assert(exists(sub(f, "roundtrip/step-000000120", "meta.json")));
+	ck_assert(exists(sub(f, "roundtrip/step-000000120",
+			     "MANIFEST.json")));
+	ck_assert_int_eq(count_hidden(dir), 0);
+	ck_assert_msg(dt_ckpt_verify(ck, &err) == DT_OK, "%s", err.msg);
+	expect_load(ck, 120);
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     NULL, NULL, &err), DT_OK);
+	ck_assert_str_eq(found, ck);
+	ck_assert_int_eq(step, 120);
+}
+END_TEST
+
+START_TEST(test_roundtrip_gzip)
+{
+	char dir[1024], ck[1024], f[1024];
+	unsigned char magic[2];
+	struct dt_error err;
+	FILE *in;
+
+	sub(dir, "gzip", NULL);
+	ck_assert_msg(save(dir, 7, 1, 0, &err) == DT_OK, "%s", err.msg);
+	sub(ck, "gzip", "step-000000007");
+	ck_assert(!exists(sub(f, "gzip/step-000000007", "optim.safetensors")));
+	in = fopen(sub(f, "gzip/step-000000007", "optim.safetensors.gz"),
+		   "rb");
+	ck_assert_ptr_nonnull(in);
+	ck_assert_uint_eq(fread(magic, 1, 2, in), 2);
+	fclose(in);
+	ck_assert(magic[0] == 0x1f && magic[1] == 0x8b);
+	expect_load(ck, 7);
+}
+END_TEST
+
+/* Plain SGD has no optimizer state: an empty tensor file. */
+START_TEST(test_roundtrip_no_optim)
+{
+	char dir[1024], ck[1024];
+	struct state s, got;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_target pt[NP], ot[NO];
+	struct dt_ckpt_meta m = meta_for(0), back;
+	struct dt_error err;
+
+	sub(dir, "sgd", NULL);
+	state_fill(&s, 3, 0);
+	state_tensors(&s, p, o);
+	ck_assert_msg(dt_ckpt_save(dir, NULL, &m, p, NP, NULL, 0, &err) ==
+		      DT_OK, "%s", err.msg);
+	sub(ck, "sgd", "step-000000000");
+	memset(&got, 0, sizeof got);
+	state_targets(&got, pt, ot);
+	ck_assert_msg(dt_ckpt_load(ck, pt, NP, NULL, 0, &back, &err) == DT_OK,
+		      "%s", err.msg);
+	ck_assert(memcmp(s.p, got.p, sizeof s.p) == 0);
+	dt_ckpt_meta_fini(&back);
+	/* Asking for optimizer state that is not there names it. */
+	ck_assert_int_eq(dt_ckpt_load(ck, pt, NP, ot, NO, &back, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "optim.safetensors: no tensor named adam.m");
+	ck_assert_ptr_null(back.job_text);
+}
+END_TEST
+
+START_TEST(test_replace_same_step)
+{
+	char dir[1024], ck[1024];
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_meta m = meta_for(50);
+	struct dt_error err;
+
+	sub(dir, "replace", NULL);
+	state_fill(&s, 999, 0);
+	state_tensors(&s, p, o);
+	ck_assert_int_eq(dt_ckpt_save(dir, NULL, &m, p, NP, o, NO, &err),
+			 DT_OK);
+	ck_assert_int_eq(save(dir, 50, 0, 0, &err), DT_OK);
+	sub(ck, "replace", "step-000000050");
+	expect_load(ck, 50);
+	ck_assert_int_eq(count_hidden(dir), 0);
+}
+END_TEST
+
+START_TEST(test_load_mismatch)
+{
+	char dir[1024], ck[1024];
+	struct state s;
+	struct dt_ckpt_target p[NP], o[NO];
+	struct dt_ckpt_meta m;
+	struct dt_error err;
+
+	sub(dir, "mismatch", NULL);
+	ck_assert_int_eq(save(dir, 1, 0, 0, &err), DT_OK);
+	sub(ck, "mismatch", "step-000000001");
+	state_targets(&s, p, o);
+	p[0].shape[0] = 4;
+	p[0].shape[1] = 3;
+	ck_assert_int_eq(dt_ckpt_load(ck, p, NP, o, NO, &m, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "params.safetensors: tensor dense0.weight has "
+		   "shape [3, 4], the model expects [4, 3]");
+	state_targets(&s, p, o);
+	ck_assert_int_eq(dt_ckpt_load(ck, p, NP - 1, o, NO, &m, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "holds tensor dense1.bias, which the model does "
+		   "not have");
+	p[1].name = "dense0.b";
+	ck_assert_int_eq(dt_ckpt_load(ck, p, NP, o, NO, &m, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "dense0.bias");
+}
+END_TEST
+
+START_TEST(test_bad_save_input)
+{
+	char dir[1024];
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_meta m = meta_for(5);
+	struct dt_error err;
+
+	sub(dir, "badinput", NULL);
+	state_fill(&s, 1, 0);
+	state_tensors(&s, p, o);
+	p[3].name = "dense0.bias";
+	ck_assert_int_eq(dt_ckpt_save(dir, NULL, &m, p, NP, o, NO, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "dense0.bias appears twice");
+	state_tensors(&s, p, o);
+	m.epoch = -1;
+	ck_assert_int_eq(dt_ckpt_save(dir, NULL, &m, p, NP, o, NO, &err),
+			 DT_ERR_FORMAT);
+	m = meta_for(5);
+	strcpy(extras[1].key, "loss_sum");
+	ck_assert_int_eq(dt_ckpt_save(dir, NULL, &m, p, NP, o, NO, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "loss_sum appears twice");
+	ck_assert(!exists(dir));
+}
+END_TEST
+
+/* ---- damage -------------------------------------------------------------- */
+
+static char path_buf[1024];
+
+static const char *
+in_ck(const char *ck, const char *name)
+{
+	ck_assert(snprintf(path_buf, sizeof path_buf, "%s/%s", ck, name) <
+		  (int)sizeof path_buf);
+	return path_buf;
+}
+
+/* The first data byte of dense0.weight, right after the header. */
+static void
+damage_params_data(const char *ck)
+{
+	unsigned char len[8];
+	FILE *f = fopen(in_ck(ck, "params.safetensors"), "rb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fread(len, 1, 8, f), 8);
+	fclose(f);
+	flip(path_buf, 8 + (long)len[0] + 256L * len[1]);
+}
+
+static void
+damage_optim_data(const char *ck)
+{
+	flip(in_ck(ck, "optim.safetensors"), -1);
+}
+
+static void
+damage_gzip(const char *ck)
+{
+	const char *p = in_ck(ck, "optim.safetensors.gz");
+
+	flip(p, file_size(p) / 2);
+}
+
+static void
+damage_truncate(const char *ck)
+{
+	const char *p = in_ck(ck, "params.safetensors");
+
+	ck_assert_int_eq(truncate(p, file_size(p) - 5), 0);
+}
+
+static void
+damage_manifest(const char *ck)
+{
+	ck_assert_int_eq(unlink(in_ck(ck, "MANIFEST.json")), 0);
+}
+
+static void
+damage_header(const char *ck)
+{
+	overwrite(in_ck(ck, "params.safetensors"), 8, "garbage!", 8);
+}
+
+static void
+damage_meta(const char *ck)
+{
+	const char *p = in_ck(ck, "meta.json");
+
+	ck_assert_int_eq(truncate(p, 0), 0);
+}
+
+START_TEST(test_flip_params)
+{
+	expect_fallback("flip_params", 0, damage_params_data,
+			"params.safetensors: crc32 mismatch for "
+			"dense0.weight");
+}
+END_TEST
+
+START_TEST(test_flip_optim)
+{
+	expect_fallback("flip_optim", 0, damage_optim_data,
+			"optim.safetensors: crc32 mismatch for adam.v");
+}
+END_TEST
+
+START_TEST(test_flip_gzip)
+{
+	expect_fallback("flip_gzip", 1, damage_gzip,
+			"optim.safetensors.gz: ");
+}
+END_TEST
+
+START_TEST(test_truncated)
+{
+	expect_fallback("truncated", 0, damage_truncate,
+			"params.safetensors: ");
+	ASSERT_HAS(reports, "lists");
+	ASSERT_HAS(reports, "(truncated)");
+}
+END_TEST
+
+START_TEST(test_missing_manifest)
+{
+	expect_fallback("nomanifest", 0, damage_manifest,
+			"MANIFEST.json: missing");
+}
+END_TEST
+
+START_TEST(test_garbage_header)
+{
+	expect_fallback("garbage", 0, damage_header,
+			"params.safetensors: header");
+}
+END_TEST
+
+START_TEST(test_damaged_meta)
+{
+	expect_fallback("meta", 0, damage_meta, "meta.json: 0 bytes");
+}
+END_TEST
+
+START_TEST(test_find_none)
+{
+	char dir[1024], ck[1024], found[1024], junk[1024];
+	struct dt_error err;
+	int64_t step = 5;
+
+	sub(dir, "none", NULL);
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     collect, NULL, &err), DT_OK);
+	ck_assert_int_eq(step, -1);
+	ck_assert_str_eq(found, "");
+	ck_assert_int_eq(mkdir(dir, 0777), 0);
+	/* Temporaries and other names are not checkpoints. */
+	ck_assert_int_eq(mkdir(sub(junk, "none",
+				   ".step-000000200.tmp.999"), 0777), 0);
+	ck_assert_int_eq(mkdir(sub(junk, "none", "step-12"), 0777), 0);
+	ck_assert_int_eq(mkdir(sub(junk, "none", "notes"), 0777), 0);
+	reports[0] = '\0';
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     collect, NULL, &err), DT_OK);
+	ck_assert_int_eq(step, -1);
+	ck_assert_str_eq(reports, "");
+	/* Checkpoints, none valid: an error unlike "none at all". */
+	ck_assert_int_eq(save(dir, 10, 0, 0, &err), DT_OK);
+	ck_assert_int_eq(save(dir, 20, 0, 0, &err), DT_OK);
+	damage_manifest(sub(ck, "none", "step-000000010"));
+	damage_optim_data(sub(ck, "none", "step-000000020"));
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     collect, NULL, &err),
+			 DT_ERR_FORMAT);
+	ck_assert_int_eq(step, -1);
+	ASSERT_HAS(err.msg, "none of the 2 checkpoints is valid");
+	ASSERT_HAS(err.msg, "step-000000020: optim.safetensors: crc32");
+	ASSERT_HAS(reports, "step-000000020: optim.safetensors: crc32");
+	ASSERT_HAS(reports, "step-000000010: MANIFEST.json: missing");
+	ck_assert(strstr(reports, "step-000000020") <
+		  strstr(reports, "step-000000010"));
+}
+END_TEST
+
+/* ---- pruning -------------------------------------------------------------- */
+
+START_TEST(test_keep_last)
+{
+	char dir[1024], ck[1024];
+	struct dt_error err;
+
+	sub(dir, "keep", NULL);
+	for (int64_t s = 10; s <= 50; s += 10)
+		ck_assert_int_eq(save(dir, s, 0, 2, &err), DT_OK);
+	ck_assert(!exists(sub(ck, "keep", "step-000000010")));
+	ck_assert(!exists(sub(ck, "keep", "step-000000030")));
+	ck_assert(exists(sub(ck, "keep", "step-000000040")));
+	expect_load(sub(ck, "keep", "step-000000050"), 50);
+	/* A directory without a manifest is not a complete checkpoint: it
+	 * goes, and the complete one before it stays. */
+	damage_manifest(sub(ck, "keep", "step-000000050"));
+	ck_assert_int_eq(save(dir, 60, 0, 3, &err), DT_OK);
+	ck_assert(!exists(sub(ck, "keep", "step-000000050")));
+	ck_assert(exists(sub(ck, "keep", "step-000000040")));
+	/* keep_last 0 keeps everything; newer steps are never touched. */
+	ck_assert_int_eq(save(dir, 55, 0, 0, &err), DT_OK);
+	ck_assert(exists(sub(ck, "keep", "step-000000040")));
+	ck_assert_int_eq(save(dir, 45, 0, 1, &err), DT_OK);
+	ck_assert(exists(sub(ck, "keep", "step-000000060")));
+	ck_assert(exists(sub(ck, "keep", "step-000000055")));
+	ck_assert(exists(sub(ck, "keep", "step-000000045")));
+	ck_assert(!exists(sub(ck, "keep", "step-000000040")));
+}
+END_TEST
+
+/* ---- failed writes -------------------------------------------------------- */
+
+#define BIG 4096
+
+/* In a child under RLIMIT_FSIZE = limit (SIGXFSZ ignored, so write fails
+ * with EFBIG): saving step 20 must fail with DT_ERR_IO naming the file. */
+static void
+save_big_limited(const char *dir, rlim_t limit, int gz)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		struct rlimit rl = { limit, limit };
+		float *p = dt_xalloc_floats(BIG), *m = dt_xalloc_floats(BIG);
+		float *v = dt_xalloc_floats(BIG);
+		struct dt_ckpt_tensor t = { "big", p, 1, { BIG } };
+		struct dt_ckpt_tensor o[2] = { { "m", m, 1, { BIG } },
+					       { "v", v, 1, { BIG } } };
+		struct dt_ckpt_meta meta = meta_for(20);
+		struct dt_ckpt_opts opts = { .compress_optim = gz };
+		struct dt_error err;
+		enum dt_status st;
+
+		uint32_t x = 1;
+
+		/* Random bits, so that gzip cannot shrink them much. */
+		for (int i = 0; i < BIG; i++) {
+			x = x * 1664525u + 1013904223u;
+			p[i] = (float)(int32_t)x / 3e9f;
+			m[i] = p[i] * 0.5f;
+			v[i] = p[i] * p[i];
+		}
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
+			_exit(3);
+		st = dt_ckpt_save(dir, &opts, &meta, &t, 1, o, 2, &err);
+		if (st != DT_ERR_IO) {
+			fprintf(stderr, "limit %lu: status %d: %s\n",
+				(unsigned long)limit, (int)st, err.msg);
+			_exit(1);
+		}
+		if (strstr(err.msg, ".step-000000020.tmp.") == NULL ||
+		    strstr(err.msg, "File too large") == NULL) {
+			fprintf(stderr, "limit %lu: %s\n",
+				(unsigned long)limit, err.msg);
+			_exit(2);
+		}
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 0);
+}
+
+START_TEST(test_write_failure)
+{
+	/* 1: the params header; 1000: params data; 20000: optimizer state
+	 * (params.safetensors is about 16.5 kB, optim about 33 kB). */
+	static const rlim_t limits[] = { 1, 1000, 20000 };
+	char dir[1024], found[1024];
+	struct dt_error err;
+	int64_t step;
+
+	sub(dir, "fsize", NULL);
+	ck_assert_int_eq(save(dir, 10, 0, 1, &err), DT_OK);
+	for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+		save_big_limited(dir, limits[i], 0);
+		ck_assert_int_eq(count_hidden(dir), 0);
+	}
+	save_big_limited(dir, 20000, 1);
+	ck_assert_int_eq(count_hidden(dir), 0);
+	ck_assert_int_eq(dt_ckpt_find_latest(dir, found, sizeof found, &step,
+					     NULL, NULL, &err), DT_OK);
+	ck_assert_int_eq(step, 10);
+	expect_load(found, 10);
+}
+END_TEST
+
+START_TEST(test_unwritable_dir)
+{
+	char dir[1024];
+	struct dt_error err;
+
+	sub(dir, "no/such/parent", NULL);
+	ck_assert_int_eq(save(dir, 1, 0, 0, &err), DT_ERR_IO);
+	ASSERT_HAS(err.msg, "no/such/parent");
+}
+END_TEST
+
+/* ---- single safetensors files --------------------------------------------- */
+
+START_TEST(test_export_import)
+{
+	char path[1024], bad[1024];
+	struct state s, got;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_target pt[NP], ot[NO];
+	struct dt_error err;
+
+	ck_assert_int_eq(mkdir(sub(path, "export", NULL), 0777), 0);
+	sub(path, "export", "model.safetensors");
+	state_fill(&s, 77, 1);
+	state_tensors(&s, p, o);
+	ck_assert_msg(dt_ckpt_export(path, p, NP, &err) == DT_OK, "%s",
+		      err.msg);
+	memset(&got, 0, sizeof got);
+	state_targets(&got, pt, ot);
+	ck_assert_msg(dt_ckpt_import(path, pt, NP, &err) == DT_OK, "%s",
+		      err.msg);
+	ck_assert(memcmp(s.p, got.p, sizeof s.p) == 0);
+	ck_assert_int_eq(count_hidden(sub(bad, "export", NULL)), 0);
+	ck_assert_int_eq(dt_ckpt_export(sub(bad, "export/none", "m"), p, NP,
+					&err), DT_ERR_IO);
+	ASSERT_HAS(err.msg, "export/none/m.tmp.");
+	flip(path, -2);
+	ck_assert_int_eq(dt_ckpt_import(path, pt, NP, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "crc32 mismatch for dense1.bias");
+}
+END_TEST
+
+/* A safetensors file from its header text and n data floats. */
+static void
+make_st(const char *path, const char *header, size_t n_floats,
+	const char *trailer)
+{
+	size_t len = strlen(header), padded = (len + 7) / 8 * 8;
+	size_t total = 8 + padded + 4 * n_floats + strlen(trailer);
+	unsigned char *b = dt_xcalloc(total, 1);
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+	memcpy(b + 8, header, len);
+	memset(b + 8 + len, ' ', padded - len);
+	for (size_t i = 0; i < n_floats; i++) {
+		float v = (float)i;
+
+		memcpy(b + 8 + padded + 4 * i, &v, 4);
+	}
+	memcpy(b + 8 + padded + 4 * n_floats, trailer, strlen(trailer));
+	write_bytes(path, b, total);
+	free(b);
+}
+
+START_TEST(test_reader_checks)
+{
+	static const struct {
+		const char *header;
+		size_t n_floats;
+		const char *trailer;
+		const char *reason;
+	} cases[] = {
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+		  "\"data_offsets\":[0,24]}}", 6, "", NULL },
+		{ "{\"a\":{\"dtype\":\"F16\",\"shape\":[2,3],"
+		  "\"data_offsets\":[0,12]}}", 3, "", "only F32" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2,2],"
+		  "\"data_offsets\":[0,24]}}", 6, "", "does not fit" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[4,28]}}", 7, "", "leave a gap" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]}}", 7, "", "holds 28" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]}}", 6, "xyz", "holds 27" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[-6],"
+		  "\"data_offsets\":[0,24]}}", 6, "", "shape[0]" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":\"6\","
+		  "\"data_offsets\":[0,24]}}", 6, "", "shape must be" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24],\"x\":1}}", 6, "", "exactly" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,18446744073709551615]}}", 6, "",
+		  "data_offsets" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]},\"__metadata__\":"
+		  "{\"crc32:a\":\"xyz\"}}", 6, "", "8 hex digits" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]},\"__metadata__\":"
+		  "{\"crc32:b\":\"00000000\"}}", 6, "", "names no tensor" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]},\"__metadata__\":"
+		  "{\"crc32:a\":\"00000000\"}}", 6, "", "crc32 mismatch" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
+		  "\"data_offsets\":[0,24]},\"__metadata__\":"
+		  "{\"n\":5}}", 6, "", "not a string" },
+		{ "[1,2]", 0, "", "not a JSON object" },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],", 0, "",
+		  "invalid JSON" },
+		{ "{\"a\":1} x", 0, "", "unexpected text" },
+	};
+	char path[1024];
+	float buf[6];
+	struct dt_ckpt_target t = { "a", buf, 2, { 2, 3 } };
+	struct dt_error err;
+
+	ck_assert_int_eq(mkdir(sub(path, "reader", NULL), 0777), 0);
+	sub(path, "reader", "t.safetensors");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		enum dt_status st;
+
+		make_st(path, cases[i].header, cases[i].n_floats,
+			cases[i].trailer);
+		t.n_dims = strstr(cases[i].header, "[6]") ? 1 : 2;
+		t.shape[0] = t.n_dims == 1 ? 6 : 2;
+		st = dt_ckpt_import(path, &t, 1, &err);
+		if (cases[i].reason == NULL) {
+			ck_assert_msg(st == DT_OK, "case %zu: %s", i, err.msg);
+			ck_assert(buf[5] == 5.0f);
+			continue;
+		}
+		ck_assert_msg(st == DT_ERR_FORMAT, "case %zu: status %d", i,
+			      (int)st);
+		ck_assert_msg(strstr(err.msg, cases[i].reason) != NULL &&
+			      strstr(err.msg, "t.safetensors") != NULL,
+			      "case %zu: \"%s\" lacks \"%s\"", i, err.msg,
+			      cases[i].reason);
+	}
+	/* A header length beyond the file, and a file shorter than 8. */
+	write_bytes(path, "\xff\xff\x00\x00\x00\x00\x00\x00{}", 10);
+	ck_assert_int_eq(dt_ckpt_import(path, &t, 1, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "header length 65535");
+	write_bytes(path, "\x02\x00", 2);
+	ck_assert_int_eq(dt_ckpt_import(path, &t, 1, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "unexpected end of file");
+}
+END_TEST
+
+/* ---- numpy reads what dtrain writes --------------------------------------- */
+
+static const char numpy_script[] =
+	"import gzip, json, struct, sys, zlib\n"
+	"import numpy as np\n"
+	"def tensors(b):\n"
+	"    n = struct.unpack('<Q', b[:8])[0]\n"
+	"    assert n % 8 == 0\n"
+	"    h = json.loads(b[8:8 + n])\n"
+	"    meta = h.pop('__metadata__')\n"
+	"    out = {}\n"
+	"    for name, t in h.items():\n"
+	"        lo, hi = t['data_offsets']\n"
+	"        raw = b[8 + n + lo:8 + n + hi]\n"
+	"        assert int(meta['crc32:' + name], 16) == zlib.crc32(raw)\n"
+	"        assert t['dtype'] == 'F32'\n"
+	"        out[name] = np.frombuffer(raw, '<f4').reshape(t['shape'])\n"
+	"    return out\n"
+	"want = {}\n"
+	"for line in open(sys.argv[1]):\n"
+	"    name, shape, *vals = line.split()\n"
+	"    shape = [int(d) for d in shape.split(',')]\n"
+	"    want[name] = np.array([float.fromhex(v) for v in vals],\n"
+	"                          np.float32).reshape(shape)\n"
+	"got = tensors(open(sys.argv[2], 'rb').read())\n"
+	"got.update(tensors(gzip.open(sys.argv[3]).read()))\n"
+	"assert sorted(got) == sorted(want), (sorted(got), sorted(want))\n"
+	"for k in want:\n"
+	"    assert got[k].shape == want[k].shape, k\n"
+	"    assert np.array_equal(got[k], want[k]), k\n"
+	"print('numpy read', len(got), 'tensors')\n";
+
+static void
+put_expect(FILE *f, const struct dt_ckpt_tensor *t)
+{
+	size_t n = 1;
+
+	fprintf(f, "%s ", t->name);
+	for (int d = 0; d < t->n_dims; d++) {
+		fprintf(f, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+		n *= (size_t)t->shape[d];
+	}
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, " %a", (double)t->data[i]);
+	fprintf(f, "\n");
+}
+
+START_TEST(test_numpy_reads)
+{
+	char dir[1024], script[1024], expect[1024], cmd[4096];
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_meta m = meta_for(3);
+	struct dt_ckpt_opts opts = { .compress_optim = 1 };
+	struct dt_error err;
+	FILE *f;
+
+	if (access(PYTHON, X_OK) != 0 ||
+	    system(PYTHON " -c 'import numpy' 2>/dev/null") != 0) {
+		printf("test_ckpt: %s lacks numpy, skipping the numpy test\n",
+		       PYTHON);
+		return;
+	}
+	sub(dir, "numpy", NULL);
+	state_fill(&s, 3, 0);
+	state_tensors(&s, p, o);
+	ck_assert_int_eq(dt_ckpt_save(dir, &opts, &m, p, NP, o, NO, &err),
+			 DT_OK);
+	f = fopen(sub(script, "numpy", "read.py"), "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(numpy_script, f);
+	fclose(f);
+	f = fopen(sub(expect, "numpy", "expect.txt"), "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < NP; i++)
+		put_expect(f, &p[i]);
+	for (int i = 0; i < NO; i++)
+		put_expect(f, &o[i]);
+	fclose(f);
+	ck_assert(snprintf(cmd, sizeof cmd, PYTHON " %s %s %s/step-000000003/"
+			   "params.safetensors %s/step-000000003/"
+			   "optim.safetensors.gz", script, expect, dir, dir) <
+		  (int)sizeof cmd);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* ---- the suite ------------------------------------------------------------ */
+
+static void
+make_tmpdir(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof tmpdir, "%s/test_ckpt.XXXXXX",
+		 base && *base && strlen(base) < 256 ? base : "/tmp");
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("test_ckpt: mkdtemp");
+		abort();
+	}
+}
+
+static void
+remove_tmpdir(void)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "test_ckpt: cannot remove %s\n", tmpdir);
+}
+
+static Suite *
+ckpt_suite(void)
+{
+	Suite *s = suite_create("ckpt");
+	TCase *tc = tcase_create("roundtrip");
+
+	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_roundtrip_gzip);
+	tcase_add_test(tc, test_roundtrip_no_optim);
+	tcase_add_test(tc, test_replace_same_step);
+	tcase_add_test(tc, test_load_mismatch);
+	tcase_add_test(tc, test_bad_save_input);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("damage");
+	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+	tcase_add_test(tc, test_flip_params);
+	tcase_add_test(tc, test_flip_optim);
+	tcase_add_test(tc, test_flip_gzip);
+	tcase_add_test(tc, test_truncated);
+	tcase_add_test(tc, test_missing_manifest);
+	tcase_add_test(tc, test_garbage_header);
+	tcase_add_test(tc, test_damaged_meta);
+	tcase_add_test(tc, test_find_none);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("lifecycle");
+	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+	tcase_add_test(tc, test_keep_last);
+	tcase_add_test(tc, test_write_failure);
+	tcase_add_test(tc, test_unwritable_dir);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("safetensors");
+	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+	tcase_add_test(tc, test_export_import);
+	tcase_add_test(tc, test_reader_checks);
+	tcase_add_test(tc, test_numpy_reads);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(ckpt_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

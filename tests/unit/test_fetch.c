@@ -1,0 +1,1079 @@
+/* test_fetch.c - Check suite for src/data/fetch.c: local sources, cache
+ * names and places, and every way a download can go wrong, against
+ * tests/http_server.py on 127.0.0.1 (started here with fork/exec; it
+ * stops by itself when this program ends). After each failure the cache
+ * must hold no file at a final name; after each success the file must
+ * have the right sha256. Skips (exit 77) when python3 is not on PATH. */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "data/fetch.h"
+#include "util/alloc.h"
+
+#define DATA_LEN 300000
+
+/* Set up once per test case by an unchecked fixture, before Check forks. */
+static char tmpdir[512];
+static char wwwdir[600];
+static char logpath[600];
+static char server_script[PATH_MAX];
+static char data_sha[65];
+static int port;
+static pid_t server_pid;
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static void
+die(const char *what)
+{
+	perror(what);
+	abort();
+}
+
+static void
+write_bytes(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	if (f == NULL || fwrite(p, 1, n, f) != n || fclose(f) != 0)
+		die(path);
+}
+
+/* The served file: DATA_LEN bytes of a fixed pseudo-random sequence. */
+static unsigned char *
+make_data(void)
+{
+	unsigned char *p = dt_xmalloc(DATA_LEN, 1);
+	uint32_t s = 12345;
+
+	for (size_t i = 0; i < DATA_LEN; i++) {
+		s = s * 1664525u + 1013904223u;
+		p[i] = (unsigned char)(s >> 24);
+	}
+	return p;
+}
+
+static int
+find_python(char *out, size_t size)
+{
+	const char *path = getenv("PATH");
+	char *copy, *dir, *save = NULL;
+	int found = 0;
+
+	if (path == NULL)
+		return 0;
+	copy = dt_xstrdup(path);
+	for (dir = strtok_r(copy, ":", &save); dir != NULL;
+	     dir = strtok_r(NULL, ":", &save)) {
+		snprintf(out, size, "%s/python3", dir);
+		if (access(out, X_OK) == 0) {
+			found = 1;
+			break;
+		}
+	}
+	free(copy);
+	return found;
+}
+
+/* Starts the server with extra arguments (NULL-terminated, up to 4) and
+ * returns its port; *pid receives its process id. */
+static int
+start_server(const char *const *extra, pid_t *pid)
+{
+	const char *argv[16];
+	char py[PATH_MAX], line[32];
+	struct pollfd pfd;
+	size_t n = 0;
+	int fds[2], i = 0;
+
+	if (!find_python(py, sizeof py))
+		die("python3");
+	argv[i++] = "python3";
+	argv[i++] = server_script;
+	argv[i++] = "--root";
+	argv[i++] = wwwdir;
+	argv[i++] = "--log";
+	argv[i++] = logpath;
+	argv[i++] = "--max-seconds";
+	argv[i++] = "120";
+	while (extra != NULL && *extra != NULL)
+		argv[i++] = *extra++;
+	argv[i] = NULL;
+
+	if (pipe(fds) != 0)
+		die("pipe");
+	*pid = fork();
+	if (*pid < 0)
+		die("fork");
+	if (*pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		close(fds[1]);
+		execv(py, (char *const *)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	/* The port comes as one line once the server listens. */
+	while (n < sizeof line - 1) {
+		ssize_t r;
+
+		if (poll(&pfd, 1, 20000) <= 0) {
+			fprintf(stderr, "test_fetch: the server did not start\n");
+			abort();
+		}
+		r = read(fds[0], line + n, 1);
+		if (r <= 0) {
+			fprintf(stderr, "test_fetch: the server exited\n");
+			abort();
+		}
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = '\0';
+	close(fds[0]);
+	return atoi(line);
+}
+
+static void
+stop_server(pid_t pid)
+{
+	if (pid > 0) {
+		kill(pid, SIGTERM);
+		waitpid(pid, NULL, 0);
+	}
+}
+
+static void
+remove_tree(const char *path)
+{
+	struct stat sb;
+	DIR *d;
+	struct dirent *e;
+	char sub[PATH_MAX];
+
+	if (lstat(path, &sb) != 0)
+		return;
+	if (!S_ISDIR(sb.st_mode)) {
+		unlink(path);
+		return;
+	}
+	d = opendir(path);
+	if (d != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 ||
+			    strcmp(e->d_name, "..") == 0)
+				continue;
+			snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+			remove_tree(sub);
+		}
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+static void
+setup(void)
+{
+	const char *base = getenv("TMPDIR");
+	const char *top = getenv("top_srcdir");
+	unsigned char *data = make_data();
+	char path[PATH_MAX];
+	struct dt_error err;
+
+	if (base == NULL || *base == '\0')
+		base = "/tmp";
+	snprintf(tmpdir, sizeof tmpdir, "%s/dtrain-test-fetch-XXXXXX", base);
+	if (mkdtemp(tmpdir) == NULL)
+		die(tmpdir);
+	snprintf(wwwdir, sizeof wwwdir, "%s/www", tmpdir);
+	snprintf(logpath, sizeof logpath, "%s/server.log", tmpdir);
+	if (mkdir(wwwdir, 0777) != 0)
+		die(wwwdir);
+	snprintf(path, sizeof path, "%s/data.bin", wwwdir);
+	write_bytes(path, data, DATA_LEN);
+	free(data);
+	if (dt_sha256_file(path, data_sha, &err) != DT_OK) {
+		fprintf(stderr, "%s\n", err.msg);
+		abort();
+	}
+	snprintf(server_script, sizeof server_script, "%s/tests/http_server.py",
+		 top != NULL && *top != '\0' ? top : ".");
+	port = start_server(NULL, &server_pid);
+}
+
+static void
+teardown(void)
+{
+	stop_server(server_pid);
+	server_pid = 0;
+	remove_tree(tmpdir);
+}
+
+/* Options for fast tests: short waits, a stall noticed within a second
+ * (the rate limit is far below loopback speed and far above a stall). */
+static void
+test_opts(struct dt_fetch_opts *o, char *cache, const char *name)
+{
+	snprintf(cache, PATH_MAX, "%s/cache-%s", tmpdir, name);
+	dt_fetch_opts_init(o);
+	o->cache_dir = cache;
+	o->retries = 2;
+	o->retry_delay_ms = 10;
+	o->retry_max_delay_ms = 40;
+	o->connect_timeout_s = 5;
+	o->low_speed_limit = 100000;
+	o->low_speed_time_s = 1;
+}
+
+static void
+url(char *out, const char *path)
+{
+	snprintf(out, PATH_MAX, "http://127.0.0.1:%d%s", port, path);
+}
+
+/* Lines of the server log that contain needle. */
+static int
+log_count(const char *needle)
+{
+	FILE *f = fopen(logpath, "r");
+	char line[1024];
+	int n = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strstr(line, needle) != NULL)
+			n++;
+	fclose(f);
+	return n;
+}
+
+/* Files in the cache directory that end in suffix ("" = final names:
+ * neither .part nor .lock). */
+static int
+cache_count(const char *dir, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		int part = len > 5 && strcmp(e->d_name + len - 5, ".part") == 0;
+		int lock = len > 5 && strcmp(e->d_name + len - 5, ".lock") == 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		if (*suffix == '\0' ? !part && !lock :
+		    strcmp(suffix, ".part") == 0 ? part : lock)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+static void
+assert_sha(const char *path, const char *want)
+{
+	char hex[65];
+	struct dt_error err;
+
+	ck_assert_int_eq(dt_sha256_file(path, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, want);
+}
+
+static void
+assert_msg_has(const struct dt_error *err, const char *needle)
+{
+	ck_assert_msg(strstr(err->msg, needle) != NULL,
+		      "message \"%s\" lacks \"%s\"", err->msg, needle);
+}
+
+/* The path the cache would use for u, and its .part. */
+static void
+cache_file(const char *u, const struct dt_fetch_opts *o, char *out)
+{
+	struct dt_source src = { .url = u };
+	struct dt_error err;
+	int cached;
+
+	ck_assert_int_eq(dt_fetch_is_cached(&src, o, out, PATH_MAX, &cached,
+					    &err), DT_OK);
+}
+
+static void
+write_part(const char *final, const unsigned char *p, size_t n)
+{
+	char part[PATH_MAX + 8];
+
+	snprintf(part, sizeof part, "%s.part", final);
+	write_bytes(part, p, n);
+}
+
+/* ---- local sources and names ------------------------------------------- */
+
+START_TEST(test_sha256_known)
+{
+	char path[PATH_MAX], hex[65] = "untouched";
+	struct dt_error err;
+
+	snprintf(path, sizeof path, "%s/abc.txt", tmpdir);
+	write_bytes(path, "abc", 3);
+	assert_sha(path, "ba7816bf8f01cfea414140de5dae2223"
+		   "b00361a396177a9cb410ff61f20015ad");
+	snprintf(path, sizeof path, "%s/empty", tmpdir);
+	write_bytes(path, "", 0);
+	assert_sha(path, "e3b0c44298fc1c149afbf4c8996fb924"
+		   "27ae41e4649b934ca495991b7852b855");
+	snprintf(path, sizeof path, "%s/missing", tmpdir);
+	ck_assert_int_eq(dt_sha256_file(path, hex, &err), DT_ERR_IO);
+	assert_msg_has(&err, "missing: cannot open: No such file");
+	ck_assert_str_eq(hex, "untouched");
+}
+END_TEST
+
+START_TEST(test_local_path)
+{
+	char path[PATH_MAX], furl[PATH_MAX + 8], out[PATH_MAX], want[300];
+	struct dt_source src = { 0 };
+	struct dt_error err;
+
+	snprintf(path, sizeof path, "%s/www/data.bin", tmpdir);
+	src.url = path;
+	src.sha256 = data_sha;
+	src.size = DATA_LEN;
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err), DT_OK);
+	ck_assert_str_eq(out, path);
+
+	snprintf(furl, sizeof furl, "file://%s", path);
+	src.url = furl;
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err), DT_OK);
+	ck_assert_str_eq(out, path);
+
+	src.url = path;
+	src.sha256 = "00000000000000000000000000000000"
+		     "00000000000000000000000000000000";
+	strcpy(out, "untouched");
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	snprintf(want, sizeof want, ": sha256 mismatch: expected %s, got %s",
+		 src.sha256, data_sha);
+	assert_msg_has(&err, want);
+	ck_assert_str_eq(out, "untouched");
+
+	src.sha256 = NULL;
+	src.size = 5;
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "data.bin: size mismatch: expected 5 bytes, "
+		       "got 300000");
+
+	src.size = 0;
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, 10, &err), DT_ERR_USAGE);
+	assert_msg_has(&err, "path longer than 9 bytes");
+
+	snprintf(path, sizeof path, "%s/nothing-here", tmpdir);
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_IO);
+	assert_msg_has(&err, "nothing-here: cannot open: No such file");
+
+	ck_assert_int_eq(dt_fetch(&(struct dt_source){ .url = tmpdir }, NULL,
+				  out, sizeof out, &err), DT_ERR_IO);
+	assert_msg_has(&err, "not a regular file");
+}
+END_TEST
+
+START_TEST(test_bad_sources)
+{
+	char out[PATH_MAX];
+	struct dt_error err;
+	struct dt_source src = { .url = "ftp://example.org/x" };
+
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_USAGE);
+	ck_assert_str_eq(err.msg, "ftp://example.org/x: unsupported URL "
+			 "scheme \"ftp\": use a path, http:// or https://");
+	src.url = "http:///x";
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_USAGE);
+	ck_assert_str_eq(err.msg, "http:///x: the URL has no host");
+	src.url = "file://relative";
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_USAGE);
+	src.url = "http://example.org/x";
+	src.sha256 = "abc";
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_USAGE);
+	ck_assert_str_eq(err.msg, "http://example.org/x: sha256 must be 64 "
+			 "hex digits, found \"abc\"");
+	src.url = "";
+	src.sha256 = NULL;
+	ck_assert_int_eq(dt_fetch(&src, NULL, out, sizeof out, &err),
+			 DT_ERR_USAGE);
+}
+END_TEST
+
+START_TEST(test_cache_names_and_places)
+{
+	struct dt_fetch_opts o;
+	struct dt_source src = { .url = "http://example.org/a/b.tar.gz?x=1#f" };
+	char dir[PATH_MAX], want[PATH_MAX + 40], out[PATH_MAX];
+	char out2[PATH_MAX];
+	struct dt_error err;
+	const char *base;
+	int cached = -1;
+
+	/* Pure names: nothing is fetched and no directory is made. */
+	dt_fetch_opts_init(&o);
+	snprintf(dir, sizeof dir, "%s/env-cache", tmpdir);
+	setenv("DTRAIN_CACHE", dir, 1);
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(cached, 0);
+	snprintf(want, sizeof want, "%s/", dir);
+	ck_assert_int_eq(strncmp(out, want, strlen(want)), 0);
+	base = out + strlen(want);
+	ck_assert_uint_eq(strlen(base), 16 + 1 + strlen("b.tar.gz"));
+	ck_assert_uint_eq(strspn(base, "0123456789abcdef"), 16);
+	ck_assert_str_eq(base + 16, "-b.tar.gz");
+
+	/* The name depends on the whole URL, query included. */
+	src.url = "http://example.org/a/b.tar.gz?x=2";
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out2, sizeof out2,
+					    &cached, &err), DT_OK);
+	ck_assert_str_ne(out, out2);
+	ck_assert_str_eq(out2 + strlen(out2) - 9, "-b.tar.gz");
+
+	src.url = "https://example.org";
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_str_eq(out + strlen(out) - 6, "-index");
+	src.url = "https://example.org/x/..";
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_str_eq(out + strlen(out) - 3, "-_.");
+	src.url = "https://example.org/we%20ird$name";
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_str_eq(out + strlen(out) - 14, "-we_20ird_name");
+
+	unsetenv("DTRAIN_CACHE");
+	setenv("XDG_CACHE_HOME", "/xdg", 1);
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(strncmp(out, "/xdg/dtrain/", 12), 0);
+	setenv("XDG_CACHE_HOME", "relative", 1);
+	setenv("HOME", "/home/someone", 1);
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(strncmp(out, "/home/someone/.cache/dtrain/", 28), 0);
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("HOME");
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_ERR_IO);
+	assert_msg_has(&err, "set DTRAIN_CACHE");
+	o.cache_dir = "/explicit";
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, out, sizeof out,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(strncmp(out, "/explicit/", 10), 0);
+}
+END_TEST
+
+/* ---- downloads ---------------------------------------------------------- */
+
+START_TEST(test_download_and_cache)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], where[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha, .size = DATA_LEN };
+	struct dt_error err;
+	int cached = -1, before;
+
+	test_opts(&o, cache, "plain");
+	url(u, "/data.bin?id=plain");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, where, sizeof where,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(cached, 0);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	ck_assert_str_eq(out, where);
+	ck_assert_str_eq(out + strlen(out) - 9, "-data.bin");
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+	ck_assert_int_eq(dt_fetch_is_cached(&src, &o, where, sizeof where,
+					    &cached, &err), DT_OK);
+	ck_assert_int_eq(cached, 1);
+
+	/* Served from the cache: the server sees nothing more. */
+	before = log_count("id=plain");
+	ck_assert_int_eq(before, 1);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	ck_assert_int_eq(log_count("id=plain"), 1);
+
+	/* Damaged in the cache: caught by the sha256, fetched again. */
+	{
+		int fd = open(out, O_WRONLY);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, "X", 1, 100), 1);
+		close(fd);
+	}
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	ck_assert_int_eq(log_count("id=plain"), 2);
+	assert_sha(out, data_sha);
+
+	/* Without a sha256 or size the cache is trusted as it is. */
+	src.sha256 = NULL;
+	src.size = 0;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	ck_assert_int_eq(log_count("id=plain"), 2);
+}
+END_TEST
+
+START_TEST(test_not_found)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX] = "untouched";
+	char want[PATH_MAX + 80];
+	struct dt_source src = { 0 };
+	struct dt_error err;
+
+	test_opts(&o, cache, "404");
+	url(u, "/fault/404/data.bin");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	snprintf(want, sizeof want, "%s: HTTP 404 Not Found (the server "
+		 "refused the request; check the URL)", u);
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_str_eq(out, "untouched");
+	/* One request: a 4xx is not retried, and its page is not data. */
+	ck_assert_int_eq(log_count("/fault/404/data.bin"), 1);
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+
+	url(u, "/no-such-file");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "no-such-file: HTTP 404 Not Found");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+}
+END_TEST
+
+START_TEST(test_server_errors_retried)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+
+	test_opts(&o, cache, "500");
+	url(u, "/data.bin?fault=500&n=2&id=a");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=a range=- status=500"), 2);
+	ck_assert_int_eq(log_count("id=a range=- status=200"), 1);
+
+	url(u, "/data.bin?fault=500&n=9&id=b");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "id=b: gave up after 3 attempts; the last failed "
+		       "with: HTTP 500 Internal Server Error");
+	ck_assert_int_eq(log_count("id=b"), 3);
+	ck_assert_int_eq(cache_count(cache, ""), 1);	/* the first one */
+}
+END_TEST
+
+START_TEST(test_dropped_connection_resumes)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha, .size = DATA_LEN };
+	struct dt_error err;
+
+	test_opts(&o, cache, "drop");
+	url(u, "/data.bin?fault=drop&id=drop");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=drop range=- status=200"), 1);
+	ck_assert_int_eq(log_count("id=drop range=bytes=150000- status=206"),
+			 1);
+
+	/* With no retries the half stays in .part, never at the final
+	 * name, and the next fetch finishes it. */
+	o.retries = 0;
+	url(u, "/data.bin?fault=drop&id=drop2");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "gave up after 1 attempt; the last failed with: "
+		       "transfer closed with 150000 bytes remaining");
+	ck_assert_int_eq(cache_count(cache, ""), 1);
+	ck_assert_int_eq(cache_count(cache, ".part"), 1);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=drop2 range=bytes=150000- status=206"),
+			 1);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+}
+END_TEST
+
+START_TEST(test_resume_from_part)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], fin[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+	unsigned char *data = make_data();
+
+	test_opts(&o, cache, "part");
+	ck_assert_int_eq(mkdir(cache, 0777), 0);
+
+	/* A plain resume. */
+	url(u, "/data.bin?id=resume");
+	src.url = u;
+	cache_file(u, &o, fin);
+	write_part(fin, data, 1000);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=resume range=bytes=1000- status=206"),
+			 1);
+	ck_assert_int_eq(log_count("id=resume"), 1);
+
+	/* A server that ignores Range: read again from byte 0. */
+	url(u, "/fault/norange/data.bin");
+	cache_file(u, &o, fin);
+	write_part(fin, data, 1000);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("norange/data.bin range=bytes=1000- "
+				   "status=200"), 1);
+
+	/* A 206 from the wrong byte: start over without a Range. */
+	url(u, "/fault/badrange/data.bin");
+	cache_file(u, &o, fin);
+	write_part(fin, data, 1000);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("badrange/data.bin range=- status=200"), 1);
+
+	/* A .part that is already whole (size unknown): the server answers
+	 * 416 with the total, and nothing more is fetched. */
+	url(u, "/data.bin?id=whole");
+	cache_file(u, &o, fin);
+	write_part(fin, data, DATA_LEN);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=whole range=bytes=300000- status=416"),
+			 1);
+
+	/* A .part longer than the file: 416, then from byte 0. */
+	url(u, "/data.bin?id=long");
+	cache_file(u, &o, fin);
+	{
+		unsigned char *more = dt_xcalloc(DATA_LEN + 10, 1);
+
+		write_part(fin, more, DATA_LEN + 10);
+		free(more);
+	}
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+
+	/* A stale .part (other bytes): the sha256 catches it, and neither
+	 * the .part nor a final file is left. */
+	url(u, "/data.bin?id=stale");
+	cache_file(u, &o, fin);
+	data[5] ^= 1;
+	write_part(fin, data, 1000);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "id=stale: sha256 mismatch: expected ");
+	assert_msg_has(&err, "(the download has been deleted)");
+	ck_assert_int_eq(access(fin, F_OK), -1);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+	free(data);
+}
+END_TEST
+
+START_TEST(test_wrong_content)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], path[PATH_MAX];
+	char bad_sha[65], want[PATH_MAX + 200];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+	unsigned char *data = make_data();
+
+	for (size_t i = 0; i < DATA_LEN; i++)
+		data[i] ^= 0x5A;
+	snprintf(path, sizeof path, "%s/wrong.bin", tmpdir);
+	write_bytes(path, data, DATA_LEN);
+	free(data);
+	ck_assert_int_eq(dt_sha256_file(path, bad_sha, &err), DT_OK);
+
+	test_opts(&o, cache, "wrong");
+	url(u, "/fault/wrong/data.bin");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	snprintf(want, sizeof want, "%s: sha256 mismatch: expected %s, got %s "
+		 "(the download has been deleted)", u, data_sha, bad_sha);
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+
+	/* Upper-case hex is the same digest. */
+	for (char *p = bad_sha; *p; p++)
+		if (*p >= 'a' && *p <= 'f')
+			*p = (char)(*p - 'a' + 'A');
+	src.sha256 = bad_sha;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+}
+END_TEST
+
+START_TEST(test_size_limits)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], want[PATH_MAX + 200];
+	struct dt_source src = { 0 };
+	struct dt_error err;
+
+	test_opts(&o, cache, "size");
+	url(u, "/data.bin?id=size1");
+	src.url = u;
+
+	/* Shorter than the job says. */
+	src.size = DATA_LEN + 1;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	snprintf(want, sizeof want, "%s: size mismatch: expected 300001 bytes, "
+		 "got 300000 (the download has been deleted)", u);
+	ck_assert_str_eq(err.msg, want);
+
+	/* Longer: refused from the Content-Length, before the body. */
+	src.size = DATA_LEN - 1;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	snprintf(want, sizeof want, "%s: the server announces 300000 bytes, "
+		 "more than the expected size of 299999 bytes", u);
+	ck_assert_str_eq(err.msg, want);
+
+	/* max_bytes, announced and not. */
+	src.size = 0;
+	o.max_bytes = 1000;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "announces 300000 bytes, more than the limit "
+		       "(max_bytes) of 1000 bytes");
+	url(u, "/fault/nolen/data.bin");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	snprintf(want, sizeof want, "%s: the body runs past the limit "
+		 "(max_bytes) of 1000 bytes; download stopped", u);
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+
+	/* Without the bound, a body without a length is fine. */
+	o.max_bytes = 0;
+	src.sha256 = data_sha;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+}
+END_TEST
+
+START_TEST(test_redirects)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], want[PATH_MAX + 80];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+
+	test_opts(&o, cache, "redirect");
+	url(u, "/fault/redirect/data.bin");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("/fault/redirect/data.bin range=- "
+				   "status=302"), 1);
+
+	o.max_redirects = 5;
+	url(u, "/fault/loop/data.bin");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	snprintf(want, sizeof want, "%s: more than 5 redirects (a redirect "
+		 "loop?)", u);
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_int_eq(log_count("/fault/loop/data.bin"), 6);
+	ck_assert_int_eq(cache_count(cache, ""), 1);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+}
+END_TEST
+
+START_TEST(test_stalled_body)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+
+	test_opts(&o, cache, "slow");
+	o.retries = 0;
+	url(u, "/data.bin?fault=slow&secs=4&id=s1");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "id=s1: gave up after 1 attempt; the last "
+		       "failed with: Operation too slow");
+	assert_msg_has(&err, "75000 bytes kept in ");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 1);
+
+	/* Stalled once, then resumed after the timeout. */
+	o.retries = 1;
+	url(u, "/data.bin?fault=slow&n=1&secs=4&id=s2");
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=s2 range=bytes=75000- status=206"), 1);
+}
+END_TEST
+
+START_TEST(test_connection_refused)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_source src = { 0 };
+	struct dt_error err;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t len = sizeof sa;
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	/* A port that was free a moment ago and has nobody listening. */
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+	ck_assert_int_eq(getsockname(s, (struct sockaddr *)&sa, &len), 0);
+	close(s);
+	snprintf(u, sizeof u, "http://127.0.0.1:%d/data.bin",
+		 ntohs(sa.sin_port));
+	test_opts(&o, cache, "refused");
+	o.retries = 1;
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "gave up after 2 attempts; the last failed with: "
+		       "Failed to connect");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+}
+END_TEST
+
+START_TEST(test_progress_bar)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX], path[PATH_MAX];
+	char text[4096];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+	FILE *f;
+	size_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/stderr.txt", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	close(fd);
+
+	test_opts(&o, cache, "progress");
+	o.progress = 1;
+	url(u, "/data.bin?fault=500&n=1&id=progress");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	fflush(stderr);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	ck_assert_msg(strstr(text, "data.bin") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "293.0 KiB / 293.0 KiB  100%") != NULL,
+		      "%s", text);
+	ck_assert_msg(strstr(text, "HTTP 500 Internal Server Error; "
+			     "retrying in 0.0 s (1 of 2)") != NULL, "%s",
+		      text);
+	ck_assert_int_eq(text[n - 1], '\n');
+}
+END_TEST
+
+START_TEST(test_interrupt)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_source src = { 0 };
+	struct dt_error err;
+	volatile sig_atomic_t stop = 1;
+
+	test_opts(&o, cache, "interrupt");
+	o.interrupt = &stop;
+	url(u, "/data.bin?fault=slow&secs=2&id=int");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_INTERRUPTED);
+	assert_msg_has(&err, "id=int: download interrupted");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+}
+END_TEST
+
+/* Runs cmd (a NULL-terminated argv, searched in PATH) quietly; returns
+ * its exit status, or -1 when it could not run. */
+static int
+run_quiet(const char *const *argv)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		execvp(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+START_TEST(test_tls)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX * 2], out[PATH_MAX];
+	char cert[PATH_MAX], key[PATH_MAX];
+	struct dt_source src = { .sha256 = data_sha };
+	struct dt_error err;
+	pid_t pid;
+	int tls_port;
+
+	snprintf(cert, sizeof cert, "%s/cert.pem", tmpdir);
+	snprintf(key, sizeof key, "%s/key.pem", tmpdir);
+	{
+		const char *gen[] = {
+			"openssl", "req", "-x509", "-newkey", "ec",
+			"-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+			"-keyout", key, "-out", cert, "-days", "2",
+			"-subj", "/CN=127.0.0.1",
+			"-addext", "subjectAltName=IP:127.0.0.1", NULL
+		};
+
+		if (run_quiet(gen) != 0) {
+			fprintf(stderr, "test_tls: no openssl command; the "
+				"HTTPS checks are skipped\n");
+			return;
+		}
+	}
+	{
+		const char *extra[] = { "--tls-cert", cert, "--tls-key", key,
+					NULL };
+
+		tls_port = start_server(extra, &pid);
+	}
+	test_opts(&o, cache, "tls");
+	snprintf(u, sizeof u, "https://127.0.0.1:%d/data.bin", tls_port);
+	src.url = u;
+
+	/* A certificate nobody vouches for is refused... */
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "the server's TLS certificate does not verify");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+
+	/* ...and accepted when its CA is given. */
+	o.ca_file = cert;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+
+	/* An https URL is never redirected to plain http. */
+	snprintf(u, sizeof u, "https://127.0.0.1:%d/data.bin?fault=redirect&"
+		 "to=http://127.0.0.1:%d/data.bin", tls_port, port);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "http");
+	ck_assert_int_eq(cache_count(cache, ""), 1);
+	stop_server(pid);
+}
+END_TEST
+
+static Suite *
+fetch_suite(void)
+{
+	Suite *s = suite_create("fetch");
+	TCase *tc = tcase_create("fetch");
+
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_sha256_known);
+	tcase_add_test(tc, test_local_path);
+	tcase_add_test(tc, test_bad_sources);
+	tcase_add_test(tc, test_cache_names_and_places);
+	tcase_add_test(tc, test_download_and_cache);
+	tcase_add_test(tc, test_not_found);
+	tcase_add_test(tc, test_server_errors_retried);
+	tcase_add_test(tc, test_dropped_connection_resumes);
+	tcase_add_test(tc, test_resume_from_part);
+	tcase_add_test(tc, test_wrong_content);
+	tcase_add_test(tc, test_size_limits);
+	tcase_add_test(tc, test_redirects);
+	tcase_add_test(tc, test_stalled_body);
+	tcase_add_test(tc, test_connection_refused);
+	tcase_add_test(tc, test_progress_bar);
+	tcase_add_test(tc, test_interrupt);
+	tcase_add_test(tc, test_tls);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr;
+	char py[PATH_MAX];
+	int failed;
+
+	if (!find_python(py, sizeof py)) {
+		fprintf(stderr, "test_fetch: python3 is not on PATH; "
+			"skipping\n");
+		return 77;
+	}
+	/* The tests talk to 127.0.0.1 only; a proxy would get in the way. */
+	unsetenv("http_proxy");
+	unsetenv("https_proxy");
+	unsetenv("HTTPS_PROXY");
+	unsetenv("all_proxy");
+	unsetenv("ALL_PROXY");
+	sr = srunner_create(fetch_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
