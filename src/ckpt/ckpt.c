@@ -184,6 +184,34 @@ read_small(const char *path, const char *label, const struct dt_ck_file *f,
 	return DT_OK;
 }
 
+/* Checks a file that the manifest lists but dtrain does not read itself:
+ * its size and CRC-32. */
+static enum dt_status
+check_other(const char *path, const struct dt_ck_file *f,
+	    struct dt_error *err)
+{
+	unsigned char buf[1 << 16];
+	struct dt_ck_rfile r;
+	enum dt_status st;
+
+	st = dt_ck_ropen(&r, path, f->name, 0, err);
+	if (st == DT_OK)
+		st = check_size(&r, f, err);
+	for (int64_t left = r.file_size; st == DT_OK && left > 0;) {
+		size_t k = left < (int64_t)sizeof buf ? (size_t)left :
+			sizeof buf;
+
+		st = dt_ck_read(&r, buf, k, err);
+		left -= (int64_t)k;
+	}
+	if (st == DT_OK)
+		st = dt_ck_rfinish(&r, err);
+	if (st == DT_OK)
+		st = check_crc(&r, f, err);
+	dt_ck_rclose(&r);
+	return st;
+}
+
 /* Reads one safetensors file, checked against its manifest entry f (or
  * not). With match, the tensors go into targets t (n of them), which they
  * must equal in names and shapes; without, the data is only checked. */
@@ -287,6 +315,15 @@ read_ckpt(const char *path, int64_t want_step, int match,
 	if (st == DT_OK)
 		st = read_tensor_file(file, fo->name, fo == fo_gz, 1, fo,
 				      match, optim, n_optim, err);
+	for (size_t i = 0; i < man.n && st == DT_OK; i++) {
+		const struct dt_ck_file *f = &man.f[i];
+
+		if (f == fp || f == fo || f == fm)
+			continue;
+		st = join(file, path, f->name, err);
+		if (st == DT_OK)
+			st = check_other(file, f, err);
+	}
 	if (st == DT_OK && meta != NULL)
 		*meta = m;
 	else

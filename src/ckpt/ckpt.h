@@ -156,9 +156,9 @@ enum dt_status dt_ckpt_save(const char *ckpt_dir,
 			    size_t n_optim, struct dt_error *err);
 
 /* Checks the checkpoint directory at path: MANIFEST.json parses and lists
- * params.safetensors, one optimizer file and meta.json; each has the
- * listed size and CRC-32; both tensor files have a valid header and every
- * tensor its CRC-32; meta.json is complete and agrees with the manifest's
+ * params.safetensors, one optimizer file and meta.json; every file it lists
+ * exists with the listed size and CRC-32; both tensor files have a valid
+ * header and every tensor its CRC-32; meta.json is complete and agrees with the manifest's
  * step (and with the directory name when it is step-N). Reads every byte.
  * Returns DT_OK, DT_ERR_FORMAT (damage) or DT_ERR_IO (unreadable), with
  * err->msg "PATH: FILE: reason", e.g. "ckpt/step-000000120:

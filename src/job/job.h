@@ -41,10 +41,40 @@ enum dt_activation {
 
 enum dt_layer_kind {
 	DT_LAYER_DENSE = 0,
+	DT_LAYER_CONV2D,	/* channels, kernel, stride, padding; CHW input */
+	DT_LAYER_MAXPOOL2D,	/* kernel, stride (default = kernel), padding */
+	DT_LAYER_AVGPOOL2D,
+	DT_LAYER_FLATTEN,
+	DT_LAYER_RESHAPE,	/* shape */
+	DT_LAYER_DROPOUT,	/* rate */
+	DT_LAYER_LAYERNORM,	/* eps */
+	DT_LAYER_BATCHNORM,	/* eps, momentum (running statistics) */
+	DT_LAYER_EMBEDDING,	/* vocab, dim: token ids (T) -> (T, dim) */
+	DT_LAYER_POS_EMBEDDING,	/* length (max positions), dim: adds a learned
+				 * position vector to (T, dim) */
+	DT_LAYER_ATTENTION,	/* heads, causal: multi-head self-attention
+				 * (T, C) -> (T, C) with its projections */
+	DT_LAYER_ACTIVATION,	/* type relu/tanh/sigmoid/gelu: `activation` */
+	DT_LAYER_SOFTMAX,	/* over the last axis */
+	DT_LAYER_ADD,		/* inputs: [a, b], same shapes */
+	DT_LAYER_CONCAT,	/* inputs: [a, b, ...] along the last axis */
 };
 
 enum dt_loss_kind {
-	DT_LOSS_SOFTMAX_CROSS_ENTROPY = 0,
+	DT_LOSS_SOFTMAX_CROSS_ENTROPY = 0,	/* per sample, or per token when
+						 * the output is (T, classes) */
+	DT_LOSS_MSE,				/* mean squared error */
+};
+
+enum dt_schedule_kind {
+	DT_SCHEDULE_CONSTANT = 0,
+	DT_SCHEDULE_STEP,
+	DT_SCHEDULE_COSINE,
+};
+
+enum dt_on_nonfinite {
+	DT_NONFINITE_ABORT = 0,
+	DT_NONFINITE_SKIP_STEP,
 };
 
 enum dt_optim_kind {
@@ -55,25 +85,99 @@ enum dt_optim_kind {
 
 enum dt_strategy {
 	DT_STRATEGY_DATA = 0,
+	DT_STRATEGY_MODEL,
+	DT_STRATEGY_HYBRID,
+};
+
+enum dt_pipeline_schedule {
+	DT_PIPE_GPIPE = 0,
+	DT_PIPE_1F1B,
+};
+
+enum dt_stage_balance {
+	DT_BALANCE_FLOPS = 0,
+	DT_BALANCE_PARAMS,
+};
+
+enum dt_sync_kind {
+	DT_SYNC_ALLREDUCE = 0,
+	DT_SYNC_PARAMETER_SERVER,
+};
+
+enum dt_ps_mode {
+	DT_PS_SYNC = 0,
+	DT_PS_ASYNC,
 };
 
 enum dt_data_format {
-	DT_FORMAT_IDX = 0,
+	DT_FORMAT_IDX = 0,	/* images + labels */
+	DT_FORMAT_CSV,		/* file; label_column; header */
+	DT_FORMAT_NPY,		/* images (features) + labels */
+	DT_FORMAT_TOKENS,	/* file of token ids; context */
+	DT_FORMAT_TEXT,		/* file of text; context; text_unit */
 };
 
-/* One entry of model.layers. */
+enum dt_text_unit {
+	DT_TEXT_BYTES = 0,
+	DT_TEXT_UTF8,
+};
+
+/* "auto" for a parallel degree. */
+#define DT_DEGREE_AUTO (-1)
+
+#define DT_LAYER_NAME_MAX 64
+#define DT_LAYER_MAX_INPUTS 4
+
+/* One entry of model.layers (after `repeat:` blocks are expanded: a block
+ * of N copies becomes N runs of its layers named "<name>.<copy>", each copy
+ * with its own parameters; an `inputs:` name inside the block refers to the
+ * same copy's node). Fields a kind does not use stay 0. */
 struct dt_layer_spec {
 	enum dt_layer_kind kind;
-	char name[64];		/* `name:` or "<kind><index>" ("dense0") */
+	char name[DT_LAYER_NAME_MAX];	/* `name:` or "<type><index>" ("dense0") */
 	int64_t units;		/* dense: output features */
-	enum dt_activation activation;	/* applied after the layer */
+	enum dt_activation activation;	/* dense/conv2d: applied after;
+					 * activation layer: which one */
+	int64_t channels;	/* conv2d: output channels */
+	int64_t kernel;		/* conv2d, pools: square kernel size */
+	int64_t stride;		/* conv2d (default 1), pools (default kernel) */
+	int64_t padding;	/* conv2d, pools: zero padding each side */
+	double rate;		/* dropout: probability of dropping */
+	double eps;		/* layernorm, batchnorm (default 1e-5) */
+	double momentum;	/* batchnorm running statistics (default 0.1) */
+	int64_t vocab;		/* embedding: number of token ids */
+	int64_t dim;		/* embedding, pos_embedding: vector size */
+	int64_t length;		/* pos_embedding: max positions */
+	int64_t heads;		/* attention: heads (divides the width) */
+	bool causal;		/* attention: mask future positions (default
+				 * true) */
+	bool bias;		/* dense, conv2d, attention: with bias
+				 * (default true) */
+	int n_shape;		/* reshape: target shape, one dim may be -1 */
+	int64_t shape[DT_JOB_MAX_DIMS];
+	int n_inputs;		/* 0: the previous layer (the model input for
+				 * the first) */
+	char inputs[DT_LAYER_MAX_INPUTS][DT_LAYER_NAME_MAX];	/* names;
+				 * "input" is the model input */
 	struct dt_pos pos;	/* of the list entry */
 };
 
-/* A data split: IDX images + labels (plain or .gz). */
+/* A data source: a path (resolved against the job's dir) or an http(s)
+ * URL, with an optional expected sha256 (64 hex digits, lower case) and
+ * size in bytes (0 = not given). YAML: a string, or a mapping
+ * {path: ..., sha256: ..., size: ...}. */
+struct dt_source {
+	char path[DT_JOB_PATH_MAX];	/* "" = not given */
+	char sha256[65];
+	int64_t size;
+};
+
+/* A data split. idx and npy: images (features) + labels; csv, tokens and
+ * text: file. */
 struct dt_data_split {
-	char images[DT_JOB_PATH_MAX];	/* resolved against the job's dir */
-	char labels[DT_JOB_PATH_MAX];
+	char images[DT_JOB_PATH_MAX];	/* == images_src.path */
+	char labels[DT_JOB_PATH_MAX];	/* == labels_src.path */
+	struct dt_source images_src, labels_src, file;
 };
 
 struct dt_job {
@@ -86,6 +190,18 @@ struct dt_job {
 		struct dt_data_split train;	/* data.train.{images,labels} */
 		struct dt_data_split eval;	/* data.eval.*; eval.images[0]==0 if none */
 		double scale;		/* data.scale: pixel multiplier, default 1/255 */
+		bool header;		/* csv: first row is a header (default
+					 * false) */
+		int64_t label_column;	/* csv: 0-based, -1 = last (default) */
+		int64_t token_bytes;	/* tokens: 2 (uint16) or 4 (uint32) */
+		int64_t context;	/* tokens, text: window length */
+		enum dt_text_unit text_unit;	/* text: bytes (default) or utf8 */
+		double eval_fraction;	/* tokens, text without an eval file:
+					 * held-out tail of the file (default
+					 * 0.1) */
+		int64_t prefetch;	/* batches the loader prepares ahead
+					 * (default 2) */
+		int64_t max_bytes;	/* largest download (default 4 GiB) */
 	} data;
 
 	struct {
@@ -110,12 +226,45 @@ struct dt_job {
 		bool nesterov;		/* sgd, needs momentum > 0 */
 		double weight_decay;	/* L2 for sgd/adam, decoupled for adamw */
 		double beta1, beta2, eps;	/* adam/adamw */
+		double clip_norm;	/* global-norm clipping, 0 = off */
+		enum dt_on_nonfinite on_nonfinite;	/* default abort */
+		struct {
+			enum dt_schedule_kind kind;	/* default constant */
+			int64_t warmup_steps;	/* linear from lr/warmup */
+			int64_t step_size;	/* step: decay every N steps */
+			double gamma;		/* step: factor (default 0.1) */
+			double min_lr;		/* cosine: floor (default 0) */
+		} schedule;		/* train.schedule.* */
 	} train;
 
 	struct {
 		enum dt_strategy strategy;
-		int64_t data_parallel;	/* 0 = the world size */
+		/* Degrees; 0 = not given, DT_DEGREE_AUTO = "auto". Their
+		 * product (with the servers) is the world size. */
+		int64_t data_parallel;
+		int64_t pipeline_parallel;
+		int64_t tensor_parallel;
+		enum dt_pipeline_schedule schedule;	/* gpipe (default), 1f1b */
+		int64_t micro_batches;	/* per pipeline step; 0 = derived */
+		enum dt_stage_balance balance;	/* flops (default), params */
+		int n_stages;		/* parallel.stages given: the first
+					 * layer of stages 1.. by name */
+		char stages[DT_JOB_MAX_LAYERS][DT_LAYER_NAME_MAX];
+		enum dt_sync_kind sync;	/* allreduce (default), parameter_server */
+		int64_t servers;	/* parameter-server ranks (default 1) */
+		enum dt_ps_mode mode;	/* sync (default), async */
+		int64_t max_staleness;	/* async bound (default 4) */
 	} parallel;
+
+	struct {
+		int64_t every_steps;	/* 0 = off */
+		double every_seconds;	/* 0 = off */
+		bool at_end;		/* default true */
+		int64_t keep_last;	/* default 3; 0 = keep all */
+		char dir[DT_JOB_PATH_MAX];	/* "" = RUN_DIR/checkpoints */
+		bool compress;		/* zlib the optimizer state (default
+					 * false) */
+	} checkpoint;
 
 	struct {
 		int64_t every_steps;	/* 0 = only at the end */

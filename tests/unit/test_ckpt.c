@@ -589,6 +589,41 @@ START_TEST(test_damaged_meta)
 }
 END_TEST
 
+/* Every file the manifest lists is checked, also ones dtrain does not
+ * read (a later version may add some). */
+START_TEST(test_manifest_other_file)
+{
+	static const char entry[] = "{ \"name\": \"notes.txt\", \"size\": 3, "
+		"\"crc32\": \"%s\" }, ";
+	char ck[1024], f[1024], text[8192], out[9000], e[128];
+	struct dt_error err;
+	FILE *in;
+	size_t n;
+	char *files;
+
+	ck_assert_int_eq(save(sub(f, "other", NULL), 1, 0, 0, &err), DT_OK);
+	sub(ck, "other", "step-000000001");
+	in = fopen(in_ck(ck, "MANIFEST.json"), "r");
+	ck_assert_ptr_nonnull(in);
+	n = fread(text, 1, sizeof text - 1, in);
+	fclose(in);
+	text[n] = '\0';
+	files = strchr(text, '[');
+	ck_assert_ptr_nonnull(files);
+	snprintf(e, sizeof e, entry, "352441c2");	/* crc32("abc") */
+	snprintf(out, sizeof out, "%.*s%s%s", (int)(files + 1 - text), text,
+		 e, files + 1);
+	write_bytes(in_ck(ck, "MANIFEST.json"), out, strlen(out));
+	ck_assert_int_eq(dt_ckpt_verify(ck, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "notes.txt: cannot open");
+	write_bytes(in_ck(ck, "notes.txt"), "abc", 3);
+	ck_assert_msg(dt_ckpt_verify(ck, &err) == DT_OK, "%s", err.msg);
+	write_bytes(in_ck(ck, "notes.txt"), "abd", 3);
+	ck_assert_int_eq(dt_ckpt_verify(ck, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "notes.txt: crc32 of the file is");
+}
+END_TEST
+
 START_TEST(test_find_none)
 {
 	char dir[1024], ck[1024], found[1024], junk[1024];
@@ -1024,6 +1059,7 @@ ckpt_suite(void)
 	tcase_add_test(tc, test_missing_manifest);
 	tcase_add_test(tc, test_garbage_header);
 	tcase_add_test(tc, test_damaged_meta);
+	tcase_add_test(tc, test_manifest_other_file);
 	tcase_add_test(tc, test_find_none);
 	suite_add_tcase(s, tc);
 
