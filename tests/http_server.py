@@ -157,7 +157,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         start, end = 0, len(data)
         status = 200
         if rng is not None and mode not in ("norange", "nolen"):
-            parsed = parse_range(rng, len(data))
+            try:
+                parsed = parse_range(rng, len(data))
+            except ValueError:
+                self.send_html(400, "Bad Request", rng)
+                return
             if parsed is None:
                 self.note(416, rng)
                 self.send_response(416, "Range Not Satisfiable")

@@ -1,6 +1,7 @@
 /* data.h - training data: IDX files (the MNIST family, LeCun et al.'s
- * format: magic 0x0000TTDD, big-endian dimensions, raw data), plain or gzip
- * (zlib reads both), the epoch shuffle and each rank's slice of a batch. */
+ * format: magic 0x0000TTDD, big-endian dimensions, raw data), CSV, NPY,
+ * raw token files and text, plain or gzip (zlib reads both), the epoch
+ * shuffle and each rank's slice of a batch. Downloads are in fetch.h. */
 #ifndef DT_DATA_DATA_H
 #define DT_DATA_DATA_H
 
@@ -96,5 +97,180 @@ int64_t dt_shard_offset(int64_t step, int64_t global_batch, int dp_rank,
  * every rank) and the number of samples dropped (in *dropped unless it is
  * NULL). global_batch > 0. */
 int64_t dt_steps_per_epoch(int64_t n, int64_t global_batch, int64_t *dropped);
+
+/* ---- more formats (csv.c, npy.c, tokens.c, text.c) --------------------- *
+ * Each reader takes plain or gzip files alike (zlib) and fails with
+ * DT_ERR_IO when a file cannot be opened or read, DT_ERR_FORMAT for a
+ * malformed file and DT_ERR_DATA for well-formed values that cannot be
+ * used. Binary readers name "PATH: byte OFFSET: ..." (offsets count bytes
+ * of the decompressed stream), the CSV reader "PATH: line L, column C:
+ * ..." (both 1-based). On error the output struct is left empty and its
+ * _fini is still safe. */
+
+/* How to read a CSV file: numeric cells, one row per sample, one column of
+ * integer class labels. Cells may be quoted ("1.5"); blank lines and a
+ * UTF-8 byte-order mark are skipped; numbers are read as strtod does in
+ * the C locale. */
+struct dt_csv_opts {
+	int header;		/* nonzero: line 1 names the columns */
+	int label_col;		/* 0-based; negative counts from the end
+				 * (-1 = the last column) */
+	char delimiter;		/* 0 means ',' */
+	int64_t n_classes;	/* labels must be in [0, n_classes); > 0 */
+	float scale;		/* multiplies every feature; 0 means 1 */
+};
+
+/* Loads a CSV file into ds: every column but the label is a feature
+ * (ds->x_f32, shape (n_columns - 1)), the label column gives ds->y.
+ * The first row (the header, when there is one) fixes the number of
+ * columns. Errors: DT_ERR_FORMAT "PATH: line L: 3 columns, expected 5 (as
+ * on line 1)", "PATH: line L, column C: expected a number, found \"abc\"",
+ * an empty cell, an unterminated quote, fewer than 2 columns;
+ * DT_ERR_DATA for a non-finite or out-of-float32-range number, a label
+ * that is not an integer in [0, n_classes), a label column past the last
+ * one, or a file without data rows. On success ds owns its buffers. */
+enum dt_status dt_dataset_load_csv(const char *path,
+				   const struct dt_csv_opts *opts,
+				   struct dt_dataset *ds, struct dt_error *err);
+
+/* NPY element types dtrain reads (little-endian in the file). */
+enum dt_npy_dtype {
+	DT_NPY_U8 = 1,		/* '|u1' */
+	DT_NPY_I32 = 2,		/* '<i4' */
+	DT_NPY_I64 = 3,		/* '<i8' */
+	DT_NPY_F32 = 4,		/* '<f4' */
+	DT_NPY_F64 = 5,		/* '<f8' */
+};
+
+/* One .npy array in memory (NumPy's format, numpy/lib/format.py:
+ * "\x93NUMPY", major, minor, a u16 (v1) or u32 (v2, v3) little-endian
+ * header length, a Python dict literal with 'descr', 'fortran_order' and
+ * 'shape', then the elements in C order). */
+struct dt_npy {
+	enum dt_npy_dtype dtype;
+	char descr[8];		/* as in the file, for messages */
+	int n_dims;		/* 0..8 (0 = a scalar) */
+	int64_t dims[8];
+	size_t elem_size;
+	void *data;		/* prod(dims) elements, host order */
+	int64_t descr_off;	/* byte offsets of the descr and shape
+				 * values, for messages */
+	int64_t shape_off;
+};
+
+/* Reads path (.npy, plain or gzip). Checks the magic, the version (1, 2
+ * or 3), the header dict (exactly the three keys, fortran_order False,
+ * one of the five dtypes, at most 8 dimensions, a size this machine can
+ * address) and that the body holds exactly the promised bytes:
+ * DT_ERR_FORMAT "PATH: byte OFFSET: truncated: expected N bytes of data,
+ * found M ...", "... fortran_order is True ...", "... dtype '>f4' is not
+ * supported ...". On success arr->data is owned by arr (dt_npy_fini). */
+enum dt_status dt_npy_read(const char *path, struct dt_npy *arr,
+			   struct dt_error *err);
+/* Frees arr->data and empties *arr; accepts NULL. */
+void dt_npy_fini(struct dt_npy *arr);
+
+/* Loads a features .npy (2 to 4 dimensions: records, then each sample's
+ * shape; any of the five dtypes, uint8 kept as bytes, the rest converted
+ * to float32 and checked finite) and a labels .npy (1 dimension, uint8,
+ * int32 or int64, every value in [0, n_classes)). Messages as for
+ * dt_dataset_load_idx. On success ds owns its buffers. */
+enum dt_status dt_dataset_load_npy(const char *features, const char *labels,
+				   int64_t n_classes, float scale,
+				   struct dt_dataset *ds, struct dt_error *err);
+
+/* A stream of token ids for a language model, cut into samples: sample s
+ * is the window of `context` tokens starting at s * stride, and its
+ * targets are the same window shifted by one (each position's next
+ * token). Tokens are kept as the file has them, uint16 or uint32, so a
+ * plain file is mapped, not copied. */
+struct dt_token_data {
+	int64_t n_tokens;
+	int elem_size;		/* 2 (uint16) or 4 (uint32) */
+	const void *tokens;	/* (n_tokens), host order */
+	int64_t vocab_size;	/* every token is < vocab_size */
+	int64_t context;	/* tokens per sample, >= 1 */
+	int64_t stride;		/* tokens between sample starts, >= 1 */
+	int64_t n;		/* samples:
+				 * (n_tokens - context - 1) / stride + 1 */
+	/* private: how tokens is held */
+	void *owned;		/* malloc'd or mapped block */
+	size_t owned_len;	/* its length, for munmap */
+	int mapped;
+};
+
+/* Reads a flat file of little-endian token ids (uint16 when elem_size is
+ * 2, uint32 when 4; no header; plain files are mmap'd read-only, .gz
+ * files inflated into memory). vocab_size > 0 makes every token < it a
+ * requirement; 0 takes the largest token + 1. context >= 1; stride 0
+ * means context (windows that do not overlap).
+ * Errors: DT_ERR_FORMAT "PATH: byte N: the file ends inside a token ..."
+ * or an empty file; DT_ERR_DATA "PATH: byte B: token T (index I) is not
+ * below vocab_size V", a token above INT32_MAX, or "PATH: N tokens, too
+ * few for one sample of context C (needs C + 1)". On success td owns its
+ * memory (dt_tokens_fini). */
+enum dt_status dt_tokens_load(const char *path, int elem_size,
+			      int64_t vocab_size, int64_t context,
+			      int64_t stride, struct dt_token_data *td,
+			      struct dt_error *err);
+/* Releases td's memory and empties *td; accepts NULL. */
+void dt_tokens_fini(struct dt_token_data *td);
+/* For each idx[k] (in [0, td->n)) writes sample idx[k]'s input tokens to
+ * x (count, context) and its next-token targets to y (count, context);
+ * y may be NULL. x and y are the caller's. */
+void dt_tokens_gather(const struct dt_token_data *td, const int64_t *idx,
+		      int64_t count, int32_t *x, int32_t *y);
+
+/* What a text's tokens are. */
+enum dt_text_unit {
+	DT_TEXT_BYTES = 1,	/* each byte */
+	DT_TEXT_CHARS = 2,	/* each Unicode code point of UTF-8 text */
+};
+
+/* A character-level vocabulary: token id i stands for units[i]. Sorted
+ * ascending, so the same text always gives the same ids. */
+struct dt_vocab {
+	enum dt_text_unit unit;
+	int64_t size;
+	uint32_t *units;	/* (size) bytes or code points, ascending */
+};
+
+/* Builds the vocabulary of the text at path (plain or gzip): every
+ * distinct byte, or every distinct code point (the text must be valid
+ * UTF-8: DT_ERR_FORMAT "PATH: byte N: invalid UTF-8: ..."), sorted. An
+ * empty text is DT_ERR_DATA. On success v owns units (dt_vocab_fini). */
+enum dt_status dt_vocab_build(const char *path, enum dt_text_unit unit,
+			      struct dt_vocab *v, struct dt_error *err);
+/* Writes v to path, through PATH.tmp, fsync and rename. The file:
+ *   byte 0   "DTVOCAB\0"            byte 16  u32 unit (1 bytes, 2 chars)
+ *   byte 8   u32 version (1)        byte 20  u32 zero
+ *   byte 12  u32 header size (32)   byte 24  i64 count
+ *   then count u32 units, then a u32 CRC-32 (zlib's) of all bytes before
+ *   it; every field little-endian. Returns DT_ERR_IO on failure (no file
+ * is left at path or PATH.tmp). */
+enum dt_status dt_vocab_save(const struct dt_vocab *v, const char *path,
+			     struct dt_error *err);
+/* Reads a file written by dt_vocab_save, checking every field, the order
+ * of the units and the CRC ("PATH: byte N: ..." with DT_ERR_FORMAT). On
+ * success v owns units. */
+enum dt_status dt_vocab_load(const char *path, struct dt_vocab *v,
+			     struct dt_error *err);
+/* Frees v->units and empties *v; accepts NULL. */
+void dt_vocab_fini(struct dt_vocab *v);
+/* The id of a byte or code point, or -1 if v lacks it. */
+int64_t dt_vocab_id(const struct dt_vocab *v, uint32_t unit);
+/* Writes the text of token id (in [0, v->size)) to out: one byte, or the
+ * code point's UTF-8 (1 to 4 bytes). Returns the length; out is not
+ * terminated. */
+size_t dt_vocab_piece(const struct dt_vocab *v, int64_t id, char out[4]);
+
+/* Turns the text at path into token ids with vocabulary v and cuts them
+ * into samples as dt_tokens_load does (td->vocab_size = v->size; ids are
+ * uint16 when v->size <= 65536). Errors: as dt_vocab_build, and
+ * DT_ERR_DATA "PATH: byte N: character U+00E9 is not in the vocabulary"
+ * and too few tokens for one sample. On success td owns its memory. */
+enum dt_status dt_text_encode(const char *path, const struct dt_vocab *v,
+			      int64_t context, int64_t stride,
+			      struct dt_token_data *td, struct dt_error *err);
 
 #endif

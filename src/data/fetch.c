@@ -149,7 +149,7 @@ enum kind { KIND_PATH, KIND_HTTP, KIND_HTTPS };
 /* Classifies src->url and checks src->sha256. *path is the local path for
  * KIND_PATH (file:// stripped). */
 static enum dt_status
-classify(const struct dt_source *src, enum kind *kind, const char **path,
+classify(const struct dt_fetch_source *src, enum kind *kind, const char **path,
 	 struct dt_error *err)
 {
 	const char *u = src->url;
@@ -158,7 +158,7 @@ classify(const struct dt_source *src, enum kind *kind, const char **path,
 	if (u == NULL || *u == '\0')
 		return dt_errorf(err, DT_ERR_USAGE, "empty data source: give "
 				 "a path or an http(s):// URL");
-	if (src->sha256 != NULL) {
+	if (src->sha256 != NULL && src->sha256[0] != '\0') {
 		size_t n = strlen(src->sha256);
 		size_t i;
 
@@ -233,8 +233,8 @@ cache_dir(const struct dt_fetch_opts *o, char *dir, size_t size,
 				 "(or HOME)");
 	n = snprintf(dir, size, "%s%s", base, tail);
 	if (n < 0 || (size_t)n >= size)
-		return dt_errorf(err, DT_ERR_USAGE, "cache directory %s%s: path "
-				 "too long", base, tail);
+		return dt_errorf(err, DT_ERR_USAGE, "cache directory %s%s: "
+				 "path too long", base, tail);
 	return DT_OK;
 }
 
@@ -341,7 +341,7 @@ cache_paths(const char *url, const struct dt_fetch_opts *o, char *dir,
 /* Checks path against src->size and src->sha256. what names the file in
  * messages (the URL for a download). On a mismatch returns DT_ERR_DATA. */
 static enum dt_status
-verify(const char *path, const char *what, const struct dt_source *src,
+verify(const char *path, const char *what, const struct dt_fetch_source *src,
        struct dt_error *err)
 {
 	struct stat sb;
@@ -355,7 +355,7 @@ verify(const char *path, const char *what, const struct dt_source *src,
 		return dt_errorf(err, DT_ERR_DATA, "%s: size mismatch: "
 				 "expected %lld bytes, got %lld", what,
 				 ll(src->size), ll((int64_t)sb.st_size));
-	if (src->sha256 == NULL)
+	if (src->sha256 == NULL || src->sha256[0] == '\0')
 		return DT_OK;
 	st = dt_sha256_file(path, hex, err);
 	if (st != DT_OK)
@@ -367,7 +367,7 @@ verify(const char *path, const char *what, const struct dt_source *src,
 }
 
 static enum dt_status
-fetch_local(const struct dt_source *src, const char *path, char *out,
+fetch_local(const struct dt_fetch_source *src, const char *path, char *out,
 	    size_t size, struct dt_error *err)
 {
 	struct stat sb;
@@ -397,7 +397,7 @@ enum stop {
 	STOP_HTTP,		/* the answer is not a 2xx */
 	STOP_TOO_BIG,		/* over src->size or max_bytes */
 	STOP_WRITE,		/* writing the .part file failed */
-	STOP_BAD_RANGE,		/* a 206 that does not start where we asked */
+	STOP_BAD_RANGE,		/* a 206 not starting where we asked */
 	STOP_INTERRUPT,		/* *opts->interrupt */
 };
 
@@ -726,8 +726,8 @@ enum outcome {
 /* Judges an attempt that has ended. why (size whysz) receives the reason
  * for OUT_RETRY. */
 static enum outcome
-judge(struct xfer *x, CURLcode rc, const char *errbuf, const char *part,
-      char *why, size_t whysz, struct dt_error *err)
+judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
+      const char *part, char *why, size_t whysz, struct dt_error *err)
 {
 	const char *url = x->url;
 
@@ -802,6 +802,18 @@ judge(struct xfer *x, CURLcode rc, const char *errbuf, const char *part,
 			  *errbuf ? errbuf : curl_easy_strerror(rc));
 		return OUT_FAIL;
 	}
+	if (rc == CURLE_UNSUPPORTED_PROTOCOL) {
+		char *to = NULL;
+
+		/* Following a Location makes it the effective URL. */
+		if (curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &to) ==
+		    CURLE_OK && to != NULL && strcmp(to, url) != 0) {
+			dt_errorf(err, DT_ERR_NET, "%s: refusing the redirect to "
+				  "%s (only http and https are followed, and "
+				  "from https only https)", url, to);
+			return OUT_FAIL;
+		}
+	}
 	if (transient(rc)) {
 		snprintf(why, whysz, "%s", *errbuf ? errbuf :
 			 curl_easy_strerror(rc));
@@ -815,7 +827,7 @@ judge(struct xfer *x, CURLcode rc, const char *errbuf, const char *part,
 /* Downloads url into part (created or resumed) until it holds the whole
  * body. On DT_ERR_NET from retries running out, part is kept. */
 static enum dt_status
-download(const char *url, enum kind kind, const struct dt_source *src,
+download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 	 const struct dt_fetch_opts *o, const char *part, const char *label,
 	 struct dt_error *err)
 {
@@ -859,7 +871,8 @@ download(const char *url, enum kind kind, const struct dt_source *src,
 		x.have = (int64_t)sb.st_size;
 		x.limit = src->size;
 		x.limit_is_size = src->size > 0;
-		if (o->max_bytes > 0 && (x.limit == 0 || o->max_bytes < x.limit)) {
+		if (o->max_bytes > 0 &&
+		    (x.limit == 0 || o->max_bytes < x.limit)) {
 			x.limit = o->max_bytes;
 			x.limit_is_size = 0;
 		}
@@ -888,7 +901,7 @@ download(const char *url, enum kind kind, const struct dt_source *src,
 		if (x.drawn)
 			fputc('\n', stderr);
 
-		out = judge(&x, rc, errbuf, part, why, sizeof why, err);
+		out = judge(&x, c, rc, errbuf, part, why, sizeof why, err);
 		if (out == OUT_DONE)
 			break;
 		if (out == OUT_FAIL) {
@@ -916,12 +929,16 @@ download(const char *url, enum kind kind, const struct dt_source *src,
 		}
 		/* OUT_RETRY */
 		if (attempt >= o->retries) {
+			char kept[PATH_MAX + 96] = "";
+
+			if (x.have + x.got > 0)
+				snprintf(kept, sizeof kept, " (%lld bytes kept "
+					 "in %s; the next fetch resumes from "
+					 "there)", ll(x.have + x.got), part);
 			st = dt_errorf(err, DT_ERR_NET, "%s: gave up after %d "
-				       "attempt%s; the last failed with: %s "
-				       "(%lld bytes kept in %s; the next fetch "
-				       "resumes from there)", url, attempt + 1,
-				       attempt == 0 ? "" : "s", why,
-				       ll(x.have + x.got), part);
+				       "attempt%s; the last failed with: %s%s",
+				       url, attempt + 1, attempt == 0 ? "" : "s",
+				       why, kept);
 			break;
 		}
 		attempt++;
@@ -969,7 +986,7 @@ static enum dt_status
 lock_name(const char *file, const struct dt_fetch_opts *o, int *fd_out,
 	  struct dt_error *err)
 {
-	char lock[PATH_MAX];
+	char lock[PATH_MAX + 8];
 	int fd;
 
 	snprintf(lock, sizeof lock, "%s.lock", file);
@@ -995,11 +1012,11 @@ lock_name(const char *file, const struct dt_fetch_opts *o, int *fd_out,
 }
 
 static enum dt_status
-fetch_url(const struct dt_source *src, enum kind kind,
+fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	  const struct dt_fetch_opts *o, char *out, size_t size,
 	  struct dt_error *err)
 {
-	char dir[PATH_MAX], file[PATH_MAX], part[PATH_MAX];
+	char dir[PATH_MAX], file[PATH_MAX], part[PATH_MAX + 8];
 	const char *label;
 	struct stat sb;
 	enum dt_status st;
@@ -1059,7 +1076,7 @@ done:
 }
 
 enum dt_status
-dt_fetch(const struct dt_source *src, const struct dt_fetch_opts *opts,
+dt_fetch(const struct dt_fetch_source *src, const struct dt_fetch_opts *opts,
 	 char *local_path, size_t size, struct dt_error *err)
 {
 	struct dt_fetch_opts defaults;
@@ -1080,7 +1097,7 @@ dt_fetch(const struct dt_source *src, const struct dt_fetch_opts *opts,
 }
 
 enum dt_status
-dt_fetch_is_cached(const struct dt_source *src,
+dt_fetch_is_cached(const struct dt_fetch_source *src,
 		   const struct dt_fetch_opts *opts, char *local_path,
 		   size_t size, int *cached, struct dt_error *err)
 {

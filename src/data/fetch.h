@@ -16,10 +16,14 @@
 
 #include "util/status.h"
 
-/* Where data comes from, as the job file says it. */
-struct dt_source {
+/* Where data comes from, as the job file says it (job.h's struct
+ * dt_source maps onto it field by field: .url = path, .sha256 = sha256,
+ * .size = size). A relative path is used as it is: resolving it against
+ * the job's directory is the caller's business. */
+struct dt_fetch_source {
 	const char *url;	/* a path, "file://PATH", or an http(s) URL */
-	const char *sha256;	/* 64 hex digits (either case), or NULL */
+	const char *sha256;	/* 64 hex digits (either case); NULL or ""
+				 * = not given */
 	int64_t size;		/* expected size in bytes; 0 = not given */
 };
 
@@ -37,7 +41,7 @@ struct dt_fetch_opts {
 	long retry_delay_ms;	/* first wait; doubles each retry (1000) */
 	long retry_max_delay_ms; /* cap on one wait (30000) */
 	long connect_timeout_s;	/* (30) */
-	long low_speed_limit;	/* bytes/s below which a body is stalled (1) */
+	long low_speed_limit;	/* bytes/s below which a body stalls (1) */
 	long low_speed_time_s;	/* for this long (60) */
 	long max_redirects;	/* (10) */
 	int64_t max_bytes;	/* refuse bodies larger than this; 0 = no
@@ -75,7 +79,8 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  * basename (query and fragment dropped, unusual characters as '_').
  *
  * Returns DT_OK with local_path filled. On error local_path is left
- * untouched and no file exists at CACHE/NAME:
+ * untouched, and CACHE/NAME holds nothing or a whole file that passed the
+ * checks when it was stored (never a partial or unverified one):
  *   DT_ERR_USAGE  a malformed sha256, an unsupported URL scheme, a URL
  *                 without a host, or a path longer than size;
  *   DT_ERR_IO     the cache directory or a file in it cannot be made,
@@ -89,7 +94,7 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  *   DT_ERR_INTERRUPTED  *opts->interrupt became nonzero.
  * Not thread-safe on its own: a threaded program calls
  * curl_global_init() before its threads start. */
-enum dt_status dt_fetch(const struct dt_source *src,
+enum dt_status dt_fetch(const struct dt_fetch_source *src,
 			const struct dt_fetch_opts *opts, char *local_path,
 			size_t size, struct dt_error *err);
 
@@ -101,7 +106,7 @@ enum dt_status dt_fetch(const struct dt_source *src,
  * Errors: DT_ERR_USAGE as for dt_fetch; DT_ERR_IO if the cache directory
  * cannot be determined (no $HOME). On error *cached and local_path are
  * untouched. */
-enum dt_status dt_fetch_is_cached(const struct dt_source *src,
+enum dt_status dt_fetch_is_cached(const struct dt_fetch_source *src,
 				  const struct dt_fetch_opts *opts,
 				  char *local_path, size_t size, int *cached,
 				  struct dt_error *err);

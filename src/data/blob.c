@@ -1,0 +1,185 @@
+/* blob.c - a whole file in memory, for the readers that want one (NPY,
+ * CSV, tokens, text): inflated through zlib when it is gzip, mapped
+ * read-only when the caller can use the file's bytes as they are, read
+ * otherwise. As in idx.c, memory grows with the data that arrives, and
+ * zlib's error state is checked after every short read, because a cut or
+ * corrupt gzip stream shows there and not in the byte count. */
+#include "data/priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "util/alloc.h"
+
+/* Bytes asked of gzread at once (it takes an unsigned count). */
+#define READ_CHUNK ((size_t)1 << 20)
+
+/* The status for a gz stream that returned short or failed at off. */
+static enum dt_status
+gz_status(gzFile f, const char *path, size_t off, int saved_errno,
+	  struct dt_error *err)
+{
+	int zerr = Z_OK;
+	const char *zmsg = gzerror(f, &zerr);
+	size_t plen = strlen(path);
+
+	if (strncmp(zmsg, path, plen) == 0 &&
+	    strncmp(zmsg + plen, ": ", 2) == 0)
+		zmsg += plen + 2;
+	switch (zerr) {
+	case Z_OK:
+		return DT_OK;
+	case Z_ERRNO:
+		return dt_errorf(err, DT_ERR_IO, "%s: byte %zu: read failed: %s",
+				 path, off, strerror(saved_errno));
+	case Z_BUF_ERROR:
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: truncated "
+				 "gzip stream: %s (the .gz file is cut short; "
+				 "fetch it again)", path, off, zmsg);
+	case Z_MEM_ERROR:
+		fprintf(stderr, "dtrain: %s: zlib out of memory\n", path);
+		abort();
+	default:
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: corrupt gzip "
+				 "stream: %s (fetch the file again)", path, off,
+				 zmsg);
+	}
+}
+
+/* Reads all of fd (which it takes over) through zlib. */
+static enum dt_status
+read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
+	struct dt_error *err)
+{
+	gzFile f;
+	size_t cap = hint < 4096 ? 4096 : hint;
+	unsigned char *buf;
+	enum dt_status st = DT_OK;
+	int zc;
+
+	if (cap > ((size_t)64 << 20))
+		cap = (size_t)64 << 20;
+	errno = 0;
+	f = gzdopen(fd, "rb");
+	if (f == NULL) {
+		close(fd);
+		fprintf(stderr, "dtrain: %s: zlib out of memory\n", path);
+		abort();
+	}
+	gzbuffer(f, 1 << 17);
+	buf = dt_xmalloc(cap, 1);
+	for (;;) {
+		size_t want = cap - b->n;
+		int got;
+
+		if (want == 0) {
+			cap *= 2;
+			buf = dt_xrealloc(buf, cap, 1);
+			want = cap - b->n;
+		}
+		if (want > READ_CHUNK)
+			want = READ_CHUNK;
+		got = gzread(f, buf + b->n, (unsigned)want);
+		if (got < 0) {
+			st = gz_status(f, path, b->n, errno, err);
+			break;
+		}
+		b->n += (size_t)got;
+		if ((size_t)got < want) {
+			st = gz_status(f, path, b->n, errno, err);
+			if (st != DT_OK || got == 0)
+				break;
+		}
+	}
+	zc = gzclose_r(f);
+	if (st == DT_OK && zc != Z_OK)
+		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s", path,
+			       zc == Z_ERRNO ? strerror(errno) : zError(zc));
+	if (st != DT_OK) {
+		free(buf);
+		memset(b, 0, sizeof *b);
+		return st;
+	}
+	if (b->n == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	b->p = buf;
+	return DT_OK;
+}
+
+enum dt_status
+dt_blob_read(const char *path, int may_map, struct dt_blob *b,
+	     struct dt_error *err)
+{
+	unsigned char magic[2];
+	struct stat sb;
+	ssize_t got;
+	int fd;
+
+	memset(b, 0, sizeof *b);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	if (fstat(fd, &sb) != 0) {
+		int e = errno;
+
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot stat: %s", path,
+				 strerror(e));
+	}
+	if (S_ISDIR(sb.st_mode)) {
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: is a directory, expected "
+				 "a file", path);
+	}
+	got = S_ISREG(sb.st_mode) ? pread(fd, magic, 2, 0) : 0;
+	if (got < 0) {
+		int e = errno;
+
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: byte 0: read failed: %s",
+				 path, strerror(e));
+	}
+	if (!may_map || !S_ISREG(sb.st_mode) || sb.st_size == 0 ||
+	    (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b))
+		return read_gz(fd, path, (size_t)sb.st_size + 1, b, err);
+
+	b->p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (b->p == MAP_FAILED) {
+		/* Some filesystems cannot map; reading still works. */
+		b->p = NULL;
+		return read_gz(fd, path, (size_t)sb.st_size + 1, b, err);
+	}
+	close(fd);
+	b->n = (size_t)sb.st_size;
+	b->mapped = 1;
+	return DT_OK;
+}
+
+void
+dt_blob_fini(struct dt_blob *b)
+{
+	if (b->mapped)
+		munmap(b->p, b->n);
+	else
+		free(b->p);
+	memset(b, 0, sizeof *b);
+}
+
+unsigned char *
+dt_blob_take(struct dt_blob *b)
+{
+	unsigned char *p = b->p;
+
+	memset(b, 0, sizeof *b);
+	return p;
+}

@@ -1,0 +1,346 @@
+/* csv.c - a labelled dataset from a CSV file of numbers (RFC 4180's
+ * syntax: delimited cells, double quotes around a cell, "" for a quote
+ * inside one; a quoted cell may not span lines). One row per sample, one
+ * column of integer class labels, every other column a feature. */
+#include "data/data.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/priv.h"
+#include "util/alloc.h"
+
+/* Longest cell text parsed as a number. */
+#define CELL_MAX 128
+
+static long long
+ll(int64_t v)
+{
+	return (long long)v;
+}
+
+/* Where the parser is: for messages. */
+struct pos {
+	const char *path;
+	int64_t line;		/* 1-based */
+};
+
+/* One cell of a line: [p, p + n), quotes removed only when simple. */
+struct cell {
+	const char *p;
+	size_t n;
+	int quoted;
+};
+
+/* Writes s[0..n) into out as a short, printable, quoted excerpt. */
+static void
+excerpt(const char *s, size_t n, char *out, size_t size)
+{
+	size_t o = 0;
+
+	out[o++] = '"';
+	for (size_t i = 0; i < n && o + 6 < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i == 24 && n > 28) {
+			memcpy(out + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20 || c == 0x7f) {
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
+/* Splits the line [s, end) into cells (appended to *cells, which grows)
+ * and returns how many, or -1 with err filled. */
+static int64_t
+split(const char *s, const char *end, char delim, struct cell **cells,
+      size_t *cap, const struct pos *at, struct dt_error *err)
+{
+	int64_t n = 0;
+	const char *p = s;
+
+	for (;;) {
+		struct cell c = { p, 0, 0 };
+		const char *q = p;
+
+		while (q < end && (*q == ' ' || *q == '\t') && *q != delim)
+			q++;
+		if (q < end && *q == '"') {
+			/* A quoted cell: up to the closing quote. */
+			c.p = ++q;
+			c.quoted = 1;
+			while (q < end) {
+				if (*q == '"' && q + 1 < end && q[1] == '"')
+					q += 2;
+				else if (*q == '"')
+					break;
+				else
+					q++;
+			}
+			if (q == end) {
+				dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, "
+					  "column %lld: unterminated quoted "
+					  "cell (a cell cannot span lines)",
+					  at->path, ll(at->line), ll(n + 1));
+				return -1;
+			}
+			c.n = (size_t)(q - c.p);
+			q++;
+			while (q < end && (*q == ' ' || *q == '\t') &&
+			       *q != delim)
+				q++;
+			if (q < end && *q != delim) {
+				dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, "
+					  "column %lld: text after the closing "
+					  "quote", at->path, ll(at->line),
+					  ll(n + 1));
+				return -1;
+			}
+		} else {
+			while (q < end && *q != delim)
+				q++;
+			c.n = (size_t)(q - p);
+		}
+		if ((size_t)n == *cap) {
+			*cap = *cap ? 2 * *cap : 16;
+			*cells = dt_xrealloc(*cells, *cap, sizeof **cells);
+		}
+		(*cells)[n++] = c;
+		if (q == end)
+			return n;
+		p = q + 1;	/* past the delimiter */
+	}
+}
+
+/* Parses one cell as a finite float (as a double in *out). */
+static enum dt_status
+number(const struct cell *c, int64_t col, const struct pos *at, double *out,
+       struct dt_error *err)
+{
+	char buf[CELL_MAX], show[64];
+	const char *p = c->p;
+	size_t n = c->n;
+	char *end;
+	double v;
+
+	while (n > 0 && (*p == ' ' || *p == '\t')) {
+		p++;
+		n--;
+	}
+	while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	if (n == 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, column "
+				 "%lld: empty cell, expected a number",
+				 at->path, ll(at->line), ll(col + 1));
+	excerpt(p, n, show, sizeof show);
+	if (n >= sizeof buf)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, column "
+				 "%lld: expected a number, found %s", at->path,
+				 ll(at->line), ll(col + 1), show);
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	errno = 0;
+	v = strtod(buf, &end);
+	if (end == buf || *end != '\0')
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, column "
+				 "%lld: expected a number, found %s", at->path,
+				 ll(at->line), ll(col + 1), show);
+	if (!isfinite(v))
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, column %lld: "
+				 "%s is not a finite number", at->path,
+				 ll(at->line), ll(col + 1), show);
+	if (fabs(v) > FLT_MAX)
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, column %lld: "
+				 "%s is out of float32 range", at->path,
+				 ll(at->line), ll(col + 1), show);
+	*out = v;
+	return DT_OK;
+}
+
+/* The growing output of the parser. */
+struct rows {
+	float *x;		/* (n, n_features) */
+	int32_t *y;		/* (n) */
+	int64_t n, cap;
+};
+
+static void
+grow(struct rows *r, int64_t n_features)
+{
+	if (r->n < r->cap)
+		return;
+	r->cap = r->cap ? 2 * r->cap : 1024;
+	r->x = dt_xrealloc(r->x, (size_t)r->cap,
+			   (size_t)n_features * sizeof *r->x);
+	r->y = dt_xrealloc(r->y, (size_t)r->cap, sizeof *r->y);
+}
+
+/* Takes one data row's cells into r. */
+static enum dt_status
+take_row(const struct cell *cells, int64_t n_cols, int64_t label,
+	 const struct dt_csv_opts *o, const struct pos *at, struct rows *r,
+	 struct dt_error *err)
+{
+	int64_t nf = n_cols - 1;
+	float *x;
+	int64_t j = 0;
+
+	grow(r, nf);
+	x = r->x + r->n * nf;
+	for (int64_t c = 0; c < n_cols; c++) {
+		double v = 0;
+		enum dt_status st = number(&cells[c], c, at, &v, err);
+
+		if (st != DT_OK)
+			return st;
+		if (c != label) {
+			x[j++] = (float)v;
+			continue;
+		}
+		if (v != floor(v))
+			return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, "
+					 "column %lld: label %g is not an "
+					 "integer", at->path, ll(at->line),
+					 ll(c + 1), v);
+		if (v < 0 || v >= (double)o->n_classes)
+			return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, "
+					 "column %lld: label %.0f out of range "
+					 "[0, %lld)", at->path, ll(at->line),
+					 ll(c + 1), v, ll(o->n_classes));
+		r->y[r->n] = (int32_t)v;
+	}
+	r->n++;
+	return DT_OK;
+}
+
+static enum dt_status
+parse(const char *path, const unsigned char *text, size_t len,
+      const struct dt_csv_opts *o, struct rows *r, int64_t *n_cols_out,
+      struct dt_error *err)
+{
+	const char *s = (const char *)text, *end = s + len;
+	char delim = o->delimiter ? o->delimiter : ',';
+	struct cell *cells = NULL;
+	size_t cap = 0;
+	struct pos at = { path, 0 };
+	int64_t n_cols = -1, first_line = 0, label = 0;
+	int header = o->header;
+	enum dt_status st = DT_OK;
+
+	if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+		s += 3;
+	while (s < end) {
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *eol = nl != NULL ? nl : end;
+		const char *q;
+		int64_t n;
+
+		at.line++;
+		if (eol > s && eol[-1] == '\r')
+			eol--;
+		for (q = s; q < eol && (*q == ' ' || *q == '\t'); q++)
+			;
+		if (q == eol)
+			goto next;	/* blank */
+
+		n = split(s, eol, delim, &cells, &cap, &at, err);
+		if (n < 0) {
+			st = err != NULL ? err->status : DT_ERR_FORMAT;
+			break;
+		}
+		if (n_cols < 0) {
+			n_cols = n;
+			first_line = at.line;
+			if (n_cols < 2) {
+				st = dt_errorf(err, DT_ERR_FORMAT, "%s: line "
+					       "%lld: 1 column: a label and at "
+					       "least one feature are needed "
+					       "(is the delimiter '%c'?)", path,
+					       ll(at.line), delim);
+				break;
+			}
+			label = o->label_col >= 0 ? o->label_col :
+				n_cols + o->label_col;
+			if (label < 0 || label >= n_cols) {
+				st = dt_errorf(err, DT_ERR_DATA, "%s: label "
+					       "column %d does not exist: the "
+					       "file has %lld columns (line %lld)",
+					       path, o->label_col, ll(n_cols),
+					       ll(at.line));
+				break;
+			}
+		} else if (n != n_cols) {
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld: %lld "
+				       "column%s, expected %lld (as on line "
+				       "%lld)", path, ll(at.line), ll(n),
+				       n == 1 ? "" : "s", ll(n_cols),
+				       ll(first_line));
+			break;
+		}
+		if (header) {
+			header = 0;
+			goto next;
+		}
+		st = take_row(cells, n_cols, label, o, &at, r, err);
+		if (st != DT_OK)
+			break;
+next:
+		if (nl == NULL)
+			break;
+		s = nl + 1;
+	}
+	free(cells);
+	if (st == DT_OK && r->n == 0)
+		st = dt_errorf(err, DT_ERR_DATA, "%s: no data rows%s", path,
+			       o->header ? " after the header" : "");
+	*n_cols_out = n_cols;
+	return st;
+}
+
+enum dt_status
+dt_dataset_load_csv(const char *path, const struct dt_csv_opts *opts,
+		    struct dt_dataset *ds, struct dt_error *err)
+{
+	struct dt_blob b;
+	struct rows r = { 0 };
+	int64_t n_cols = 0;
+	enum dt_status st;
+
+	assert(opts->n_classes > 0);
+	memset(ds, 0, sizeof *ds);
+	st = dt_blob_read(path, 1, &b, err);
+	if (st != DT_OK)
+		return st;
+	st = parse(path, b.p, b.n, opts, &r, &n_cols, err);
+	dt_blob_fini(&b);
+	if (st != DT_OK) {
+		free(r.x);
+		free(r.y);
+		return st;
+	}
+	ds->n = r.n;
+	ds->sample_size = n_cols - 1;
+	ds->n_shape = 1;
+	ds->shape[0] = n_cols - 1;
+	ds->x_f32 = dt_xrealloc(r.x, (size_t)r.n,
+				(size_t)(n_cols - 1) * sizeof *r.x);
+	ds->y = dt_xrealloc(r.y, (size_t)r.n, sizeof *r.y);
+	ds->scale = opts->scale != 0 ? opts->scale : 1.0f;
+	return DT_OK;
+}
