@@ -1,4 +1,5 @@
 /* main.c - dtrain's entry: dispatch to a subcommand from the table. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,6 +20,9 @@ usage(FILE *out)
 int
 main(int argc, char **argv)
 {
+	/* A file-size limit (ulimit -f) makes writes fail with EFBIG, which
+	 * every writer reports, instead of killing the process midway. */
+	signal(SIGXFSZ, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

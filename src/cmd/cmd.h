@@ -3,6 +3,8 @@
 #ifndef DT_CMD_H
 #define DT_CMD_H
 
+#include <stddef.h>
+
 #include "util/status.h"
 
 struct dt_cmd {
@@ -13,6 +15,9 @@ struct dt_cmd {
 };
 
 extern const struct dt_cmd dt_cmd_run;
+extern const struct dt_cmd dt_cmd_resume;
+extern const struct dt_cmd dt_cmd_export;
+extern const struct dt_cmd dt_cmd_plan;
 
 /* Every command, NULL-terminated. */
 extern const struct dt_cmd *const dt_cmd_table[];
@@ -24,5 +29,11 @@ int dt_cmd_launch_rank(void);
 /* Prints "dtrain: MSG" to stderr (only on launch rank 0) and returns the
  * exit code of status. */
 int dt_cmd_fail(enum dt_status status, const struct dt_error *err);
+
+/* The checkpoint directory of the run in dir (its saved job's
+ * checkpoint.dir, else dir/checkpoints) into buf. DT_ERR_USAGE if dir holds
+ * no job.yaml. */
+enum dt_status dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size,
+			       struct dt_error *err);
 
 #endif

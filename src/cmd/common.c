@@ -5,7 +5,10 @@
 #include <stdlib.h>
 
 const struct dt_cmd *const dt_cmd_table[] = {
+	&dt_cmd_plan,
 	&dt_cmd_run,
+	&dt_cmd_resume,
+	&dt_cmd_export,
 	NULL,
 };
 

@@ -1,1 +1,3 @@
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
+libdtrain_la_SOURCES += src/cmd/export.c
+libdtrain_la_SOURCES += src/cmd/plan.c

@@ -1,13 +1,17 @@
-/* run.c - `dtrain run`: train a job, on the ranks mpirun/srun started, or
- * with -n N start mpirun itself. */
+/* run.c - `dtrain run` and `dtrain resume`: train a job on the ranks that
+ * mpirun/srun started, or (-n N) start mpirun; with --max-restarts K,
+ * supervise the job and restart it from its newest checkpoint when it dies.
+ */
 #include "cmd/cmd.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -18,26 +22,59 @@
 #include "util/alloc.h"
 
 #define RUN_USAGE \
-	"dtrain run [-q] [-n ranks] [--run-dir dir] [--set key=value ...] job.yaml"
+	"dtrain run [-q] [-n ranks] [--max-restarts k] [--run-dir dir] " \
+	"[--set key=value ...] job.yaml"
+#define RESUME_USAGE \
+	"dtrain resume [-q] [-n ranks] [--max-restarts k] " \
+	"[--set key=value ...] run_dir"
 
 struct run_args {
+	int resume;		/* `resume`: arg is a run directory */
 	int n_ranks;		/* 0: as launched */
+	int max_restarts;
 	int quiet;
 	const char *run_dir;
 	const char **sets;
 	int n_sets;
-	const char *job_path;
+	const char *arg;	/* the job file, or the run directory */
+	char job_path[DT_JOB_PATH_MAX + 16];
 };
 
+static const char *
+usage_of(const struct run_args *a)
+{
+	return a->resume ? RESUME_USAGE : RUN_USAGE;
+}
+
 static int
-usage_error(const char *fmt, const char *arg)
+usage_error(const struct run_args *a, const char *fmt, const char *arg)
 {
 	if (dt_cmd_launch_rank() == 0) {
-		fputs("dtrain run: ", stderr);
+		fprintf(stderr, "dtrain %s: ", a->resume ? "resume" : "run");
 		fprintf(stderr, fmt, arg);
-		fprintf(stderr, "\nusage: %s\n", RUN_USAGE);
+		fprintf(stderr, "\nusage: %s\n", usage_of(a));
 	}
 	return 2;
+}
+
+static int
+parse_count(const struct run_args *a, const char *opt, const char *text,
+	    int min, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (errno || *end || end == text || v < min || v > 1 << 20) {
+		char msg[128];
+
+		snprintf(msg, sizeof msg, "%s: expected a whole number >= %d, "
+			 "found \"%%s\"", opt, min);
+		return usage_error(a, msg, text);
+	}
+	*out = (int)v;
+	return 0;
 }
 
 static int
@@ -47,36 +84,36 @@ parse_args(int argc, char **argv, struct run_args *a)
 		{ "ranks", required_argument, NULL, 'n' },
 		{ "run-dir", required_argument, NULL, 'd' },
 		{ "set", required_argument, NULL, 's' },
+		{ "max-restarts", required_argument, NULL, 'r' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, rc;
 
-	memset(a, 0, sizeof *a);
 	a->sets = dt_xmalloc((size_t)argc + 1, sizeof *a->sets);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "n:qh", longopts, NULL)) != -1) {
-		char *end;
-		long v;
-
 		switch (c) {
 		case 'n':
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (errno || *end || v < 1 || v > 1 << 20)
-				return usage_error("-n: expected a number of "
-						   "ranks >= 1, found \"%s\"",
-						   optarg);
-			a->n_ranks = (int)v;
+			if ((rc = parse_count(a, "-n", optarg, 1, &a->n_ranks)))
+				return rc;
+			break;
+		case 'r':
+			if ((rc = parse_count(a, "--max-restarts", optarg, 0,
+					      &a->max_restarts)))
+				return rc;
 			break;
 		case 'd':
+			if (a->resume)
+				return usage_error(a, "%s", "--run-dir: the run "
+						   "directory is the argument");
 			a->run_dir = optarg;
 			break;
 		case 's':
 			if (strchr(optarg, '=') == NULL)
-				return usage_error("--set: expected "
+				return usage_error(a, "--set: expected "
 						   "key.path=value, found "
 						   "\"%s\"", optarg);
 			a->sets[a->n_sets++] = optarg;
@@ -85,78 +122,210 @@ parse_args(int argc, char **argv, struct run_args *a)
 			a->quiet = 1;
 			break;
 		case 'h':
-			printf("usage: %s\n", RUN_USAGE);
+			printf("usage: %s\n", usage_of(a));
 			exit(0);
 		default:
-			return usage_error("unknown option \"%s\"",
+			return usage_error(a, "unknown option \"%s\"",
 					   argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1)
-		return usage_error("%s", optind >= argc ?
-				   "expected a job file" :
-				   "expected exactly one job file");
-	a->job_path = argv[optind];
+		return usage_error(a, "%s", optind >= argc ?
+				   (a->resume ? "expected a run directory" :
+				    "expected a job file") :
+				   "expected exactly one argument after the "
+				   "options");
+	a->arg = argv[optind];
+	if (a->resume) {
+		snprintf(a->job_path, sizeof a->job_path, "%s/job.yaml",
+			 a->arg);
+		a->run_dir = a->arg;
+	} else {
+		snprintf(a->job_path, sizeof a->job_path, "%s", a->arg);
+	}
 	return 0;
 }
 
-/* -n N: check the job as N ranks would, then become mpirun with the same
- * arguments minus -n. Oversubscribes only when N exceeds the cores. */
+/* Keys that make a resumed run meaningless if changed: the model, the
+ * seed, the data and the optimizer (whose state is in the checkpoint). */
+static int
+check_resume_overrides(const struct run_args *a, struct dt_error *err)
+{
+	static const char *const fixed[] = { "model", "seed", "data",
+					     "train.optimizer", "name" };
+
+	for (int i = 0; i < a->n_sets; i++) {
+		const char *key = a->sets[i];
+
+		while (*key == ' ')
+			key++;
+		for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) {
+			size_t len = strlen(fixed[k]);
+
+			if (strncmp(key, fixed[k], len) == 0 &&
+			    (key[len] == '.' || key[len] == '=' ||
+			     key[len] == ' '))
+				return dt_errorf(err, DT_ERR_USAGE,
+						 "--set %s: %s cannot change "
+						 "on resume (the checkpoint "
+						 "was made with the saved "
+						 "value); start a new run "
+						 "instead", a->sets[i],
+						 fixed[k]);
+		}
+	}
+	return DT_OK;
+}
+
+/* The command line of one launch: mpirun -np N [--oversubscribe] SELF CMD
+ * ARGS, or SELF CMD ARGS; -n and --max-restarts are not passed on. After a
+ * failure the command becomes `resume RUN_DIR`. */
+static const char **
+child_argv(int argc, char **argv, const struct run_args *a,
+	   const char *self, char *np, size_t np_size, int as_resume,
+	   const char *run_dir)
+{
+	const char **args = dt_xmalloc((size_t)argc + 12, sizeof *args);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int n = 0;
+
+	if (a->n_ranks > 0) {
+		snprintf(np, np_size, "%d", a->n_ranks);
+		args[n++] = DT_MPIRUN;
+		args[n++] = "-np";
+		args[n++] = np;
+		if (cores > 0 && a->n_ranks > cores)
+			args[n++] = "--oversubscribe";
+	}
+	args[n++] = self;
+	if (as_resume) {
+		args[n++] = "resume";
+		if (a->quiet)
+			args[n++] = "-q";
+		args[n++] = run_dir;
+		args[n] = NULL;
+		return args;
+	}
+	args[n++] = a->resume ? "resume" : "run";
+	for (int i = 1; i < argc; i++) {
+		const char *s = argv[i];
+
+		if (strcmp(s, "-n") == 0 || strcmp(s, "--ranks") == 0 ||
+		    strcmp(s, "--max-restarts") == 0) {
+			i++;
+			continue;
+		}
+		if ((strncmp(s, "-n", 2) == 0 && s[2] != '\0') ||
+		    strncmp(s, "--ranks=", 8) == 0 ||
+		    strncmp(s, "--max-restarts=", 15) == 0)
+			continue;
+		args[n++] = s;
+	}
+	args[n] = NULL;
+	return args;
+}
+
+static volatile sig_atomic_t child_pid;
+static volatile sig_atomic_t stop_asked;
+
+static void
+forward_signal(int sig)
+{
+	stop_asked = 1;
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+/* Runs args as a child and returns its exit code (128 + signal when it
+ * was killed). */
+static int
+run_child(const char **args)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "dtrain: fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execv(args[0], (char *const *)args);
+		fprintf(stderr, "dtrain: cannot start %s: %s\n", args[0],
+			strerror(errno));
+		_exit(1);
+	}
+	child_pid = pid;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 1;
+	child_pid = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* -n N and/or --max-restarts K: check the job as N ranks would see it, then
+ * become mpirun (no restarts) or supervise it. */
 static int
 launch(int argc, char **argv, const struct run_args *a,
        const struct dt_job *job)
 {
+	char self[PATH_MAX], np[16], dir[DT_JOB_PATH_MAX + 16];
+	const char **args;
 	struct dt_plan plan;
 	struct dt_error err;
-	char self[PATH_MAX], np[16];
-	const char **args;
-	int n = 0;
 	ssize_t len;
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc;
 
-	if (getenv("OMPI_COMM_WORLD_SIZE") != NULL)
-		return usage_error("%s", "-n is for starting a job; this "
-				   "process is already one of an MPI job's "
-				   "ranks");
-	if (dt_plan_batch(job, a->n_ranks, &plan, &err) != DT_OK)
+	if (a->n_ranks > 0 &&
+	    dt_plan_batch(job, a->n_ranks, &plan, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len < 0) {
-		fprintf(stderr, "dtrain run: cannot find own executable: %s\n",
+		fprintf(stderr, "dtrain: cannot find own executable: %s\n",
 			strerror(errno));
 		return 1;
 	}
 	self[len] = '\0';
-	snprintf(np, sizeof np, "%d", a->n_ranks);
-	args = dt_xmalloc((size_t)argc + 8, sizeof *args);
-	args[n++] = DT_MPIRUN;
-	args[n++] = "-np";
-	args[n++] = np;
-	if (cores > 0 && a->n_ranks > cores)
-		args[n++] = "--oversubscribe";
-	args[n++] = self;
-	args[n++] = "run";
-	/* Forward everything but -n and its value. */
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-n") == 0 || strcmp(argv[i], "--ranks") == 0) {
-			i++;
-			continue;
-		}
-		if (strncmp(argv[i], "-n", 2) == 0 ||
-		    strncmp(argv[i], "--ranks=", 8) == 0)
-			continue;
-		args[n++] = argv[i];
+	if (a->run_dir != NULL)
+		snprintf(dir, sizeof dir, "%s", a->run_dir);
+	else
+		snprintf(dir, sizeof dir, "runs/%s", job->name);
+	args = child_argv(argc, argv, a, self, np, sizeof np, 0, dir);
+	if (a->max_restarts == 0) {
+		fflush(NULL);
+		execv(args[0], (char *const *)args);
+		fprintf(stderr, "dtrain: cannot start %s: %s\n", args[0],
+			strerror(errno));
+		free(args);
+		return 1;
 	}
-	args[n] = NULL;
-	fflush(NULL);
-	execv(DT_MPIRUN, (char *const *)args);
-	fprintf(stderr, "dtrain run: cannot start %s: %s\n", DT_MPIRUN,
-		strerror(errno));
-	return 1;
+	signal(SIGINT, forward_signal);
+	signal(SIGTERM, forward_signal);
+	for (int attempt = 0;; attempt++) {
+		rc = run_child(args);
+		free(args);
+		/* Done, bad input, or stopped on request: nothing to retry. */
+		if (rc == 0 || rc == 2 || rc == 3 || stop_asked)
+			return rc;
+		if (attempt >= a->max_restarts) {
+			fprintf(stderr, "dtrain: the job failed (exit %d) and "
+				"used all %d restarts\n", rc, a->max_restarts);
+			return rc;
+		}
+		fprintf(stderr, "dtrain: the job failed (exit %d); restarting "
+			"from the newest checkpoint in %s (restart %d of %d)\n",
+			rc, dir, attempt + 1, a->max_restarts);
+		args = child_argv(argc, argv, a, self, np, sizeof np, 1, dir);
+	}
 }
 
 static int
-cmd_run(int argc, char **argv)
+train_cmd(int argc, char **argv, int resume)
 {
 	static struct dt_job job;	/* large: keep it off the stack */
 	struct run_args a;
@@ -167,20 +336,39 @@ cmd_run(int argc, char **argv)
 	enum dt_status st;
 	int rc;
 
+	memset(&a, 0, sizeof a);
+	a.resume = resume;
 	dt_error_clear(&err);
 	rc = parse_args(argc, argv, &a);
-	if (rc != 0)
+	if (rc != 0) {
+		free(a.sets);
 		return rc;
+	}
+	if (resume && access(a.job_path, F_OK) != 0) {
+		dt_errorf(&err, DT_ERR_USAGE, "%s: not a run directory (no "
+			  "job.yaml)", a.arg);
+		free(a.sets);
+		return dt_cmd_fail(DT_ERR_USAGE, &err);
+	}
+	st = resume ? check_resume_overrides(&a, &err) : DT_OK;
 	/* The job is checked before MPI starts, so a bad file costs nothing
 	 * and every rank refuses it the same way. */
-	st = dt_job_load(a.job_path, a.sets, a.n_sets, &job, &err);
+	if (st == DT_OK)
+		st = dt_job_load(a.job_path, a.sets, a.n_sets, &job, &err);
 	if (st == DT_ERR_IO)
-		st = DT_ERR_USAGE;	/* the job file named is the user's input */
+		st = DT_ERR_USAGE;	/* the file named is the user's input */
 	if (st != DT_OK) {
 		free(a.sets);
 		return dt_cmd_fail(st, &err);
 	}
-	if (a.n_ranks > 0) {
+	if (a.n_ranks > 0 || a.max_restarts > 0) {
+		if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
+			free(a.sets);
+			return usage_error(&a, "%s", "-n and --max-restarts "
+					   "start the job themselves; this "
+					   "process is already one of an MPI "
+					   "job's ranks");
+		}
 		rc = launch(argc, argv, &a, &job);
 		free(a.sets);
 		return rc;
@@ -192,6 +380,7 @@ cmd_run(int argc, char **argv)
 	}
 	opts.run_dir = a.run_dir;
 	opts.progress = !a.quiet;
+	opts.resume = resume;
 	st = dt_train_run(&job, &opts, comm, &res, &err);
 	if (st == DT_OK && dt_comm_rank(comm) == 0) {
 		printf("%s: %lld steps, %lld samples in %.1f s (%.0f "
@@ -211,9 +400,28 @@ cmd_run(int argc, char **argv)
 	return dt_status_exit_code(st);
 }
 
+static int
+cmd_run(int argc, char **argv)
+{
+	return train_cmd(argc, argv, 0);
+}
+
+static int
+cmd_resume(int argc, char **argv)
+{
+	return train_cmd(argc, argv, 1);
+}
+
 const struct dt_cmd dt_cmd_run = {
 	.name = "run",
 	.usage = RUN_USAGE,
 	.summary = "train a job on the ranks it is started on",
 	.run = cmd_run,
+};
+
+const struct dt_cmd dt_cmd_resume = {
+	.name = "resume",
+	.usage = RESUME_USAGE,
+	.summary = "continue a run from its newest valid checkpoint",
+	.run = cmd_resume,
 };

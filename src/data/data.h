@@ -38,6 +38,12 @@ enum dt_status dt_idx_read(const char *path, struct dt_idx *idx,
 /* Frees idx->data and empties *idx; accepts NULL and an empty idx. */
 void dt_idx_fini(struct dt_idx *idx);
 
+/* Reads only the header of path: type, dimensions and element size, with
+ * the same checks as dt_idx_read; idx->data stays NULL. For plans, which
+ * must not read the data. Errors as dt_idx_read. */
+enum dt_status dt_idx_peek(const char *path, struct dt_idx *idx,
+			   struct dt_error *err);
+
 /* A labelled dataset in memory: n samples of sample_size features. The
  * features are kept as bytes when the file holds u8 (a quarter of the
  * memory), as floats otherwise; dt_dataset_gather converts and scales. */

@@ -372,3 +372,23 @@ dt_idx_fini(struct dt_idx *idx)
 	free(idx->data);
 	memset(idx, 0, sizeof *idx);
 }
+
+enum dt_status
+dt_idx_peek(const char *path, struct dt_idx *idx, struct dt_error *err)
+{
+	struct reader r = { .path = path };
+	uint64_t body = 0;
+	enum dt_status st;
+
+	memset(idx, 0, sizeof *idx);
+	errno = 0;
+	r.f = gzopen(path, "rb");
+	if (r.f == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 errno ? strerror(errno) : "out of memory");
+	st = read_header(&r, idx, &body, err);
+	gzclose_r(r.f);
+	if (st != DT_OK)
+		memset(idx, 0, sizeof *idx);
+	return st;
+}

@@ -1,7 +1,6 @@
 /* job.c - dt_job_load and dt_job_parse: defaults from the schema, then the
  * file, then each --set override in order, then the checks that need the
- * whole job (required keys, epochs xor steps, nesterov needs momentum,
- * layer names). Nothing here writes a file. */
+ * whole job (check.c). Nothing here writes a file. */
 #include "job/priv.h"
 
 #include <errno.h>
@@ -24,9 +23,7 @@ apply_defaults(struct dt_job *job)
 	for (i = 0; i < dt_job_schema_len; i++) {
 		const struct dt_key *k = &dt_job_schema[i];
 
-		if (k->type != DT_KEY_SECTION && k->type != DT_KEY_SHAPE &&
-		    k->type != DT_KEY_LAYERS)
-			dt_job_store_default(k, (char *)job + k->off);
+		dt_job_store_default(k, (char *)job + k->off);
 	}
 }
 
@@ -84,187 +81,6 @@ default_name(const char *path, char *name, size_t size)
 		snprintf(name, size, "job");
 }
 
-static struct dt_pos
-pos_of(const struct dt_job *job, const char *key)
-{
-	int ki = dt_job_schema_find(key);
-
-	return ki < 0 ? (struct dt_pos){ 0, 0, 0 } : job->origin.key[ki];
-}
-
-/* Where to point for a key that is missing: its nearest enclosing mapping
- * that was given, else the top of the file. */
-static struct dt_pos
-missing_pos(const struct dt_job *job, const char *key)
-{
-	char sect[128];
-	char *dot;
-
-	snprintf(sect, sizeof sect, "%s", key);
-	while ((dot = strrchr(sect, '.')) != NULL) {
-		struct dt_pos pos;
-
-		*dot = '\0';
-		pos = pos_of(job, sect);
-		if (pos.line != 0)
-			return pos;
-	}
-	return job->origin.root;
-}
-
-static enum dt_status
-missing(const struct dt_job_ctx *c, const struct dt_key *k, const char *key,
-	struct dt_pos at, const char *why)
-{
-	char type[128], range[64];
-
-	dt_job_type_text(k, type, sizeof type);
-	dt_job_range_text(k, range, sizeof range);
-	return dt_job_failf(c, at, key, "required key missing%s; expected "
-			    "%s%s%s", why, type, range[0] ? " " : "", range);
-}
-
-static enum dt_status
-check_layers(const struct dt_job_ctx *c)
-{
-	const struct dt_job *job = c->job;
-	char key[96];
-	int i, j, k;
-
-	if (job->model.n_layers == 0)
-		return dt_job_failf(c, pos_of(job, "model.layers"),
-				    "model.layers", "expected at least one "
-				    "layer, found an empty list");
-	for (i = 0; i < job->model.n_layers; i++) {
-		for (k = 0; k < DT_JOB_LAYER_KEYS; k++) {
-			const struct dt_key *lk = &dt_job_layer_schema[k];
-
-			if (!(lk->flags & DT_KEYF_REQUIRED) ||
-			    dt_job_given(job->origin.layer[i][k]))
-				continue;
-			snprintf(key, sizeof key, "model.layers.%d.%s", i,
-				 lk->key);
-			return missing(c, lk, key, job->model.layers[i].pos,
-				       "");
-		}
-	}
-	for (i = 0; i < job->model.n_layers; i++) {
-		const struct dt_layer_spec *l = &job->model.layers[i];
-		struct dt_pos at = job->origin.layer[i][DT_LAYER_KEY_NAME];
-
-		if (!dt_job_given(at))
-			at = l->pos;
-		for (j = 0; j < i; j++) {
-			if (strcmp(job->model.layers[j].name, l->name) != 0)
-				continue;
-			snprintf(key, sizeof key, "model.layers.%d.name", i);
-			return dt_job_failf(c, at, key, "duplicate layer name "
-					    "\"%s\", first used by "
-					    "model.layers.%d", l->name, j);
-		}
-	}
-	return DT_OK;
-}
-
-/* data.eval: both files or neither. */
-static enum dt_status
-check_eval_pair(const struct dt_job_ctx *c)
-{
-	const struct dt_job *job = c->job;
-	struct dt_pos ip = pos_of(job, "data.eval.images");
-	struct dt_pos lp = pos_of(job, "data.eval.labels");
-	const char *key;
-
-	if (dt_job_given(ip) == dt_job_given(lp))
-		return DT_OK;
-	key = dt_job_given(ip) ? "data.eval.labels" : "data.eval.images";
-	return missing(c, &dt_job_schema[dt_job_schema_find(key)], key,
-		       missing_pos(job, key), dt_job_given(ip) ?
-		       " (data.eval.images is given)" :
-		       " (data.eval.labels is given)");
-}
-
-/* The checks that need more than one key, once every source is applied. */
-static enum dt_status
-finish(struct dt_job_ctx *c)
-{
-	const char *const *type_names =
-		dt_job_layer_schema[DT_LAYER_KEY_TYPE].names;
-	struct dt_job *job = c->job;
-	struct dt_pos ep, sp;
-	enum dt_status st;
-	int i;
-
-	for (i = 0; i < job->model.n_layers; i++) {
-		struct dt_layer_spec *l = &job->model.layers[i];
-
-		if (!dt_job_given(job->origin.layer[i][DT_LAYER_KEY_NAME]))
-			snprintf(l->name, sizeof l->name, "%s%d",
-				 type_names[l->kind], i);
-	}
-	if (!dt_job_given(pos_of(job, "name")))
-		default_name(job->path, job->name, sizeof job->name);
-
-	/* In schema order, so the first complaint is the first section's. */
-	for (i = 0; i < dt_job_schema_len; i++) {
-		const struct dt_key *k = &dt_job_schema[i];
-
-		if ((k->flags & DT_KEYF_REQUIRED) &&
-		    !dt_job_given(job->origin.key[i]))
-			return missing(c, k, k->key, missing_pos(job, k->key),
-				       "");
-		if (k->type == DT_KEY_LAYERS) {
-			st = check_layers(c);
-			if (st != DT_OK)
-				return st;
-		}
-		if (strcmp(k->key, "data.eval.labels") == 0) {
-			st = check_eval_pair(c);
-			if (st != DT_OK)
-				return st;
-		}
-	}
-
-	ep = pos_of(job, "train.epochs");
-	sp = pos_of(job, "train.steps");
-	if (!dt_job_given(ep) && !dt_job_given(sp))
-		return dt_job_failf(c, missing_pos(job, "train.steps"), "train",
-				    "expected train.epochs or train.steps, "
-				    "found neither");
-	if (dt_job_given(ep) && dt_job_given(sp) &&
-	    (ep.from_set == 0) != (sp.from_set == 0)) {
-		/* One came from the file and one from --set: the run length
-		 * on the command line replaces the file's, whichever unit. */
-		int drop = dt_job_schema_find(sp.from_set ? "train.epochs" :
-					      "train.steps");
-
-		if (sp.from_set)
-			job->train.epochs = 0;
-		else
-			job->train.steps = 0;
-		job->origin.key[drop] = (struct dt_pos){ 0, 0, 0 };
-	} else if (dt_job_given(ep) && dt_job_given(sp)) {
-		/* Blame the one given last: an override, or the later line. */
-		bool steps_last = sp.from_set != ep.from_set ?
-				  sp.from_set > ep.from_set : sp.line > ep.line;
-
-		return dt_job_failf(c, steps_last ? sp : ep, steps_last ?
-				    "train.steps" : "train.epochs", "expected "
-				    "train.epochs or train.steps, found both");
-	}
-	if (!dt_job_given(pos_of(job, "train.global_batch")) &&
-	    !dt_job_given(pos_of(job, "train.micro_batch")))
-		return dt_job_failf(c, missing_pos(job, "train.micro_batch"),
-				    "train", "expected train.global_batch or "
-				    "train.micro_batch (or both), found "
-				    "neither");
-	if (job->train.nesterov && job->train.momentum == 0.0)
-		return dt_job_failf(c, pos_of(job, "train.nesterov"),
-				    "train.nesterov", "true needs "
-				    "train.momentum > 0, found momentum 0");
-	return DT_OK;
-}
-
 int
 dt_job_list_index(const char *key, const char *list, const char **rest)
 {
@@ -295,13 +111,38 @@ no_such_item(const struct dt_job_ctx *c, const char *key, const char *what,
 			    what, n, n - 1);
 }
 
+/* A part of a data source ("data.train.images.sha256"): applies it and
+ * returns true, or returns false when key is not one. */
+static bool
+apply_source_part(struct dt_job_ctx *c, const char *key,
+		  const struct dt_ynode *v, enum dt_status *st)
+{
+	const char *dot = strrchr(key, '.');
+	char parent[256];
+	int ki;
+
+	if (dot == NULL || (strcmp(dot, ".path") != 0 &&
+			    strcmp(dot, ".sha256") != 0 &&
+			    strcmp(dot, ".size") != 0))
+		return false;
+	snprintf(parent, sizeof parent, "%.*s", (int)(dot - key), key);
+	ki = dt_job_schema_find(parent);
+	if (ki < 0 || dt_job_schema[ki].type != DT_KEY_SOURCE)
+		return false;
+	*st = dt_job_store_source_part(c, ki, dot + 1, key, v);
+	return true;
+}
+
 /* Applies the value node v of one override to key. */
 static enum dt_status
 apply_override(struct dt_job_ctx *c, const char *key,
 	       const struct dt_ynode *v)
 {
+	const struct dt_key *shape = &dt_job_schema[dt_job_schema_find(
+					"model.input_shape")];
 	struct dt_job *job = c->job;
 	struct dt_pos pos = { 0, 0, c->set };
+	enum dt_status st;
 	const char *rest;
 	int i, k, ki;
 
@@ -311,21 +152,25 @@ apply_override(struct dt_job_ctx *c, const char *key,
 			return no_such_item(c, key, "layer",
 					    job->model.n_layers);
 		if (rest[0] == '\0')
-			return dt_job_apply_layer(c, i, v);
+			return dt_job_apply_layer(c, i, v, true);
 		k = dt_job_layer_key_find(rest + 1);
 		if (k >= 0)
-			return dt_job_apply_layer_key(c, i, k, key, v);
+			return dt_job_apply_layer_key(c, i, k, key, NULL, v);
 	}
 	i = dt_job_list_index(key, "model.input_shape", &rest);
 	if (i >= 0 && rest[0] == '\0') {
 		if (i >= job->model.n_input_dims)
 			return no_such_item(c, key, "dimension",
 					    job->model.n_input_dims);
-		return dt_job_apply_shape_item(c, i, key, v);
+		return dt_job_store_shape_item(c, shape, key, v,
+					       &job->model.input_shape[i],
+					       &job->origin.shape[i]);
 	}
 	ki = dt_job_schema_find(key);
 	if (ki >= 0)
 		return dt_job_apply_key(c, ki, key, v);
+	if (apply_source_part(c, key, v, &st))
+		return st;
 	return dt_job_unknown_key(c, pos, key);
 }
 
@@ -457,7 +302,9 @@ dt_job_parse(const char *name, const char *text, size_t len,
 			return st;
 	}
 	c.set = 0;
-	return finish(&c);
+	if (!dt_job_given(job->origin.key[dt_job_schema_find("name")]))
+		default_name(job->path, job->name, sizeof job->name);
+	return dt_job_finish(&c);
 }
 
 enum dt_status

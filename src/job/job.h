@@ -18,8 +18,9 @@
 #define DT_JOB_MAX_DIMS 4
 #define DT_JOB_NAME_MAX 128
 #define DT_JOB_PATH_MAX 4096
-#define DT_JOB_MAX_KEYS 64	/* room in the position table, >= schema size */
-#define DT_JOB_LAYER_KEYS 4	/* type, units, activation, name */
+#define DT_JOB_MAX_KEYS 96	/* room in the position table, >= schema size */
+#define DT_JOB_LAYER_KEYS 19	/* type, units, ..., name, inputs */
+#define DT_JOB_SOURCES 6	/* data.{train,eval}.{images,labels,file} */
 #define DT_JOB_MAX_SETS 64	/* --set overrides remembered for messages */
 #define DT_JOB_SET_MAX 512	/* bytes kept of each --set text */
 
@@ -117,9 +118,9 @@ enum dt_data_format {
 	DT_FORMAT_TEXT,		/* file of text; context; text_unit */
 };
 
-enum dt_text_unit {
-	DT_TEXT_BYTES = 0,
-	DT_TEXT_UTF8,
+enum dt_job_text_unit {
+	DT_JOB_TEXT_BYTES = 0,
+	DT_JOB_TEXT_UTF8,
 };
 
 /* "auto" for a parallel degree. */
@@ -129,9 +130,9 @@ enum dt_text_unit {
 #define DT_LAYER_MAX_INPUTS 4
 
 /* One entry of model.layers (after `repeat:` blocks are expanded: a block
- * of N copies becomes N runs of its layers named "<name>.<copy>", each copy
- * with its own parameters; an `inputs:` name inside the block refers to the
- * same copy's node). Fields a kind does not use stay 0. */
+ * of N copies becomes N runs of its layers named "<block>.<copy>.<layer>",
+ * each copy with its own parameters; an `inputs:` name inside the block
+ * refers to the same copy's node). Fields a kind does not use stay 0. */
 struct dt_layer_spec {
 	enum dt_layer_kind kind;
 	char name[DT_LAYER_NAME_MAX];	/* `name:` or "<type><index>" ("dense0") */
@@ -195,7 +196,7 @@ struct dt_job {
 		int64_t label_column;	/* csv: 0-based, -1 = last (default) */
 		int64_t token_bytes;	/* tokens: 2 (uint16) or 4 (uint32) */
 		int64_t context;	/* tokens, text: window length */
-		enum dt_text_unit text_unit;	/* text: bytes (default) or utf8 */
+		enum dt_job_text_unit text_unit;	/* text: bytes (default) or utf8 */
 		double eval_fraction;	/* tokens, text without an eval file:
 					 * held-out tail of the file (default
 					 * 0.1) */
@@ -283,6 +284,11 @@ struct dt_job {
 		struct dt_pos key[DT_JOB_MAX_KEYS];	/* by schema index */
 		struct dt_pos shape[DT_JOB_MAX_DIMS];	/* input_shape items */
 		struct dt_pos layer[DT_JOB_MAX_LAYERS][DT_JOB_LAYER_KEYS];
+		struct dt_pos input[DT_JOB_MAX_LAYERS][DT_LAYER_MAX_INPUTS];
+		struct dt_pos layer_shape[DT_JOB_MAX_LAYERS][DT_JOB_MAX_DIMS];
+		struct dt_pos stage[DT_JOB_MAX_LAYERS];	/* parallel.stages */
+		struct dt_pos source[DT_JOB_SOURCES][3];	/* path, sha256,
+							 * size */
 		int n_sets;
 		char sets[DT_JOB_MAX_SETS][DT_JOB_SET_MAX];
 	} origin;
@@ -314,8 +320,12 @@ enum dt_status dt_job_parse(const char *name, const char *text, size_t len,
 
 /* Where the value of key came from; {0,0,0} for a default or an unknown
  * key. key is a schema key ("train.lr"), a section ("train": where its
- * mapping starts), "model.layers.N" (the list entry), "model.layers.N.units"
- * or "model.input_shape.N". */
+ * mapping starts), "model.layers.N" (the list entry), "model.layers.N.units",
+ * "model.layers.N.inputs.J", "model.layers.N.shape.J",
+ * "model.input_shape.N", "parallel.stages.J" or a part of a data source
+ * ("data.train.images.sha256"). Layers count after repeat blocks are
+ * expanded; an expanded layer's positions are those of its entry in the
+ * block. */
 struct dt_pos dt_job_pos(const struct dt_job *job, const char *key);
 
 /* Formats "FILE:LINE:COL: key: " (or "--set key=value: key: " for a value

@@ -1,10 +1,12 @@
 # src/job: the job file (YAML -> struct dt_job), its schema, --set, writing.
 libdtrain_la_SOURCES += src/job/job.h src/job/priv.h src/job/yaml.c \
-	src/job/schema.c src/job/apply.c src/job/job.c src/job/write.c
+	src/job/schema.c src/job/keys.c src/job/value.c src/job/apply.c \
+	src/job/layers.c src/job/check.c src/job/job.c src/job/write.c
 
 check_PROGRAMS += tests/unit/test_job
 TESTS += tests/unit/test_job
 tests_unit_test_job_SOURCES = tests/unit/test_job.c tests/unit/test_job_errors.c \
+	tests/unit/test_job_layers.c tests/unit/test_job_sections.c \
 	tests/unit/job_test.h
 tests_unit_test_job_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_job_LDADD = $(UNIT_LDADD)

@@ -1,16 +1,13 @@
-/* schema.c - the table of job-file keys (after redis's config table and
+/* schema.c - the tables of job-file keys (after redis's config table and
  * tmux's options table): one row per key with its type, where it lives in
- * struct dt_job, its default, its range and a line of documentation. The
- * table drives parsing, defaults, range checks, --set, dt_job_write and
- * dt_job_each_key, and a unit test holds man/dtrain-job.5 to it.
- *
- * "Did you mean" uses the optimal string alignment distance (Levenshtein
- * with adjacent transpositions), as git and many CLIs do. */
+ * struct dt_job, its default, its range, the key it depends on and a line
+ * of documentation; the keys of one layer; and the layer types with the
+ * keys each takes. The tables drive parsing, defaults, range checks, --set,
+ * dt_job_write and dt_job_each_key, and a unit test holds
+ * man/dtrain-job.5 to them. */
 #include "job/priv.h"
 
 #include <stddef.h>
-#include <stdio.h>
-#include <string.h>
 
 #define OFF(f) offsetof(struct dt_job, f)
 #define SZ(f) sizeof(((struct dt_job *)0)->f)
@@ -21,24 +18,61 @@
 #define GT(x) .flags = DT_KEYF_MIN | DT_KEYF_MIN_OPEN, .min = (x)
 #define UNIT_OPEN .flags = DT_KEYF_MIN | DT_KEYF_MAX | DT_KEYF_MAX_OPEN, \
 	.min = 0, .max = 1
+#define UNIT_CLOSED .flags = DT_KEYF_MIN | DT_KEYF_MAX, .min = 0, .max = 1
+
+/* Keys used only with some values of an enum key. */
+#define FORMATS(m) .when = "data.format", .when_mask = (m)
+#define FMT(f) (1u << DT_FORMAT_##f)
+#define SCHEDULE(m) .when = "train.schedule.kind", .when_mask = (m)
+#define PIPELINE .when = "parallel.strategy", \
+	.when_mask = 1u << DT_STRATEGY_MODEL | 1u << DT_STRATEGY_HYBRID
+#define SERVER .when = "parallel.sync", \
+	.when_mask = 1u << DT_SYNC_PARAMETER_SERVER
+
+#define SOURCE(f, split) .type = DT_KEY_SOURCE, \
+	.off = OFF(data.split.f), .size = SZ(data.split.f.path)
 
 _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_layer_kind) == sizeof(int) &&
 	       sizeof(enum dt_loss_kind) == sizeof(int) &&
 	       sizeof(enum dt_optim_kind) == sizeof(int) &&
 	       sizeof(enum dt_strategy) == sizeof(int) &&
-	       sizeof(enum dt_data_format) == sizeof(int),
+	       sizeof(enum dt_data_format) == sizeof(int) &&
+	       sizeof(enum dt_job_text_unit) == sizeof(int) &&
+	       sizeof(enum dt_schedule_kind) == sizeof(int) &&
+	       sizeof(enum dt_on_nonfinite) == sizeof(int) &&
+	       sizeof(enum dt_pipeline_schedule) == sizeof(int) &&
+	       sizeof(enum dt_stage_balance) == sizeof(int) &&
+	       sizeof(enum dt_sync_kind) == sizeof(int) &&
+	       sizeof(enum dt_ps_mode) == sizeof(int),
 	       "enum keys are stored through int");
 
-static const char *const format_names[] = { "idx", NULL };
-static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
+/* Each list is in the order of its enum. */
+static const char *const format_names[] = {
+	"idx", "csv", "npy", "tokens", "text", NULL
+};
+static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
+static const char *const loss_names[] = {
+	"softmax_cross_entropy", "mse", NULL
+};
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
-static const char *const strategy_names[] = { "data", NULL };
-static const char *const layer_names[] = { "dense", NULL };
-/* In the order of enum dt_activation. */
+static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
+static const char *const schedule_names[] = {
+	"constant", "step", "cosine", NULL
+};
+static const char *const strategy_names[] = {
+	"data", "model", "hybrid", NULL
+};
+static const char *const pipe_names[] = { "gpipe", "1f1b", NULL };
+static const char *const balance_names[] = { "flops", "params", NULL };
+static const char *const sync_names[] = {
+	"allreduce", "parameter_server", NULL
+};
+static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const act_names[] = {
 	"none", "relu", "tanh", "sigmoid", "gelu", NULL
 };
+static const int64_t token_bytes_choices[] = { 2, 4, 0 };
 
 const struct dt_key dt_job_schema[] = {
 	{ .key = "name", .type = DT_KEY_NAME, .off = OFF(name),
@@ -52,34 +86,78 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "where the samples come from" },
 	{ .key = "data.format", .type = DT_KEY_ENUM, .off = OFF(data.format),
 	  .def = "idx", .names = format_names,
-	  .doc = "file format of the data (IDX, as MNIST, plain or .gz)" },
+	  .doc = "file format of the data" },
 	{ .key = "data.train", .type = DT_KEY_SECTION,
 	  .doc = "the training split" },
-	{ .key = "data.train.images", .type = DT_KEY_PATH,
-	  .off = OFF(data.train.images), .size = SZ(data.train.images),
-	  .flags = DT_KEYF_REQUIRED, .doc = "IDX file of training images" },
-	{ .key = "data.train.labels", .type = DT_KEY_PATH,
-	  .off = OFF(data.train.labels), .size = SZ(data.train.labels),
-	  .flags = DT_KEYF_REQUIRED, .doc = "IDX file of training labels" },
+	{ .key = "data.train.images", SOURCE(images_src, train),
+	  .mirror = OFF(data.train.images), .flags = DT_KEYF_REQUIRED,
+	  FORMATS(FMT(IDX) | FMT(NPY)),
+	  .doc = "idx, npy: file of training images (features)" },
+	{ .key = "data.train.labels", SOURCE(labels_src, train),
+	  .mirror = OFF(data.train.labels), .flags = DT_KEYF_REQUIRED,
+	  FORMATS(FMT(IDX) | FMT(NPY)),
+	  .doc = "idx, npy: file of training labels" },
+	{ .key = "data.train.file", SOURCE(file, train),
+	  .flags = DT_KEYF_REQUIRED,
+	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT)),
+	  .doc = "csv, tokens, text: the training file" },
 	{ .key = "data.eval", .type = DT_KEY_SECTION,
-	  .doc = "the evaluation split; give both keys or neither" },
-	{ .key = "data.eval.images", .type = DT_KEY_PATH,
-	  .off = OFF(data.eval.images), .size = SZ(data.eval.images),
-	  .def_doc = "no evaluation", .doc = "IDX file of evaluation images" },
-	{ .key = "data.eval.labels", .type = DT_KEY_PATH,
-	  .off = OFF(data.eval.labels), .size = SZ(data.eval.labels),
-	  .def_doc = "no evaluation", .doc = "IDX file of evaluation labels" },
+	  .doc = "the evaluation split" },
+	{ .key = "data.eval.images", SOURCE(images_src, eval),
+	  .mirror = OFF(data.eval.images), FORMATS(FMT(IDX) | FMT(NPY)),
+	  .def_doc = "no evaluation",
+	  .doc = "idx, npy: file of evaluation images; give both or neither" },
+	{ .key = "data.eval.labels", SOURCE(labels_src, eval),
+	  .mirror = OFF(data.eval.labels), FORMATS(FMT(IDX) | FMT(NPY)),
+	  .def_doc = "no evaluation",
+	  .doc = "idx, npy: file of evaluation labels" },
+	{ .key = "data.eval.file", SOURCE(file, eval),
+	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT)),
+	  .def_doc = "tokens, text: the tail of the training file; "
+		     "csv: no evaluation",
+	  .doc = "csv, tokens, text: the evaluation file" },
 	{ .key = "data.scale", .type = DT_KEY_FLOAT, .off = OFF(data.scale),
 	  .def = "0.00392156862745098", GT(0),
-	  .doc = "multiplier from a pixel byte to the network's input" },
+	  FORMATS(FMT(IDX) | FMT(NPY) | FMT(CSV)),
+	  .doc = "multiplier from a stored value to the network's input" },
+	{ .key = "data.header", .type = DT_KEY_BOOL, .off = OFF(data.header),
+	  .def = "false", FORMATS(FMT(CSV)),
+	  .doc = "csv: the first row is a header" },
+	{ .key = "data.label_column", .type = DT_KEY_INT,
+	  .off = OFF(data.label_column), .def = "-1", GE(-1),
+	  FORMATS(FMT(CSV)),
+	  .doc = "csv: 0-based column of the label; -1: the last" },
+	{ .key = "data.token_bytes", .type = DT_KEY_INT,
+	  .off = OFF(data.token_bytes), .def = "2",
+	  .choices = token_bytes_choices, FORMATS(FMT(TOKENS)),
+	  .doc = "tokens: bytes per token id, little-endian" },
+	{ .key = "data.context", .type = DT_KEY_INT, .off = OFF(data.context),
+	  .flags = DT_KEYF_REQUIRED | DT_KEYF_MIN, .min = 1,
+	  FORMATS(FMT(TOKENS) | FMT(TEXT)),
+	  .doc = "tokens, text: tokens in one sample" },
+	{ .key = "data.text_unit", .type = DT_KEY_ENUM,
+	  .off = OFF(data.text_unit), .def = "bytes",
+	  .names = text_unit_names, FORMATS(FMT(TEXT)),
+	  .doc = "text: a token is a byte or a UTF-8 character" },
+	{ .key = "data.eval_fraction", .type = DT_KEY_FLOAT,
+	  .off = OFF(data.eval_fraction), .def = "0.1", UNIT_OPEN,
+	  FORMATS(FMT(TOKENS) | FMT(TEXT)),
+	  .doc = "tokens, text: held-out tail when there is no eval file" },
+	{ .key = "data.prefetch", .type = DT_KEY_INT,
+	  .off = OFF(data.prefetch), .def = "2", GE(0),
+	  .doc = "batches the loader prepares ahead" },
+	{ .key = "data.max_bytes", .type = DT_KEY_INT,
+	  .off = OFF(data.max_bytes), .def = "4294967296", GT(0),
+	  .doc = "largest file a URL may download" },
 
 	{ .key = "model", .type = DT_KEY_SECTION, .doc = "the network" },
 	{ .key = "model.input_shape", .type = DT_KEY_SHAPE,
-	  .off = OFF(model.input_shape), .flags = DT_KEYF_REQUIRED,
+	  .off = OFF(model.input_shape), .off_n = OFF(model.n_input_dims),
+	  .n_max = DT_JOB_MAX_DIMS, .flags = DT_KEYF_REQUIRED,
 	  .doc = "shape of one sample, without the batch dimension" },
 	{ .key = "model.layers", .type = DT_KEY_LAYERS,
 	  .off = OFF(model.layers), .flags = DT_KEYF_REQUIRED,
-	  .doc = "the layers, input to output" },
+	  .doc = "the layers, input to output, and repeat blocks" },
 	{ .key = "model.loss", .type = DT_KEY_ENUM, .off = OFF(model.loss),
 	  .def = "softmax_cross_entropy", .names = loss_names,
 	  .doc = "loss on the last layer's output" },
@@ -106,7 +184,7 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "update rule" },
 	{ .key = "train.lr", .type = DT_KEY_FLOAT, .off = OFF(train.lr),
 	  .flags = DT_KEYF_REQUIRED | DT_KEYF_MIN | DT_KEYF_MIN_OPEN,
-	  .min = 0, .doc = "learning rate" },
+	  .min = 0, .doc = "learning rate (the peak, with a schedule)" },
 	{ .key = "train.momentum", .type = DT_KEY_FLOAT,
 	  .off = OFF(train.momentum), .def = "0", UNIT_OPEN,
 	  .doc = "sgd: momentum coefficient" },
@@ -124,15 +202,98 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "adam, adamw: decay of the second moment" },
 	{ .key = "train.eps", .type = DT_KEY_FLOAT, .off = OFF(train.eps),
 	  .def = "1e-8", GT(0), .doc = "adam, adamw: added to the denominator" },
+	{ .key = "train.clip_norm", .type = DT_KEY_FLOAT,
+	  .off = OFF(train.clip_norm), .def = "0", GE(0),
+	  .doc = "clip the global gradient norm to this; 0: no clipping" },
+	{ .key = "train.on_nonfinite", .type = DT_KEY_ENUM,
+	  .off = OFF(train.on_nonfinite), .def = "abort",
+	  .names = nonfinite_names,
+	  .doc = "what a NaN or infinite loss or gradient does" },
+	{ .key = "train.schedule", .type = DT_KEY_SECTION,
+	  .doc = "how the learning rate changes over the steps" },
+	{ .key = "train.schedule.kind", .type = DT_KEY_ENUM,
+	  .off = OFF(train.schedule.kind), .def = "constant",
+	  .names = schedule_names, .doc = "shape of the schedule" },
+	{ .key = "train.schedule.warmup_steps", .type = DT_KEY_INT,
+	  .off = OFF(train.schedule.warmup_steps), .def = "0", GE(0),
+	  .doc = "steps of linear warmup up to train.lr" },
+	{ .key = "train.schedule.step_size", .type = DT_KEY_INT,
+	  .off = OFF(train.schedule.step_size),
+	  .flags = DT_KEYF_REQUIRED | DT_KEYF_MIN, .min = 1,
+	  SCHEDULE(1u << DT_SCHEDULE_STEP),
+	  .doc = "step: multiply the rate by gamma every this many steps" },
+	{ .key = "train.schedule.gamma", .type = DT_KEY_FLOAT,
+	  .off = OFF(train.schedule.gamma), .def = "0.1",
+	  .flags = DT_KEYF_MIN | DT_KEYF_MIN_OPEN | DT_KEYF_MAX, .min = 0,
+	  .max = 1, SCHEDULE(1u << DT_SCHEDULE_STEP),
+	  .doc = "step: the factor" },
+	{ .key = "train.schedule.min_lr", .type = DT_KEY_FLOAT,
+	  .off = OFF(train.schedule.min_lr), .def = "0", GE(0),
+	  SCHEDULE(1u << DT_SCHEDULE_COSINE),
+	  .doc = "cosine: the rate at the last step, <= train.lr" },
 
 	{ .key = "parallel", .type = DT_KEY_SECTION,
 	  .doc = "how ranks share the work" },
 	{ .key = "parallel.strategy", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.strategy), .def = "data",
 	  .names = strategy_names, .doc = "parallel strategy" },
-	{ .key = "parallel.data_parallel", .type = DT_KEY_INT,
-	  .off = OFF(parallel.data_parallel), GE(1),
-	  .def_doc = "the number of ranks", .doc = "data-parallel degree" },
+	{ .key = "parallel.data_parallel", .type = DT_KEY_DEGREE,
+	  .off = OFF(parallel.data_parallel), GE(1), .def_doc = "derived",
+	  .doc = "data-parallel degree: model replicas" },
+	{ .key = "parallel.pipeline_parallel", .type = DT_KEY_DEGREE,
+	  .off = OFF(parallel.pipeline_parallel), GE(1), .def_doc = "derived",
+	  .doc = "pipeline-parallel degree: stages of layers" },
+	{ .key = "parallel.tensor_parallel", .type = DT_KEY_DEGREE,
+	  .off = OFF(parallel.tensor_parallel), GE(1), .def_doc = "derived",
+	  .doc = "tensor-parallel degree: ranks that split each layer" },
+	{ .key = "parallel.schedule", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.schedule), .def = "gpipe", .names = pipe_names,
+	  PIPELINE, .doc = "order of the micro-batches in the pipeline" },
+	{ .key = "parallel.micro_batches", .type = DT_KEY_INT,
+	  .off = OFF(parallel.micro_batches), GE(1), .def_doc = "derived",
+	  PIPELINE, .doc = "micro-batches in flight per pipeline step" },
+	{ .key = "parallel.balance", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.balance), .def = "flops",
+	  .names = balance_names, PIPELINE,
+	  .doc = "what stages are balanced on when not given" },
+	{ .key = "parallel.stages", .type = DT_KEY_NAMES,
+	  .off = OFF(parallel.stages), .off_n = OFF(parallel.n_stages),
+	  .size = SZ(parallel.stages[0]), .n_max = DT_JOB_MAX_LAYERS,
+	  .def_doc = "balanced", PIPELINE,
+	  .doc = "the first layer of pipeline stages 1, 2, ..." },
+	{ .key = "parallel.sync", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.sync), .def = "allreduce", .names = sync_names,
+	  .doc = "how data-parallel replicas combine gradients" },
+	{ .key = "parallel.servers", .type = DT_KEY_INT,
+	  .off = OFF(parallel.servers), .def = "1", GE(1), SERVER,
+	  .doc = "parameter_server: ranks that serve parameters" },
+	{ .key = "parallel.mode", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.mode), .def = "sync", .names = mode_names,
+	  SERVER, .doc = "parameter_server: wait for every worker or not" },
+	{ .key = "parallel.max_staleness", .type = DT_KEY_INT,
+	  .off = OFF(parallel.max_staleness), .def = "4", GE(0), SERVER,
+	  .doc = "parameter_server async: most steps a worker may lag" },
+
+	{ .key = "checkpoint", .type = DT_KEY_SECTION,
+	  .doc = "when and where to save the training state" },
+	{ .key = "checkpoint.every_steps", .type = DT_KEY_INT,
+	  .off = OFF(checkpoint.every_steps), .def = "0", GE(0),
+	  .doc = "save every this many steps; 0: off" },
+	{ .key = "checkpoint.every_seconds", .type = DT_KEY_FLOAT,
+	  .off = OFF(checkpoint.every_seconds), .def = "0", GE(0),
+	  .doc = "save every this many seconds; 0: off" },
+	{ .key = "checkpoint.at_end", .type = DT_KEY_BOOL,
+	  .off = OFF(checkpoint.at_end), .def = "true",
+	  .doc = "save when training ends" },
+	{ .key = "checkpoint.keep_last", .type = DT_KEY_INT,
+	  .off = OFF(checkpoint.keep_last), .def = "3", GE(0),
+	  .doc = "checkpoints kept; 0: keep all" },
+	{ .key = "checkpoint.dir", .type = DT_KEY_PATH,
+	  .off = OFF(checkpoint.dir), .size = SZ(checkpoint.dir),
+	  .def_doc = "RUN_DIR/checkpoints", .doc = "where checkpoints go" },
+	{ .key = "checkpoint.compress", .type = DT_KEY_BOOL,
+	  .off = OFF(checkpoint.compress), .def = "false",
+	  .doc = "compress the optimizer state with zlib" },
 
 	{ .key = "eval", .type = DT_KEY_SECTION, .doc = "evaluation cadence" },
 	{ .key = "eval.every_steps", .type = DT_KEY_INT,
@@ -149,280 +310,129 @@ const int dt_job_schema_len = sizeof dt_job_schema / sizeof dt_job_schema[0];
 _Static_assert(sizeof dt_job_schema / sizeof dt_job_schema[0] <=
 	       DT_JOB_MAX_KEYS, "grow DT_JOB_MAX_KEYS in job.h");
 
-/* The keys of one model.layers entry, in the order of origin.layer[i]. */
+/* The words of `type:`, in the order of dt_layer_types. */
+static const char *const type_names[] = {
+	"dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "reshape",
+	"dropout", "layernorm", "batchnorm", "embedding", "pos_embedding",
+	"attention", "relu", "tanh", "sigmoid", "gelu", "softmax", "add",
+	"concat", NULL
+};
+
+/* The keys of one model.layers entry, in the order of enum dt_layer_key. */
 const struct dt_key dt_job_layer_schema[DT_JOB_LAYER_KEYS] = {
-	{ .key = "type", .type = DT_KEY_ENUM, .off = LOFF(kind),
-	  .flags = DT_KEYF_REQUIRED, .names = layer_names,
+	{ .key = "type", .type = DT_KEY_LAYER_TYPE, .off = LOFF(kind),
+	  .flags = DT_KEYF_REQUIRED, .names = type_names,
 	  .doc = "layer type" },
-	{ .key = "units", .type = DT_KEY_INT, .off = LOFF(units),
-	  .flags = DT_KEYF_REQUIRED | DT_KEYF_MIN, .min = 1,
-	  .doc = "dense: output features" },
+	{ .key = "units", .type = DT_KEY_INT, .off = LOFF(units), GE(1),
+	  .def_doc = "required for dense", .doc = "dense: output features" },
+	{ .key = "channels", .type = DT_KEY_INT, .off = LOFF(channels), GE(1),
+	  .def_doc = "required for conv2d",
+	  .doc = "conv2d: output channels" },
+	{ .key = "kernel", .type = DT_KEY_INT, .off = LOFF(kernel), GE(1),
+	  .def_doc = "required for conv2d and the pools",
+	  .doc = "conv2d, pools: side of the square kernel" },
+	{ .key = "stride", .type = DT_KEY_INT, .off = LOFF(stride), GE(1),
+	  .def_doc = "1 for conv2d; kernel for the pools",
+	  .doc = "conv2d, pools: step between windows" },
+	{ .key = "padding", .type = DT_KEY_INT, .off = LOFF(padding),
+	  .def = "0", GE(0), .doc = "conv2d, pools: zeros added on each side" },
+	{ .key = "rate", .type = DT_KEY_FLOAT, .off = LOFF(rate), UNIT_OPEN,
+	  .def_doc = "required for dropout",
+	  .doc = "dropout: probability of dropping a value" },
+	{ .key = "eps", .type = DT_KEY_FLOAT, .off = LOFF(eps), .def = "1e-5",
+	  GT(0), .doc = "layernorm, batchnorm: added to the variance" },
+	{ .key = "momentum", .type = DT_KEY_FLOAT, .off = LOFF(momentum),
+	  .def = "0.1", UNIT_CLOSED,
+	  .doc = "batchnorm: weight of a batch in the running statistics" },
+	{ .key = "vocab", .type = DT_KEY_INT, .off = LOFF(vocab), GE(1),
+	  .def_doc = "required for embedding",
+	  .doc = "embedding: number of token ids" },
+	{ .key = "dim", .type = DT_KEY_INT, .off = LOFF(dim), GE(1),
+	  .def_doc = "required for embedding and pos_embedding",
+	  .doc = "embedding, pos_embedding: size of a vector" },
+	{ .key = "length", .type = DT_KEY_INT, .off = LOFF(length), GE(1),
+	  .def_doc = "required for pos_embedding",
+	  .doc = "pos_embedding: most positions" },
+	{ .key = "heads", .type = DT_KEY_INT, .off = LOFF(heads), GE(1),
+	  .def_doc = "required for attention",
+	  .doc = "attention: heads; they divide the width" },
+	{ .key = "causal", .type = DT_KEY_BOOL, .off = LOFF(causal),
+	  .def = "true",
+	  .doc = "attention: a position sees only itself and earlier ones" },
+	{ .key = "shape", .type = DT_KEY_SHAPE, .off = LOFF(shape),
+	  .off_n = LOFF(n_shape), .n_max = DT_JOB_MAX_DIMS,
+	  .flags = DT_KEYF_NEG1, .def_doc = "required for reshape",
+	  .doc = "reshape: the new shape of a sample; one item may be -1" },
 	{ .key = "activation", .type = DT_KEY_ENUM, .off = LOFF(activation),
 	  .def = "none", .names = act_names,
-	  .doc = "function applied to the output" },
+	  .doc = "dense, conv2d: function applied to the output" },
+	{ .key = "bias", .type = DT_KEY_BOOL, .off = LOFF(bias), .def = "true",
+	  .doc = "dense, conv2d, attention: learn a bias" },
 	{ .key = "name", .type = DT_KEY_NAME, .off = LOFF(name),
 	  .size = LSZ(name), .def_doc = "type and index, as dense0",
 	  .doc = "name of the layer, unique in the model" },
+	{ .key = "inputs", .type = DT_KEY_NAMES, .off = LOFF(inputs),
+	  .off_n = LOFF(n_inputs), .size = LSZ(inputs[0]),
+	  .n_max = DT_LAYER_MAX_INPUTS, .def_doc = "the previous layer",
+	  .doc = "layers whose outputs feed this one, or input" },
 };
 
-int
-dt_job_schema_find(const char *key)
-{
-	int i;
+const struct dt_key dt_job_block_repeat = {
+	.key = "repeat", .type = DT_KEY_INT, .flags = DT_KEYF_REQUIRED |
+	DT_KEYF_MIN, .min = 1,
+	.doc = "repeat block: copies of its layers",
+};
 
-	for (i = 0; i < dt_job_schema_len; i++)
-		if (strcmp(dt_job_schema[i].key, key) == 0)
-			return i;
-	return -1;
-}
+const struct dt_key dt_job_block_layers = {
+	.key = "layers", .type = DT_KEY_LAYERS, .flags = DT_KEYF_REQUIRED,
+	.doc = "repeat block: the layers of one copy",
+};
 
-int
-dt_job_layer_key_find(const char *leaf)
-{
-	int i;
+#define B(k) (1u << DT_LAYER_KEY_##k)
+#define ANY (B(TYPE) | B(NAME) | B(INPUTS))
+#define ONE .min_inputs = 1, .max_inputs = 1
+#define ACT(w, a) { w, DT_LAYER_ACTIVATION, a, ANY, 0, ONE }
 
-	for (i = 0; i < DT_JOB_LAYER_KEYS; i++)
-		if (strcmp(dt_job_layer_schema[i].key, leaf) == 0)
-			return i;
-	return -1;
-}
+const struct dt_layer_type dt_layer_types[] = {
+	{ "dense", DT_LAYER_DENSE, DT_ACT_NONE,
+	  ANY | B(UNITS) | B(ACTIVATION) | B(BIAS), B(UNITS), ONE },
+	{ "conv2d", DT_LAYER_CONV2D, DT_ACT_NONE,
+	  ANY | B(CHANNELS) | B(KERNEL) | B(STRIDE) | B(PADDING) |
+	  B(ACTIVATION) | B(BIAS), B(CHANNELS) | B(KERNEL), ONE },
+	{ "maxpool2d", DT_LAYER_MAXPOOL2D, DT_ACT_NONE,
+	  ANY | B(KERNEL) | B(STRIDE) | B(PADDING), B(KERNEL), ONE },
+	{ "avgpool2d", DT_LAYER_AVGPOOL2D, DT_ACT_NONE,
+	  ANY | B(KERNEL) | B(STRIDE) | B(PADDING), B(KERNEL), ONE },
+	{ "flatten", DT_LAYER_FLATTEN, DT_ACT_NONE, ANY, 0, ONE },
+	{ "reshape", DT_LAYER_RESHAPE, DT_ACT_NONE, ANY | B(SHAPE), B(SHAPE),
+	  ONE },
+	{ "dropout", DT_LAYER_DROPOUT, DT_ACT_NONE, ANY | B(RATE), B(RATE),
+	  ONE },
+	{ "layernorm", DT_LAYER_LAYERNORM, DT_ACT_NONE, ANY | B(EPS), 0,
+	  ONE },
+	{ "batchnorm", DT_LAYER_BATCHNORM, DT_ACT_NONE,
+	  ANY | B(EPS) | B(MOMENTUM), 0, ONE },
+	{ "embedding", DT_LAYER_EMBEDDING, DT_ACT_NONE,
+	  ANY | B(VOCAB) | B(DIM), B(VOCAB) | B(DIM), ONE },
+	{ "pos_embedding", DT_LAYER_POS_EMBEDDING, DT_ACT_NONE,
+	  ANY | B(LENGTH) | B(DIM), B(LENGTH) | B(DIM), ONE },
+	{ "attention", DT_LAYER_ATTENTION, DT_ACT_NONE,
+	  ANY | B(HEADS) | B(CAUSAL) | B(BIAS), B(HEADS), ONE },
+	ACT("relu", DT_ACT_RELU),
+	ACT("tanh", DT_ACT_TANH),
+	ACT("sigmoid", DT_ACT_SIGMOID),
+	ACT("gelu", DT_ACT_GELU),
+	{ "softmax", DT_LAYER_SOFTMAX, DT_ACT_NONE, ANY, 0, ONE },
+	{ "add", DT_LAYER_ADD, DT_ACT_NONE, ANY, B(INPUTS), 2,
+	  DT_LAYER_MAX_INPUTS },
+	{ "concat", DT_LAYER_CONCAT, DT_ACT_NONE, ANY, B(INPUTS), 2,
+	  DT_LAYER_MAX_INPUTS },
+};
+const int dt_layer_types_len = sizeof dt_layer_types /
+			       sizeof dt_layer_types[0];
 
-void
-dt_job_type_text(const struct dt_key *k, char *buf, size_t size)
-{
-	size_t o;
-	int i;
-
-	switch (k->type) {
-	case DT_KEY_SECTION: snprintf(buf, size, "a mapping"); return;
-	case DT_KEY_INT:
-	case DT_KEY_UINT: snprintf(buf, size, "an integer"); return;
-	case DT_KEY_FLOAT: snprintf(buf, size, "a number"); return;
-	case DT_KEY_BOOL: snprintf(buf, size, "true or false"); return;
-	case DT_KEY_NAME: snprintf(buf, size, "a name"); return;
-	case DT_KEY_PATH: snprintf(buf, size, "a path"); return;
-	case DT_KEY_SHAPE:
-		snprintf(buf, size, "a list of 1 to %d integers",
-			 DT_JOB_MAX_DIMS);
-		return;
-	case DT_KEY_LAYERS:
-		snprintf(buf, size, "a list of layers");
-		return;
-	case DT_KEY_ENUM:
-		break;
-	}
-	o = (size_t)snprintf(buf, size, "one of");
-	for (i = 0; k->names[i] != NULL && o < size; i++)
-		o += (size_t)snprintf(buf + o, size - o, "%s %s",
-				      i ? "," : "", k->names[i]);
-}
-
-/* A bound as the table gives it; bounds are small round numbers. */
-static void
-bound_text(double v, char *buf, size_t size)
-{
-	snprintf(buf, size, "%g", v);
-}
-
-void
-dt_job_range_text(const struct dt_key *k, char *buf, size_t size)
-{
-	char lo[32], hi[32];
-	bool has_min = k->flags & DT_KEYF_MIN, has_max = k->flags & DT_KEYF_MAX;
-
-	bound_text(k->min, lo, sizeof lo);
-	bound_text(k->max, hi, sizeof hi);
-	if (has_min && has_max)
-		snprintf(buf, size, "in %c%s, %s%c",
-			 k->flags & DT_KEYF_MIN_OPEN ? '(' : '[', lo, hi,
-			 k->flags & DT_KEYF_MAX_OPEN ? ')' : ']');
-	else if (has_min)
-		snprintf(buf, size, "%s %s",
-			 k->flags & DT_KEYF_MIN_OPEN ? ">" : ">=", lo);
-	else if (has_max)
-		snprintf(buf, size, "%s %s",
-			 k->flags & DT_KEYF_MAX_OPEN ? "<" : "<=", hi);
-	else if (size > 0)
-		buf[0] = '\0';
-}
-
-#define SUGGEST_MAX 96
-
-/* Optimal string alignment distance between a and b (both shorter than
- * SUGGEST_MAX). */
-static int
-osa_distance(const char *a, const char *b)
-{
-	static const int big = 1 << 20;
-	int d[SUGGEST_MAX + 1][SUGGEST_MAX + 1];
-	int la = (int)strlen(a), lb = (int)strlen(b), i, j;
-
-	if (la > SUGGEST_MAX || lb > SUGGEST_MAX)
-		return big;
-	for (i = 0; i <= la; i++)
-		d[i][0] = i;
-	for (j = 0; j <= lb; j++)
-		d[0][j] = j;
-	for (i = 1; i <= la; i++) {
-		for (j = 1; j <= lb; j++) {
-			int cost = a[i - 1] != b[j - 1], v;
-
-			v = d[i - 1][j] + 1;
-			if (d[i][j - 1] + 1 < v)
-				v = d[i][j - 1] + 1;
-			if (d[i - 1][j - 1] + cost < v)
-				v = d[i - 1][j - 1] + cost;
-			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
-			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-				v = d[i - 2][j - 2] + 1;
-			d[i][j] = v;
-		}
-	}
-	return d[la][lb];
-}
-
-static const char *
-leaf_of(const char *key)
-{
-	const char *dot = strrchr(key, '.');
-
-	return dot ? dot + 1 : key;
-}
-
-/* Scores candidate cand for the unknown key: the edit distance of the whole
- * path, or 1 when only the section is wrong ("lr" for "train.lr"). */
-static int
-score(const char *key, const char *cand)
-{
-	int d = osa_distance(key, cand);
-
-	if (d > 1 && strcmp(leaf_of(key), leaf_of(cand)) == 0)
-		d = 1;
-	return d;
-}
-
-void
-dt_job_suggest(const char *key, char *buf, size_t size)
-{
-	static const char layers[] = "model.layers.";
-	char cand[SUGGEST_MAX + 32], best[SUGGEST_MAX + 32] = "";
-	size_t leaf_len = strlen(leaf_of(key));
-	int best_d = 1 << 20, limit, i, d;
-	const char *p;
-
-	limit = leaf_len <= 3 ? 1 : leaf_len <= 6 ? 2 : 3;
-	for (i = 0; i < dt_job_schema_len; i++) {
-		d = score(key, dt_job_schema[i].key);
-		if (d < best_d) {
-			best_d = d;
-			snprintf(best, sizeof best, "%s", dt_job_schema[i].key);
-		}
-	}
-	/* Layer keys carry the index the user wrote. */
-	if (strncmp(key, layers, sizeof layers - 1) == 0) {
-		size_t n;
-
-		p = key + sizeof layers - 1;
-		n = strspn(p, "0123456789");
-		if (n > 0 && n < 8 && p[n] == '.') {
-			for (i = 0; i < DT_JOB_LAYER_KEYS; i++) {
-				snprintf(cand, sizeof cand, "%s%.*s.%s", layers,
-					 (int)n, p, dt_job_layer_schema[i].key);
-				d = score(key, cand);
-				if (d < best_d) {
-					best_d = d;
-					memcpy(best, cand, sizeof best);
-				}
-			}
-		}
-	}
-	if (best_d > limit || best_d == 0)
-		best[0] = '\0';
-	snprintf(buf, size, "%s", best);
-}
-
-void
-dt_job_section_keys(const char *prefix, char *buf, size_t size)
-{
-	size_t n = strlen(prefix), o = 0;
-	int i;
-
-	if (size > 0)
-		buf[0] = '\0';
-	if (strncmp(prefix, "model.layers.", 13) == 0) {
-		for (i = 0; i < DT_JOB_LAYER_KEYS && o < size; i++)
-			o += (size_t)snprintf(buf + o, size - o, "%s%s",
-					      i ? ", " : "",
-					      dt_job_layer_schema[i].key);
-		return;
-	}
-	for (i = 0; i < dt_job_schema_len && o < size; i++) {
-		const char *key = dt_job_schema[i].key, *rest = key;
-
-		if (n > 0) {
-			if (strncmp(key, prefix, n) != 0 || key[n] != '.')
-				continue;
-			rest = key + n + 1;
-		}
-		if (strchr(rest, '.') != NULL)
-			continue;
-		o += (size_t)snprintf(buf + o, size - o, "%s%s",
-				      o ? ", " : "", rest);
-	}
-}
-
-/* Writes the default of k as dt_job_each_key shows it. */
-static void
-default_text(const struct dt_key *k, char *buf, size_t size)
-{
-	if (k->def != NULL)
-		snprintf(buf, size, "%s", k->def);
-	else if (k->flags & DT_KEYF_REQUIRED)
-		snprintf(buf, size, "required");
-	else if (k->def_doc != NULL)
-		snprintf(buf, size, "%s", k->def_doc);
-	else
-		snprintf(buf, size, "none");
-}
-
-static void
-each(const struct dt_key *k, const char *key,
-     void (*fn)(const char *, const char *, const char *, const char *,
-		void *), void *ctx)
-{
-	char type[128], range[64], def[128], full[192];
-
-	dt_job_type_text(k, type, sizeof type);
-	dt_job_range_text(k, range, sizeof range);
-	if (range[0] != '\0')
-		snprintf(full, sizeof full, "%s %s", type, range);
-	else
-		snprintf(full, sizeof full, "%s", type);
-	default_text(k, def, sizeof def);
-	fn(key, full, def, k->doc, ctx);
-}
-
-void
-dt_job_each_key(void (*fn)(const char *key, const char *type,
-			   const char *def, const char *doc, void *ctx),
-		void *ctx)
-{
-	char key[64];
-	int i;
-
-	for (i = 0; i < dt_job_schema_len; i++) {
-		const struct dt_key *k = &dt_job_schema[i];
-		int j;
-
-		if (k->type == DT_KEY_SECTION)
-			continue;
-		each(k, k->key, fn, ctx);
-		if (k->type != DT_KEY_LAYERS)
-			continue;
-		for (j = 0; j < DT_JOB_LAYER_KEYS; j++) {
-			snprintf(key, sizeof key, "model.layers.N.%s",
-				 dt_job_layer_schema[j].key);
-			each(&dt_job_layer_schema[j], key, fn, ctx);
-		}
-	}
-}
+_Static_assert(sizeof dt_layer_types / sizeof dt_layer_types[0] ==
+	       sizeof type_names / sizeof type_names[0] - 1,
+	       "one word of type_names per row of dt_layer_types");
+_Static_assert(DT_LAYER_KEY_INPUTS + 1 == DT_JOB_LAYER_KEYS,
+	       "DT_JOB_LAYER_KEYS in job.h counts enum dt_layer_key");

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,12 +97,51 @@ dt_job_failf(const struct dt_job_ctx *c, struct dt_pos pos, const char *key,
 	return dt_errorf(c->err, DT_ERR_JOB, "%s%s", head, msg);
 }
 
+/* Item "N" of a list of n items (rest is ".N"), or -1. */
+static int
+item_index(const char *rest, int n)
+{
+	const char *end;
+	int i;
+
+	i = dt_job_list_index(rest, "", &end);
+	return i >= 0 && i < n && end[0] == '\0' ? i : -1;
+}
+
+/* The position of a part of layer i ("units", "inputs.1", "shape.0"). */
+static struct dt_pos
+layer_pos(const struct dt_job *job, int i, const char *part)
+{
+	struct dt_pos none = { 0, 0, 0 };
+	const struct dt_layer_spec *l = &job->model.layers[i];
+	const char *dot = strchr(part, '.');
+	char leaf[32];
+	int k, j;
+
+	if (dot == NULL) {
+		k = dt_job_layer_key_find(part);
+		return k < 0 ? none : job->origin.layer[i][k];
+	}
+	snprintf(leaf, sizeof leaf, "%.*s", (int)(dot - part), part);
+	if (strcmp(leaf, "inputs") == 0) {
+		j = item_index(dot, l->n_inputs);
+		return j < 0 ? none : job->origin.input[i][j];
+	}
+	if (strcmp(leaf, "shape") == 0) {
+		j = item_index(dot, l->n_shape);
+		return j < 0 ? none : job->origin.layer_shape[i][j];
+	}
+	return none;
+}
+
 struct dt_pos
 dt_job_pos(const struct dt_job *job, const char *key)
 {
+	static const char *const parts[] = { ".path", ".sha256", ".size" };
 	struct dt_pos none = { 0, 0, 0 };
 	const char *rest;
-	int i, k;
+	size_t n;
+	int i, p;
 
 	i = dt_job_list_index(key, "model.layers", &rest);
 	if (i >= 0) {
@@ -109,15 +149,33 @@ dt_job_pos(const struct dt_job *job, const char *key)
 			return none;
 		if (rest[0] == '\0')
 			return job->model.layers[i].pos;
-		k = dt_job_layer_key_find(rest + 1);
-		return k < 0 ? none : job->origin.layer[i][k];
+		return layer_pos(job, i, rest + 1);
 	}
 	i = dt_job_list_index(key, "model.input_shape", &rest);
 	if (i >= 0)
 		return i < job->model.n_input_dims && rest[0] == '\0' ?
 		       job->origin.shape[i] : none;
+	i = dt_job_list_index(key, "parallel.stages", &rest);
+	if (i >= 0)
+		return i < job->parallel.n_stages && rest[0] == '\0' ?
+		       job->origin.stage[i] : none;
 	i = dt_job_schema_find(key);
-	return i < 0 ? none : job->origin.key[i];
+	if (i >= 0)
+		return job->origin.key[i];
+	for (p = 0; p < 3; p++) {
+		char parent[128];
+
+		n = strlen(key);
+		if (n <= strlen(parts[p]) || n >= sizeof parent ||
+		    strcmp(key + n - strlen(parts[p]), parts[p]) != 0)
+			continue;
+		snprintf(parent, sizeof parent, "%.*s",
+			 (int)(n - strlen(parts[p])), key);
+		i = dt_job_schema_find(parent);
+		if (i >= 0 && dt_job_schema[i].type == DT_KEY_SOURCE)
+			return job->origin.source[dt_job_source_slot(i)][p];
+	}
+	return none;
 }
 
 void
@@ -164,15 +222,24 @@ put_string(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* Writes the scalar of key k stored at p (no newline). */
+/* Writes the value of key k stored at p (no newline): a scalar, a flow
+ * list or a source. */
 static void
 put_value(FILE *out, const struct dt_key *k, const void *p)
 {
+	const struct dt_source *src = p;
 	char num[64];
+	int i, n;
 
 	switch (k->type) {
 	case DT_KEY_INT:
 		fprintf(out, "%" PRId64, *(const int64_t *)p);
+		break;
+	case DT_KEY_DEGREE:
+		if (*(const int64_t *)p == DT_DEGREE_AUTO)
+			fputs("auto", out);
+		else
+			fprintf(out, "%" PRId64, *(const int64_t *)p);
 		break;
 	case DT_KEY_UINT:
 		fprintf(out, "%" PRIu64, *(const uint64_t *)p);
@@ -191,26 +258,66 @@ put_value(FILE *out, const struct dt_key *k, const void *p)
 	case DT_KEY_PATH:
 		put_string(out, p);
 		break;
+	case DT_KEY_SOURCE:
+		if (src->sha256[0] == '\0' && src->size == 0) {
+			put_string(out, src->path);
+			break;
+		}
+		fputs("{path: ", out);
+		put_string(out, src->path);
+		if (src->sha256[0] != '\0') {
+			fputs(", sha256: ", out);
+			put_string(out, src->sha256);
+		}
+		if (src->size != 0)
+			fprintf(out, ", size: %" PRId64, src->size);
+		fputc('}', out);
+		break;
+	case DT_KEY_SHAPE:
+	case DT_KEY_NAMES:
+		n = *(const int *)((const char *)p - k->off + k->off_n);
+		fputc('[', out);
+		for (i = 0; i < n; i++) {
+			fputs(i ? ", " : "", out);
+			if (k->type == DT_KEY_SHAPE)
+				fprintf(out, "%" PRId64,
+					((const int64_t *)p)[i]);
+			else
+				put_string(out, (const char *)p +
+					   (size_t)i * k->size);
+		}
+		fputc(']', out);
+		break;
 	default:
 		break;
 	}
 }
 
-/* Whether key k has a value to write: keys without a default write
- * nothing while unset (0 or ""), since their zero means "not given". */
+/* Whether key k has a value to write: keys not used with the job's other
+ * values write nothing, nor do keys without a default while unset (0 or
+ * ""), since their zero means "not given". */
 static bool
 has_value(const struct dt_job *job, const struct dt_key *k)
 {
 	const char *p = (const char *)job + k->off;
 
+	if (!dt_job_key_applies(job, k))
+		return false;
+	/* An eval file leaves nothing to hold out (check.c). */
+	if (k->off == offsetof(struct dt_job, data.eval_fraction) &&
+	    k->type == DT_KEY_FLOAT && job->data.eval.file.path[0] != '\0')
+		return false;
 	if (k->def != NULL || k->type == DT_KEY_SHAPE ||
 	    k->type == DT_KEY_LAYERS || k->type == DT_KEY_NAME)
 		return true;
 	switch (k->type) {
-	case DT_KEY_INT: return *(const int64_t *)p != 0;
+	case DT_KEY_INT:
+	case DT_KEY_DEGREE: return *(const int64_t *)p != 0;
 	case DT_KEY_UINT: return *(const uint64_t *)p != 0;
 	case DT_KEY_FLOAT: return *(const double *)p != 0.0;
 	case DT_KEY_PATH: return p[0] != '\0';
+	case DT_KEY_SOURCE: return ((const struct dt_source *)p)->path[0];
+	case DT_KEY_NAMES: return *(const int *)((const char *)job + k->off_n);
 	default: return true;
 	}
 }
@@ -234,6 +341,8 @@ section_has_value(const struct dt_job *job, int i)
 	return false;
 }
 
+/* One layer a line, as a flow mapping of its type and every key the type
+ * takes; repeat blocks are written expanded. */
 static void
 put_layers(FILE *out, const struct dt_job *job, int indent)
 {
@@ -241,12 +350,16 @@ put_layers(FILE *out, const struct dt_job *job, int indent)
 
 	for (i = 0; i < job->model.n_layers; i++) {
 		const struct dt_layer_spec *l = &job->model.layers[i];
+		const struct dt_layer_type *t = dt_job_layer_type(l);
 
-		fprintf(out, "%*s- {", indent, "");
+		fprintf(out, "%*s- {type: %s", indent, "", t->name);
 		for (k = 0; k < DT_JOB_LAYER_KEYS; k++) {
 			const struct dt_key *lk = &dt_job_layer_schema[k];
 
-			fprintf(out, "%s%s: ", k ? ", " : "", lk->key);
+			if (k == DT_LAYER_KEY_TYPE || !((t->takes >> k) & 1u) ||
+			    (k == DT_LAYER_KEY_INPUTS && l->n_inputs == 0))
+				continue;
+			fprintf(out, ", %s: ", lk->key);
 			put_value(out, lk, (const char *)l + lk->off);
 		}
 		fputs("}\n", out);
@@ -256,10 +369,11 @@ put_layers(FILE *out, const struct dt_job *job, int indent)
 enum dt_status
 dt_job_write(const struct dt_job *job, FILE *out, struct dt_error *err)
 {
-	int i, d;
+	int i;
 
 	fprintf(out, "# The job as dtrain resolved it: defaults filled in, "
-		"--set applied,\n# data paths made absolute.\n");
+		"--set applied,\n# data paths made absolute, repeat blocks "
+		"expanded.\n");
 	for (i = 0; i < dt_job_schema_len; i++) {
 		const struct dt_key *k = &dt_job_schema[i];
 		const char *leaf = strrchr(k->key, '.'), *s;
@@ -276,12 +390,7 @@ dt_job_write(const struct dt_job *job, FILE *out, struct dt_error *err)
 		if (!has_value(job, k))
 			continue;
 		fprintf(out, "%*s%s:", indent, "", leaf);
-		if (k->type == DT_KEY_SHAPE) {
-			for (d = 0; d < job->model.n_input_dims; d++)
-				fprintf(out, "%s%" PRId64, d ? ", " : " [",
-					job->model.input_shape[d]);
-			fputs("]\n", out);
-		} else if (k->type == DT_KEY_LAYERS) {
+		if (k->type == DT_KEY_LAYERS) {
 			fputc('\n', out);
 			put_layers(out, job, indent + 2);
 		} else {

@@ -10,6 +10,7 @@
 #define DT_PLAN_PLAN_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "job/job.h"
 #include "util/status.h"
@@ -35,5 +36,29 @@ enum dt_status dt_plan_batch(const struct dt_job *job, int world_size,
  * max(1, cores / local_ranks), unless env_value (OPENBLAS_NUM_THREADS, may
  * be NULL) is a positive integer, which wins. */
 int dt_plan_blas_threads(int cores, int local_ranks, const char *env_value);
+
+struct json_object;
+struct dt_model;
+
+/* What plan --dry-run reports, for world_size ranks: the process grid, the
+ * batch arithmetic, per layer (graph node) its output shape, parameters
+ * and forward/backward FLOPs per sample, per rank the memory of parameters,
+ * gradients, optimizer state, activations at the micro-batch and the
+ * dataset, and the bytes each rank sends and receives per optimizer step
+ * (ring all-reduce: 2 (p-1)/p of the gradient bytes each way, Patarasuk &
+ * Yuan, "Bandwidth optimal all-reduce algorithms", 2009), steps per epoch
+ * and samples dropped. model is built shapes-only (max_batch 0).
+ * n_train / n_eval are the dataset sizes (-1: unknown) and train_bytes /
+ * eval_bytes their in-memory sizes. Returns a new JSON object owned by the
+ * caller (json_object_put); its keys are documented in dtrain(1). */
+struct json_object *dt_plan_describe(const struct dt_job *job,
+				     const struct dt_plan *plan,
+				     const struct dt_model *model,
+				     int blas_threads, int64_t n_train,
+				     int64_t train_bytes, int64_t n_eval,
+				     int64_t eval_bytes);
+
+/* Prints the description made by dt_plan_describe as text. */
+void dt_plan_print(const struct json_object *desc, FILE *out);
 
 #endif

@@ -4,59 +4,40 @@
  * (1/global_batch) * d(sum of its per-sample losses) into the gradient
  * arena, so after one sum all-reduce every rank holds the gradient of the
  * mean loss over the global batch, whatever the data-parallel degree and
- * the number of micro-batches. */
+ * the number of micro-batches.
+ *
+ * The data position is (epoch, samples of the epoch consumed by all
+ * ranks): global batch b of an epoch is perm[off, off + global_batch), and
+ * data-parallel rank r takes its contiguous share of it. An epoch ends
+ * when fewer than global_batch samples remain (they are dropped). */
 #include "train/train.h"
 
 #include <cblas.h>
 #include <errno.h>
 #include <json.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "data/data.h"
-#include "graph/graph.h"
-#include "optim/optim.h"
-#include "plan/plan.h"
-#include "train/progress.h"
 #include "train/rundir.h"
+#include "train/signals.h"
+#include "train/state.h"
 #include "util/alloc.h"
-
-/* Everything one run holds; allocated before the first step. */
-struct run {
-	const struct dt_job *job;
-	struct dt_comm *comm;
-	struct dt_plan plan;
-	int rank;
-	char dir[DT_JOB_PATH_MAX];
-	struct dt_dataset train, eval;
-	int have_eval;
-	struct dt_model *model;
-	struct dt_optim *optim;
-	int64_t steps_per_epoch, dropped, total_steps;
-	int64_t *perm;		/* (n_train) epoch order */
-	int64_t *eval_idx;	/* (micro_batch) scratch indices */
-	float *x;		/* (micro_batch, input_size) */
-	int32_t *y;		/* (micro_batch) */
-	FILE *metrics;		/* rank 0 only */
-	struct dt_progress progress;
-};
 
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
 static enum dt_status
-agree(struct run *r, enum dt_status local, struct dt_error *err)
+agree(struct dt_run *r, enum dt_status local, struct dt_error *err)
 {
 	enum dt_status st = dt_comm_agree(r->comm, local, err);
 
-	if (local != DT_OK && err != NULL && err->msg[0] != '\0') {
-		if (dt_comm_size(r->comm) > 1) {
-			fprintf(stderr, "dtrain: rank %d: %s\n", r->rank,
-				err->msg);
-			err->msg[0] = '\0';
-		}
+	if (local != DT_OK && err != NULL && err->msg[0] != '\0' &&
+	    dt_comm_size(r->comm) > 1) {
+		fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err->msg);
+		err->msg[0] = '\0';
 	}
 	return st;
 }
@@ -67,12 +48,15 @@ write_job(FILE *out, void *ctx, struct dt_error *err)
 	return dt_job_write(ctx, out, err);
 }
 
+/* Rank 0: a new run directory (refusing one with results), or the
+ * existing one of a resumed run; job.yaml (re)written either way, so a
+ * later resume uses the job as last resolved. */
 static enum dt_status
-prepare_dir(struct run *r, const struct dt_run_opts *opts,
+prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 	    struct dt_error *err)
 {
 	char path[DT_JOB_PATH_MAX + 32];
-	enum dt_status st;
+	enum dt_status st = DT_OK;
 	int n;
 
 	if (opts->run_dir != NULL)
@@ -81,23 +65,23 @@ prepare_dir(struct run *r, const struct dt_run_opts *opts,
 		n = snprintf(r->dir, sizeof r->dir, "runs/%s", r->job->name);
 	if (n < 0 || (size_t)n >= sizeof r->dir)
 		return dt_errorf(err, DT_ERR_IO, "run directory path too long");
+	if (r->job->checkpoint.dir[0] != '\0')
+		n = snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s",
+			     r->job->checkpoint.dir);
+	else
+		n = snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/checkpoints",
+			     r->dir);
+	if (n < 0 || (size_t)n >= sizeof r->ckpt_dir)
+		return dt_errorf(err, DT_ERR_IO, "checkpoint path too long");
 	if (r->rank != 0)
 		return DT_OK;
-	st = dt_rundir_prepare(r->dir, err);
+	if (!opts->resume)
+		st = dt_rundir_prepare(r->dir, err);
 	if (st == DT_OK)
 		st = dt_rundir_path(path, sizeof path, r->dir, "job.yaml", err);
 	if (st == DT_OK)
 		st = dt_rundir_write_atomic(path, write_job, (void *)r->job,
 					    err);
-	if (st == DT_OK)
-		st = dt_rundir_path(path, sizeof path, r->dir, "metrics.jsonl",
-				    err);
-	if (st == DT_OK) {
-		r->metrics = fopen(path, "w");
-		if (r->metrics == NULL)
-			st = dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s",
-				       path, strerror(errno));
-	}
 	return st;
 }
 
@@ -105,7 +89,7 @@ prepare_dir(struct run *r, const struct dt_run_opts *opts,
  * rank R look for its training images under a name that does not exist, to
  * exercise the path where one rank cannot read its data. */
 static const char *
-train_images_path(const struct run *r, char *buf, size_t size)
+train_images_path(const struct dt_run *r, char *buf, size_t size)
 {
 	const char *v = getenv("DTRAIN_TEST_FAIL_READ_RANK");
 
@@ -118,7 +102,7 @@ train_images_path(const struct run *r, char *buf, size_t size)
 }
 
 static enum dt_status
-load_data(struct run *r, struct dt_error *err)
+load_data(struct dt_run *r, struct dt_error *err)
 {
 	char buf[DT_JOB_PATH_MAX + 32];
 	int64_t classes = dt_model_n_classes(r->model);
@@ -153,33 +137,55 @@ load_data(struct run *r, struct dt_error *err)
 }
 
 static enum dt_status
-schedule_steps(struct run *r, struct dt_error *err)
+schedule_steps(struct dt_run *r, struct dt_error *err)
 {
+	const struct dt_job *job = r->job;
 	char where[512];
 
 	r->steps_per_epoch = dt_steps_per_epoch(r->train.n,
 						r->plan.global_batch,
 						&r->dropped);
 	if (r->steps_per_epoch < 1) {
-		dt_job_where(r->job, "train.global_batch", where,
-			     sizeof where);
+		dt_job_where(job, "train.global_batch", where, sizeof where);
 		return dt_errorf(err, DT_ERR_PLAN,
 				 "%sglobal batch %lld is larger than the %lld "
 				 "training samples", where,
 				 (long long)r->plan.global_batch,
 				 (long long)r->train.n);
 	}
-	if (r->job->train.steps > 0)
-		r->total_steps = r->job->train.steps;
+	if (job->train.steps > 0)
+		r->total_steps = job->train.steps;
 	else
-		r->total_steps = r->job->train.epochs * r->steps_per_epoch;
+		r->total_steps = job->train.epochs * r->steps_per_epoch;
+
+	memset(&r->sched, 0, sizeof r->sched);
+	r->sched.kind = job->train.schedule.kind == DT_SCHEDULE_STEP ?
+			DT_SCHED_STEP :
+			job->train.schedule.kind == DT_SCHEDULE_COSINE ?
+			DT_SCHED_COSINE : DT_SCHED_CONSTANT;
+	r->sched.lr = job->train.lr;
+	r->sched.warmup_steps = job->train.schedule.warmup_steps;
+	r->sched.total_steps = r->total_steps;
+	r->sched.step_size = job->train.schedule.step_size;
+	r->sched.gamma = job->train.schedule.gamma;
+	r->sched.min_lr = job->train.schedule.min_lr;
+	if (r->sched.kind != DT_SCHED_STEP) {
+		r->sched.step_size = 1;
+		r->sched.gamma = 1;
+	}
+	if (dt_lr_schedule_check(&r->sched, err) != DT_OK) {
+		dt_job_where(job, "train.schedule", where, sizeof where);
+		dt_error_prefix(err, "%s", where);
+		return DT_ERR_JOB;
+	}
 	return DT_OK;
 }
 
 /* Mean loss and accuracy over the whole eval set: each data-parallel rank
  * takes a contiguous share, the sums are all-reduced. */
 static enum dt_status
-evaluate(struct run *r, double *loss, double *accuracy, struct dt_error *err)
+evaluate(struct dt_run *r, double *loss, double *accuracy,
+	 struct dt_error *err)
 {
 	int64_t n = r->eval.n, dp = r->plan.dp_size, rank = r->rank;
 	int64_t lo = n * rank / dp, hi = n * (rank + 1) / dp;
@@ -207,7 +213,7 @@ evaluate(struct run *r, double *loss, double *accuracy, struct dt_error *err)
 }
 
 static void
-metrics_line(struct run *r, struct json_object *o)
+metrics_line(struct dt_run *r, struct json_object *o)
 {
 	if (r->metrics == NULL) {
 		json_object_put(o);
@@ -220,8 +226,21 @@ metrics_line(struct run *r, struct json_object *o)
 	json_object_put(o);
 }
 
+static void
+eval_line(struct dt_run *r, double loss, double accuracy)
+{
+	struct json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "step", json_object_new_int64(r->step));
+	json_object_object_add(o, "epoch", json_object_new_int64(r->epoch));
+	json_object_object_add(o, "eval_loss", json_object_new_double(loss));
+	json_object_object_add(o, "eval_accuracy",
+			       json_object_new_double(accuracy));
+	metrics_line(r, o);
+}
+
 struct summary_ctx {
-	const struct run *r;
+	const struct dt_run *r;
 	const struct dt_train_result *res;
 };
 
@@ -229,41 +248,31 @@ static enum dt_status
 write_summary(FILE *out, void *ctx, struct dt_error *err)
 {
 	const struct summary_ctx *s = ctx;
-	const struct run *r = s->r;
+	const struct dt_run *r = s->r;
 	struct json_object *o = json_object_new_object();
 
-	json_object_object_add(o, "name", json_object_new_string(r->job->name));
-	json_object_object_add(o, "steps", json_object_new_int64(s->res->steps));
-	json_object_object_add(o, "samples",
-			       json_object_new_int64(s->res->samples));
-	json_object_object_add(o, "train_loss",
-			       json_object_new_double(s->res->train_loss));
-	if (r->have_eval) {
-		json_object_object_add(o, "eval_loss",
-				       json_object_new_double(s->res->eval_loss));
-		json_object_object_add(o, "eval_accuracy",
-				       json_object_new_double(
-					       s->res->eval_accuracy));
-	} else {
-		json_object_object_add(o, "eval_loss", NULL);
-		json_object_object_add(o, "eval_accuracy", NULL);
-	}
-	json_object_object_add(o, "wall_s", json_object_new_double(s->res->wall_s));
-	json_object_object_add(o, "samples_per_s",
-			       json_object_new_double(s->res->samples_per_s));
-	json_object_object_add(o, "world_size",
-			       json_object_new_int(r->plan.world_size));
-	json_object_object_add(o, "data_parallel",
-			       json_object_new_int(r->plan.dp_size));
-	json_object_object_add(o, "global_batch",
-			       json_object_new_int64(r->plan.global_batch));
-	json_object_object_add(o, "micro_batch",
-			       json_object_new_int64(r->plan.micro_batch));
-	json_object_object_add(o, "grad_accum_steps",
-			       json_object_new_int64(r->plan.grad_accum_steps));
-	json_object_object_add(o, "bytes_sent_rank0",
-			       json_object_new_int64(
-				       (int64_t)dt_comm_bytes_sent(r->comm)));
+#define ADD(key, val) json_object_object_add(o, key, val)
+	ADD("name", json_object_new_string(r->job->name));
+	ADD("steps", json_object_new_int64(s->res->steps));
+	ADD("samples", json_object_new_int64(s->res->samples));
+	ADD("train_loss", json_object_new_double(s->res->train_loss));
+	ADD("eval_loss", r->have_eval ?
+	    json_object_new_double(s->res->eval_loss) : NULL);
+	ADD("eval_accuracy", r->have_eval ?
+	    json_object_new_double(s->res->eval_accuracy) : NULL);
+	ADD("wall_s", json_object_new_double(s->res->wall_s));
+	ADD("samples_per_s", json_object_new_double(s->res->samples_per_s));
+	ADD("world_size", json_object_new_int(r->plan.world_size));
+	ADD("data_parallel", json_object_new_int(r->plan.dp_size));
+	ADD("global_batch", json_object_new_int64(r->plan.global_batch));
+	ADD("micro_batch", json_object_new_int64(r->plan.micro_batch));
+	ADD("grad_accum_steps", json_object_new_int64(r->plan.grad_accum_steps));
+	ADD("skipped_steps", json_object_new_int64(s->res->skipped_steps));
+	ADD("resumed_from", s->res->resumed_from >= 0 ?
+	    json_object_new_int64(s->res->resumed_from) : NULL);
+	ADD("bytes_sent_rank0",
+	    json_object_new_int64((int64_t)dt_comm_bytes_sent(r->comm)));
+#undef ADD
 	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 					     JSON_C_TO_STRING_SPACED), out);
 	fputc('\n', out);
@@ -273,17 +282,87 @@ write_summary(FILE *out, void *ctx, struct dt_error *err)
 	return DT_OK;
 }
 
-/* A failure in the middle of training cannot be agreed on (the other ranks
- * are inside a collective): report it with the rank and end the job. */
+/* A failure in the middle of training that the other ranks cannot know
+ * of (they are inside a collective): report it with the rank and end the
+ * job. */
 static void
-die_in_step(struct run *r, const struct dt_error *err)
+die_in_step(struct dt_run *r, const struct dt_error *err)
 {
 	fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err->msg);
 	dt_comm_abort(r->comm, dt_status_exit_code(err->status));
 }
 
+/* Squared L2 norm of n floats, in eight lanes so it vectorises. */
+static double
+sum_squares(const float *g, size_t n)
+{
+	float lane[8] = { 0 };
+	size_t i = 0;
+	double total = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (int k = 0; k < 8; k++)
+			lane[k] += g[i + k] * g[i + k];
+	for (int k = 0; k < 8; k++)
+		total += lane[k];
+	for (; i < n; i++)
+		total += (double)g[i] * g[i];
+	return total;
+}
+
+/* Test aid, documented in dtrain(1): DTRAIN_TEST_SIGNAL_AT_STEP=[R:]N makes
+ * rank R (default 0) send itself SIGTERM during step N (1-based), so tests
+ * can stop a run at an exact step through the real signal path. */
 static void
-train_loop(struct run *r, struct dt_train_result *res)
+test_signal_setup(struct dt_run *r)
+{
+	const char *v = getenv("DTRAIN_TEST_SIGNAL_AT_STEP");
+	const char *colon;
+	long rank = 0;
+
+	r->test_signal_step = -1;
+	if (v == NULL || *v == '\0')
+		return;
+	colon = strchr(v, ':');
+	if (colon != NULL) {
+		rank = strtol(v, NULL, 10);
+		v = colon + 1;
+	}
+	if (rank == r->rank)
+		r->test_signal_step = strtol(v, NULL, 10);
+}
+
+static void
+test_signal_hook(const struct dt_run *r)
+{
+	if (r->test_signal_step == r->step + 1)
+		raise(SIGTERM);
+}
+
+static int
+is_done(const struct dt_run *r)
+{
+	if (r->job->train.steps > 0)
+		return r->step >= r->job->train.steps;
+	return r->epoch >= r->job->train.epochs;
+}
+
+/* Whether a checkpoint is due after this step, by steps or by seconds
+ * (rank 0's clock decides; the flag travels in the per-step reduction). */
+static int
+ckpt_due_local(const struct dt_run *r, double now)
+{
+	const struct dt_job *job = r->job;
+
+	if (job->checkpoint.every_seconds > 0 && r->rank == 0 &&
+	    now - r->last_ckpt_time >= job->checkpoint.every_seconds)
+		return 1;
+	return 0;
+}
+
+static enum dt_status
+train_loop(struct dt_run *r, struct dt_train_result *res,
+	   struct dt_error *err)
 {
 	const struct dt_job *job = r->job;
 	const struct dt_plan *p = &r->plan;
@@ -291,29 +370,34 @@ train_loop(struct run *r, struct dt_train_result *res)
 	size_t n_params = dt_model_n_params(r->model);
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
-	int64_t log_every = job->log.every_steps > 0 ? job->log.every_steps : 0;
+	int64_t log_every = job->log.every_steps;
 	int64_t eval_every = job->eval.every_steps;
-	int64_t epoch = -1, window_steps = 0;
-	double window_loss = 0, t0 = dt_now(), t_window = t0;
-	double last_loss = NAN;
-	struct dt_error err;
+	int64_t ckpt_every = job->checkpoint.every_steps;
+	int64_t share = p->global_batch / p->dp_size;
+	int64_t first_step = r->step;
+	double t0 = dt_now(), t_window = t0;
+	enum dt_status st;
 
-	dt_error_clear(&err);
-	for (int64_t step = 0; step < r->total_steps; step++) {
-		int64_t e = step / r->steps_per_epoch;
-		int64_t s = step % r->steps_per_epoch;
-		float lr = (float)job->train.lr;
-		double local_loss = 0;
+	r->last_ckpt_time = t0;
+	for (;;) {
+		double local_loss = 0, stats[3], now, lr;
+		int last, stop, ckpt;
 
-		if (e != epoch) {
-			dt_shuffle(job->seed, e, r->train.n, r->perm);
-			epoch = e;
+		if (r->epoch_off + p->global_batch > r->train.n) {
+			r->epoch++;
+			r->epoch_off = 0;
 		}
+		if (is_done(r))
+			break;
+		if (r->perm_epoch != r->epoch) {
+			dt_shuffle(job->seed, r->epoch, r->train.n, r->perm);
+			r->perm_epoch = r->epoch;
+		}
+		lr = dt_lr_at(&r->sched, r->step);
 		dt_model_zero_grads(r->model);
 		for (int64_t k = 0; k < p->grad_accum_steps; k++) {
-			int64_t off = dt_shard_offset(s, p->global_batch,
-						      r->rank, p->dp_size,
-						      p->micro_batch, k);
+			int64_t off = r->epoch_off + r->rank * share +
+				      k * p->micro_batch;
 			double ls = 0;
 
 			dt_dataset_gather(&r->train, r->perm + off,
@@ -323,80 +407,145 @@ train_loop(struct run *r, struct dt_train_result *res)
 					    NULL);
 			local_loss += ls;
 		}
-		if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params, &err))
-			die_in_step(r, &err);
-		dt_optim_step(r->optim, params, grads, lr);
-		window_loss += local_loss;
-		window_steps++;
+		if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params, err))
+			die_in_step(r, err);
+		/* One small reduction per step carries the loss, a stop asked
+		 * for by a signal on any rank, and rank 0's checkpoint clock. */
+		test_signal_hook(r);
+		now = dt_now();
+		stats[0] = local_loss;
+		stats[1] = dt_signals_pending() != 0;
+		stats[2] = ckpt_due_local(r, now);
+		if (dt_comm_allreduce_sum_f64(r->comm, stats, 3, err))
+			die_in_step(r, err);
 
-		int last = step + 1 == r->total_steps;
-		if ((log_every > 0 && (step + 1) % log_every == 0) || last) {
-			double now = dt_now();
-			double sum = window_loss;
-			double mean, rate;
+		double norm2 = sum_squares(grads, n_params);
+		if (!isfinite(stats[0]) || !isfinite(norm2)) {
+			if (job->train.on_nonfinite == DT_NONFINITE_ABORT) {
+				int bad = isfinite(local_loss) ? 0 : 1, who;
 
-			if (dt_comm_allreduce_sum_f64(r->comm, &sum, 1, &err))
-				die_in_step(r, &err);
-			mean = sum / (double)(window_steps * p->global_batch);
-			rate = (double)(window_steps * p->global_batch) /
-			       (now - t_window > 0 ? now - t_window : 1e-9);
-			last_loss = mean;
+				who = bad ? r->rank : dt_comm_size(r->comm);
+				who = -who;
+				dt_comm_allreduce_max_int(r->comm, &who, 1,
+							  NULL);
+				who = -who;
+				if (who < dt_comm_size(r->comm))
+					return dt_errorf(err, DT_ERR_NUMERIC,
+							 "step %lld: non-finite "
+							 "loss on rank %d; "
+							 "stopping without a "
+							 "checkpoint (set "
+							 "train.on_nonfinite: "
+							 "skip_step to drop "
+							 "such steps)",
+							 (long long)(r->step + 1),
+							 who);
+				return dt_errorf(err, DT_ERR_NUMERIC,
+						 "step %lld: non-finite "
+						 "gradient (loss %g); stopping "
+						 "without a checkpoint",
+						 (long long)(r->step + 1),
+						 stats[0]);
+			}
+			r->skipped++;
+		} else {
+			if (job->train.clip_norm > 0 &&
+			    sqrt(norm2) > job->train.clip_norm) {
+				float c = (float)(job->train.clip_norm /
+						  sqrt(norm2));
+
+				for (size_t i = 0; i < n_params; i++)
+					grads[i] *= c;
+			}
+			dt_optim_step(r->optim, params, grads, (float)lr);
+			r->window_loss += stats[0];
+			r->window_samples += p->global_batch;
+		}
+		r->step++;
+		r->epoch_off += p->global_batch;
+		r->window_steps++;
+
+		last = is_done(r) || r->step == r->total_steps;
+		if ((log_every > 0 && r->step % log_every == 0) || last) {
+			double mean = r->window_samples > 0 ?
+				      r->window_loss /
+				      (double)r->window_samples : NAN;
+			double rate = (double)(r->window_steps *
+					       p->global_batch) /
+				      (now - t_window > 0 ? now - t_window :
+				       1e-9);
+
+			res->train_loss = mean;
 			if (r->rank == 0) {
 				struct json_object *o = json_object_new_object();
 
 				json_object_object_add(o, "step",
-						       json_object_new_int64(step + 1));
+						       json_object_new_int64(r->step));
 				json_object_object_add(o, "epoch",
-						       json_object_new_int64(e));
+						       json_object_new_int64(r->epoch));
 				json_object_object_add(o, "loss",
 						       json_object_new_double(mean));
 				json_object_object_add(o, "lr",
 						       json_object_new_double(lr));
 				json_object_object_add(o, "samples_per_s",
 						       json_object_new_double(rate));
+				if (r->skipped > 0)
+					json_object_object_add(o, "skipped_steps",
+							       json_object_new_int64(r->skipped));
 				metrics_line(r, o);
-				dt_progress_step(&r->progress, step + 1, e,
-						 mean, lr, rate, now - t0,
-						 last);
+				dt_progress_step(&r->progress, r->step,
+						 r->epoch, mean, lr, rate,
+						 now - t0, last);
 			}
-			window_loss = 0;
-			window_steps = 0;
+			r->window_loss = 0;
+			r->window_steps = 0;
+			r->window_samples = 0;
 			t_window = dt_now();
 		}
 		if (r->have_eval && eval_every > 0 &&
-		    (step + 1) % eval_every == 0 && !last) {
+		    r->step % eval_every == 0 && !last) {
 			double el, ea;
 
-			if (evaluate(r, &el, &ea, &err))
-				die_in_step(r, &err);
+			if (evaluate(r, &el, &ea, err))
+				die_in_step(r, err);
 			if (r->rank == 0) {
-				struct json_object *o = json_object_new_object();
-
-				json_object_object_add(o, "step",
-						       json_object_new_int64(step + 1));
-				json_object_object_add(o, "epoch",
-						       json_object_new_int64(e));
-				json_object_object_add(o, "eval_loss",
-						       json_object_new_double(el));
-				json_object_object_add(o, "eval_accuracy",
-						       json_object_new_double(ea));
-				metrics_line(r, o);
-				dt_progress_eval(&r->progress, step + 1, el,
-						 ea);
+				eval_line(r, el, ea);
+				dt_progress_eval(&r->progress, r->step, el, ea);
 			}
 			t_window = dt_now();
 		}
+		stop = stats[1] > 0;
+		ckpt = (ckpt_every > 0 && r->step % ckpt_every == 0) ||
+		       stats[2] > 0 || stop;
+		if (ckpt && !last) {
+			st = dt_run_checkpoint(r, err);
+			if (st != DT_OK)
+				return st;
+			r->last_ckpt_time = dt_now();
+		}
+		if (stop) {
+			dt_progress_end(&r->progress);
+			return dt_errorf(err, DT_ERR_INTERRUPTED,
+					 "interrupted at step %lld; checkpoint "
+					 "written; continue with: dtrain "
+					 "resume %s", (long long)r->step,
+					 r->dir);
+		}
+		if (last)
+			break;
 	}
-	res->steps = r->total_steps;
-	res->samples = r->total_steps * p->global_batch;
-	res->train_loss = last_loss;
+	res->steps = r->step;
+	res->samples = r->step * p->global_batch;
 	res->wall_s = dt_now() - t0;
-	res->samples_per_s = (double)res->samples /
+	res->samples_per_s = (double)((r->step - first_step) *
+				      p->global_batch) /
 			     (res->wall_s > 0 ? res->wall_s : 1e-9);
+	res->skipped_steps = r->skipped;
+	return DT_OK;
 }
 
 static void
-run_fini(struct run *r)
+run_fini(struct dt_run *r)
 {
 	if (r->metrics != NULL)
 		fclose(r->metrics);
@@ -418,12 +567,59 @@ node_cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
+static void
+announce(const struct dt_run *r, int threads)
+{
+	fprintf(stderr, "dtrain: %s: %d rank%s x %d BLAS thread%s, global "
+		"batch %lld = micro-batch %lld x %lld accumulation x %d "
+		"data-parallel, %lld steps (%lld per epoch, %lld samples "
+		"dropped per epoch), %zu parameters\n", r->job->name,
+		r->plan.world_size, r->plan.world_size == 1 ? "" : "s",
+		threads, threads == 1 ? "" : "s",
+		(long long)r->plan.global_batch, (long long)r->plan.micro_batch,
+		(long long)r->plan.grad_accum_steps, r->plan.dp_size,
+		(long long)r->total_steps, (long long)r->steps_per_epoch,
+		(long long)r->dropped, dt_model_n_params(r->model));
+}
+
+/* The end of a run: the final evaluation, its metrics line, the final
+ * checkpoint and summary.json. */
+static enum dt_status
+finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (r->have_eval) {
+		st = evaluate(r, &res->eval_loss, &res->eval_accuracy, err);
+		if (st != DT_OK)
+			return st;
+		if (r->rank == 0)
+			eval_line(r, res->eval_loss, res->eval_accuracy);
+	}
+	if (r->job->checkpoint.at_end && r->last_ckpt_step != r->step) {
+		st = dt_run_checkpoint(r, err);
+		if (st != DT_OK)
+			return st;
+	}
+	if (r->rank == 0) {
+		char path[DT_JOB_PATH_MAX + 32];
+		struct summary_ctx sc = { r, res };
+
+		st = dt_rundir_path(path, sizeof path, r->dir, "summary.json",
+				    err);
+		if (st == DT_OK)
+			st = dt_rundir_write_atomic(path, write_summary, &sc,
+						    err);
+	}
+	return agree(r, st, err);
+}
+
 enum dt_status
 dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	     struct dt_comm *comm, struct dt_train_result *res,
 	     struct dt_error *err)
 {
-	struct run r;
+	struct dt_run r;
 	enum dt_status st;
 	int threads;
 
@@ -431,9 +627,14 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	memset(res, 0, sizeof *res);
 	res->eval_loss = NAN;
 	res->eval_accuracy = NAN;
+	res->train_loss = NAN;
+	res->resumed_from = -1;
 	r.job = job;
 	r.comm = comm;
 	r.rank = dt_comm_rank(comm);
+	r.perm_epoch = -1;
+	r.last_ckpt_step = -1;
+	r.resumed_from = -1;
 
 	/* Deterministic checks first: every rank reaches the same verdict,
 	 * so no agreement is needed and rank 0 alone reports it. */
@@ -458,6 +659,15 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	st = schedule_steps(&r, err);
 	if (st != DT_OK)
 		goto out;
+	if (opts->resume) {
+		st = dt_run_restore(&r, err);
+		if (st != DT_OK)
+			goto out;
+	}
+	res->resumed_from = r.resumed_from;
+	st = agree(&r, dt_run_reopen_metrics(&r, r.resumed_from, err), err);
+	if (st != DT_OK)
+		goto out;
 
 	r.perm = dt_xmalloc((size_t)r.train.n, sizeof *r.perm);
 	r.eval_idx = dt_xmalloc((size_t)r.plan.micro_batch, sizeof *r.eval_idx);
@@ -468,53 +678,15 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 			 r.rank == 0 && opts->progress ? stderr : NULL,
 			 isatty(STDERR_FILENO), r.total_steps);
 	if (r.rank == 0 && opts->progress)
-		fprintf(stderr, "dtrain: %s: %d rank%s x %d BLAS thread%s, "
-			"global batch %lld = micro-batch %lld x %lld "
-			"accumulation x %d data-parallel, %lld steps "
-			"(%lld per epoch, %lld samples dropped per epoch), "
-			"%zu parameters\n", job->name, r.plan.world_size,
-			r.plan.world_size == 1 ? "" : "s", threads,
-			threads == 1 ? "" : "s",
-			(long long)r.plan.global_batch,
-			(long long)r.plan.micro_batch,
-			(long long)r.plan.grad_accum_steps, r.plan.dp_size,
-			(long long)r.total_steps, (long long)r.steps_per_epoch,
-			(long long)r.dropped, dt_model_n_params(r.model));
+		announce(&r, threads);
 
-	train_loop(&r, res);
+	test_signal_setup(&r);
+	dt_signals_install();
+	st = train_loop(&r, res, err);
 	dt_progress_end(&r.progress);
-	if (r.have_eval) {
-		st = evaluate(&r, &res->eval_loss, &res->eval_accuracy, err);
-		if (st != DT_OK)
-			goto out;
-	}
-	if (r.rank == 0) {
-		char path[DT_JOB_PATH_MAX + 32];
-		struct summary_ctx sc = { &r, res };
-
-		if (r.have_eval) {
-			struct json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "step",
-					       json_object_new_int64(res->steps));
-			json_object_object_add(o, "epoch",
-					       json_object_new_int64(
-						       (res->steps - 1) /
-						       r.steps_per_epoch));
-			json_object_object_add(o, "eval_loss",
-					       json_object_new_double(res->eval_loss));
-			json_object_object_add(o, "eval_accuracy",
-					       json_object_new_double(
-						       res->eval_accuracy));
-			metrics_line(&r, o);
-		}
-		st = dt_rundir_path(path, sizeof path, r.dir, "summary.json",
-				    err);
-		if (st == DT_OK)
-			st = dt_rundir_write_atomic(path, write_summary, &sc,
-						    err);
-	}
-	st = agree(&r, st, err);
+	if (st == DT_OK)
+		st = finish(&r, res, err);
+	dt_signals_restore();
 out:
 	run_fini(&r);
 	return st;

@@ -19,6 +19,9 @@
 struct dt_run_opts {
 	const char *run_dir;	/* NULL: runs/<job name> */
 	int progress;		/* 1: progress line (rank 0 on a TTY) */
+	int resume;		/* 1: continue the run in run_dir from its
+				 * newest valid checkpoint (from the start if
+				 * it has none) instead of starting afresh */
 };
 
 /* What a finished run reports (identical on every rank). */
@@ -30,11 +33,25 @@ struct dt_train_result {
 	double eval_accuracy;
 	double wall_s;
 	double samples_per_s;
+	int64_t skipped_steps;	/* updates dropped for non-finite values */
+	int64_t resumed_from;	/* checkpoint step resumed from, -1 if none */
 };
 
 /* Runs job on every rank of comm (collective). Writes, from rank 0, into the
  * run directory: job.yaml (the resolved job), metrics.jsonl (one JSON line
- * per logged step and per evaluation) and, at the end, summary.json.
+ * per logged step and per evaluation), checkpoints on the job's cadence
+ * (checkpoint.*) and, at the end, summary.json.
+ * With opts->resume the newest checkpoint that verifies is loaded by rank 0
+ * and broadcast (a newer one that fails is named on stderr and skipped),
+ * metrics.jsonl is cut back to the checkpoint's step, and training goes on
+ * exactly as if never stopped: same updates, same data order, same
+ * metrics. The data position is kept in samples, so a resume at another
+ * data-parallel degree sees every sample of the epoch once.
+ * SIGINT/SIGTERM on any rank: every rank finishes the step, a checkpoint is
+ * written, and DT_ERR_INTERRUPTED is returned (exit code 3).
+ * A non-finite loss or gradient returns DT_ERR_NUMERIC naming the step (and
+ * the rank whose loss it was) with train.on_nonfinite = abort, never
+ * checkpointing it; with skip_step the update is dropped and counted.
  * Returns DT_OK and fills *res; DT_ERR_EXISTS if the run directory already
  * holds results (nothing is written); DT_ERR_PLAN for an impossible batch
  * layout; DT_ERR_IO / DT_ERR_FORMAT / DT_ERR_DATA when a rank cannot load

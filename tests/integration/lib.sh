@@ -108,3 +108,39 @@ log:
   every_steps: 1
 YAML
 }
+
+# A job that checkpoints: Adam with a warmup, so the optimizer state and
+# the schedule position both matter on resume. Epochs of 40 steps (a
+# global batch of 1500 from 60000 samples) put epoch boundaries in reach.
+write_ckpt_job() {
+	cat >"$1" <<YAML
+name: ckpt
+seed: 11
+data:
+  train:
+    images: $FMNIST/train-images-idx3-ubyte.gz
+    labels: $FMNIST/train-labels-idx1-ubyte.gz
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: dense, units: 32, activation: relu}
+    - {type: dense, units: 10}
+train:
+  global_batch: 1500
+  grad_accum_steps: 3
+  steps: ${2:-120}
+  optimizer: adam
+  lr: 0.003
+  schedule: {kind: cosine, warmup_steps: 15}
+checkpoint:
+  every_steps: 25
+  keep_last: 2
+log:
+  every_steps: 5
+YAML
+}
+
+# export_of RUN_DIR OUT: the run's newest parameters as one file.
+export_of() {
+	"$DTRAIN" export -o "$2" "$1" >/dev/null
+}

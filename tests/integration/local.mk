@@ -1,7 +1,10 @@
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
-	tests/integration/rank-failure.sh
+	tests/integration/rank-failure.sh \
+	tests/integration/resume-exact.sh \
+	tests/integration/ckpt-faults.sh \
+	tests/integration/restarts.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

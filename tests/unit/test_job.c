@@ -4,6 +4,7 @@
  * man/dtrain-job.5. The error messages are tested in test_job_errors.c. */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,30 @@ min_with(const char *train_line)
 	static char buf[1024];
 
 	snprintf(buf, sizeof buf, "%s%s", min_job, train_line);
+	return buf;
+}
+
+const char *
+layers_job(const char *layers)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof buf, "data:\n  train: {images: a.idx, labels: "
+		 "b.idx}\nmodel:\n  input_shape: [1, 8, 8]\n  layers:\n%s"
+		 "train: {micro_batch: 8, steps: 10, lr: 0.1}\n", layers);
+	return buf;
+}
+
+const char *
+data_job(const char *data, const char *tail)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof buf, "model:\n  input_shape: [4]\n  layers: "
+		 "[{type: dense, units: 2, name: a}, {type: dense, units: 2, "
+		 "name: b}, {type: dense, units: 2, name: c}]\ntrain: "
+		 "{micro_batch: 8, steps: 10, lr: 0.1}\ndata:\n%s%s", data,
+		 tail);
 	return buf;
 }
 
@@ -283,8 +308,7 @@ START_TEST(test_set)
 }
 END_TEST
 
-/* The job written out as text (caller frees). */
-static char *
+char *
 write_text(const struct dt_job *j)
 {
 	char *buf = NULL;
@@ -356,6 +380,177 @@ START_TEST(test_round_trip)
 	ck_assert_str_eq(a, b);
 	free(a);
 	free(b);
+}
+END_TEST
+
+/* A job that uses every kind of key: a repeat block with residual adds,
+ * URL and mapping sources, a schedule, a hybrid layout with a parameter
+ * server, a checkpoint section. */
+static const char everything_job[] =
+	"name: everything\n"
+	"seed: 3\n"
+	"data:\n"
+	"  format: tokens\n"
+	"  train:\n"
+	"    file: {path: https://example.org/train.bin, size: 4096,\n"
+	"           sha256: 9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822C"
+	"D15D6C15B0F00A08}\n"
+	"  eval:\n"
+	"    file: val.bin\n"
+	"  token_bytes: 4\n"
+	"  context: 16\n"
+	"  prefetch: 3\n"
+	"  max_bytes: 1000000\n"
+	"model:\n"
+	"  input_shape: [16]\n"
+	"  layers:\n"
+	"    - {type: embedding, vocab: 50, dim: 8, name: tok}\n"
+	"    - {type: pos_embedding, length: 16, dim: 8}\n"
+	"    - repeat: 2\n"
+	"      name: blk\n"
+	"      layers:\n"
+	"        - {type: layernorm, eps: 1e-6, name: ln}\n"
+	"        - {type: attention, heads: 2, causal: false, bias: false,\n"
+	"           name: attn}\n"
+	"        - {type: add, inputs: [block_input, attn], name: res}\n"
+	"        - {type: dense, units: 8, activation: gelu}\n"
+	"        - {type: dropout, rate: 0.1}\n"
+	"    - {type: concat, inputs: [blk.0.res, blk.1.res]}\n"
+	"    - {type: reshape, shape: [-1, 4]}\n"
+	"    - {type: batchnorm, momentum: 0.2}\n"
+	"    - {type: flatten}\n"
+	"    - {type: dense, units: 50, name: logits}\n"
+	"    - {type: tanh}\n"
+	"  loss: mse\n"
+	"train:\n"
+	"  global_batch: 32\n"
+	"  micro_batch: 8\n"
+	"  steps: 1000\n"
+	"  optimizer: adam\n"
+	"  lr: 0.001\n"
+	"  clip_norm: 0.5\n"
+	"  on_nonfinite: skip_step\n"
+	"  schedule: {kind: cosine, warmup_steps: 100, min_lr: 1e-5}\n"
+	"parallel:\n"
+	"  strategy: hybrid\n"
+	"  data_parallel: auto\n"
+	"  pipeline_parallel: 2\n"
+	"  tensor_parallel: 2\n"
+	"  schedule: 1f1b\n"
+	"  micro_batches: 4\n"
+	"  balance: params\n"
+	"  stages: [blk.1.ln]\n"
+	"  sync: parameter_server\n"
+	"  servers: 2\n"
+	"  mode: async\n"
+	"  max_staleness: 3\n"
+	"checkpoint:\n"
+	"  every_steps: 100\n"
+	"  every_seconds: 60.5\n"
+	"  at_end: false\n"
+	"  keep_last: 0\n"
+	"  dir: ckpt\n"
+	"  compress: true\n"
+	"eval: {every_steps: 50}\n"
+	"log: {every_steps: 5}\n";
+
+/* Everything but the positions and the file name agrees. */
+static void
+ck_same_job(const struct dt_job *a, const struct dt_job *b)
+{
+	int i;
+
+	ck_assert_str_eq(a->name, b->name);
+	ck_assert_uint_eq(a->seed, b->seed);
+	ck_assert(memcmp(&a->data, &b->data, sizeof a->data) == 0);
+	ck_assert_int_eq(a->model.n_layers, b->model.n_layers);
+	ck_assert_int_eq(a->model.n_input_dims, b->model.n_input_dims);
+	ck_assert(memcmp(a->model.input_shape, b->model.input_shape,
+			 sizeof a->model.input_shape) == 0);
+	ck_assert_int_eq(a->model.loss, b->model.loss);
+	for (i = 0; i < a->model.n_layers; i++)
+		ck_assert_msg(memcmp(&a->model.layers[i], &b->model.layers[i],
+				     offsetof(struct dt_layer_spec, pos)) == 0,
+			      "layer %d differs", i);
+	ck_assert(memcmp(&a->train, &b->train, sizeof a->train) == 0);
+	ck_assert(memcmp(&a->parallel, &b->parallel, sizeof a->parallel) == 0);
+	ck_assert(memcmp(&a->checkpoint, &b->checkpoint,
+			 sizeof a->checkpoint) == 0);
+	ck_assert(memcmp(&a->eval, &b->eval, sizeof a->eval) == 0);
+	ck_assert(memcmp(&a->log, &b->log, sizeof a->log) == 0);
+}
+
+START_TEST(test_round_trip_everything)
+{
+	static struct dt_job first;
+	const struct dt_layer_spec *l = first.model.layers;
+	const char *sets[] = { "model.layers.5.units=12",
+			       "data.eval.file.size=77" };
+	char *a, *b;
+
+	ck_assert_int_eq(parse_as("/jobs/all.yaml", everything_job, sets, 2),
+			 DT_OK);
+	first = job;
+	ck_assert_int_eq(first.model.n_layers, 18);
+	ck_assert_str_eq(l[7].name, "blk.1.ln");
+	ck_assert_str_eq(l[9].inputs[0], "blk.0.dropout4");
+	ck_assert_int_eq(l[5].units, 12);
+	ck_assert_int_eq(l[10].units, 8);
+	ck_assert_str_eq(first.data.train.file.sha256,
+			 "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d"
+			 "6c15b0f00a08");
+	a = write_text(&first);
+	ck_assert_int_eq(parse_as("/elsewhere/copy.yaml", a, NULL, 0), DT_OK);
+	ck_same_job(&first, &job);
+	b = write_text(&job);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+
+	/* A CNN on URL-served idx files, and csv; keys of other formats,
+	 * schedules and strategies are left out and read back as defaults. */
+	ck_assert_int_eq(parse_as("/jobs/cnn.yaml",
+		"data:\n"
+		"  train:\n"
+		"    images: {path: https://x.org/i.gz, size: 10}\n"
+		"    labels: l.gz\n"
+		"  eval: {images: /d/ti.gz, labels: {path: tl.gz, sha256: "
+		"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08}}\n"
+		"model:\n"
+		"  input_shape: [1, 28, 28]\n"
+		"  layers:\n"
+		"    - {type: conv2d, channels: 8, kernel: 5, stride: 2, "
+		"padding: 2, activation: relu, bias: false}\n"
+		"    - {type: maxpool2d, kernel: 2, padding: 1}\n"
+		"    - {type: avgpool2d, kernel: 3, stride: 1}\n"
+		"    - {type: flatten}\n"
+		"    - {type: dense, units: 10}\n"
+		"    - {type: softmax}\n"
+		"train: {micro_batch: 8, epochs: 1, lr: 0.1,\n"
+		"        schedule: {kind: step, step_size: 30, gamma: 0.5}}\n"
+		"parallel: {strategy: model, pipeline_parallel: auto}\n",
+		NULL, 0), DT_OK);
+	first = job;
+	a = write_text(&first);
+	ck_assert_int_eq(parse_as("/x/y.yaml", a, NULL, 0), DT_OK);
+	ck_same_job(&first, &job);
+	b = write_text(&job);
+	ck_assert_str_eq(a, b);
+	ck_assert_ptr_null(strstr(a, "header"));
+	ck_assert_ptr_null(strstr(a, "min_lr"));
+	ck_assert_ptr_null(strstr(a, "servers"));
+	free(a);
+	free(b);
+
+	ck_assert_int_eq(parse_as("/jobs/csv.yaml", data_job(
+		"  format: csv\n  train: {file: t.csv}\n  header: true\n"
+		"  label_column: 3\n  scale: 1\n",
+		"checkpoint: {dir: /abs/ck}\n"), NULL, 0), DT_OK);
+	first = job;
+	a = write_text(&first);
+	ck_assert_int_eq(parse_as("/x/y.yaml", a, NULL, 0), DT_OK);
+	ck_same_job(&first, &job);
+	free(a);
 }
 END_TEST
 
@@ -436,8 +631,8 @@ END_TEST
 struct key_list {
 	int n;
 	char keys[128][64];
-	char defs[128][128];
-	char types[128][128];
+	char defs[128][256];
+	char types[128][256];
 };
 
 static void
@@ -486,6 +681,33 @@ START_TEST(test_each_key)
 	ck_assert_int_ge(find_key(&kl, "model.input_shape"), 0);
 	ck_assert_int_ge(find_key(&kl, "model.layers.N.activation"), 0);
 	ck_assert_int_lt(find_key(&kl, "train"), 0);	/* no sections */
+	ck_assert_int_lt(find_key(&kl, "train.schedule"), 0);
+	i = find_key(&kl, "model.layers.N.type");
+	ck_assert_str_eq(kl.types[i], "one of dense, conv2d, maxpool2d, "
+			 "avgpool2d, flatten, reshape, dropout, layernorm, "
+			 "batchnorm, embedding, pos_embedding, attention, relu, "
+			 "tanh, sigmoid, gelu, softmax, add, concat");
+	ck_assert_str_eq(kl.defs[i], "required");
+	i = find_key(&kl, "model.layers.N.stride");
+	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
+	i = find_key(&kl, "model.layers.N.inputs");
+	ck_assert_str_eq(kl.types[i], "a list of 1 to 4 layer names");
+	i = find_key(&kl, "model.layers.N.repeat");
+	ck_assert_str_eq(kl.types[i], "an integer >= 1");
+	i = find_key(&kl, "data.token_bytes");
+	ck_assert_str_eq(kl.types[i], "an integer in {2, 4}");
+	ck_assert_str_eq(kl.defs[i], "2");
+	i = find_key(&kl, "data.context");
+	ck_assert_str_eq(kl.defs[i], "required with data.format tokens, text");
+	i = find_key(&kl, "data.train.images");
+	ck_assert_str_eq(kl.types[i], "a path or URL");
+	ck_assert_str_eq(kl.defs[i], "required with data.format idx, npy");
+	i = find_key(&kl, "parallel.data_parallel");
+	ck_assert_str_eq(kl.types[i], "auto or an integer >= 1");
+	i = find_key(&kl, "train.schedule.gamma");
+	ck_assert_str_eq(kl.types[i], "a number in (0, 1]");
+	ck_assert_str_eq(kl.defs[i], "0.1");
+	ck_assert_int_ge(find_key(&kl, "checkpoint.dir"), 0);
 }
 END_TEST
 
@@ -535,12 +757,15 @@ job_suite(void)
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_round_trip_everything);
 	tcase_add_test(tc, test_pos_and_where);
 	tcase_add_test(tc, test_load);
 	tcase_add_test(tc, test_each_key);
 	tcase_add_test(tc, test_man_page_lists_every_key);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, job_error_tcase());
+	suite_add_tcase(s, job_layer_tcase());
+	suite_add_tcase(s, job_section_tcase());
 	return s;
 }
 

@@ -31,8 +31,8 @@ START_TEST(test_err_unknown_key)
 		     "                    ^");
 	expect_error("optimiser: adam\n", NULL, 0,
 		     "job.yaml:1:1: optimiser: unknown key; the top level "
-		     "takes name, seed, data, model, train, parallel, eval, "
-		     "log\noptimiser: adam\n^");
+		     "takes name, seed, data, model, train, parallel, "
+		     "checkpoint, eval, log\noptimiser: adam\n^");
 	/* A missing space after ':' makes one plain scalar in a flow. */
 	expect_error("model:\n  layers:\n    - {type: dense, units: 3, "
 		     "activation:relu}\n", NULL, 0,
@@ -115,24 +115,28 @@ START_TEST(test_err_missing)
 		     "a number > 0\n  micro_batch: 2\n  ^");
 	/* No data section at all: point at the top mapping. */
 	expect_error("\n\nmodel:\n  input_shape: [4]\n", NULL, 0,
-		     "job.yaml:3:1: data.train.images: required key missing; "
-		     "expected a path\nmodel:\n^");
+		     "job.yaml:3:1: data.train.images: required key missing "
+		     "(data.format is idx); expected a path or URL\nmodel:\n^");
 	expect_error("data:\n  train: {images: a}\n", NULL, 0,
-		     "job.yaml:2:10: data.train.labels: required key missing; "
-		     "expected a path\n  train: {images: a}\n         ^");
+		     "job.yaml:2:10: data.train.labels: required key missing "
+		     "(data.format is idx); expected a path or URL\n"
+		     "  train: {images: a}\n         ^");
 	expect_error("data:\n  train: {images: a, labels: b}\n"
 		     "  eval:\n    images: c\nmodel:\n  input_shape: [4]\n"
 		     "  layers: [{type: dense, units: 2}]\n"
 		     "train: {lr: 1, micro_batch: 1, steps: 1}\n", NULL, 0,
 		     "job.yaml:4:5: data.eval.labels: required key missing "
-		     "(data.eval.images is given); expected a path\n"
+		     "(data.eval.images is given); expected a path or URL\n"
 		     "    images: c\n    ^");
 	expect_error("data:\n  train: {images: a, labels: b}\nmodel:\n"
 		     "  input_shape: [4]\n  layers:\n    - {units: 2}\n",
 		     NULL, 0,
 		     "job.yaml:6:7: model.layers.0.type: required key "
-		     "missing; expected one of dense\n    - {units: 2}\n"
-		     "      ^");
+		     "missing; expected one of dense, conv2d, maxpool2d, "
+		     "avgpool2d, flatten, reshape, dropout, layernorm, "
+		     "batchnorm, embedding, pos_embedding, attention, relu, "
+		     "tanh, sigmoid, gelu, softmax, add, concat\n"
+		     "    - {units: 2}\n      ^");
 	expect_error("data:\n  train: {images: a, labels: b}\nmodel:\n"
 		     "  input_shape: [4]\n  layers: []\n", NULL, 0,
 		     "job.yaml:5:11: model.layers: expected at least one "

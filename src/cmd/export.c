@@ -1,0 +1,132 @@
+/* export.c - `dtrain export RUN_DIR [-o FILE]`: the newest valid
+ * checkpoint's parameters as one safetensors file. */
+#include "cmd/cmd.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "job/job.h"
+#include "train/rundir.h"
+
+#define EXPORT_USAGE "dtrain export [-o file] run_dir"
+
+static enum dt_status
+copy_file(FILE *out, void *ctx, struct dt_error *err)
+{
+	const char *src = ctx;
+	char buf[1 << 16];
+	size_t n;
+	FILE *in = fopen(src, "rb");
+
+	if (in == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", src,
+				 strerror(errno));
+	while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+		if (fwrite(buf, 1, n, out) != n) {
+			fclose(in);
+			return dt_errorf(err, DT_ERR_IO, "write failed: %s",
+					 strerror(errno));
+		}
+	if (ferror(in)) {
+		fclose(in);
+		return dt_errorf(err, DT_ERR_IO, "%s: read failed", src);
+	}
+	fclose(in);
+	return DT_OK;
+}
+
+/* The checkpoint directory of the run in dir: checkpoint.dir of its saved
+ * job, else dir/checkpoints. */
+enum dt_status
+dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size, struct dt_error *err)
+{
+	static struct dt_job job;
+	char path[DT_JOB_PATH_MAX + 16];
+	enum dt_status st;
+
+	snprintf(path, sizeof path, "%s/job.yaml", dir);
+	if (access(path, F_OK) != 0)
+		return dt_errorf(err, DT_ERR_USAGE, "%s: not a run directory "
+				 "(no job.yaml)", dir);
+	st = dt_job_load(path, NULL, 0, &job, err);
+	if (st != DT_OK)
+		return st;
+	if (job.checkpoint.dir[0] != '\0')
+		snprintf(buf, size, "%s", job.checkpoint.dir);
+	else
+		snprintf(buf, size, "%s/checkpoints", dir);
+	return DT_OK;
+}
+
+static int
+cmd_export(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char ckpt_dir[DT_JOB_PATH_MAX], latest[DT_JOB_PATH_MAX + 64];
+	char src[DT_JOB_PATH_MAX + 96], out[DT_JOB_PATH_MAX + 32];
+	const char *output = NULL, *dir;
+	struct dt_error err;
+	enum dt_status st;
+	int64_t step = -1;
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
+			printf("usage: %s\n", EXPORT_USAGE);
+			return 0;
+		default:
+			fprintf(stderr, "dtrain export: unknown option \"%s\"\n"
+				"usage: %s\n", argv[optind - 1], EXPORT_USAGE);
+			return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "dtrain export: expected one run directory\n"
+			"usage: %s\n", EXPORT_USAGE);
+		return 2;
+	}
+	dir = argv[optind];
+	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, &err);
+	if (st == DT_OK)
+		st = dt_ckpt_find_latest(ckpt_dir, latest, sizeof latest, &step,
+					 dt_ckpt_report_file, stderr, &err);
+	if (st == DT_OK && step < 0)
+		st = dt_errorf(&err, DT_ERR_USAGE, "%s: no checkpoint to export "
+			       "(is checkpoint.at_end off and no "
+			       "checkpoint.every_steps set?)", ckpt_dir);
+	if (st != DT_OK)
+		return dt_cmd_fail(st, &err);
+	snprintf(src, sizeof src, "%s/params.safetensors", latest);
+	if (output != NULL)
+		snprintf(out, sizeof out, "%s", output);
+	else
+		snprintf(out, sizeof out, "%s/model.safetensors", dir);
+	st = dt_rundir_write_atomic(out, copy_file, src, &err);
+	if (st != DT_OK)
+		return dt_cmd_fail(st, &err);
+	printf("%s: parameters of step %lld (%s)\n", out, (long long)step,
+	       latest);
+	return 0;
+}
+
+const struct dt_cmd dt_cmd_export = {
+	.name = "export",
+	.usage = EXPORT_USAGE,
+	.summary = "write a run's newest valid parameters as safetensors",
+	.run = cmd_export,
+};

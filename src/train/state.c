@@ -1,0 +1,337 @@
+/* state.c - checkpoints of the training loop's state, and their restore.
+ *
+ * Only rank 0 writes: in data parallelism every rank holds the same
+ * parameters and optimizer state. On restore rank 0 reads and verifies and
+ * broadcasts, so the other ranks need not see the run directory. */
+#include "train/state.h"
+
+#include <errno.h>
+#include <json.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ckpt/ckpt.h"
+#include "train/rundir.h"
+#include "util/alloc.h"
+
+/* Tensor lists for the checkpoint: one per model tensor, named
+ * "node.name", and one per optimizer buffer. */
+struct tensors {
+	int n_params, n_optim;
+	char (*names)[128];
+	struct dt_ckpt_tensor *params, *optim;
+	struct dt_ckpt_target *pt, *ot;
+};
+
+static const char *
+optim_buf_name(const struct dt_job *job, int i)
+{
+	if (job->train.optimizer == DT_OPTIM_SGD)
+		return "sgd.momentum";
+	return i == 0 ? "adam.m" : "adam.v";
+}
+
+static void
+tensors_init(struct tensors *t, struct dt_run *r)
+{
+	float *params = dt_model_params(r->model);
+	int n_bufs = 0;
+	float **bufs = dt_optim_state(r->optim, &n_bufs);
+	size_t n = dt_model_n_params(r->model);
+
+	memset(t, 0, sizeof *t);
+	t->n_params = dt_model_n_tensors(r->model);
+	t->n_optim = n_bufs;
+	t->names = dt_xcalloc((size_t)(t->n_params + 1), sizeof *t->names);
+	t->params = dt_xcalloc((size_t)t->n_params + 1, sizeof *t->params);
+	t->pt = dt_xcalloc((size_t)t->n_params + 1, sizeof *t->pt);
+	t->optim = dt_xcalloc((size_t)n_bufs + 1, sizeof *t->optim);
+	t->ot = dt_xcalloc((size_t)n_bufs + 1, sizeof *t->ot);
+	for (int i = 0; i < t->n_params; i++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(r->model, i, &ti);
+		snprintf(t->names[i], sizeof t->names[i], "%s.%s", ti.node,
+			 ti.name);
+		t->params[i].name = t->names[i];
+		t->params[i].data = params + ti.offset;
+		t->params[i].n_dims = ti.n_dims;
+		memcpy(t->params[i].shape, ti.shape, sizeof ti.shape);
+		t->pt[i].name = t->names[i];
+		t->pt[i].data = params + ti.offset;
+		t->pt[i].n_dims = ti.n_dims;
+		memcpy(t->pt[i].shape, ti.shape, sizeof ti.shape);
+	}
+	for (int i = 0; i < n_bufs; i++) {
+		t->optim[i].name = optim_buf_name(r->job, i);
+		t->optim[i].data = bufs[i];
+		t->optim[i].n_dims = 1;
+		t->optim[i].shape[0] = (int64_t)n;
+		t->ot[i].name = t->optim[i].name;
+		t->ot[i].data = bufs[i];
+		t->ot[i].n_dims = 1;
+		t->ot[i].shape[0] = (int64_t)n;
+	}
+}
+
+static void
+tensors_fini(struct tensors *t)
+{
+	free(t->names);
+	free(t->params);
+	free(t->pt);
+	free(t->optim);
+	free(t->ot);
+}
+
+static char *
+job_text(const struct dt_job *job)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f == NULL)
+		return dt_xstrdup("");
+	if (dt_job_write(job, f, NULL) != DT_OK) {
+		fclose(f);
+		free(buf);
+		return dt_xstrdup("");
+	}
+	fclose(f);
+	return buf;
+}
+
+static void
+set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
+	  int is_int)
+{
+	snprintf(e->key, sizeof e->key, "%s", key);
+	e->type = is_int ? DT_CKPT_INT64 : DT_CKPT_DOUBLE;
+	e->d = d;
+	e->i = i;
+}
+
+enum dt_status
+dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (r->rank == 0) {
+		struct tensors t;
+		struct dt_ckpt_scalar extra[4];
+		struct dt_ckpt_meta meta;
+		struct dt_ckpt_opts opts;
+
+		tensors_init(&t, r);
+		memset(&meta, 0, sizeof meta);
+		meta.step = r->step;
+		meta.epoch = r->epoch;
+		meta.epoch_samples = r->epoch_off;
+		meta.optim_steps = dt_optim_steps(r->optim);
+		meta.seed = r->job->seed;
+		meta.world_size = r->plan.world_size;
+		meta.dp_size = r->plan.dp_size;
+		meta.pp_size = 1;
+		meta.tp_size = 1;
+		meta.job_text = job_text(r->job);
+		set_extra(&extra[0], "window_loss", r->window_loss, 0, 0);
+		set_extra(&extra[1], "window_steps", 0, r->window_steps, 1);
+		set_extra(&extra[2], "window_samples", 0, r->window_samples, 1);
+		set_extra(&extra[3], "skipped_steps", 0, r->skipped, 1);
+		meta.extra = extra;
+		meta.n_extra = 4;
+		memset(&opts, 0, sizeof opts);
+		opts.keep_last = r->job->checkpoint.keep_last;
+		opts.compress_optim = r->job->checkpoint.compress;
+		opts.report = dt_ckpt_report_file;
+		opts.report_ctx = stderr;
+		st = dt_ckpt_save(r->ckpt_dir, &opts, &meta, t.params,
+				  (size_t)t.n_params, t.optim,
+				  (size_t)t.n_optim, err);
+		free(meta.job_text);
+		tensors_fini(&t);
+	}
+	st = dt_comm_agree(r->comm, st, err);
+	if (st == DT_OK)
+		r->last_ckpt_step = r->step;
+	return st;
+}
+
+static int64_t
+extra_int(const struct dt_ckpt_meta *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_extra; i++)
+		if (strcmp(m->extra[i].key, key) == 0)
+			return m->extra[i].i;
+	return 0;
+}
+
+static double
+extra_double(const struct dt_ckpt_meta *m, const char *key)
+{
+	for (size_t i = 0; i < m->n_extra; i++)
+		if (strcmp(m->extra[i].key, key) == 0)
+			return m->extra[i].d;
+	return 0;
+}
+
+/* What rank 0 broadcasts besides the arenas. */
+struct position {
+	int32_t status;
+	int32_t found;
+	int64_t step, epoch, epoch_off, optim_steps;
+	int64_t window_steps, window_samples, skipped;
+	double window_loss;
+};
+
+enum dt_status
+dt_run_restore(struct dt_run *r, struct dt_error *err)
+{
+	struct position pos;
+	enum dt_status st = DT_OK;
+	int n_bufs = 0;
+	float **bufs = dt_optim_state(r->optim, &n_bufs);
+	size_t n = dt_model_n_params(r->model);
+
+	memset(&pos, 0, sizeof pos);
+	if (r->rank == 0) {
+		char path[DT_JOB_PATH_MAX + 64];
+		int64_t step = -1;
+
+		st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path, &step,
+					 dt_ckpt_report_file, stderr, err);
+		if (st == DT_OK && step >= 0) {
+			struct tensors t;
+			struct dt_ckpt_meta meta;
+
+			tensors_init(&t, r);
+			st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
+					  (size_t)t.n_optim, &meta, err);
+			tensors_fini(&t);
+			if (st == DT_OK && meta.seed != r->job->seed)
+				st = dt_errorf(err, DT_ERR_FORMAT,
+					       "%s: saved with seed %llu, the "
+					       "job has %llu", path,
+					       (unsigned long long)meta.seed,
+					       (unsigned long long)r->job->seed);
+			if (st == DT_OK) {
+				pos.found = 1;
+				pos.step = meta.step;
+				pos.epoch = meta.epoch;
+				pos.epoch_off = meta.epoch_samples;
+				pos.optim_steps = meta.optim_steps;
+				pos.window_loss = extra_double(&meta,
+							       "window_loss");
+				pos.window_steps = extra_int(&meta,
+							     "window_steps");
+				pos.window_samples = extra_int(&meta,
+							       "window_samples");
+				pos.skipped = extra_int(&meta, "skipped_steps");
+				fprintf(stderr, "dtrain: resuming from %s "
+					"(step %lld)\n", path,
+					(long long)meta.step);
+			}
+			dt_ckpt_meta_fini(&meta);
+		} else if (st == DT_OK) {
+			fprintf(stderr, "dtrain: no checkpoint in %s; "
+				"starting from the beginning\n", r->ckpt_dir);
+		}
+		pos.status = (int32_t)st;
+	}
+	/* Rank 0's verdict travels with the position. */
+	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK)
+		return DT_ERR_MPI;
+	if (pos.status != DT_OK) {
+		if (r->rank != 0)
+			dt_errorf(err, (enum dt_status)pos.status,
+				  "rank 0 could not load a checkpoint");
+		return (enum dt_status)pos.status;
+	}
+	r->resumed_from = -1;
+	if (!pos.found)
+		return DT_OK;
+	st = dt_comm_bcast(r->comm, dt_model_params(r->model),
+			   n * sizeof(float), 0, err);
+	for (int i = 0; st == DT_OK && i < n_bufs; i++)
+		st = dt_comm_bcast(r->comm, bufs[i], n * sizeof(float), 0, err);
+	if (st != DT_OK)
+		return st;
+	dt_optim_set_steps(r->optim, pos.optim_steps);
+	r->step = pos.step;
+	r->epoch = pos.epoch;
+	r->epoch_off = pos.epoch_off;
+	r->window_loss = pos.window_loss;
+	r->window_steps = pos.window_steps;
+	r->window_samples = pos.window_samples;
+	r->skipped = pos.skipped;
+	r->resumed_from = pos.step;
+	r->last_ckpt_step = pos.step;
+	return DT_OK;
+}
+
+struct kept_lines {
+	char *text;
+	size_t len;
+};
+
+static enum dt_status
+write_kept(FILE *out, void *ctx, struct dt_error *err)
+{
+	const struct kept_lines *k = ctx;
+
+	if (k->len > 0 && fwrite(k->text, 1, k->len, out) != k->len)
+		return dt_errorf(err, DT_ERR_IO, "metrics.jsonl: write failed");
+	return DT_OK;
+}
+
+enum dt_status
+dt_run_reopen_metrics(struct dt_run *r, int64_t step, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	struct kept_lines kept = { NULL, 0 };
+	FILE *in, *mem;
+	char *line = NULL;
+	size_t cap = 0;
+	enum dt_status st;
+
+	if (r->rank != 0)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "metrics.jsonl", err);
+	if (st != DT_OK)
+		return st;
+	mem = open_memstream(&kept.text, &kept.len);
+	if (mem == NULL)
+		return dt_errorf(err, DT_ERR_IO, "out of memory");
+	in = fopen(path, "r");
+	if (in != NULL) {
+		while (getline(&line, &cap, in) > 0) {
+			struct json_object *o = json_tokener_parse(line);
+			struct json_object *s;
+
+			/* A line cut by a crash does not parse: drop it. */
+			if (o != NULL && json_object_object_get_ex(o, "step",
+								    &s) &&
+			    json_object_get_int64(s) <= step)
+				fputs(line, mem);
+			json_object_put(o);
+		}
+		fclose(in);
+	} else if (errno != ENOENT) {
+		fclose(mem);
+		free(kept.text);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot read: %s", path,
+				 strerror(errno));
+	}
+	free(line);
+	fclose(mem);
+	st = dt_rundir_write_atomic(path, write_kept, &kept, err);
+	free(kept.text);
+	if (st != DT_OK)
+		return st;
+	r->metrics = fopen(path, "a");
+	if (r->metrics == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	return DT_OK;
+}
