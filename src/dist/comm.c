@@ -29,6 +29,18 @@ dt_comm_local_size(const struct dt_comm *c)
 	return c->local_size;
 }
 
+int
+dt_comm_local_rank(const struct dt_comm *c)
+{
+	return c->local_rank;
+}
+
+enum dt_status
+dt_comm_node_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return c->ops->node_barrier(c, err);
+}
+
 uint64_t
 dt_comm_bytes_sent(const struct dt_comm *c)
 {

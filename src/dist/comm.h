@@ -28,8 +28,10 @@ void dt_comm_free(struct dt_comm *c);
 
 int dt_comm_rank(const struct dt_comm *c);
 int dt_comm_size(const struct dt_comm *c);
-/* Ranks of this job on this node (shared-memory group), >= 1. */
+/* Ranks of this job on this node (shared-memory group), >= 1, and this
+ * rank's place among them (0 = the node's first rank). */
 int dt_comm_local_size(const struct dt_comm *c);
+int dt_comm_local_rank(const struct dt_comm *c);
 
 /* In-place sum over all ranks of n floats / doubles / int64s. */
 enum dt_status dt_comm_allreduce_sum_f32(struct dt_comm *c, float *buf,
@@ -43,6 +45,9 @@ enum dt_status dt_comm_allreduce_max_int(struct dt_comm *c, int *buf,
 enum dt_status dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes,
 			     int root, struct dt_error *err);
 enum dt_status dt_comm_barrier(struct dt_comm *c, struct dt_error *err);
+/* A barrier among the ranks of this node only (MPI's shared-memory
+ * communicator): for work done once per node, such as a download. */
+enum dt_status dt_comm_node_barrier(struct dt_comm *c, struct dt_error *err);
 
 /* Ends the whole job now with exit code `code` (MPI_Abort on every rank);
  * for failures that other ranks cannot know of and would otherwise wait on
@@ -66,6 +71,8 @@ struct dt_comm_ops {
 	enum dt_status (*bcast)(struct dt_comm *c, void *buf, size_t bytes,
 				int root, struct dt_error *err);
 	enum dt_status (*barrier)(struct dt_comm *c, struct dt_error *err);
+	enum dt_status (*node_barrier)(struct dt_comm *c,
+				       struct dt_error *err);
 	void (*abort)(struct dt_comm *c, int code);
 	void (*free)(struct dt_comm *c);
 };
@@ -75,7 +82,7 @@ enum { DT_COMM_SUM, DT_COMM_MAX };
 
 struct dt_comm {
 	const struct dt_comm_ops *ops;
-	int rank, size, local_size;
+	int rank, size, local_size, local_rank;
 	uint64_t bytes_sent;
 	void *impl;
 };

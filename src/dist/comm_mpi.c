@@ -11,6 +11,7 @@
 
 struct mpi_impl {
 	MPI_Comm world;
+	MPI_Comm node;		/* the ranks sharing this node's memory */
 };
 
 static enum dt_status
@@ -89,6 +90,13 @@ mpi_barrier(struct dt_comm *c, struct dt_error *err)
 	return check(c, MPI_Barrier(world_of(c)), "MPI_Barrier", err);
 }
 
+static enum dt_status
+mpi_node_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return check(c, MPI_Barrier(((struct mpi_impl *)c->impl)->node),
+		     "MPI_Barrier (node)", err);
+}
+
 static void
 mpi_abort(struct dt_comm *c, int code)
 {
@@ -102,6 +110,8 @@ mpi_free(struct dt_comm *c)
 	struct mpi_impl *impl = c->impl;
 	int finalized = 0;
 
+	if (impl != NULL && impl->node != MPI_COMM_NULL)
+		MPI_Comm_free(&impl->node);
 	if (impl != NULL && impl->world != MPI_COMM_NULL)
 		MPI_Comm_free(&impl->world);
 	MPI_Finalized(&finalized);
@@ -115,6 +125,7 @@ static const struct dt_comm_ops mpi_ops = {
 	.allreduce = mpi_allreduce,
 	.bcast = mpi_bcast,
 	.barrier = mpi_barrier,
+	.node_barrier = mpi_node_barrier,
 	.abort = mpi_abort,
 	.free = mpi_free,
 };
@@ -124,7 +135,6 @@ dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 {
 	struct dt_comm *c;
 	struct mpi_impl *impl;
-	MPI_Comm node;
 	int provided = 0, rc;
 
 	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
@@ -136,6 +146,7 @@ dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 	c->ops = &mpi_ops;
 	c->impl = impl;
 	impl->world = MPI_COMM_NULL;
+	impl->node = MPI_COMM_NULL;
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	rc = MPI_Comm_dup(MPI_COMM_WORLD, &impl->world);
 	if (rc == MPI_SUCCESS)
@@ -144,11 +155,11 @@ dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 		rc = MPI_Comm_size(impl->world, &c->size);
 	if (rc == MPI_SUCCESS) {
 		rc = MPI_Comm_split_type(impl->world, MPI_COMM_TYPE_SHARED,
-					 c->rank, MPI_INFO_NULL, &node);
-		if (rc == MPI_SUCCESS) {
-			rc = MPI_Comm_size(node, &c->local_size);
-			MPI_Comm_free(&node);
-		}
+					 c->rank, MPI_INFO_NULL, &impl->node);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Comm_size(impl->node, &c->local_size);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Comm_rank(impl->node, &c->local_rank);
 	}
 	if (rc != MPI_SUCCESS) {
 		enum dt_status st = check(c, rc, "MPI setup", err);

@@ -48,6 +48,7 @@ static const struct dt_comm_ops self_ops = {
 	.allreduce = self_allreduce,
 	.bcast = self_bcast,
 	.barrier = self_barrier,
+	.node_barrier = self_barrier,
 	.abort = self_abort,
 	.free = self_free,
 };

@@ -14,6 +14,7 @@
 #include "optim/schedule.h"
 #include "plan/plan.h"
 #include "train/progress.h"
+#include "train/source.h"
 #include "util/status.h"
 
 /* Everything one run holds; allocated before the first step. */
@@ -24,8 +25,12 @@ struct dt_run {
 	int rank;
 	char dir[DT_JOB_PATH_MAX];
 	char ckpt_dir[DT_JOB_PATH_MAX];
-	struct dt_dataset train, eval;
+	struct dt_job *data_job;	/* a copy with URLs turned into cached
+					 * paths; r->job keeps the URLs */
+	struct dt_batch_source train, eval;
 	int have_eval;
+	struct dt_vocab vocab;		/* data.format text */
+	int64_t lps;			/* labels per sample */
 	struct dt_model *model;
 	struct dt_optim *optim;
 	struct dt_lr_schedule sched;
@@ -45,7 +50,7 @@ struct dt_run {
 	int64_t perm_epoch;
 	int64_t *eval_idx;	/* (micro_batch) scratch indices */
 	float *x;		/* (micro_batch, input_size) */
-	int32_t *y;		/* (micro_batch) */
+	int32_t *y;		/* (micro_batch, lps) */
 	FILE *metrics;		/* rank 0 only */
 	struct dt_progress progress;
 	double last_ckpt_time;

@@ -89,51 +89,88 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
  * rank R look for its training images under a name that does not exist, to
  * exercise the path where one rank cannot read its data. */
 static const char *
-train_images_path(const struct dt_run *r, char *buf, size_t size)
+fail_train_images(const struct dt_run *r, char *buf, size_t size)
 {
 	const char *v = getenv("DTRAIN_TEST_FAIL_READ_RANK");
 
 	if (v != NULL && *v != '\0' && atoi(v) == r->rank) {
 		snprintf(buf, size, "%s.missing-for-test",
-			 r->job->data.train.images);
+			 r->data_job->data.train.images);
 		return buf;
 	}
-	return r->job->data.train.images;
+	return NULL;
 }
 
 static enum dt_status
-load_data(struct dt_run *r, struct dt_error *err)
+write_vocab(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "vocab.bin", err);
+	if (st == DT_OK)
+		st = dt_vocab_save(&r->vocab, path, err);
+	return st;
+}
+
+static enum dt_status
+load_data(struct dt_run *r, int progress, struct dt_error *err)
 {
 	char buf[DT_JOB_PATH_MAX + 32];
 	int64_t classes = dt_model_n_classes(r->model);
-	float scale = (float)r->job->data.scale;
+	int64_t mb = r->plan.micro_batch, in = dt_model_input_size(r->model);
+	const struct dt_job *dj = r->data_job;
 	enum dt_status st;
 
-	st = dt_dataset_load_idx(train_images_path(r, buf, sizeof buf),
-				 r->job->data.train.labels, classes, scale,
-				 &r->train, err);
+	st = dt_source_fetch_all(r->data_job, r->comm, progress, err);
 	if (st != DT_OK)
 		return st;
-	if (r->train.sample_size != dt_model_input_size(r->model))
-		return dt_errorf(err, DT_ERR_DATA,
-				 "%s: samples have %lld features but "
-				 "model.input_shape has %lld",
-				 r->job->data.train.images,
-				 (long long)r->train.sample_size,
-				 (long long)dt_model_input_size(r->model));
-	r->have_eval = r->job->data.eval.images[0] != '\0';
-	if (!r->have_eval)
-		return DT_OK;
-	st = dt_dataset_load_idx(r->job->data.eval.images,
-				 r->job->data.eval.labels, classes, scale,
-				 &r->eval, err);
-	if (st == DT_OK && r->eval.sample_size != r->train.sample_size)
-		st = dt_errorf(err, DT_ERR_DATA,
-			       "%s: samples have %lld features, the training "
-			       "set has %lld", r->job->data.eval.images,
-			       (long long)r->eval.sample_size,
-			       (long long)r->train.sample_size);
-	return st;
+	if (dj->data.format == DT_FORMAT_TEXT) {
+		st = dt_source_vocab(dj, &r->vocab, err);
+		if (st == DT_OK && r->vocab.size > classes)
+			st = dt_errorf(err, DT_ERR_DATA,
+				       "%s: the text has %lld distinct "
+				       "characters but the model's output has "
+				       "%lld classes; raise the last layer's "
+				       "units (and the embedding's vocab) to "
+				       "%lld", dj->data.train.file.path,
+				       (long long)r->vocab.size,
+				       (long long)classes,
+				       (long long)r->vocab.size);
+		if (st == DT_OK)
+			st = write_vocab(r, err);
+		if (st != DT_OK)
+			return st;
+	}
+	st = dt_source_open(&r->train, dj, 0, classes, mb, &r->vocab,
+			    fail_train_images(r, buf, sizeof buf), err);
+	if (st == DT_OK)
+		st = dt_source_open(&r->eval, dj, 1, classes, mb, &r->vocab,
+				    NULL, err);
+	if (st != DT_OK)
+		return st;
+	r->have_eval = r->eval.n > 0;
+	for (int which = 0; which < 1 + r->have_eval; which++) {
+		const struct dt_batch_source *s = which ? &r->eval : &r->train;
+
+		if (s->x_size != in)
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%s data: samples have %lld inputs "
+					 "but the model takes %lld "
+					 "(model.input_shape)",
+					 which ? "eval" : "training",
+					 (long long)s->x_size, (long long)in);
+		if (s->y_size != r->lps)
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%s data: samples have %lld labels "
+					 "but the model's output has %lld",
+					 which ? "eval" : "training",
+					 (long long)s->y_size,
+					 (long long)r->lps);
+	}
+	return DT_OK;
 }
 
 static enum dt_status
@@ -191,6 +228,7 @@ evaluate(struct dt_run *r, double *loss, double *accuracy,
 	int64_t lo = n * rank / dp, hi = n * (rank + 1) / dp;
 	int64_t mb = r->plan.micro_batch;
 	double sums[2] = { 0, 0 };
+	double per = (double)n * (double)r->lps;
 	enum dt_status st;
 
 	for (int64_t i = lo; i < hi; i += mb) {
@@ -199,7 +237,7 @@ evaluate(struct dt_run *r, double *loss, double *accuracy,
 
 		for (int64_t j = 0; j < count; j++)
 			r->eval_idx[j] = i + j;
-		dt_dataset_gather(&r->eval, r->eval_idx, count, r->x, r->y);
+		dt_source_gather(&r->eval, r->eval_idx, count, r->x, r->y);
 		dt_model_eval(r->model, r->x, r->y, count, &ls, &correct);
 		sums[0] += ls;
 		sums[1] += (double)correct;
@@ -207,8 +245,8 @@ evaluate(struct dt_run *r, double *loss, double *accuracy,
 	st = dt_comm_allreduce_sum_f64(r->comm, sums, 2, err);
 	if (st != DT_OK)
 		return st;
-	*loss = sums[0] / (double)n;
-	*accuracy = sums[1] / (double)n;
+	*loss = sums[0] / per;
+	*accuracy = sums[1] / per;
 	return DT_OK;
 }
 
@@ -366,7 +404,8 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 {
 	const struct dt_job *job = r->job;
 	const struct dt_plan *p = &r->plan;
-	float grad_scale = 1.0f / (float)p->global_batch;
+	/* The mean loss per sample, or per token for a language model. */
+	float grad_scale = 1.0f / (float)(p->global_batch * r->lps);
 	size_t n_params = dt_model_n_params(r->model);
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
@@ -400,8 +439,10 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				      k * p->micro_batch;
 			double ls = 0;
 
-			dt_dataset_gather(&r->train, r->perm + off,
-					  p->micro_batch, r->x, r->y);
+			dt_source_gather(&r->train, r->perm + off,
+					 p->micro_batch, r->x, r->y);
+			dt_model_set_position(r->model, (uint64_t)r->step,
+					      r->epoch * r->train.n + off);
 			dt_model_train_step(r->model, r->x, r->y,
 					    p->micro_batch, grad_scale, &ls,
 					    NULL);
@@ -459,7 +500,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			}
 			dt_optim_step(r->optim, params, grads, (float)lr);
 			r->window_loss += stats[0];
-			r->window_samples += p->global_batch;
+			r->window_samples += p->global_batch * r->lps;
 		}
 		r->step++;
 		r->epoch_off += p->global_batch;
@@ -551,8 +592,10 @@ run_fini(struct dt_run *r)
 		fclose(r->metrics);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);
-	dt_dataset_fini(&r->train);
-	dt_dataset_fini(&r->eval);
+	dt_source_fini(&r->train);
+	dt_source_fini(&r->eval);
+	dt_vocab_fini(&r->vocab);
+	free(r->data_job);
 	free(r->perm);
 	free(r->eval_idx);
 	free(r->x);
@@ -649,11 +692,22 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	if (st != DT_OK)
 		goto out;
 	r.optim = dt_optim_new(job, dt_model_n_params(r.model));
+	r.lps = dt_model_labels_per_sample(r.model);
+	if (r.lps < 1) {
+		st = dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
+			       "float targets, which none of the data formats "
+			       "provides yet; use softmax_cross_entropy",
+			       job->path);
+		goto out;
+	}
+	r.data_job = dt_xmalloc(1, sizeof *r.data_job);
+	memcpy(r.data_job, job, sizeof *job);
 
 	st = agree(&r, prepare_dir(&r, opts, err), err);
 	if (st != DT_OK)
 		goto out;
-	st = agree(&r, load_data(&r, err), err);
+	st = agree(&r, load_data(&r, opts->progress && r.rank == 0 &&
+				 isatty(STDERR_FILENO), err), err);
 	if (st != DT_OK)
 		goto out;
 	st = schedule_steps(&r, err);
@@ -673,7 +727,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	r.eval_idx = dt_xmalloc((size_t)r.plan.micro_batch, sizeof *r.eval_idx);
 	r.x = dt_xalloc_floats((size_t)(r.plan.micro_batch *
 					dt_model_input_size(r.model)));
-	r.y = dt_xmalloc((size_t)r.plan.micro_batch, sizeof *r.y);
+	r.y = dt_xmalloc((size_t)(r.plan.micro_batch * r.lps), sizeof *r.y);
 	dt_progress_init(&r.progress,
 			 r.rank == 0 && opts->progress ? stderr : NULL,
 			 isatty(STDERR_FILENO), r.total_steps);

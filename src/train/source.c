@@ -1,0 +1,228 @@
+/* source.c - one interface over the data formats (see source.h). */
+#include "train/source.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/fetch.h"
+#include "util/alloc.h"
+
+static int
+is_url(const char *p)
+{
+	return strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0;
+}
+
+/* Fetches one source if it is a URL and rewrites its path to the cached
+ * file. */
+static enum dt_status
+fetch_one(struct dt_source *src, char *mirror, int progress,
+	  struct dt_error *err)
+{
+	struct dt_fetch_source fs;
+	struct dt_fetch_opts opts;
+	char local[DT_JOB_PATH_MAX];
+	enum dt_status st;
+
+	if (src->path[0] == '\0' || !is_url(src->path))
+		return DT_OK;
+	fs.url = src->path;
+	fs.sha256 = src->sha256;
+	fs.size = src->size;
+	dt_fetch_opts_init(&opts);
+	opts.progress = progress;
+	st = dt_fetch(&fs, &opts, local, sizeof local, err);
+	if (st != DT_OK)
+		return st;
+	snprintf(src->path, sizeof src->path, "%s", local);
+	if (mirror != NULL)
+		snprintf(mirror, DT_JOB_PATH_MAX, "%s", local);
+	return DT_OK;
+}
+
+static enum dt_status
+fetch_split(struct dt_data_split *s, int progress, struct dt_error *err)
+{
+	enum dt_status st;
+
+	st = fetch_one(&s->images_src, s->images, progress, err);
+	if (st == DT_OK)
+		st = fetch_one(&s->labels_src, s->labels, progress, err);
+	if (st == DT_OK)
+		st = fetch_one(&s->file, NULL, progress, err);
+	return st;
+}
+
+enum dt_status
+dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
+		    struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+	int first = dt_comm_local_rank(comm) == 0;
+
+	/* The node's first rank downloads; the others wait on the node
+	 * barrier and then find the files in the cache. */
+	if (first)
+		st = fetch_split(&job->data.train, progress, err);
+	if (st == DT_OK && first)
+		st = fetch_split(&job->data.eval, progress, err);
+	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
+		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
+	if (st == DT_OK && !first)
+		st = fetch_split(&job->data.train, 0, err);
+	if (st == DT_OK && !first)
+		st = fetch_split(&job->data.eval, 0, err);
+	return st;
+}
+
+enum dt_status
+dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
+		struct dt_error *err)
+{
+	return dt_vocab_build(job->data.train.file.path,
+			      job->data.text_unit == DT_JOB_TEXT_UTF8 ?
+			      DT_TEXT_CHARS : DT_TEXT_BYTES, v, err);
+}
+
+static enum dt_status
+open_tokens(struct dt_batch_source *s, const struct dt_job *job,
+	    const char *path, int64_t n_classes, const struct dt_vocab *vocab,
+	    struct dt_error *err)
+{
+	int64_t ctx = job->data.context;
+
+	if (job->data.format == DT_FORMAT_TEXT)
+		return dt_text_encode(path, vocab, ctx, ctx, &s->td, err);
+	return dt_tokens_load(path, (int)job->data.token_bytes, n_classes,
+			      ctx, ctx, &s->td, err);
+}
+
+enum dt_status
+dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
+	       int which, int64_t n_classes, int64_t max_batch,
+	       const struct dt_vocab *vocab, const char *fail_train_images,
+	       struct dt_error *err)
+{
+	const struct dt_data_split *sp = which == 0 ? &job->data.train :
+					 &job->data.eval;
+	float scale = (float)job->data.scale;
+	enum dt_status st = DT_OK;
+
+	memset(s, 0, sizeof *s);
+	s->max_batch = max_batch;
+	switch (job->data.format) {
+	case DT_FORMAT_IDX:
+	case DT_FORMAT_NPY:
+		if (sp->images[0] == '\0')
+			return DT_OK;
+		if (job->data.format == DT_FORMAT_IDX)
+			st = dt_dataset_load_idx(which == 0 && fail_train_images ?
+						 fail_train_images : sp->images,
+						 sp->labels, n_classes, scale,
+						 &s->ds, err);
+		else
+			st = dt_dataset_load_npy(sp->images, sp->labels,
+						 n_classes, scale, &s->ds, err);
+		break;
+	case DT_FORMAT_CSV: {
+		struct dt_csv_opts o = {
+			.header = job->data.header,
+			.label_col = (int)job->data.label_column,
+			.delimiter = ',',
+			.n_classes = n_classes,
+			.scale = scale,
+		};
+
+		if (sp->file.path[0] == '\0')
+			return DT_OK;
+		st = dt_dataset_load_csv(sp->file.path, &o, &s->ds, err);
+		break;
+	}
+	case DT_FORMAT_TOKENS:
+	case DT_FORMAT_TEXT: {
+		/* Without an eval file the eval split is the tail of the
+		 * training file's windows (data.eval_fraction). */
+		const char *path = sp->file.path;
+		int tail = which == 1 && path[0] == '\0';
+
+		if (tail) {
+			if (job->data.eval_fraction <= 0)
+				return DT_OK;
+			path = job->data.train.file.path;
+		}
+		s->tokens = 1;
+		st = open_tokens(s, job, path, n_classes, vocab, err);
+		if (st != DT_OK)
+			return st;
+		s->n = s->td.n;
+		if (job->data.eval.file.path[0] == '\0' &&
+		    job->data.eval_fraction > 0) {
+			int64_t n_eval = (int64_t)((double)s->td.n *
+						   job->data.eval_fraction);
+
+			if (n_eval < 1)
+				n_eval = 1;
+			if (n_eval >= s->td.n)
+				return dt_errorf(err, DT_ERR_DATA,
+						 "%s: %lld samples of context "
+						 "%lld are too few to hold out "
+						 "data.eval_fraction %g",
+						 path, (long long)s->td.n,
+						 (long long)job->data.context,
+						 job->data.eval_fraction);
+			s->first = tail ? s->td.n - n_eval : 0;
+			s->n = tail ? n_eval : s->td.n - n_eval;
+		}
+		s->x_size = job->data.context;
+		s->y_size = job->data.context;
+		s->scratch = dt_xmalloc((size_t)(max_batch * job->data.context),
+					sizeof *s->scratch);
+		return DT_OK;
+	}
+	}
+	if (st != DT_OK)
+		return st;
+	s->n = s->ds.n;
+	s->x_size = s->ds.sample_size;
+	s->y_size = 1;
+	return DT_OK;
+}
+
+void
+dt_source_fini(struct dt_batch_source *s)
+{
+	dt_dataset_fini(&s->ds);
+	dt_tokens_fini(&s->td);
+	free(s->scratch);
+	memset(s, 0, sizeof *s);
+}
+
+void
+dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
+		 int64_t count, float *x, int32_t *y)
+{
+	if (!s->tokens) {
+		dt_dataset_gather(&s->ds, idx, count, x, y);
+		return;
+	}
+	/* Windows are numbered within the split; token ids travel to the
+	 * embedding as floats (exact below 2^24). */
+	for (int64_t done = 0; done < count; done += s->max_batch) {
+		int64_t c = count - done < s->max_batch ? count - done :
+			    s->max_batch;
+		int64_t shifted[64];
+
+		for (int64_t k = 0; k < c; k += 64) {
+			int64_t m = c - k < 64 ? c - k : 64;
+
+			for (int64_t j = 0; j < m; j++)
+				shifted[j] = s->first + idx[done + k + j];
+			dt_tokens_gather(&s->td, shifted, m,
+					 s->scratch + k * s->x_size,
+					 y + (done + k) * s->y_size);
+		}
+		for (int64_t i = 0; i < c * s->x_size; i++)
+			x[done * s->x_size + i] = (float)s->scratch[i];
+	}
+}
