@@ -14,6 +14,7 @@
 #include "optim/schedule.h"
 #include "plan/plan.h"
 #include "train/progress.h"
+#include "train/loader.h"
 #include "train/source.h"
 #include "util/status.h"
 
@@ -52,6 +53,7 @@ struct dt_run {
 	float *x;		/* (micro_batch, input_size) */
 	int32_t *y;		/* (micro_batch, lps) */
 	FILE *metrics;		/* rank 0 only */
+	struct dt_loader *loader;	/* NULL: gather in the loop */
 	struct dt_progress progress;
 	double last_ckpt_time;
 	int64_t last_ckpt_step;

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/loader.h"
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/state.h"
@@ -414,10 +415,26 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	int64_t ckpt_every = job->checkpoint.every_steps;
 	int64_t share = p->global_batch / p->dp_size;
 	int64_t first_step = r->step;
-	double t0 = dt_now(), t_window = t0;
+	double t0 = dt_now(), t_window = t0, data_wait = 0;
+	struct dt_loader *loader;
 	enum dt_status st;
 
 	r->last_ckpt_time = t0;
+	if (job->data.prefetch > 0) {
+		struct dt_loader_cfg lc = {
+			.src = &r->train, .seed = job->seed,
+			.global_batch = p->global_batch,
+			.micro_batch = p->micro_batch,
+			.grad_accum_steps = p->grad_accum_steps,
+			.dp_rank = r->rank, .dp_size = p->dp_size,
+			.epoch = r->epoch, .epoch_off = r->epoch_off,
+			.depth = job->data.prefetch,
+		};
+
+		/* Without a thread the loop gathers for itself. */
+		r->loader = dt_loader_new(&lc);
+	}
+	loader = r->loader;
 	for (;;) {
 		double local_loss = 0, stats[3], now, lr;
 		int last, stop, ckpt;
@@ -428,7 +445,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		}
 		if (is_done(r))
 			break;
-		if (r->perm_epoch != r->epoch) {
+		if (loader == NULL && r->perm_epoch != r->epoch) {
 			dt_shuffle(job->seed, r->epoch, r->train.n, r->perm);
 			r->perm_epoch = r->epoch;
 		}
@@ -439,13 +456,30 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				      k * p->micro_batch;
 			double ls = 0;
 
-			dt_source_gather(&r->train, r->perm + off,
-					 p->micro_batch, r->x, r->y);
-			dt_model_set_position(r->model, (uint64_t)r->step,
-					      r->epoch * r->train.n + off);
-			dt_model_train_step(r->model, r->x, r->y,
-					    p->micro_batch, grad_scale, &ls,
-					    NULL);
+			if (loader != NULL) {
+				const struct dt_batch *b = dt_loader_next(loader);
+
+				dt_model_set_position(r->model,
+						      (uint64_t)r->step,
+						      b->first_sample);
+				dt_model_train_step(r->model, b->x, b->y,
+						    p->micro_batch, grad_scale,
+						    &ls, NULL);
+				dt_loader_release(loader);
+			} else {
+				double tg = dt_now();
+
+				dt_source_gather(&r->train, r->perm + off,
+						 p->micro_batch, r->x, r->y);
+				data_wait += dt_now() - tg;
+				dt_model_set_position(r->model,
+						      (uint64_t)r->step,
+						      r->epoch * r->train.n +
+						      off);
+				dt_model_train_step(r->model, r->x, r->y,
+						    p->micro_batch, grad_scale,
+						    &ls, NULL);
+			}
 			local_loss += ls;
 		}
 		if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params, err))
@@ -507,6 +541,8 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		r->window_steps++;
 
 		last = is_done(r) || r->step == r->total_steps;
+		if (loader != NULL)
+			data_wait += dt_loader_take_wait(loader);
 		if ((log_every > 0 && r->step % log_every == 0) || last) {
 			double mean = r->window_samples > 0 ?
 				      r->window_loss /
@@ -530,6 +566,8 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 						       json_object_new_double(lr));
 				json_object_object_add(o, "samples_per_s",
 						       json_object_new_double(rate));
+				json_object_object_add(o, "data_wait_s",
+						       json_object_new_double(data_wait));
 				if (r->skipped > 0)
 					json_object_object_add(o, "skipped_steps",
 							       json_object_new_int64(r->skipped));
@@ -541,6 +579,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			r->window_loss = 0;
 			r->window_steps = 0;
 			r->window_samples = 0;
+			data_wait = 0;
 			t_window = dt_now();
 		}
 		if (r->have_eval && eval_every > 0 &&
@@ -588,6 +627,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 static void
 run_fini(struct dt_run *r)
 {
+	dt_loader_free(r->loader);
 	if (r->metrics != NULL)
 		fclose(r->metrics);
 	dt_model_free(r->model);
