@@ -4,8 +4,9 @@
  * approximation of Hendrycks & Gimpel, "Gaussian Error Linear Units
  * (GELUs)", 2016: gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  * Backward uses the output where it suffices (relu, tanh, sigmoid) and the
- * input for gelu. Each pass is one plain loop over batch * size values that
- * the compiler can vectorise (relu fully; the others call libm).
+ * input for gelu. Each pass is one loop over batch * size values; relu's
+ * are kernels GCC vectorises at -O2 (DT_VEC_LOOP), the others call libm
+ * per value.
  * FLOPs: counted as 1 per element (nominal; libm calls are not counted). */
 #include <assert.h>
 #include <math.h>
@@ -28,6 +29,13 @@ dt_activation_name(enum dt_activation act)
 	return "unknown";
 }
 
+/* y = max(0, x) over len values. */
+static void
+relu_forward(const float *restrict x, float *restrict y, int64_t len)
+{
+	DT_VEC_LOOP(i, len, y[i] = x[i] > 0.0f ? x[i] : 0.0f);
+}
+
 static enum dt_status
 activation_infer(struct dt_node *n, const struct dt_job *job,
 		 struct dt_error *err)
@@ -38,6 +46,10 @@ activation_infer(struct dt_node *n, const struct dt_job *job,
 	case DT_ACT_SIGMOID:
 	case DT_ACT_GELU:
 		break;
+	case DT_ACT_NONE:
+		return dt_node_errorf(n, job, err,
+				      "an activation layer needs `activation:` "
+				      "relu, tanh, sigmoid or gelu");
 	default:
 		return dt_node_errorf(n, job, err,
 				      "activation %d is not known to the "
@@ -59,8 +71,7 @@ activation_forward(struct dt_node *n, struct dt_pass *p,
 
 	switch (n->spec.activation) {
 	case DT_ACT_RELU:
-		for (int64_t i = 0; i < len; i++)
-			y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+		relu_forward(x, y, len);
 		break;
 	case DT_ACT_TANH:
 		for (int64_t i = 0; i < len; i++)
@@ -97,6 +108,25 @@ activation_forward(struct dt_node *n, struct dt_pass *p,
 				(d)[i] = (g);                   \
 	} while (0)
 
+/* dy where relu passed its input, else 0; a function so that both loads
+ * happen unconditionally and the loop vectorises. */
+static inline float
+relu_grad(float y, float dy)
+{
+	return y > 0.0f ? dy : 0.0f;
+}
+
+/* dx = (or +=) relu'(y) dy over len values. */
+static void
+relu_backward(const float *restrict y, const float *restrict dy,
+	      float *restrict dx, int64_t len, bool add)
+{
+	if (add)
+		DT_VEC_LOOP(i, len, dx[i] += relu_grad(y[i], dy[i]));
+	else
+		DT_VEC_LOOP(i, len, dx[i] = relu_grad(y[i], dy[i]));
+}
+
 static float
 gelu_grad(float x)
 {
@@ -124,7 +154,7 @@ activation_backward(struct dt_node *n, struct dt_pass *p,
 		return;
 	switch (n->spec.activation) {
 	case DT_ACT_RELU:
-		EMIT(dx, din_add[0], len, y[i] > 0.0f ? dy[i] : 0.0f);
+		relu_backward(y, dy, dx, len, din_add[0]);
 		break;
 	case DT_ACT_TANH:
 		EMIT(dx, din_add[0], len, dy[i] * (1.0f - y[i] * y[i]));

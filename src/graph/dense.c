@@ -1,15 +1,18 @@
 /* dense.c - fully connected layer, Y = X W + b.
  *
- * W is (in, out) row-major and b (out). The input is flattened per sample,
- * so a (B, 28, 28) batch is read as (B, 784). A whole micro-batch goes
- * through one cblas_sgemm each way (OpenBLAS):
- *   forward   Y(B,out) = X(B,in) W(in,out) + b
+ * W is (in, out) row-major and b (out), left out with `bias: false`. A
+ * (T, C) output of another layer is read as T rows of C features, each
+ * mapped to `units` (tokens through a projection, (T, C) -> (T, units));
+ * any other input is flattened per sample, so a (B, 28, 28) batch is read
+ * as (B, 784) (graph.h). A whole micro-batch goes through one cblas_sgemm
+ * each way (OpenBLAS), with R = B * rows:
+ *   forward   Y(R,out) = X(R,in) W(in,out) + b
  *   backward  dW(in,out) += X^T dY   (beta = 1: accumulates micro-batches)
  *             db(out)    += column sums of dY
- *             dX(B,in)    = dY W^T   (skipped when nothing upstream needs it)
- * FLOPs per sample: forward 2*in*out for the product (a multiply-add is 2)
- * plus out for the bias; backward is counted as twice that (graph.h), which
- * is exact for dW plus dX and ignores the bias sums.
+ *             dX(R,in)    = dY W^T   (skipped when nothing upstream needs it)
+ * FLOPs per sample: forward rows * (2*in*out for the product (a
+ * multiply-add is 2) plus out for the bias); backward is counted as twice
+ * that (graph.h), which is exact for dW plus dX and ignores the bias sums.
  * Init: He-normal when the layer's `activation:` is relu or gelu,
  * Xavier-uniform otherwise (layer.h gives the papers); bias zero. */
 #include <cblas.h>
@@ -18,16 +21,22 @@
 
 #include "graph/layer.h"
 
+/* Rows per sample: T for another layer's (T, C) output, else 1. */
+static int64_t
+dense_rows(const struct dt_node *n)
+{
+	if (n->in_shape[0].n_dims == 2 && n->inputs[0] != DT_NODE_INPUT)
+		return n->in_shape[0].dim[0];
+	return 1;
+}
+
 static enum dt_status
 dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 {
-	int64_t in = n->in_size[0], units = n->spec.units;
+	int64_t rows = dense_rows(n), units = n->spec.units;
+	int64_t in = n->in_size[0] / rows;
 	enum dt_activation act = n->spec.activation;
 
-	if (n->n_inputs != 1)
-		return dt_node_errorf(n, job, err,
-				      "dense takes one input, found %d",
-				      n->n_inputs);
 	if (units < 1)
 		return dt_node_errorf(n, job, err,
 				      "units must be >= 1, found %lld",
@@ -37,10 +46,16 @@ dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 				      "units must be <= %d (BLAS sizes are "
 				      "int), found %lld", INT_MAX,
 				      (long long)units);
-	n->out_shape.n_dims = 1;
-	n->out_shape.dim[0] = units;
+	if (rows > 1) {
+		n->out_shape.n_dims = 2;
+		n->out_shape.dim[0] = rows;
+		n->out_shape.dim[1] = units;
+	} else {
+		n->out_shape.n_dims = 1;
+		n->out_shape.dim[0] = units;
+	}
 
-	n->n_tensors = 2;
+	n->n_tensors = n->spec.bias ? 2 : 1;
 	n->tensor[0] = (struct dt_param_tensor){
 		.name = "weight",
 		.n_dims = 2,
@@ -62,41 +77,51 @@ dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 static void
 dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	const int batch = (int)p->batch;
-	const int n_in = (int)n->in_size[0], n_out = (int)n->out_size;
+	const int64_t rows = p->batch * dense_rows(n);
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
 	const float *w = n->tensor[0].data;	/* (in, out) */
-	const float *b = n->tensor[1].data;	/* (out) */
-	float *y = n->out;			/* (B, out) */
+	float *y = n->out;			/* (R, out) */
+	float beta = 0.0f;
 
 	/* Broadcasting b into Y first lets the sgemm add the product with
 	 * beta = 1, saving a second pass over Y. */
-	for (int r = 0; r < batch; r++)
-		memcpy(y + (size_t)r * n_out, b, (size_t)n_out * sizeof(float));
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, n_out,
-		    n_in, 1.0f, in[0], n_in, w, n_out, 1.0f, y, n_out);
+	if (n->n_tensors > 1) {
+		const float *b = n->tensor[1].data;	/* (out) */
+
+		for (int64_t r = 0; r < rows; r++)
+			memcpy(y + r * n_out, b, (size_t)n_out * sizeof(float));
+		beta = 1.0f;
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
+		    n_out, n_in, 1.0f, in[0], n_in, w, n_out, beta, y, n_out);
 }
 
 static void
 dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	       float *const *din, const bool *din_add)
 {
-	const int batch = (int)p->batch;
-	const int n_in = (int)n->in_size[0], n_out = (int)n->out_size;
+	const int64_t rows = p->batch * dense_rows(n);
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
 	const float *w = n->tensor[0].data;	/* (in, out) */
-	const float *dy = n->dout;		/* (B, out) */
+	const float *dy = n->dout;		/* (R, out) */
 	float *dw = n->tensor[0].grad;		/* (in, out) */
-	float *db = n->tensor[1].grad;		/* (out) */
 
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out,
-		    batch, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
-	for (int r = 0; r < batch; r++) {
-		const float *row = dy + (size_t)r * n_out;
+		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
+	if (n->n_tensors > 1) {
+		float *db = n->tensor[1].grad;	/* (out) */
 
-		for (int j = 0; j < n_out; j++)
-			db[j] += row[j];
+		for (int64_t r = 0; r < rows; r++) {
+			const float *row = dy + r * n_out;
+
+			for (int j = 0; j < n_out; j++)
+				db[j] += row[j];
+		}
 	}
 	if (din[0] != NULL)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, batch,
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows,
 			    n_in, n_out, 1.0f, dy, n_out, w, n_out,
 			    din_add[0] ? 1.0f : 0.0f, din[0], n_in);
 }
@@ -104,8 +129,9 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 static double
 dense_fwd_flops(const struct dt_node *n)
 {
-	return 2.0 * (double)n->in_size[0] * (double)n->out_size +
-	       (double)n->out_size;
+	double bias = n->n_tensors > 1 ? (double)n->out_size : 0.0;
+
+	return 2.0 * (double)n->in_size[0] * (double)n->spec.units + bias;
 }
 
 const struct dt_layer_ops dt_layer_dense = {

@@ -22,6 +22,9 @@ struct dt_model {
 	struct dt_param_tensor **tensors;	/* into nodes[].tensor, arena order */
 	int *tensor_node;	/* (n_tensors): index of each tensor's node */
 	uint64_t seed;
+	enum dt_loss_kind loss;
+	uint64_t step;		/* dt_model_set_position */
+	int64_t first_sample;
 
 	int64_t max_batch;	/* 0: shapes only, no arenas */
 	int64_t input_size;
@@ -51,18 +54,75 @@ dt_node_errorf(const struct dt_node *n, const struct dt_job *job,
 	       struct dt_error *err, const char *fmt, ...)
 {
 	const char *file = job->path[0] != '\0' ? job->path : "<job>";
-	char msg[sizeof err->msg];
+	char msg[sizeof err->msg], name[DT_LAYER_NAME_MAX + 4] = "";
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (n->spec.name[0] != '\0')
+		snprintf(name, sizeof name, " (%s)", n->spec.name);
 	if (n->spec.pos.line > 0)
-		return dt_errorf(err, DT_ERR_JOB, "%s:%d:%d: model.layers.%d: %s",
-				 file, n->spec.pos.line, n->spec.pos.col,
-				 n->layer, msg);
-	return dt_errorf(err, DT_ERR_JOB, "%s: model.layers.%d: %s", file,
-			 n->layer, msg);
+		return dt_errorf(err, DT_ERR_JOB,
+				 "%s:%d:%d: model.layers.%d%s: %s", file,
+				 n->spec.pos.line, n->spec.pos.col, n->layer,
+				 name, msg);
+	return dt_errorf(err, DT_ERR_JOB, "%s: model.layers.%d%s: %s", file,
+			 n->layer, name, msg);
+}
+
+char *
+dt_shape_format(const struct dt_shape *s, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	for (int i = 0; i < s->n_dims && len < size; i++) {
+		int w = snprintf(buf + len, size - len, "%s%lld",
+				 i == 0 ? "(" : ", ", (long long)s->dim[i]);
+
+		if (w < 0)
+			break;
+		len += (size_t)w;
+	}
+	if (len < size)
+		snprintf(buf + len, size - len, "%s", s->n_dims ? ")" : "()");
+	return buf;
+}
+
+const char *
+dt_node_input_name(const struct dt_node *n, int k)
+{
+	return n->in_name[k] != NULL ? n->in_name[k] : "input";
+}
+
+bool
+dt_shape_chw(const struct dt_shape *s, int64_t *c, int64_t *h, int64_t *w)
+{
+	if (s->n_dims == 2) {
+		*c = 1;
+		*h = s->dim[0];
+		*w = s->dim[1];
+		return true;
+	}
+	if (s->n_dims == 3) {
+		*c = s->dim[0];
+		*h = s->dim[1];
+		*w = s->dim[2];
+		return true;
+	}
+	return false;
+}
+
+/* Whether job layer spec becomes two nodes, the layer's and an activation
+ * after it (an `activation:` on anything but an activation layer). */
+static bool
+has_activation_node(const struct dt_layer_spec *spec)
+{
+	return spec->activation != DT_ACT_NONE &&
+	       spec->kind != DT_LAYER_ACTIVATION;
 }
 
 /* Number of nodes job->model becomes: one per layer, one more for each
@@ -73,17 +133,56 @@ count_nodes(const struct dt_job *job)
 	int n = 1;
 
 	for (int i = 0; i < job->model.n_layers; i++)
-		n += job->model.layers[i].activation != DT_ACT_NONE ? 2 : 1;
+		n += has_activation_node(&job->model.layers[i]) ? 2 : 1;
 	return n;
 }
 
-/* Fills the node list from job, without shapes. */
+/* Points input k of node n (made from job layer i) at the node that gives
+ * the output of the layer the job names, "input" meaning the model input;
+ * last[j] is the node holding job layer j's output. Only earlier layers
+ * can be named, which keeps the node list in topological order. */
+static enum dt_status
+resolve_input(struct dt_model *m, const struct dt_job *job,
+	      struct dt_node *n, int i, int k, const int *last,
+	      struct dt_error *err)
+{
+	const char *want = n->spec.inputs[k];
+
+	if (strcmp(want, "input") == 0) {
+		n->inputs[k] = DT_NODE_INPUT;
+		n->in_name[k] = "input";
+		return DT_OK;
+	}
+	for (int j = 0; j < i; j++)
+		if (strcmp(job->model.layers[j].name, want) == 0) {
+			n->inputs[k] = last[j];
+			n->in_name[k] = m->nodes[last[j]].spec.name;
+			return DT_OK;
+		}
+	for (int j = i; j < job->model.n_layers; j++)
+		if (strcmp(job->model.layers[j].name, want) == 0)
+			return dt_node_errorf(n, job, err,
+					      "inputs.%d: \"%s\" is "
+					      "model.layers.%d, %s; a layer "
+					      "can only read layers before it",
+					      k, want, j,
+					      j == i ? "this layer itself"
+						     : "which comes later");
+	return dt_node_errorf(n, job, err,
+			      "inputs.%d: no layer named \"%s\" (\"input\" "
+			      "is the model input)", k, want);
+}
+
+/* Fills the node list from job, without shapes: each layer's inputs are
+ * those it names, or the previous layer (the model input for the first);
+ * the loss reads the last layer. */
 static enum dt_status
 make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 {
-	int k = 0;
+	int k = 0, last[DT_JOB_MAX_LAYERS];
+	enum dt_status st = DT_OK;
 
-	for (int i = 0; i < job->model.n_layers; i++) {
+	for (int i = 0; i < job->model.n_layers && st == DT_OK; i++) {
 		const struct dt_layer_spec *spec = &job->model.layers[i];
 		struct dt_node *n = &m->nodes[k];
 
@@ -91,14 +190,31 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 		n->layer = i;
 		n->spec = *spec;
 		snprintf(n->name, sizeof n->name, "%s", spec->name);
-		if (n->ops == NULL)
-			return dt_node_errorf(n, job, err,
-					      "layer kind %d is not known to the "
-					      "model builder", (int)spec->kind);
-		n->n_inputs = 1;
-		n->inputs[0] = k - 1;
-		k++;
-		if (spec->activation != DT_ACT_NONE) {
+		if (n->ops == NULL) {
+			st = dt_node_errorf(n, job, err,
+					    "layer kind %d is not known to the "
+					    "model builder", (int)spec->kind);
+			break;
+		}
+		if (spec->n_inputs < 0 || spec->n_inputs > DT_NODE_MAX_INPUTS) {
+			st = dt_node_errorf(n, job, err,
+					    "inputs: 1 to %d names, found %d",
+					    DT_NODE_MAX_INPUTS, spec->n_inputs);
+			break;
+		}
+		if (spec->n_inputs == 0) {
+			n->n_inputs = 1;
+			n->inputs[0] = i == 0 ? DT_NODE_INPUT : last[i - 1];
+			n->in_name[0] = i == 0 ? "input"
+					       : m->nodes[last[i - 1]].spec.name;
+		} else {
+			n->n_inputs = spec->n_inputs;
+			for (int in = 0; in < spec->n_inputs && st == DT_OK;
+			     in++)
+				st = resolve_input(m, job, n, i, in, last, err);
+		}
+		last[i] = k++;
+		if (st == DT_OK && has_activation_node(spec)) {
 			n = &m->nodes[k];
 			n->ops = &dt_layer_activation;
 			n->layer = i;
@@ -107,9 +223,13 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 				 dt_activation_name(spec->activation));
 			n->n_inputs = 1;
 			n->inputs[0] = k - 1;
-			k++;
+			n->in_name[0] = m->nodes[k - 1].spec.name;
+			last[i] = k++;
 		}
 	}
+	if (st != DT_OK)
+		return st;
+
 	struct dt_node *loss = &m->nodes[k];
 
 	loss->ops = dt_layer_for_loss(job->model.loss);
@@ -124,6 +244,8 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 				 (int)job->model.loss);
 	loss->n_inputs = 1;
 	loss->inputs[0] = k - 1;
+	loss->in_name[0] = loss->spec.name;
+	m->loss = job->model.loss;
 	assert(k + 1 == m->n_nodes);
 	return DT_OK;
 }
@@ -183,6 +305,21 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 			n->in_size[k] = dt_shape_size(&n->in_shape[k]);
 		}
 		n->kind = n->ops->kind;
+		int lo = n->ops->min_inputs > 0 ? n->ops->min_inputs : 1;
+		int hi = n->ops->max_inputs > 0 ? n->ops->max_inputs : 1;
+
+		if (n->n_inputs < lo || n->n_inputs > hi) {
+			if (lo == hi)
+				return dt_node_errorf(n, job, err,
+						      "%s takes %d input%s, "
+						      "found %d", n->kind, lo,
+						      lo == 1 ? "" : "s",
+						      n->n_inputs);
+			return dt_node_errorf(n, job, err,
+					      "%s takes %d to %d inputs, "
+					      "found %d", n->kind, lo, hi,
+					      n->n_inputs);
+		}
 		st = n->ops->infer(n, job, err);
 		if (st != DT_OK)
 			return st;
@@ -448,10 +585,46 @@ dt_model_input_size(const struct dt_model *m)
 	return m->input_size;
 }
 
+/* The shape the loss reads: the last layer's output. */
+static const struct dt_shape *
+loss_input(const struct dt_model *m)
+{
+	return &m->nodes[m->n_nodes - 1].in_shape[0];
+}
+
 int64_t
 dt_model_n_classes(const struct dt_model *m)
 {
-	return m->nodes[m->n_nodes - 1].in_size[0];
+	const struct dt_shape *s = loss_input(m);
+
+	if (m->loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
+		return 0;
+	return s->dim[s->n_dims - 1];
+}
+
+int64_t
+dt_model_labels_per_sample(const struct dt_model *m)
+{
+	const struct dt_shape *s = loss_input(m);
+
+	if (m->loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
+		return 0;
+	return dt_shape_size(s) / s->dim[s->n_dims - 1];
+}
+
+int64_t
+dt_model_targets_per_sample(const struct dt_model *m)
+{
+	if (m->loss != DT_LOSS_MSE)
+		return 0;
+	return dt_shape_size(loss_input(m));
+}
+
+void
+dt_model_set_position(struct dt_model *m, uint64_t step, int64_t first_sample)
+{
+	m->step = step;
+	m->first_sample = first_sample;
 }
 
 /* The input buffers of node n: the model input x or other nodes' outputs. */
@@ -511,22 +684,27 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 	}
 }
 
-void
-dt_model_train_step(struct dt_model *m, const float *x,
-		    const int32_t *labels, int64_t batch, float grad_scale,
-		    double *loss_sum, int64_t *n_correct)
+/* One pass: forward, and backward when training; labels or targets (not
+ * both) feed the loss. */
+static void
+run_pass(struct dt_model *m, const float *x, const int32_t *labels,
+	 const float *targets, int64_t batch, bool training, float grad_scale,
+	 double *loss_sum, int64_t *n_correct)
 {
 	struct dt_pass p = {
 		.batch = batch,
-		.training = true,
+		.training = training,
 		.labels = labels,
+		.targets = targets,
 		.grad_scale = grad_scale,
 		.seed = m->seed,
+		.step = m->step,
+		.first_sample = m->first_sample,
 	};
 
-	assert(labels != NULL);
 	forward(m, &p, x);
-	backward(m, &p, x);
+	if (training)
+		backward(m, &p, x);
 	if (loss_sum != NULL)
 		*loss_sum = p.loss_sum;
 	if (n_correct != NULL)
@@ -534,21 +712,38 @@ dt_model_train_step(struct dt_model *m, const float *x,
 }
 
 void
+dt_model_train_step(struct dt_model *m, const float *x,
+		    const int32_t *labels, int64_t batch, float grad_scale,
+		    double *loss_sum, int64_t *n_correct)
+{
+	assert(labels != NULL && m->loss == DT_LOSS_SOFTMAX_CROSS_ENTROPY);
+	run_pass(m, x, labels, NULL, batch, true, grad_scale, loss_sum,
+		 n_correct);
+}
+
+void
 dt_model_eval(struct dt_model *m, const float *x, const int32_t *labels,
 	      int64_t batch, double *loss_sum, int64_t *n_correct)
 {
-	struct dt_pass p = {
-		.batch = batch,
-		.training = false,
-		.labels = labels,
-		.seed = m->seed,
-	};
+	assert(labels == NULL || m->loss == DT_LOSS_SOFTMAX_CROSS_ENTROPY);
+	run_pass(m, x, labels, NULL, batch, false, 0.0f, loss_sum, n_correct);
+}
 
-	forward(m, &p, x);
-	if (loss_sum != NULL)
-		*loss_sum = p.loss_sum;
-	if (n_correct != NULL)
-		*n_correct = p.n_correct;
+void
+dt_model_train_step_targets(struct dt_model *m, const float *x,
+			    const float *targets, int64_t batch,
+			    float grad_scale, double *loss_sum)
+{
+	assert(targets != NULL && m->loss == DT_LOSS_MSE);
+	run_pass(m, x, NULL, targets, batch, true, grad_scale, loss_sum, NULL);
+}
+
+void
+dt_model_eval_targets(struct dt_model *m, const float *x,
+		      const float *targets, int64_t batch, double *loss_sum)
+{
+	assert(targets == NULL || m->loss == DT_LOSS_MSE);
+	run_pass(m, x, NULL, targets, batch, false, 0.0f, loss_sum, NULL);
 }
 
 const float *

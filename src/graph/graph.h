@@ -6,16 +6,36 @@
  * micro-batch live in a per-model arena sized at build time: no allocation
  * happens in forward or backward.
  *
- * The graph is a list of named nodes (layer.h). Each job layer becomes one
- * node of its type; a layer's `activation:` becomes a separate activation
- * node named "<layer>.<activation>" right after it (not a fused epilogue:
- * one more pass over the layer's output, and one more (batch, units)
- * buffer, buys activations that are a layer of their own, checked alone,
- * and usable after any node); the loss is a last node named "loss" whose
- * output is the softmax probabilities.
+ * The graph is a DAG of named nodes (layer.h), kept in job order, which is
+ * a topological order. Each job layer becomes one node of its type reading
+ * the layers its `inputs:` names ("input" is the model input), or the
+ * previous layer when it names none (the model input for the first); a
+ * layer may be read by several others, and their gradients add up. A
+ * layer's `activation:` becomes a separate activation node named
+ * "<layer>.<activation>" right after it (not a fused epilogue: one more
+ * pass over the layer's output, and one more buffer, buys activations that
+ * are a layer of their own, checked alone, and usable after any node); a
+ * name in `inputs:` means the layer's output after its activation. The
+ * loss is a last node named "loss" reading the last layer: softmax
+ * cross-entropy (its output is the probabilities) or mse (its output is a
+ * copy of the prediction). Shapes are inferred and checked when the model
+ * is built; an error names the layer, its job-file position and, for a
+ * mismatch, the inputs and their shapes.
  *
- * FLOPs: a multiply-add counts 2; dense forward is 2*in*out + out per
- * sample (the product and the bias), an activation 1 per element, softmax
+ * Shapes (no batch dimension): images are (channels, height, width), a
+ * 2-D (height, width) meaning one channel; sequences are (tokens,
+ * features). A dense layer reading another layer's 2-D output (T, C) acts
+ * on each of the T rows, giving (T, units); any other input (the model
+ * input, a (C, H, W) map, a vector) is flattened to one vector, so
+ * input_shape [28, 28] feeds a dense layer directly. Token inputs: an
+ * embedding reads token ids stored as floats in x (exact below 2^24).
+ *
+ * FLOPs (each layer file gives its count): a multiply-add counts 2;
+ * dense forward is 2*in*out + out per sample (the product and the bias;
+ * times T for a (T, C) input), conv2d 2*K*K*Cin*Cout*Hout*Wout plus
+ * Cout*Hout*Wout for the bias, a pool K*K per output, an activation or
+ * dropout 1 per element, add 1 per element per input after the first, mse
+ * 3 per element, flatten, reshape and concat 0, softmax and softmax
  * cross-entropy 5 per class (max, subtract, exp, sum, divide); backward is
  * counted as twice forward for every node, so a step is 3x forward. These
  * are nominal counts for plans and throughput, not measurements; the work
@@ -34,12 +54,16 @@ struct dt_model;
 
 /* Builds the model of job for micro-batches of at most max_batch samples.
  * Shapes are inferred from job->model.input_shape; a layer that cannot take
- * its input returns DT_ERR_JOB naming the layer's job-file position
- * ("job.yaml:7:5: model.layers.1: units must be >= 1, found 0"), as does an
- * empty model or a bad input shape. Parameters are initialised from
- * job->seed (He-normal for layers followed by relu/gelu, Xavier-uniform
- * otherwise; biases zero) via util/rng.h, so the same seed gives the same
- * bits on any rank. Gradients start at zero.
+ * its input returns DT_ERR_JOB naming the layer's job-file position and
+ * name ("job.yaml:7:5: model.layers.1 (dense1): units must be >= 1, found
+ * 0"; "job.yaml:14:7: model.layers.5 (add5): input shapes differ:
+ * block.0.attn (64, 128) vs dense3 (64, 256)"), as do an `inputs:` name
+ * that no earlier layer has, a wrong number of inputs, an empty model or
+ * a bad input shape. Parameters are initialised from job->seed (dense:
+ * He-normal when followed by relu/gelu, Xavier-uniform otherwise; conv2d:
+ * He-normal; biases, which dense and conv2d have unless `bias: false`,
+ * zero; each layer file says) via util/rng.h, so the same seed gives the
+ * same bits on any rank. Gradients start at zero.
  * max_batch == 0 builds the shapes only, without arenas (for plan/: every
  * query below works, dt_model_params/grads/probs return NULL, and
  * train_step, eval and zero_grads must not be called); max_batch < 0 or
@@ -60,31 +84,70 @@ float *dt_model_grads(struct dt_model *m);
 /* Sets every gradient to zero (start of a global batch). */
 void dt_model_zero_grads(struct dt_model *m);
 
-/* Features per sample at the input (product of input_shape) and classes at
- * the output (units of the last layer). */
+/* Features per sample at the input (product of input_shape). Token ids
+ * for an embedding are features too, stored as floats. */
 int64_t dt_model_input_size(const struct dt_model *m);
-int64_t dt_model_n_classes(const struct dt_model *m);
 
-/* One micro-batch of training: x is (batch, input_size), labels (batch)
- * with values in [0, n_classes) (the caller has checked them). Runs forward
- * and backward and ADDS grad_scale * d(sum of per-sample losses)/d(params)
- * into the gradient arena, so k micro-batches with grad_scale =
- * 1/global_batch accumulate the mean-loss gradient of the global batch.
- * Returns the sum over the batch of per-sample losses (nats) in *loss_sum
- * and the number of correct argmax predictions in *n_correct (either may be
- * NULL). 1 <= batch <= max_batch. Allocates nothing. */
+/* What the loss compares against, per sample. Softmax cross-entropy:
+ * labels_per_sample class ids (1 when the last layer gives (classes); T
+ * when it gives (T, classes): one label per token), each in
+ * [0, n_classes); targets_per_sample is 0. Mse: targets_per_sample floats
+ * (the size of the last layer's output), and n_classes and
+ * labels_per_sample are 0. */
+int64_t dt_model_n_classes(const struct dt_model *m);
+int64_t dt_model_labels_per_sample(const struct dt_model *m);
+int64_t dt_model_targets_per_sample(const struct dt_model *m);
+
+/* Where the next training micro-batches lie, for stochastic layers
+ * (dropout), whose draws are keyed by (job seed, step, global sample
+ * index, element) and so come out the same however a global batch is split
+ * into ranks and micro-batches: step is the global optimizer step,
+ * first_sample the global index of the micro-batch's first sample (row r
+ * is first_sample + r), e.g. its offset in the epoch's permutation as
+ * dt_shard_offset gives it. Kept until the next call; both start at 0.
+ * Evaluation draws nothing. */
+void dt_model_set_position(struct dt_model *m, uint64_t step,
+			   int64_t first_sample);
+
+/* One micro-batch of training with softmax cross-entropy: x is (batch,
+ * input_size), labels (batch, labels_per_sample) with values in
+ * [0, n_classes) (the caller has checked them). Runs forward and backward
+ * and ADDS grad_scale * d(loss_sum)/d(params) into the gradient arena, so
+ * k micro-batches with grad_scale = 1/global_batch accumulate the gradient
+ * of the mean per-sample loss of the global batch (for a per-token model,
+ * 1/(global_batch * labels_per_sample) gives the mean per-token loss, as
+ * PyTorch's cross_entropy does). Returns in *loss_sum the sum over the
+ * batch and its tokens of the losses (nats), so loss_sum / (batch *
+ * labels_per_sample) is nats per token, and in *n_correct the number of
+ * tokens whose argmax is the label (either may be NULL). 1 <= batch <=
+ * max_batch. Allocates nothing. */
 void dt_model_train_step(struct dt_model *m, const float *x,
 			 const int32_t *labels, int64_t batch, float grad_scale,
 			 double *loss_sum, int64_t *n_correct);
 
 /* Forward only (evaluation): same outputs as dt_model_train_step, no
- * gradient touched. labels may be NULL to only predict (then *loss_sum and
- * *n_correct are 0); the probabilities are in dt_model_probs. */
+ * gradient touched, dropout off. labels may be NULL to only predict (then
+ * *loss_sum and *n_correct are 0); the probabilities are in
+ * dt_model_probs. */
 void dt_model_eval(struct dt_model *m, const float *x, const int32_t *labels,
 		   int64_t batch, double *loss_sum, int64_t *n_correct);
 
-/* The softmax probabilities of the last forward pass, (batch, n_classes),
- * owned by m and overwritten by the next pass; NULL without arenas. */
+/* As dt_model_train_step and dt_model_eval, for an mse model: targets is
+ * (batch, targets_per_sample) floats; the loss of a sample is the mean
+ * over its outputs of (prediction - target)^2 and *loss_sum their sum over
+ * the batch (the gradient added is grad_scale * d(loss_sum)/d(params)).
+ * dt_model_eval_targets takes targets NULL to only predict. */
+void dt_model_train_step_targets(struct dt_model *m, const float *x,
+				 const float *targets, int64_t batch,
+				 float grad_scale, double *loss_sum);
+void dt_model_eval_targets(struct dt_model *m, const float *x,
+			   const float *targets, int64_t batch,
+			   double *loss_sum);
+
+/* The output of the last forward pass, owned by m and overwritten by the
+ * next pass; NULL without arenas. Softmax cross-entropy: probabilities
+ * (batch, labels_per_sample, n_classes); mse: predictions (batch,
+ * targets_per_sample). */
 const float *dt_model_probs(const struct dt_model *m);
 
 /* Forward plus backward FLOPs for one sample (multiply-add = 2 FLOPs;

@@ -61,6 +61,12 @@ struct dt_param_tensor {
 	int64_t shape[DT_SHAPE_MAX_DIMS];
 	enum dt_init init;
 	int64_t fan_in, fan_out;	/* for the He and Xavier rules */
+	/* A buffer is state the layer updates itself in training forward
+	 * passes (batchnorm's running statistics), not a trained parameter.
+	 * It lies in the parameter arena like the others, so checkpoints and
+	 * exports carry it; backward never writes its gradient, which stays
+	 * 0, and the optimizer must leave it alone (no weight decay). */
+	bool buffer;
 	/* set by the graph: */
 	int64_t size;		/* product of shape */
 	size_t offset;		/* floats from the start of the arenas */
@@ -72,12 +78,20 @@ struct dt_param_tensor {
 struct dt_pass {
 	int64_t batch;		/* rows in every buffer, <= max_batch */
 	bool training;		/* false in dt_model_eval */
-	const int32_t *labels;	/* (batch) for loss nodes; NULL: no loss */
+	/* For loss nodes, at most one of these is set; neither: no loss. */
+	const int32_t *labels;	/* (batch, tokens): class ids, tokens = 1
+				 * for a (classes) output */
+	const float *targets;	/* (batch, out_size): regression targets */
 	float grad_scale;	/* loss backward multiplies its gradient by this */
 	uint64_t seed;		/* job->seed, for stochastic layers */
+	/* Where the micro-batch lies in training, for stochastic layers
+	 * whose draws must not depend on how a global batch is split
+	 * (dt_model_set_position): */
+	uint64_t step;		/* global optimizer step */
+	int64_t first_sample;	/* global index of row 0 of the batch */
 	/* outputs of loss nodes: */
-	double loss_sum;	/* sum over the batch of per-sample losses */
-	int64_t n_correct;	/* argmax == label */
+	double loss_sum;	/* sum over the batch (and tokens) of losses */
+	int64_t n_correct;	/* argmax == label, counted per token */
 };
 
 struct dt_layer_ops;
@@ -96,6 +110,9 @@ struct dt_node {
 
 	int n_inputs;
 	int inputs[DT_NODE_MAX_INPUTS];	/* node indices or DT_NODE_INPUT */
+	/* What the job calls input k, for messages: "input" (the model
+	 * input) or the layer's name; NULL reads as "input". */
+	const char *in_name[DT_NODE_MAX_INPUTS];
 	struct dt_shape in_shape[DT_NODE_MAX_INPUTS];
 	int64_t in_size[DT_NODE_MAX_INPUTS];	/* dt_shape_size(in_shape) */
 
@@ -125,10 +142,16 @@ struct dt_node {
  * input k, (batch, in_size[k]), or NULL when nothing upstream needs it (the
  * model input, or a part of the graph without parameters); the layer writes
  * it when din_add[k] is false and adds to it when true (the input feeds
- * several nodes and another has written it already). Neither hook
- * allocates. */
+ * several nodes and another has written it already). One node may read the
+ * same input twice (`inputs: [a, a]`): then din[0] and din[1] are the same
+ * buffer with din_add[1] true, so a layer handles its inputs in order, each
+ * completely before the next. Backward always follows the forward of the
+ * same micro-batch and may overwrite n->scratch. Neither hook allocates. */
 struct dt_layer_ops {
 	const char *kind;	/* "dense": the word used in plans and files */
+	/* How many inputs the type takes; 0 and 0 mean exactly one. The
+	 * graph refuses other counts before infer runs. */
+	int min_inputs, max_inputs;
 
 	/* Checks that the node can take its inputs (n->in_shape, n->spec)
 	 * and sets n->out_shape and the declared parameter tensors. On a
@@ -152,10 +175,47 @@ struct dt_layer_ops {
 	int64_t (*scratch_floats)(const struct dt_node *n);
 };
 
+/* Runs stmt for each i in [0, len) (int64_t i, declared by the macro), in
+ * blocks of 8 with a constant inner trip count, then the rest one by one.
+ * GCC's -O2 vectoriser (the "very cheap" cost model) only takes loops
+ * whose trip count is a known multiple of the vector width, so a plain
+ * loop over len stays scalar while this one runs in SIMD registers. For
+ * that, the pointers stmt uses must be restrict-qualified parameters of
+ * the function (GCC 12 does not trust restrict on local pointers here: a
+ * small static kernel taking the buffers does it) and every load in stmt
+ * unconditional: `y[i] > 0 ? dy[i] : 0` is a branch, `relu_grad(y[i],
+ * dy[i])` is not. */
+#define DT_VEC_LOOP(i, len, stmt)                                       \
+	do {                                                            \
+		int64_t i##_blk_ = 0, i##_len_ = (len);                 \
+		for (; i##_blk_ + 8 <= i##_len_; i##_blk_ += 8)         \
+			for (int i##_j_ = 0; i##_j_ < 8; i##_j_++) {    \
+				int64_t i = i##_blk_ + i##_j_;          \
+				stmt;                                   \
+			}                                               \
+		for (int64_t i = i##_blk_; i < i##_len_; i++)           \
+			stmt;                                           \
+	} while (0)
+
 /* The layer types (one file each). */
 extern const struct dt_layer_ops dt_layer_dense;
 extern const struct dt_layer_ops dt_layer_activation;
 extern const struct dt_layer_ops dt_layer_softmax_xent;
+extern const struct dt_layer_ops dt_layer_mse;
+extern const struct dt_layer_ops dt_layer_conv2d;
+extern const struct dt_layer_ops dt_layer_maxpool2d;
+extern const struct dt_layer_ops dt_layer_avgpool2d;
+extern const struct dt_layer_ops dt_layer_flatten;
+extern const struct dt_layer_ops dt_layer_reshape;
+extern const struct dt_layer_ops dt_layer_dropout;
+extern const struct dt_layer_ops dt_layer_softmax;
+extern const struct dt_layer_ops dt_layer_add;
+extern const struct dt_layer_ops dt_layer_concat;
+extern const struct dt_layer_ops dt_layer_layernorm;
+extern const struct dt_layer_ops dt_layer_batchnorm;
+extern const struct dt_layer_ops dt_layer_embedding;
+extern const struct dt_layer_ops dt_layer_pos_embedding;
+extern const struct dt_layer_ops dt_layer_attention;
 
 /* registry.c: the type implementing a job layer kind / loss kind, or NULL
  * if there is none (a job/ enum value graph/ does not know yet). */
@@ -166,10 +226,25 @@ const struct dt_layer_ops *dt_layer_for_loss(enum dt_loss_kind kind);
 const char *dt_activation_name(enum dt_activation act);
 
 /* Fills err with DT_ERR_JOB and the message prefixed by the node's place in
- * the job file, "FILE:LINE:COL: model.layers.N: " ("FILE: model.layers.N: "
- * when the entry has no position), and returns DT_ERR_JOB. */
+ * the job file, "FILE:LINE:COL: model.layers.N (NAME): " ("FILE:
+ * model.layers.N (NAME): " when the entry has no position; NAME is the
+ * job layer's name, " (NAME)" is left out when it is empty), and returns
+ * DT_ERR_JOB. */
 enum dt_status dt_node_errorf(const struct dt_node *n, const struct dt_job *job,
 			      struct dt_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/* Writes s as "(64, 128)" into buf (size bytes, always NUL-terminated when
+ * size > 0) and returns buf, for messages. */
+char *dt_shape_format(const struct dt_shape *s, char *buf, size_t size);
+
+/* The name of input k of n for messages: n->in_name[k], or "input". */
+const char *dt_node_input_name(const struct dt_node *n, int k);
+
+/* For layers over images: reads a per-sample shape (channels, height,
+ * width), or (height, width) as one channel, into *c, *h, *w; returns false
+ * for any other number of dimensions. */
+bool dt_shape_chw(const struct dt_shape *s, int64_t *c, int64_t *h,
+		  int64_t *w);
 
 #endif

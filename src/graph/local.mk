@@ -1,10 +1,27 @@
 # src/graph: the model graph, one file per layer type (see layer.h).
 libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c \
 	src/graph/layer.h src/graph/registry.c \
-	src/graph/dense.c src/graph/activation.c src/graph/softmax_xent.c
+	src/graph/dense.c src/graph/activation.c src/graph/softmax_xent.c \
+	src/graph/mse.c src/graph/conv2d.c src/graph/pool.c \
+	src/graph/shape.c src/graph/dropout.c src/graph/softmax.c \
+	src/graph/add.c src/graph/concat.c \
+	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
+	src/graph/pos_embedding.c src/graph/attention.c
 
 check_PROGRAMS += tests/unit/test_graph
 TESTS += tests/unit/test_graph
 tests_unit_test_graph_SOURCES = tests/unit/test_graph.c
 tests_unit_test_graph_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_graph_nlp
+TESTS += tests/unit/test_graph_nlp
+tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c
+tests_unit_test_graph_nlp_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_graph_nlp_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_graph_layers
+TESTS += tests/unit/test_graph_layers
+tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c
+tests_unit_test_graph_layers_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_graph_layers_LDADD = $(UNIT_LDADD)

@@ -1,15 +1,17 @@
 /* softmax_xent.c - softmax cross-entropy loss over the classes of each
- * sample.
+ * sample, or of each token.
  *
- * Forward: p = softmax(z) computed stably as exp(z - max z) / sum, and the
- * per-sample loss -log p[label] = log-sum-exp(z) - z[label] with
- * log-sum-exp(z) = max z + log sum exp(z - max z), so no exp overflows.
- * The node's output is p (B, classes); the per-sample losses are summed
- * into pass->loss_sum (double) and argmax hits counted in pass->n_correct
- * (the first maximal class wins a tie). Labels are assumed in range (the
- * data loader checks them).
+ * The last layer gives (classes), one label per sample, or (T, classes),
+ * one label per token: labels are then (B, T) and every token is a row of
+ * its own. Forward, per row: p = softmax(z) computed stably as
+ * exp(z - max z) / sum, and the loss -log p[label] = log-sum-exp(z) -
+ * z[label] with log-sum-exp(z) = max z + log sum exp(z - max z), so no exp
+ * overflows. The node's output is p (B, [T,] classes); the losses of all
+ * rows are summed into pass->loss_sum (double) and argmax hits counted in
+ * pass->n_correct (the first maximal class wins a tie). Labels are assumed
+ * in range (the data loader checks them).
  * Backward: d(loss)/dz = p - onehot(label), times pass->grad_scale.
- * FLOPs: 5 per class per sample (max, subtract, exp, sum, divide). */
+ * FLOPs: 5 per class per row (max, subtract, exp, sum, divide). */
 #include <math.h>
 
 #include "graph/layer.h"
@@ -18,26 +20,44 @@ static enum dt_status
 softmax_xent_infer(struct dt_node *n, const struct dt_job *job,
 		   struct dt_error *err)
 {
-	if (n->in_size[0] < 2)
+	const struct dt_shape *s = &n->in_shape[0];
+	char buf[96];
+
+	if (s->n_dims > 2)
+		return dt_node_errorf(n, job, err,
+				      "softmax cross-entropy reads (classes) "
+				      "or (tokens, classes), this last layer "
+				      "gives %s; add a flatten or a dense "
+				      "layer", dt_shape_format(s, buf,
+							       sizeof buf));
+	if (s->dim[s->n_dims - 1] < 2)
 		return dt_node_errorf(n, job, err,
 				      "softmax cross-entropy needs at least 2 "
 				      "classes, this last layer gives %lld",
-				      (long long)n->in_size[0]);
-	n->out_shape.n_dims = 1;
-	n->out_shape.dim[0] = n->in_size[0];
+				      (long long)s->dim[s->n_dims - 1]);
+	n->out_shape = *s;
 	return DT_OK;
+}
+
+/* Classes per row and rows per sample. */
+static void
+softmax_xent_rows(const struct dt_node *n, int64_t *classes, int64_t *rows)
+{
+	*classes = n->out_shape.dim[n->out_shape.n_dims - 1];
+	*rows = n->out_size / *classes;
 }
 
 static void
 softmax_xent_forward(struct dt_node *n, struct dt_pass *p,
 		     const float *const *in)
 {
-	const int64_t classes = n->out_size;
-	const int32_t *labels = p->labels;	/* (B) or NULL */
+	int64_t classes, tokens;
+	const int32_t *labels = p->labels;	/* (B, T) or NULL */
 	double loss_sum = 0.0;
 	int64_t n_correct = 0;
 
-	for (int64_t r = 0; r < p->batch; r++) {
+	softmax_xent_rows(n, &classes, &tokens);
+	for (int64_t r = 0; r < p->batch * tokens; r++) {
 		const float *z = in[0] + r * classes;	/* (classes) */
 		float *prob = n->out + r * classes;	/* (classes) */
 		float zmax = z[0], sum = 0.0f;
@@ -70,13 +90,14 @@ softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 		      const float *const *in, float *const *din,
 		      const bool *din_add)
 {
-	const int64_t classes = n->out_size;
+	int64_t classes, tokens;
 	const float scale = p->grad_scale;
 
 	(void)in;
 	if (din[0] == NULL)
 		return;
-	for (int64_t r = 0; r < p->batch; r++) {
+	softmax_xent_rows(n, &classes, &tokens);
+	for (int64_t r = 0; r < p->batch * tokens; r++) {
 		const float *prob = n->out + r * classes;	/* (classes) */
 		float *dz = din[0] + r * classes;		/* (classes) */
 

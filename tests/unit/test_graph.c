@@ -35,6 +35,7 @@ make_job(int64_t n_in, int n_layers, const int64_t *units,
 		l->kind = DT_LAYER_DENSE;
 		snprintf(l->name, sizeof l->name, "dense%d", i);
 		l->units = units[i];
+		l->bias = true;
 		l->activation = acts != NULL ? acts[i] : DT_ACT_NONE;
 		l->pos.line = 10 + i;
 		l->pos.col = 5;
@@ -99,6 +100,7 @@ rig_init(struct rig *r, const struct dt_layer_ops *ops, int64_t in,
 	r->n.ops = ops;
 	snprintf(r->n.name, sizeof r->n.name, "n");
 	r->n.spec.units = units;
+	r->n.spec.bias = true;
 	r->n.spec.activation = act;
 	r->n.n_inputs = 1;
 	r->n.inputs[0] = DT_NODE_INPUT;
@@ -608,21 +610,23 @@ START_TEST(test_errors)
 	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
 	ck_assert_ptr_eq(m, sentinel);
 	ck_assert_int_eq(err.status, DT_ERR_JOB);
-	ck_assert_str_eq(err.msg, "job.yaml:11:5: model.layers.1: units must "
-			 "be >= 1, found 0");
+	ck_assert_str_eq(err.msg, "job.yaml:11:5: model.layers.1 (dense1): "
+			 "units must be >= 1, found 0");
 
 	job->model.layers[1].units = 5;
 	job->model.layers[2].units = 1;
 	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
-	ck_assert_msg(strncmp(err.msg, "job.yaml:12:5: model.layers.2: ",
-			      31) == 0 && strstr(err.msg, "2 classes"),
+	ck_assert_msg(strncmp(err.msg, "job.yaml:12:5: model.layers.2 "
+			      "(dense2): ", 40) == 0 &&
+		      strstr(err.msg, "2 classes"),
 		      "%s", err.msg);
 
 	job->model.layers[2].units = 3;
 	job->model.layers[2].pos.line = 0;
 	job->model.layers[2].units = -2;
 	ck_assert_int_eq(dt_model_new(job, 4, &m, &err), DT_ERR_JOB);
-	ck_assert_msg(strncmp(err.msg, "job.yaml: model.layers.2: ", 26) == 0,
+	ck_assert_msg(strncmp(err.msg, "job.yaml: model.layers.2 (dense2): ",
+			      35) == 0,
 		      "%s", err.msg);
 
 	job->model.layers[2].units = 3;

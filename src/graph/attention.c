@@ -1,0 +1,349 @@
+/* attention.c - multi-head self-attention with its input and output
+ * projections (Vaswani et al., "Attention Is All You Need", NIPS 2017), in
+ * GPT-2's layout (Radford et al., 2019; llm.c's attention_forward and
+ * attention_backward follow the same steps).
+ *
+ * The input is (T, C) per sample; heads h divides C, hs = C / h. Weights
+ * are (in, out) row-major as in dense.c:
+ *   qkv_weight (C, 3C), qkv_bias (3C)    columns [q | k | v], each C wide,
+ *                                        head j in columns j*hs..(j+1)*hs-1
+ *   proj_weight (C, C), proj_bias (C)    the biases only with spec.bias
+ * Forward, for a micro-batch of B samples:
+ *   qkv (B*T, 3C) = x (B*T, C) qkv_weight + qkv_bias        one sgemm
+ *   per (sample, head):
+ *     s (T, T)    = q k^T / sqrt(hs)                         sgemm
+ *     s[i][j]     = -inf for j > i when spec.causal (a future position)
+ *     att (T, T)  = softmax of each row of s
+ *     y_h (T, hs) = att v, written into y (T, C) at columns of head j
+ *   out (B*T, C) = y proj_weight + proj_bias                 one sgemm
+ * Backward runs the same steps in reverse, all products through sgemm:
+ *   dproj_weight += y^T dout, dy = dout proj_weight^T; per (sample, head)
+ *   datt = dy_h v^T, dv = att^T dy_h, ds = att * (datt - rowsum(att *
+ *   datt)) / sqrt(hs) (the softmax Jacobian; masked entries have att = 0
+ *   and get no gradient), dq = ds k, dk = ds^T q; then dqkv_weight +=
+ *   x^T dqkv and dx = dqkv qkv_weight^T.
+ *
+ * Scratch, floats per sample (all saved by forward for backward, or used by
+ * backward in place):
+ *   qkv  3*T*C   q, k, v; backward overwrites them with dq, dk, dv
+ *   att  h*T*T   the attention probabilities, usually the largest part
+ *                (GPT-2 small at T = 1024: 12.6M floats per sample)
+ *   y    T*C     the heads concatenated; backward reuses it for dy and dq
+ *   ds   T*T     backward's score gradient for one head at a time
+ * in all 4*T*C + (h+1)*T*T, besides the output and its gradient.
+ *
+ * FLOPs per sample, counting the full T x T matrices even with the causal
+ * mask, since the sgemms compute them in full (about half is masked away):
+ *   projections 2*T*C*3C + 2*T*C*C, biases 3*T*C + T*C (with bias),
+ *   scores 2*T*T*C, softmax 5*h*T*T (max, subtract, exp, sum, divide, as
+ *   softmax_xent.c counts), weighted sum 2*T*T*C.
+ * Init: weights N(0, 0.02^2) and biases 0, as GPT-2 (without GPT-2's
+ * 1/sqrt(2 * layers) scaling of the output projection: a layer does not
+ * know the depth of the model). */
+#include <assert.h>
+#include <cblas.h>
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/layer.h"
+#include "util/rng.h"
+
+#define ATTENTION_INIT_STD 0.02f
+
+/* The node's tensors by role; the biases are NULL without spec.bias. */
+struct attn_params {
+	struct dt_param_tensor *w_qkv, *b_qkv, *w_proj, *b_proj;
+};
+
+static struct attn_params
+attn_params(struct dt_node *n)
+{
+	struct attn_params a;
+
+	if (n->spec.bias) {
+		a.w_qkv = &n->tensor[0];
+		a.b_qkv = &n->tensor[1];
+		a.w_proj = &n->tensor[2];
+		a.b_proj = &n->tensor[3];
+	} else {
+		a.w_qkv = &n->tensor[0];
+		a.b_qkv = NULL;
+		a.w_proj = &n->tensor[1];
+		a.b_proj = NULL;
+	}
+	return a;
+}
+
+static int64_t
+attn_scratch(int64_t t, int64_t c, int64_t heads)
+{
+	return 4 * t * c + (heads + 1) * t * t;
+}
+
+static enum dt_status
+attention_infer(struct dt_node *n, const struct dt_job *job,
+		struct dt_error *err)
+{
+	const struct dt_shape *in = &n->in_shape[0];
+	int64_t t, c, heads = n->spec.heads, tt, big;
+	int k = 0;
+
+	if (in->n_dims != 2)
+		return dt_node_errorf(n, job, err,
+				      "attention needs a (T, C) input, found "
+				      "%d axes", in->n_dims);
+	t = in->dim[0];
+	c = in->dim[1];
+	if (heads < 1 || heads > c || c % heads != 0)
+		return dt_node_errorf(n, job, err,
+				      "heads must be >= 1 and divide the "
+				      "input width %lld, found %lld",
+				      (long long)c, (long long)heads);
+	/* BLAS sizes are int: the widest matrix is qkv (3C columns); the
+	 * per-sample scratch must stay countable. */
+	if (c > INT_MAX / 3 ||
+	    __builtin_mul_overflow(t, t, &tt) ||
+	    __builtin_mul_overflow(tt, heads + 1, &big) ||
+	    big > INT64_MAX / 4 - 4 * t * c)
+		return dt_node_errorf(n, job, err,
+				      "attention over %lld positions of width "
+				      "%lld is too large", (long long)t,
+				      (long long)c);
+	n->out_shape = *in;
+	n->tensor[k++] = (struct dt_param_tensor){
+		.name = "qkv_weight", .n_dims = 2, .shape = { c, 3 * c },
+		.init = DT_INIT_ZERO,	/* replaced by attention_init */
+		.fan_in = c, .fan_out = 3 * c,
+	};
+	if (n->spec.bias)
+		n->tensor[k++] = (struct dt_param_tensor){
+			.name = "qkv_bias", .n_dims = 1, .shape = { 3 * c },
+			.init = DT_INIT_ZERO,
+		};
+	n->tensor[k++] = (struct dt_param_tensor){
+		.name = "proj_weight", .n_dims = 2, .shape = { c, c },
+		.init = DT_INIT_ZERO,	/* replaced by attention_init */
+		.fan_in = c, .fan_out = c,
+	};
+	if (n->spec.bias)
+		n->tensor[k++] = (struct dt_param_tensor){
+			.name = "proj_bias", .n_dims = 1, .shape = { c },
+			.init = DT_INIT_ZERO,
+		};
+	n->n_tensors = k;
+	return DT_OK;
+}
+
+static void
+attention_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
+{
+	for (int k = 0; k < n->n_tensors; k++) {
+		struct dt_param_tensor *pt = &n->tensor[k];
+
+		if (pt->n_dims == 1) {
+			memset(pt->data, 0, (size_t)pt->size * sizeof(float));
+			continue;
+		}
+		for (int64_t j = 0; j < pt->size; j++)
+			pt->data[j] = ATTENTION_INIT_STD *
+				      dt_rng_normal(seed, DT_RNG_INIT,
+						    tensor_index + (uint64_t)k,
+						    (uint64_t)j);
+	}
+}
+
+/* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL. */
+static void
+affine(const float *x, const float *w, const float *b, float *y, int rows,
+       int inner, int cols)
+{
+	if (b != NULL)
+		for (int r = 0; r < rows; r++)
+			memcpy(y + (size_t)r * cols, b,
+			       (size_t)cols * sizeof(float));
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols,
+		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
+		    cols);
+}
+
+/* db (cols) += column sums of dy (rows, cols). */
+static void
+add_column_sums(const float *dy, float *db, int64_t rows, int64_t cols)
+{
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t j = 0; j < cols; j++)
+			db[j] += dy[r * cols + j];
+}
+
+/* Softmax of each row of s (T, T) in place; with causal, row i covers
+ * columns 0..i and the rest become 0. */
+static void
+masked_softmax(float *s, int t, bool causal)
+{
+	for (int i = 0; i < t; i++) {
+		float *row = s + (size_t)i * t;
+		int valid = causal ? i + 1 : t;
+		float max = row[0], sum = 0.0f, inv;
+
+		for (int j = 1; j < valid; j++)
+			max = fmaxf(max, row[j]);
+		for (int j = 0; j < valid; j++) {
+			row[j] = expf(row[j] - max);
+			sum += row[j];
+		}
+		inv = 1.0f / sum;
+		for (int j = 0; j < valid; j++)
+			row[j] *= inv;
+		for (int j = valid; j < t; j++)
+			row[j] = 0.0f;
+	}
+}
+
+static void
+attention_forward(struct dt_node *n, struct dt_pass *p,
+		  const float *const *in)
+{
+	const struct attn_params w = attn_params(n);
+	const int64_t batch = p->batch;
+	const int t = (int)n->in_shape[0].dim[0];
+	const int c = (int)n->in_shape[0].dim[1];
+	const int heads = (int)n->spec.heads, hs = c / heads;
+	const float scale = 1.0f / sqrtf((float)hs);
+	float *qkv = n->scratch;			/* (B, T, 3C) */
+	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
+	float *y = att + batch * heads * t * t;		/* (B, T, C) */
+
+	assert(batch * t <= INT_MAX);
+	affine(in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL, qkv,
+	       (int)(batch * t), c, 3 * c);
+	for (int64_t b = 0; b < batch; b++) {
+		for (int h = 0; h < heads; h++) {
+			const float *q = qkv + b * t * 3 * c + h * hs;
+			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+			float *a = att + (b * heads + h) * t * t; /* (T, T) */
+
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+				    t, t, hs, scale, q, 3 * c, k, 3 * c, 0.0f,
+				    a, t);
+			masked_softmax(a, t, n->spec.causal);
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				    t, hs, t, 1.0f, a, t, v, 3 * c, 0.0f,
+				    y + b * t * c + h * hs, c);
+		}
+	}
+	affine(y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL, n->out,
+	       (int)(batch * t), c, c);
+}
+
+static void
+attention_backward(struct dt_node *n, struct dt_pass *p,
+		   const float *const *in, float *const *din,
+		   const bool *din_add)
+{
+	const struct attn_params w = attn_params(n);
+	const int64_t batch = p->batch;
+	const int t = (int)n->in_shape[0].dim[0];
+	const int c = (int)n->in_shape[0].dim[1];
+	const int heads = (int)n->spec.heads, hs = c / heads;
+	const int rows = (int)(batch * t);
+	const float scale = 1.0f / sqrtf((float)hs);
+	const float *dout = n->dout;			/* (B, T, C) */
+	float *qkv = n->scratch;			/* (B, T, 3C) */
+	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
+	float *y = att + batch * heads * t * t;		/* (B, T, C) */
+	float *ds = y + batch * t * c;			/* (B, T, T) */
+
+	/* The output projection; y is dead afterwards and takes dy. */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, c, rows, 1.0f,
+		    y, c, dout, c, 1.0f, w.w_proj->grad, c);
+	if (w.b_proj != NULL)
+		add_column_sums(dout, w.b_proj->grad, rows, c);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c, c, 1.0f,
+		    dout, c, w.w_proj->data, c, 0.0f, y, c);
+
+	for (int64_t b = 0; b < batch; b++) {
+		for (int h = 0; h < heads; h++) {
+			float *q = qkv + b * t * 3 * c + h * hs;
+			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+			const float *a = att + (b * heads + h) * t * t;
+			float *dyh = y + b * t * c + h * hs;	/* ld C */
+			float *d = ds + b * t * t;		/* (T, T) */
+
+			/* datt = dy_h v^T; then v is dead and takes dv. */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+				    t, t, hs, 1.0f, dyh, c, v, 3 * c, 0.0f,
+				    d, t);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
+				    t, hs, t, 1.0f, a, t, dyh, c, 0.0f,
+				    v, 3 * c);
+			for (int i = 0; i < t; i++) {
+				const float *ar = a + (size_t)i * t;
+				float *dr = d + (size_t)i * t;
+				float dot = 0.0f;
+
+				for (int j = 0; j < t; j++)
+					dot += ar[j] * dr[j];
+				for (int j = 0; j < t; j++)
+					dr[j] = scale * ar[j] * (dr[j] - dot);
+			}
+			/* dq = ds k into dy_h (dead now), dk = ds^T q into
+			 * k (dead once dq is made), then dq to q. Writing k
+			 * while reading q shares rows of qkv but no element,
+			 * which BLAS allows. */
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+				    t, hs, t, 1.0f, d, t, k, 3 * c, 0.0f,
+				    dyh, c);
+			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
+				    t, hs, t, 1.0f, d, t, q, 3 * c, 0.0f,
+				    k, 3 * c);
+			for (int i = 0; i < t; i++)
+				memcpy(q + (size_t)i * 3 * c,
+				       dyh + (size_t)i * c,
+				       (size_t)hs * sizeof(float));
+		}
+	}
+
+	/* qkv now holds dqkv: the input projection. */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, 3 * c, rows,
+		    1.0f, in[0], c, qkv, 3 * c, 1.0f, w.w_qkv->grad, 3 * c);
+	if (w.b_qkv != NULL)
+		add_column_sums(qkv, w.b_qkv->grad, rows, 3 * c);
+	if (din[0] != NULL)
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c,
+			    3 * c, 1.0f, qkv, 3 * c, w.w_qkv->data, 3 * c,
+			    din_add[0] ? 1.0f : 0.0f, din[0], c);
+}
+
+static double
+attention_fwd_flops(const struct dt_node *n)
+{
+	const double t = (double)n->in_shape[0].dim[0];
+	const double c = (double)n->in_shape[0].dim[1];
+	const double h = (double)n->spec.heads;
+	double f = 2.0 * t * c * 3.0 * c + 2.0 * t * c * c	/* projections */
+		 + 2.0 * t * t * c				/* scores */
+		 + 5.0 * h * t * t				/* softmax */
+		 + 2.0 * t * t * c;				/* weighted sum */
+
+	if (n->spec.bias)
+		f += 3.0 * t * c + t * c;
+	return f;
+}
+
+static int64_t
+attention_scratch_floats(const struct dt_node *n)
+{
+	return attn_scratch(n->in_shape[0].dim[0], n->in_shape[0].dim[1],
+			    n->spec.heads);
+}
+
+const struct dt_layer_ops dt_layer_attention = {
+	.kind = "attention",
+	.infer = attention_infer,
+	.init = attention_init,
+	.forward = attention_forward,
+	.backward = attention_backward,
+	.fwd_flops = attention_fwd_flops,
+	.scratch_floats = attention_scratch_floats,
+};

@@ -1,0 +1,112 @@
+/* dropout.c - inverted dropout (Srivastava et al., "Dropout: A Simple Way
+ * to Prevent Neural Networks from Overfitting", JMLR 2014).
+ *
+ * Training: each value is kept with probability 1 - rate and scaled by
+ * 1/(1 - rate), or zeroed, so eval needs no rescaling; eval is the
+ * identity. The masks come from the counter-based generator (util/rng.h),
+ * never from hidden state: value j of global sample i, in a layer of N
+ * values per sample, is element e = i*N + j, and its 32 random bits are
+ * half of dt_rng_u64(layer key, DT_RNG_DROPOUT, step, e/2) (the low half
+ * for even e), where the layer key is dt_rng_u64(seed, DT_RNG_DROPOUT,
+ * UINT64_MAX, job layer index) keeps two dropout layers apart. The step
+ * and i come from dt_model_set_position, so a sample gets the same mask
+ * on any number of ranks and in any micro-batch. The mask (0 or
+ * 1/(1-rate) per value) stays in the node's scratch for backward.
+ * FLOPs: 1 per value (the multiply). */
+#include <string.h>
+
+#include "graph/layer.h"
+#include "util/rng.h"
+
+static enum dt_status
+dropout_infer(struct dt_node *n, const struct dt_job *job,
+	      struct dt_error *err)
+{
+	if (!(n->spec.rate >= 0.0 && n->spec.rate < 1.0))
+		return dt_node_errorf(n, job, err,
+				      "rate must be in [0, 1), found %g",
+				      n->spec.rate);
+	n->out_shape = n->in_shape[0];
+	return DT_OK;
+}
+
+static void
+dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
+{
+	const int64_t len = p->batch * n->out_size;
+	const float *x = in[0];		/* (B, N) */
+	float *y = n->out;		/* (B, N) */
+	float *mask = n->scratch;	/* (B, N) */
+
+	if (!p->training || n->spec.rate == 0.0) {
+		memcpy(y, x, (size_t)len * sizeof(float));
+		return;
+	}
+	const uint64_t key = dt_rng_u64(p->seed, DT_RNG_DROPOUT, UINT64_MAX,
+					(uint64_t)n->layer);
+	/* Drop when the 32 bits fall below rate * 2^32. */
+	const uint64_t cut = (uint64_t)(n->spec.rate * 4294967296.0);
+	const float keep = (float)(1.0 / (1.0 - n->spec.rate));
+	const uint64_t e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size;
+	uint64_t bits = 0;
+
+	for (int64_t i = 0; i < len; i++) {
+		uint64_t e = e0 + (uint64_t)i;
+
+		if (i == 0 || (e & 1) == 0)
+			bits = dt_rng_u64(key, DT_RNG_DROPOUT, p->step, e >> 1);
+		uint64_t u = (e & 1) ? bits >> 32 : bits & 0xffffffffu;
+
+		mask[i] = u >= cut ? keep : 0.0f;
+		y[i] = x[i] * mask[i];
+	}
+}
+
+static void
+dropout_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
+		 float *const *din, const bool *din_add)
+{
+	const int64_t len = p->batch * n->out_size;
+	const float *dy = n->dout;
+	const float *mask = n->scratch;
+	float *dx = din[0];
+
+	(void)in;
+	if (dx == NULL)
+		return;
+	if (n->spec.rate == 0.0) {
+		if (din_add[0])
+			for (int64_t i = 0; i < len; i++)
+				dx[i] += dy[i];
+		else
+			memcpy(dx, dy, (size_t)len * sizeof(float));
+		return;
+	}
+	if (din_add[0])
+		for (int64_t i = 0; i < len; i++)
+			dx[i] += dy[i] * mask[i];
+	else
+		for (int64_t i = 0; i < len; i++)
+			dx[i] = dy[i] * mask[i];
+}
+
+static double
+dropout_fwd_flops(const struct dt_node *n)
+{
+	return (double)n->out_size;
+}
+
+static int64_t
+dropout_scratch_floats(const struct dt_node *n)
+{
+	return n->out_size;
+}
+
+const struct dt_layer_ops dt_layer_dropout = {
+	.kind = "dropout",
+	.infer = dropout_infer,
+	.forward = dropout_forward,
+	.backward = dropout_backward,
+	.fwd_flops = dropout_fwd_flops,
+	.scratch_floats = dropout_scratch_floats,
+};

@@ -1,0 +1,137 @@
+/* embedding.c - token embedding: a table lookup from token ids to vectors
+ * (GPT-2's wte: Radford et al., "Language Models are Unsupervised Multitask
+ * Learners", 2019).
+ *
+ * The input holds token ids as floats, (T) per sample (any shape of up to
+ * three axes works; the output appends dim to it): floats are exact
+ * integers below 2^24, which bounds vocab. The weight is (vocab, dim),
+ * drawn from N(0, 0.02^2) as GPT-2 does, and
+ *   forward   y[t] = weight[id[t]]                  (T, dim)
+ *   backward  dweight[id[t]] += dy[t]  (a scatter-add; ids repeat)
+ * Token ids carry no gradient: when something upstream asks for one it
+ * gets zeros. The data loader checks the ids against vocab; an id out of
+ * range or not an integer is a bug upstream that a debug build asserts on.
+ * A build with NDEBUG neither clamps it (that would train the wrong row
+ * silently) nor reads outside the table: the row comes out as zeros and
+ * takes no gradient.
+ * FLOPs per sample, nominal: 1 per output element (a copy, counted as
+ * activations are), so backward's scatter-add is about the 2x of graph.h. */
+#include <assert.h>
+#include <math.h>
+#include <string.h>
+
+#include "graph/layer.h"
+#include "util/rng.h"
+
+#define EMBEDDING_MAX_VOCAB (INT64_C(1) << 24)	/* float ids are exact */
+#define EMBEDDING_INIT_STD 0.02f
+
+static enum dt_status
+embedding_infer(struct dt_node *n, const struct dt_job *job,
+		struct dt_error *err)
+{
+	const struct dt_shape *in = &n->in_shape[0];
+
+	if (in->n_dims < 1 || in->n_dims >= DT_SHAPE_MAX_DIMS)
+		return dt_node_errorf(n, job, err,
+				      "embedding needs token ids of 1 to %d "
+				      "axes, found %d", DT_SHAPE_MAX_DIMS - 1,
+				      in->n_dims);
+	if (n->spec.vocab < 1 || n->spec.vocab > EMBEDDING_MAX_VOCAB)
+		return dt_node_errorf(n, job, err,
+				      "vocab must be in [1, %lld] (token ids "
+				      "travel as floats), found %lld",
+				      (long long)EMBEDDING_MAX_VOCAB,
+				      (long long)n->spec.vocab);
+	if (n->spec.dim < 1)
+		return dt_node_errorf(n, job, err,
+				      "dim must be >= 1, found %lld",
+				      (long long)n->spec.dim);
+	n->out_shape = *in;
+	n->out_shape.dim[n->out_shape.n_dims++] = n->spec.dim;
+	n->n_tensors = 1;
+	n->tensor[0] = (struct dt_param_tensor){
+		.name = "weight",
+		.n_dims = 2,
+		.shape = { n->spec.vocab, n->spec.dim },
+		.init = DT_INIT_ZERO,	/* replaced by embedding_init */
+	};
+	return DT_OK;
+}
+
+static void
+embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
+{
+	struct dt_param_tensor *w = &n->tensor[0];
+
+	for (int64_t j = 0; j < w->size; j++)
+		w->data[j] = EMBEDDING_INIT_STD *
+			     dt_rng_normal(seed, DT_RNG_INIT, tensor_index,
+					   (uint64_t)j);
+}
+
+/* The row of token id v, or -1 when v is not an id in [0, vocab). */
+static int64_t
+embedding_row(float v, int64_t vocab)
+{
+	assert(v >= 0.0f && v < (float)vocab && v == floorf(v));
+	if (!(v >= 0.0f && v < (float)vocab))
+		return -1;
+	return (int64_t)v;
+}
+
+static void
+embedding_forward(struct dt_node *n, struct dt_pass *p,
+		  const float *const *in)
+{
+	const int64_t tokens = p->batch * n->in_size[0];
+	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
+	const float *w = n->tensor[0].data;	/* (vocab, dim) */
+
+	for (int64_t t = 0; t < tokens; t++) {
+		int64_t row = embedding_row(in[0][t], vocab);
+		float *y = n->out + t * dim;	/* (dim) */
+
+		if (row >= 0)
+			memcpy(y, w + row * dim, (size_t)dim * sizeof(float));
+		else
+			memset(y, 0, (size_t)dim * sizeof(float));
+	}
+}
+
+static void
+embedding_backward(struct dt_node *n, struct dt_pass *p,
+		   const float *const *in, float *const *din,
+		   const bool *din_add)
+{
+	const int64_t tokens = p->batch * n->in_size[0];
+	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
+	float *dw = n->tensor[0].grad;	/* (vocab, dim) */
+
+	for (int64_t t = 0; t < tokens; t++) {
+		int64_t row = embedding_row(in[0][t], vocab);
+		const float *dy = n->dout + t * dim;	/* (dim) */
+
+		if (row < 0)
+			continue;
+		for (int64_t j = 0; j < dim; j++)
+			dw[row * dim + j] += dy[j];
+	}
+	if (din[0] != NULL && !din_add[0])
+		memset(din[0], 0, (size_t)tokens * sizeof(float));
+}
+
+static double
+embedding_fwd_flops(const struct dt_node *n)
+{
+	return (double)n->in_size[0] * (double)n->spec.dim;
+}
+
+const struct dt_layer_ops dt_layer_embedding = {
+	.kind = "embedding",
+	.infer = embedding_infer,
+	.init = embedding_init,
+	.forward = embedding_forward,
+	.backward = embedding_backward,
+	.fwd_flops = embedding_fwd_flops,
+};

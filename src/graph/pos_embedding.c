@@ -1,0 +1,125 @@
+/* pos_embedding.c - learned absolute position embedding (GPT-2's wpe:
+ * Radford et al., "Language Models are Unsupervised Multitask Learners",
+ * 2019; the learned variant of Vaswani et al., "Attention Is All You
+ * Need", 2017, section 3.5).
+ *
+ * The input is (T, dim), typically a token embedding's output; the layer
+ * adds position t's learned vector:
+ *   y[t] = x[t] + weight[t]     weight (length, dim), T <= length
+ * so a model trained with length positions also runs on shorter windows.
+ * The weight is drawn from N(0, 0.02^2) as GPT-2 does. dim must equal the
+ * input's width (a hand-built job may leave it 0 to take that width).
+ *   backward  dx = dy,  dweight[t] += sum over the batch of dy[t]
+ * FLOPs per sample: T*dim, the additions. */
+#include <string.h>
+
+#include "graph/layer.h"
+#include "util/rng.h"
+
+#define POS_EMBEDDING_INIT_STD 0.02f
+
+static enum dt_status
+pos_embedding_infer(struct dt_node *n, const struct dt_job *job,
+		    struct dt_error *err)
+{
+	const struct dt_shape *in = &n->in_shape[0];
+	int64_t t, dim;
+
+	if (in->n_dims != 2)
+		return dt_node_errorf(n, job, err,
+				      "pos_embedding needs a (T, dim) input, "
+				      "found %d axes", in->n_dims);
+	t = in->dim[0];
+	dim = in->dim[1];
+	if (n->spec.length < 1)
+		return dt_node_errorf(n, job, err,
+				      "length must be >= 1, found %lld",
+				      (long long)n->spec.length);
+	if (t > n->spec.length)
+		return dt_node_errorf(n, job, err,
+				      "the input has %lld positions but "
+				      "length is %lld; raise length or "
+				      "shorten the context", (long long)t,
+				      (long long)n->spec.length);
+	if (n->spec.dim < 0 || (n->spec.dim > 0 && n->spec.dim != dim))
+		return dt_node_errorf(n, job, err,
+				      "dim is %lld but the input is %lld "
+				      "wide", (long long)n->spec.dim,
+				      (long long)dim);
+	n->out_shape = *in;
+	n->n_tensors = 1;
+	n->tensor[0] = (struct dt_param_tensor){
+		.name = "weight",
+		.n_dims = 2,
+		.shape = { n->spec.length, dim },
+		.init = DT_INIT_ZERO,	/* replaced by pos_embedding_init */
+	};
+	return DT_OK;
+}
+
+static void
+pos_embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
+{
+	struct dt_param_tensor *w = &n->tensor[0];
+
+	for (int64_t j = 0; j < w->size; j++)
+		w->data[j] = POS_EMBEDDING_INIT_STD *
+			     dt_rng_normal(seed, DT_RNG_INIT, tensor_index,
+					   (uint64_t)j);
+}
+
+static void
+pos_embedding_forward(struct dt_node *n, struct dt_pass *p,
+		      const float *const *in)
+{
+	const int64_t size = n->out_size;	/* T * dim */
+	const float *w = n->tensor[0].data;	/* (length, dim); first T rows */
+
+	for (int64_t b = 0; b < p->batch; b++) {
+		const float *x = in[0] + b * size;	/* (T, dim) */
+		float *y = n->out + b * size;		/* (T, dim) */
+
+		for (int64_t i = 0; i < size; i++)
+			y[i] = x[i] + w[i];
+	}
+}
+
+static void
+pos_embedding_backward(struct dt_node *n, struct dt_pass *p,
+		       const float *const *in, float *const *din,
+		       const bool *din_add)
+{
+	const int64_t size = n->out_size;	/* T * dim */
+	float *dw = n->tensor[0].grad;		/* (length, dim); first T rows */
+
+	(void)in;
+	for (int64_t b = 0; b < p->batch; b++) {
+		const float *dy = n->dout + b * size;	/* (T, dim) */
+
+		for (int64_t i = 0; i < size; i++)
+			dw[i] += dy[i];
+	}
+	if (din[0] == NULL)
+		return;
+	if (din_add[0])
+		for (int64_t i = 0; i < p->batch * size; i++)
+			din[0][i] += n->dout[i];
+	else
+		memcpy(din[0], n->dout, (size_t)(p->batch * size) *
+					sizeof(float));
+}
+
+static double
+pos_embedding_fwd_flops(const struct dt_node *n)
+{
+	return (double)n->out_size;
+}
+
+const struct dt_layer_ops dt_layer_pos_embedding = {
+	.kind = "pos_embedding",
+	.infer = pos_embedding_infer,
+	.init = pos_embedding_init,
+	.forward = pos_embedding_forward,
+	.backward = pos_embedding_backward,
+	.fwd_flops = pos_embedding_fwd_flops,
+};

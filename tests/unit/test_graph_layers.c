@@ -1,0 +1,1599 @@
+/* test_graph_layers.c - Check suite for the image, shape, combining and
+ * regularising layers of src/graph/ (conv2d.c, pool.c, shape.c,
+ * dropout.c, softmax.c, add.c, concat.c, mse.c, and dense.c and
+ * softmax_xent.c over tokens) and for the graph as a DAG: finite-difference
+ * gradient checks of every input and parameter of each layer alone,
+ * forward values against naive reference loops, FLOP, parameter and
+ * activation counts against hand counts, whole-model gradient checks of a
+ * small CNN, of a DAG with a residual add and a concat, of a per-token
+ * model and of an mse model, `inputs:` resolution and shape errors with
+ * their text, and dropout masks that depend on (step, sample) only. Jobs
+ * are built by hand, so the suite does not depend on the YAML parser. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/layer.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+/* Reproducible test data in [-1, 1), keyed apart from the model's init. */
+static void
+fill_uniform(float *a, int64_t n, uint64_t key)
+{
+	for (int64_t i = 0; i < n; i++)
+		a[i] = 2.0f * dt_rng_uniform(1234, DT_RNG_SAMPLE, key,
+					     (uint64_t)i) - 1.0f;
+}
+
+/* |a - n| <= atol + rtol * max(|a|, |n|). */
+static int
+close_enough(double analytic, double numeric, double atol, double rtol)
+{
+	double scale = fmax(fabs(analytic), fabs(numeric));
+
+	return fabs(analytic - numeric) <= atol + rtol * scale;
+}
+
+static struct dt_shape
+shape_of(int n_dims, int64_t d0, int64_t d1, int64_t d2)
+{
+	struct dt_shape s = { .n_dims = n_dims, .dim = { d0, d1, d2, 0 } };
+
+	return s;
+}
+
+/* ---- one node on its own, with up to four inputs ------------------- */
+
+struct rig {
+	struct dt_node n;
+	int64_t batch;
+	bool training;
+	uint64_t step;
+	int64_t first_sample;
+	float *params, *grads;		/* (n_params) */
+	float *x[DT_NODE_MAX_INPUTS];	/* (B, in_size[k]) */
+	float *dx[DT_NODE_MAX_INPUTS];
+	float *g;			/* (B, out): upstream gradient, dout */
+	int32_t *labels;		/* (B, rows) for softmax cross-entropy */
+	float *targets;			/* (B, out) for mse */
+};
+
+static struct dt_job rig_job = { .path = "rig.yaml" };
+static const char *const rig_names[] = { "a", "b", "c", "d" };
+
+/* Runs infer on inputs of the given shapes; on success lays out the
+ * tensors and fills parameters, inputs, upstream gradient and loss data
+ * with reproducible values. The inputs look like other nodes' outputs
+ * (named "a", "b", ...), not the model input. Returns infer's status. */
+static enum dt_status
+rig_try(struct rig *r, const struct dt_layer_ops *ops,
+	const struct dt_layer_spec *spec, int n_in,
+	const struct dt_shape *shapes, int64_t batch, struct dt_error *err)
+{
+	enum dt_status st;
+	int64_t off = 0, scratch;
+
+	memset(r, 0, sizeof *r);
+	r->batch = batch;
+	r->training = true;
+	r->step = 3;
+	r->first_sample = 5;
+	r->n.ops = ops;
+	r->n.kind = ops->kind;
+	r->n.spec = *spec;
+	snprintf(r->n.name, sizeof r->n.name, "n");
+	r->n.n_inputs = n_in;
+	for (int k = 0; k < n_in; k++) {
+		r->n.inputs[k] = k;
+		r->n.in_name[k] = rig_names[k];
+		r->n.in_shape[k] = shapes[k];
+		r->n.in_size[k] = dt_shape_size(&shapes[k]);
+	}
+	st = ops->infer(&r->n, &rig_job, err);
+	if (st != DT_OK)
+		return st;
+	r->n.out_size = dt_shape_size(&r->n.out_shape);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		struct dt_param_tensor *pt = &r->n.tensor[t];
+
+		pt->size = 1;
+		for (int d = 0; d < pt->n_dims; d++)
+			pt->size *= pt->shape[d];
+		pt->offset = (size_t)off;
+		off += pt->size;
+	}
+	r->n.n_params = off;
+	r->params = dt_xalloc_floats((size_t)off + 1);
+	r->grads = dt_xalloc_floats((size_t)off + 1);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		r->n.tensor[t].data = r->params + r->n.tensor[t].offset;
+		r->n.tensor[t].grad = r->grads + r->n.tensor[t].offset;
+	}
+	fill_uniform(r->params, off, 1);
+	for (int k = 0; k < n_in; k++) {
+		r->x[k] = dt_xalloc_floats((size_t)(batch * r->n.in_size[k]));
+		r->dx[k] = dt_xalloc_floats((size_t)(batch * r->n.in_size[k]));
+		fill_uniform(r->x[k], batch * r->n.in_size[k], 2 + (uint64_t)k);
+	}
+	r->n.out = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->g = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->n.dout = r->g;
+	fill_uniform(r->g, batch * r->n.out_size, 9);
+	scratch = ops->scratch_floats ? ops->scratch_floats(&r->n) : 0;
+	if (scratch > 0)
+		r->n.scratch = dt_xalloc_floats((size_t)(batch * scratch));
+	r->targets = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	fill_uniform(r->targets, batch * r->n.out_size, 10);
+	int64_t last = r->n.out_shape.n_dims > 0
+			       ? r->n.out_shape.dim[r->n.out_shape.n_dims - 1]
+			       : 1;
+	int64_t n_labels = batch * r->n.out_size / last;
+
+	r->labels = dt_xcalloc((size_t)n_labels, sizeof *r->labels);
+	for (int64_t i = 0; i < n_labels; i++)
+		r->labels[i] = (int32_t)((i * 7 + 1) % last);
+	return DT_OK;
+}
+
+static void
+rig_init(struct rig *r, const struct dt_layer_ops *ops,
+	 const struct dt_layer_spec *spec, int n_in,
+	 const struct dt_shape *shapes, int64_t batch)
+{
+	struct dt_error err;
+	enum dt_status st = rig_try(r, ops, spec, n_in, shapes, batch, &err);
+
+	ck_assert_msg(st == DT_OK, "%s", err.msg);
+}
+
+static void
+rig_free(struct rig *r)
+{
+	free(r->params);
+	free(r->grads);
+	for (int k = 0; k < DT_NODE_MAX_INPUTS; k++) {
+		free(r->x[k]);
+		free(r->dx[k]);
+	}
+	free(r->n.out);
+	free(r->g);
+	free(r->n.scratch);
+	free(r->labels);
+	free(r->targets);
+}
+
+static const float rig_scale = 0.37f;
+
+static bool
+is_loss(const struct rig *r)
+{
+	return r->n.ops == &dt_layer_softmax_xent || r->n.ops == &dt_layer_mse;
+}
+
+static struct dt_pass
+rig_pass(const struct rig *r)
+{
+	struct dt_pass p = {
+		.batch = r->batch,
+		.training = r->training,
+		.grad_scale = rig_scale,
+		.seed = 77,
+		.step = r->step,
+		.first_sample = r->first_sample,
+	};
+
+	if (r->n.ops == &dt_layer_softmax_xent)
+		p.labels = r->labels;
+	if (r->n.ops == &dt_layer_mse)
+		p.targets = r->targets;
+	return p;
+}
+
+static void
+rig_forward(struct rig *r, struct dt_pass *p)
+{
+	const float *in[DT_NODE_MAX_INPUTS];
+
+	for (int k = 0; k < r->n.n_inputs; k++)
+		in[k] = r->x[k];
+	r->n.ops->forward(&r->n, p, in);
+}
+
+/* The scalar the rig checks: the loss (times grad_scale) for a loss node,
+ * otherwise sum(g * Y) so that dL/dY = g. */
+static double
+rig_objective(struct rig *r)
+{
+	struct dt_pass p = rig_pass(r);
+	double sum = 0.0;
+
+	rig_forward(r, &p);
+	if (is_loss(r))
+		return p.loss_sum * rig_scale;
+	for (int64_t i = 0; i < r->batch * r->n.out_size; i++)
+		sum += (double)r->g[i] * r->n.out[i];
+	return sum;
+}
+
+/* Analytic gradients into r->grads (zeroed first) and r->dx[k] (added to
+ * what is there when add). */
+static void
+rig_backward(struct rig *r, bool add)
+{
+	const float *in[DT_NODE_MAX_INPUTS];
+	float *din[DT_NODE_MAX_INPUTS];
+	bool din_add[DT_NODE_MAX_INPUTS];
+	struct dt_pass p = rig_pass(r);
+
+	memset(r->grads, 0, (size_t)r->n.n_params * sizeof(float));
+	for (int k = 0; k < r->n.n_inputs; k++) {
+		in[k] = r->x[k];
+		din[k] = r->dx[k];
+		din_add[k] = add;
+	}
+	r->n.ops->forward(&r->n, &p, in);
+	r->n.ops->backward(&r->n, &p, in, din, din_add);
+}
+
+static double
+central_difference(struct rig *r, float *v, double eps)
+{
+	float keep = *v;
+	double up, down;
+
+	*v = keep + (float)eps;
+	up = rig_objective(r);
+	*v = keep - (float)eps;
+	down = rig_objective(r);
+	*v = keep;
+	return (up - down) / (2.0 * eps);
+}
+
+/* Checks every parameter and input gradient of r against central
+ * differences, and that din_add adds. */
+static void
+rig_check(struct rig *r, double eps)
+{
+	float *alone[DT_NODE_MAX_INPUTS] = { NULL };
+	int bad = 0;
+
+	rig_backward(r, false);
+	for (int k = 0; k < r->n.n_inputs; k++) {
+		int64_t len = r->batch * r->n.in_size[k];
+
+		alone[k] = dt_xalloc_floats((size_t)len);
+		memcpy(alone[k], r->dx[k], (size_t)len * sizeof(float));
+	}
+	for (int64_t i = 0; i < r->n.n_params; i++) {
+		double num = central_difference(r, &r->params[i], eps);
+
+		if (!close_enough(r->grads[i], num, 1e-4, 1e-3) && bad++ < 5)
+			fprintf(stderr, "%s param %lld: backward %g, numeric "
+				"%g\n", r->n.kind, (long long)i,
+				(double)r->grads[i], num);
+	}
+	for (int k = 0; k < r->n.n_inputs; k++)
+		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++) {
+			double num = central_difference(r, &r->x[k][i], eps);
+
+			if (!close_enough(alone[k][i], num, 1e-4, 1e-3) &&
+			    bad++ < 5)
+				fprintf(stderr, "%s input %d[%lld]: backward "
+					"%g, numeric %g\n", r->n.kind, k,
+					(long long)i, (double)alone[k][i],
+					num);
+		}
+	ck_assert_int_eq(bad, 0);
+
+	for (int k = 0; k < r->n.n_inputs; k++)
+		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++)
+			r->dx[k][i] = 0.25f;
+	rig_backward(r, true);
+	for (int k = 0; k < r->n.n_inputs; k++) {
+		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++)
+			ck_assert_float_eq_tol(r->dx[k][i],
+					       0.25f + alone[k][i], 1e-6f);
+		free(alone[k]);
+	}
+}
+
+/* Spreads input k's values apart (a shuffled ramp, steps of 0.05) so a
+ * maximum stays put under the finite-difference step. */
+static void
+distinct_values(struct rig *r, int k)
+{
+	int64_t len = r->batch * r->n.in_size[k];
+
+	for (int64_t i = 0; i < len; i++)
+		r->x[k][i] = 0.05f * (float)((i * 37 + 11) % len) -
+			     0.025f * (float)len;
+}
+
+/* ---- conv2d --------------------------------------------------------- */
+
+struct conv_case {
+	int64_t c, h, w;	/* c == 0: a 2-D (h, w) input */
+	int64_t oc, k, s, pad;
+	bool bias;
+};
+
+static const struct conv_case conv_cases[] = {
+	{ 2, 5, 6, 3, 3, 1, 1, true },	/* padding keeps the size */
+	{ 0, 7, 7, 2, 3, 2, 0, true },	/* one channel, stride 2 */
+	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1: no columns */
+	{ 2, 6, 5, 2, 2, 3, 1, false },	/* stride 3, padding, no bias */
+	{ 1, 4, 4, 1, 4, 1, 0, true },	/* kernel = image */
+};
+
+static void
+conv_setup(struct rig *r, const struct conv_case *cc, int64_t batch)
+{
+	struct dt_layer_spec spec = {
+		.kind = DT_LAYER_CONV2D,
+		.channels = cc->oc,
+		.kernel = cc->k,
+		.stride = cc->s,
+		.padding = cc->pad,
+		.bias = cc->bias,
+	};
+	struct dt_shape in = cc->c > 0 ? shape_of(3, cc->c, cc->h, cc->w)
+				       : shape_of(2, cc->h, cc->w, 0);
+
+	rig_init(r, &dt_layer_conv2d, &spec, 1, &in, batch);
+}
+
+START_TEST(test_conv2d_gradient)
+{
+	struct rig r;
+
+	conv_setup(&r, &conv_cases[_i], 2);
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+}
+END_TEST
+
+/* Input value (c, i, j) of sample b of r, 0 outside the image. */
+static double
+pixel(const struct rig *r, int64_t b, int64_t c, int64_t i, int64_t j)
+{
+	int64_t ch, h, w;
+
+	dt_shape_chw(&r->n.in_shape[0], &ch, &h, &w);
+	if (i < 0 || i >= h || j < 0 || j >= w)
+		return 0.0;
+	return r->x[0][((b * ch + c) * h + i) * w + j];
+}
+
+/* Output (o, y, x) of sample b of conv case cc by the definition. */
+static double
+ref_conv(const struct rig *r, const struct conv_case *cc, int64_t b,
+	 int64_t o, int64_t y, int64_t x)
+{
+	int64_t c = cc->c > 0 ? cc->c : 1;
+	const float *wt = r->n.tensor[0].data;	/* (OC, C, K, K) */
+	double sum = cc->bias ? r->n.tensor[1].data[o] : 0.0;
+
+	for (int64_t ci = 0; ci < c; ci++)
+		for (int64_t i = 0; i < cc->k; i++)
+			for (int64_t j = 0; j < cc->k; j++)
+				sum += wt[((o * c + ci) * cc->k + i) * cc->k +
+					  j] *
+				       pixel(r, b, ci, y * cc->s - cc->pad + i,
+					     x * cc->s - cc->pad + j);
+	return sum;
+}
+
+START_TEST(test_conv2d_values)
+{
+	const struct conv_case *cc = &conv_cases[_i];
+	int64_t c = cc->c > 0 ? cc->c : 1;
+	int64_t oh = (cc->h + 2 * cc->pad - cc->k) / cc->s + 1;
+	int64_t ow = (cc->w + 2 * cc->pad - cc->k) / cc->s + 1;
+	const float *out;
+	struct rig r;
+
+	conv_setup(&r, cc, 2);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 3);
+	ck_assert_int_eq(r.n.out_shape.dim[0], cc->oc);
+	ck_assert_int_eq(r.n.out_shape.dim[1], oh);
+	ck_assert_int_eq(r.n.out_shape.dim[2], ow);
+	ck_assert_int_eq(r.n.n_params,
+			 cc->oc * c * cc->k * cc->k + (cc->bias ? cc->oc : 0));
+	rig_objective(&r);
+	out = r.n.out;
+	for (int64_t b = 0; b < 2; b++)
+		for (int64_t o = 0; o < cc->oc; o++)
+			for (int64_t y = 0; y < oh; y++)
+				for (int64_t x = 0; x < ow; x++)
+					ck_assert_double_eq_tol(
+						*out++,
+						ref_conv(&r, cc, b, o, y, x),
+						1e-5);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_conv2d_counts)
+{
+	struct rig r;
+	struct dt_layer_spec spec = {
+		.kind = DT_LAYER_CONV2D, .channels = 32, .kernel = 3,
+		.padding = 1, .bias = true,
+	};
+	struct dt_shape in = shape_of(2, 28, 28, 0);
+
+	rig_init(&r, &dt_layer_conv2d, &spec, 1, &in, 1);
+	/* 2*K*K*Cin*Cout*Hout*Wout + Cout*Hout*Wout */
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
+			    2.0 * 9 * 1 * 32 * 28 * 28 + 32 * 28 * 28);
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 9 * 28 * 28);
+	ck_assert_str_eq(r.n.tensor[0].name, "weight");
+	ck_assert_int_eq(r.n.tensor[0].n_dims, 4);
+	ck_assert_int_eq(r.n.tensor[0].shape[0], 32);
+	ck_assert_int_eq(r.n.tensor[0].shape[1], 1);
+	ck_assert_int_eq(r.n.tensor[0].init, DT_INIT_HE_NORMAL);
+	ck_assert_int_eq(r.n.tensor[0].fan_in, 9);
+	rig_free(&r);
+
+	spec.bias = false;
+	spec.stride = 2;
+	spec.padding = 0;
+	spec.channels = 4;
+	in = shape_of(3, 3, 9, 8);
+	rig_init(&r, &dt_layer_conv2d, &spec, 1, &in, 1);
+	/* Hout = (9 - 3)/2 + 1 = 4, Wout = (8 - 3)/2 + 1 = 3 */
+	ck_assert_int_eq(r.n.out_shape.dim[1], 4);
+	ck_assert_int_eq(r.n.out_shape.dim[2], 3);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 2.0 * 9 * 3 * 4 * 4 * 3);
+	ck_assert_int_eq(r.n.n_tensors, 1);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- pooling -------------------------------------------------------- */
+
+struct pool_case {
+	bool max;
+	int64_t c, h, w, k, s, pad;
+};
+
+static const struct pool_case pool_cases[] = {
+	{ true, 2, 4, 6, 2, 0, 0 },	/* stride defaults to the kernel */
+	{ true, 1, 5, 5, 3, 2, 1 },
+	{ true, 0, 5, 4, 2, 1, 0 },	/* 2-D input, overlapping windows */
+	{ false, 2, 4, 6, 2, 0, 0 },
+	{ false, 1, 5, 5, 3, 2, 1 },
+	{ false, 0, 4, 5, 2, 1, 1 },
+};
+
+static void
+pool_setup(struct rig *r, const struct pool_case *pc, int64_t batch)
+{
+	struct dt_layer_spec spec = {
+		.kind = pc->max ? DT_LAYER_MAXPOOL2D : DT_LAYER_AVGPOOL2D,
+		.kernel = pc->k,
+		.stride = pc->s,
+		.padding = pc->pad,
+	};
+	struct dt_shape in = pc->c > 0 ? shape_of(3, pc->c, pc->h, pc->w)
+				       : shape_of(2, pc->h, pc->w, 0);
+
+	rig_init(r, pc->max ? &dt_layer_maxpool2d : &dt_layer_avgpool2d,
+		 &spec, 1, &in, batch);
+}
+
+START_TEST(test_pool_gradient)
+{
+	struct rig r;
+
+	pool_setup(&r, &pool_cases[_i], 2);
+	if (pool_cases[_i].max)
+		distinct_values(&r, 0);
+	rig_check(&r, 1e-3);
+	rig_free(&r);
+}
+END_TEST
+
+/* Output (c, y, x) of sample b of pool case pc by the definition:
+ * the maximum of the window's pixels inside the image, or the window's
+ * sum over K*K with padding as zeros. */
+static double
+ref_pool(const struct rig *r, const struct pool_case *pc, int64_t b,
+	 int64_t c, int64_t y, int64_t x)
+{
+	int64_t ch, h, w, s = pc->s > 0 ? pc->s : pc->k;
+	double best = -INFINITY, sum = 0.0;
+
+	dt_shape_chw(&r->n.in_shape[0], &ch, &h, &w);
+	for (int64_t i = y * s - pc->pad; i < y * s - pc->pad + pc->k; i++)
+		for (int64_t j = x * s - pc->pad; j < x * s - pc->pad + pc->k;
+		     j++) {
+			if (i < 0 || i >= h || j < 0 || j >= w)
+				continue;
+			best = fmax(best, pixel(r, b, c, i, j));
+			sum += pixel(r, b, c, i, j);
+		}
+	return pc->max ? best : sum / (double)(pc->k * pc->k);
+}
+
+START_TEST(test_pool_values)
+{
+	const struct pool_case *pc = &pool_cases[_i];
+	int64_t c = pc->c > 0 ? pc->c : 1;
+	int64_t s = pc->s > 0 ? pc->s : pc->k;
+	int64_t oh = (pc->h + 2 * pc->pad - pc->k) / s + 1;
+	int64_t ow = (pc->w + 2 * pc->pad - pc->k) / s + 1;
+	const float *out;
+	struct rig r;
+
+	pool_setup(&r, pc, 2);
+	ck_assert_int_eq(r.n.out_shape.dim[0], c);
+	ck_assert_int_eq(r.n.out_shape.dim[1], oh);
+	ck_assert_int_eq(r.n.out_shape.dim[2], ow);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
+			    (double)(pc->k * pc->k * c * oh * ow));
+	rig_objective(&r);
+	out = r.n.out;
+	for (int64_t b = 0; b < 2; b++)
+		for (int64_t ci = 0; ci < c; ci++)
+			for (int64_t y = 0; y < oh; y++)
+				for (int64_t x = 0; x < ow; x++)
+					ck_assert_double_eq_tol(
+						*out++,
+						ref_pool(&r, pc, b, ci, y, x),
+						1e-6);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- shape, softmax, dropout, add, concat, losses ------------------- */
+
+START_TEST(test_flatten_reshape)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_FLATTEN };
+	struct dt_shape in = shape_of(3, 2, 3, 4);
+	struct dt_error err;
+
+	rig_init(&r, &dt_layer_flatten, &spec, 1, &in, 3);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 1);
+	ck_assert_int_eq(r.n.out_shape.dim[0], 24);
+	rig_objective(&r);
+	ck_assert(memcmp(r.n.out, r.x[0], 3 * 24 * sizeof(float)) == 0);
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+
+	spec = (struct dt_layer_spec){ .kind = DT_LAYER_RESHAPE, .n_shape = 2,
+				       .shape = { -1, 6 } };
+	rig_init(&r, &dt_layer_reshape, &spec, 1, &in, 3);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 2);
+	ck_assert_int_eq(r.n.out_shape.dim[0], 4);
+	ck_assert_int_eq(r.n.out_shape.dim[1], 6);
+	rig_check(&r, 1e-2);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 0.0);
+	rig_free(&r);
+
+	spec.shape[1] = 5;
+	ck_assert_int_eq(rig_try(&r, &dt_layer_reshape, &spec, 1, &in, 1,
+				 &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: shape (-1, 5) "
+			 "does not hold the 24 values of a (2, 3, 4)");
+	rig_free(&r);
+	spec.shape[0] = -1;
+	spec.shape[1] = -1;
+	ck_assert_int_eq(rig_try(&r, &dt_layer_reshape, &spec, 1, &in, 1,
+				 &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "only one dimension may be -1"), "%s",
+		      err.msg);
+	rig_free(&r);
+	spec.n_shape = 3;
+	spec.shape[0] = 2;
+	spec.shape[1] = 3;
+	spec.shape[2] = 0;
+	ck_assert_int_eq(rig_try(&r, &dt_layer_reshape, &spec, 1, &in, 1,
+				 &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "shape.2: must be -1 or in [1, 24]"),
+		      "%s", err.msg);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_softmax_layer)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_SOFTMAX };
+	struct dt_shape in = shape_of(2, 3, 5, 0);
+
+	rig_init(&r, &dt_layer_softmax, &spec, 1, &in, 2);
+	for (int64_t i = 0; i < 2 * 15; i++)
+		r.x[0][i] *= 3.0f;
+	rig_objective(&r);
+	for (int64_t row = 0; row < 6; row++) {
+		double s = 0.0, z = 0.0;
+
+		for (int j = 0; j < 5; j++)
+			z += exp(r.x[0][row * 5 + j]);
+		for (int j = 0; j < 5; j++) {
+			s += r.n.out[row * 5 + j];
+			ck_assert_double_eq_tol(r.n.out[row * 5 + j],
+						exp(r.x[0][row * 5 + j]) / z,
+						1e-6);
+		}
+		ck_assert_double_eq_tol(s, 1.0, 1e-6);
+	}
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 5.0 * 15);
+	rig_check(&r, 5e-3);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_dropout_layer)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_DROPOUT, .rate = 0.25 };
+	struct dt_shape in = shape_of(1, 40, 0, 0);
+	struct dt_error err;
+	int64_t dropped = 0;
+
+	rig_init(&r, &dt_layer_dropout, &spec, 1, &in, 10);
+	rig_objective(&r);
+	for (int64_t i = 0; i < 400; i++) {
+		if (r.n.out[i] == 0.0f)
+			dropped++;
+		else
+			ck_assert_float_eq_tol(r.n.out[i], r.x[0][i] / 0.75f,
+					       1e-6f);
+	}
+	/* 100 expected; 4 standard deviations either side. */
+	ck_assert_msg(dropped > 65 && dropped < 135, "%lld dropped",
+		      (long long)dropped);
+	rig_check(&r, 1e-2);
+
+	/* Eval: the identity. */
+	r.training = false;
+	rig_objective(&r);
+	ck_assert(memcmp(r.n.out, r.x[0], 400 * sizeof(float)) == 0);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 40.0);
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 40);
+	rig_free(&r);
+
+	spec.rate = 1.0;
+	ck_assert_int_eq(rig_try(&r, &dt_layer_dropout, &spec, 1, &in, 1,
+				 &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: rate must be in "
+			 "[0, 1), found 1");
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_add_layer)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_ADD };
+	struct dt_shape in[3] = { shape_of(2, 2, 3, 0), shape_of(2, 2, 3, 0),
+				  shape_of(2, 2, 3, 0) };
+	struct dt_error err;
+
+	rig_init(&r, &dt_layer_add, &spec, 3, in, 2);
+	rig_objective(&r);
+	for (int64_t i = 0; i < 12; i++)
+		ck_assert_float_eq_tol(r.n.out[i],
+				       r.x[0][i] + r.x[1][i] + r.x[2][i],
+				       1e-6f);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 2.0 * 6);
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+
+	in[2] = shape_of(2, 3, 2, 0);
+	ck_assert_int_eq(rig_try(&r, &dt_layer_add, &spec, 3, in, 1, &err),
+			 DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: input shapes "
+			 "differ: a (2, 3) vs c (3, 2)");
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_concat_layer)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_CONCAT };
+	struct dt_shape in[2] = { shape_of(2, 3, 2, 0), shape_of(2, 3, 4, 0) };
+	struct dt_error err;
+
+	rig_init(&r, &dt_layer_concat, &spec, 2, in, 2);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 2);
+	ck_assert_int_eq(r.n.out_shape.dim[0], 3);
+	ck_assert_int_eq(r.n.out_shape.dim[1], 6);
+	rig_objective(&r);
+	for (int64_t row = 0; row < 6; row++) {
+		ck_assert(memcmp(r.n.out + row * 6, r.x[0] + row * 2,
+				 2 * sizeof(float)) == 0);
+		ck_assert(memcmp(r.n.out + row * 6 + 2, r.x[1] + row * 4,
+				 4 * sizeof(float)) == 0);
+	}
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+
+	in[1] = shape_of(2, 4, 2, 0);
+	ck_assert_int_eq(rig_try(&r, &dt_layer_concat, &spec, 2, in, 1, &err),
+			 DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: input shapes "
+			 "differ before the last axis: a (3, 2) vs b (4, 2)");
+	rig_free(&r);
+}
+END_TEST
+
+/* Dense over the rows of another layer's (T, C) output. */
+START_TEST(test_dense_rows)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_DENSE, .units = 4,
+				      .bias = true };
+	struct dt_shape in = shape_of(2, 3, 5, 0);
+
+	rig_init(&r, &dt_layer_dense, &spec, 1, &in, 2);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 2);
+	ck_assert_int_eq(r.n.out_shape.dim[0], 3);
+	ck_assert_int_eq(r.n.out_shape.dim[1], 4);
+	ck_assert_int_eq(r.n.n_params, 5 * 4 + 4);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 3 * (2.0 * 5 * 4 + 4));
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+
+	/* The model input is flattened, as before. */
+	rig_init(&r, &dt_layer_dense, &spec, 1, &in, 2);
+	r.n.inputs[0] = DT_NODE_INPUT;
+	ck_assert_int_eq(dt_layer_dense.infer(&r.n, &rig_job, NULL), DT_OK);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 1);
+	ck_assert_int_eq(r.n.tensor[0].shape[0], 15);
+	rig_free(&r);
+
+	spec.bias = false;
+	rig_init(&r, &dt_layer_dense, &spec, 1, &in, 2);
+	ck_assert_int_eq(r.n.n_params, 5 * 4);
+	rig_check(&r, 1e-2);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_token_loss)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { 0 };
+	struct dt_shape in = shape_of(2, 3, 5, 0);
+	struct dt_pass p;
+	struct dt_error err;
+	double want = 0.0;
+	int64_t want_correct = 0;
+
+	rig_init(&r, &dt_layer_softmax_xent, &spec, 1, &in, 2);
+	for (int64_t i = 0; i < 30; i++)
+		r.x[0][i] *= 3.0f;
+	p = rig_pass(&r);
+	rig_forward(&r, &p);
+	for (int64_t row = 0; row < 6; row++) {
+		const float *z = r.x[0] + row * 5;
+		double s = 0.0;
+		int arg = 0;
+
+		for (int j = 0; j < 5; j++) {
+			s += exp(z[j]);
+			if (z[j] > z[arg])
+				arg = j;
+		}
+		want += log(s) - z[r.labels[row]];
+		want_correct += arg == r.labels[row];
+	}
+	ck_assert_double_eq_tol(p.loss_sum, want, 1e-5);
+	ck_assert_int_eq(p.n_correct, want_correct);
+	rig_check(&r, 5e-3);
+	rig_free(&r);
+
+	in = shape_of(3, 2, 3, 4);
+	ck_assert_int_eq(rig_try(&r, &dt_layer_softmax_xent, &spec, 1, &in,
+				 1, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "reads (classes) or (tokens, classes), "
+			     "this last layer gives (2, 3, 4)"), "%s",
+		      err.msg);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_mse_loss)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { 0 };
+	struct dt_shape in = shape_of(1, 3, 0, 0);
+	struct dt_pass p;
+
+	rig_init(&r, &dt_layer_mse, &spec, 1, &in, 2);
+	rig_check(&r, 1e-2);
+	/* (1, 2, 3) vs (1, 0, 0): (0 + 4 + 9)/3; (0,0,0) vs (1,1,1): 1. */
+	const float x[6] = { 1, 2, 3, 0, 0, 0 }, t[6] = { 1, 0, 0, 1, 1, 1 };
+
+	memcpy(r.x[0], x, sizeof x);
+	memcpy(r.targets, t, sizeof t);
+	p = rig_pass(&r);
+	rig_forward(&r, &p);
+	ck_assert_double_eq_tol(p.loss_sum, 13.0 / 3.0 + 1.0, 1e-6);
+	ck_assert_int_eq(p.n_correct, 0);
+	ck_assert(memcmp(r.n.out, x, sizeof x) == 0);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 9.0);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- whole models ---------------------------------------------------- */
+
+/* An empty job with input_shape dims and loss; layers are added with
+ * add_layer. Caller frees. */
+static struct dt_job *
+new_job(int n_dims, const int64_t *dims, enum dt_loss_kind loss,
+	uint64_t seed)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+
+	snprintf(job->path, sizeof job->path, "job.yaml");
+	job->seed = seed;
+	job->model.n_input_dims = n_dims;
+	for (int d = 0; d < n_dims; d++)
+		job->model.input_shape[d] = dims[d];
+	job->model.loss = loss;
+	return job;
+}
+
+/* Appends a layer named name (default "<kind><index>" when NULL) reading
+ * the comma-separated inputs (NULL: the previous layer), at line 10 +
+ * index, column 7. Returns it for the kind's fields. */
+static struct dt_layer_spec *
+add_layer(struct dt_job *job, enum dt_layer_kind kind, const char *name,
+	  const char *inputs)
+{
+	int i = job->model.n_layers++;
+	struct dt_layer_spec *l = &job->model.layers[i];
+
+	l->kind = kind;
+	l->bias = true;
+	if (name != NULL)
+		snprintf(l->name, sizeof l->name, "%s", name);
+	else
+		snprintf(l->name, sizeof l->name, "layer%d", i);
+	l->pos.line = 10 + i;
+	l->pos.col = 7;
+	while (inputs != NULL && *inputs != '\0') {
+		size_t len = strcspn(inputs, ",");
+
+		snprintf(l->inputs[l->n_inputs++], DT_LAYER_NAME_MAX, "%.*s",
+			 (int)len, inputs);
+		inputs += len + (inputs[len] == ',');
+	}
+	return l;
+}
+
+/* The model's loss for x, from eval. */
+static double
+model_loss(struct dt_model *m, const float *x, const int32_t *labels,
+	   const float *targets, int64_t batch)
+{
+	double loss;
+
+	if (targets != NULL)
+		dt_model_eval_targets(m, x, targets, batch, &loss);
+	else
+		dt_model_eval(m, x, labels, batch, &loss, NULL);
+	return loss;
+}
+
+/* Checks every parameter gradient of m (from one dt_model_train_step or
+ * _targets with grad_scale 1/batch) against central differences of the
+ * mean loss from eval. Returns the number of mismatches.
+ *
+ * relu and max pooling are not smooth: where a step of eps moves an input
+ * of relu across 0, or changes the winner of a pooling window, the
+ * central difference straddles a kink and mixes the slopes of both
+ * sides. With kinks set, a gradient that misses the central difference
+ * but matches one of the one-sided differences (the side without the
+ * kink) passes, and *skipped counts those. */
+static int
+model_gradcheck(struct dt_model *m, const float *x, const int32_t *labels,
+		const float *targets, int64_t batch, double eps, double atol,
+		bool kinks, int *skipped)
+{
+	float *params = dt_model_params(m), *grads = dt_model_grads(m);
+	size_t n = dt_model_n_params(m);
+	double up, down, mid;
+	int bad = 0;
+
+	dt_model_zero_grads(m);
+	if (targets != NULL)
+		dt_model_train_step_targets(m, x, targets, batch,
+					    1.0f / (float)batch, NULL);
+	else
+		dt_model_train_step(m, x, labels, batch, 1.0f / (float)batch,
+				    NULL, NULL);
+	mid = model_loss(m, x, labels, targets, batch) / (double)batch;
+	if (skipped != NULL)
+		*skipped = 0;
+	for (size_t i = 0; i < n; i++) {
+		float keep = params[i];
+
+		params[i] = keep + (float)eps;
+		up = model_loss(m, x, labels, targets, batch) / (double)batch;
+		params[i] = keep - (float)eps;
+		down = model_loss(m, x, labels, targets, batch) /
+		       (double)batch;
+		params[i] = keep;
+		double num = (up - down) / (2.0 * eps);
+		double right = (up - mid) / eps, left = (mid - down) / eps;
+
+		if (close_enough(grads[i], num, atol, 1e-2))
+			continue;
+		if (kinks && (close_enough(grads[i], left, atol, 1e-2) ||
+			      close_enough(grads[i], right, atol, 1e-2))) {
+			(*skipped)++;
+			continue;
+		}
+		if (bad++ < 5)
+			fprintf(stderr, "model param %zu: backward %g, "
+				"numeric %g\n", i, (double)grads[i], num);
+	}
+	return bad;
+}
+
+/* conv 3x3 (2 maps, padding 1) relu, maxpool 2, conv 3x3 stride 2 (3
+ * maps) tanh, avgpool 2 stride 1, flatten, dense 3: every image layer in
+ * one model, on a 2-D (8, 8) input. */
+static struct dt_job *
+tiny_cnn(uint64_t seed)
+{
+	static const int64_t dims[] = { 8, 8 };
+	struct dt_job *job = new_job(2, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     seed);
+	struct dt_layer_spec *l;
+
+	l = add_layer(job, DT_LAYER_CONV2D, "conv0", NULL);
+	l->channels = 2;
+	l->kernel = 3;
+	l->padding = 1;
+	l->activation = DT_ACT_RELU;
+	l = add_layer(job, DT_LAYER_MAXPOOL2D, "pool0", NULL);
+	l->kernel = 2;
+	l = add_layer(job, DT_LAYER_CONV2D, "conv1", NULL);
+	l->channels = 3;
+	l->kernel = 3;
+	l->stride = 2;
+	l->padding = 1;
+	l->activation = DT_ACT_TANH;
+	l = add_layer(job, DT_LAYER_AVGPOOL2D, "pool1", NULL);
+	l->kernel = 2;
+	l->stride = 1;
+	add_layer(job, DT_LAYER_FLATTEN, "flat", NULL);
+	l = add_layer(job, DT_LAYER_DENSE, "out", NULL);
+	l->units = 3;
+	return job;
+}
+
+START_TEST(test_cnn_gradient)
+{
+	struct dt_job *job = tiny_cnn(3);
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum { B = 3 };
+	float x[B * 64];
+	int32_t labels[B] = { 0, 2, 1 };
+
+	int skipped;
+
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	fill_uniform(x, B * 64, 50);
+	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-3, 1e-4,
+					 true, &skipped), 0);
+	ck_assert_msg(skipped * 10 < (int)dt_model_n_params(m),
+		      "%d of %zu parameters straddle a kink", skipped,
+		      dt_model_n_params(m));
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* Shapes, parameters, FLOPs and activation floats of the tiny CNN by
+ * hand. */
+START_TEST(test_cnn_counts)
+{
+	struct dt_job *job = tiny_cnn(0);
+	struct dt_model *m = NULL;
+	struct dt_layer_info info;
+	struct dt_error err;
+	static const char *const names[] = {
+		"conv0", "conv0.relu", "pool0", "conv1", "conv1.tanh",
+		"pool1", "flat", "out", "loss",
+	};
+	static const int64_t outs[][3] = {
+		{ 2, 8, 8 }, { 2, 8, 8 }, { 2, 4, 4 }, { 3, 2, 2 },
+		{ 3, 2, 2 }, { 3, 1, 1 }, { 3 }, { 3 }, { 3 },
+	};
+	static const int n_dims[] = { 3, 3, 3, 3, 3, 3, 1, 1, 1 };
+	static const double fwd[] = {
+		2.0 * 9 * 1 * 2 * 64 + 2 * 64,	/* conv0 */
+		128,				/* relu */
+		4.0 * 32,			/* maxpool: K*K per output */
+		2.0 * 9 * 2 * 3 * 4 + 3 * 4,	/* conv1 */
+		12,				/* tanh */
+		4.0 * 3,			/* avgpool */
+		0,				/* flatten */
+		2.0 * 3 * 3 + 3,		/* dense */
+		5.0 * 3,			/* loss */
+	};
+	static const int64_t params[] = {
+		2 * 9 + 2, 0, 0, 3 * 2 * 9 + 3, 0, 0, 0, 3 * 3 + 3, 0,
+	};
+	double total = 0.0;
+
+	ck_assert_msg(dt_model_new(job, 4, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_n_layers(m), 9);
+	for (int i = 0; i < 9; i++) {
+		dt_model_layer_info(m, i, &info);
+		ck_assert_str_eq(info.name, names[i]);
+		ck_assert_int_eq(info.n_dims, n_dims[i]);
+		for (int d = 0; d < n_dims[i]; d++)
+			ck_assert_int_eq(info.out_shape[d], outs[i][d]);
+		ck_assert_int_eq(info.n_params, params[i]);
+		ck_assert_double_eq(info.fwd_flops, fwd[i]);
+		total += fwd[i];
+	}
+	ck_assert_double_eq(dt_model_flops_per_sample(m), 3.0 * total);
+	ck_assert_uint_eq(dt_model_n_params(m), 20 + 57 + 12);
+	ck_assert_int_eq(dt_model_n_classes(m), 3);
+	ck_assert_int_eq(dt_model_labels_per_sample(m), 1);
+	ck_assert_int_eq(dt_model_targets_per_sample(m), 0);
+	/* Outputs of every node, gradients of all but the loss (nothing
+	 * reads it), conv columns (9*64 and 18*4) and the maxpool argmax
+	 * (32). */
+	int64_t outs_sum = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3 + 3;
+	int64_t douts = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3;
+
+	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
+			 outs_sum + douts + 9 * 64 + 18 * 4 + 32);
+	ck_assert_str_eq(info.kind, "softmax_cross_entropy");
+	dt_model_layer_info(m, 2, &info);
+	ck_assert_str_eq(info.kind, "maxpool2d");
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* input (6) -> a: dense 4 tanh -> b: dense 4 sigmoid -> res: add [a, b]
+ * -> side: dense 2 on [input] -> cat: concat [res, side] -> out: dense 3.
+ * a feeds b and res, the model input feeds a and side. */
+static struct dt_job *
+dag_job(uint64_t seed)
+{
+	static const int64_t dims[] = { 6 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     seed);
+	struct dt_layer_spec *l;
+
+	l = add_layer(job, DT_LAYER_DENSE, "a", NULL);
+	l->units = 4;
+	l->activation = DT_ACT_TANH;
+	l = add_layer(job, DT_LAYER_DENSE, "b", NULL);
+	l->units = 4;
+	l->activation = DT_ACT_SIGMOID;
+	add_layer(job, DT_LAYER_ADD, "res", "a,b");
+	l = add_layer(job, DT_LAYER_DENSE, "side", "input");
+	l->units = 2;
+	add_layer(job, DT_LAYER_CONCAT, "cat", "res,side");
+	l = add_layer(job, DT_LAYER_DENSE, "out", NULL);
+	l->units = 3;
+	return job;
+}
+
+START_TEST(test_dag_gradient)
+{
+	struct dt_job *job = dag_job(5);
+	struct dt_model *m = NULL;
+	struct dt_layer_info info;
+	struct dt_error err;
+	enum { B = 4 };
+	float x[B * 6];
+	int32_t labels[B] = { 0, 2, 1, 1 };
+
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	/* a, a.tanh, b, b.sigmoid, res, side, cat, out, loss */
+	ck_assert_int_eq(dt_model_n_layers(m), 9);
+	dt_model_layer_info(m, 6, &info);
+	ck_assert_str_eq(info.name, "cat");
+	ck_assert_int_eq(info.out_shape[0], 6);
+	ck_assert_int_eq(info.job_layer, 4);
+	dt_model_layer_info(m, 5, &info);
+	ck_assert_str_eq(info.name, "side");
+	ck_assert_int_eq(info.n_params, 6 * 2 + 2);
+	fill_uniform(x, B * 6, 60);
+	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-2, 2e-5,
+					 false, NULL),
+			 0);
+	dt_model_free(m);
+
+	/* One input read twice: add [a, a] doubles a. */
+	snprintf(job->model.layers[2].inputs[1], DT_LAYER_NAME_MAX, "a");
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-2, 2e-5,
+					 false, NULL),
+			 0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* The message of the issue, word for word, and the other ways `inputs:`
+ * can be wrong. */
+START_TEST(test_dag_errors)
+{
+	static const int64_t dims[] = { 64 * 128 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     0);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+
+	l = add_layer(job, DT_LAYER_RESHAPE, "tokens", NULL);
+	l->n_shape = 2;
+	l->shape[0] = 64;
+	l->shape[1] = -1;
+	l = add_layer(job, DT_LAYER_DENSE, "block.0.attn", NULL);
+	l->units = 128;
+	l = add_layer(job, DT_LAYER_DENSE, "dense3", "tokens");
+	l->units = 256;
+	l->activation = DT_ACT_RELU;
+	add_layer(job, DT_LAYER_DROPOUT, NULL, NULL);
+	add_layer(job, DT_LAYER_SOFTMAX, NULL, NULL);
+	l = add_layer(job, DT_LAYER_ADD, "add5", "block.0.attn,dense3");
+	l->pos.line = 14;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:14:7: model.layers.5 (add5): "
+			 "input shapes differ: block.0.attn (64, 128) vs "
+			 "dense3 (64, 256)");
+
+	/* Fixed, the model builds; the loss reads per token. */
+	job->model.layers[2].units = 128;
+	ck_assert_msg(dt_model_new(job, 2, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_labels_per_sample(m), 64);
+	ck_assert_int_eq(dt_model_n_classes(m), 128);
+	dt_model_free(m);
+
+	snprintf(l->inputs[1], DT_LAYER_NAME_MAX, "dense33");
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:14:7: model.layers.5 (add5): "
+			 "inputs.1: no layer named \"dense33\" (\"input\" is "
+			 "the model input)");
+	snprintf(l->inputs[1], DT_LAYER_NAME_MAX, "add5");
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "inputs.1: \"add5\" is model.layers.5, "
+			     "this layer itself"), "%s", err.msg);
+	l->n_inputs = 1;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:14:7: model.layers.5 (add5): add "
+			 "takes 2 to 4 inputs, found 1");
+
+	/* A later layer, and a dense with two inputs. */
+	snprintf(job->model.layers[1].inputs[0], DT_LAYER_NAME_MAX, "dense3");
+	job->model.layers[1].n_inputs = 1;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:11:7: model.layers.1 "
+			 "(block.0.attn): inputs.0: \"dense3\" is "
+			 "model.layers.2, which comes later; a layer can only "
+			 "read layers before it");
+	snprintf(job->model.layers[1].inputs[0], DT_LAYER_NAME_MAX, "input");
+	snprintf(job->model.layers[1].inputs[1], DT_LAYER_NAME_MAX, "tokens");
+	job->model.layers[1].n_inputs = 2;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:11:7: model.layers.1 "
+			 "(block.0.attn): dense takes 1 input, found 2");
+	free(job);
+}
+END_TEST
+
+START_TEST(test_image_errors)
+{
+	static const int64_t dims[] = { 784 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     0);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+
+	l = add_layer(job, DT_LAYER_CONV2D, "c", NULL);
+	l->channels = 4;
+	l->kernel = 3;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:10:7: model.layers.0 (c): conv2d "
+			 "reads (channels, height, width) or (height, width); "
+			 "input gives (784)");
+	job->model.n_input_dims = 2;
+	job->model.input_shape[0] = 2;
+	job->model.input_shape[1] = 5;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:10:7: model.layers.0 (c): kernel "
+			 "3 does not fit input (2, 5) with padding 0");
+	l->padding = 3;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "padding must be in [0, kernel - 1] = "
+			     "[0, 2], found 3"), "%s", err.msg);
+	l->padding = 1;
+	l->channels = 0;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "channels must be in [1, "), "%s",
+		      err.msg);
+	l->channels = 4;
+	l = add_layer(job, DT_LAYER_MAXPOOL2D, "p", NULL);
+	l->kernel = 3;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_str_eq(err.msg, "job.yaml:11:7: model.layers.1 (p): kernel "
+			 "3 does not fit c (4, 2, 5) with padding 0");
+	l->kernel = 2;
+	/* The loss cannot read a map. */
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "model.layers.1 (p): softmax "
+			     "cross-entropy reads (classes) or (tokens, "
+			     "classes), this last layer gives (4, 1, 2)"),
+		      "%s", err.msg);
+	free(job);
+}
+END_TEST
+
+/* Embedding-free token model: input (4*5) -> reshape (4, 5) -> dense 6
+ * per token -> per-token softmax cross-entropy with labels (B, 4). */
+START_TEST(test_token_model)
+{
+	static const int64_t dims[] = { 20 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     9);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+	enum { B = 3, T = 4, V = 6 };
+	float x[B * 20];
+	int32_t labels[B * T];
+	double loss, loss_eval;
+	int64_t correct, correct_eval;
+
+	l = add_layer(job, DT_LAYER_RESHAPE, NULL, NULL);
+	l->n_shape = 2;
+	l->shape[0] = T;
+	l->shape[1] = 5;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 8;
+	l->activation = DT_ACT_GELU;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = V;
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_labels_per_sample(m), T);
+	ck_assert_int_eq(dt_model_n_classes(m), V);
+	ck_assert_uint_eq(dt_model_n_params(m), 5 * 8 + 8 + 8 * V + V);
+	fill_uniform(x, B * 20, 70);
+	for (int i = 0; i < B * T; i++)
+		labels[i] = (i * 5 + 2) % V;
+	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-2, 2e-5,
+					 false, NULL),
+			 0);
+
+	/* loss_sum is the sum over tokens of -log p[label]; n_correct
+	 * counts tokens. */
+	dt_model_train_step(m, x, labels, B, 1.0f, &loss, &correct);
+	dt_model_eval(m, x, labels, B, &loss_eval, &correct_eval);
+	ck_assert(loss == loss_eval && correct == correct_eval);
+	const float *probs = dt_model_probs(m);
+	double want = 0.0;
+	int64_t want_correct = 0;
+
+	for (int t = 0; t < B * T; t++) {
+		int arg = 0;
+
+		for (int j = 1; j < V; j++)
+			if (probs[t * V + j] > probs[t * V + arg])
+				arg = j;
+		want -= log(probs[t * V + labels[t]]);
+		want_correct += arg == labels[t];
+	}
+	ck_assert_double_eq_tol(loss, want, 1e-4);
+	ck_assert_int_eq(correct, want_correct);
+	/* Near log V per token at init. */
+	ck_assert(loss / (B * T) > 0.5 * log(V) && loss / (B * T) < 2 * log(V));
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_mse_model)
+{
+	static const int64_t dims[] = { 5 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_MSE, 4);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+	enum { B = 4 };
+	float x[B * 5], t[B * 2];
+	double loss, loss_eval, none;
+
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 6;
+	l->activation = DT_ACT_TANH;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 2;
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_targets_per_sample(m), 2);
+	ck_assert_int_eq(dt_model_labels_per_sample(m), 0);
+	ck_assert_int_eq(dt_model_n_classes(m), 0);
+	fill_uniform(x, B * 5, 80);
+	fill_uniform(t, B * 2, 81);
+	ck_assert_int_eq(model_gradcheck(m, x, NULL, t, B, 1e-2, 2e-5, false,
+					 NULL), 0);
+	dt_model_train_step_targets(m, x, t, B, 1.0f, &loss);
+	dt_model_eval_targets(m, x, t, B, &loss_eval);
+	ck_assert(loss == loss_eval);
+	const float *pred = dt_model_probs(m);
+	double want = 0.0;
+
+	for (int i = 0; i < B * 2; i++)
+		want += ((double)pred[i] - t[i]) * ((double)pred[i] - t[i]) / 2;
+	ck_assert_double_eq_tol(loss, want, 1e-6);
+	dt_model_eval_targets(m, x, NULL, B, &none);
+	ck_assert(none == 0.0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* input (16) -> dropout 0.5 -> mse: the prediction is the masked input. */
+static struct dt_job *
+dropout_job(void)
+{
+	static const int64_t dims[] = { 16 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_MSE, 21);
+
+	add_layer(job, DT_LAYER_DROPOUT, "drop", NULL)->rate = 0.5;
+	return job;
+}
+
+START_TEST(test_dropout_split)
+{
+	struct dt_job *job = dropout_job();
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum { B = 8, N = 16 };
+	float x[B * N], whole[B * N], parts[B * N], other[B * N];
+	int64_t zeros = 0;
+
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	fill_uniform(x, B * N, 90);
+	for (int i = 0; i < B * N; i++)
+		x[i] += 2.0f;	/* never 0: a 0 out means dropped */
+
+	/* Step 7: one micro-batch of 8 samples starting at sample 40 ... */
+	dt_model_set_position(m, 7, 40);
+	dt_model_train_step_targets(m, x, x, B, 1.0f, NULL);
+	memcpy(whole, dt_model_probs(m), sizeof whole);
+	/* ... equals two of 4, at 40 and 44, and 8 of 1. */
+	dt_model_set_position(m, 7, 40);
+	dt_model_train_step_targets(m, x, x, 4, 1.0f, NULL);
+	memcpy(parts, dt_model_probs(m), 4 * N * sizeof(float));
+	dt_model_set_position(m, 7, 44);
+	dt_model_train_step_targets(m, x + 4 * N, x, 4, 1.0f, NULL);
+	memcpy(parts + 4 * N, dt_model_probs(m), 4 * N * sizeof(float));
+	ck_assert(memcmp(whole, parts, sizeof whole) == 0);
+	for (int b = 0; b < B; b++) {
+		dt_model_set_position(m, 7, 40 + b);
+		dt_model_train_step_targets(m, x + b * N, x, 1, 1.0f, NULL);
+		ck_assert(memcmp(whole + b * N, dt_model_probs(m),
+				 N * sizeof(float)) == 0);
+	}
+	for (int i = 0; i < B * N; i++) {
+		if (whole[i] == 0.0f)
+			zeros++;
+		else
+			ck_assert(whole[i] == 2.0f * x[i]);
+	}
+	ck_assert_msg(zeros > 32 && zeros < 96, "%lld dropped",
+		      (long long)zeros);
+
+	/* Another step, or other samples: other masks. */
+	dt_model_set_position(m, 8, 40);
+	dt_model_train_step_targets(m, x, x, B, 1.0f, NULL);
+	memcpy(other, dt_model_probs(m), sizeof other);
+	ck_assert(memcmp(whole, other, sizeof whole) != 0);
+	dt_model_set_position(m, 7, 48);
+	dt_model_train_step_targets(m, x, x, B, 1.0f, NULL);
+	ck_assert(memcmp(whole, dt_model_probs(m), sizeof whole) != 0);
+
+	/* Eval: the identity, wherever the position. */
+	dt_model_eval_targets(m, x, NULL, B, NULL);
+	ck_assert(memcmp(x, dt_model_probs(m), sizeof x) == 0);
+	dt_model_free(m);
+
+	/* Same seed, same job: the same masks in a fresh model. */
+	ck_assert(dt_model_new(job, B, &m, &err) == DT_OK);
+	dt_model_set_position(m, 7, 40);
+	dt_model_train_step_targets(m, x, x, B, 1.0f, NULL);
+	ck_assert(memcmp(whole, dt_model_probs(m), sizeof whole) == 0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* Two dropout layers of one width draw different masks. */
+START_TEST(test_dropout_layers_differ)
+{
+	struct dt_job *job = dropout_job();
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum { B = 4, N = 16 };
+	float x[B * N], ones[B * N], first[B * N];
+	int64_t both = 0, zeros = 0;
+
+	add_layer(job, DT_LAYER_DROPOUT, "drop2", NULL)->rate = 0.5;
+	for (int i = 0; i < B * N; i++)
+		x[i] = ones[i] = 1.0f;
+	job->model.n_layers = 1;
+	ck_assert(dt_model_new(job, B, &m, &err) == DT_OK);
+	dt_model_train_step_targets(m, x, ones, B, 1.0f, NULL);
+	memcpy(first, dt_model_probs(m), sizeof first);
+	dt_model_free(m);
+	job->model.n_layers = 2;
+	ck_assert(dt_model_new(job, B, &m, &err) == DT_OK);
+	dt_model_train_step_targets(m, x, ones, B, 1.0f, NULL);
+	/* Output = x * m1 * m2: zero where either dropped; 4 where both
+	 * kept. With independent masks about a quarter survive. */
+	for (int i = 0; i < B * N; i++) {
+		float v = dt_model_probs(m)[i];
+
+		ck_assert(v == 0.0f || v == 4.0f);
+		ck_assert(first[i] != 0.0f || v == 0.0f);
+		both += v == 4.0f;
+		zeros += first[i] == 0.0f;
+	}
+	ck_assert_msg(both < B * N - zeros, "second mask equals the first");
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* Gradients through dropout accumulate over micro-batches exactly as over
+ * one batch when the positions follow the samples. */
+START_TEST(test_dropout_accumulation)
+{
+	static const int64_t dims[] = { 6 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     13);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+	enum { K = 3, M = 4, IN = 6 };
+	float x[K * M * IN];
+	int32_t labels[K * M];
+	double parts_loss = 0.0, whole_loss, l_k;
+
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 8;
+	l->activation = DT_ACT_RELU;
+	add_layer(job, DT_LAYER_DROPOUT, NULL, NULL)->rate = 0.3;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 3;
+	ck_assert(dt_model_new(job, K * M, &m, &err) == DT_OK);
+	fill_uniform(x, K * M * IN, 100);
+	for (int i = 0; i < K * M; i++)
+		labels[i] = i % 3;
+
+	size_t n = dt_model_n_params(m);
+	float *parts = dt_xalloc_floats(n);
+
+	dt_model_zero_grads(m);
+	for (int k = 0; k < K; k++) {
+		dt_model_set_position(m, 2, 100 + k * M);
+		dt_model_train_step(m, x + k * M * IN, labels + k * M, M,
+				    1.0f / (K * M), &l_k, NULL);
+		parts_loss += l_k;
+	}
+	memcpy(parts, dt_model_grads(m), n * sizeof(float));
+	dt_model_zero_grads(m);
+	dt_model_set_position(m, 2, 100);
+	dt_model_train_step(m, x, labels, K * M, 1.0f / (K * M), &whole_loss,
+			    NULL);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_float_eq_tol(parts[i], dt_model_grads(m)[i], 1e-5f);
+	ck_assert_double_eq_tol(parts_loss, whole_loss, 1e-5);
+
+	/* Eval differs from training (no mask) and is repeatable. */
+	double e1, e2;
+
+	dt_model_eval(m, x, labels, K * M, &e1, NULL);
+	dt_model_eval(m, x, labels, K * M, &e2, NULL);
+	ck_assert(e1 == e2 && e1 != whole_loss);
+	free(parts);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* An activation layer of its own, and `activation:` on a conv. */
+START_TEST(test_activation_layer)
+{
+	static const int64_t dims[] = { 4 };
+	struct dt_job *job = new_job(1, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     1);
+	struct dt_model *m = NULL;
+	struct dt_layer_info info;
+	struct dt_error err;
+
+	add_layer(job, DT_LAYER_DENSE, "d", NULL)->units = 3;
+	add_layer(job, DT_LAYER_ACTIVATION, "act", NULL)->activation =
+		DT_ACT_GELU;
+	ck_assert_msg(dt_model_new(job, 2, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_n_layers(m), 3);
+	dt_model_layer_info(m, 1, &info);
+	ck_assert_str_eq(info.name, "act");
+	ck_assert_str_eq(info.kind, "gelu");
+	dt_model_free(m);
+	job->model.layers[1].activation = DT_ACT_NONE;
+	ck_assert_int_eq(dt_model_new(job, 2, &m, &err), DT_ERR_JOB);
+	ck_assert_msg(strstr(err.msg, "model.layers.1 (act): "), "%s",
+		      err.msg);
+	free(job);
+}
+END_TEST
+
+static Suite *
+graph_layers_suite(void)
+{
+	Suite *s = suite_create("graph_layers");
+	TCase *layers = tcase_create("layers");
+	TCase *model = tcase_create("model");
+
+	tcase_add_loop_test(layers, test_conv2d_gradient, 0,
+			    sizeof conv_cases / sizeof conv_cases[0]);
+	tcase_add_loop_test(layers, test_conv2d_values, 0,
+			    sizeof conv_cases / sizeof conv_cases[0]);
+	tcase_add_test(layers, test_conv2d_counts);
+	tcase_add_loop_test(layers, test_pool_gradient, 0,
+			    sizeof pool_cases / sizeof pool_cases[0]);
+	tcase_add_loop_test(layers, test_pool_values, 0,
+			    sizeof pool_cases / sizeof pool_cases[0]);
+	tcase_add_test(layers, test_flatten_reshape);
+	tcase_add_test(layers, test_softmax_layer);
+	tcase_add_test(layers, test_dropout_layer);
+	tcase_add_test(layers, test_add_layer);
+	tcase_add_test(layers, test_concat_layer);
+	tcase_add_test(layers, test_dense_rows);
+	tcase_add_test(layers, test_token_loss);
+	tcase_add_test(layers, test_mse_loss);
+	suite_add_tcase(s, layers);
+
+	tcase_add_test(model, test_cnn_gradient);
+	tcase_add_test(model, test_cnn_counts);
+	tcase_add_test(model, test_dag_gradient);
+	tcase_add_test(model, test_dag_errors);
+	tcase_add_test(model, test_image_errors);
+	tcase_add_test(model, test_token_model);
+	tcase_add_test(model, test_mse_model);
+	tcase_add_test(model, test_dropout_split);
+	tcase_add_test(model, test_dropout_layers_differ);
+	tcase_add_test(model, test_dropout_accumulation);
+	tcase_add_test(model, test_activation_layer);
+	suite_add_tcase(s, model);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(graph_layers_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,1000 @@
+/* test_graph_nlp.c - Check suite for the normalisation, embedding and
+ * attention layers of src/graph/ (layernorm.c, batchnorm.c, embedding.c,
+ * pos_embedding.c, attention.c): finite-difference gradient checks of the
+ * input and every parameter, values computed by hand, the causal mask, FLOP
+ * and scratch counts, init from the seed, and shape errors. Each layer is
+ * driven alone through its vtable (layer.h); one test builds a small
+ * language model from a hand-made job through graph.h. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/layer.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+/* Reproducible test data in [-1, 1). */
+static void
+fill_uniform(float *a, int64_t n, uint64_t key)
+{
+	for (int64_t i = 0; i < n; i++)
+		a[i] = 2.0f * dt_rng_uniform(1234, DT_RNG_SAMPLE, key,
+					     (uint64_t)i) - 1.0f;
+}
+
+/* |a - n| <= atol + rtol * max(|a|, |n|). */
+static int
+close_enough(double analytic, double numeric, double atol, double rtol)
+{
+	double scale = fmax(fabs(analytic), fabs(numeric));
+
+	return fabs(analytic - numeric) <= atol + rtol * scale;
+}
+
+/* ---- one node on its own, with its buffers on the heap --------------- */
+
+struct rig {
+	struct dt_node n;
+	int64_t batch;
+	bool training;
+	float *params, *grads;	/* (n_params) */
+	float *x, *dx;		/* (B, in) */
+	float *g;		/* (B, out): upstream gradient, dout */
+	float *scratch;		/* (B, scratch_floats) or NULL */
+};
+
+static struct dt_job rig_job = { .path = "rig.yaml" };
+
+/* Infers spec on an input of the given shape; on success lays out the
+ * tensors and fills parameters, input and upstream gradient with uniform
+ * values. Returns infer's status (err filled on failure). */
+static enum dt_status
+rig_try(struct rig *r, const struct dt_layer_ops *ops,
+	const struct dt_layer_spec *spec, int n_dims, const int64_t *dims,
+	int64_t batch, struct dt_error *err)
+{
+	enum dt_status st;
+	int64_t off = 0, scratch;
+
+	memset(r, 0, sizeof *r);
+	r->batch = batch;
+	r->training = true;
+	r->n.ops = ops;
+	r->n.kind = ops->kind;
+	r->n.spec = *spec;
+	snprintf(r->n.name, sizeof r->n.name, "%s", spec->name);
+	r->n.n_inputs = 1;
+	r->n.inputs[0] = DT_NODE_INPUT;
+	r->n.in_shape[0].n_dims = n_dims;
+	for (int d = 0; d < n_dims; d++)
+		r->n.in_shape[0].dim[d] = dims[d];
+	r->n.in_size[0] = dt_shape_size(&r->n.in_shape[0]);
+	st = ops->infer(&r->n, &rig_job, err);
+	if (st != DT_OK)
+		return st;
+	r->n.out_size = dt_shape_size(&r->n.out_shape);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		struct dt_param_tensor *pt = &r->n.tensor[t];
+
+		pt->size = 1;
+		for (int d = 0; d < pt->n_dims; d++)
+			pt->size *= pt->shape[d];
+		pt->offset = (size_t)off;
+		off += pt->size;
+	}
+	r->n.n_params = off;
+	r->params = dt_xalloc_floats((size_t)off + 1);
+	r->grads = dt_xalloc_floats((size_t)off + 1);
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		r->n.tensor[t].data = r->params + r->n.tensor[t].offset;
+		r->n.tensor[t].grad = r->grads + r->n.tensor[t].offset;
+	}
+	fill_uniform(r->params, off, 1);
+	r->x = dt_xalloc_floats((size_t)(batch * r->n.in_size[0]));
+	r->dx = dt_xalloc_floats((size_t)(batch * r->n.in_size[0]));
+	r->n.out = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->g = dt_xalloc_floats((size_t)(batch * r->n.out_size));
+	r->n.dout = r->g;
+	scratch = ops->scratch_floats ? ops->scratch_floats(&r->n) : 0;
+	if (scratch > 0) {
+		r->scratch = dt_xalloc_floats((size_t)(batch * scratch));
+		r->n.scratch = r->scratch;
+	}
+	fill_uniform(r->x, batch * r->n.in_size[0], 2);
+	fill_uniform(r->g, batch * r->n.out_size, 3);
+	return DT_OK;
+}
+
+static void
+rig_init(struct rig *r, const struct dt_layer_ops *ops,
+	 const struct dt_layer_spec *spec, int n_dims, const int64_t *dims,
+	 int64_t batch)
+{
+	struct dt_error err;
+	enum dt_status st = rig_try(r, ops, spec, n_dims, dims, batch, &err);
+
+	if (st != DT_OK)
+		fprintf(stderr, "%s\n", err.msg);
+	ck_assert_int_eq(st, DT_OK);
+}
+
+static void
+rig_free(struct rig *r)
+{
+	free(r->params);
+	free(r->grads);
+	free(r->x);
+	free(r->dx);
+	free(r->n.out);
+	free(r->g);
+	free(r->scratch);
+}
+
+static void
+rig_forward(struct rig *r)
+{
+	const float *in[1] = { r->x };
+	struct dt_pass p = { .batch = r->batch, .training = r->training };
+
+	r->n.ops->forward(&r->n, &p, in);
+}
+
+/* sum(g * Y), so that dL/dY = g. */
+static double
+rig_objective(struct rig *r)
+{
+	double sum = 0.0;
+
+	rig_forward(r);
+	for (int64_t i = 0; i < r->batch * r->n.out_size; i++)
+		sum += (double)r->g[i] * r->n.out[i];
+	return sum;
+}
+
+/* Analytic gradients into r->grads (zeroed first) and r->dx (added to it
+ * when add; no input gradient asked for when !with_dx). */
+static void
+rig_backward(struct rig *r, bool with_dx, bool add)
+{
+	const float *in[1] = { r->x };
+	float *din[1] = { with_dx ? r->dx : NULL };
+	bool din_add[1] = { add };
+	struct dt_pass p = { .batch = r->batch, .training = r->training };
+
+	memset(r->grads, 0, (size_t)r->n.n_params * sizeof(float));
+	r->n.ops->forward(&r->n, &p, in);
+	r->n.ops->backward(&r->n, &p, in, din, din_add);
+}
+
+static double
+central_difference(struct rig *r, float *v, double eps)
+{
+	float keep = *v;
+	double up, down;
+
+	*v = keep + (float)eps;
+	up = rig_objective(r);
+	*v = keep - (float)eps;
+	down = rig_objective(r);
+	*v = keep;
+	return (up - down) / (2.0 * eps);
+}
+
+/* Float central differences at step eps against backward, for every
+ * trained parameter and (with check_input) every input; buffers must keep
+ * a zero gradient. Then that din_add adds. Tolerance: atol 1e-3, rtol
+ * 1e-2, the usual recipe for float differences. */
+static void
+rig_check(struct rig *r, double eps, bool check_input)
+{
+	int64_t n_in = r->batch * r->n.in_size[0];
+	float *dx_alone = dt_xalloc_floats((size_t)n_in);
+	double worst = 0.0;
+	int bad = 0;
+
+	rig_backward(r, check_input, false);
+	memcpy(dx_alone, r->dx, (size_t)n_in * sizeof(float));
+	for (int t = 0; t < r->n.n_tensors; t++) {
+		struct dt_param_tensor *pt = &r->n.tensor[t];
+		float *grad = dt_xalloc_floats((size_t)pt->size);
+
+		memcpy(grad, pt->grad, (size_t)pt->size * sizeof(float));
+		for (int64_t i = 0; i < pt->size; i++) {
+			double num = pt->buffer ? 0.0 :
+				     central_difference(r, &pt->data[i], eps);
+
+			worst = fmax(worst, fabs(grad[i] - num));
+			if (!close_enough(grad[i], num, 1e-3, 1e-2) &&
+			    bad++ < 5)
+				fprintf(stderr, "%s %s[%lld]: backward %g, "
+					"numeric %g\n", r->n.kind, pt->name,
+					(long long)i, (double)grad[i], num);
+		}
+		free(grad);
+	}
+	for (int64_t i = 0; check_input && i < n_in; i++) {
+		double num = central_difference(r, &r->x[i], eps);
+
+		worst = fmax(worst, fabs(dx_alone[i] - num));
+		if (!close_enough(dx_alone[i], num, 1e-3, 1e-2) && bad++ < 5)
+			fprintf(stderr, "%s input %lld: backward %g, "
+				"numeric %g\n", r->n.kind, (long long)i,
+				(double)dx_alone[i], num);
+	}
+	ck_assert_int_eq(bad, 0);
+	ck_assert(worst < 1e-2);
+
+	if (check_input) {
+		for (int64_t i = 0; i < n_in; i++)
+			r->dx[i] = 0.25f;
+		rig_backward(r, true, true);
+		for (int64_t i = 0; i < n_in; i++)
+			ck_assert_float_eq_tol(r->dx[i], 0.25f + dx_alone[i],
+					       1e-6f);
+	}
+	free(dx_alone);
+}
+
+static struct dt_layer_spec
+spec_of(enum dt_layer_kind kind, const char *name)
+{
+	struct dt_layer_spec s;
+
+	memset(&s, 0, sizeof s);
+	s.kind = kind;
+	snprintf(s.name, sizeof s.name, "%s", name);
+	s.eps = 1e-5;
+	s.momentum = 0.1;
+	s.causal = true;
+	s.bias = true;
+	return s;
+}
+
+/* ---- layernorm -------------------------------------------------------- */
+
+START_TEST(test_layernorm_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_LAYERNORM, "ln");
+	static const int64_t dims[] = { 3, 5 };
+	struct rig r;
+
+	rig_init(&r, &dt_layer_layernorm, &s, 2, dims, 2);
+	ck_assert_int_eq(r.n.n_tensors, 2);
+	ck_assert_int_eq(r.n.n_params, 5 + 5);
+	/* A smaller step than elsewhere: the normalisation over 5 values
+	 * curves enough that 1e-2 leaves a truncation error of 5e-4. */
+	rig_check(&r, 3e-3, true);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_layernorm_value)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_LAYERNORM, "ln");
+	static const int64_t dims[] = { 4 };
+	struct rig r;
+
+	rig_init(&r, &dt_layer_layernorm, &s, 1, dims, 1);
+	/* Gain 1, bias 0 as initialised; [1,2,3,4]: mean 2.5, biased
+	 * variance (2.25+0.25+0.25+2.25)/4 = 1.25, so y = (x - 2.5) /
+	 * sqrt(1.25 + 1e-5) = +-1.5/1.1180384, +-0.5/1.1180384. */
+	for (int j = 0; j < 4; j++) {
+		r.n.tensor[0].data[j] = 1.0f;
+		r.n.tensor[1].data[j] = 0.0f;
+		r.x[j] = (float)(j + 1);
+	}
+	ck_assert(r.n.tensor[0].init == DT_INIT_ONE);
+	ck_assert(r.n.tensor[1].init == DT_INIT_ZERO);
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.out[0], -1.3416347f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[1], -0.4472116f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[2], 0.4472116f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[3], 1.3416347f, 1e-5f);
+
+	/* Gain and bias apply per feature after the normalisation. */
+	r.n.tensor[0].data[3] = 2.0f;
+	r.n.tensor[1].data[3] = 0.5f;
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.out[3], 2.0f * 1.3416347f + 0.5f, 1e-5f);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- batchnorm -------------------------------------------------------- */
+
+/* 0: (C) input, training; 1: (C, H, W), training; 2: (C, H, W), eval. */
+START_TEST(test_batchnorm_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_BATCHNORM, "bn");
+	static const int64_t flat[] = { 3 }, chw[] = { 2, 2, 3 };
+	struct rig r;
+
+	if (_i == 0)
+		rig_init(&r, &dt_layer_batchnorm, &s, 1, flat, 4);
+	else
+		rig_init(&r, &dt_layer_batchnorm, &s, 3, chw, 2);
+	r.training = _i != 2;
+	ck_assert_int_eq(r.n.n_tensors, 4);
+	ck_assert(!r.n.tensor[0].buffer && !r.n.tensor[1].buffer);
+	ck_assert(r.n.tensor[2].buffer && r.n.tensor[3].buffer);
+	/* Running variance must be positive for the eval variant. */
+	for (int64_t j = 0; j < r.n.tensor[3].size; j++)
+		r.n.tensor[3].data[j] = 0.5f + 0.25f * (float)j;
+	rig_check(&r, 1e-2, true);
+	for (int t = 2; t < 4; t++)
+		for (int64_t j = 0; j < r.n.tensor[t].size; j++)
+			ck_assert(r.n.tensor[t].grad[j] == 0.0f);
+	rig_free(&r);
+}
+END_TEST
+
+START_TEST(test_batchnorm_running_stats)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_BATCHNORM, "bn");
+	static const int64_t flat[] = { 2 }, chw[] = { 1, 1, 2 };
+	static const float x_flat[] = { 1, 2, 2, 2, 3, 2, 4, 2 };	/* (4, 2) */
+	static const float x_chw[] = { 1, 2, 3, 4 };	/* (2, 1, 1, 2) */
+	struct rig r;
+
+	/* (C) input, B = 4: feature 0 takes 1, 2, 3, 4: mean 2.5, biased
+	 * variance 1.25, unbiased 5/3; feature 1 is constant 2. With
+	 * momentum 0.1 from (0, 1): running_mean = 0.1 * 2.5 = 0.25 and
+	 * 0.1 * 2 = 0.2; running_var = 0.9 + 0.1 * 5/3 = 1.0666667 and
+	 * 0.9 + 0 = 0.9. */
+	rig_init(&r, &dt_layer_batchnorm, &s, 1, flat, 4);
+	for (int j = 0; j < 2; j++) {
+		r.n.tensor[0].data[j] = 1.0f;
+		r.n.tensor[1].data[j] = 0.0f;
+		r.n.tensor[2].data[j] = 0.0f;
+		r.n.tensor[3].data[j] = 1.0f;
+	}
+	memcpy(r.x, x_flat, sizeof x_flat);
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.tensor[2].data[0], 0.25f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[2].data[1], 0.2f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[3].data[0], 1.0666667f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[3].data[1], 0.9f, 1e-6f);
+	/* The batch itself is normalised with the biased variance. */
+	ck_assert_float_eq_tol(r.n.out[0], -1.3416347f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[6], 1.3416347f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[1], 0.0f, 1e-6f);
+
+	/* Evaluation uses the running statistics and leaves them alone:
+	 * (1 - 0.25) / sqrt(1.0666667 + 1e-5) = 0.7261877. */
+	r.training = false;
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.out[0], 0.7261877f, 1e-5f);
+	ck_assert_float_eq_tol(r.n.out[1], (2.0f - 0.2f) / sqrtf(0.90001f),
+			       1e-5f);
+	ck_assert_float_eq_tol(r.n.tensor[2].data[0], 0.25f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[3].data[0], 1.0666667f, 1e-6f);
+
+	/* A second training step compounds: 0.9 * 0.25 + 0.1 * 2.5. */
+	r.training = true;
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.tensor[2].data[0], 0.475f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[3].data[0],
+			       0.9f * 1.0666667f + 0.1f * (5.0f / 3.0f),
+			       1e-6f);
+	rig_free(&r);
+
+	/* (C, H, W) = (1, 1, 2), B = 2: one channel over B*H*W = 4 values,
+	 * the same 1, 2, 3, 4, so the same statistics. */
+	rig_init(&r, &dt_layer_batchnorm, &s, 3, chw, 2);
+	r.n.tensor[0].data[0] = 1.0f;
+	r.n.tensor[1].data[0] = 0.0f;
+	r.n.tensor[2].data[0] = 0.0f;
+	r.n.tensor[3].data[0] = 1.0f;
+	memcpy(r.x, x_chw, sizeof x_chw);
+	rig_forward(&r);
+	ck_assert_float_eq_tol(r.n.tensor[2].data[0], 0.25f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.tensor[3].data[0], 1.0666667f, 1e-6f);
+	ck_assert_float_eq_tol(r.n.out[3], 1.3416347f, 1e-5f);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- embeddings ------------------------------------------------------- */
+
+START_TEST(test_embedding_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_EMBEDDING, "wte");
+	static const int64_t dims[] = { 5 };
+	struct rig r;
+
+	s.vocab = 7;
+	s.dim = 3;
+	rig_init(&r, &dt_layer_embedding, &s, 1, dims, 2);
+	ck_assert_int_eq(r.n.out_shape.n_dims, 2);
+	ck_assert_int_eq(r.n.out_shape.dim[0], 5);
+	ck_assert_int_eq(r.n.out_shape.dim[1], 3);
+	/* Ids with repeats (3 appears three times), rows 0 and 6 used. */
+	static const float ids[] = { 3, 0, 3, 6, 1, 3, 2, 2, 5, 0 };
+
+	memcpy(r.x, ids, sizeof ids);
+	rig_check(&r, 1e-2, false);
+
+	/* Lookup: output rows are weight rows. */
+	rig_forward(&r);
+	for (int t = 0; t < 10; t++)
+		ck_assert(memcmp(r.n.out + t * 3,
+				 r.n.tensor[0].data + (int)ids[t] * 3,
+				 3 * sizeof(float)) == 0);
+	/* Row 4 is never used: no gradient; ids get zeros upstream. */
+	for (int64_t i = 0; i < 10; i++)
+		r.dx[i] = 7.0f;
+	rig_backward(&r, true, false);
+	for (int j = 0; j < 3; j++)
+		ck_assert(r.n.tensor[0].grad[4 * 3 + j] == 0.0f);
+	for (int64_t i = 0; i < 10; i++)
+		ck_assert(r.dx[i] == 0.0f);
+	rig_free(&r);
+}
+END_TEST
+
+#ifdef NDEBUG
+/* Without assertions, an id outside [0, vocab) (a bug upstream: the data
+ * loader checks ids) gives a zero row and no gradient, and reads nothing
+ * outside the table; a debug build stops at the assertion instead. */
+START_TEST(test_embedding_bad_ids)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_EMBEDDING, "wte");
+	static const int64_t dims[] = { 4 };
+	static const float ids[] = { 1, -1, 5, NAN };
+	struct rig r;
+
+	s.vocab = 5;
+	s.dim = 2;
+	rig_init(&r, &dt_layer_embedding, &s, 1, dims, 1);
+	memcpy(r.x, ids, sizeof ids);
+	rig_backward(&r, false, false);
+	for (int t = 1; t < 4; t++)
+		for (int j = 0; j < 2; j++)
+			ck_assert(r.n.out[t * 2 + j] == 0.0f);
+	for (int64_t i = 0; i < r.n.n_params; i++)
+		ck_assert(r.grads[i] == (i / 2 == 1 ? r.g[i - 2] : 0.0f));
+	rig_free(&r);
+}
+END_TEST
+#endif
+
+START_TEST(test_pos_embedding_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_POS_EMBEDDING, "wpe");
+	static const int64_t dims[] = { 3, 4 };
+	struct rig r;
+
+	s.length = 5;
+	s.dim = 4;
+	rig_init(&r, &dt_layer_pos_embedding, &s, 2, dims, 2);
+	ck_assert_int_eq(r.n.tensor[0].shape[0], 5);
+	ck_assert_int_eq(r.n.tensor[0].shape[1], 4);
+	rig_check(&r, 1e-2, true);
+	/* y = x + P[t]; positions 3 and 4 are not reached at T = 3. */
+	rig_backward(&r, true, false);
+	for (int j = 0; j < 4; j++) {
+		ck_assert_float_eq_tol(r.n.out[1 * 4 + j],
+				       r.x[1 * 4 + j] +
+				       r.n.tensor[0].data[1 * 4 + j], 1e-7f);
+		ck_assert_float_eq_tol(r.n.out[12 + 2 * 4 + j],
+				       r.x[12 + 2 * 4 + j] +
+				       r.n.tensor[0].data[2 * 4 + j], 1e-7f);
+	}
+	for (int j = 3 * 4; j < 5 * 4; j++)
+		ck_assert(r.n.tensor[0].grad[j] == 0.0f);
+	rig_free(&r);
+}
+END_TEST
+
+/* ---- attention -------------------------------------------------------- */
+
+/* _i: bit 0 causal, bit 1 bias. Two heads, T = 3, C = 4, B = 2. */
+START_TEST(test_attention_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 3, 4 };
+	struct rig r;
+
+	s.heads = 2;
+	s.causal = (_i & 1) != 0;
+	s.bias = (_i & 2) != 0;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, 2);
+	ck_assert_int_eq(r.n.n_tensors, s.bias ? 4 : 2);
+	ck_assert_int_eq(r.n.n_params,
+			 4 * 12 + 4 * 4 + (s.bias ? 12 + 4 : 0));
+	rig_check(&r, 1e-2, true);
+	rig_free(&r);
+}
+END_TEST
+
+/* At a size where OpenBLAS takes its blocked kernels (T = 33, C = 64, 4
+ * heads, B = 3), checking every element would take long: compare the
+ * derivative along one random direction through all parameters and inputs
+ * at once with its central difference, at a smaller step than the
+ * per-element checks since it moves every value together. _i: causal. */
+START_TEST(test_attention_directional)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 33, 64 };
+	struct rig r;
+	int64_t n_in, n_par;
+	float *dir, *p0, *x0, *dx;
+	double analytic = 0.0, up, down;
+	const double eps = 3e-3;
+
+	s.heads = 4;
+	s.causal = _i != 0;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, 3);
+	n_in = r.batch * r.n.in_size[0];
+	n_par = r.n.n_params;
+	/* Weights of the usual scale keep the softmax away from one-hot. */
+	for (int64_t i = 0; i < n_par; i++)
+		r.params[i] *= 0.2f;
+	dir = dt_xalloc_floats((size_t)(n_par + n_in));
+	p0 = dt_xalloc_floats((size_t)n_par);
+	x0 = dt_xalloc_floats((size_t)n_in);
+	dx = dt_xalloc_floats((size_t)n_in);
+	fill_uniform(dir, n_par + n_in, 4);
+	memcpy(p0, r.params, (size_t)n_par * sizeof(float));
+	memcpy(x0, r.x, (size_t)n_in * sizeof(float));
+
+	rig_backward(&r, true, false);
+	memcpy(dx, r.dx, (size_t)n_in * sizeof(float));
+	for (int64_t i = 0; i < n_par; i++)
+		analytic += (double)r.grads[i] * dir[i];
+	for (int64_t i = 0; i < n_in; i++)
+		analytic += (double)dx[i] * dir[n_par + i];
+	for (int sign = 1; sign >= -1; sign -= 2) {
+		for (int64_t i = 0; i < n_par; i++)
+			r.params[i] = p0[i] + (float)(sign * eps) * dir[i];
+		for (int64_t i = 0; i < n_in; i++)
+			r.x[i] = x0[i] + (float)(sign * eps) * dir[n_par + i];
+		if (sign > 0)
+			up = rig_objective(&r);
+		else
+			down = rig_objective(&r);
+	}
+	/* Observed relative error 3e-5; a softmax Jacobian off by 10% in
+	 * its row sum moves the causal case by 2e-4. */
+	if (!close_enough(analytic, (up - down) / (2.0 * eps), 1e-3, 1e-4))
+		ck_abort_msg("directional derivative: backward %g, numeric "
+			     "%g", analytic, (up - down) / (2.0 * eps));
+	free(dir);
+	free(p0);
+	free(x0);
+	free(dx);
+	rig_free(&r);
+}
+END_TEST
+
+/* With one position the softmax is 1: out = (x W_v + b_v) W_o + b_o, W_v
+ * the last C columns of qkv_weight. */
+START_TEST(test_attention_one_position)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 1, 4 };
+	const int c = 4;
+	struct rig r;
+
+	s.heads = 2;
+	s.causal = _i != 0;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, 3);
+	rig_forward(&r);
+
+	const float *wqkv = r.n.tensor[0].data, *bqkv = r.n.tensor[1].data;
+	const float *wo = r.n.tensor[2].data, *bo = r.n.tensor[3].data;
+
+	ck_assert_str_eq(r.n.tensor[0].name, "qkv_weight");
+	ck_assert_str_eq(r.n.tensor[3].name, "proj_bias");
+	for (int b = 0; b < 3; b++) {
+		double v[4];
+
+		for (int j = 0; j < c; j++) {
+			v[j] = bqkv[2 * c + j];
+			for (int i = 0; i < c; i++)
+				v[j] += (double)r.x[b * c + i] *
+					wqkv[i * 3 * c + 2 * c + j];
+		}
+		for (int j = 0; j < c; j++) {
+			double out = bo[j];
+
+			for (int i = 0; i < c; i++)
+				out += v[i] * wo[i * c + j];
+			ck_assert_double_eq_tol(r.n.out[b * c + j], out, 1e-5);
+		}
+	}
+	rig_free(&r);
+}
+END_TEST
+
+/* Causal: the output at t does not move when inputs after t change; the
+ * unmasked layer's does (the test can see a leak). */
+START_TEST(test_attention_causal)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 5, 4 };
+	const int t_len = 5, c = 4, batch = 2, size = t_len * c;
+	float *base, *x0;
+	struct rig r;
+
+	s.heads = 2;
+	s.causal = true;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, batch);
+	base = dt_xalloc_floats((size_t)(batch * size));
+	x0 = dt_xalloc_floats((size_t)(batch * size));
+	memcpy(x0, r.x, (size_t)(batch * size) * sizeof(float));
+	rig_forward(&r);
+	memcpy(base, r.n.out, (size_t)(batch * size) * sizeof(float));
+	for (int t = 0; t < t_len - 1; t++) {
+		memcpy(r.x, x0, (size_t)(batch * size) * sizeof(float));
+		for (int b = 0; b < batch; b++)
+			for (int i = (t + 1) * c; i < size; i++)
+				r.x[b * size + i] += 3.0f;
+		rig_forward(&r);
+		for (int b = 0; b < batch; b++) {
+			for (int i = 0; i < (t + 1) * c; i++)
+				ck_assert_float_eq_tol(r.n.out[b * size + i],
+						       base[b * size + i],
+						       1e-6f);
+			ck_assert(fabsf(r.n.out[b * size + size - 1] -
+					base[b * size + size - 1]) > 1e-4f);
+		}
+	}
+	rig_free(&r);
+
+	s.causal = false;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, batch);
+	rig_forward(&r);
+	memcpy(base, r.n.out, (size_t)(batch * size) * sizeof(float));
+	for (int i = (t_len - 1) * c; i < size; i++)
+		r.x[i] += 3.0f;
+	rig_forward(&r);
+	ck_assert(fabsf(r.n.out[0] - base[0]) > 1e-4f);
+	rig_free(&r);
+	free(base);
+	free(x0);
+}
+END_TEST
+
+/* ---- counts, init, errors --------------------------------------------- */
+
+START_TEST(test_flops_and_scratch)
+{
+	struct dt_layer_spec s;
+	static const int64_t tc[] = { 3, 4 }, t5[] = { 3, 5 }, t3[] = { 3 },
+			     chw[] = { 2, 3, 3 };
+	struct rig r;
+
+	/* attention T = 3, C = 4, h = 2: projections 2*3*4*12 + 2*3*4*4 =
+	 * 384, biases 3*3*4 + 3*4 = 48, scores 2*3*3*4 = 72, softmax
+	 * 5*2*3*3 = 90, weighted sum 72: 666, 618 without biases. Scratch
+	 * qkv 36 + att 2*9 + y 12 + ds 9 = 75 floats per sample. */
+	s = spec_of(DT_LAYER_ATTENTION, "attn");
+	s.heads = 2;
+	rig_init(&r, &dt_layer_attention, &s, 2, tc, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 666.0);
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 75);
+	rig_free(&r);
+	s.bias = false;
+	rig_init(&r, &dt_layer_attention, &s, 2, tc, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 618.0);
+	rig_free(&r);
+
+	/* layernorm (3, 5): 8 per element = 120; mean and rstd of 3 rows. */
+	s = spec_of(DT_LAYER_LAYERNORM, "ln");
+	rig_init(&r, &dt_layer_layernorm, &s, 2, t5, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 120.0);
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 6);
+	rig_free(&r);
+
+	/* batchnorm (2, 3, 3): 8 per element = 144, no scratch. */
+	s = spec_of(DT_LAYER_BATCHNORM, "bn");
+	rig_init(&r, &dt_layer_batchnorm, &s, 3, chw, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 144.0);
+	ck_assert(r.n.ops->scratch_floats == NULL);
+	rig_free(&r);
+
+	/* embedding T = 3 -> (3, 5): 15; pos_embedding (3, 5): 15. */
+	s = spec_of(DT_LAYER_EMBEDDING, "wte");
+	s.vocab = 10;
+	s.dim = 5;
+	rig_init(&r, &dt_layer_embedding, &s, 1, t3, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 15.0);
+	rig_free(&r);
+	s = spec_of(DT_LAYER_POS_EMBEDDING, "wpe");
+	s.length = 8;
+	s.dim = 5;
+	rig_init(&r, &dt_layer_pos_embedding, &s, 2, t5, 1);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 15.0);
+	rig_free(&r);
+}
+END_TEST
+
+/* Sample standard deviation of a. */
+static double
+std_of(const float *a, int64_t n)
+{
+	double sum = 0.0, sum2 = 0.0;
+
+	for (int64_t i = 0; i < n; i++) {
+		sum += a[i];
+		sum2 += (double)a[i] * a[i];
+	}
+	return sqrt(sum2 / (double)n - (sum / (double)n) * (sum / (double)n));
+}
+
+/* The init hooks draw N(0, 0.02^2) for the embeddings and the attention
+ * weights, zero attention biases, all from (seed, tensor index): the same
+ * key gives the same bits, another seed or index other bits. */
+START_TEST(test_init)
+{
+	const struct dt_layer_ops *ops[] = {
+		&dt_layer_embedding, &dt_layer_pos_embedding,
+		&dt_layer_attention,
+	};
+	struct dt_layer_spec s[3] = {
+		spec_of(DT_LAYER_EMBEDDING, "wte"),
+		spec_of(DT_LAYER_POS_EMBEDDING, "wpe"),
+		spec_of(DT_LAYER_ATTENTION, "attn"),
+	};
+	static const int64_t ids[] = { 8 }, tc[] = { 8, 32 };
+
+	s[0].vocab = 100;
+	s[0].dim = 50;
+	s[1].length = 64;
+	s[1].dim = 32;
+	s[2].heads = 4;
+	for (int k = 0; k < 3; k++) {
+		struct rig r;
+		float *first;
+		size_t bytes;
+
+		rig_init(&r, ops[k], &s[k], k == 0 ? 1 : 2,
+			 k == 0 ? ids : tc, 1);
+		ck_assert(r.n.ops->init != NULL);
+		bytes = (size_t)r.n.n_params * sizeof(float);
+		first = dt_xalloc_floats((size_t)r.n.n_params);
+		r.n.ops->init(&r.n, 42, 7);
+		memcpy(first, r.params, bytes);
+		fill_uniform(r.params, r.n.n_params, 9);
+		r.n.ops->init(&r.n, 42, 7);
+		ck_assert(memcmp(first, r.params, bytes) == 0);
+		r.n.ops->init(&r.n, 43, 7);
+		ck_assert(memcmp(first, r.params, bytes) != 0);
+		r.n.ops->init(&r.n, 42, 8);
+		ck_assert(memcmp(first, r.params, bytes) != 0);
+		r.n.ops->init(&r.n, 42, 7);
+		for (int t = 0; t < r.n.n_tensors; t++) {
+			const struct dt_param_tensor *pt = &r.n.tensor[t];
+
+			if (pt->n_dims == 1) {
+				for (int64_t j = 0; j < pt->size; j++)
+					ck_assert(pt->data[j] == 0.0f);
+				continue;
+			}
+			ck_assert_double_eq_tol(std_of(pt->data, pt->size),
+						0.02, 0.002);
+		}
+		free(first);
+		rig_free(&r);
+	}
+}
+END_TEST
+
+static void
+expect_error(const struct dt_layer_ops *ops, const struct dt_layer_spec *s,
+	     int n_dims, const int64_t *dims, const char *needle)
+{
+	struct dt_error err;
+	struct rig r;
+
+	ck_assert_int_eq(rig_try(&r, ops, s, n_dims, dims, 1, &err),
+			 DT_ERR_JOB);
+	if (strstr(err.msg, needle) == NULL)
+		ck_abort_msg("expected \"%s\" in \"%s\"", needle, err.msg);
+}
+
+START_TEST(test_errors)
+{
+	struct dt_layer_spec s;
+	static const int64_t tc[] = { 3, 4 }, t3[] = { 3 },
+			     four[] = { 1, 2, 3, 4 };
+
+	s = spec_of(DT_LAYER_ATTENTION, "attn");
+	s.heads = 3;
+	s.pos.line = 12;
+	s.pos.col = 7;
+	expect_error(&dt_layer_attention, &s, 2, tc,
+		     "rig.yaml:12:7: model.layers.0 (attn): heads must be "
+		     ">= 1 and divide the input width 4, found 3");
+	s.heads = 2;
+	expect_error(&dt_layer_attention, &s, 1, t3, "(T, C) input");
+
+	s = spec_of(DT_LAYER_POS_EMBEDDING, "wpe");
+	s.length = 2;
+	expect_error(&dt_layer_pos_embedding, &s, 2, tc,
+		     "model.layers.0 (wpe): the input has 3 positions but "
+		     "length is 2");
+	s.length = 3;
+	s.dim = 5;
+	expect_error(&dt_layer_pos_embedding, &s, 2, tc,
+		     "dim is 5 but the input is 4 wide");
+
+	s = spec_of(DT_LAYER_EMBEDDING, "wte");
+	s.vocab = (1 << 24) + 1;
+	s.dim = 4;
+	expect_error(&dt_layer_embedding, &s, 1, t3, "vocab must be in");
+	s.vocab = 10;
+	s.dim = 0;
+	expect_error(&dt_layer_embedding, &s, 1, t3, "dim must be >= 1");
+
+	s = spec_of(DT_LAYER_LAYERNORM, "ln");
+	s.eps = 0.0;
+	expect_error(&dt_layer_layernorm, &s, 2, tc, "eps must be > 0");
+
+	s = spec_of(DT_LAYER_BATCHNORM, "bn");
+	s.momentum = 1.5;
+	expect_error(&dt_layer_batchnorm, &s, 1, t3, "momentum must be in");
+	s.momentum = 0.1;
+	expect_error(&dt_layer_batchnorm, &s, 4, four, "found 4 axes");
+	expect_error(&dt_layer_batchnorm, &s, 2, tc, "use layernorm");
+}
+END_TEST
+
+/* ---- a small language model through graph.h -------------------------- */
+
+/* input (T = 4 token ids) -> embedding (vocab 11, dim 8) -> pos_embedding
+ * (length 6) -> layernorm -> attention (2 heads, causal) -> dense 11 on
+ * each position -> softmax cross-entropy per token. */
+static struct dt_job *
+make_lm_job(uint64_t seed)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	static const enum dt_layer_kind kinds[] = {
+		DT_LAYER_EMBEDDING, DT_LAYER_POS_EMBEDDING, DT_LAYER_LAYERNORM,
+		DT_LAYER_ATTENTION, DT_LAYER_DENSE,
+	};
+	static const char *const names[] = { "wte", "wpe", "ln", "attn",
+					     "head" };
+
+	snprintf(job->path, sizeof job->path, "lm.yaml");
+	job->seed = seed;
+	job->model.n_input_dims = 1;
+	job->model.input_shape[0] = 4;
+	job->model.n_layers = 5;
+	job->model.loss = DT_LOSS_SOFTMAX_CROSS_ENTROPY;
+	for (int i = 0; i < 5; i++) {
+		struct dt_layer_spec *l = &job->model.layers[i];
+
+		*l = spec_of(kinds[i], names[i]);
+		l->pos.line = 10 + i;
+		l->pos.col = 5;
+	}
+	job->model.layers[0].vocab = 11;
+	job->model.layers[0].dim = 8;
+	job->model.layers[1].length = 6;
+	job->model.layers[1].dim = 8;
+	job->model.layers[3].heads = 2;
+	job->model.layers[4].units = 11;
+	return job;
+}
+
+START_TEST(test_lm_model)
+{
+	struct dt_job *job = make_lm_job(5);
+	struct dt_model *m = NULL, *again = NULL;
+	struct dt_tensor_info ti;
+	struct dt_error err;
+	static const float x[] = { 1, 5, 10, 0, 3, 3, 7, 2 };	/* (2, 4) */
+	static const int32_t labels[] = { 4, 9, 0, 1, 3, 7, 2, 10 }; /* (2, 4) */
+	static const char *const tensors[] = {
+		"wte.weight", "wpe.weight", "ln.weight", "ln.bias",
+		"attn.qkv_weight", "attn.qkv_bias", "attn.proj_weight",
+		"attn.proj_bias", "head.weight", "head.bias",
+	};
+	double loss, up, down;
+	size_t n;
+	float *params, *grads;
+	int bad = 0;
+
+	if (dt_model_new(job, 2, &m, &err) != DT_OK)
+		ck_abort_msg("%s", err.msg);
+	ck_assert_int_eq(dt_model_n_tensors(m), 10);
+	for (int i = 0; i < 10; i++) {
+		char full[160];
+
+		dt_model_tensor_info(m, i, &ti);
+		snprintf(full, sizeof full, "%s.%s", ti.node, ti.name);
+		ck_assert_str_eq(full, tensors[i]);
+	}
+	n = dt_model_n_params(m);
+	ck_assert_uint_eq(n, 11 * 8 + 6 * 8 + 8 + 8 + 8 * 24 + 24 + 8 * 8 +
+			     8 + 8 * 11 + 11);
+	ck_assert_int_eq(dt_model_n_classes(m), 11);
+	ck_assert_int_eq(dt_model_labels_per_sample(m), 4);
+	/* Activations per sample: output and output gradient of wte, wpe,
+	 * ln, attn (32 each: 256) and head (4*11: 88), the loss output (44),
+	 * and scratch: layernorm 2*4 rows, attention 4*4*8 + 3*4*4 = 176. */
+	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
+			 256 + 88 + 44 + 8 + 176);
+
+	/* The same seed gives the same model. */
+	ck_assert_int_eq(dt_model_new(job, 2, &again, &err), DT_OK);
+	ck_assert(memcmp(dt_model_params(m), dt_model_params(again),
+			 n * sizeof(float)) == 0);
+	dt_model_free(again);
+
+	/* Whole-model gradient against central differences on every 5th
+	 * parameter (except the embedding rows no id selects, which have
+	 * no gradient and nothing to check). */
+	params = dt_model_params(m);
+	grads = dt_xalloc_floats(n);
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, 2, 1.0f, &loss, NULL);
+	ck_assert(isfinite(loss));
+	memcpy(grads, dt_model_grads(m), n * sizeof(float));
+	for (size_t i = 0; i < n; i += 5) {
+		float keep = params[i];
+		double num;
+
+		params[i] = keep + 1e-2f;
+		dt_model_eval(m, x, labels, 2, &up, NULL);
+		params[i] = keep - 1e-2f;
+		dt_model_eval(m, x, labels, 2, &down, NULL);
+		params[i] = keep;
+		num = (up - down) / 2e-2;
+		if (!close_enough(grads[i], num, 1e-3, 1e-2) && bad++ < 5)
+			fprintf(stderr, "lm param %zu: backward %g, numeric "
+				"%g\n", i, (double)grads[i], num);
+	}
+	ck_assert_int_eq(bad, 0);
+	free(grads);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+static Suite *
+graph_nlp_suite(void)
+{
+	Suite *s = suite_create("graph_nlp");
+	TCase *layers = tcase_create("layers");
+	TCase *model = tcase_create("model");
+
+	tcase_add_test(layers, test_layernorm_gradient);
+	tcase_add_test(layers, test_layernorm_value);
+	tcase_add_loop_test(layers, test_batchnorm_gradient, 0, 3);
+	tcase_add_test(layers, test_batchnorm_running_stats);
+	tcase_add_test(layers, test_embedding_gradient);
+#ifdef NDEBUG
+	tcase_add_test(layers, test_embedding_bad_ids);
+#endif
+	tcase_add_test(layers, test_pos_embedding_gradient);
+	tcase_add_loop_test(layers, test_attention_gradient, 0, 4);
+	tcase_add_loop_test(layers, test_attention_directional, 0, 2);
+	tcase_add_loop_test(layers, test_attention_one_position, 0, 2);
+	tcase_add_test(layers, test_attention_causal);
+	tcase_add_test(layers, test_flops_and_scratch);
+	tcase_add_test(layers, test_init);
+	tcase_add_test(layers, test_errors);
+	suite_add_tcase(s, layers);
+
+	tcase_add_test(model, test_lm_model);
+	suite_add_tcase(s, model);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(graph_nlp_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
