@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """http_server.py - a small HTTP(S) server for dtrain's download tests.
 
-Serves the files under --root on 127.0.0.1 at a free port, which it prints
-on stdout (one line, the number alone) once it is listening. It honours
-Range requests (one range, "bytes=START-" or "bytes=START-END") and can
-misbehave on purpose, chosen per request in either of two ways:
+Serves the files under --root on 127.0.0.1 at a free port (or at --port),
+which it prints on stdout (one line, the number alone) once it is
+listening. It honours Range requests (one range, "bytes=START-" or
+"bytes=START-END") and can misbehave on purpose, chosen per request in
+either of two ways:
 
     /fault/MODE/PATH            /fault/MODE-N/PATH
     /PATH?fault=MODE            /PATH?fault=MODE&n=N&to=/OTHER
@@ -247,6 +248,8 @@ def watchdog(max_seconds, parent):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--root", required=True)
+    ap.add_argument("--port", type=int, default=0,
+                    help="listen on this port (default: a free one)")
     ap.add_argument("--max-seconds", type=float, default=120)
     ap.add_argument("--log")
     ap.add_argument("--tls-cert")
@@ -257,7 +260,11 @@ def main():
     threading.Thread(target=watchdog, args=(args.max_seconds, parent),
                      daemon=True).start()
 
-    server = Server(("127.0.0.1", 0), Handler)
+    try:
+        server = Server(("127.0.0.1", args.port), Handler)
+    except OSError as e:
+        sys.exit("http_server.py: cannot listen on 127.0.0.1:%d: %s"
+                 % (args.port, e.strerror))
     server.root = os.path.realpath(args.root)
     server.log_path = args.log
     if args.tls_cert:

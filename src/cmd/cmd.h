@@ -18,6 +18,8 @@ extern const struct dt_cmd dt_cmd_run;
 extern const struct dt_cmd dt_cmd_resume;
 extern const struct dt_cmd dt_cmd_export;
 extern const struct dt_cmd dt_cmd_plan;
+extern const struct dt_cmd dt_cmd_sample;
+extern const struct dt_cmd dt_cmd_fetch;
 
 /* Every command, NULL-terminated. */
 extern const struct dt_cmd *const dt_cmd_table[];

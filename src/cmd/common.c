@@ -6,9 +6,11 @@
 
 const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_plan,
+	&dt_cmd_fetch,
 	&dt_cmd_run,
 	&dt_cmd_resume,
 	&dt_cmd_export,
+	&dt_cmd_sample,
 	NULL,
 };
 

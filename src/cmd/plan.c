@@ -1,6 +1,9 @@
 /* plan.c - `dtrain plan --dry-run`: what a job would do on N ranks, without
  * allocating the model or reading the data (only the data files' headers,
- * for the sample counts). */
+ * for the sample counts), and whether each data source is already local.
+ * A URL source is read from its cached copy when there is one; when there
+ * is none yet the plan is made without the sample counts, since fetching
+ * is `dtrain fetch`'s and `run`'s business, not a dry run's. */
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "data/data.h"
+#include "data/fetch.h"
 #include "graph/graph.h"
 #include "job/job.h"
 #include "plan/plan.h"
@@ -20,29 +24,112 @@
 #define PLAN_USAGE \
 	"dtrain plan --dry-run [-n ranks] [--json] [--set key=value ...] job.yaml"
 
-/* Samples and in-memory bytes of an IDX split, from the headers alone. */
+/* One data source of the job and where it is (or would be) on this
+ * machine. */
+struct plan_source {
+	const char *split;		/* "train", "eval" */
+	const char *part;		/* "images", "labels", "file" */
+	const struct dt_source *src;
+	int is_url;
+	int cached;			/* the file is here (a local path: it
+					 * exists) */
+	char path[DT_JOB_PATH_MAX];	/* the local file, or the cache file a
+					 * download would make */
+};
+
+#define PLAN_MAX_SOURCES 6
+
+/* Fills out[0..PLAN_MAX_SOURCES) with the sources the job gives, in the
+ * order train images, labels, file, then eval's, and *n_out with their
+ * number. Looks at the cache without creating it. On error (a source
+ * dt_fetch would refuse, no cache directory) returns its status. */
 static enum dt_status
-peek_split(const struct dt_data_split *s, int64_t *n, int64_t *bytes,
+find_sources(const struct dt_job *job, struct plan_source *out, int *n_out,
+	     struct dt_error *err)
+{
+	const struct dt_data_split *splits[2] = { &job->data.train,
+						  &job->data.eval };
+	struct dt_fetch_opts opts;
+	int n = 0;
+
+	dt_fetch_opts_init(&opts);
+	for (int i = 0; i < 2; i++) {
+		const struct dt_source *parts[3] = { &splits[i]->images_src,
+						     &splits[i]->labels_src,
+						     &splits[i]->file };
+		static const char *const part_names[3] = { "images", "labels",
+							   "file" };
+
+		for (int k = 0; k < 3; k++) {
+			struct plan_source *p = &out[n];
+			struct dt_fetch_source fs = {
+				.url = parts[k]->path,
+				.sha256 = parts[k]->sha256,
+				.size = parts[k]->size,
+			};
+			enum dt_status st;
+
+			if (parts[k]->path[0] == '\0')
+				continue;
+			p->split = i == 0 ? "train" : "eval";
+			p->part = part_names[k];
+			p->src = parts[k];
+			p->is_url = strncmp(fs.url, "http://", 7) == 0 ||
+				    strncmp(fs.url, "https://", 8) == 0;
+			st = dt_fetch_is_cached(&fs, &opts, p->path,
+						sizeof p->path, &p->cached,
+						err);
+			if (st != DT_OK)
+				return st;
+			n++;
+		}
+	}
+	*n_out = n;
+	return DT_OK;
+}
+
+/* The local file of split's part, or NULL when it is a URL that is not in
+ * the cache yet. */
+static const char *
+local_file(const struct plan_source *srcs, int n, const char *split,
+	   const char *part)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(srcs[i].split, split) == 0 &&
+		    strcmp(srcs[i].part, part) == 0)
+			return srcs[i].is_url && !srcs[i].cached ? NULL :
+			       srcs[i].path;
+	return NULL;
+}
+
+/* Samples and in-memory bytes of an IDX split, from the headers alone;
+ * *n = -1 when the split is absent or its files are not local yet. */
+static enum dt_status
+peek_split(const struct dt_job *job, const struct plan_source *srcs,
+	   int n_srcs, const char *split, int64_t *n, int64_t *bytes,
 	   struct dt_error *err)
 {
+	const char *images = local_file(srcs, n_srcs, split, "images");
+	const char *labels = local_file(srcs, n_srcs, split, "labels");
 	struct dt_idx img, lab;
 	enum dt_status st;
 	int64_t per = 1;
 
 	*n = -1;
 	*bytes = 0;
-	if (s->images[0] == '\0')
+	if (job->data.format != DT_FORMAT_IDX || images == NULL ||
+	    labels == NULL)
 		return DT_OK;
-	st = dt_idx_peek(s->images, &img, err);
+	st = dt_idx_peek(images, &img, err);
 	if (st == DT_OK)
-		st = dt_idx_peek(s->labels, &lab, err);
+		st = dt_idx_peek(labels, &lab, err);
 	if (st != DT_OK)
 		return st;
 	if (img.dims[0] != lab.dims[0])
 		return dt_errorf(err, DT_ERR_DATA, "%s: images has %lld "
-				 "records, labels has %lld (%s)", s->images,
+				 "records, labels has %lld (%s)", images,
 				 (long long)img.dims[0],
-				 (long long)lab.dims[0], s->labels);
+				 (long long)lab.dims[0], labels);
 	for (int i = 1; i < img.n_dims; i++)
 		per *= img.dims[i];
 	*n = img.dims[0];
@@ -50,6 +137,63 @@ peek_split(const struct dt_data_split *s, int64_t *n, int64_t *bytes,
 	 * epoch order int64 per sample. */
 	*bytes = *n * per * (img.type == 0x08 ? 1 : 4) + *n * 4;
 	return DT_OK;
+}
+
+/* The "sources" array of the JSON plan. */
+static struct json_object *
+describe_sources(const struct plan_source *srcs, int n)
+{
+	struct json_object *a = json_object_new_array();
+
+	for (int i = 0; i < n; i++) {
+		struct json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "split",
+				       json_object_new_string(srcs[i].split));
+		json_object_object_add(o, "part",
+				       json_object_new_string(srcs[i].part));
+		json_object_object_add(o, "url", srcs[i].is_url ?
+				       json_object_new_string(
+					       srcs[i].src->path) : NULL);
+		json_object_object_add(o, "cached",
+				       json_object_new_boolean(
+					       srcs[i].cached));
+		json_object_object_add(o, "path",
+				       json_object_new_string(srcs[i].path));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
+static void
+print_sources(const struct plan_source *srcs, int n, int64_t n_train,
+	      FILE *out)
+{
+	int missing = 0;
+
+	if (n == 0)
+		return;
+	fprintf(out, "\ndata sources:\n");
+	for (int i = 0; i < n; i++) {
+		const struct plan_source *p = &srcs[i];
+		char key[32];
+
+		snprintf(key, sizeof key, "%s.%s", p->split, p->part);
+		if (p->is_url && p->cached)
+			fprintf(out, "  %-13s cached      %s\n%16s(from %s)\n",
+				key, p->path, "", p->src->path);
+		else if (p->is_url)
+			fprintf(out, "  %-13s not cached  %s\n%16s(to %s)\n",
+				key, p->src->path, "", p->path);
+		else
+			fprintf(out, "  %-13s %-11s %s\n", key,
+				p->cached ? "local" : "missing", p->path);
+		missing += p->is_url && !p->cached;
+	}
+	if (missing > 0 && n_train < 0)
+		fprintf(out, "samples, steps per epoch and dataset memory "
+			"unknown until the data is downloaded (dtrain fetch, "
+			"or the first run)\n");
 }
 
 static int
@@ -66,11 +210,12 @@ cmd_plan(int argc, char **argv)
 	static struct dt_job job;
 	const char **sets = dt_xmalloc((size_t)argc + 1, sizeof *sets);
 	struct dt_model *model = NULL;
+	struct plan_source srcs[PLAN_MAX_SOURCES];
 	struct json_object *desc;
 	struct dt_plan plan;
 	struct dt_error err;
 	enum dt_status st;
-	int n_sets = 0, ranks = 1, json = 0, c, threads;
+	int n_sets = 0, ranks = 1, json = 0, c, threads, n_srcs = 0;
 	int64_t n_train, train_bytes, n_eval, eval_bytes;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -125,9 +270,13 @@ cmd_plan(int argc, char **argv)
 	if (st == DT_OK)
 		st = dt_model_new(&job, 0, &model, &err);
 	if (st == DT_OK)
-		st = peek_split(&job.data.train, &n_train, &train_bytes, &err);
+		st = find_sources(&job, srcs, &n_srcs, &err);
 	if (st == DT_OK)
-		st = peek_split(&job.data.eval, &n_eval, &eval_bytes, &err);
+		st = peek_split(&job, srcs, n_srcs, "train", &n_train,
+				&train_bytes, &err);
+	if (st == DT_OK)
+		st = peek_split(&job, srcs, n_srcs, "eval", &n_eval,
+				&eval_bytes, &err);
 	if (st == DT_OK && n_train >= 0 && n_train < plan.global_batch)
 		st = dt_errorf(&err, DT_ERR_PLAN, "%s: global batch %lld is "
 			       "larger than the %lld training samples",
@@ -142,12 +291,16 @@ cmd_plan(int argc, char **argv)
 	desc = dt_plan_describe(&job, &plan, model, threads, n_train,
 				train_bytes + (n_train > 0 ? n_train * 8 : 0),
 				n_eval, eval_bytes);
-	if (json)
+	json_object_object_add(desc, "sources",
+			       describe_sources(srcs, n_srcs));
+	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(
 			       desc, JSON_C_TO_STRING_PRETTY |
 			       JSON_C_TO_STRING_SPACED));
-	else
+	} else {
 		dt_plan_print(desc, stdout);
+		print_sources(srcs, n_srcs, n_train, stdout);
+	}
 	json_object_put(desc);
 	dt_model_free(model);
 	return 0;

@@ -18,7 +18,7 @@ is_url(const char *p)
  * file. */
 static enum dt_status
 fetch_one(struct dt_source *src, char *mirror, int progress,
-	  struct dt_error *err)
+	  int64_t max_bytes, struct dt_error *err)
 {
 	struct dt_fetch_source fs;
 	struct dt_fetch_opts opts;
@@ -32,6 +32,7 @@ fetch_one(struct dt_source *src, char *mirror, int progress,
 	fs.size = src->size;
 	dt_fetch_opts_init(&opts);
 	opts.progress = progress;
+	opts.max_bytes = max_bytes;
 	st = dt_fetch(&fs, &opts, local, sizeof local, err);
 	if (st != DT_OK)
 		return st;
@@ -42,15 +43,17 @@ fetch_one(struct dt_source *src, char *mirror, int progress,
 }
 
 static enum dt_status
-fetch_split(struct dt_data_split *s, int progress, struct dt_error *err)
+fetch_split(struct dt_data_split *s, int progress, int64_t max_bytes,
+	    struct dt_error *err)
 {
 	enum dt_status st;
 
-	st = fetch_one(&s->images_src, s->images, progress, err);
+	st = fetch_one(&s->images_src, s->images, progress, max_bytes, err);
 	if (st == DT_OK)
-		st = fetch_one(&s->labels_src, s->labels, progress, err);
+		st = fetch_one(&s->labels_src, s->labels, progress, max_bytes,
+			       err);
 	if (st == DT_OK)
-		st = fetch_one(&s->file, NULL, progress, err);
+		st = fetch_one(&s->file, NULL, progress, max_bytes, err);
 	return st;
 }
 
@@ -58,21 +61,28 @@ enum dt_status
 dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
 		    struct dt_error *err)
 {
-	enum dt_status st = DT_OK;
+	enum dt_status st = DT_OK, all;
 	int first = dt_comm_local_rank(comm) == 0;
+	int64_t max = job->data.max_bytes;
 
 	/* The node's first rank downloads; the others wait on the node
-	 * barrier and then find the files in the cache. */
+	 * barrier and then find the files in the cache. A failed download
+	 * is agreed on by every rank, so none tries it again. */
 	if (first)
-		st = fetch_split(&job->data.train, progress, err);
+		st = fetch_split(&job->data.train, progress, max, err);
 	if (st == DT_OK && first)
-		st = fetch_split(&job->data.eval, progress, err);
+		st = fetch_split(&job->data.eval, progress, max, err);
 	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
 		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
+	all = dt_comm_agree(comm, st, first ? err : NULL);
+	if (all != DT_OK)
+		return st != DT_OK ? st : dt_errorf(err, all, "another rank "
+						    "could not fetch the data "
+						    "(its message is above)");
+	if (!first)
+		st = fetch_split(&job->data.train, 0, max, err);
 	if (st == DT_OK && !first)
-		st = fetch_split(&job->data.train, 0, err);
-	if (st == DT_OK && !first)
-		st = fetch_split(&job->data.eval, 0, err);
+		st = fetch_split(&job->data.eval, 0, max, err);
 	return st;
 }
 
