@@ -1,5 +1,6 @@
 dist_noinst_DATA += jobs/fashion-mnist-mlp.yaml
 dist_noinst_DATA += jobs/fashion-mnist-mlp-http.yaml
+dist_noinst_DATA += jobs/fashion-mnist-cnn.yaml
 
 DEMO_RANKS = 2
 demo: dtrain

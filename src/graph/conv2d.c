@@ -53,7 +53,8 @@ mul3(int64_t a, int64_t b, int64_t c)
 {
 	int64_t r;
 
-	if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r))
+	if (__builtin_mul_overflow(a, b, &r) ||
+	    __builtin_mul_overflow(r, c, &r))
 		return INT64_MAX;
 	return r;
 }
@@ -147,44 +148,52 @@ valid_cols(const struct geom *g, int64_t kw, int64_t *lo, int64_t *hi)
 		*lo = *hi;
 }
 
+/* Column row r = (c, kh, kw) reads input channel c shifted by (kh, kw):
+ * entry (oh, ow) is x[c, oh*S - P + kh, ow*S - P + kw]. For output row oh
+ * this sets *at so that entry ow (at stride S) is x[*at + ow*S] and
+ * returns false when the input row is padding. Only the entries
+ * valid_cols gives are read, so *at + ow*S stays in the sample even where
+ * *at itself lies before the row. */
+static bool
+row_start(const struct geom *g, int64_t c, int64_t kh, int64_t kw,
+	  int64_t oh, int64_t *at)
+{
+	int64_t ih = oh * g->s - g->pad + kh;
+
+	if (ih < 0 || ih >= g->h)
+		return false;
+	*at = (c * g->h + ih) * g->w - g->pad + kw;
+	return true;
+}
+
 static void
 im2col(const struct geom *g, const float *x, float *col)
 {
 	/* x (C, H, W), col (C*K*K, L) */
-	for (int64_t c = 0; c < g->c; c++)
-		for (int64_t kh = 0; kh < g->k; kh++)
-			for (int64_t kw = 0; kw < g->k; kw++) {
-				float *row = col +
-					     ((c * g->k + kh) * g->k + kw) * g->l;
-				int64_t lo, hi;
+	for (int64_t r = 0; r < g->ckk; r++) {
+		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
+		int64_t kw = r % g->k, lo, hi, at;
 
-				valid_cols(g, kw, &lo, &hi);
-				for (int64_t oh = 0; oh < g->oh; oh++) {
-					int64_t ih = oh * g->s - g->pad + kh;
-					float *dst = row + oh * g->ow;
-					const float *src;
+		valid_cols(g, kw, &lo, &hi);
+		for (int64_t oh = 0; oh < g->oh; oh++) {
+			float *dst = col + r * g->l + oh * g->ow;
 
-					if (ih < 0 || ih >= g->h) {
-						memset(dst, 0, (size_t)g->ow *
-							       sizeof(float));
-						continue;
-					}
-					src = x + (c * g->h + ih) * g->w -
-					      g->pad + kw;
-					for (int64_t ow = 0; ow < lo; ow++)
-						dst[ow] = 0.0f;
-					if (g->s == 1)
-						memcpy(dst + lo, src + lo,
-						       (size_t)(hi - lo) *
-							       sizeof(float));
-					else
-						for (int64_t ow = lo; ow < hi;
-						     ow++)
-							dst[ow] = src[ow * g->s];
-					for (int64_t ow = hi; ow < g->ow; ow++)
-						dst[ow] = 0.0f;
-				}
+			if (!row_start(g, c, kh, kw, oh, &at)) {
+				memset(dst, 0, (size_t)g->ow * sizeof(float));
+				continue;
 			}
+			for (int64_t ow = 0; ow < lo; ow++)
+				dst[ow] = 0.0f;
+			if (g->s == 1 && hi > lo)
+				memcpy(dst + lo, x + at + lo,
+				       (size_t)(hi - lo) * sizeof(float));
+			else
+				for (int64_t ow = lo; ow < hi; ow++)
+					dst[ow] = x[at + ow * g->s];
+			for (int64_t ow = hi; ow < g->ow; ow++)
+				dst[ow] = 0.0f;
+		}
+	}
 }
 
 /* dx += the columns folded back onto the image; padding is dropped. */
@@ -192,33 +201,20 @@ static void
 col2im(const struct geom *g, const float *col, float *dx)
 {
 	/* col (C*K*K, L), dx (C, H, W) */
-	for (int64_t c = 0; c < g->c; c++)
-		for (int64_t kh = 0; kh < g->k; kh++)
-			for (int64_t kw = 0; kw < g->k; kw++) {
-				const float *row = col +
-					((c * g->k + kh) * g->k + kw) * g->l;
-				int64_t lo, hi;
+	for (int64_t r = 0; r < g->ckk; r++) {
+		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
+		int64_t kw = r % g->k, lo, hi, at;
 
-				valid_cols(g, kw, &lo, &hi);
-				for (int64_t oh = 0; oh < g->oh; oh++) {
-					int64_t ih = oh * g->s - g->pad + kh;
-					const float *src = row + oh * g->ow;
-					float *dst;
+		valid_cols(g, kw, &lo, &hi);
+		for (int64_t oh = 0; oh < g->oh; oh++) {
+			const float *src = col + r * g->l + oh * g->ow;
 
-					if (ih < 0 || ih >= g->h)
-						continue;
-					dst = dx + (c * g->h + ih) * g->w -
-					      g->pad + kw;
-					if (g->s == 1)
-						for (int64_t ow = lo; ow < hi;
-						     ow++)
-							dst[ow] += src[ow];
-					else
-						for (int64_t ow = lo; ow < hi;
-						     ow++)
-							dst[ow * g->s] += src[ow];
-				}
-			}
+			if (!row_start(g, c, kh, kw, oh, &at))
+				continue;
+			for (int64_t ow = lo; ow < hi; ow++)
+				dx[at + ow * g->s] += src[ow];
+		}
+	}
 }
 
 static void

@@ -205,8 +205,8 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 		if (spec->n_inputs == 0) {
 			n->n_inputs = 1;
 			n->inputs[0] = i == 0 ? DT_NODE_INPUT : last[i - 1];
-			n->in_name[0] = i == 0 ? "input"
-					       : m->nodes[last[i - 1]].spec.name;
+			n->in_name[0] = i == 0
+				? "input" : m->nodes[last[i - 1]].spec.name;
 		} else {
 			n->n_inputs = spec->n_inputs;
 			for (int in = 0; in < spec->n_inputs && st == DT_OK;

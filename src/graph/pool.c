@@ -147,7 +147,7 @@ maxpool_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	}
 	for (int64_t b = 0; b < p->batch; b++) {
 		const float *x = in[0] + b * n->in_size[0];	/* (C, H, W) */
-		float *y = n->out + b * n->out_size;		/* (C, OH, OW) */
+		float *y = n->out + b * n->out_size;	/* (C, OH, OW) */
 		int32_t *a = arg + b * n->out_size;
 
 		for (int64_t c = 0; c < g.c; c++)
@@ -209,7 +209,7 @@ avgpool_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 
 	for (int64_t b = 0; b < p->batch; b++) {
 		const float *x = in[0] + b * n->in_size[0];	/* (C, H, W) */
-		float *y = n->out + b * n->out_size;		/* (C, OH, OW) */
+		float *y = n->out + b * n->out_size;	/* (C, OH, OW) */
 
 		for (int64_t c = 0; c < g.c; c++)
 			for (int64_t oh = 0; oh < g.oh; oh++)

@@ -32,8 +32,8 @@ reshape_infer(struct dt_node *n, const struct dt_job *job,
 
 	if (sp->n_shape < 1 || sp->n_shape > DT_SHAPE_MAX_DIMS)
 		return dt_node_errorf(n, job, err,
-				      "shape needs 1 to %d dimensions, found %d",
-				      DT_SHAPE_MAX_DIMS, sp->n_shape);
+				      "shape needs 1 to %d dimensions, found "
+				      "%d", DT_SHAPE_MAX_DIMS, sp->n_shape);
 	n->out_shape.n_dims = sp->n_shape;
 	for (int i = 0; i < sp->n_shape; i++)
 		n->out_shape.dim[i] = sp->shape[i];

@@ -1,4 +1,5 @@
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
+	tests/integration/jobs-plan.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
 	tests/integration/rank-failure.sh \
@@ -6,7 +7,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ckpt-faults.sh \
 	tests/integration/restarts.sh \
 	tests/integration/ckpt-kill.sh \
-	tests/integration/http.sh
+	tests/integration/http.sh \
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

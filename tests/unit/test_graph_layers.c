@@ -58,7 +58,7 @@ struct rig {
 	float *x[DT_NODE_MAX_INPUTS];	/* (B, in_size[k]) */
 	float *dx[DT_NODE_MAX_INPUTS];
 	float *g;			/* (B, out): upstream gradient, dout */
-	int32_t *labels;		/* (B, rows) for softmax cross-entropy */
+	int32_t *labels;		/* (B, rows): softmax cross-entropy */
 	float *targets;			/* (B, out) for mse */
 };
 
