@@ -81,6 +81,13 @@ dt_comm_barrier(struct dt_comm *c, struct dt_error *err)
 	return c->ops->barrier(c, err);
 }
 
+enum dt_status
+dt_comm_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
+	      struct dt_error *err)
+{
+	return c->ops->split(c, color, key, out, err);
+}
+
 void
 dt_comm_abort(struct dt_comm *c, int code)
 {

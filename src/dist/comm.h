@@ -64,6 +64,21 @@ enum dt_status dt_comm_agree(struct dt_comm *c, enum dt_status local,
 /* Bytes this rank has sent through collectives so far (for summaries). */
 uint64_t dt_comm_bytes_sent(const struct dt_comm *c);
 
+/* Passed as color to dt_comm_split by a rank that wants no new
+ * communicator (MPI_UNDEFINED). */
+#define DT_COMM_SPLIT_NONE (-1)
+
+/* Collective over c (MPI_Comm_split): the ranks that pass the same color
+ * (>= 0) form a new communicator, ordered by key and then by their rank in
+ * c. On success *out is the new communicator, owned by the caller and freed
+ * with dt_comm_free (which then leaves MPI running; free it before c); a
+ * rank that passed DT_COMM_SPLIT_NONE gets *out = NULL. Bytes it sends are
+ * counted in its own dt_comm_bytes_sent, not in c's. On a single-process
+ * communicator the new one is another world of one rank. On error returns
+ * DT_ERR_MPI and leaves *out untouched. */
+enum dt_status dt_comm_split(struct dt_comm *c, int color, int key,
+			     struct dt_comm **out, struct dt_error *err);
+
 /* The vtable behind struct dt_comm (comm.c dispatches through it). */
 struct dt_comm_ops {
 	enum dt_status (*allreduce)(struct dt_comm *c, void *buf, size_t n,
@@ -75,6 +90,8 @@ struct dt_comm_ops {
 				       struct dt_error *err);
 	void (*abort)(struct dt_comm *c, int code);
 	void (*free)(struct dt_comm *c);
+	enum dt_status (*split)(struct dt_comm *c, int color, int key,
+				struct dt_comm **out, struct dt_error *err);
 };
 
 enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT };

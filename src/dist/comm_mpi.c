@@ -2,6 +2,7 @@
  * Errors return (MPI_ERRORS_RETURN) and are reported with MPI_Error_string,
  * the call and the rank. */
 #include "dist/comm.h"
+#include "dist/mpi_priv.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 struct mpi_impl {
 	MPI_Comm world;
 	MPI_Comm node;		/* the ranks sharing this node's memory */
+	int child;		/* made by dt_comm_split: free leaves MPI up */
 };
 
 static enum dt_status
@@ -114,12 +116,17 @@ mpi_free(struct dt_comm *c)
 		MPI_Comm_free(&impl->node);
 	if (impl != NULL && impl->world != MPI_COMM_NULL)
 		MPI_Comm_free(&impl->world);
-	MPI_Finalized(&finalized);
-	if (!finalized)
-		MPI_Finalize();
+	if (impl == NULL || !impl->child) {
+		MPI_Finalized(&finalized);
+		if (!finalized)
+			MPI_Finalize();
+	}
 	free(impl);
 	free(c);
 }
+
+static enum dt_status mpi_split(struct dt_comm *c, int color, int key,
+				struct dt_comm **out, struct dt_error *err);
 
 static const struct dt_comm_ops mpi_ops = {
 	.allreduce = mpi_allreduce,
@@ -128,7 +135,89 @@ static const struct dt_comm_ops mpi_ops = {
 	.node_barrier = mpi_node_barrier,
 	.abort = mpi_abort,
 	.free = mpi_free,
+	.split = mpi_split,
 };
+
+/* Fills a split communicator's rank, size and node group from
+ * impl->world (already set). */
+static int
+mpi_setup(struct dt_comm *c)
+{
+	struct mpi_impl *impl = c->impl;
+	int rc = MPI_Comm_rank(impl->world, &c->rank);
+
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_size(impl->world, &c->size);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_split_type(impl->world, MPI_COMM_TYPE_SHARED,
+					 c->rank, MPI_INFO_NULL, &impl->node);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_size(impl->node, &c->local_size);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_rank(impl->node, &c->local_rank);
+	return rc;
+}
+
+static enum dt_status
+mpi_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
+	  struct dt_error *err)
+{
+	struct dt_comm *n;
+	struct mpi_impl *impl;
+	MPI_Comm sub = MPI_COMM_NULL;
+	int rc;
+
+	rc = MPI_Comm_split(world_of(c),
+			    color == DT_COMM_SPLIT_NONE ? MPI_UNDEFINED : color,
+			    key, &sub);
+	if (rc != MPI_SUCCESS)
+		return check(c, rc, "MPI_Comm_split", err);
+	if (sub == MPI_COMM_NULL) {
+		*out = NULL;
+		return DT_OK;
+	}
+	n = dt_xcalloc(1, sizeof *n);
+	impl = dt_xcalloc(1, sizeof *impl);
+	n->ops = &mpi_ops;
+	n->impl = impl;
+	impl->world = sub;
+	impl->node = MPI_COMM_NULL;
+	impl->child = 1;
+	n->rank = c->rank;	/* for messages until mpi_setup knows better */
+	rc = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
+	if (rc == MPI_SUCCESS)
+		rc = mpi_setup(n);
+	if (rc != MPI_SUCCESS) {
+		enum dt_status st = check(n, rc, "MPI_Comm_split (setup)",
+					  err);
+
+		mpi_free(n);
+		return st;
+	}
+	*out = n;
+	return DT_OK;
+}
+
+MPI_Comm
+dt_comm_mpi_handle(const struct dt_comm *c)
+{
+	if (c == NULL || c->ops != &mpi_ops)
+		return MPI_COMM_NULL;
+	return ((const struct mpi_impl *)c->impl)->world;
+}
+
+enum dt_status
+dt_comm_mpi_check(int rank, int rc, const char *call, struct dt_error *err)
+{
+	char text[MPI_MAX_ERROR_STRING];
+	int len = 0;
+
+	if (rc == MPI_SUCCESS)
+		return DT_OK;
+	if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+		snprintf(text, sizeof text, "MPI error %d", rc);
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: %s", rank, call, text);
+}
 
 enum dt_status
 dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)

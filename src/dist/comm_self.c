@@ -44,6 +44,15 @@ self_free(struct dt_comm *c)
 	free(c);
 }
 
+static enum dt_status
+self_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
+	   struct dt_error *err)
+{
+	(void)c; (void)key; (void)err;
+	*out = color == DT_COMM_SPLIT_NONE ? NULL : dt_comm_self_new();
+	return DT_OK;
+}
+
 static const struct dt_comm_ops self_ops = {
 	.allreduce = self_allreduce,
 	.bcast = self_bcast,
@@ -51,6 +60,7 @@ static const struct dt_comm_ops self_ops = {
 	.node_barrier = self_barrier,
 	.abort = self_abort,
 	.free = self_free,
+	.split = self_split,
 };
 
 struct dt_comm *

@@ -10,23 +10,51 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 {
 	int64_t g = job->train.global_batch, m = job->train.micro_batch;
 	int64_t k = job->train.grad_accum_steps, dp = world_size;
+	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
 	char where[512];
 
 	memset(plan, 0, sizeof *plan);
 	if (world_size < 1)
 		return dt_errorf(err, DT_ERR_PLAN, "world size %d < 1",
 				 world_size);
-	if (job->parallel.data_parallel != 0 &&
-	    job->parallel.data_parallel != world_size) {
+	if (ps) {
+		/* The last parallel.servers ranks serve; the others are the
+		 * data-parallel workers. */
+		dp = world_size - job->parallel.servers;
+		if (dp < 1) {
+			dt_job_where(job, "parallel.servers", where,
+				     sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN,
+					 "%s%lld parameter servers leave no "
+					 "worker among %d ranks; run with more "
+					 "ranks or fewer servers", where,
+					 (long long)job->parallel.servers,
+					 world_size);
+		}
+		if (job->train.clip_norm > 0 ||
+		    job->train.on_nonfinite == DT_NONFINITE_SKIP_STEP) {
+			dt_job_where(job, job->train.clip_norm > 0 ?
+				     "train.clip_norm" : "train.on_nonfinite",
+				     where, sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN,
+					 "%snot supported with parameter "
+					 "servers (no rank sees the whole "
+					 "gradient); use parallel.sync: "
+					 "allreduce", where);
+		}
+	}
+	if (job->parallel.data_parallel > 0 &&
+	    job->parallel.data_parallel != dp) {
 		dt_job_where(job, "parallel.data_parallel", where,
 			     sizeof where);
 		return dt_errorf(err, DT_ERR_PLAN,
 				 "%sdata-parallel degree %lld does not match "
-				 "the %d ranks running; run with -n %lld or "
-				 "remove the key",
+				 "the %lld data-parallel ranks of %d; run "
+				 "with -n %lld or remove the key",
 				 where, (long long)job->parallel.data_parallel,
-				 world_size,
-				 (long long)job->parallel.data_parallel);
+				 (long long)dp, world_size,
+				 (long long)(job->parallel.data_parallel +
+					     world_size - dp));
 	}
 	if (g == 0 && m == 0) {
 		dt_job_where(job, "train", where, sizeof where);

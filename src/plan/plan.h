@@ -28,7 +28,11 @@ struct dt_plan {
  * DT_ERR_PLAN (exit code 2) naming the keys and their job-file positions
  * when the three batch keys contradict, when a division leaves a remainder,
  * when neither global_batch nor micro_batch is given, or when
- * parallel.data_parallel differs from world_size. */
+ * parallel.data_parallel differs from the data-parallel degree. With
+ * parallel.sync: parameter_server the last parallel.servers ranks are
+ * servers and the data-parallel degree is world_size minus them (at least
+ * one worker must remain; clip_norm and on_nonfinite: skip_step, which need
+ * the whole gradient on one rank, are refused). */
 enum dt_status dt_plan_batch(const struct dt_job *job, int world_size,
 			     struct dt_plan *plan, struct dt_error *err);
 

@@ -117,6 +117,22 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
 
+	if (r->ps != NULL) {
+		/* The master parameters and the optimizer state live on the
+		 * servers: every worker gets the parameters, worker 0 the
+		 * optimizer state, all of the same step. */
+		int n_bufs = 0;
+		float **bufs = dt_optim_state(r->optim, &n_bufs);
+		int64_t steps = 0;
+
+		st = dt_ps_gather_state(r->ps, dt_model_params(r->model),
+					r->rank == 0 ? bufs : NULL,
+					r->rank == 0 ? &steps : NULL, err);
+		if (st != DT_OK)
+			return st;
+		if (r->rank == 0)
+			dt_optim_set_steps(r->optim, steps);
+	}
 	if (r->rank == 0) {
 		struct tensors t;
 		struct dt_ckpt_scalar extra[4];
@@ -152,7 +168,7 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		free(meta.job_text);
 		tensors_fini(&t);
 	}
-	st = dt_comm_agree(r->comm, st, err);
+	st = dt_comm_agree(r->wcomm, st, err);
 	if (st == DT_OK)
 		r->last_ckpt_step = r->step;
 	return st;

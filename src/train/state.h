@@ -8,6 +8,7 @@
 
 #include "data/data.h"
 #include "dist/comm.h"
+#include "dist/ps.h"
 #include "graph/graph.h"
 #include "job/job.h"
 #include "optim/optim.h"
@@ -21,7 +22,11 @@
 /* Everything one run holds; allocated before the first step. */
 struct dt_run {
 	const struct dt_job *job;
-	struct dt_comm *comm;
+	struct dt_comm *comm;		/* every rank */
+	struct dt_comm *wcomm;		/* the data-parallel workers: comm,
+					 * or the parameter servers' workers */
+	struct dt_ps *ps;		/* parameter_server sync, else NULL */
+	int ps_async;
 	struct dt_plan plan;
 	int rank;
 	char dir[DT_JOB_PATH_MAX];

@@ -31,9 +31,10 @@
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
 static enum dt_status
-agree(struct dt_run *r, enum dt_status local, struct dt_error *err)
+agree_on(struct dt_run *r, struct dt_comm *c, enum dt_status local,
+	 struct dt_error *err)
 {
-	enum dt_status st = dt_comm_agree(r->comm, local, err);
+	enum dt_status st = dt_comm_agree(c, local, err);
 
 	if (local != DT_OK && err != NULL && err->msg[0] != '\0' &&
 	    dt_comm_size(r->comm) > 1) {
@@ -41,6 +42,13 @@ agree(struct dt_run *r, enum dt_status local, struct dt_error *err)
 		err->msg[0] = '\0';
 	}
 	return st;
+}
+
+/* Agreement among every rank. */
+static enum dt_status
+agree(struct dt_run *r, enum dt_status local, struct dt_error *err)
+{
+	return agree_on(r, r->comm, local, err);
 }
 
 static enum dt_status
@@ -243,7 +251,7 @@ evaluate(struct dt_run *r, double *loss, double *accuracy,
 		sums[0] += ls;
 		sums[1] += (double)correct;
 	}
-	st = dt_comm_allreduce_sum_f64(r->comm, sums, 2, err);
+	st = dt_comm_allreduce_sum_f64(r->wcomm, sums, 2, err);
 	if (st != DT_OK)
 		return st;
 	*loss = sums[0] / per;
@@ -309,6 +317,27 @@ write_summary(FILE *out, void *ctx, struct dt_error *err)
 	ADD("skipped_steps", json_object_new_int64(s->res->skipped_steps));
 	ADD("resumed_from", s->res->resumed_from >= 0 ?
 	    json_object_new_int64(s->res->resumed_from) : NULL);
+	if (r->ps != NULL) {
+		struct dt_ps_stats ps;
+		struct dt_error e;
+		struct json_object *h = json_object_new_array();
+
+		if (dt_ps_stats(r->ps, &ps, &e) == DT_OK)
+			for (int i = 0; i < ps.n_hist; i++)
+				json_object_array_add(h,
+					json_object_new_int64(ps.hist[i]));
+		ADD("parameter_servers",
+		    json_object_new_int(dt_ps_n_servers(r->ps)));
+		ADD("ps_mode", json_object_new_string(r->ps_async ? "async" :
+						      "sync"));
+		ADD("max_staleness", json_object_new_int64(
+			    r->ps_async ? r->job->parallel.max_staleness : 0));
+		/* hist[i]: shard gradients applied i updates stale; the last
+		 * bucket counts any staler than the bound (always 0). */
+		ADD("staleness_histogram", h);
+		ADD("server_bytes_per_step",
+		    json_object_new_double(ps.server_bytes_per_step));
+	}
 	ADD("bytes_sent_rank0",
 	    json_object_new_int64((int64_t)dt_comm_bytes_sent(r->comm)));
 #undef ADD
@@ -378,6 +407,36 @@ test_signal_hook(const struct dt_run *r)
 		raise(SIGTERM);
 }
 
+/* Whether the workers meet after step `step` (1-based): a logged step,
+ * an evaluation, a checkpoint by steps, or the last step. */
+static int
+meets(const struct dt_run *r, int64_t step)
+{
+	const struct dt_job *job = r->job;
+
+	return (job->log.every_steps > 0 && step % job->log.every_steps == 0) ||
+	       (job->eval.every_steps > 0 && step % job->eval.every_steps == 0) ||
+	       (job->checkpoint.every_steps > 0 &&
+		step % job->checkpoint.every_steps == 0) ||
+	       step >= r->total_steps;
+}
+
+/* Worker 0: the staleness of the gradients the servers applied since the
+ * last logged step. */
+static void
+add_staleness(struct dt_run *r, struct json_object *o)
+{
+	struct dt_ps_stats ps;
+	struct dt_error e;
+
+	if (dt_ps_stats(r->ps, &ps, &e) != DT_OK)
+		return;
+	json_object_object_add(o, "staleness_mean",
+			       json_object_new_double(ps.staleness_mean));
+	json_object_object_add(o, "staleness_max",
+			       json_object_new_int64(ps.staleness_max));
+}
+
 static int
 is_done(const struct dt_run *r)
 {
@@ -415,7 +474,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	int64_t ckpt_every = job->checkpoint.every_steps;
 	int64_t share = p->global_batch / p->dp_size;
 	int64_t first_step = r->step;
-	double t0 = dt_now(), t_window = t0, data_wait = 0;
+	double t0 = dt_now(), t_window = t0, data_wait = 0, pending_loss = 0;
 	struct dt_loader *loader;
 	enum dt_status st;
 
@@ -437,7 +496,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	loader = r->loader;
 	for (;;) {
 		double local_loss = 0, stats[3], now, lr;
-		int last, stop, ckpt;
+		int last, stop, ckpt, exchange;
 
 		if (r->epoch_off + p->global_batch > r->train.n) {
 			r->epoch++;
@@ -482,26 +541,59 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			}
 			local_loss += ls;
 		}
-		if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params, err))
-			die_in_step(r, err);
-		/* One small reduction per step carries the loss, a stop asked
-		 * for by a signal on any rank, and rank 0's checkpoint clock. */
 		test_signal_hook(r);
+		if (r->ps != NULL) {
+			/* No rank sees the whole gradient: each worker checks
+			 * its own before it reaches the servers, and a bad one
+			 * ends the job (the others are inside the protocol). */
+			double n2 = sum_squares(grads, n_params);
+
+			if (!isfinite(local_loss) || !isfinite(n2)) {
+				dt_errorf(err, DT_ERR_NUMERIC, "step %lld: "
+					  "non-finite %s on rank %d; stopping "
+					  "without a checkpoint",
+					  (long long)(r->step + 1),
+					  isfinite(local_loss) ? "gradient" :
+					  "loss", r->rank);
+				die_in_step(r, err);
+			}
+			if (dt_ps_step(r->ps, grads, params, r->step, err))
+				die_in_step(r, err);
+		} else if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params,
+						     err)) {
+			die_in_step(r, err);
+		}
+		/* One small reduction carries the loss, a stop asked for by a
+		 * signal on any rank, and rank 0's checkpoint clock: every
+		 * step, or in asynchronous parameter-server mode only where
+		 * the workers meet anyway (logged steps, evaluations,
+		 * checkpoints), so a slow worker is not waited for between. */
 		now = dt_now();
-		stats[0] = local_loss;
+		pending_loss += local_loss;
+		exchange = !r->ps_async || meets(r, r->step + 1);
+		stats[0] = pending_loss;
 		stats[1] = dt_signals_pending() != 0;
 		stats[2] = ckpt_due_local(r, now);
-		if (dt_comm_allreduce_sum_f64(r->comm, stats, 3, err))
-			die_in_step(r, err);
+		if (exchange) {
+			if (dt_comm_allreduce_sum_f64(r->wcomm, stats, 3, err))
+				die_in_step(r, err);
+			pending_loss = 0;
+		} else {
+			stats[1] = stats[2] = 0;
+		}
 
-		double norm2 = sum_squares(grads, n_params);
-		if (!isfinite(stats[0]) || !isfinite(norm2)) {
+		double norm2 = r->ps != NULL ? 0 : sum_squares(grads, n_params);
+		if (r->ps != NULL) {
+			if (exchange)
+				r->window_loss += stats[0];
+			r->window_samples += p->global_batch * r->lps;
+		} else if (!isfinite(stats[0]) || !isfinite(norm2)) {
 			if (job->train.on_nonfinite == DT_NONFINITE_ABORT) {
 				int bad = isfinite(local_loss) ? 0 : 1, who;
 
 				who = bad ? r->rank : dt_comm_size(r->comm);
 				who = -who;
-				dt_comm_allreduce_max_int(r->comm, &who, 1,
+				dt_comm_allreduce_max_int(r->wcomm, &who, 1,
 							  NULL);
 				who = -who;
 				if (who < dt_comm_size(r->comm))
@@ -568,6 +660,8 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 						       json_object_new_double(rate));
 				json_object_object_add(o, "data_wait_s",
 						       json_object_new_double(data_wait));
+				if (r->ps != NULL)
+					add_staleness(r, o);
 				if (r->skipped > 0)
 					json_object_object_add(o, "skipped_steps",
 							       json_object_new_int64(r->skipped));
@@ -628,6 +722,7 @@ static void
 run_fini(struct dt_run *r)
 {
 	dt_loader_free(r->loader);
+	dt_ps_free(r->ps);
 	if (r->metrics != NULL)
 		fclose(r->metrics);
 	dt_model_free(r->model);
@@ -679,7 +774,8 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 		if (r->rank == 0)
 			eval_line(r, res->eval_loss, res->eval_accuracy);
 	}
-	if (r->job->checkpoint.at_end && r->last_ckpt_step != r->step) {
+	if (r->ps == NULL && r->job->checkpoint.at_end &&
+	    r->last_ckpt_step != r->step) {
 		st = dt_run_checkpoint(r, err);
 		if (st != DT_OK)
 			return st;
@@ -694,7 +790,66 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 			st = dt_rundir_write_atomic(path, write_summary, &sc,
 						    err);
 	}
-	return agree(r, st, err);
+	return agree_on(r, r->wcomm, st, err);
+}
+
+static double
+ps_lr(int64_t step, void *ctx)
+{
+	return dt_lr_at(&((struct dt_run *)ctx)->sched, step);
+}
+
+/* Parameter-server mode: set up the roles (collective over every rank). */
+static enum dt_status
+ps_setup(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_ps_cfg cfg = {
+		.n_servers = (int)r->job->parallel.servers,
+		.async = r->job->parallel.mode == DT_PS_ASYNC,
+		.max_staleness = r->job->parallel.max_staleness,
+		.n_params = dt_model_n_params(r->model),
+		.job = r->job,
+	};
+	enum dt_status st = dt_ps_new(r->comm, &cfg, &r->ps, err);
+
+	if (st != DT_OK)
+		return st;
+	r->ps_async = cfg.async;
+	r->wcomm = dt_ps_is_server(r->ps) ? NULL : dt_ps_workers(r->ps);
+	return DT_OK;
+}
+
+/* A server's whole run: restore its shard on resume, then serve until
+ * every worker is done. A failure here leaves workers waiting, so it ends
+ * the job. */
+static enum dt_status
+serve(struct dt_run *r, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (r->resumed_from >= 0)
+		st = dt_ps_scatter_state(r->ps, NULL, NULL, 0, err);
+	if (st == DT_OK)
+		st = dt_ps_serve(r->ps, r->resumed_from >= 0 ? NULL :
+				 dt_model_params(r->model), ps_lr, r, err);
+	if (st != DT_OK)
+		die_in_step(r, err);
+	return DT_OK;
+}
+
+/* A worker's side of the resume in parameter-server mode: worker 0 sends
+ * the restored state to the servers. */
+static enum dt_status
+ps_resume(struct dt_run *r, struct dt_error *err)
+{
+	int n_bufs = 0;
+	float **bufs = dt_optim_state(r->optim, &n_bufs);
+
+	if (r->resumed_from < 0)
+		return DT_OK;
+	return dt_ps_scatter_state(r->ps, dt_model_params(r->model),
+				   r->rank == 0 ? bufs : NULL,
+				   dt_optim_steps(r->optim), err);
 }
 
 enum dt_status
@@ -742,6 +897,12 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	}
 	r.data_job = dt_xmalloc(1, sizeof *r.data_job);
 	memcpy(r.data_job, job, sizeof *job);
+	r.wcomm = comm;
+	if (job->parallel.sync == DT_SYNC_PARAMETER_SERVER) {
+		st = ps_setup(&r, err);
+		if (st != DT_OK)
+			goto out;
+	}
 
 	st = agree(&r, prepare_dir(&r, opts, err), err);
 	if (st != DT_OK)
@@ -762,6 +923,12 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	st = agree(&r, dt_run_reopen_metrics(&r, r.resumed_from, err), err);
 	if (st != DT_OK)
 		goto out;
+	if (r.ps != NULL && dt_ps_is_server(r.ps)) {
+		st = serve(&r, err);
+		goto meet;
+	}
+	if (r.ps != NULL && ps_resume(&r, err) != DT_OK)
+		die_in_step(&r, err);
 
 	r.perm = dt_xmalloc((size_t)r.train.n, sizeof *r.perm);
 	r.eval_idx = dt_xmalloc((size_t)r.plan.micro_batch, sizeof *r.eval_idx);
@@ -778,9 +945,28 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	dt_signals_install();
 	st = train_loop(&r, res, err);
 	dt_progress_end(&r.progress);
+	if (r.ps != NULL) {
+		/* The servers hold the final state: checkpoint it while they
+		 * serve, then release them and take the final parameters. */
+		struct dt_error e2;
+
+		if (st == DT_OK && job->checkpoint.at_end &&
+		    r.last_ckpt_step != r.step)
+			st = dt_run_checkpoint(&r, err);
+		if (dt_ps_done(r.ps, dt_model_params(r.model), &e2) != DT_OK)
+			die_in_step(&r, &e2);
+	}
 	if (st == DT_OK)
 		st = finish(&r, res, err);
 	dt_signals_restore();
+meet:
+	if (r.ps != NULL) {
+		/* Workers and servers end together, on the same status. */
+		enum dt_status all = dt_comm_agree(comm, st, NULL);
+
+		if (all != DT_OK && st == DT_OK)
+			st = dt_errorf(err, all, "a worker failed");
+	}
 out:
 	run_fini(&r);
 	return st;

@@ -1,4 +1,6 @@
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
+	tests/integration/ps-toy.sh \
+	tests/integration/ps-train.sh \
 	tests/integration/jobs-plan.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \

@@ -82,7 +82,21 @@ START_TEST(contradictions_and_remainders)
 	job.parallel.data_parallel = 4;
 	ck_assert_int_eq(dt_plan_batch(&job, 2, &p, &err), DT_ERR_PLAN);
 	ck_assert(strstr(err.msg, "data-parallel degree 4 does not match the 2 "
-			 "ranks"));
+			 "data-parallel ranks of 2"));
+	/* Parameter servers are not data-parallel ranks. */
+	set_batch(96, 0, 2);
+	job.parallel.sync = DT_SYNC_PARAMETER_SERVER;
+	job.parallel.servers = 1;
+	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_OK);
+	ck_assert_int_eq(p.dp_size, 3);
+	ck_assert_int_eq(p.micro_batch, 16);
+	job.parallel.servers = 4;
+	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
+	ck_assert(strstr(err.msg, "4 parameter servers leave no worker"));
+	job.parallel.servers = 1;
+	job.train.clip_norm = 1;
+	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
+	ck_assert(strstr(err.msg, "not supported with parameter servers"));
 }
 END_TEST
 
