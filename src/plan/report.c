@@ -5,6 +5,7 @@
 #include <json.h>
 #include <string.h>
 
+#include "dist/ps.h"
 #include "graph/graph.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
@@ -50,6 +51,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	int64_t steps_per_epoch = -1, dropped = -1, total_steps = -1;
 	int64_t bufs = optim_buffers(job);
 	int64_t per_rank;
+	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
+	int async = ps && job->parallel.mode == DT_PS_ASYNC;
+	int n_servers = ps ? (int)job->parallel.servers : 0;
 
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(grid, "world_size", json_object_new_int(plan->world_size));
@@ -113,10 +117,32 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	ADD(mem, "total", json_object_new_int64(per_rank));
 	ADD(o, "memory_per_rank", mem);
 
-	ADD(comm, "algorithm", json_object_new_string("ring all-reduce"));
-	ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
-	ADD(comm, "sent_per_step", json_object_new_int64(ring));
-	ADD(comm, "received_per_step", json_object_new_int64(ring));
+	if (ps) {
+		/* A worker pushes its gradient and pulls the parameters, all
+		 * shards together: the gradient bytes each way per step. */
+		ADD(comm, "algorithm", json_object_new_string(
+			    "parameter server"));
+		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
+		ADD(comm, "sent_per_step", json_object_new_int64(grad_bytes));
+		ADD(comm, "received_per_step", json_object_new_int64(grad_bytes));
+		ADD(comm, "server_bytes_per_step", json_object_new_int64(
+			    (int64_t)dt_ps_server_step_bytes(
+				    (size_t)n_params, n_servers, (int)p)));
+		ADD(comm, "server_memory", json_object_new_int64(
+			    (int64_t)dt_ps_server_bytes(
+				    (size_t)n_params, n_servers, (int)p,
+				    async ? job->parallel.max_staleness : 0,
+				    (int)bufs)));
+		ADD(comm, "mode", json_object_new_string(async ? "async" :
+							 "sync"));
+		ADD(comm, "max_staleness", json_object_new_int64(
+			    async ? job->parallel.max_staleness : 0));
+	} else {
+		ADD(comm, "algorithm", json_object_new_string("ring all-reduce"));
+		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
+		ADD(comm, "sent_per_step", json_object_new_int64(ring));
+		ADD(comm, "received_per_step", json_object_new_int64(ring));
+	}
 	ADD(o, "communication_per_rank", comm);
 
 	ADD(data, "train_samples", n_train >= 0 ?
@@ -129,7 +155,20 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		struct json_object *x = json_object_new_object();
 
 		ADD(x, "rank", json_object_new_int(r));
-		ADD(x, "role", json_object_new_string("data-parallel worker"));
+		if (r >= plan->dp_size) {
+			size_t off, len;
+
+			dt_ps_shard((size_t)n_params, n_servers,
+				    r - plan->dp_size, &off, &len);
+			ADD(x, "role", json_object_new_string(
+				    "parameter server"));
+			ADD(x, "shard_offset", json_object_new_int64((int64_t)off));
+			ADD(x, "shard_params", json_object_new_int64((int64_t)len));
+			json_object_array_add(ranks, x);
+			continue;
+		}
+		ADD(x, "role", json_object_new_string(ps ? "worker" :
+						      "data-parallel worker"));
 		ADD(x, "dp_rank", json_object_new_int(r));
 		ADD(x, "stage", json_object_new_int(0));
 		ADD(x, "samples_per_step",
@@ -257,6 +296,33 @@ dt_plan_print(const struct json_object *d, FILE *out)
 					"received_per_step"));
 	bytes_text(b3, sizeof b3, get_i(d, "communication_per_rank",
 					"gradient_bytes"));
-	fprintf(out, "\ncommunication per rank and step: sent %s, received "
-		"%s (ring all-reduce of %s of gradients)\n", b1, b2, b3);
+	json_object_object_get_ex(d, "communication_per_rank", &x);
+	{
+		struct json_object *alg, *sb, *sm, *mode, *stale;
+
+		json_object_object_get_ex(x, "algorithm", &alg);
+		if (json_object_object_get_ex(x, "server_bytes_per_step", &sb)) {
+			char b4[32], b5[32];
+
+			json_object_object_get_ex(x, "server_memory", &sm);
+			json_object_object_get_ex(x, "mode", &mode);
+			json_object_object_get_ex(x, "max_staleness", &stale);
+			bytes_text(b4, sizeof b4, json_object_get_int64(sb));
+			bytes_text(b5, sizeof b5, json_object_get_int64(sm));
+			fprintf(out, "\nworkers: %lld; parameter servers: %lld "
+				"(%s mode, max staleness %lld); each server moves "
+				"%s per step and holds %s\n",
+				(long long)get_i(d, "grid", "data_parallel"),
+				(long long)(get_i(d, "grid", "world_size") -
+					    get_i(d, "grid", "data_parallel")),
+				json_object_get_string(mode),
+				(long long)json_object_get_int64(stale), b4, b5);
+			fprintf(out, "communication per worker and step: "
+				"pushes %s, pulls %s\n", b1, b2);
+		} else {
+			fprintf(out, "\ncommunication per rank and step: sent "
+				"%s, received %s (%s of %s of gradients)\n",
+				b1, b2, json_object_get_string(alg), b3);
+		}
+	}
 }

@@ -25,11 +25,11 @@ fwd = (2*784*512 + 512) + 512 + (2*512*256 + 256) + 256 + (2*256*10 + 10) + 5*10
 assert p["fwd_flops_per_sample"] == fwd, (p["fwd_flops_per_sample"], fwd)
 assert p["flops_per_sample"] == 3 * fwd, (p["flops_per_sample"], 3 * fwd)
 assert p["params"] == 784*512 + 512 + 512*256 + 256 + 256*10 + 10
-assert p["batch"]["micro_batch"] == 64 and p["batch"]["steps_per_epoch"] == 468
+assert p["batch"]["micro_batch"] == 48 and p["batch"]["steps_per_epoch"] == 625
 g = p["params"] * 4
 assert p["communication_per_rank"]["sent_per_step"] == 2 * (2 - 1) * g // 2
 print("MLP plan FLOPs and bytes match the hand count")
 PY
 # A layout the job cannot take is refused with the reason, exit 2.
-expect_fail 2 'global batch 128 is not a multiple' \
-	"$DTRAIN" plan --dry-run -n 3 "$top_srcdir/jobs/fashion-mnist-mlp.yaml"
+expect_fail 2 'global batch 96 is not a multiple' \
+	"$DTRAIN" plan --dry-run -n 5 "$top_srcdir/jobs/fashion-mnist-mlp.yaml"
