@@ -112,8 +112,17 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_params * 4));
 	ADD(mem, "activations", json_object_new_int64((act + input) * 4));
 	ADD(mem, "dataset", json_object_new_int64(train_bytes + eval_bytes));
+	/* The loader thread's ring of prepared micro-batches (inputs and
+	 * labels) and its own copy of the epoch order. */
+	int64_t slots = job->data.prefetch * plan->grad_accum_steps;
+	int64_t loader = job->data.prefetch > 0 ?
+			 slots * (input + plan->micro_batch *
+				  dt_model_labels_per_sample(model)) * 4 +
+			 (n_train > 0 ? n_train * 8 : 0) : 0;
+	ADD(mem, "loader", json_object_new_int64(loader));
+	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
 	per_rank = n_params * 4 * (2 + bufs) + (act + input) * 4 + train_bytes +
-		   eval_bytes;
+		   eval_bytes + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(per_rank));
 	ADD(o, "memory_per_rank", mem);
 
@@ -225,7 +234,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 	static const char *const memkeys[] = { "params", "grads",
 					       "optimizer_state",
 					       "activations", "dataset",
-					       "total" };
+					       "loader", "runtime", "total" };
 
 	json_object_object_get_ex(d, "name", &x);
 	fprintf(out, "plan for %s\n\n", json_object_get_string(x));

@@ -2,6 +2,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/ps-train.sh \
 	tests/integration/jobs-plan.sh \
+	tests/integration/plan-memory.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
 	tests/integration/rank-failure.sh \

@@ -1,0 +1,22 @@
+#!/bin/sh
+# The plan is the contract: the peak resident memory of a real run (GNU
+# time's maximum RSS) is within 25% of the plan's per-rank total, for the
+# shipped jobs (a few steps each).
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+[ -x /usr/bin/time ] || { echo "SKIP: /usr/bin/time missing (apt-get install time)"; exit 77; }
+for job in fashion-mnist-mlp fashion-mnist-cnn char-gpt; do
+	f="$top_srcdir/jobs/$job.yaml"
+	[ -f "$f" ] || continue
+	"$DTRAIN" plan --dry-run --json "$f" >plan.json
+	/usr/bin/time -f '%M' -o rss "$DTRAIN" run -q --run-dir r-$job \
+		--set train.steps=5 --set eval.every_steps=0 "$f" >/dev/null
+	"$PYTHON" - plan.json rss "$job" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))["memory_per_rank"]["total"]
+rss = int(open(sys.argv[2]).read().split()[-1]) * 1024
+ratio = rss / plan
+print("%s: plan %.1f MiB, peak RSS %.1f MiB (%.2f)" % (sys.argv[3], plan / 2**20, rss / 2**20, ratio))
+assert 0.75 <= ratio <= 1.25, ratio
+PY
+done
