@@ -83,7 +83,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_mlp: %s\n", err.msg);
 		return 1;
 	}
-	o = dt_optim_new(&job, dt_model_n_params(m));
+	o = dt_optim_new(&job, dt_model_n_trained(m));
 	in = dt_model_input_size(m);
 	idx = dt_xmalloc((size_t)mb, sizeof *idx);
 	x = dt_xalloc_floats((size_t)(mb * in));

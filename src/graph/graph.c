@@ -30,6 +30,8 @@ struct dt_model {
 	int64_t input_size;
 	struct dt_shape input_shape;
 	size_t n_params;
+	size_t n_trained;	/* the first n_trained floats are trained;
+				 * buffers (running statistics) follow */
 	int64_t act_floats;	/* per sample */
 	double fwd_flops;	/* per sample, all nodes */
 
@@ -347,6 +349,9 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 							   &ts))
 					ts = INT64_MAX;
 			pt->size = ts;
+			n->n_params += ts;
+			if (pt->buffer)
+				continue;	/* laid out after the trained */
 			pt->offset = n_params;
 			if (ts == INT64_MAX ||
 			    __builtin_add_overflow(n_params, (size_t)ts,
@@ -354,7 +359,6 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 			    n_params > SIZE_MAX / sizeof(float))
 				return dt_node_errorf(n, job, err,
 						      "too many parameters");
-			n->n_params += ts;
 		}
 		n->needs_grad = n->n_params > 0;
 		for (int k = 0; k < n->n_inputs; k++)
@@ -364,6 +368,22 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 		m->n_tensors += n->n_tensors;
 		m->fwd_flops += n->ops->fwd_flops(n);
 	}
+	/* Buffers (running statistics) go after every trained tensor, so the
+	 * optimizer and the gradient sync cover one prefix of the arena. */
+	m->n_trained = n_params;
+	for (int i = 0; i < m->n_nodes; i++)
+		for (int t = 0; t < m->nodes[i].n_tensors; t++) {
+			struct dt_param_tensor *pt = &m->nodes[i].tensor[t];
+
+			if (!pt->buffer)
+				continue;
+			pt->offset = n_params;
+			if (__builtin_add_overflow(n_params, (size_t)pt->size,
+						   &n_params) ||
+			    n_params > SIZE_MAX / sizeof(float))
+				return dt_node_errorf(&m->nodes[i], job, err,
+						      "too many parameters");
+		}
 	m->n_params = n_params;
 	return DT_OK;
 }
@@ -558,6 +578,12 @@ size_t
 dt_model_n_params(const struct dt_model *m)
 {
 	return m->n_params;
+}
+
+size_t
+dt_model_n_trained(const struct dt_model *m)
+{
+	return m->n_trained;
 }
 
 float *

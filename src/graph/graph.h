@@ -77,6 +77,13 @@ void dt_model_free(struct dt_model *m);
 
 /* Number of float parameters (= number of gradient floats). */
 size_t dt_model_n_params(const struct dt_model *m);
+/* Floats of the arena that training updates: the first n_trained of
+ * n_params. The rest are buffers that layers update themselves in training
+ * forward passes (batchnorm's running statistics): the optimizer, the
+ * gradient sync and clipping cover only the first n_trained (weight decay
+ * must not shrink running statistics), while checkpoints and exports carry
+ * all n_params. */
+size_t dt_model_n_trained(const struct dt_model *m);
 /* The parameter and gradient arenas, n_params floats each, owned by m;
  * tensor i lies at dt_model_tensor_info(m, i)->offset in both. */
 float *dt_model_params(struct dt_model *m);

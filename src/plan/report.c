@@ -43,9 +43,10 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	struct json_object *data = json_object_new_object();
 	struct json_object *ranks = json_object_new_array();
 	int64_t n_params = (int64_t)dt_model_n_params(model);
+	int64_t n_trained = (int64_t)dt_model_n_trained(model);
 	int64_t act = dt_model_act_floats_per_sample(model) * plan->micro_batch;
 	int64_t input = dt_model_input_size(model) * plan->micro_batch;
-	int64_t p = plan->dp_size, grad_bytes = n_params * 4;
+	int64_t p = plan->dp_size, grad_bytes = n_trained * 4;
 	int64_t ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
 	double fwd = 0, total_flops;
 	int64_t steps_per_epoch = -1, dropped = -1, total_steps = -1;
@@ -109,7 +110,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	/* Per-rank memory in bytes; every data-parallel rank holds the same. */
 	ADD(mem, "params", json_object_new_int64(n_params * 4));
 	ADD(mem, "grads", json_object_new_int64(n_params * 4));
-	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_params * 4));
+	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_trained * 4));
 	ADD(mem, "activations", json_object_new_int64((act + input) * 4));
 	ADD(mem, "dataset", json_object_new_int64(train_bytes + eval_bytes));
 	/* The loader thread's ring of prepared micro-batches (inputs and
@@ -121,7 +122,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 			 (n_train > 0 ? n_train * 8 : 0) : 0;
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	per_rank = n_params * 4 * (2 + bufs) + (act + input) * 4 + train_bytes +
+	per_rank = n_params * 4 * 2 + n_trained * 4 * bufs + (act + input) * 4 +
+		   train_bytes +
 		   eval_bytes + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(per_rank));
 	ADD(o, "memory_per_rank", mem);
@@ -136,10 +138,10 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		ADD(comm, "received_per_step", json_object_new_int64(grad_bytes));
 		ADD(comm, "server_bytes_per_step", json_object_new_int64(
 			    (int64_t)dt_ps_server_step_bytes(
-				    (size_t)n_params, n_servers, (int)p)));
+				    (size_t)n_trained, n_servers, (int)p)));
 		ADD(comm, "server_memory", json_object_new_int64(
 			    (int64_t)dt_ps_server_bytes(
-				    (size_t)n_params, n_servers, (int)p,
+				    (size_t)n_trained, n_servers, (int)p,
 				    async ? job->parallel.max_staleness : 0,
 				    (int)bufs)));
 		ADD(comm, "mode", json_object_new_string(async ? "async" :
@@ -167,7 +169,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		if (r >= plan->dp_size) {
 			size_t off, len;
 
-			dt_ps_shard((size_t)n_params, n_servers,
+			dt_ps_shard((size_t)n_trained, n_servers,
 				    r - plan->dp_size, &off, &len);
 			ADD(x, "role", json_object_new_string(
 				    "parameter server"));

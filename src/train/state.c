@@ -37,7 +37,7 @@ tensors_init(struct tensors *t, struct dt_run *r)
 	float *params = dt_model_params(r->model);
 	int n_bufs = 0;
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
-	size_t n = dt_model_n_params(r->model);
+	size_t n = dt_model_n_trained(r->model);
 
 	memset(t, 0, sizeof *t);
 	t->n_params = dt_model_n_tensors(r->model);
@@ -209,6 +209,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	int n_bufs = 0;
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 	size_t n = dt_model_n_params(r->model);
+	size_t n_trained = dt_model_n_trained(r->model);
 
 	memset(&pos, 0, sizeof pos);
 	if (r->rank == 0) {
@@ -270,7 +271,8 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	st = dt_comm_bcast(r->comm, dt_model_params(r->model),
 			   n * sizeof(float), 0, err);
 	for (int i = 0; st == DT_OK && i < n_bufs; i++)
-		st = dt_comm_bcast(r->comm, bufs[i], n * sizeof(float), 0, err);
+		st = dt_comm_bcast(r->comm, bufs[i], n_trained * sizeof(float),
+				   0, err);
 	if (st != DT_OK)
 		return st;
 	dt_optim_set_steps(r->optim, pos.optim_steps);

@@ -466,7 +466,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	const struct dt_plan *p = &r->plan;
 	/* The mean loss per sample, or per token for a language model. */
 	float grad_scale = 1.0f / (float)(p->global_batch * r->lps);
-	size_t n_params = dt_model_n_params(r->model);
+	size_t n_params = dt_model_n_trained(r->model);
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
 	int64_t log_every = job->log.every_steps;
@@ -807,7 +807,7 @@ ps_setup(struct dt_run *r, struct dt_error *err)
 		.n_servers = (int)r->job->parallel.servers,
 		.async = r->job->parallel.mode == DT_PS_ASYNC,
 		.max_staleness = r->job->parallel.max_staleness,
-		.n_params = dt_model_n_params(r->model),
+		.n_params = dt_model_n_trained(r->model),
 		.job = r->job,
 	};
 	enum dt_status st = dt_ps_new(r->comm, &cfg, &r->ps, err);
@@ -886,7 +886,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	st = dt_model_new(job, r.plan.micro_batch, &r.model, err);
 	if (st != DT_OK)
 		goto out;
-	r.optim = dt_optim_new(job, dt_model_n_params(r.model));
+	r.optim = dt_optim_new(job, dt_model_n_trained(r.model));
 	r.lps = dt_model_labels_per_sample(r.model);
 	if (r.lps < 1) {
 		st = dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "optim/optim.h"
 #include "graph/layer.h"
 #include "util/alloc.h"
 #include "util/rng.h"
@@ -957,6 +958,61 @@ START_TEST(test_lm_model)
 }
 END_TEST
 
+/* Batchnorm's running statistics are buffers: laid out after every trained
+ * tensor, so the optimizer (and weight decay) covers only dt_model_n_trained
+ * floats; an AdamW step with weight decay leaves them as they were. */
+START_TEST(test_buffers_after_trained)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m = NULL;
+	struct dt_optim *o;
+	struct dt_error err;
+	struct dt_tensor_info ti;
+	size_t n, nt;
+	float *before;
+
+	snprintf(job->path, sizeof job->path, "bn.yaml");
+	job->model.n_input_dims = 1;
+	job->model.input_shape[0] = 3;
+	job->model.n_layers = 3;
+	job->model.layers[0] = spec_of(DT_LAYER_DENSE, "fc");
+	job->model.layers[0].units = 4;
+	job->model.layers[1] = spec_of(DT_LAYER_BATCHNORM, "bn");
+	job->model.layers[2] = spec_of(DT_LAYER_DENSE, "head");
+	job->model.layers[2].units = 2;
+	job->train.optimizer = DT_OPTIM_ADAMW;
+	job->train.weight_decay = 0.5;
+	job->train.beta1 = 0.9;
+	job->train.beta2 = 0.999;
+	job->train.eps = 1e-8;
+	if (dt_model_new(job, 2, &m, &err) != DT_OK)
+		ck_abort_msg("%s", err.msg);
+	n = dt_model_n_params(m);
+	nt = dt_model_n_trained(m);
+	/* fc 3*4+4, bn weight+bias 8, head 4*2+2; buffers mean+var 8. */
+	ck_assert_uint_eq(nt, 16 + 8 + 10);
+	ck_assert_uint_eq(n, nt + 8);
+	for (int i = 0; i < dt_model_n_tensors(m); i++) {
+		dt_model_tensor_info(m, i, &ti);
+		if (strncmp(ti.name, "running_", 8) == 0)
+			ck_assert_uint_ge(ti.offset, nt);
+		else
+			ck_assert_uint_le(ti.offset + (size_t)ti.size, nt);
+	}
+	before = dt_xalloc_floats(n);
+	memcpy(before, dt_model_params(m), n * sizeof(float));
+	o = dt_optim_new(job, nt);
+	dt_optim_step(o, dt_model_params(m), dt_model_grads(m), 0.1f);
+	ck_assert(memcmp(before + nt, dt_model_params(m) + nt,
+			 (n - nt) * sizeof(float)) == 0);
+	ck_assert(memcmp(before, dt_model_params(m), nt * sizeof(float)) != 0);
+	dt_optim_free(o);
+	free(before);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
 static Suite *
 graph_nlp_suite(void)
 {
@@ -983,6 +1039,7 @@ graph_nlp_suite(void)
 	suite_add_tcase(s, layers);
 
 	tcase_add_test(model, test_lm_model);
+	tcase_add_test(model, test_buffers_after_trained);
 	suite_add_tcase(s, model);
 	return s;
 }
