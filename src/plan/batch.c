@@ -17,6 +17,19 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 	if (world_size < 1)
 		return dt_errorf(err, DT_ERR_PLAN, "world size %d < 1",
 				 world_size);
+	if (job->parallel.strategy != DT_STRATEGY_DATA) {
+		/* The job file describes pipeline and tensor layouts, but no
+		 * rank can run them yet: refuse rather than run something
+		 * else than asked. */
+		dt_job_where(job, "parallel.strategy", where, sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN,
+				 "%s%s: pipeline and tensor parallelism are "
+				 "not implemented in this version of dtrain; "
+				 "use strategy data (all-reduce or parameter "
+				 "servers)", where,
+				 job->parallel.strategy == DT_STRATEGY_MODEL ?
+				 "model" : "hybrid");
+	}
 	if (ps) {
 		/* The last parallel.servers ranks serve; the others are the
 		 * data-parallel workers. */

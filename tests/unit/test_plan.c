@@ -97,6 +97,13 @@ START_TEST(contradictions_and_remainders)
 	job.train.clip_norm = 1;
 	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
 	ck_assert(strstr(err.msg, "not supported with parameter servers"));
+	/* Layouts the job file can describe but no rank can run yet. */
+	job.train.clip_norm = 0;
+	job.parallel.sync = DT_SYNC_ALLREDUCE;
+	job.parallel.strategy = DT_STRATEGY_HYBRID;
+	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
+	ck_assert(strstr(err.msg, "hybrid: pipeline and tensor parallelism are "
+			 "not implemented"));
 }
 END_TEST
 
