@@ -1,6 +1,7 @@
 dist_noinst_DATA += jobs/fashion-mnist-mlp.yaml
 dist_noinst_DATA += jobs/fashion-mnist-mlp-http.yaml
 dist_noinst_DATA += jobs/fashion-mnist-cnn.yaml
+dist_noinst_DATA += jobs/char-gpt.yaml
 
 DEMO_RANKS = 2
 demo: dtrain

@@ -10,7 +10,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ckpt-faults.sh \
 	tests/integration/restarts.sh \
 	tests/integration/ckpt-kill.sh \
-	tests/integration/http.sh
+	tests/integration/http.sh \
+	tests/integration/sample.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -114,7 +114,7 @@ check_out p1 "" 25
 check_out z1 "rain" 0
 
 # Errors.
-expect_fail 2 "character 'Z' \\(0x5A\\) is not in the vocabulary" \
+expect_fail 2 "character 'Z' \\(byte 0x5A\\) is not in the vocabulary" \
 	"$DTRAIN" sample --prompt "the Zoo" run
 expect_fail 2 'byte 4' "$DTRAIN" sample --prompt "the Zoo" run
 mkdir empty
