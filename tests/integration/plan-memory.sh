@@ -10,7 +10,8 @@ for job in fashion-mnist-mlp fashion-mnist-cnn char-gpt; do
 	[ -f "$f" ] || continue
 	"$DTRAIN" plan --dry-run --json "$f" >plan.json
 	/usr/bin/time -f '%M' -o rss "$DTRAIN" run -q --run-dir r-$job \
-		--set train.steps=5 --set eval.every_steps=0 "$f" >/dev/null
+		--set train.steps=5 --set train.schedule.warmup_steps=1 \
+		--set eval.every_steps=0 "$f" >/dev/null
 	"$PYTHON" - plan.json rss "$job" <<'PY'
 import json, sys
 plan = json.load(open(sys.argv[1]))["memory_per_rank"]["total"]
