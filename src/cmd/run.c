@@ -382,7 +382,13 @@ train_cmd(int argc, char **argv, int resume)
 	opts.progress = !a.quiet;
 	opts.resume = resume;
 	st = dt_train_run(&job, &opts, comm, &res, &err);
-	if (st == DT_OK && dt_comm_rank(comm) == 0) {
+	if (st == DT_OK && res.already_done) {
+		if (dt_comm_rank(comm) == 0)
+			printf("%s: already complete at step %lld; nothing to "
+			       "do (extend it with --set train.steps=N or "
+			       "--set train.epochs=N)\n", job.name,
+			       (long long)res.steps);
+	} else if (st == DT_OK && dt_comm_rank(comm) == 0) {
 		printf("%s: %lld steps, %lld samples in %.1f s (%.0f "
 		       "samples/s); train loss %.4f", job.name,
 		       (long long)res.steps, (long long)res.samples, res.wall_s,

@@ -923,6 +923,19 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	st = agree(&r, dt_run_reopen_metrics(&r, r.resumed_from, err), err);
 	if (st != DT_OK)
 		goto out;
+	if (r.resumed_from >= 0 && r.ps == NULL) {
+		int64_t off = r.epoch_off, ep = r.epoch;
+
+		/* Where the loop would start: past the last step already? */
+		if (off + r.plan.global_batch > r.train.n)
+			ep++;
+		if (job->train.steps > 0 ? r.step >= job->train.steps :
+		    ep >= job->train.epochs) {
+			res->already_done = 1;
+			res->steps = r.step;
+			goto out;
+		}
+	}
 	if (r.ps != NULL && dt_ps_is_server(r.ps)) {
 		st = serve(&r, err);
 		goto meet;

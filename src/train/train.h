@@ -35,6 +35,8 @@ struct dt_train_result {
 	double samples_per_s;
 	int64_t skipped_steps;	/* updates dropped for non-finite values */
 	int64_t resumed_from;	/* checkpoint step resumed from, -1 if none */
+	int already_done;	/* resumed at or past the last step: nothing
+				 * was trained or written */
 };
 
 /* Runs job on every rank of comm (collective). Writes, from rank 0, into the
