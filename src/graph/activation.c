@@ -4,9 +4,9 @@
  * approximation of Hendrycks & Gimpel, "Gaussian Error Linear Units
  * (GELUs)", 2016: gelu(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  * Backward uses the output where it suffices (relu, tanh, sigmoid) and the
- * input for gelu. Each pass is one loop over batch * size values; relu's
- * are kernels GCC vectorises at -O2 (DT_VEC_LOOP), the others call libm
- * per value.
+ * input for gelu. Each pass is one loop over batch * size values: relu's
+ * passes and the tanh and sigmoid backward passes are kernels GCC
+ * vectorises at -O2 (DT_VEC_LOOP); the rest call libm per value.
  * FLOPs: counted as 1 per element (nominal; libm calls are not counted). */
 #include <assert.h>
 #include <math.h>
@@ -97,15 +97,16 @@ activation_forward(struct dt_node *n, struct dt_pass *p,
 }
 
 /* d = g(i) for i in [0, len), or d += g(i) when add: two loops rather
- * than a branch inside one, so each stays vectorisable. */
+ * than a branch inside one. Each runs through DT_VEC_LOOP, so it becomes
+ * SIMD code when g is plain arithmetic on restrict parameters of the
+ * calling kernel (relu, tanh, sigmoid); gelu's g calls tanhf per value and
+ * stays scalar. */
 #define EMIT(d, add, len, g)                                    \
 	do {                                                    \
 		if (add)                                        \
-			for (int64_t i = 0; i < (len); i++)     \
-				(d)[i] += (g);                  \
+			DT_VEC_LOOP(i, len, (d)[i] += (g));     \
 		else                                            \
-			for (int64_t i = 0; i < (len); i++)     \
-				(d)[i] = (g);                   \
+			DT_VEC_LOOP(i, len, (d)[i] = (g));      \
 	} while (0)
 
 /* dy where relu passed its input, else 0; a function so that both loads
@@ -116,15 +117,27 @@ relu_grad(float y, float dy)
 	return y > 0.0f ? dy : 0.0f;
 }
 
-/* dx = (or +=) relu'(y) dy over len values. */
+/* dx = (or +=) f'(x) dy over len values, from the output y = f(x) for
+ * relu, tanh and sigmoid. */
 static void
 relu_backward(const float *restrict y, const float *restrict dy,
 	      float *restrict dx, int64_t len, bool add)
 {
-	if (add)
-		DT_VEC_LOOP(i, len, dx[i] += relu_grad(y[i], dy[i]));
-	else
-		DT_VEC_LOOP(i, len, dx[i] = relu_grad(y[i], dy[i]));
+	EMIT(dx, add, len, relu_grad(y[i], dy[i]));
+}
+
+static void
+tanh_backward(const float *restrict y, const float *restrict dy,
+	      float *restrict dx, int64_t len, bool add)
+{
+	EMIT(dx, add, len, dy[i] * (1.0f - y[i] * y[i]));
+}
+
+static void
+sigmoid_backward(const float *restrict y, const float *restrict dy,
+		 float *restrict dx, int64_t len, bool add)
+{
+	EMIT(dx, add, len, dy[i] * y[i] * (1.0f - y[i]));
 }
 
 static float
@@ -157,10 +170,10 @@ activation_backward(struct dt_node *n, struct dt_pass *p,
 		relu_backward(y, dy, dx, len, din_add[0]);
 		break;
 	case DT_ACT_TANH:
-		EMIT(dx, din_add[0], len, dy[i] * (1.0f - y[i] * y[i]));
+		tanh_backward(y, dy, dx, len, din_add[0]);
 		break;
 	case DT_ACT_SIGMOID:
-		EMIT(dx, din_add[0], len, dy[i] * y[i] * (1.0f - y[i]));
+		sigmoid_backward(y, dy, dx, len, din_add[0]);
 		break;
 	case DT_ACT_GELU:
 		EMIT(dx, din_add[0], len, dy[i] * gelu_grad(x[i]));

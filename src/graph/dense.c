@@ -97,6 +97,21 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 		    n_out, n_in, 1.0f, in[0], n_in, w, n_out, beta, y, n_out);
 }
 
+/* db(out) += the column sums of dy(rows, out), row after row: each db[j]
+ * sees the same additions in the same order as a scalar loop would, so
+ * the vectorised kernel (across j, layer.h's DT_VEC_LOOP) gives the same
+ * bits. With the rows outer, every pass over dy is one contiguous row. */
+static void
+bias_grad(const float *restrict dy, float *restrict db, int64_t rows,
+	  int64_t n_out)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *row = dy + r * n_out;
+
+		DT_VEC_LOOP(j, n_out, db[j] += row[j]);
+	}
+}
+
 static void
 dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	       float *const *din, const bool *din_add)
@@ -110,16 +125,8 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out,
 		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
-	if (n->n_tensors > 1) {
-		float *db = n->tensor[1].grad;	/* (out) */
-
-		for (int64_t r = 0; r < rows; r++) {
-			const float *row = dy + r * n_out;
-
-			for (int j = 0; j < n_out; j++)
-				db[j] += row[j];
-		}
-	}
+	if (n->n_tensors > 1)
+		bias_grad(dy, n->tensor[1].grad, rows, n_out);
 	if (din[0] != NULL)
 		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows,
 			    n_in, n_out, 1.0f, dy, n_out, w, n_out,

@@ -55,7 +55,9 @@ dt_rundir_prepare(const char *dir, struct dt_error *err)
 	for (size_t i = 0; i < sizeof results / sizeof results[0]; i++) {
 		if (dt_rundir_path(path, sizeof path, dir, results[i], err))
 			return DT_ERR_IO;
-		if (stat(path, &st) == 0)
+		/* An empty metrics.jsonl is a run that failed before its
+		 * first logged step: no results to protect. */
+		if (stat(path, &st) == 0 && (i == 0 || st.st_size > 0))
 			return dt_errorf(err, DT_ERR_EXISTS,
 					 "%s: run directory already holds "
 					 "results (%s); choose another with "

@@ -9,7 +9,7 @@
 #include "util/status.h"
 
 /* Creates dir (and its parents) unless it already holds results
- * (summary.json or metrics.jsonl): then DT_ERR_EXISTS with a message saying
+ * (summary.json, or a metrics.jsonl that is not empty): then DT_ERR_EXISTS with a message saying
  * how to choose another. DT_ERR_IO naming the path if it cannot be made. */
 enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 

@@ -60,11 +60,59 @@ write_job(FILE *out, void *ctx, struct dt_error *err)
 /* Rank 0: a new run directory (refusing one with results), or the
  * existing one of a resumed run; job.yaml (re)written either way, so a
  * later resume uses the job as last resolved. */
+/* Rank 0: the resolved job as RUN_DIR/job.yaml, which resume reads. */
+static enum dt_status
+save_job(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "job.yaml", err);
+	if (st == DT_OK)
+		st = dt_rundir_write_atomic(path, write_job, (void *)r->job,
+					    err);
+	return st;
+}
+
+/* A resumed run at or past its end: nothing to do, and a length below
+ * what was reached is an error (the parameters cannot go back). */
+static enum dt_status
+resume_point(struct dt_run *r, int *done, struct dt_error *err)
+{
+	const struct dt_job *job = r->job;
+	int64_t ep = r->epoch;
+	char where[512];
+
+	*done = 0;
+	if (r->resumed_from < 0)
+		return DT_OK;
+	if (r->epoch_off + r->plan.global_batch > r->train.n)
+		ep++;	/* where the loop would start */
+	if (job->train.steps > 0 && r->step > job->train.steps) {
+		dt_job_where(job, "train.steps", where, sizeof where);
+		return dt_errorf(err, DT_ERR_USAGE, "%sthe run has already "
+				 "reached step %lld; train.steps %lld cannot "
+				 "take it back", where, (long long)r->step,
+				 (long long)job->train.steps);
+	}
+	if (job->train.steps <= 0 && ep > job->train.epochs) {
+		dt_job_where(job, "train.epochs", where, sizeof where);
+		return dt_errorf(err, DT_ERR_USAGE, "%sthe run has already "
+				 "finished epoch %lld; train.epochs %lld cannot "
+				 "take it back", where, (long long)ep,
+				 (long long)job->train.epochs);
+	}
+	*done = job->train.steps > 0 ? r->step >= job->train.steps :
+		ep >= job->train.epochs;
+	return DT_OK;
+}
+
 static enum dt_status
 prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 	    struct dt_error *err)
 {
-	char path[DT_JOB_PATH_MAX + 32];
 	enum dt_status st = DT_OK;
 	int n;
 
@@ -84,13 +132,11 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 		return dt_errorf(err, DT_ERR_IO, "checkpoint path too long");
 	if (r->rank != 0)
 		return DT_OK;
-	if (!opts->resume)
-		st = dt_rundir_prepare(r->dir, err);
+	if (opts->resume)
+		return DT_OK;	/* job.yaml once there is something to do */
+	st = dt_rundir_prepare(r->dir, err);
 	if (st == DT_OK)
-		st = dt_rundir_path(path, sizeof path, r->dir, "job.yaml", err);
-	if (st == DT_OK)
-		st = dt_rundir_write_atomic(path, write_job, (void *)r->job,
-					    err);
+		st = save_job(r, err);
 	return st;
 }
 
@@ -161,6 +207,31 @@ load_data(struct dt_run *r, int progress, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	r->have_eval = r->eval.n > 0;
+	if (r->train.tokens) {
+		/* Every embedding that reads the token ids must have a row
+		 * for each id the data holds. */
+		int64_t ids = dj->data.format == DT_FORMAT_TEXT ?
+			      r->vocab.size : r->train.td.vocab_size;
+
+		for (int i = 0; i < dj->model.n_layers; i++) {
+			const struct dt_layer_spec *l = &dj->model.layers[i];
+			int reads_input = l->n_inputs == 0 ? i == 0 :
+					  strcmp(l->inputs[0], "input") == 0;
+			char key[64], where[512];
+
+			if (l->kind != DT_LAYER_EMBEDDING || !reads_input ||
+			    l->vocab >= ids)
+				continue;
+			snprintf(key, sizeof key, "model.layers.%d.vocab", i);
+			dt_job_where(dj, key, where, sizeof where);
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%sthe data holds %lld distinct token "
+					 "ids but the embedding has %lld rows; "
+					 "raise vocab to at least %lld", where,
+					 (long long)ids, (long long)l->vocab,
+					 (long long)ids);
+		}
+	}
 	for (int which = 0; which < 1 + r->have_eval; which++) {
 		const struct dt_batch_source *s = which ? &r->eval : &r->train;
 
@@ -702,8 +773,9 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			return dt_errorf(err, DT_ERR_INTERRUPTED,
 					 "interrupted at step %lld; checkpoint "
 					 "written; continue with: dtrain "
-					 "resume %s", (long long)r->step,
-					 r->dir);
+					 "resume %s%s", (long long)r->step,
+					 dt_comm_size(r->comm) > 1 ?
+					 "-n RANKS " : "", r->dir);
 		}
 		if (last)
 			break;
@@ -920,22 +992,24 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 			goto out;
 	}
 	res->resumed_from = r.resumed_from;
+	if (opts->resume) {
+		int done = 0;
+
+		/* Every rank holds the same position: no agreement needed. */
+		st = resume_point(&r, &done, err);
+		if (st == DT_OK && done) {
+			res->already_done = 1;
+			res->steps = r.step;
+		}
+		if (st != DT_OK || done)
+			goto out;	/* every rank, servers too, knows */
+		st = agree(&r, save_job(&r, err), err);
+		if (st != DT_OK)
+			goto out;
+	}
 	st = agree(&r, dt_run_reopen_metrics(&r, r.resumed_from, err), err);
 	if (st != DT_OK)
 		goto out;
-	if (r.resumed_from >= 0 && r.ps == NULL) {
-		int64_t off = r.epoch_off, ep = r.epoch;
-
-		/* Where the loop would start: past the last step already? */
-		if (off + r.plan.global_batch > r.train.n)
-			ep++;
-		if (job->train.steps > 0 ? r.step >= job->train.steps :
-		    ep >= job->train.epochs) {
-			res->already_done = 1;
-			res->steps = r.step;
-			goto out;
-		}
-	}
 	if (r.ps != NULL && dt_ps_is_server(r.ps)) {
 		st = serve(&r, err);
 		goto meet;

@@ -54,3 +54,13 @@ PY
 # Changing the model on resume is refused.
 expect_fail 2 'model cannot change on resume' \
 	"$DTRAIN" resume --set model.layers.0.units=8 cross
+# A finished run: resuming it does nothing and changes no file; a length
+# below the step reached is refused.
+cp full1/summary.json before.json
+cp full1/job.yaml before.yaml
+"$DTRAIN" resume -q --set train.lr=0.5 full1 >done.out
+grep -q 'already complete at step 120' done.out || fail "no nothing-to-do message"
+cmp before.json full1/summary.json || fail "a no-op resume rewrote summary.json"
+cmp before.yaml full1/job.yaml || fail "a no-op resume rewrote job.yaml"
+expect_fail 2 'already reached step 120; train.steps 60 cannot take it back' \
+	"$DTRAIN" resume -q --set train.steps=60 full1
