@@ -32,6 +32,20 @@ int dt_cmd_launch_rank(void);
  * exit code of status. */
 int dt_cmd_fail(enum dt_status status, const struct dt_error *err);
 
+/* Prints "dtrain NAME: " and a message made from fmt and one string arg,
+ * then the usage line, to stderr (on launch rank 0 only); returns 2, the
+ * exit code of bad usage. */
+int dt_cmd_usage_error(const char *name, const char *usage, const char *fmt,
+		       const char *arg);
+
+struct dt_job;
+/* dt_job_load for a command: a job file that cannot be read is bad usage
+ * (DT_ERR_USAGE, exit 2), since nothing was attempted; other results as
+ * dt_job_load's. */
+enum dt_status dt_cmd_load_job(const char *path, const char *const *sets,
+			       int n_sets, struct dt_job *job,
+			       struct dt_error *err);
+
 /* The checkpoint directory of the run in dir (its saved job's
  * checkpoint.dir, else dir/checkpoints) into buf. DT_ERR_USAGE if dir holds
  * no job.yaml. */

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "job/job.h"
+
 const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_plan,
 	&dt_cmd_fetch,
@@ -28,6 +30,27 @@ dt_cmd_launch_rank(void)
 			return atoi(v);
 	}
 	return 0;
+}
+
+int
+dt_cmd_usage_error(const char *name, const char *usage, const char *fmt,
+		   const char *arg)
+{
+	if (dt_cmd_launch_rank() != 0)
+		return 2;
+	fprintf(stderr, "dtrain %s: ", name);
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\nusage: %s\n", usage);
+	return 2;
+}
+
+enum dt_status
+dt_cmd_load_job(const char *path, const char *const *sets, int n_sets,
+		struct dt_job *job, struct dt_error *err)
+{
+	enum dt_status st = dt_job_load(path, sets, n_sets, job, err);
+
+	return st == DT_ERR_IO ? DT_ERR_USAGE : st;
 }
 
 int

@@ -90,15 +90,14 @@ cmd_export(int argc, char **argv)
 			printf("usage: %s\n", EXPORT_USAGE);
 			return 0;
 		default:
-			fprintf(stderr, "dtrain export: unknown option \"%s\"\n"
-				"usage: %s\n", argv[optind - 1], EXPORT_USAGE);
-			return 2;
+			return dt_cmd_usage_error("export", EXPORT_USAGE,
+						  "unknown option \"%s\"",
+						  argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "dtrain export: expected one run directory\n"
-			"usage: %s\n", EXPORT_USAGE);
-		return 2;
+		return dt_cmd_usage_error("export", EXPORT_USAGE, "%s",
+					  "expected one run directory");
 	}
 	dir = argv[optind];
 	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, &err);

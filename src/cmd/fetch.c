@@ -72,24 +72,21 @@ cmd_fetch(int argc, char **argv)
 			free(sets);
 			return 0;
 		default:
-			fprintf(stderr, "dtrain fetch: unknown option \"%s\"\n"
-				"usage: %s\n", argv[optind - 1], FETCH_USAGE);
 			free(sets);
-			return 2;
+			return dt_cmd_usage_error("fetch", FETCH_USAGE,
+						  "unknown option \"%s\"",
+						  argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "dtrain fetch: expected one job file\nusage: "
-			"%s\n", FETCH_USAGE);
 		free(sets);
-		return 2;
+		return dt_cmd_usage_error("fetch", FETCH_USAGE, "%s",
+					  "expected one job file");
 	}
-	st = dt_job_load(argv[optind], sets, n_sets, &job, &err);
+	st = dt_cmd_load_job(argv[optind], sets, n_sets, &job, &err);
 	free(sets);
 	if (st != DT_OK)
-		/* A job file that cannot be read is a usage error here, as
-		 * in `run`: nothing was attempted. */
-		return dt_cmd_fail(st == DT_ERR_IO ? DT_ERR_USAGE : st, &err);
+		return dt_cmd_fail(st, &err);
 
 	dt_fetch_opts_init(&opts);
 	opts.progress = isatty(STDERR_FILENO);

@@ -234,11 +234,11 @@ cmd_plan(int argc, char **argv)
 			errno = 0;
 			ranks = (int)strtol(optarg, &end, 10);
 			if (errno || *end || ranks < 1) {
-				fprintf(stderr, "dtrain plan: -n: expected a "
-					"number of ranks >= 1, found \"%s\"\n"
-					"usage: %s\n", optarg, PLAN_USAGE);
 				free(sets);
-				return 2;
+				return dt_cmd_usage_error(
+					"plan", PLAN_USAGE, "-n: expected a "
+					"number of ranks >= 1, found \"%s\"",
+					optarg);
 			}
 			break;
 		case 's':
@@ -249,22 +249,19 @@ cmd_plan(int argc, char **argv)
 			free(sets);
 			return 0;
 		default:
-			fprintf(stderr, "dtrain plan: unknown option \"%s\"\n"
-				"usage: %s\n", argv[optind - 1], PLAN_USAGE);
 			free(sets);
-			return 2;
+			return dt_cmd_usage_error("plan", PLAN_USAGE,
+						  "unknown option \"%s\"",
+						  argv[optind - 1]);
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "dtrain plan: expected one job file\nusage: "
-			"%s\n", PLAN_USAGE);
 		free(sets);
-		return 2;
+		return dt_cmd_usage_error("plan", PLAN_USAGE, "%s",
+					  "expected one job file");
 	}
-	st = dt_job_load(argv[optind], sets, n_sets, &job, &err);
+	st = dt_cmd_load_job(argv[optind], sets, n_sets, &job, &err);
 	free(sets);
-	if (st == DT_ERR_IO)
-		st = DT_ERR_USAGE;
 	if (st == DT_OK)
 		st = dt_plan_batch(&job, ranks, &plan, &err);
 	if (st == DT_OK)

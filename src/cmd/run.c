@@ -49,12 +49,8 @@ usage_of(const struct run_args *a)
 static int
 usage_error(const struct run_args *a, const char *fmt, const char *arg)
 {
-	if (dt_cmd_launch_rank() == 0) {
-		fprintf(stderr, "dtrain %s: ", a->resume ? "resume" : "run");
-		fprintf(stderr, fmt, arg);
-		fprintf(stderr, "\nusage: %s\n", usage_of(a));
-	}
-	return 2;
+	return dt_cmd_usage_error(a->resume ? "resume" : "run", usage_of(a),
+				  fmt, arg);
 }
 
 static int
@@ -354,9 +350,8 @@ train_cmd(int argc, char **argv, int resume)
 	/* The job is checked before MPI starts, so a bad file costs nothing
 	 * and every rank refuses it the same way. */
 	if (st == DT_OK)
-		st = dt_job_load(a.job_path, a.sets, a.n_sets, &job, &err);
-	if (st == DT_ERR_IO)
-		st = DT_ERR_USAGE;	/* the file named is the user's input */
+		st = dt_cmd_load_job(a.job_path, a.sets, a.n_sets, &job,
+				     &err);
 	if (st != DT_OK) {
 		free(a.sets);
 		return dt_cmd_fail(st, &err);

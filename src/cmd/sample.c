@@ -55,10 +55,7 @@ struct sample_args {
 static int
 usage_error(const char *fmt, const char *arg)
 {
-	fputs("dtrain sample: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: %s\n", SAMPLE_USAGE);
-	return 2;
+	return dt_cmd_usage_error("sample", SAMPLE_USAGE, fmt, arg);
 }
 
 static int
