@@ -18,6 +18,7 @@
 #include "data/fetch.h"
 #include "graph/graph.h"
 #include "job/job.h"
+#include "optim/schedule.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
 
@@ -106,8 +107,8 @@ local_file(const struct plan_source *srcs, int n, const char *split,
  * *n = -1 when the split is absent or its files are not local yet. */
 static enum dt_status
 peek_split(const struct dt_job *job, const struct plan_source *srcs,
-	   int n_srcs, const char *split, int64_t *n, int64_t *bytes,
-	   struct dt_error *err)
+	   int n_srcs, const char *split, int64_t inputs, int64_t *n,
+	   int64_t *bytes, struct dt_error *err)
 {
 	const char *images = local_file(srcs, n_srcs, split, "images");
 	const char *labels = local_file(srcs, n_srcs, split, "labels");
@@ -132,6 +133,16 @@ peek_split(const struct dt_job *job, const struct plan_source *srcs,
 				 (long long)lab.dims[0], labels);
 	for (int i = 1; i < img.n_dims; i++)
 		per *= img.dims[i];
+	if (per != inputs) {
+		char where[512];
+
+		/* The same words as run's check after loading. */
+		dt_job_where(job, "model.input_shape", where, sizeof where);
+		return dt_errorf(err, DT_ERR_DATA, "%s%s data: samples have "
+				 "%lld inputs but the model takes %lld", where,
+				 strcmp(split, "train") == 0 ? "training" :
+				 "eval", (long long)per, (long long)inputs);
+	}
 	*n = img.dims[0];
 	/* u8 images stay bytes, others become floats; labels int32; the
 	 * epoch order int64 per sample. */
@@ -269,16 +280,26 @@ cmd_plan(int argc, char **argv)
 	if (st == DT_OK)
 		st = find_sources(&job, srcs, &n_srcs, &err);
 	if (st == DT_OK)
-		st = peek_split(&job, srcs, n_srcs, "train", &n_train,
+		st = peek_split(&job, srcs, n_srcs, "train",
+				dt_model_input_size(model), &n_train,
 				&train_bytes, &err);
 	if (st == DT_OK)
-		st = peek_split(&job, srcs, n_srcs, "eval", &n_eval,
+		st = peek_split(&job, srcs, n_srcs, "eval",
+				dt_model_input_size(model), &n_eval,
 				&eval_bytes, &err);
 	if (st == DT_OK && n_train >= 0 && n_train < plan.global_batch)
 		st = dt_errorf(&err, DT_ERR_PLAN, "%s: global batch %lld is "
 			       "larger than the %lld training samples",
 			       job.path, (long long)plan.global_batch,
 			       (long long)n_train);
+	if (st == DT_OK && (job.train.steps > 0 || n_train > 0)) {
+		struct dt_lr_schedule sched;
+
+		st = dt_plan_schedule(&job, job.train.steps > 0 ?
+				      job.train.steps : job.train.epochs *
+				      (n_train / plan.global_batch),
+				      &sched, &err);
+	}
 	if (st != DT_OK) {
 		dt_model_free(model);
 		return dt_cmd_fail(st, &err);

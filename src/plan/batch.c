@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "optim/schedule.h"
+
 enum dt_status
 dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 	      struct dt_error *err)
@@ -141,4 +143,33 @@ dt_plan_blas_threads(int cores, int local_ranks, const char *env_value)
 	if (local_ranks < 1)
 		local_ranks = 1;
 	return cores / local_ranks > 1 ? cores / local_ranks : 1;
+}
+
+enum dt_status
+dt_plan_schedule(const struct dt_job *job, int64_t total_steps,
+		 struct dt_lr_schedule *s, struct dt_error *err)
+{
+	char where[512];
+
+	memset(s, 0, sizeof *s);
+	s->kind = job->train.schedule.kind == DT_SCHEDULE_STEP ?
+		  DT_SCHED_STEP :
+		  job->train.schedule.kind == DT_SCHEDULE_COSINE ?
+		  DT_SCHED_COSINE : DT_SCHED_CONSTANT;
+	s->lr = job->train.lr;
+	s->warmup_steps = job->train.schedule.warmup_steps;
+	s->total_steps = total_steps;
+	s->step_size = job->train.schedule.step_size;
+	s->gamma = job->train.schedule.gamma;
+	s->min_lr = job->train.schedule.min_lr;
+	if (s->kind != DT_SCHED_STEP) {
+		s->step_size = 1;
+		s->gamma = 1;
+	}
+	if (dt_lr_schedule_check(s, err) != DT_OK) {
+		dt_job_where(job, "train.schedule", where, sizeof where);
+		dt_error_prefix(err, "%s", where);
+		return DT_ERR_JOB;
+	}
+	return DT_OK;
 }

@@ -41,6 +41,17 @@ enum dt_status dt_plan_batch(const struct dt_job *job, int world_size,
  * be NULL) is a positive integer, which wins. */
 int dt_plan_blas_threads(int cores, int local_ranks, const char *env_value);
 
+struct dt_lr_schedule;
+
+/* The learning-rate schedule of job over total_steps optimizer steps into
+ * *s (see optim/schedule.h). DT_ERR_JOB naming train.schedule's place when
+ * the schedule cannot work over that many steps (a cosine decay shorter
+ * than its warmup, say). plan --dry-run and run both call it, so they
+ * refuse the same jobs. */
+enum dt_status dt_plan_schedule(const struct dt_job *job, int64_t total_steps,
+				struct dt_lr_schedule *s,
+				struct dt_error *err);
+
 struct json_object;
 struct dt_model;
 

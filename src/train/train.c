@@ -235,11 +235,13 @@ load_data(struct dt_run *r, int progress, struct dt_error *err)
 	for (int which = 0; which < 1 + r->have_eval; which++) {
 		const struct dt_batch_source *s = which ? &r->eval : &r->train;
 
+		char where[512];
+
+		dt_job_where(r->job, "model.input_shape", where, sizeof where);
 		if (s->x_size != in)
 			return dt_errorf(err, DT_ERR_DATA,
-					 "%s data: samples have %lld inputs "
-					 "but the model takes %lld "
-					 "(model.input_shape)",
+					 "%s%s data: samples have %lld inputs "
+					 "but the model takes %lld", where,
 					 which ? "eval" : "training",
 					 (long long)s->x_size, (long long)in);
 		if (s->y_size != r->lps)
@@ -275,27 +277,7 @@ schedule_steps(struct dt_run *r, struct dt_error *err)
 	else
 		r->total_steps = job->train.epochs * r->steps_per_epoch;
 
-	memset(&r->sched, 0, sizeof r->sched);
-	r->sched.kind = job->train.schedule.kind == DT_SCHEDULE_STEP ?
-			DT_SCHED_STEP :
-			job->train.schedule.kind == DT_SCHEDULE_COSINE ?
-			DT_SCHED_COSINE : DT_SCHED_CONSTANT;
-	r->sched.lr = job->train.lr;
-	r->sched.warmup_steps = job->train.schedule.warmup_steps;
-	r->sched.total_steps = r->total_steps;
-	r->sched.step_size = job->train.schedule.step_size;
-	r->sched.gamma = job->train.schedule.gamma;
-	r->sched.min_lr = job->train.schedule.min_lr;
-	if (r->sched.kind != DT_SCHED_STEP) {
-		r->sched.step_size = 1;
-		r->sched.gamma = 1;
-	}
-	if (dt_lr_schedule_check(&r->sched, err) != DT_OK) {
-		dt_job_where(job, "train.schedule", where, sizeof where);
-		dt_error_prefix(err, "%s", where);
-		return DT_ERR_JOB;
-	}
-	return DT_OK;
+	return dt_plan_schedule(job, r->total_steps, &r->sched, err);
 }
 
 /* Mean loss and accuracy over the whole eval set: each data-parallel rank
