@@ -14,10 +14,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "config.h"
 #include "dist/comm.h"
 #include "job/job.h"
 #include "plan/plan.h"
+#include "graph/graph.h"
+#include "optim/schedule.h"
+#include "train/rundir.h"
 #include "train/train.h"
 #include "util/alloc.h"
 
@@ -264,6 +269,39 @@ run_child(const char **args)
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* What can be refused before mpirun starts, so that a mistake costs no
+ * MPI start-up and leaves nothing behind: the model's shapes, a schedule
+ * that does not fit a run length given in steps, and (for a new run) a run
+ * directory that already holds results. */
+static enum dt_status
+precheck(const struct run_args *a, const struct dt_job *job,
+	 struct dt_error *err)
+{
+	struct dt_model *model = NULL;
+	struct dt_lr_schedule sched;
+	char dir[DT_JOB_PATH_MAX + 32], path[DT_JOB_PATH_MAX + 64];
+	enum dt_status st = dt_model_new(job, 0, &model, err);
+	struct stat sb;
+
+	dt_model_free(model);
+	if (st == DT_OK && job->train.steps > 0)
+		st = dt_plan_schedule(job, job->train.steps, &sched, err);
+	if (st != DT_OK || a->resume)
+		return st;
+	if (a->run_dir != NULL)
+		snprintf(dir, sizeof dir, "%s", a->run_dir);
+	else
+		snprintf(dir, sizeof dir, "runs/%s", job->name);
+	snprintf(path, sizeof path, "%s/summary.json", dir);
+	if (stat(path, &sb) != 0) {
+		snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+		if (stat(path, &sb) != 0 || sb.st_size == 0)
+			return DT_OK;
+	}
+	/* The ranks would say the same through dt_rundir_prepare. */
+	return dt_rundir_prepare(dir, err);
+}
+
 /* -n N and/or --max-restarts K: check the job as N ranks would see it, then
  * become mpirun (no restarts) or supervise it. */
 static int
@@ -279,6 +317,8 @@ launch(int argc, char **argv, const struct run_args *a,
 
 	if (a->n_ranks > 0 &&
 	    dt_plan_batch(job, a->n_ranks, &plan, &err) != DT_OK)
+		return dt_cmd_fail(err.status, &err);
+	if (precheck(a, job, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len < 0) {

@@ -261,7 +261,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 					 "samples_dropped_per_epoch"),
 			(long long)get_i(d, "data", "train_samples"),
 			(long long)get_i(d, "batch", "total_steps"));
-	fprintf(out, "\n%-24s %-12s %-18s %12s %14s %14s\n", "layer", "kind",
+	fprintf(out, "\n%-24s %-21s %-18s %12s %14s %14s\n", "layer", "kind",
 		"output", "params", "fwd/sample", "bwd/sample");
 	json_object_object_get_ex(d, "layers", &layers);
 	for (size_t i = 0; i < json_object_array_length(layers); i++) {
@@ -283,7 +283,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 			strcat(shp, ")");
 		flops_text(b1, sizeof b1, json_object_get_double(fw));
 		flops_text(b2, sizeof b2, 2 * json_object_get_double(fw));
-		fprintf(out, "%-24s %-12s %-18s %12lld %14s %14s\n",
+		fprintf(out, "%-24s %-21s %-18s %12lld %14s %14s\n",
 			json_object_get_string(name),
 			json_object_get_string(kind), shp,
 			(long long)get_i(l, "params", NULL), b1, b2);

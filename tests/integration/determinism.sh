@@ -22,3 +22,10 @@ expect_fail 2 'already holds results.*--run-dir' \
 	"$DTRAIN" run -q --run-dir a job.yaml
 losses a >la2
 cmp la la2 || fail "the existing run directory was modified"
+# -n refuses what it can before mpirun starts: no MPI banner, nothing made.
+expect_fail 2 'already holds results' "$DTRAIN" run -q -n 2 --run-dir a job.yaml
+grep -q 'mpirun\|Primary job' "$SCRATCH/err" && fail "mpirun was started"
+expect_fail 2 'train.schedule: lr schedule' "$DTRAIN" run -q -n 2 \
+	--run-dir e --set train.schedule.kind=cosine \
+	--set train.schedule.warmup_steps=50 job.yaml
+[ ! -e e ] || fail "a refused -n run created its run directory"
