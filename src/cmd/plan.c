@@ -82,6 +82,18 @@ find_sources(const struct dt_job *job, struct plan_source *out, int *n_out,
 						err);
 			if (st != DT_OK)
 				return st;
+			/* A local file that is not there fails run at load
+			 * time: say so now, in run's words. */
+			if (!p->is_url && !p->cached) {
+				char key[64], where[512];
+
+				snprintf(key, sizeof key, "data.%s.%s",
+					 p->split, p->part);
+				dt_job_where(job, key, where, sizeof where);
+				return dt_errorf(err, DT_ERR_IO, "%s%s: cannot "
+						 "open: %s", where, p->path,
+						 strerror(ENOENT));
+			}
 			n++;
 		}
 	}

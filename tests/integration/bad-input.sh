@@ -38,3 +38,5 @@ expect_fail 1 'model.input_shape: training data: samples have 784 inputs but the
 expect_fail 2 'train.schedule: lr schedule: total_steps: must be greater than warmup_steps' \
 	"$DTRAIN" plan --dry-run --set train.schedule.kind=cosine \
 	--set train.schedule.warmup_steps=50 good.yaml
+expect_fail 1 'data.train.labels: /nonexistent/labels.gz: cannot open' \
+	"$DTRAIN" plan --dry-run --set data.train.labels=/nonexistent/labels.gz good.yaml
