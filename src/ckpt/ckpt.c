@@ -726,3 +726,36 @@ dt_ckpt_import(const char *path, const struct dt_ckpt_target *targets,
 {
 	return read_tensor_file(path, path, 0, 0, NULL, 1, targets, n, err);
 }
+
+enum dt_status
+dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
+			  void *report_ctx, struct dt_error *err)
+{
+	DIR *d = opendir(ckpt_dir);
+	struct dirent *e;
+
+	if (d == NULL) {
+		if (errno == ENOENT)
+			return DT_OK;
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot list: %s",
+				 ckpt_dir, strerror(errno));
+	}
+	while ((e = readdir(d)) != NULL) {
+		char p[4096 + 256], line[4096 + 320];
+
+		if (strncmp(e->d_name, ".step-", 6) != 0 ||
+		    strstr(e->d_name, ".tmp.") == NULL)
+			continue;
+		if (snprintf(p, sizeof p, "%s/%s", ckpt_dir, e->d_name) >=
+		    (int)sizeof p)
+			continue;
+		if (dt_ck_rm_tree(p) != 0 && say != NULL) {
+			snprintf(line, sizeof line, "%s: cannot remove a "
+				 "temporary checkpoint: %s", p,
+				 strerror(errno));
+			say(report_ctx, line);
+		}
+	}
+	closedir(d);
+	return DT_OK;
+}

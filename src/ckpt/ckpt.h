@@ -205,6 +205,17 @@ enum dt_status dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step,
 			     int64_t keep, dt_ckpt_report_fn *report,
 			     void *report_ctx, struct dt_error *err);
 
+/* Removes the temporary directories (.step-N.tmp.PID) that a writer
+ * killed in the middle of a save left in ckpt_dir. Only for a caller that
+ * knows no other process is saving there (a run starting or resuming).
+ * Each directory that cannot be removed goes to report (may be NULL).
+ * Returns DT_OK (also when ckpt_dir does not exist), or DT_ERR_IO if it
+ * cannot be listed. */
+enum dt_status dt_ckpt_clean_temporaries(const char *ckpt_dir,
+					 dt_ckpt_report_fn *report,
+					 void *report_ctx,
+					 struct dt_error *err);
+
 /* Writes n tensors (n >= 1) to one safetensors file at path, atomically
  * (temporary name in the same directory, fsync, rename, fsync of the
  * directory), with dtrain's crc32 metadata. Returns DT_OK, DT_ERR_FORMAT

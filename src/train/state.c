@@ -216,8 +216,14 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 		char path[DT_JOB_PATH_MAX + 64];
 		int64_t step = -1;
 
-		st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path, &step,
-					 dt_ckpt_report_file, stderr, err);
+		/* This run is the only writer: what a killed one left half
+		 * made goes first. */
+		st = dt_ckpt_clean_temporaries(r->ckpt_dir, dt_ckpt_report_file,
+					       stderr, err);
+		if (st == DT_OK)
+			st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path,
+						 &step, dt_ckpt_report_file,
+						 stderr, err);
 		if (st == DT_OK && step >= 0) {
 			struct tensors t;
 			struct dt_ckpt_meta meta;

@@ -26,6 +26,8 @@ for trial in 1 2 3 4 5; do
 		{ cat t$trial.err >&2; fail "trial $trial: resume failed"; }
 	export_of t$trial t$trial.st
 	cmp full.st t$trial.st || fail "trial $trial: parameters differ"
+	! ls -a t$trial/checkpoints | grep -q '\.tmp\.' ||
+		fail "trial $trial: a killed writer's temporary was left"
 	echo "trial $trial: $(grep -o 'resuming from.*\|no checkpoint.*' t$trial.err)"
 done
 
