@@ -29,7 +29,7 @@ static void
 produce(struct dt_loader *l, struct dt_batch *b)
 {
 	const struct dt_loader_cfg *c = &l->cfg;
-	int64_t share = c->global_batch / c->dp_size, start;
+	int64_t start;
 
 	if (l->k == 0 && l->off + c->global_batch > c->src->n) {
 		l->epoch++;
@@ -39,7 +39,8 @@ produce(struct dt_loader *l, struct dt_batch *b)
 		dt_shuffle(c->seed, l->epoch, c->src->n, l->perm);
 		l->perm_epoch = l->epoch;
 	}
-	start = l->off + c->dp_rank * share + l->k * c->micro_batch;
+	start = l->off + dt_shard_offset(0, c->global_batch, c->dp_rank,
+					 c->dp_size, c->micro_batch, l->k);
 	dt_source_gather(c->src, l->perm + start, c->micro_batch, b->x, b->y);
 	b->epoch = l->epoch;
 	b->first_sample = l->epoch * c->src->n + start;

@@ -525,7 +525,6 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	int64_t log_every = job->log.every_steps;
 	int64_t eval_every = job->eval.every_steps;
 	int64_t ckpt_every = job->checkpoint.every_steps;
-	int64_t share = p->global_batch / p->dp_size;
 	int64_t first_step = r->step;
 	double t0 = dt_now(), t_window = t0, data_wait = 0, pending_loss = 0;
 	struct dt_loader *loader;
@@ -564,8 +563,11 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		lr = dt_lr_at(&r->sched, r->step);
 		dt_model_zero_grads(r->model);
 		for (int64_t k = 0; k < p->grad_accum_steps; k++) {
-			int64_t off = r->epoch_off + r->rank * share +
-				      k * p->micro_batch;
+			/* Global batch 0 of what remains of the epoch. */
+			int64_t off = r->epoch_off +
+				      dt_shard_offset(0, p->global_batch,
+						      r->rank, p->dp_size,
+						      p->micro_batch, k);
 			double ls = 0;
 
 			if (loader != NULL) {
