@@ -204,4 +204,89 @@ struct dt_tensor_info {
 void dt_model_tensor_info(const struct dt_model *m, int i,
 			  struct dt_tensor_info *info);
 
+/* Pipeline stages (stage.c). A layout cuts the nodes (dt_model_n_layers,
+ * the loss last) into n_stages contiguous runs: stage_of_node[i] is the
+ * stage of node i, starting at 0, never decreasing, each stage holding at
+ * least one node (dt_model_check_stages). Stage s's forward pass needs the
+ * outputs of earlier nodes that nodes of stage s or later read (the live
+ * set at the cut before s: with residual connections a cut carries more
+ * than one tensor, and an output read two stages on passes through the
+ * stage between); it sends the live set at the cut after it to stage s+1,
+ * and in backward gets their gradients from s+1 and sends those of the
+ * cut before it to s-1. The model input x is read by each stage from its
+ * own data, never sent.
+ *
+ * Every rank holds the whole parameter arena (the layout of a one-rank
+ * model); a stage trains and syncs only its own range of it. */
+struct dt_stage_info {
+	int first_node, last_node;	/* the stage's nodes [first, last] */
+	double flops_per_sample;	/* forward + backward of its nodes */
+	int64_t n_params;		/* floats of its tensors */
+	size_t trained_lo, trained_hi;	/* its trained floats in the arena */
+	size_t buffer_lo, buffer_hi;	/* its buffers (running statistics) */
+	/* Floats per sample of one micro-batch's activations on the stage:
+	 * its nodes' outputs, gradients and scratch, and the received live
+	 * set's outputs and gradients. */
+	int64_t act_floats;
+	int64_t send_fwd_floats;	/* per sample, to stage + 1 */
+	int64_t send_bwd_floats;	/* per sample, gradients to stage - 1 */
+};
+
+/* DT_ERR_PLAN unless stage_of_node (n_nodes entries) is a layout of m's
+ * nodes into n_stages stages as above. */
+enum dt_status dt_model_check_stages(const struct dt_model *m,
+				     const int *stage_of_node, int n_stages,
+				     struct dt_error *err);
+
+/* What stage `stage` of a checked layout holds and moves; works on a
+ * shapes-only model. */
+void dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
+			 int n_stages, int stage, struct dt_stage_info *out);
+
+/* Tensor parallelism (layer.h says how each node is split; tensor.c).
+ *
+ * Marks the nodes of m to split over tp_size ranks: a dense layer whose
+ * output reaches another dense layer through activation and dropout nodes
+ * only (and is read by nothing else) splits by columns and that next layer
+ * by rows (Megatron's MLP pair); attention splits by heads; every other
+ * node, and a dense layer in no pair, is replicated (computed whole on
+ * every rank). Works on a shapes-only model, so plan/ can call it; then
+ * dt_model_layer_info's fwd_flops and dt_model_flops_per_sample count the
+ * share of one rank. tp_size 1 unmarks every node. DT_ERR_PLAN naming the
+ * layer's job-file position when tp_size does not divide a column layer's
+ * units, a row layer's input features or an attention's heads ("job.yaml:
+ * 12:9: model.layers.5 (fc): tensor_parallel 3 does not divide units
+ * 512"). */
+enum dt_status dt_model_plan_tensor_parallel(struct dt_model *m,
+					     const struct dt_job *job,
+					     int tp_size,
+					     struct dt_error *err);
+
+/* Sets the group the split nodes of m use for their sums: this rank's
+ * place tp_rank in [0, tp_size) and allreduce(ctx, buf, n), an in-place
+ * sum of n floats over the group (each rank calls it at the same points).
+ * tp_size must be the one given to dt_model_plan_tensor_parallel. The
+ * model keeps the pointers, not a copy of ctx. */
+void dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
+			       void (*allreduce)(void *ctx, float *buf,
+						 size_t n),
+			       void *ctx);
+
+/* Before the gradients of a step are summed over the data-parallel x
+ * tensor-parallel ranks: on tensor-parallel ranks other than 0, sets to 0
+ * the gradients of the first n_trained floats that belong to replicated
+ * tensors (every rank of the group computed the same ones), so that the
+ * sum counts them once; split tensors keep their share (0 outside it).
+ * A no-op without tensor parallelism. */
+void dt_model_tp_prepare_grads(struct dt_model *m);
+
+/* Floats per sample that the split nodes among nodes [first, last] of m
+ * sum over the tensor-parallel group in one forward plus backward pass
+ * (what each rank passes to allreduce; 0 without tensor parallelism), for
+ * plans: row and attention nodes sum their output forward, column and
+ * attention nodes their input gradient backward (none for a node whose
+ * input gradient nobody needs). */
+int64_t dt_model_tp_floats_per_sample(const struct dt_model *m, int first,
+				      int last);
+
 #endif

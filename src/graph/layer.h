@@ -74,6 +74,42 @@ struct dt_param_tensor {
 	float *grad;		/* size floats in the gradient arena */
 };
 
+/* Tensor parallelism (Megatron-LM: Shoeybi et al., "Megatron-LM: Training
+ * Multi-Billion Parameter Language Models Using Model Parallelism", 2019).
+ * Every rank of a tensor-parallel group holds the whole parameter arena
+ * (identical bits on each); a split node computes only its rank's share:
+ *   DT_TP_COLUMN  a dense layer's output columns [rank*out/size, ...):
+ *                 forward writes those columns of n->out (the others 0),
+ *                 backward adds dW and db of those columns only and its
+ *                 partial dX, which it sums over the group (allreduce);
+ *   DT_TP_ROW     a dense layer that reads a DT_TP_COLUMN layer (through
+ *                 activations and dropout): input rows (features) of its
+ *                 share; forward sums the partial products over the group
+ *                 (allreduce) and then adds the bias, backward adds dW of
+ *                 its rows and writes dX of its columns (the others 0);
+ *                 the bias is replicated;
+ *   DT_TP_HEADS   attention: the heads of its share, the qkv columns and
+ *                 the proj rows that belong to them; forward sums the
+ *                 partial outputs over the group, backward the partial dX.
+ * A gradient a rank does not own stays 0, and replicated tensors have the
+ * same gradient on every rank, so dt_model_tp_prepare_grads plus one sum
+ * over the data-parallel x tensor-parallel ranks gives every rank the
+ * whole gradient. */
+enum dt_tp_mode {
+	DT_TP_NONE = 0,
+	DT_TP_COLUMN,
+	DT_TP_ROW,
+	DT_TP_HEADS,
+};
+
+struct dt_tp {
+	int rank, size;		/* in the tensor-parallel group */
+	/* In-place sum of n floats over the group; every rank of the group
+	 * calls it at the same point with the same n. */
+	void (*allreduce)(void *ctx, float *buf, size_t n);
+	void *ctx;
+};
+
 /* What one forward or backward pass is about; filled by graph.c. */
 struct dt_pass {
 	int64_t batch;		/* rows in every buffer, <= max_batch */
@@ -89,6 +125,8 @@ struct dt_pass {
 	 * (dt_model_set_position): */
 	uint64_t step;		/* global optimizer step */
 	int64_t first_sample;	/* global index of row 0 of the batch */
+	/* The tensor-parallel group, or NULL (no split nodes run split). */
+	const struct dt_tp *tp;
 	/* outputs of loss nodes: */
 	double loss_sum;	/* sum over the batch (and tokens) of losses */
 	int64_t n_correct;	/* argmax == label, counted per token */
@@ -120,6 +158,12 @@ struct dt_node {
 	struct dt_shape out_shape;
 	int n_tensors;
 	struct dt_param_tensor tensor[DT_NODE_MAX_TENSORS];
+
+	/* set by dt_model_plan_tensor_parallel (tensor.c): how the node is
+	 * split over tp_size ranks; DT_TP_NONE and 1 otherwise. fwd_flops
+	 * counts the share of one rank when tp_size > 1. */
+	enum dt_tp_mode tp_mode;
+	int tp_size;
 
 	/* set by the graph: */
 	int64_t out_size;	/* dt_shape_size(out_shape) */

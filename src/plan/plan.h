@@ -18,6 +18,9 @@
 struct dt_plan {
 	int world_size;
 	int dp_size;			/* data-parallel degree */
+	int pp_size;			/* pipeline stages (1: none) */
+	int tp_size;			/* tensor-parallel degree (1: none) */
+	enum dt_pipeline_schedule pipe_schedule;	/* gpipe, 1f1b */
 	int64_t global_batch;		/* samples per optimizer step, all ranks */
 	int64_t micro_batch;		/* samples per forward/backward */
 	int64_t grad_accum_steps;	/* micro-batches per optimizer step */
@@ -35,6 +38,69 @@ struct dt_plan {
  * the whole gradient on one rank, are refused). */
 enum dt_status dt_plan_batch(const struct dt_job *job, int world_size,
 			     struct dt_plan *plan, struct dt_error *err);
+
+/* The rank grid dp x pp x tp: rank = (dp * pp_size + stage) * tp_size +
+ * tp, so a tensor-parallel group is tp_size neighbouring ranks (one node,
+ * where the sums inside a layer are cheapest), a pipeline tp_size *
+ * pp_size of them, and the data-parallel replicas repeat that block. With
+ * parameter servers (pp = tp = 1) the servers are the ranks past
+ * dp_size. */
+struct dt_grid_pos {
+	int dp, stage, tp;
+};
+void dt_plan_position(const struct dt_plan *plan, int rank,
+		      struct dt_grid_pos *pos);
+int dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp);
+
+/* The fraction of a pipeline step a stage idles, (pp - 1) / (m + pp - 1)
+ * for m = grad_accum_steps micro-batches, the same for GPipe and 1F1B
+ * (Huang et al., "GPipe", 2019; Narayanan et al., "PipeDream", SOSP
+ * 2019). 0 without a pipeline. */
+double dt_plan_bubble(const struct dt_plan *plan);
+
+/* Micro-batches whose activations stage `stage` holds at once: m for
+ * GPipe (every forward before any backward), min(m, pp - stage) for 1F1B
+ * (its warmup plus one). */
+int64_t dt_plan_in_flight(const struct dt_plan *plan, int stage);
+
+/* One step of a stage's pipeline schedule: the forward or the backward
+ * pass of micro-batch `micro` (0 .. m-1). */
+struct dt_pipe_op {
+	int backward;
+	int64_t micro;
+};
+
+/* Fills ops (2 * grad_accum_steps entries) with stage `stage`'s schedule
+ * for one optimizer step. GPipe: F0 .. F(m-1) then B0 .. B(m-1). 1F1B:
+ * w = min(pp - stage - 1, m) forwards, then F(w+i) B(i) pairs, then the
+ * remaining backwards. Micro-batches go forward and backward in
+ * increasing order on every stage, so the messages between neighbours
+ * match in order. */
+void dt_plan_pipe_ops(const struct dt_plan *plan, int stage,
+		      struct dt_pipe_op *ops);
+
+struct dt_model;
+
+/* Cuts model's nodes into pp contiguous pipeline stages into stage_of_node
+ * (dt_model_n_layers(model) entries; graph.h describes a layout). With
+ * parallel.stages given, stage s >= 1 starts at the first node of the
+ * layer it names; otherwise the stages are balanced by job's
+ * parallel.balance: forward+backward FLOPs per sample (the default) or
+ * parameters per node, minimising the largest stage (dt_plan_partition).
+ * Works on a shapes-only model. DT_ERR_PLAN naming parallel.
+ * pipeline_parallel's place when pp exceeds the number of nodes ("8
+ * stages but the model has 6 nodes (dense0, dense0.relu, ..., loss)"). */
+enum dt_status dt_plan_stages(const struct dt_job *job,
+			      const struct dt_model *model, int pp,
+			      int *stage_of_node, struct dt_error *err);
+
+/* The contiguous partition of n costs (>= 0) into k non-empty parts, k <=
+ * n, whose largest part sum is smallest (the linear partition problem,
+ * solved exactly by dynamic programming over prefix sums; ties go to the
+ * partition whose earlier parts are larger, so the result is one
+ * deterministic answer). part[i] is the part of item i, 0 .. k-1, never
+ * decreasing. Returns the largest part sum. */
+double dt_plan_partition(const double *cost, int n, int k, int *part);
 
 /* BLAS threads for each of local_ranks ranks on a node of `cores` cores:
  * max(1, cores / local_ranks), unless env_value (OPENBLAS_NUM_THREADS, may

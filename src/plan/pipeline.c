@@ -1,0 +1,71 @@
+/* pipeline.c - the rank grid and the pipeline schedules (see plan.h). */
+#include "plan/plan.h"
+
+#include <assert.h>
+
+void
+dt_plan_position(const struct dt_plan *plan, int rank,
+		 struct dt_grid_pos *pos)
+{
+	int pp = plan->pp_size > 0 ? plan->pp_size : 1;
+	int tp = plan->tp_size > 0 ? plan->tp_size : 1;
+
+	pos->tp = rank % tp;
+	pos->stage = rank / tp % pp;
+	pos->dp = rank / (tp * pp);
+}
+
+int
+dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp)
+{
+	int pp = plan->pp_size > 0 ? plan->pp_size : 1;
+	int tps = plan->tp_size > 0 ? plan->tp_size : 1;
+
+	return (dp * pp + stage) * tps + tp;
+}
+
+double
+dt_plan_bubble(const struct dt_plan *plan)
+{
+	double pp = plan->pp_size, m = (double)plan->grad_accum_steps;
+
+	if (plan->pp_size <= 1 || m < 1)
+		return 0;
+	return (pp - 1) / (m + pp - 1);
+}
+
+int64_t
+dt_plan_in_flight(const struct dt_plan *plan, int stage)
+{
+	int64_t m = plan->grad_accum_steps, left = plan->pp_size - stage;
+
+	if (plan->pp_size <= 1 || plan->pipe_schedule == DT_PIPE_GPIPE)
+		return m;
+	return left < m ? left : m;
+}
+
+void
+dt_plan_pipe_ops(const struct dt_plan *plan, int stage, struct dt_pipe_op *ops)
+{
+	int64_t m = plan->grad_accum_steps, w, k = 0;
+
+	if (plan->pp_size <= 1 || plan->pipe_schedule == DT_PIPE_GPIPE) {
+		for (int64_t i = 0; i < m; i++)
+			ops[k++] = (struct dt_pipe_op){ 0, i };
+		for (int64_t i = 0; i < m; i++)
+			ops[k++] = (struct dt_pipe_op){ 1, i };
+		return;
+	}
+	w = plan->pp_size - stage - 1;
+	if (w > m)
+		w = m;
+	for (int64_t i = 0; i < w; i++)
+		ops[k++] = (struct dt_pipe_op){ 0, i };
+	for (int64_t i = 0; i + w < m; i++) {
+		ops[k++] = (struct dt_pipe_op){ 0, w + i };
+		ops[k++] = (struct dt_pipe_op){ 1, i };
+	}
+	for (int64_t i = m - w; i < m; i++)
+		ops[k++] = (struct dt_pipe_op){ 1, i };
+	assert(k == 2 * m);
+}
