@@ -1,6 +1,7 @@
 /* comm.c - type-safe front of the communicator vtable. */
 #include "dist/comm.h"
 
+#include <limits.h>
 #include <stdlib.h>
 
 
@@ -45,6 +46,64 @@ uint64_t
 dt_comm_bytes_sent(const struct dt_comm *c)
 {
 	return c->bytes_sent;
+}
+
+static enum dt_status
+no_p2p(struct dt_comm *c, const char *call, struct dt_error *err)
+{
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: a single-process "
+			 "communicator has no other rank", c->rank, call);
+}
+
+enum dt_status
+dt_comm_isend_f32(struct dt_comm *c, const float *buf, size_t n, int dest,
+		  int tag, int *req, struct dt_error *err)
+{
+	enum dt_status st;
+
+	if (c->ops->isend == NULL)
+		return no_p2p(c, "send", err);
+	if (n > INT_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: send of %zu floats: "
+				 "more than %d", c->rank, n, INT_MAX);
+	st = c->ops->isend(c, buf, (int)n, dest, tag, req, err);
+	if (st == DT_OK)
+		c->p2p_bytes_sent += (uint64_t)n * sizeof(float);
+	return st;
+}
+
+enum dt_status
+dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n, int src, int tag,
+		 struct dt_error *err)
+{
+	if (c->ops->recv == NULL)
+		return no_p2p(c, "receive", err);
+	if (n > INT_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: receive of %zu "
+				 "floats: more than %d", c->rank, n, INT_MAX);
+	return c->ops->recv(c, buf, (int)n, src, tag, err);
+}
+
+enum dt_status
+dt_comm_wait(struct dt_comm *c, int req, struct dt_error *err)
+{
+	if (c->ops->wait == NULL)
+		return DT_OK;
+	return c->ops->wait(c, req, 0, err);
+}
+
+enum dt_status
+dt_comm_wait_all(struct dt_comm *c, struct dt_error *err)
+{
+	if (c->ops->wait == NULL)
+		return DT_OK;
+	return c->ops->wait(c, -1, 1, err);
+}
+
+uint64_t
+dt_comm_p2p_bytes_sent(const struct dt_comm *c)
+{
+	return c->p2p_bytes_sent;
 }
 
 enum dt_status

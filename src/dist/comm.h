@@ -61,8 +61,30 @@ void dt_comm_abort(struct dt_comm *c, int code) __attribute__((noreturn));
 enum dt_status dt_comm_agree(struct dt_comm *c, enum dt_status local,
 			     struct dt_error *err);
 
-/* Bytes this rank has sent through collectives so far (for summaries). */
+/* Bytes this rank has handed to collectives so far (the payload of each
+ * all-reduce, the buffer of each broadcast it roots; for summaries). */
 uint64_t dt_comm_bytes_sent(const struct dt_comm *c);
+
+/* Point-to-point, for pipeline stages. dt_comm_isend_f32 starts sending n
+ * floats of buf to rank dest with tag and returns at once; buf must stay
+ * untouched until dt_comm_wait on *req (or dt_comm_wait_all) returns.
+ * dt_comm_recv_f32 receives exactly n floats from src with tag into buf
+ * and returns when they are there; messages between two ranks with one
+ * tag arrive in the order they were sent. n <= INT_MAX. Errors:
+ * DT_ERR_MPI naming the call and the rank; on a single-process
+ * communicator, which has no other rank, DT_ERR_MPI too. The floats sent
+ * are counted in dt_comm_p2p_bytes_sent. */
+enum dt_status dt_comm_isend_f32(struct dt_comm *c, const float *buf, size_t n,
+				 int dest, int tag, int *req,
+				 struct dt_error *err);
+enum dt_status dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n,
+				int src, int tag, struct dt_error *err);
+/* Waits for the send *req started (no-op for a request already waited
+ * for), and for every pending send of c. */
+enum dt_status dt_comm_wait(struct dt_comm *c, int req, struct dt_error *err);
+enum dt_status dt_comm_wait_all(struct dt_comm *c, struct dt_error *err);
+/* Bytes this rank has sent point-to-point so far. */
+uint64_t dt_comm_p2p_bytes_sent(const struct dt_comm *c);
 
 /* Passed as color to dt_comm_split by a rank that wants no new
  * communicator (MPI_UNDEFINED). */
@@ -92,6 +114,14 @@ struct dt_comm_ops {
 	void (*free)(struct dt_comm *c);
 	enum dt_status (*split)(struct dt_comm *c, int color, int key,
 				struct dt_comm **out, struct dt_error *err);
+	/* Optional (NULL: no other rank to talk to). */
+	enum dt_status (*isend)(struct dt_comm *c, const float *buf, int n,
+				int dest, int tag, int *req,
+				struct dt_error *err);
+	enum dt_status (*recv)(struct dt_comm *c, float *buf, int n, int src,
+			       int tag, struct dt_error *err);
+	enum dt_status (*wait)(struct dt_comm *c, int req, int all,
+			       struct dt_error *err);
 };
 
 enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT };
@@ -101,6 +131,7 @@ struct dt_comm {
 	const struct dt_comm_ops *ops;
 	int rank, size, local_size, local_rank;
 	uint64_t bytes_sent;
+	uint64_t p2p_bytes_sent;
 	void *impl;
 };
 

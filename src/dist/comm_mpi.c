@@ -14,6 +14,8 @@ struct mpi_impl {
 	MPI_Comm world;
 	MPI_Comm node;		/* the ranks sharing this node's memory */
 	int child;		/* made by dt_comm_split: free leaves MPI up */
+	MPI_Request *reqs;	/* pending sends; handles index it */
+	int n_reqs, cap_reqs;
 };
 
 static enum dt_status
@@ -116,6 +118,8 @@ mpi_free(struct dt_comm *c)
 		MPI_Comm_free(&impl->node);
 	if (impl != NULL && impl->world != MPI_COMM_NULL)
 		MPI_Comm_free(&impl->world);
+	if (impl != NULL)
+		free(impl->reqs);
 	if (impl == NULL || !impl->child) {
 		MPI_Finalized(&finalized);
 		if (!finalized)
@@ -128,6 +132,54 @@ mpi_free(struct dt_comm *c)
 static enum dt_status mpi_split(struct dt_comm *c, int color, int key,
 				struct dt_comm **out, struct dt_error *err);
 
+static enum dt_status
+mpi_isend(struct dt_comm *c, const float *buf, int n, int dest, int tag,
+	  int *req, struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	int rc;
+
+	if (impl->n_reqs == impl->cap_reqs) {
+		impl->cap_reqs = impl->cap_reqs ? 2 * impl->cap_reqs : 64;
+		impl->reqs = dt_xrealloc(impl->reqs, (size_t)impl->cap_reqs,
+					 sizeof *impl->reqs);
+	}
+	rc = MPI_Isend(buf, n, MPI_FLOAT, dest, tag, impl->world,
+		       &impl->reqs[impl->n_reqs]);
+	if (rc != MPI_SUCCESS)
+		return check(c, rc, "MPI_Isend", err);
+	*req = impl->n_reqs++;
+	return DT_OK;
+}
+
+static enum dt_status
+mpi_recv(struct dt_comm *c, float *buf, int n, int src, int tag,
+	 struct dt_error *err)
+{
+	return check(c, MPI_Recv(buf, n, MPI_FLOAT, src, tag, world_of(c),
+				 MPI_STATUS_IGNORE), "MPI_Recv", err);
+}
+
+/* Waits for one pending send, or (all) for every one; then the handles
+ * start again from 0. */
+static enum dt_status
+mpi_wait(struct dt_comm *c, int req, int all, struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	int rc;
+
+	if (all) {
+		rc = MPI_Waitall(impl->n_reqs, impl->reqs,
+				 MPI_STATUSES_IGNORE);
+		impl->n_reqs = 0;
+		return check(c, rc, "MPI_Waitall", err);
+	}
+	if (req < 0 || req >= impl->n_reqs)
+		return DT_OK;
+	return check(c, MPI_Wait(&impl->reqs[req], MPI_STATUS_IGNORE),
+		     "MPI_Wait", err);
+}
+
 static const struct dt_comm_ops mpi_ops = {
 	.allreduce = mpi_allreduce,
 	.bcast = mpi_bcast,
@@ -136,6 +188,9 @@ static const struct dt_comm_ops mpi_ops = {
 	.abort = mpi_abort,
 	.free = mpi_free,
 	.split = mpi_split,
+	.isend = mpi_isend,
+	.recv = mpi_recv,
+	.wait = mpi_wait,
 };
 
 /* Fills a split communicator's rank, size and node group from

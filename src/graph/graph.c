@@ -13,6 +13,7 @@
 
 #include "graph/layer.h"
 #include "graph/model.h"
+#include "graph/stage.h"
 #include "util/alloc.h"
 #include "util/rng.h"
 
@@ -374,8 +375,8 @@ has_dout(const struct dt_node *n)
 
 /* Activation floats per sample of node n: output, output gradient, and
  * the layer's scratch. */
-static int64_t
-node_act_floats(const struct dt_node *n, int64_t *scratch)
+int64_t
+dt_node_act_floats(const struct dt_node *n, int64_t *scratch)
 {
 	*scratch = n->ops->scratch_floats ? n->ops->scratch_floats(n) : 0;
 	return n->out_size * (has_dout(n) ? 2 : 1) + *scratch;
@@ -388,7 +389,7 @@ size_activations(struct dt_model *m, struct dt_error *err)
 
 	for (int i = 0; i < m->n_nodes; i++)
 		if (__builtin_add_overflow(total,
-					   node_act_floats(&m->nodes[i],
+					   dt_node_act_floats(&m->nodes[i],
 							   &scratch),
 					   &total))
 			goto too_big;
@@ -404,35 +405,60 @@ too_big:
 			 "not fit in memory", (long long)m->max_batch);
 }
 
-/* Points every node's buffers into the arenas. */
+/* Lays out one activation slot of the stage: the offsets of each present
+ * node's output, output gradient and scratch (max_batch rows each), and
+ * points the tensors into the parameter and gradient arenas. */
 static void
-bind_arenas(struct dt_model *m)
+layout_slot(struct dt_model *m)
 {
-	float *act = m->acts;
+	int64_t at = 0, rows = m->max_batch;
 
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct dt_node *n = &m->nodes[i];
-		int64_t scratch, rows = m->max_batch;
+		int64_t scratch = 0;
+		bool own = i >= m->first && i <= m->last;
 
-		node_act_floats(n, &scratch);
-		n->out = act;
-		act += rows * n->out_size;
-		if (has_dout(n)) {
-			n->dout = act;
-			act += rows * n->out_size;
-		}
-		if (scratch > 0) {
-			n->scratch = act;
-			act += rows * scratch;
-		}
+		m->out_off[i] = m->dout_off[i] = m->scratch_off[i] = -1;
 		for (int k = 0; k < n->n_tensors; k++) {
 			struct dt_param_tensor *pt = &n->tensor[k];
 
 			pt->data = m->params + pt->offset;
 			pt->grad = m->grads + pt->offset;
 		}
+		if (!m->present[i])
+			continue;
+		if (own)
+			dt_node_act_floats(n, &scratch);
+		m->out_off[i] = at;
+		at += rows * n->out_size;
+		if (own ? has_dout(n) : n->needs_grad) {
+			m->dout_off[i] = at;
+			at += rows * n->out_size;
+		}
+		if (scratch > 0) {
+			m->scratch_off[i] = at;
+			at += rows * scratch;
+		}
 	}
-	assert(act == m->acts + m->max_batch * m->act_floats);
+	m->slot_floats = (size_t)at;
+}
+
+void
+dt_model_use_slot(struct dt_model *m, int slot)
+{
+	float *base;
+
+	assert(m->acts != NULL && slot >= 0 && slot < m->n_slots);
+	m->slot = slot;
+	base = m->acts + (size_t)slot * m->slot_floats;
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		n->out = m->out_off[i] >= 0 ? base + m->out_off[i] : NULL;
+		n->dout = m->dout_off[i] >= 0 ? base + m->dout_off[i] : NULL;
+		n->scratch = m->scratch_off[i] >= 0 ? base + m->scratch_off[i]
+						    : NULL;
+	}
 }
 
 static void
@@ -484,9 +510,45 @@ init_params(struct dt_model *m)
 	}
 }
 
-enum dt_status
-dt_model_new(const struct dt_job *job, int64_t max_batch,
-	     struct dt_model **out, struct dt_error *err)
+/* Sets up the stage of m (the whole model when stage_of_node is NULL):
+ * which nodes it runs and holds, and its live sets. */
+static void
+setup_stage(struct dt_model *m, const int *stage_of_node, int n_stages,
+	    int stage)
+{
+	m->n_stages = n_stages;
+	m->stage = stage;
+	m->stage_of = dt_xcalloc((size_t)m->n_nodes, sizeof *m->stage_of);
+	m->present = dt_xcalloc((size_t)m->n_nodes, sizeof *m->present);
+	m->recv = dt_xcalloc((size_t)m->n_nodes, sizeof *m->recv);
+	m->send = dt_xcalloc((size_t)m->n_nodes, sizeof *m->send);
+	if (stage_of_node != NULL)
+		memcpy(m->stage_of, stage_of_node,
+		       (size_t)m->n_nodes * sizeof *m->stage_of);
+	m->first = -1;
+	for (int i = 0; i < m->n_nodes; i++) {
+		if (m->stage_of[i] == stage) {
+			if (m->first < 0)
+				m->first = i;
+			m->last = i;
+			m->present[i] = true;
+		}
+		if (stage > 0 && dt_stage_live(m, m->stage_of, i, stage - 1)) {
+			m->present[i] = true;
+			m->recv[m->n_recv++] = i;
+		}
+		if (stage + 1 < n_stages &&
+		    dt_stage_live(m, m->stage_of, i, stage))
+			m->send[m->n_send++] = i;
+	}
+}
+
+/* Builds the shapes of job's model, then (max_batch > 0) the arenas for
+ * one stage of a layout (the whole model when stage_of_node is NULL). */
+static enum dt_status
+model_new(const struct dt_job *job, int64_t max_batch,
+	  const int *stage_of_node, int n_stages, int stage, int n_slots,
+	  struct dt_model **out, struct dt_error *err)
 {
 	struct dt_model *m;
 	enum dt_status st;
@@ -507,12 +569,22 @@ dt_model_new(const struct dt_job *job, int64_t max_batch,
 	m->max_batch = max_batch;
 	m->n_nodes = count_nodes(job);
 	m->nodes = dt_xcalloc((size_t)m->n_nodes, sizeof *m->nodes);
+	m->tp.size = 1;
 	if ((st = check_input_shape(m, job, err)) != DT_OK ||
 	    (st = make_nodes(m, job, err)) != DT_OK ||
 	    (st = infer_shapes(m, job, err)) != DT_OK ||
-	    (st = size_activations(m, err)) != DT_OK) {
+	    (st = size_activations(m, err)) != DT_OK ||
+	    (stage_of_node != NULL &&
+	     (st = dt_model_check_stages(m, stage_of_node, n_stages,
+					 err)) != DT_OK)) {
 		dt_model_free(m);
 		return st;
+	}
+	if (stage_of_node != NULL && (stage < 0 || stage >= n_stages ||
+				      n_slots < 1)) {
+		dt_model_free(m);
+		return dt_errorf(err, DT_ERR_PLAN, "stage %d of %d with %d "
+				 "activation slots", stage, n_stages, n_slots);
 	}
 	m->tensors = dt_xcalloc((size_t)m->n_tensors + 1, sizeof *m->tensors);
 	m->tensor_node = dt_xcalloc((size_t)m->n_tensors + 1,
@@ -522,17 +594,55 @@ dt_model_new(const struct dt_job *job, int64_t max_batch,
 			m->tensors[t] = &m->nodes[i].tensor[k];
 			m->tensor_node[t] = i;
 		}
+	if (stage_of_node == NULL) {
+		n_stages = 1;
+		stage = 0;
+		n_slots = 1;
+	}
+	setup_stage(m, stage_of_node, n_stages, stage);
+	m->n_slots = n_slots;
+	m->slot_step = dt_xcalloc((size_t)n_slots, sizeof *m->slot_step);
+	m->slot_first = dt_xcalloc((size_t)n_slots, sizeof *m->slot_first);
+	m->out_off = dt_xcalloc((size_t)m->n_nodes, sizeof *m->out_off);
+	m->dout_off = dt_xcalloc((size_t)m->n_nodes, sizeof *m->dout_off);
+	m->scratch_off = dt_xcalloc((size_t)m->n_nodes,
+				    sizeof *m->scratch_off);
 	if (max_batch > 0) {
 		m->params = dt_xalloc_floats(m->n_params);
 		m->grads = dt_xalloc_floats(m->n_params);
-		m->acts = dt_xalloc_floats((size_t)(max_batch * m->act_floats));
+		layout_slot(m);
+		if (m->slot_floats > SIZE_MAX / sizeof(float) /
+				     (size_t)n_slots) {
+			dt_model_free(m);
+			return dt_errorf(err, DT_ERR_PLAN, "activations for %d "
+					 "micro-batches of %lld samples do not "
+					 "fit in memory", n_slots,
+					 (long long)max_batch);
+		}
+		m->acts = dt_xalloc_floats(m->slot_floats * (size_t)n_slots);
 		m->dout_written = dt_xcalloc((size_t)m->n_nodes,
 					     sizeof *m->dout_written);
-		bind_arenas(m);
+		dt_model_use_slot(m, 0);
 		init_params(m);
 	}
 	*out = m;
 	return DT_OK;
+}
+
+enum dt_status
+dt_model_new(const struct dt_job *job, int64_t max_batch,
+	     struct dt_model **out, struct dt_error *err)
+{
+	return model_new(job, max_batch, NULL, 1, 0, 1, out, err);
+}
+
+enum dt_status
+dt_model_new_stage(const struct dt_job *job, int64_t max_batch,
+		   const int *stage_of_node, int n_stages, int stage,
+		   int n_slots, struct dt_model **out, struct dt_error *err)
+{
+	return model_new(job, max_batch, stage_of_node, n_stages, stage,
+			 n_slots, out, err);
 }
 
 void
@@ -546,6 +656,15 @@ dt_model_free(struct dt_model *m)
 	free(m->dout_written);
 	free(m->tensors);
 	free(m->tensor_node);
+	free(m->stage_of);
+	free(m->present);
+	free(m->recv);
+	free(m->send);
+	free(m->slot_step);
+	free(m->slot_first);
+	free(m->out_off);
+	free(m->dout_off);
+	free(m->scratch_off);
 	free(m->nodes);
 	free(m);
 }
@@ -625,8 +744,8 @@ dt_model_targets_per_sample(const struct dt_model *m)
 void
 dt_model_set_position(struct dt_model *m, uint64_t step, int64_t first_sample)
 {
-	m->step = step;
-	m->first_sample = first_sample;
+	m->slot_step[m->slot] = step;
+	m->slot_first[m->slot] = first_sample;
 }
 
 /* The input buffers of node n: the model input x or other nodes' outputs. */
@@ -645,7 +764,7 @@ forward(struct dt_model *m, struct dt_pass *p, const float *x)
 	const float *in[DT_NODE_MAX_INPUTS];
 
 	assert(m->acts != NULL && p->batch >= 1 && p->batch <= m->max_batch);
-	for (int i = 0; i < m->n_nodes; i++) {
+	for (int i = m->first; i <= m->last; i++) {
 		struct dt_node *n = &m->nodes[i];
 
 		gather_inputs(m, n, x, in);
@@ -656,7 +775,11 @@ forward(struct dt_model *m, struct dt_pass *p, const float *x)
 /* Reverse order is a reverse topological order, so every consumer of a
  * node has added into its dout before the node's own backward runs. A node
  * is skipped when no parameter lies behind it, or when it is not the loss
- * and nothing wrote its dout (a branch that does not reach the loss). */
+ * and nothing wrote its dout (a branch that does not reach the loss). On a
+ * pipeline stage the gradients of the live set sent on (dt_model_send_
+ * buffers) have been received into their dout before, and count as
+ * written; the received live set's gradients, which go back to the stage
+ * before, are set to 0 where no node of this stage wrote them. */
 static void
 backward(struct dt_model *m, struct dt_pass *p, const float *x)
 {
@@ -665,7 +788,9 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 	bool din_add[DT_NODE_MAX_INPUTS];
 
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
-	for (int i = m->n_nodes - 1; i >= 0; i--) {
+	for (int j = 0; j < m->n_send; j++)
+		m->dout_written[m->send[j]] = m->nodes[m->send[j]].needs_grad;
+	for (int i = m->last; i >= m->first; i--) {
 		struct dt_node *n = &m->nodes[i];
 
 		if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i]))
@@ -684,6 +809,29 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 		}
 		n->ops->backward(n, p, in, din, din_add);
 	}
+	for (int j = 0; j < m->n_recv; j++) {
+		const struct dt_node *n = &m->nodes[m->recv[j]];
+
+		if (n->needs_grad && !m->dout_written[m->recv[j]])
+			memset(n->dout, 0, (size_t)(p->batch * n->out_size) *
+			       sizeof(float));
+	}
+}
+
+static void
+make_pass(const struct dt_model *m, struct dt_pass *p, const int32_t *labels,
+	  const float *targets, int64_t batch, bool training, float grad_scale)
+{
+	memset(p, 0, sizeof *p);
+	p->batch = batch;
+	p->training = training;
+	p->labels = labels;
+	p->targets = targets;
+	p->grad_scale = grad_scale;
+	p->seed = m->seed;
+	p->step = m->slot_step[m->slot];
+	p->first_sample = m->slot_first[m->slot];
+	p->tp = m->tp.size > 1 ? &m->tp : NULL;
 }
 
 /* One pass: forward, and backward when training; labels or targets (not
@@ -693,17 +841,9 @@ run_pass(struct dt_model *m, const float *x, const int32_t *labels,
 	 const float *targets, int64_t batch, bool training, float grad_scale,
 	 double *loss_sum, int64_t *n_correct)
 {
-	struct dt_pass p = {
-		.batch = batch,
-		.training = training,
-		.labels = labels,
-		.targets = targets,
-		.grad_scale = grad_scale,
-		.seed = m->seed,
-		.step = m->step,
-		.first_sample = m->first_sample,
-	};
+	struct dt_pass p;
 
+	make_pass(m, &p, labels, targets, batch, training, grad_scale);
 	forward(m, &p, x);
 	if (training)
 		backward(m, &p, x);
@@ -711,6 +851,58 @@ run_pass(struct dt_model *m, const float *x, const int32_t *labels,
 		*loss_sum = p.loss_sum;
 	if (n_correct != NULL)
 		*n_correct = p.n_correct;
+}
+
+void
+dt_model_stage_forward(struct dt_model *m, const float *x,
+		       const int32_t *labels, int64_t batch, bool training,
+		       double *loss_sum, int64_t *n_correct)
+{
+	struct dt_pass p;
+
+	make_pass(m, &p, labels, NULL, batch, training, 0.0f);
+	forward(m, &p, x);
+	if (loss_sum != NULL)
+		*loss_sum = p.loss_sum;
+	if (n_correct != NULL)
+		*n_correct = p.n_correct;
+}
+
+void
+dt_model_stage_backward(struct dt_model *m, const float *x,
+			const int32_t *labels, int64_t batch, float grad_scale)
+{
+	struct dt_pass p;
+
+	make_pass(m, &p, labels, NULL, batch, true, grad_scale);
+	backward(m, &p, x);
+}
+
+int
+dt_model_n_live(const struct dt_model *m, int after)
+{
+	return after ? m->n_send : m->n_recv;
+}
+
+void
+dt_model_live_buffers(struct dt_model *m, int after, int j, float **out,
+		      float **grad, int64_t *floats_per_sample)
+{
+	const struct dt_node *n;
+
+	assert(j >= 0 && j < (after ? m->n_send : m->n_recv));
+	n = &m->nodes[after ? m->send[j] : m->recv[j]];
+	*out = n->out;
+	*grad = n->needs_grad ? n->dout : NULL;
+	*floats_per_sample = n->out_size;
+}
+
+int
+dt_model_stage(const struct dt_model *m, int *n_stages)
+{
+	if (n_stages != NULL)
+		*n_stages = m->n_stages;
+	return m->stage;
 }
 
 void

@@ -44,6 +44,7 @@
 #ifndef DT_GRAPH_GRAPH_H
 #define DT_GRAPH_GRAPH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -242,6 +243,57 @@ enum dt_status dt_model_check_stages(const struct dt_model *m,
  * shapes-only model. */
 void dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 			 int n_stages, int stage, struct dt_stage_info *out);
+
+/* Builds the model of job as dt_model_new does, with activations only for
+ * stage `stage` of the layout stage_of_node (checked as
+ * dt_model_check_stages does; DT_ERR_PLAN if it is not one), in n_slots
+ * slots (one per micro-batch in flight, dt_plan_in_flight). The
+ * parameter and gradient arenas are whole and initialised as on one rank;
+ * dt_model_stage_info gives the range the stage trains. Only
+ * dt_model_stage_forward/backward below run it (not train_step or eval,
+ * unless it has one stage). */
+enum dt_status dt_model_new_stage(const struct dt_job *job, int64_t max_batch,
+				  const int *stage_of_node, int n_stages,
+				  int stage, int n_slots,
+				  struct dt_model **out, struct dt_error *err);
+
+/* Returns m's stage and sets *n_stages (may be NULL); 0 of 1 for a model
+ * made by dt_model_new. */
+int dt_model_stage(const struct dt_model *m, int *n_stages);
+
+/* Selects the activation slot (0 .. n_slots-1) that the passes, the
+ * live-set buffers, dt_model_probs and dt_model_set_position use from now
+ * on. Each slot keeps its own position. */
+void dt_model_use_slot(struct dt_model *m, int slot);
+
+/* Forward pass of the stage's nodes over the current slot: x is (batch,
+ * input_size) (read only by nodes that take the model input), labels
+ * (batch, labels_per_sample) for the last stage's loss (NULL elsewhere and
+ * to only predict). The received live set must be in place
+ * (dt_model_live_buffers(m, 0, ...)). Loss outputs as dt_model_train_step
+ * gives them, on the last stage; 0 elsewhere. training turns dropout on. */
+void dt_model_stage_forward(struct dt_model *m, const float *x,
+			    const int32_t *labels, int64_t batch,
+			    bool training, double *loss_sum,
+			    int64_t *n_correct);
+/* Backward pass of the stage's nodes over the current slot, after its
+ * forward, with the same x, labels and batch; the gradients of the live
+ * set sent on must be in place (dt_model_live_buffers(m, 1, ...)); adds
+ * grad_scale * d(loss)/d(params) into the stage's gradients and leaves
+ * the gradients of the received live set, to send back, in their
+ * buffers. */
+void dt_model_stage_backward(struct dt_model *m, const float *x,
+			     const int32_t *labels, int64_t batch,
+			     float grad_scale);
+
+/* The live sets of m's stage: after = 0 the one received from the stage
+ * before, 1 the one sent to the stage after. Returns how many tensors. */
+int dt_model_n_live(const struct dt_model *m, int after);
+/* Tensor j of a live set in the current slot: *out its output (batch,
+ * *floats_per_sample) and *grad its gradient, or NULL when no gradient
+ * flows back through it. Owned by m. */
+void dt_model_live_buffers(struct dt_model *m, int after, int j, float **out,
+			   float **grad, int64_t *floats_per_sample);
 
 /* Tensor parallelism (layer.h says how each node is split; tensor.c).
  *

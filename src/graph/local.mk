@@ -1,6 +1,6 @@
 # src/graph: the model graph, one file per layer type (see layer.h).
 libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
-	src/graph/stage.c src/graph/tensor.c \
+	src/graph/stage.c src/graph/stage.h src/graph/tensor.c \
 	src/graph/layer.h src/graph/registry.c \
 	src/graph/dense.c src/graph/activation.c src/graph/softmax_xent.c \
 	src/graph/mse.c src/graph/conv2d.c src/graph/pool.c \
@@ -26,3 +26,9 @@ TESTS += tests/unit/test_graph_layers
 tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c
 tests_unit_test_graph_layers_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_layers_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_graph_tp
+TESTS += tests/unit/test_graph_tp
+tests_unit_test_graph_tp_SOURCES = tests/unit/test_graph_tp.c
+tests_unit_test_graph_tp_CFLAGS = $(UNIT_CFLAGS) -pthread
+tests_unit_test_graph_tp_LDADD = $(UNIT_LDADD) -lpthread

@@ -18,8 +18,6 @@ struct dt_model {
 	int *tensor_node;	/* (n_tensors): index of each tensor's node */
 	uint64_t seed;
 	enum dt_loss_kind loss;
-	uint64_t step;		/* dt_model_set_position */
-	int64_t first_sample;
 
 	int64_t max_batch;	/* 0: shapes only, no arenas */
 	int64_t input_size;
@@ -34,6 +32,24 @@ struct dt_model {
 	float *grads;		/* (n_params) */
 	float *acts;		/* (max_batch, act_floats) */
 	bool *dout_written;	/* (n_nodes), scratch for backward */
+
+	/* Pipeline stages (stage.c): this model runs nodes [first, last]
+	 * of stage `stage` of n_stages (0, 0..n_nodes-1 of 1 without a
+	 * pipeline). present[i]: node i has buffers here (its own nodes
+	 * and the live set received from the stage before). Activations
+	 * come in n_slots slots, one per micro-batch in flight, each
+	 * slot_floats floats; node i's buffers lie at out_off[i],
+	 * dout_off[i] and scratch_off[i] (-1: none) in every slot. */
+	int n_stages, stage, first, last;
+	int *stage_of;		/* (n_nodes) */
+	bool *present;		/* (n_nodes) */
+	int n_recv, n_send;
+	int *recv, *send;	/* node indices of the live sets before/after */
+	int n_slots, slot;
+	size_t slot_floats;
+	int64_t *out_off, *dout_off, *scratch_off;	/* (n_nodes) */
+	uint64_t *slot_step;	/* (n_slots) dt_model_set_position per slot */
+	int64_t *slot_first;
 
 	/* Tensor parallelism (tensor.c): the group the split nodes use,
 	 * tp.size == 1 without. */

@@ -39,7 +39,9 @@ dt_plan_in_flight(const struct dt_plan *plan, int stage)
 {
 	int64_t m = plan->grad_accum_steps, left = plan->pp_size - stage;
 
-	if (plan->pp_size <= 1 || plan->pipe_schedule == DT_PIPE_GPIPE)
+	if (plan->pp_size <= 1)
+		return 1;
+	if (plan->pipe_schedule == DT_PIPE_GPIPE)
 		return m;
 	return left < m ? left : m;
 }
@@ -49,7 +51,14 @@ dt_plan_pipe_ops(const struct dt_plan *plan, int stage, struct dt_pipe_op *ops)
 {
 	int64_t m = plan->grad_accum_steps, w, k = 0;
 
-	if (plan->pp_size <= 1 || plan->pipe_schedule == DT_PIPE_GPIPE) {
+	if (plan->pp_size <= 1) {
+		for (int64_t i = 0; i < m; i++) {
+			ops[k++] = (struct dt_pipe_op){ 0, i };
+			ops[k++] = (struct dt_pipe_op){ 1, i };
+		}
+		return;
+	}
+	if (plan->pipe_schedule == DT_PIPE_GPIPE) {
 		for (int64_t i = 0; i < m; i++)
 			ops[k++] = (struct dt_pipe_op){ 0, i };
 		for (int64_t i = 0; i < m; i++)

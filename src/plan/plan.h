@@ -60,7 +60,7 @@ double dt_plan_bubble(const struct dt_plan *plan);
 
 /* Micro-batches whose activations stage `stage` holds at once: m for
  * GPipe (every forward before any backward), min(m, pp - stage) for 1F1B
- * (its warmup plus one). */
+ * (its warmup plus one), 1 without a pipeline. */
 int64_t dt_plan_in_flight(const struct dt_plan *plan, int stage);
 
 /* One step of a stage's pipeline schedule: the forward or the backward
@@ -71,7 +71,8 @@ struct dt_pipe_op {
 };
 
 /* Fills ops (2 * grad_accum_steps entries) with stage `stage`'s schedule
- * for one optimizer step. GPipe: F0 .. F(m-1) then B0 .. B(m-1). 1F1B:
+ * for one optimizer step. Without a pipeline: F0 B0 F1 B1 ... GPipe:
+ * F0 .. F(m-1) then B0 .. B(m-1). 1F1B:
  * w = min(pp - stage - 1, m) forwards, then F(w+i) B(i) pairs, then the
  * remaining backwards. Micro-batches go forward and backward in
  * increasing order on every stage, so the messages between neighbours

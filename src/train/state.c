@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
+#include "train/pipeline.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
 
@@ -117,6 +118,12 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
 
+	if (r->mp) {
+		/* Each stage trained its own range: rank 0 collects them. */
+		st = dt_pipe_gather(r, err);
+		if (st != DT_OK)
+			return st;
+	}
 	if (r->ps != NULL) {
 		/* The master parameters and the optimizer state live on the
 		 * servers: every worker gets the parameters, worker 0 the
@@ -148,8 +155,8 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		meta.seed = r->job->seed;
 		meta.world_size = r->plan.world_size;
 		meta.dp_size = r->plan.dp_size;
-		meta.pp_size = 1;
-		meta.tp_size = 1;
+		meta.pp_size = r->plan.pp_size;
+		meta.tp_size = r->plan.tp_size;
 		meta.job_text = job_text(r->job);
 		set_extra(&extra[0], "window_loss", r->window_loss, 0, 0);
 		set_extra(&extra[1], "window_steps", 0, r->window_steps, 1);

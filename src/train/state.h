@@ -64,6 +64,27 @@ struct dt_run {
 	int64_t last_ckpt_step;
 	int64_t resumed_from;
 	int64_t test_signal_step;	/* DTRAIN_TEST_SIGNAL_AT_STEP, or -1 */
+
+	/* Model parallelism (pipeline.c); mp is 0 for plain data
+	 * parallelism, where none of the rest is used. */
+	int mp;
+	struct dt_grid_pos pos;		/* this rank in the grid */
+	int *stage_of;			/* (nodes) the pipeline layout */
+	struct dt_stage_info sinfo;	/* this rank's stage */
+	struct dt_comm *grad_comm;	/* the dp x tp ranks of the stage */
+	struct dt_comm *pipe_comm;	/* the stages of one pipeline; rank
+					 * in it = stage */
+	struct dt_comm *tp_comm;	/* the tensor-parallel group */
+	struct dt_pipe_op *ops;		/* (2 * grad_accum_steps) schedule */
+	int n_slots;
+	float **slot_x;			/* (n_slots) (micro_batch, input) */
+	int32_t **slot_y;		/* (n_slots) (micro_batch, lps) */
+	int *slot_req;			/* (n_slots, max_req) pending sends */
+	int *slot_n_req, max_req;
+	/* Bytes this rank moved in training steps: pipeline sends, the
+	 * gradient all-reduce and the tensor-parallel sums (payloads). */
+	uint64_t bytes_p2p, bytes_grad, bytes_tp;
+	int64_t bytes_steps;		/* steps they were counted over */
 };
 
 /* Writes a checkpoint of r at its current step (collective: rank 0 writes,

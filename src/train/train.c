@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "train/loader.h"
+#include "train/pipeline.h"
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/state.h"
@@ -286,13 +287,20 @@ static enum dt_status
 evaluate(struct dt_run *r, double *loss, double *accuracy,
 	 struct dt_error *err)
 {
-	int64_t n = r->eval.n, dp = r->plan.dp_size, rank = r->rank;
+	int64_t n = r->eval.n, dp = r->plan.dp_size;
+	int64_t rank = r->mp ? r->pos.dp : r->rank;
 	int64_t lo = n * rank / dp, hi = n * (rank + 1) / dp;
 	int64_t mb = r->plan.micro_batch;
 	double sums[2] = { 0, 0 };
 	double per = (double)n * (double)r->lps;
 	enum dt_status st;
 
+	if (r->mp) {
+		st = dt_pipe_eval(r, lo, hi, sums, err);
+		if (st != DT_OK)
+			return st;
+		hi = lo;	/* done */
+	}
 	for (int64_t i = lo; i < hi; i += mb) {
 		int64_t count = hi - i < mb ? hi - i : mb, correct = 0;
 		double ls = 0;
@@ -342,6 +350,7 @@ eval_line(struct dt_run *r, double loss, double accuracy)
 struct summary_ctx {
 	const struct dt_run *r;
 	const struct dt_train_result *res;
+	const double *bytes;	/* (world, 3) per-step bytes, or NULL */
 };
 
 static enum dt_status
@@ -393,6 +402,40 @@ write_summary(FILE *out, void *ctx, struct dt_error *err)
 	}
 	ADD("bytes_sent_rank0",
 	    json_object_new_int64((int64_t)dt_comm_bytes_sent(r->comm)));
+	if (r->mp) {
+		struct json_object *g = json_object_new_object();
+
+		json_object_object_add(g, "data_parallel",
+				       json_object_new_int(r->plan.dp_size));
+		json_object_object_add(g, "pipeline_parallel",
+				       json_object_new_int(r->plan.pp_size));
+		json_object_object_add(g, "tensor_parallel",
+				       json_object_new_int(r->plan.tp_size));
+		json_object_object_add(g, "schedule", json_object_new_string(
+			r->plan.pipe_schedule == DT_PIPE_1F1B ? "1f1b" :
+			"gpipe"));
+		ADD("grid", g);
+	}
+	if (s->bytes != NULL) {
+		/* What each rank moved per training step, counted as it
+		 * went (dtrain plan computes the same three numbers). */
+		struct json_object *a = json_object_new_array();
+
+		for (int i = 0; i < r->plan.world_size; i++) {
+			struct json_object *e = json_object_new_object();
+			const double *b = s->bytes + 3 * i;
+
+			json_object_object_add(e, "rank", json_object_new_int(i));
+			json_object_object_add(e, "p2p_bytes",
+					       json_object_new_int64((int64_t)b[0]));
+			json_object_object_add(e, "grad_allreduce_bytes",
+					       json_object_new_int64((int64_t)b[1]));
+			json_object_object_add(e, "tp_allreduce_bytes",
+					       json_object_new_int64((int64_t)b[2]));
+			json_object_array_add(a, e);
+		}
+		ADD("bytes_per_step", a);
+	}
 #undef ADD
 	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 					     JSON_C_TO_STRING_SPACED), out);
@@ -520,6 +563,9 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	/* The mean loss per sample, or per token for a language model. */
 	float grad_scale = 1.0f / (float)(p->global_batch * r->lps);
 	size_t n_params = dt_model_n_trained(r->model);
+	/* The floats this rank trains: all, or its pipeline stage's. */
+	size_t lo = r->mp ? r->sinfo.trained_lo : 0;
+	size_t hi = r->mp ? r->sinfo.trained_hi : n_params;
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
 	int64_t log_every = job->log.every_steps;
@@ -537,7 +583,8 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			.global_batch = p->global_batch,
 			.micro_batch = p->micro_batch,
 			.grad_accum_steps = p->grad_accum_steps,
-			.dp_rank = r->rank, .dp_size = p->dp_size,
+			.dp_rank = r->mp ? r->pos.dp : r->rank,
+			.dp_size = p->dp_size,
 			.epoch = r->epoch, .epoch_off = r->epoch_off,
 			.depth = job->data.prefetch,
 		};
@@ -547,7 +594,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	}
 	loader = r->loader;
 	for (;;) {
-		double local_loss = 0, stats[3], now, lr;
+		double local_loss = 0, stats[4], now, lr, mp_norm2 = 0;
 		int last, stop, ckpt, exchange;
 
 		if (r->epoch_off + p->global_batch > r->train.n) {
@@ -562,7 +609,10 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		}
 		lr = dt_lr_at(&r->sched, r->step);
 		dt_model_zero_grads(r->model);
-		for (int64_t k = 0; k < p->grad_accum_steps; k++) {
+		if (r->mp && dt_pipe_train_step(r, grad_scale, &local_loss,
+						&data_wait, err) != DT_OK)
+			die_in_step(r, err);
+		for (int64_t k = 0; k < p->grad_accum_steps && !r->mp; k++) {
 			/* Global batch 0 of what remains of the epoch. */
 			int64_t off = r->epoch_off +
 				      dt_shard_offset(0, p->global_batch,
@@ -614,10 +664,18 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			}
 			if (dt_ps_step(r->ps, grads, params, r->step, err))
 				die_in_step(r, err);
-		} else if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params,
-						     err)) {
-			die_in_step(r, err);
+		} else if (r->mp) {
+			if (dt_pipe_sync_grads(r, &mp_norm2, err) != DT_OK)
+				die_in_step(r, err);
+		} else {
+			uint64_t b0 = dt_comm_bytes_sent(r->comm);
+
+			if (dt_comm_allreduce_sum_f32(r->comm, grads, n_params,
+						      err))
+				die_in_step(r, err);
+			r->bytes_grad += dt_comm_bytes_sent(r->comm) - b0;
 		}
+		r->bytes_steps++;
 		/* One small reduction carries the loss, a stop asked for by a
 		 * signal on any rank, and rank 0's checkpoint clock: every
 		 * step, or in asynchronous parameter-server mode only where
@@ -629,15 +687,21 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		stats[0] = pending_loss;
 		stats[1] = dt_signals_pending() != 0;
 		stats[2] = ckpt_due_local(r, now);
+		stats[3] = mp_norm2;
 		if (exchange) {
-			if (dt_comm_allreduce_sum_f64(r->wcomm, stats, 3, err))
+			if (dt_comm_allreduce_sum_f64(r->wcomm, stats,
+						      r->mp ? 4 : 3, err))
 				die_in_step(r, err);
 			pending_loss = 0;
 		} else {
 			stats[1] = stats[2] = 0;
 		}
 
-		double norm2 = r->ps != NULL ? 0 : sum_squares(grads, n_params);
+		/* The squared gradient norm: of the whole arena, which every
+		 * rank holds summed, or with model parallelism the sum of the
+		 * stages' shares. */
+		double norm2 = r->ps != NULL ? 0 : r->mp ? stats[3] :
+			       sum_squares(grads, n_params);
 		if (r->ps != NULL) {
 			if (exchange)
 				r->window_loss += stats[0];
@@ -676,10 +740,11 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				float c = (float)(job->train.clip_norm /
 						  sqrt(norm2));
 
-				for (size_t i = 0; i < n_params; i++)
+				for (size_t i = lo; i < hi; i++)
 					grads[i] *= c;
 			}
-			dt_optim_step(r->optim, params, grads, (float)lr);
+			dt_optim_step_range(r->optim, params, grads, (float)lr,
+					    lo, hi);
 			r->window_loss += stats[0];
 			r->window_samples += p->global_batch * r->lps;
 		}
@@ -781,6 +846,8 @@ run_fini(struct dt_run *r)
 	dt_ps_free(r->ps);
 	if (r->metrics != NULL)
 		fclose(r->metrics);
+	if (r->mp)
+		dt_pipe_fini(r);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);
 	dt_source_fini(&r->train);
@@ -814,6 +881,14 @@ announce(const struct dt_run *r, int threads)
 		(long long)r->plan.grad_accum_steps, r->plan.dp_size,
 		(long long)r->total_steps, (long long)r->steps_per_epoch,
 		(long long)r->dropped, dt_model_n_params(r->model));
+	if (r->mp)
+		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
+			"stages x %d tensor-parallel, %s schedule, %lld "
+			"micro-batches per step (bubble %.1f%%)\n",
+			r->plan.dp_size, r->plan.pp_size, r->plan.tp_size,
+			r->plan.pipe_schedule == DT_PIPE_1F1B ? "1F1B" :
+			"GPipe", (long long)r->plan.grad_accum_steps,
+			100.0 * dt_plan_bubble(&r->plan));
 }
 
 /* The end of a run: the final evaluation, its metrics line, the final
@@ -822,23 +897,45 @@ static enum dt_status
 finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
+	double *bytes = NULL;
 
+	if (r->ps == NULL) {
+		/* Each rank's bytes per step, to rank 0 (a sum of slots). */
+		int64_t n = r->bytes_steps > 0 ? r->bytes_steps : 1;
+
+		bytes = dt_xcalloc((size_t)(3 * r->plan.world_size),
+				   sizeof *bytes);
+		bytes[3 * r->rank] = (double)(r->bytes_p2p / (uint64_t)n);
+		bytes[3 * r->rank + 1] = (double)(r->bytes_grad / (uint64_t)n);
+		bytes[3 * r->rank + 2] = (double)(r->bytes_tp / (uint64_t)n);
+		st = dt_comm_allreduce_sum_f64(r->comm, bytes,
+					       (size_t)(3 * r->plan.world_size),
+					       err);
+		if (st != DT_OK) {
+			free(bytes);
+			return st;
+		}
+	}
 	if (r->have_eval) {
 		st = evaluate(r, &res->eval_loss, &res->eval_accuracy, err);
-		if (st != DT_OK)
+		if (st != DT_OK) {
+			free(bytes);
 			return st;
+		}
 		if (r->rank == 0)
 			eval_line(r, res->eval_loss, res->eval_accuracy);
 	}
 	if (r->ps == NULL && r->job->checkpoint.at_end &&
 	    r->last_ckpt_step != r->step) {
 		st = dt_run_checkpoint(r, err);
-		if (st != DT_OK)
+		if (st != DT_OK) {
+			free(bytes);
 			return st;
+		}
 	}
 	if (r->rank == 0) {
 		char path[DT_JOB_PATH_MAX + 32];
-		struct summary_ctx sc = { r, res };
+		struct summary_ctx sc = { r, res, bytes };
 
 		st = dt_rundir_path(path, sizeof path, r->dir, "summary.json",
 				    err);
@@ -846,6 +943,7 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 			st = dt_rundir_write_atomic(path, write_summary, &sc,
 						    err);
 	}
+	free(bytes);
 	return agree_on(r, r->wcomm, st, err);
 }
 
@@ -939,7 +1037,13 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 				       getenv("OPENBLAS_NUM_THREADS"));
 	openblas_set_num_threads(threads);
 
-	st = dt_model_new(job, r.plan.micro_batch, &r.model, err);
+	if (r.plan.pp_size > 1 || r.plan.tp_size > 1) {
+		/* Every rank reaches the same verdict on the layout. */
+		r.lps = 1;
+		st = dt_pipe_setup(&r, err);
+	} else {
+		st = dt_model_new(job, r.plan.micro_batch, &r.model, err);
+	}
 	if (st != DT_OK)
 		goto out;
 	r.optim = dt_optim_new(job, dt_model_n_trained(r.model));

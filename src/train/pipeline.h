@@ -1,0 +1,46 @@
+/* pipeline.h - the training step and evaluation of a model split over
+ * pipeline stages and tensor-parallel groups (dt_run.mp). Internal to
+ * train/. */
+#ifndef DT_TRAIN_PIPELINE_H
+#define DT_TRAIN_PIPELINE_H
+
+#include "train/state.h"
+
+/* Collective over r->comm: sets up the grid position, the stage layout,
+ * the communicators, the stage model (r->model), and the slot buffers.
+ * r->plan is resolved. DT_ERR_PLAN for a layout the model cannot take
+ * (every rank reaches the same verdict), DT_ERR_MPI otherwise. */
+enum dt_status dt_pipe_setup(struct dt_run *r, struct dt_error *err);
+
+/* Frees what dt_pipe_setup made (not r->model). */
+void dt_pipe_fini(struct dt_run *r);
+
+/* Runs the forward and backward passes of one optimizer step's
+ * micro-batches on this rank's stage, in the plan's schedule, leaving
+ * the stage's gradient (not yet summed over data-parallel ranks) in the
+ * model. *loss_sum gets this rank's share of the loss sum (the last
+ * stage's tensor-parallel rank 0 only; 0 elsewhere). *data_wait grows by
+ * the seconds spent gathering data. Errors: DT_ERR_MPI. */
+enum dt_status dt_pipe_train_step(struct dt_run *r, float grad_scale,
+				  double *loss_sum, double *data_wait,
+				  struct dt_error *err);
+
+/* Sums the stage's gradient over its data-parallel x tensor-parallel
+ * ranks and returns in *norm2 this rank's share of the squared global
+ * norm (its stage's, on the rank of data-parallel and tensor-parallel
+ * index 0; 0 elsewhere), to be summed over every rank. */
+enum dt_status dt_pipe_sync_grads(struct dt_run *r, double *norm2,
+				  struct dt_error *err);
+
+/* Evaluation of micro-batch rows [lo, hi) of the eval set through the
+ * pipeline: adds the loss sum and correct count to sums[0..1] (the last
+ * stage's tensor-parallel rank 0 only). */
+enum dt_status dt_pipe_eval(struct dt_run *r, int64_t lo, int64_t hi,
+			    double *sums, struct dt_error *err);
+
+/* Collective over r->comm: brings every stage's parameters, buffers and
+ * optimizer state to rank 0 (from the ranks of data-parallel and
+ * tensor-parallel index 0), so that rank 0 holds the whole model. */
+enum dt_status dt_pipe_gather(struct dt_run *r, struct dt_error *err);
+
+#endif
