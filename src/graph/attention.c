@@ -39,7 +39,19 @@
  *   softmax_xent.c counts), weighted sum 2*T*T*C.
  * Init: weights N(0, 0.02^2) and biases 0, as GPT-2 (without GPT-2's
  * 1/sqrt(2 * layers) scaling of the output projection: a layer does not
- * know the depth of the model). */
+ * know the depth of the model).
+ *
+ * Tensor parallelism by heads (DT_TP_HEADS, layer.h; Megatron-LM's
+ * attention): rank r of s runs heads [r*h/s, (r+1)*h/s), whose q, k and v
+ * are the columns [r*C/s, (r+1)*C/s) of each third of qkv and whose part of
+ * y meets the same rows of proj_weight. Forward computes only those qkv
+ * columns (three sgemms on slices of qkv_weight), the heads, and a partial
+ * y[:, share] proj_weight[share, :], summed over the group before the
+ * (replicated) proj_bias is added; backward gives dproj_weight's rows and
+ * dqkv_weight's and dqkv_bias's columns of the share, the whole
+ * dproj_bias, and a partial dx summed over the group. The other columns
+ * of the scratch are left as they are and never read. FLOPs count one
+ * rank's share: everything but the proj bias over s. */
 #include <assert.h>
 #include <cblas.h>
 #include <limits.h>
@@ -153,6 +165,17 @@ attention_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
 	}
 }
 
+/* The tensor group n runs its share of heads in, or NULL when it runs
+ * whole. */
+static const struct dt_tp *
+attn_group(const struct dt_node *n, const struct dt_pass *p)
+{
+	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_HEADS)
+		return NULL;
+	assert(p->tp->size == n->tp_size && n->spec.heads % n->tp_size == 0);
+	return p->tp;
+}
+
 /* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL. */
 static void
 affine(const float *x, const float *w, const float *b, float *y, int rows,
@@ -167,13 +190,51 @@ affine(const float *x, const float *w, const float *b, float *y, int rows,
 		    cols);
 }
 
-/* db (cols) += column sums of dy (rows, cols). */
+/* db (cols) += column sums of dy (rows, cols), rows ld floats apart. */
 static void
-add_column_sums(const float *dy, float *db, int64_t rows, int64_t cols)
+add_column_sums(const float *dy, int64_t ld, float *db, int64_t rows,
+		int64_t cols)
 {
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t j = 0; j < cols; j++)
-			db[j] += dy[r * cols + j];
+			db[j] += dy[r * ld + j];
+}
+
+/* The qkv columns of heads [h0, h0 + cl/hs) of x (rows, C): for each of q,
+ * k, v, the cl columns from its third's offset c0, as affine does for all
+ * 3C. */
+static void
+share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
+		  int rows, int c, int c0, int cl)
+{
+	for (int part = 0; part < 3; part++) {
+		const int o = part * c + c0;
+
+		if (w->b_qkv != NULL)
+			for (int r = 0; r < rows; r++)
+				memcpy(qkv + (size_t)r * 3 * c + o,
+				       w->b_qkv->data + o,
+				       (size_t)cl * sizeof(float));
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows,
+			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
+			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
+	}
+}
+
+/* out (rows, C) = the sum over the group of y[:, c0..c0+cl)
+ * proj_weight[c0..c0+cl, :], then + proj_bias. */
+static void
+share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
+		   const float *y, float *out, int rows, int c, int c0, int cl)
+{
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, c, cl,
+		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
+		    0.0f, out, c);
+	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
+	if (w->b_proj != NULL)
+		for (int r = 0; r < rows; r++)
+			for (int j = 0; j < c; j++)
+				out[(size_t)r * c + j] += w->b_proj->data[j];
 }
 
 /* Softmax of each row of s (T, T) in place; with causal, row i covers
@@ -213,12 +274,20 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
+	const struct dt_tp *tp = attn_group(n, p);
+	/* this rank's heads [h0, h1) and their columns [c0, c0 + cl) */
+	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
+	const int h0 = tp ? h1 - heads / tp->size : 0;
+	const int c0 = h0 * hs, cl = (h1 - h0) * hs;
 
 	assert(batch * t <= INT_MAX);
-	affine(in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL, qkv,
-	       (int)(batch * t), c, 3 * c);
+	if (tp == NULL)
+		affine(in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
+		       qkv, (int)(batch * t), c, 3 * c);
+	else
+		share_qkv_forward(&w, in[0], qkv, (int)(batch * t), c, c0, cl);
 	for (int64_t b = 0; b < batch; b++) {
-		for (int h = 0; h < heads; h++) {
+		for (int h = h0; h < h1; h++) {
 			const float *q = qkv + b * t * 3 * c + h * hs;
 			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
 			float *a = att + (b * heads + h) * t * t; /* (T, T) */
@@ -232,8 +301,45 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 				    y + b * t * c + h * hs, c);
 		}
 	}
-	affine(y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL, n->out,
-	       (int)(batch * t), c, c);
+	if (tp == NULL)
+		affine(y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
+		       n->out, (int)(batch * t), c, c);
+	else
+		share_proj_forward(&w, tp, y, n->out, (int)(batch * t), c, c0,
+				   cl);
+}
+
+/* The input projection of the share, qkv holding dqkv in its columns:
+ * dqkv_weight and dqkv_bias of those columns, and dx (when din is not
+ * NULL) summed over the group. With din_add, rank 0 adds its part to what
+ * din holds and the others overwrite it, so the sum counts that once. */
+static void
+share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
+		   const float *x, const float *qkv, float *din, bool din_add,
+		   int rows, int c, int c0, int cl)
+{
+	for (int part = 0; part < 3; part++) {
+		const int o = part * c + c0;
+
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, cl,
+			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
+			    w->w_qkv->grad + o, 3 * c);
+		if (w->b_qkv != NULL)
+			add_column_sums(qkv + o, 3 * c, w->b_qkv->grad + o,
+					rows, cl);
+	}
+	if (din == NULL)
+		return;
+	for (int part = 0; part < 3; part++) {
+		const int o = part * c + c0;
+		float beta = part > 0 || (din_add && tp->rank == 0) ? 1.0f
+								    : 0.0f;
+
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c,
+			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
+			    3 * c, beta, din, c);
+	}
+	tp->allreduce(tp->ctx, din, (size_t)rows * (size_t)c);
 }
 
 static void
@@ -253,17 +359,24 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
 	float *ds = y + batch * t * c;			/* (B, T, T) */
+	const struct dt_tp *tp = attn_group(n, p);
+	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
+	const int h0 = tp ? h1 - heads / tp->size : 0;
+	const int c0 = h0 * hs, cl = (h1 - h0) * hs;
 
-	/* The output projection; y is dead afterwards and takes dy. */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, c, rows, 1.0f,
-		    y, c, dout, c, 1.0f, w.w_proj->grad, c);
+	/* The output projection (this rank's rows of it); y is dead
+	 * afterwards and takes dy. */
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cl, c, rows, 1.0f,
+		    y + c0, c, dout, c, 1.0f,
+		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
-		add_column_sums(dout, w.b_proj->grad, rows, c);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c, c, 1.0f,
-		    dout, c, w.w_proj->data, c, 0.0f, y, c);
+		add_column_sums(dout, c, w.b_proj->grad, rows, c);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cl, c, 1.0f,
+		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
+		    c);
 
 	for (int64_t b = 0; b < batch; b++) {
-		for (int h = 0; h < heads; h++) {
+		for (int h = h0; h < h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
 			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
 			const float *a = att + (b * heads + h) * t * t;
@@ -305,14 +418,21 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	}
 
 	/* qkv now holds dqkv: the input projection. */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, 3 * c, rows,
-		    1.0f, in[0], c, qkv, 3 * c, 1.0f, w.w_qkv->grad, 3 * c);
-	if (w.b_qkv != NULL)
-		add_column_sums(qkv, w.b_qkv->grad, rows, 3 * c);
-	if (din[0] != NULL)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c,
-			    3 * c, 1.0f, qkv, 3 * c, w.w_qkv->data, 3 * c,
-			    din_add[0] ? 1.0f : 0.0f, din[0], c);
+	if (tp == NULL) {
+		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, 3 * c,
+			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
+			    w.w_qkv->grad, 3 * c);
+		if (w.b_qkv != NULL)
+			add_column_sums(qkv, 3 * c, w.b_qkv->grad, rows, 3 * c);
+		if (din[0] != NULL)
+			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
+				    w.w_qkv->data, 3 * c,
+				    din_add[0] ? 1.0f : 0.0f, din[0], c);
+		return;
+	}
+	share_qkv_backward(&w, tp, in[0], qkv, din[0], din_add[0], rows, c,
+			   c0, cl);
 }
 
 static double
@@ -321,11 +441,19 @@ attention_fwd_flops(const struct dt_node *n)
 	const double t = (double)n->in_shape[0].dim[0];
 	const double c = (double)n->in_shape[0].dim[1];
 	const double h = (double)n->spec.heads;
+	const double share = n->tp_size > 1 && n->tp_mode == DT_TP_HEADS
+			     ? (double)n->tp_size : 1.0;
 	double f = 2.0 * t * c * 3.0 * c + 2.0 * t * c * c	/* projections */
 		 + 2.0 * t * t * c				/* scores */
 		 + 5.0 * h * t * t				/* softmax */
 		 + 2.0 * t * t * c;				/* weighted sum */
 
+	if (share > 1.0) {
+		f /= share;
+		if (n->spec.bias)
+			f += 3.0 * t * c / share + t * c;
+		return f;
+	}
 	if (n->spec.bias)
 		f += 3.0 * t * c + t * c;
 	return f;

@@ -14,7 +14,21 @@
  * multiply-add is 2) plus out for the bias); backward is counted as twice
  * that (graph.h), which is exact for dW plus dX and ignores the bias sums.
  * Init: He-normal when the layer's `activation:` is relu or gelu,
- * Xavier-uniform otherwise (layer.h gives the papers); bias zero. */
+ * Xavier-uniform otherwise (layer.h gives the papers); bias zero.
+ *
+ * Tensor parallelism (layer.h; a group of s ranks, this one r), on slices
+ * of the same buffers through the BLAS leading dimensions, no copies:
+ *   DT_TP_COLUMN  cols = [r*out/s, (r+1)*out/s):
+ *                 Y[:,cols] = X W[:,cols] + b[cols], the rest of Y 0;
+ *                 dW[:,cols] += X^T dY[:,cols], db[cols] += sums;
+ *                 dX = sum over the group of dY[:,cols] W[:,cols]^T
+ *   DT_TP_ROW     rows = [r*in/s, (r+1)*in/s):
+ *                 Y = sum over the group of X[:,rows] W[rows,:], then + b;
+ *                 dW[rows,:] += X[:,rows]^T dY, db += sums (replicated);
+ *                 dX[:,rows] = dY W[rows,:]^T, the rest of dX 0
+ * FLOPs then count one rank's share: the product over s, and the bias
+ * over s for a column layer (a row layer adds the whole bias). */
+#include <assert.h>
 #include <cblas.h>
 #include <limits.h>
 #include <string.h>
@@ -74,6 +88,71 @@ dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 	return DT_OK;
 }
 
+/* y(n) += b(n). */
+static void
+add_row(float *restrict y, const float *restrict b, int64_t n)
+{
+	DT_VEC_LOOP(j, n, y[j] += b[j]);
+}
+
+/* This rank's share [*lo, *lo + *len) of width, for a node split over the
+ * group of p (layer.h); the mode, or DT_TP_NONE when the node runs whole. */
+static enum dt_tp_mode
+dense_share(const struct dt_node *n, const struct dt_pass *p, int width,
+	    int *lo, int *len)
+{
+	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode == DT_TP_NONE)
+		return DT_TP_NONE;
+	assert(p->tp->size == n->tp_size && width % n->tp_size == 0);
+	*len = width / n->tp_size;
+	*lo = p->tp->rank * *len;
+	return n->tp_mode;
+}
+
+/* Column share: Y(R, out) gets X W[:, lo..lo+len) + b there, 0 elsewhere. */
+static void
+column_forward(struct dt_node *n, const float *x, int64_t rows, int lo,
+	       int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
+	const float *b = n->n_tensors > 1 ? n->tensor[1].data : NULL;
+	float *y = n->out;			/* (R, out) */
+
+	for (int64_t r = 0; r < rows; r++) {
+		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
+		if (b != NULL)
+			memcpy(y + r * n_out + lo, b + lo,
+			       (size_t)len * sizeof(float));
+	}
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, len,
+		    n_in, 1.0f, x, n_in, n->tensor[0].data + lo, n_out,
+		    b != NULL ? 1.0f : 0.0f, y + lo, n_out);
+}
+
+/* Row share: Y(R, out) = sum over the group of X[:, lo..) W[lo.., :], then
+ * + b on every rank. */
+static void
+row_forward(struct dt_node *n, const struct dt_tp *tp, const float *x,
+	    int64_t rows, int lo, int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
+	float *y = n->out;			/* (R, out) */
+
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
+		    n_out, len, 1.0f, x + lo, n_in,
+		    n->tensor[0].data + (size_t)lo * n_out, n_out, 0.0f, y,
+		    n_out);
+	tp->allreduce(tp->ctx, y, (size_t)(rows * n_out));
+	if (n->n_tensors > 1) {
+		const float *b = n->tensor[1].data;
+
+		for (int64_t r = 0; r < rows; r++)
+			add_row(y + r * n_out, b, n_out);
+	}
+}
+
 static void
 dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
@@ -83,7 +162,19 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	float *y = n->out;			/* (R, out) */
 	float beta = 0.0f;
+	int lo = 0, len = 0;
 
+	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
+			    &len)) {
+	case DT_TP_COLUMN:
+		column_forward(n, in[0], rows, lo, len);
+		return;
+	case DT_TP_ROW:
+		row_forward(n, p->tp, in[0], rows, lo, len);
+		return;
+	default:
+		break;
+	}
 	/* Broadcasting b into Y first lets the sgemm add the product with
 	 * beta = 1, saving a second pass over Y. */
 	if (n->n_tensors > 1) {
@@ -112,6 +203,60 @@ bias_grad(const float *restrict dy, float *restrict db, int64_t rows,
 	}
 }
 
+/* Column share backward: dy's columns [lo, lo+len) are this rank's. The
+ * input gradient is a sum over the group; when another consumer has
+ * written din already (din_add), rank 0 adds its part to it and the others
+ * overwrite it with theirs, so the sum counts that gradient once. */
+static void
+column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
+		float *din, bool din_add, int64_t rows, int lo, int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
+	const float *w = n->tensor[0].data;	/* (in, out) */
+	const float *dy = n->dout;		/* (R, out) */
+
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, len,
+		    (int)rows, 1.0f, x, n_in, dy + lo, n_out, 1.0f,
+		    n->tensor[0].grad + lo, n_out);
+	if (n->n_tensors > 1)
+		for (int64_t r = 0; r < rows; r++)
+			add_row(n->tensor[1].grad + lo, dy + r * n_out + lo,
+				len);
+	if (din == NULL)
+		return;
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, n_in,
+		    len, 1.0f, dy + lo, n_out, w + lo, n_out,
+		    din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
+	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
+}
+
+/* Row share backward: dW of rows [lo, lo+len), the whole (replicated) db,
+ * and dX of those columns only, the others 0 (or left as they are with
+ * din_add). */
+static void
+row_backward(struct dt_node *n, const float *x, float *din, bool din_add,
+	     int64_t rows, int lo, int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)n->tensor[0].shape[0];
+	const float *w = n->tensor[0].data;	/* (in, out) */
+	const float *dy = n->dout;		/* (R, out) */
+
+	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, n_out,
+		    (int)rows, 1.0f, x + lo, n_in, dy, n_out, 1.0f,
+		    n->tensor[0].grad + (size_t)lo * n_out, n_out);
+	if (n->n_tensors > 1)
+		bias_grad(dy, n->tensor[1].grad, rows, n_out);
+	if (din == NULL)
+		return;
+	if (!din_add)
+		memset(din, 0, (size_t)(rows * n_in) * sizeof(float));
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, len,
+		    n_out, 1.0f, dy, n_out, w + (size_t)lo * n_out, n_out,
+		    din_add ? 1.0f : 0.0f, din + lo, n_in);
+}
+
 static void
 dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	       float *const *din, const bool *din_add)
@@ -122,7 +267,20 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 	float *dw = n->tensor[0].grad;		/* (in, out) */
+	int lo = 0, len = 0;
 
+	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
+			    &len)) {
+	case DT_TP_COLUMN:
+		column_backward(n, p->tp, in[0], din[0], din_add[0], rows, lo,
+				len);
+		return;
+	case DT_TP_ROW:
+		row_backward(n, in[0], din[0], din_add[0], rows, lo, len);
+		return;
+	default:
+		break;
+	}
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out,
 		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
 	if (n->n_tensors > 1)
@@ -137,8 +295,13 @@ static double
 dense_fwd_flops(const struct dt_node *n)
 {
 	double bias = n->n_tensors > 1 ? (double)n->out_size : 0.0;
+	double share = n->tp_size > 1 && n->tp_mode != DT_TP_NONE
+		       ? (double)n->tp_size : 1.0;
 
-	return 2.0 * (double)n->in_size[0] * (double)n->spec.units + bias;
+	if (share > 1.0 && n->tp_mode == DT_TP_COLUMN)
+		bias /= share;
+	return 2.0 * (double)n->in_size[0] * (double)n->spec.units / share +
+	       bias;
 }
 
 const struct dt_layer_ops dt_layer_dense = {

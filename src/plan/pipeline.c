@@ -24,6 +24,17 @@ dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp)
 	return (dp * pp + stage) * tps + tp;
 }
 
+int
+dt_plan_exact_accum(const struct dt_plan *plan)
+{
+	int tp = plan->tp_size > 0 ? plan->tp_size : 1;
+
+	if (plan->world_size > plan->dp_size * tp *
+	    (plan->pp_size > 0 ? plan->pp_size : 1))
+		return 0;	/* parameter servers */
+	return plan->grad_accum_steps > 1 || plan->dp_size * tp > 2;
+}
+
 double
 dt_plan_bubble(const struct dt_plan *plan)
 {

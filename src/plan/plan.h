@@ -52,6 +52,21 @@ void dt_plan_position(const struct dt_plan *plan, int rank,
 		      struct dt_grid_pos *pos);
 int dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp);
 
+/* Whether the gradient of a global batch is summed in double precision:
+ * each micro-batch's gradient (float, as the layers make it) is added to
+ * a double accumulator, the data-parallel x tensor-parallel ranks sum the
+ * accumulators (an MPI_DOUBLE all-reduce, 8 bytes a value), and the sum
+ * is rounded to float once. The sum of a few floats in double is exact
+ * or nearly, so the gradient does not depend on how the global batch is
+ * split into ranks and micro-batches, nor on the order MPI adds in: every
+ * layout of a job computes the same gradient as one rank with the same
+ * micro-batch. Used when there is more than one micro-batch per rank or
+ * more than two ranks in the sum (for two floats the float sum is already
+ * the rounded exact sum, and the one-micro-batch, one- or two-rank case
+ * keeps the float path and its half-size all-reduce); never with
+ * parameter servers. */
+int dt_plan_exact_accum(const struct dt_plan *plan);
+
 /* The fraction of a pipeline step a stage idles, (pp - 1) / (m + pp - 1)
  * for m = grad_accum_steps micro-batches, the same for GPipe and 1F1B
  * (Huang et al., "GPipe", 2019; Narayanan et al., "PipeDream", SOSP

@@ -253,9 +253,11 @@ dt_pipe_train_step(struct dt_run *r, float grad_scale, double *loss_sum,
 			st = move_live(r, 1, 1, 0, slot, mb, err);
 			if (st != DT_OK)
 				break;
+			dt_accum_before(r);
 			dt_model_stage_backward(r->model, r->slot_x[slot],
 						last ? r->slot_y[slot] : NULL,
 						mb, grad_scale);
+			dt_accum_after(r);
 			st = move_live(r, 0, 1, 1, slot, mb, err);
 		}
 	}
@@ -265,6 +267,55 @@ dt_pipe_train_step(struct dt_run *r, float grad_scale, double *loss_sum,
 		r->slot_n_req[s] = 0;
 	r->bytes_p2p += dt_comm_p2p_bytes_sent(r->pipe_comm) - p2p0;
 	r->bytes_tp += dt_comm_bytes_sent(r->tp_comm) - tp0;
+	return st;
+}
+
+void
+dt_accum_start(struct dt_run *r)
+{
+	if (r->acc != NULL)
+		memset(r->acc + r->acc_lo, 0,
+		       (r->acc_hi - r->acc_lo) * sizeof *r->acc);
+}
+
+void
+dt_accum_before(struct dt_run *r)
+{
+	if (r->acc != NULL)
+		memset(dt_model_grads(r->model) + r->acc_lo, 0,
+		       (r->acc_hi - r->acc_lo) * sizeof(float));
+}
+
+void
+dt_accum_after(struct dt_run *r)
+{
+	const float *restrict g = dt_model_grads(r->model);
+	double *restrict a = r->acc;
+
+	if (a == NULL)
+		return;
+	dt_model_tp_prepare_grads(r->model);
+	for (size_t i = r->acc_lo; i < r->acc_hi; i++)
+		a[i] += (double)g[i];
+}
+
+enum dt_status
+dt_accum_sum(struct dt_run *r, struct dt_comm *c, struct dt_error *err)
+{
+	float *g = dt_model_grads(r->model);
+	size_t lo = r->acc_lo, n = r->acc_hi - r->acc_lo;
+	enum dt_status st = DT_OK;
+
+	if (r->acc == NULL)
+		return DT_OK;
+	if (c != NULL) {
+		uint64_t b0 = dt_comm_bytes_sent(c);
+
+		st = dt_comm_allreduce_sum_f64(c, r->acc + lo, n, err);
+		r->bytes_grad += dt_comm_bytes_sent(c) - b0;
+	}
+	for (size_t i = lo; i < lo + n; i++)
+		g[i] = (float)r->acc[i];
 	return st;
 }
 
@@ -287,9 +338,14 @@ dt_pipe_sync_grads(struct dt_run *r, double *norm2, struct dt_error *err)
 	uint64_t b0 = dt_comm_bytes_sent(r->grad_comm);
 	enum dt_status st;
 
-	dt_model_tp_prepare_grads(r->model);
-	st = dt_comm_allreduce_sum_f32(r->grad_comm, grads + lo, n, err);
-	r->bytes_grad += dt_comm_bytes_sent(r->grad_comm) - b0;
+	if (r->acc != NULL) {
+		st = dt_accum_sum(r, r->grad_comm, err);
+	} else {
+		dt_model_tp_prepare_grads(r->model);
+		st = dt_comm_allreduce_sum_f32(r->grad_comm, grads + lo, n,
+					       err);
+		r->bytes_grad += dt_comm_bytes_sent(r->grad_comm) - b0;
+	}
 	*norm2 = r->pos.dp == 0 && r->pos.tp == 0 ? norm2_of(grads + lo, n)
 						  : 0;
 	return st;

@@ -43,4 +43,17 @@ enum dt_status dt_pipe_eval(struct dt_run *r, int64_t lo, int64_t hi,
  * tensor-parallel index 0), so that rank 0 holds the whole model. */
 enum dt_status dt_pipe_gather(struct dt_run *r, struct dt_error *err);
 
+/* Exact gradient accumulation (dt_plan_exact_accum), for any layout:
+ * dt_accum_start zeroes r->acc at the start of a step; around each
+ * micro-batch's backward, dt_accum_before zeroes the float gradients the
+ * rank trains and dt_accum_after adds them (after dt_model_tp_prepare_
+ * grads) into r->acc; dt_accum_sum sums r->acc over c (NULL or one rank:
+ * no sum), counts the bytes in r->bytes_grad, and rounds it into the
+ * float gradients. No-ops when r->acc is NULL. */
+void dt_accum_start(struct dt_run *r);
+void dt_accum_before(struct dt_run *r);
+void dt_accum_after(struct dt_run *r);
+enum dt_status dt_accum_sum(struct dt_run *r, struct dt_comm *c,
+			    struct dt_error *err);
+
 #endif

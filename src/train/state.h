@@ -85,6 +85,10 @@ struct dt_run {
 	 * gradient all-reduce and the tensor-parallel sums (payloads). */
 	uint64_t bytes_p2p, bytes_grad, bytes_tp;
 	int64_t bytes_steps;		/* steps they were counted over */
+	/* dt_plan_exact_accum: the step's gradient in double, over
+	 * [acc_lo, acc_hi) of the trained floats (NULL: float path). */
+	double *acc;
+	size_t acc_lo, acc_hi;
 };
 
 /* Writes a checkpoint of r at its current step (collective: rank 0 writes,

@@ -609,6 +609,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		}
 		lr = dt_lr_at(&r->sched, r->step);
 		dt_model_zero_grads(r->model);
+		dt_accum_start(r);
 		if (r->mp && dt_pipe_train_step(r, grad_scale, &local_loss,
 						&data_wait, err) != DT_OK)
 			die_in_step(r, err);
@@ -626,6 +627,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				dt_model_set_position(r->model,
 						      (uint64_t)r->step,
 						      b->first_sample);
+				dt_accum_before(r);
 				dt_model_train_step(r->model, b->x, b->y,
 						    p->micro_batch, grad_scale,
 						    &ls, NULL);
@@ -640,10 +642,12 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 						      (uint64_t)r->step,
 						      r->epoch * r->train.n +
 						      off);
+				dt_accum_before(r);
 				dt_model_train_step(r->model, r->x, r->y,
 						    p->micro_batch, grad_scale,
 						    &ls, NULL);
 			}
+			dt_accum_after(r);
 			local_loss += ls;
 		}
 		test_signal_hook(r);
@@ -666,6 +670,10 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				die_in_step(r, err);
 		} else if (r->mp) {
 			if (dt_pipe_sync_grads(r, &mp_norm2, err) != DT_OK)
+				die_in_step(r, err);
+		} else if (r->acc != NULL) {
+			if (dt_accum_sum(r, dt_comm_size(r->comm) > 1 ?
+					 r->comm : NULL, err) != DT_OK)
 				die_in_step(r, err);
 		} else {
 			uint64_t b0 = dt_comm_bytes_sent(r->comm);
@@ -858,6 +866,7 @@ run_fini(struct dt_run *r)
 	free(r->eval_idx);
 	free(r->x);
 	free(r->y);
+	free(r->acc);
 }
 
 static int
@@ -1046,6 +1055,13 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	}
 	if (st != DT_OK)
 		goto out;
+	if (dt_plan_exact_accum(&r.plan)) {
+		r.acc_lo = r.mp ? r.sinfo.trained_lo : 0;
+		r.acc_hi = r.mp ? r.sinfo.trained_hi :
+			   dt_model_n_trained(r.model);
+		r.acc = dt_xcalloc(dt_model_n_trained(r.model) + 1,
+				   sizeof *r.acc);
+	}
 	r.optim = dt_optim_new(job, dt_model_n_trained(r.model));
 	r.lps = dt_model_labels_per_sample(r.model);
 	if (r.lps < 1) {

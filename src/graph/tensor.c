@@ -1,0 +1,228 @@
+/* tensor.c - tensor parallelism over the model graph: which nodes split and
+ * how (Megatron-LM's layout: Shoeybi et al., "Megatron-LM: Training
+ * Multi-Billion Parameter Language Models Using Model Parallelism", 2019),
+ * the tensor group the split nodes sum over, the gradients of replicated
+ * tensors, and the floats the sums move. The split kernels themselves live
+ * with their layers (dense.c, attention.c); layer.h says what each mode
+ * computes. */
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "graph/layer.h"
+#include "graph/model.h"
+#include "util/alloc.h"
+
+/* Whether node n passes a split activation through unchanged in layout:
+ * an elementwise node (activation, dropout) that a column/row pair may
+ * have between its two dense layers. */
+static bool
+is_passthrough(const struct dt_node *n)
+{
+	return n->ops == &dt_layer_activation || n->ops == &dt_layer_dropout;
+}
+
+/* The one node reading node i (n_consumers == 1), or -1. */
+static int
+only_consumer(const struct dt_model *m, int i)
+{
+	if (m->nodes[i].n_consumers != 1)
+		return -1;
+	for (int j = i + 1; j < m->n_nodes; j++)
+		for (int k = 0; k < m->nodes[j].n_inputs; k++)
+			if (m->nodes[j].inputs[k] == i)
+				return j;
+	return -1;
+}
+
+/* The dense node that dense node i pairs with as its row half, or -1: the
+ * end of a chain of activation and dropout nodes, each read by its next
+ * node alone. */
+static int
+row_partner(const struct dt_model *m, int i)
+{
+	int j = only_consumer(m, i);
+
+	while (j >= 0 && is_passthrough(&m->nodes[j]))
+		j = only_consumer(m, j);
+	if (j >= 0 && m->nodes[j].ops == &dt_layer_dense)
+		return j;
+	return -1;
+}
+
+static void
+reset_modes(struct dt_model *m)
+{
+	for (int i = 0; i < m->n_nodes; i++) {
+		m->nodes[i].tp_mode = DT_TP_NONE;
+		m->nodes[i].tp_size = 1;
+	}
+}
+
+/* Sums the nodes' fwd_flops in node order, as dt_model_new does, so that
+ * tp_size 1 gives back the same bits. */
+static void
+recount_flops(struct dt_model *m)
+{
+	m->fwd_flops = 0.0;
+	for (int i = 0; i < m->n_nodes; i++)
+		m->fwd_flops += m->nodes[i].ops->fwd_flops(&m->nodes[i]);
+}
+
+/* dt_node_errorf, as a plan error. */
+static enum dt_status
+refuse(struct dt_model *m, const struct dt_node *n, const struct dt_job *job,
+       struct dt_error *err, const char *what, int64_t value, int tp_size)
+{
+	dt_node_errorf(n, job, err, "tensor_parallel %d does not divide %s "
+		       "%lld", tp_size, what, (long long)value);
+	if (err != NULL)
+		err->status = DT_ERR_PLAN;
+	reset_modes(m);
+	recount_flops(m);
+	return DT_ERR_PLAN;
+}
+
+enum dt_status
+dt_model_plan_tensor_parallel(struct dt_model *m, const struct dt_job *job,
+			      int tp_size, struct dt_error *err)
+{
+	reset_modes(m);
+	if (tp_size < 1)
+		return dt_errorf(err, DT_ERR_PLAN, "%s: parallel."
+				 "tensor_parallel: must be >= 1, found %d",
+				 job->path[0] ? job->path : "<job>", tp_size);
+	if (tp_size == 1) {
+		recount_flops(m);
+		return DT_OK;
+	}
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+		int j;
+
+		if (n->ops == &dt_layer_attention) {
+			if (n->spec.heads % tp_size != 0)
+				return refuse(m, n, job, err, "heads",
+					      n->spec.heads, tp_size);
+			n->tp_mode = DT_TP_HEADS;
+			n->tp_size = tp_size;
+			continue;
+		}
+		/* A dense already made the row half of a pair is done. */
+		if (n->ops != &dt_layer_dense || n->tp_mode != DT_TP_NONE)
+			continue;
+		j = row_partner(m, i);
+		if (j < 0)
+			continue;
+		if (n->spec.units % tp_size != 0)
+			return refuse(m, n, job, err, "units", n->spec.units,
+				      tp_size);
+		if (m->nodes[j].tensor[0].shape[0] % tp_size != 0)
+			return refuse(m, &m->nodes[j], job, err,
+				      "input features",
+				      m->nodes[j].tensor[0].shape[0], tp_size);
+		n->tp_mode = DT_TP_COLUMN;
+		n->tp_size = tp_size;
+		m->nodes[j].tp_mode = DT_TP_ROW;
+		m->nodes[j].tp_size = tp_size;
+	}
+	recount_flops(m);
+	return DT_OK;
+}
+
+void
+dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
+			  void (*allreduce)(void *ctx, float *buf, size_t n),
+			  void *ctx)
+{
+	assert(tp_size >= 1 && tp_rank >= 0 && tp_rank < tp_size);
+	assert(tp_size == 1 || allreduce != NULL);
+	m->tp.rank = tp_rank;
+	m->tp.size = tp_size;
+	m->tp.allreduce = allreduce;
+	m->tp.ctx = ctx;
+}
+
+/* Zeroes the gradient of tensor pt when it lies in the trained prefix. */
+static void
+zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt)
+{
+	if (pt->buffer || pt->offset >= m->n_trained)
+		return;
+	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
+}
+
+void
+dt_model_tp_prepare_grads(struct dt_model *m)
+{
+	if (m->tp.size <= 1 || m->tp.rank == 0 || m->grads == NULL)
+		return;
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct dt_node *n = &m->nodes[i];
+
+		switch (n->tp_size > 1 ? n->tp_mode : DT_TP_NONE) {
+		case DT_TP_NONE:
+			for (int k = 0; k < n->n_tensors; k++)
+				zero_grad(m, &n->tensor[k]);
+			break;
+		case DT_TP_COLUMN:
+			break;
+		case DT_TP_ROW:		/* the bias, if any */
+			if (n->n_tensors > 1)
+				zero_grad(m, &n->tensor[1]);
+			break;
+		case DT_TP_HEADS:	/* proj_bias, the last with bias */
+			if (n->spec.bias)
+				zero_grad(m, &n->tensor[n->n_tensors - 1]);
+			break;
+		}
+	}
+}
+
+/* Marks in runs[] the nodes whose backward graph.c runs: those leading to
+ * parameters (needs_grad) that are the loss or feed a node that runs and
+ * so write its output gradient. */
+static void
+mark_backward(const struct dt_model *m, bool *runs)
+{
+	memset(runs, 0, (size_t)m->n_nodes * sizeof *runs);
+	for (int i = m->n_nodes - 1; i >= 0; i--) {
+		const struct dt_node *n = &m->nodes[i];
+
+		if (!n->needs_grad || (i < m->n_nodes - 1 && !runs[i]))
+			continue;
+		runs[i] = true;
+		for (int k = 0; k < n->n_inputs; k++)
+			if (n->inputs[k] != DT_NODE_INPUT &&
+			    m->nodes[n->inputs[k]].needs_grad)
+				runs[n->inputs[k]] = true;
+	}
+}
+
+int64_t
+dt_model_tp_floats_per_sample(const struct dt_model *m, int first, int last)
+{
+	int64_t total = 0;
+	bool *runs;
+
+	assert(first >= 0 && last < m->n_nodes);
+	runs = dt_xcalloc((size_t)m->n_nodes, sizeof *runs);
+	mark_backward(m, runs);
+	for (int i = first; i <= last; i++) {
+		const struct dt_node *n = &m->nodes[i];
+		int src = n->inputs[0];
+		bool din = runs[i] && src != DT_NODE_INPUT &&
+			   m->nodes[src].needs_grad;
+
+		if (n->tp_size <= 1)
+			continue;
+		if (n->tp_mode == DT_TP_ROW || n->tp_mode == DT_TP_HEADS)
+			total += n->out_size;
+		if ((n->tp_mode == DT_TP_COLUMN ||
+		     n->tp_mode == DT_TP_HEADS) && din)
+			total += n->in_size[0];
+	}
+	free(runs);
+	return total;
+}

@@ -1,0 +1,658 @@
+/* test_graph_tp.c - Check suite for tensor parallelism in src/graph/
+ * (tensor.c and the split kernels of dense.c and attention.c): a tensor
+ * group of 2 or 4 ranks simulated in one process, one thread and one model
+ * per rank, the group's sums going through a shared buffer between pthread
+ * barriers. Every rank's loss and probabilities, and the sum over the
+ * ranks of the gradient arenas after dt_model_tp_prepare_grads, must match
+ * a one-rank model to 1e-5 relative, in training and in evaluation. Also:
+ * the floats each rank passes to the sums against
+ * dt_model_tp_floats_per_sample and against counts made by hand, FLOPs of
+ * the split layers, and the plan's errors for degrees that do not divide a
+ * layer. Models are built from job text through the YAML parser. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "job/job.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+#define TOL 1e-5
+#define MAX_RANKS 4
+#define MICRO_BATCHES 2
+
+/* An MLP in the shape of 784-512-256-10, smaller, with two column/row
+ * pairs (d0 + d1 through relu and dropout, d2 + d3 through gelu); the
+ * layer entries start on line 6, column 7. */
+static const char mlp_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [20]\n"
+	"  layers:\n"
+	"    - {type: dense, name: d0, units: 32, activation: relu}\n"
+	"    - {type: dropout, name: drop, rate: 0.25}\n"
+	"    - {type: dense, name: d1, units: 16, activation: relu}\n"
+	"    - {type: dense, name: d2, units: 24, activation: gelu}\n"
+	"    - {type: dense, name: d3, units: 6}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 3, steps: 10, lr: 0.1}\n";
+
+/* A pre-norm transformer block as in jobs/char-gpt.yaml, smaller: T = 8,
+ * C = 16, 4 heads, a 4x gelu MLP, dropout and residual adds. */
+static const char gpt_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 16}\n"
+	"    - {type: pos_embedding, name: pos, length: 8, dim: 16}\n"
+	"    - {type: layernorm, name: ln1}\n"
+	"    - {type: attention, name: attn, heads: 4, causal: true}\n"
+	"    - {type: dropout, name: attn_drop, rate: 0.2}\n"
+	"    - {type: add, name: res1, inputs: [pos, attn_drop]}\n"
+	"    - {type: layernorm, name: ln2}\n"
+	"    - {type: dense, name: fc, units: 64, activation: gelu}\n"
+	"    - {type: dense, name: proj, units: 16}\n"
+	"    - {type: dropout, name: mlp_drop, rate: 0.2}\n"
+	"    - {type: add, name: res2, inputs: [res1, mlp_drop]}\n"
+	"    - {type: layernorm, name: ln_f}\n"
+	"    - {type: dense, name: head, units: 16}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+/* The block without its layernorms: attention and fc read outputs that a
+ * residual add reads too, so their input gradients add to another's
+ * (din_add), and attention has no qkv or proj bias. */
+static const char gpt_bare_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 16}\n"
+	"    - {type: pos_embedding, name: pos, length: 8, dim: 16}\n"
+	"    - {type: attention, name: attn, heads: 4, causal: true, "
+	"bias: false}\n"
+	"    - {type: add, name: res1, inputs: [pos, attn]}\n"
+	"    - {type: dense, name: fc, units: 32, activation: tanh}\n"
+	"    - {type: dropout, name: fc_drop, rate: 0.3}\n"
+	"    - {type: dense, name: proj, units: 16, bias: false}\n"
+	"    - {type: add, name: res2, inputs: [res1, proj]}\n"
+	"    - {type: dense, name: head, units: 16}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+static void
+parse_job(const char *text, struct dt_job *job)
+{
+	struct dt_error err;
+	enum dt_status st;
+
+	st = dt_job_parse("job.yaml", text, strlen(text), NULL, 0, job, &err);
+	ck_assert_msg(st == DT_OK, "%s", err.msg);
+}
+
+static struct dt_model *
+build(const struct dt_job *job, int64_t max_batch)
+{
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	enum dt_status st = dt_model_new(job, max_batch, &m, &err);
+
+	ck_assert_msg(st == DT_OK, "%s", err.msg);
+	return m;
+}
+
+/* max |a - b| / max |b| over n floats: the error relative to the size of
+ * the tensor (an element near 0 in a sum of rounded terms has no useful
+ * relative error of its own). */
+static double
+rel_err(const float *a, const float *b, int64_t n)
+{
+	double diff = 0.0, scale = 0.0;
+
+	for (int64_t i = 0; i < n; i++) {
+		diff = fmax(diff, fabs((double)a[i] - b[i]));
+		scale = fmax(scale, fabs((double)b[i]));
+	}
+	if (scale == 0.0)
+		return diff;
+	return diff / scale;
+}
+
+static double
+rel_err_scalar(double a, double b)
+{
+	return fabs(a - b) / fmax(fabs(b), 1e-30);
+}
+
+/* ---- a tensor group of threads ------------------------------------- */
+
+struct group {
+	int size;
+	pthread_barrier_t barrier;
+	float *slot[MAX_RANKS];		/* each rank's buffer in a sum */
+	size_t n[MAX_RANKS];
+	size_t moved[MAX_RANKS];	/* floats each rank passed */
+	int mismatched;			/* ranks that disagreed on n */
+};
+
+struct rank_ctx {
+	struct group *g;
+	int rank;
+};
+
+/* The sum over the group: every rank posts its buffer, sums all of them
+ * in rank order into a buffer of its own (so each gets the same bits),
+ * waits until nobody reads any more, and copies the sum back. */
+static void
+group_allreduce(void *ctx, float *buf, size_t n)
+{
+	struct rank_ctx *rc = ctx;
+	struct group *g = rc->g;
+	float *sum = dt_xalloc_floats(n);
+
+	g->slot[rc->rank] = buf;
+	g->n[rc->rank] = n;
+	g->moved[rc->rank] += n;
+	pthread_barrier_wait(&g->barrier);
+	for (int r = 0; r < g->size; r++) {
+		if (g->n[r] != n) {
+			__atomic_add_fetch(&g->mismatched, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			sum[i] += g->slot[r][i];
+	}
+	pthread_barrier_wait(&g->barrier);
+	memcpy(buf, sum, n * sizeof(float));
+	free(sum);
+	pthread_barrier_wait(&g->barrier);
+}
+
+/* What the ranks run on: the same micro-batches for all. */
+struct work {
+	const float *x;			/* (MICRO_BATCHES, batch, in) */
+	const int32_t *labels;		/* (MICRO_BATCHES, batch, labels) */
+	int64_t batch, in_size, n_labels;
+	bool training;
+};
+
+struct rank_run {
+	struct dt_model *m;
+	struct rank_ctx rc;
+	const struct work *w;
+	double loss[MICRO_BATCHES];
+	int64_t correct[MICRO_BATCHES];
+	float *probs[MICRO_BATCHES];	/* copies of dt_model_probs */
+	int64_t probs_size;
+};
+
+/* Runs the micro-batches through r->m: training (gradients accumulate
+ * over them, as a global batch would) or evaluation. */
+static void *
+run_rank(void *arg)
+{
+	struct rank_run *r = arg;
+	const struct work *w = r->w;
+
+	for (int mb = 0; mb < MICRO_BATCHES; mb++) {
+		const float *x = w->x + mb * w->batch * w->in_size;
+		const int32_t *labels = w->labels +
+					mb * w->batch * w->n_labels;
+
+		dt_model_set_position(r->m, 7, mb * w->batch);
+		if (w->training)
+			dt_model_train_step(r->m, x, labels, w->batch,
+					    1.0f / (float)(MICRO_BATCHES *
+							   w->batch),
+					    &r->loss[mb], &r->correct[mb]);
+		else
+			dt_model_eval(r->m, x, labels, w->batch, &r->loss[mb],
+				      &r->correct[mb]);
+		memcpy(r->probs[mb], dt_model_probs(r->m),
+		       (size_t)r->probs_size * sizeof(float));
+	}
+	return NULL;
+}
+
+static void
+rank_run_init(struct rank_run *r, struct dt_model *m, const struct work *w)
+{
+	memset(r, 0, sizeof *r);
+	r->m = m;
+	r->w = w;
+	r->probs_size = w->batch * dt_model_labels_per_sample(m) *
+			dt_model_n_classes(m);
+	for (int mb = 0; mb < MICRO_BATCHES; mb++)
+		r->probs[mb] = dt_xalloc_floats((size_t)r->probs_size);
+}
+
+static void
+rank_run_fini(struct rank_run *r)
+{
+	for (int mb = 0; mb < MICRO_BATCHES; mb++)
+		free(r->probs[mb]);
+}
+
+/* Inputs for m: token ids below vocab when vocab > 0, else uniform values
+ * in [-1, 1); labels in [0, n_classes). */
+static void
+make_work(struct work *w, const struct dt_model *m, int64_t batch,
+	  int64_t vocab, bool training)
+{
+	int64_t nx, nl, classes = dt_model_n_classes(m);
+	float *x;
+	int32_t *labels;
+
+	w->batch = batch;
+	w->in_size = dt_model_input_size(m);
+	w->n_labels = dt_model_labels_per_sample(m);
+	w->training = training;
+	nx = MICRO_BATCHES * batch * w->in_size;
+	nl = MICRO_BATCHES * batch * w->n_labels;
+	x = dt_xalloc_floats((size_t)nx);
+	labels = dt_xcalloc((size_t)nl, sizeof *labels);
+	for (int64_t i = 0; i < nx; i++) {
+		double u = dt_rng_uniform(99, DT_RNG_SAMPLE, 1, (uint64_t)i);
+
+		x[i] = vocab > 0 ? (float)floor(u * (double)vocab)
+				 : (float)(2.0 * u - 1.0);
+	}
+	for (int64_t i = 0; i < nl; i++)
+		labels[i] = (int32_t)(dt_rng_uniform(99, DT_RNG_SAMPLE, 2,
+						     (uint64_t)i) *
+				      (double)classes);
+	w->x = x;
+	w->labels = labels;
+}
+
+static void
+free_work(struct work *w)
+{
+	free((void *)w->x);
+	free((void *)w->labels);
+}
+
+/* Whether the group runs split: set by the test of the split (when false,
+ * prepare_grads is skipped so the comparison must catch the double
+ * counting of replicated gradients). */
+struct outcome {
+	double worst_loss, worst_probs, worst_grad;
+	char worst_tensor[128];
+	int64_t correct_diff;
+	size_t moved[MAX_RANKS];
+	int mismatched;
+	bool params_equal;
+};
+
+/* Runs one model of text alone and a group of tp ranks on the same
+ * micro-batches (training or evaluation) and compares them: loss and
+ * probabilities of every rank, and in training the sum over the ranks of
+ * the gradient arenas (after dt_model_tp_prepare_grads when prepare). */
+static void
+compare(const char *text, int tp, int64_t batch, int64_t vocab,
+	bool training, bool prepare, struct outcome *out)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *ref, *m[MAX_RANKS];
+	struct rank_run one, runs[MAX_RANKS];
+	pthread_t th[MAX_RANKS];
+	struct group g = { .size = tp };
+	struct work w;
+	struct dt_error err;
+	size_t n_params, n_trained;
+	float *sum;
+
+	ck_assert_int_le(tp, MAX_RANKS);
+	memset(out, 0, sizeof *out);
+	parse_job(text, job);
+	ref = build(job, batch);
+	make_work(&w, ref, batch, vocab, training);
+	rank_run_init(&one, ref, &w);
+	run_rank(&one);
+
+	pthread_barrier_init(&g.barrier, NULL, (unsigned)tp);
+	for (int r = 0; r < tp; r++) {
+		enum dt_status st;
+
+		m[r] = build(job, batch);
+		st = dt_model_plan_tensor_parallel(m[r], job, tp, &err);
+		ck_assert_msg(st == DT_OK, "%s", err.msg);
+		rank_run_init(&runs[r], m[r], &w);
+		runs[r].rc.g = &g;
+		runs[r].rc.rank = r;
+		dt_model_set_tensor_group(m[r], r, tp, group_allreduce,
+					  &runs[r].rc);
+	}
+	for (int r = 0; r < tp; r++)
+		ck_assert_int_eq(pthread_create(&th[r], NULL, run_rank,
+						&runs[r]), 0);
+	for (int r = 0; r < tp; r++)
+		pthread_join(th[r], NULL);
+	pthread_barrier_destroy(&g.barrier);
+	out->mismatched = g.mismatched;
+	memcpy(out->moved, g.moved, sizeof g.moved);
+
+	for (int r = 0; r < tp; r++)
+		for (int mb = 0; mb < MICRO_BATCHES; mb++) {
+			out->worst_loss = fmax(out->worst_loss,
+					       rel_err_scalar(runs[r].loss[mb],
+							      one.loss[mb]));
+			out->worst_probs = fmax(out->worst_probs,
+						rel_err(runs[r].probs[mb],
+							one.probs[mb],
+							one.probs_size));
+			out->correct_diff += llabs(runs[r].correct[mb] -
+						   one.correct[mb]);
+		}
+
+	n_params = dt_model_n_params(ref);
+	n_trained = dt_model_n_trained(ref);
+	out->params_equal = true;
+	for (int r = 0; r < tp; r++)
+		if (memcmp(dt_model_params(m[r]), dt_model_params(ref),
+			   n_params * sizeof(float)) != 0)
+			out->params_equal = false;
+	sum = dt_xalloc_floats(n_params);
+	for (int r = 0; r < tp; r++) {
+		const float *gr = dt_model_grads(m[r]);
+
+		if (prepare)
+			dt_model_tp_prepare_grads(m[r]);
+		for (size_t i = 0; i < n_trained; i++)
+			sum[i] += gr[i];
+	}
+	for (int t = 0; t < dt_model_n_tensors(ref); t++) {
+		struct dt_tensor_info ti;
+		double e;
+
+		dt_model_tensor_info(ref, t, &ti);
+		if (ti.offset >= n_trained)
+			continue;
+		e = rel_err(sum + ti.offset, dt_model_grads(ref) + ti.offset,
+			    ti.size);
+		if (e > out->worst_grad || out->worst_tensor[0] == '\0') {
+			out->worst_grad = fmax(e, out->worst_grad);
+			snprintf(out->worst_tensor, sizeof out->worst_tensor,
+				 "%s.%s", ti.node, ti.name);
+		}
+	}
+	if (!training)
+		ck_assert_msg(out->worst_grad == 0.0, "eval wrote gradients");
+
+	free(sum);
+	for (int r = 0; r < tp; r++) {
+		rank_run_fini(&runs[r]);
+		dt_model_free(m[r]);
+	}
+	rank_run_fini(&one);
+	dt_model_free(ref);
+	free_work(&w);
+	free(job);
+}
+
+static void
+expect_match(const char *what, const char *text, int tp, int64_t batch,
+	     int64_t vocab, bool training, int64_t floats_per_sample)
+{
+	struct outcome o;
+
+	compare(text, tp, batch, vocab, training, true, &o);
+	ck_assert_msg(o.worst_loss <= TOL, "%s tp=%d: loss off by %g", what,
+		      tp, o.worst_loss);
+	ck_assert_msg(o.worst_probs <= TOL, "%s tp=%d: probs off by %g", what,
+		      tp, o.worst_probs);
+	ck_assert_msg(o.worst_grad <= TOL, "%s tp=%d: gradient of %s off by "
+		      "%g", what, tp, o.worst_tensor, o.worst_grad);
+	ck_assert_msg(o.correct_diff == 0, "%s tp=%d: n_correct differs",
+		      what, tp);
+	ck_assert_msg(o.params_equal, "%s tp=%d: parameters differ", what,
+		      tp);
+	ck_assert_int_eq(o.mismatched, 0);
+	/* Every rank passes the same floats to the sums: in training the
+	 * plan's count, in evaluation the forward part of it. */
+	for (int r = 0; r < tp; r++)
+		ck_assert_msg(o.moved[r] == (size_t)(floats_per_sample *
+						     batch * MICRO_BATCHES),
+			      "%s tp=%d rank %d: %zu floats summed, the plan "
+			      "says %lld per sample", what, tp, r, o.moved[r],
+			      (long long)floats_per_sample);
+}
+
+/* The floats per sample by hand (graph.h's rule), for training and for
+ * evaluation (forward sums only). MLP: d0 is a column layer reading the
+ * model input (no input gradient, no sum), d1 a row layer summing its
+ * output (16), d2 a column layer summing its input gradient (16), d3 a
+ * row layer summing its output (6). */
+#define MLP_TRAIN_FLOATS (16 + 16 + 6)
+#define MLP_EVAL_FLOATS (16 + 6)
+/* gpt (T = 8, C = 16): attention sums its output and its input gradient
+ * (T*C each), fc its input gradient (T*C), proj its output (T*C). */
+#define GPT_TRAIN_FLOATS (4 * 8 * 16)
+#define GPT_EVAL_FLOATS (2 * 8 * 16)
+
+START_TEST(test_mlp_train)
+{
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_match("mlp", mlp_text, tp, 3, 0, true, MLP_TRAIN_FLOATS);
+}
+END_TEST
+
+START_TEST(test_mlp_eval)
+{
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_match("mlp", mlp_text, tp, 3, 0, false, MLP_EVAL_FLOATS);
+}
+END_TEST
+
+START_TEST(test_gpt_train)
+{
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_match("gpt", gpt_text, tp, 2, 16, true, GPT_TRAIN_FLOATS);
+}
+END_TEST
+
+START_TEST(test_gpt_eval)
+{
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_match("gpt", gpt_text, tp, 2, 16, false, GPT_EVAL_FLOATS);
+}
+END_TEST
+
+/* fc and attention read outputs another node reads too (din_add), and
+ * attention has no biases. */
+START_TEST(test_gpt_bare_train)
+{
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_match("gpt-bare", gpt_bare_text, tp, 2, 16, true,
+		     GPT_TRAIN_FLOATS);
+}
+END_TEST
+
+/* The comparison has teeth: without dt_model_tp_prepare_grads the
+ * replicated gradients count tp times and the check must see it. */
+START_TEST(test_unprepared_grads_differ)
+{
+	struct outcome o;
+
+	compare(gpt_text, 2, 2, 16, true, false, &o);
+	ck_assert_msg(o.worst_loss <= TOL, "loss off by %g", o.worst_loss);
+	ck_assert_msg(o.worst_grad > 0.5, "gradients summed without "
+		      "prepare_grads matched (%g, %s)", o.worst_grad,
+		      o.worst_tensor);
+}
+END_TEST
+
+/* Which nodes split, the floats each node range sums, and FLOPs. */
+START_TEST(test_plan_mlp)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_layer_info li;
+	struct dt_error err;
+	double flops1;
+	int last;
+
+	parse_job(mlp_text, job);
+	m = build(job, 0);	/* shapes only, as plan/ builds it */
+	last = dt_model_n_layers(m) - 1;
+	ck_assert_int_eq(last, 8);	/* d0 relu drop d1 relu d2 gelu d3
+					 * loss */
+	flops1 = dt_model_flops_per_sample(m);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, last), 0);
+
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 2, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, last),
+			 MLP_TRAIN_FLOATS);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, 3), 16);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 4, last), 16 + 6);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, 2), 0);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 5, 5), 16);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 7, 7), 6);
+
+	/* d0: 2*20*32/2 + 32/2; d1: 2*32*16/2 + 16 (its bias is whole) */
+	dt_model_layer_info(m, 0, &li);
+	ck_assert_str_eq(li.name, "d0");
+	ck_assert_double_eq(li.fwd_flops, 640.0 + 16.0);
+	dt_model_layer_info(m, 3, &li);
+	ck_assert_str_eq(li.name, "d1");
+	ck_assert_double_eq(li.fwd_flops, 512.0 + 16.0);
+	dt_model_layer_info(m, 7, &li);
+	ck_assert_str_eq(li.name, "d3");
+	ck_assert_double_eq(li.fwd_flops, 144.0 + 6.0);
+	/* by dense nodes, (1312 + 1040 + 792 + 294) - (656 + 528 + 396 +
+	 * 150) = 1708 fewer forward FLOPs */
+	ck_assert_double_eq_tol(dt_model_flops_per_sample(m),
+				flops1 - 3.0 * 1708.0, 1e-9);
+
+	/* 1 gives the unsplit model back, to the bit */
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 1, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, last), 0);
+	ck_assert(dt_model_flops_per_sample(m) == flops1);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+START_TEST(test_plan_gpt)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_layer_info li;
+	struct dt_error err;
+	int n;
+
+	parse_job(gpt_text, job);
+	m = build(job, 0);
+	n = dt_model_n_layers(m);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0, n - 1),
+			 GPT_TRAIN_FLOATS);
+	for (int i = 0; i < n; i++) {
+		dt_model_layer_info(m, i, &li);
+		if (strcmp(li.name, "attn") == 0) {
+			/* T = 8, C = 16, h = 4, over 4 ranks: projections
+			 * 2*T*C*4C/4, qkv bias 3*T*C/4, proj bias T*C,
+			 * scores and sum 4*T*T*C/4, softmax 5*h*T*T/4 */
+			double want = 2.0 * 8 * 16 * 64 / 4 + 3.0 * 8 * 16 / 4
+				    + 8 * 16 + 4.0 * 8 * 8 * 16 / 4
+				    + 5.0 * 4 * 8 * 8 / 4;
+
+			ck_assert_double_eq_tol(li.fwd_flops, want, 1e-9);
+			ck_assert_int_eq(dt_model_tp_floats_per_sample(m, i,
+								       i),
+					 2 * 8 * 16);
+		}
+		if (strcmp(li.name, "head") == 0)	/* not split */
+			ck_assert_double_eq(li.fwd_flops,
+					    8.0 * (2 * 16 * 16 + 16));
+	}
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* A degree that does not divide a layer: DT_ERR_PLAN naming the layer's
+ * place and name. */
+START_TEST(test_plan_errors)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+
+	parse_job(mlp_text, job);
+	m = build(job, 0);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 3, &err),
+			 DT_ERR_PLAN);
+	ck_assert_int_eq(err.status, DT_ERR_PLAN);
+	ck_assert_str_eq(err.msg, "job.yaml:6:7: model.layers.0 (d0): "
+			 "tensor_parallel 3 does not divide units 32");
+	/* the failed plan leaves nothing split */
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0,
+						       dt_model_n_layers(m) -
+						       1), 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 0, &err),
+			 DT_ERR_PLAN);
+	dt_model_free(m);
+
+	parse_job(gpt_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 8, &err),
+			 DT_ERR_PLAN);
+	ck_assert_str_eq(err.msg, "job.yaml:9:7: model.layers.3 (attn): "
+			 "tensor_parallel 8 does not divide heads 4");
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+static Suite *
+graph_tp_suite(void)
+{
+	Suite *s = suite_create("graph_tp");
+	TCase *plan = tcase_create("plan");
+	TCase *group = tcase_create("group");
+
+	tcase_add_test(plan, test_plan_mlp);
+	tcase_add_test(plan, test_plan_gpt);
+	tcase_add_test(plan, test_plan_errors);
+	suite_add_tcase(s, plan);
+
+	tcase_set_timeout(group, 60);
+	tcase_add_loop_test(group, test_mlp_train, 0, 2);
+	tcase_add_loop_test(group, test_mlp_eval, 0, 2);
+	tcase_add_loop_test(group, test_gpt_train, 0, 2);
+	tcase_add_loop_test(group, test_gpt_eval, 0, 2);
+	tcase_add_loop_test(group, test_gpt_bare_train, 0, 2);
+	tcase_add_test(group, test_unprepared_grads_differ);
+	suite_add_tcase(s, group);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(graph_tp_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
