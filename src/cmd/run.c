@@ -270,12 +270,15 @@ run_child(const char **args)
 }
 
 /* What can be refused before mpirun starts, so that a mistake costs no
- * MPI start-up and leaves nothing behind: the model's shapes, a schedule
- * that does not fit a run length given in steps, and (for a new run) a run
- * directory that already holds results. */
+ * MPI start-up and leaves nothing behind: the model's shapes, with plan
+ * (the layout of -n ranks; NULL without -n) a tensor-parallel degree that
+ * does not divide a split layer and pipeline stages the model cannot take
+ * (the checks of plan --dry-run, in its words), a schedule that does not
+ * fit a run length given in steps, and (for a new run) a run directory
+ * that already holds results. */
 static enum dt_status
 precheck(const struct run_args *a, const struct dt_job *job,
-	 struct dt_error *err)
+	 const struct dt_plan *plan, struct dt_error *err)
 {
 	struct dt_model *model = NULL;
 	struct dt_lr_schedule sched;
@@ -283,6 +286,18 @@ precheck(const struct run_args *a, const struct dt_job *job,
 	enum dt_status st = dt_model_new(job, 0, &model, err);
 	struct stat sb;
 
+	if (st == DT_OK && plan != NULL && plan->tp_size > 1)
+		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
+						   err);
+	if (st == DT_OK && plan != NULL) {
+		int *stage_of_node = dt_xmalloc(
+			(size_t)dt_model_n_layers(model),
+			sizeof *stage_of_node);
+
+		st = dt_plan_stages(job, model, plan->pp_size, stage_of_node,
+				    err);
+		free(stage_of_node);
+	}
 	dt_model_free(model);
 	if (st == DT_OK && job->train.steps > 0)
 		st = dt_plan_schedule(job, job->train.steps, &sched, err);
@@ -318,7 +333,7 @@ launch(int argc, char **argv, const struct run_args *a,
 	if (a->n_ranks > 0 &&
 	    dt_plan_batch(job, a->n_ranks, &plan, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
-	if (precheck(a, job, &err) != DT_OK)
+	if (precheck(a, job, a->n_ranks > 0 ? &plan : NULL, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len < 0) {

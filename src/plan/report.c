@@ -3,10 +3,12 @@
 #include "plan/plan.h"
 
 #include <json.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dist/ps.h"
 #include "graph/graph.h"
+#include "util/alloc.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 
@@ -28,6 +30,92 @@ optim_buffers(const struct dt_job *job)
 	return 2;
 }
 
+/* What a rank of each stage holds and moves; describe() fills one per
+ * stage. */
+struct stage_plan {
+	struct dt_stage_info si;
+	int64_t in_flight;		/* micro-batches whose activations
+					 * the stage holds at once */
+	int64_t tp_floats;		/* per sample, summed in the tensor
+					 * group */
+	struct json_object *memory;	/* of one of its ranks */
+	int64_t total;			/* bytes, of one of its ranks */
+	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
+};
+
+/* The stages of the layout into stage_of_node (n entries). The callers
+ * (plan, run) refuse the job before this when dt_plan_stages does;
+ * should it fail here all the same, the FLOPs balance stands in, so the
+ * description is always made. */
+static void
+layout(const struct dt_job *job, const struct dt_plan *plan,
+       const struct dt_model *model, int *stage_of_node)
+{
+	int n = dt_model_n_layers(model), pp = plan->pp_size;
+	struct dt_error err;
+	double *cost;
+
+	if (pp < 1)
+		pp = 1;
+	if (dt_plan_stages(job, model, pp, stage_of_node, &err) == DT_OK)
+		return;
+	cost = dt_xmalloc((size_t)n, sizeof *cost);
+
+	for (int i = 0; i < n; i++) {
+		struct dt_layer_info li;
+
+		dt_model_layer_info(model, i, &li);
+		cost[i] = li.fwd_flops;
+	}
+	dt_plan_partition(cost, n, pp < n ? pp : n, stage_of_node);
+	free(cost);
+}
+
+/* One stage's memory and bytes per step, for a rank of it (every rank of
+ * a stage holds and moves the same). */
+static void
+plan_stage(const struct dt_job *job, const struct dt_plan *plan,
+	   const struct dt_model *model, int64_t dataset, int64_t loader,
+	   struct stage_plan *sp)
+{
+	int64_t n_params = (int64_t)dt_model_n_params(model);
+	int64_t n_trained = (int64_t)dt_model_n_trained(model);
+	int64_t bufs = optim_buffers(job), mb = plan->micro_batch;
+	int64_t input = dt_model_input_size(model) * mb;
+	int64_t per_step = mb * plan->grad_accum_steps;
+	int64_t act = (sp->si.act_floats * mb * sp->in_flight + input) * 4;
+	int64_t trained = (int64_t)(sp->si.trained_hi - sp->si.trained_lo);
+	/* Summed in double when dt_plan_exact_accum says so: an accumulator
+	 * of the trained floats, and 8 bytes a value in the all-reduce. */
+	int exact = dt_plan_exact_accum(plan);
+	int64_t acc = exact ? trained * 8 : 0;
+	struct json_object *mem = json_object_new_object();
+
+	/* Every rank holds the whole parameter and gradient arenas (and
+	 * the optimizer state over them) in this version. */
+	ADD(mem, "params", json_object_new_int64(n_params * 4));
+	ADD(mem, "grads", json_object_new_int64(n_params * 4));
+	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_trained * 4));
+	ADD(mem, "grad_accumulator", json_object_new_int64(acc));
+	ADD(mem, "activations", json_object_new_int64(act));
+	ADD(mem, "dataset", json_object_new_int64(dataset));
+	ADD(mem, "loader", json_object_new_int64(loader));
+	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
+	sp->total = n_params * 4 * 2 + n_trained * 4 * bufs + acc + act +
+		    dataset + loader + DT_PLAN_RUNTIME_BYTES;
+	ADD(mem, "total", json_object_new_int64(sp->total));
+	sp->memory = mem;
+	/* The three counts the trainer measures and writes to summary.json
+	 * (bytes_per_step): keep them computed exactly this way. */
+	sp->p2p = (sp->si.send_fwd_floats + sp->si.send_bwd_floats) * 4 *
+		  per_step;
+	sp->grad_allreduce = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
+			     plan->dp_size * plan->tp_size > 1 ?
+			     trained * (exact ? 8 : 4) : 0;
+	sp->tp_allreduce = plan->tp_size > 1 ? sp->tp_floats * 4 * per_step :
+			   0;
+}
+
 struct json_object *
 dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		 const struct dt_model *model, int blas_threads,
@@ -38,29 +126,38 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	struct json_object *grid = json_object_new_object();
 	struct json_object *batch = json_object_new_object();
 	struct json_object *layers = json_object_new_array();
-	struct json_object *mem = json_object_new_object();
+	struct json_object *stages = json_object_new_array();
 	struct json_object *comm = json_object_new_object();
 	struct json_object *data = json_object_new_object();
 	struct json_object *ranks = json_object_new_array();
+	int n_nodes = dt_model_n_layers(model);
+	int pp = plan->pp_size > 0 ? plan->pp_size : 1;
+	int *stage_of_node = dt_xmalloc((size_t)n_nodes, sizeof *stage_of_node);
+	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
 	int64_t n_params = (int64_t)dt_model_n_params(model);
 	int64_t n_trained = (int64_t)dt_model_n_trained(model);
-	int64_t act = dt_model_act_floats_per_sample(model) * plan->micro_batch;
 	int64_t input = dt_model_input_size(model) * plan->micro_batch;
-	int64_t p = plan->dp_size, grad_bytes = n_trained * 4;
-	int64_t ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
+	int64_t p = plan->dp_size, grad_bytes = n_trained * 4, ring;
 	double fwd = 0, total_flops;
 	int64_t steps_per_epoch = -1, dropped = -1, total_steps = -1;
 	int64_t bufs = optim_buffers(job);
-	int64_t per_rank;
 	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
 	int async = ps && job->parallel.mode == DT_PS_ASYNC;
 	int n_servers = ps ? (int)job->parallel.servers : 0;
+	int split = pp > 1 || plan->tp_size > 1, busiest = 0;
 
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(grid, "world_size", json_object_new_int(plan->world_size));
 	ADD(grid, "data_parallel", json_object_new_int(plan->dp_size));
-	ADD(grid, "pipeline_parallel", json_object_new_int(1));
-	ADD(grid, "tensor_parallel", json_object_new_int(1));
+	ADD(grid, "pipeline_parallel", json_object_new_int(pp));
+	ADD(grid, "tensor_parallel", json_object_new_int(
+		    plan->tp_size > 0 ? plan->tp_size : 1));
+	ADD(grid, "schedule", json_object_new_string(
+		    plan->pipe_schedule == DT_PIPE_1F1B ? "1f1b" : "gpipe"));
+	ADD(grid, "micro_batches", json_object_new_int64(
+		    plan->grad_accum_steps));
+	ADD(grid, "bubble_fraction", json_object_new_double(
+		    dt_plan_bubble(plan)));
 	ADD(grid, "blas_threads_per_rank", json_object_new_int(blas_threads));
 	ADD(o, "grid", grid);
 
@@ -83,7 +180,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	    json_object_new_int64(total_steps) : NULL);
 	ADD(o, "batch", batch);
 
-	for (int i = 0; i < dt_model_n_layers(model); i++) {
+	layout(job, plan, model, stage_of_node);
+	for (int i = 0; i < n_nodes; i++) {
 		struct dt_layer_info li;
 		struct json_object *l = json_object_new_object();
 
@@ -95,7 +193,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		ADD(l, "fwd_flops_per_sample", json_object_new_double(li.fwd_flops));
 		ADD(l, "bwd_flops_per_sample",
 		    json_object_new_double(2 * li.fwd_flops));
-		ADD(l, "stage", json_object_new_int(0));
+		ADD(l, "stage", json_object_new_int(stage_of_node[i]));
 		json_object_array_add(layers, l);
 		fwd += li.fwd_flops;
 	}
@@ -107,12 +205,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	ADD(o, "flops_per_step",
 	    json_object_new_double(total_flops * (double)plan->global_batch));
 
-	/* Per-rank memory in bytes; every data-parallel rank holds the same. */
-	ADD(mem, "params", json_object_new_int64(n_params * 4));
-	ADD(mem, "grads", json_object_new_int64(n_params * 4));
-	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_trained * 4));
-	ADD(mem, "activations", json_object_new_int64((act + input) * 4));
-	ADD(mem, "dataset", json_object_new_int64(train_bytes + eval_bytes));
 	/* The loader thread's ring of prepared micro-batches (inputs and
 	 * labels) and its own copy of the epoch order. */
 	int64_t slots = job->data.prefetch * plan->grad_accum_steps;
@@ -120,13 +212,69 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 			 slots * (input + plan->micro_batch *
 				  dt_model_labels_per_sample(model)) * 4 +
 			 (n_train > 0 ? n_train * 8 : 0) : 0;
-	ADD(mem, "loader", json_object_new_int64(loader));
-	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	per_rank = n_params * 4 * 2 + n_trained * 4 * bufs + (act + input) * 4 +
-		   train_bytes +
-		   eval_bytes + loader + DT_PLAN_RUNTIME_BYTES;
-	ADD(mem, "total", json_object_new_int64(per_rank));
-	ADD(o, "memory_per_rank", mem);
+
+	for (int s = 0; s < pp; s++) {
+		struct json_object *x = json_object_new_object();
+		struct json_object *names = json_object_new_array();
+		struct json_object *in = json_object_new_array();
+		const struct dt_stage_info *si = &sp[s].si;
+
+		dt_model_stage_info(model, stage_of_node, pp, s, &sp[s].si);
+		/* Data parallelism runs one micro-batch at a time; a split
+		 * model keeps a slot per micro-batch in flight (all of the
+		 * step's without a pipeline, as GPipe). */
+		sp[s].in_flight = split ? dt_plan_in_flight(plan, s) : 1;
+		sp[s].tp_floats = dt_model_tp_floats_per_sample(
+			model, si->first_node, si->last_node);
+		plan_stage(job, plan, model, train_bytes + eval_bytes, loader,
+			   &sp[s]);
+		if (sp[s].total > sp[busiest].total)
+			busiest = s;
+		for (int i = si->first_node; i <= si->last_node; i++) {
+			struct dt_layer_info li;
+
+			dt_model_layer_info(model, i, &li);
+			json_object_array_add(names,
+					      json_object_new_string(li.name));
+		}
+		for (int r = 0; r < plan->world_size && !(ps &&
+		     r >= plan->dp_size); r++) {
+			struct dt_grid_pos pos;
+
+			dt_plan_position(plan, r, &pos);
+			if (pos.stage == s)
+				json_object_array_add(in,
+						      json_object_new_int(r));
+		}
+		ADD(x, "stage", json_object_new_int(s));
+		ADD(x, "first_node", json_object_new_int(si->first_node));
+		ADD(x, "last_node", json_object_new_int(si->last_node));
+		ADD(x, "nodes", names);
+		ADD(x, "flops_per_sample",
+		    json_object_new_double(si->flops_per_sample));
+		ADD(x, "params", json_object_new_int64(si->n_params));
+		ADD(x, "trained_params", json_object_new_int64(
+			    (int64_t)(si->trained_hi - si->trained_lo)));
+		ADD(x, "activation_floats_per_sample",
+		    json_object_new_int64(si->act_floats));
+		ADD(x, "micro_batches_in_flight",
+		    json_object_new_int64(sp[s].in_flight));
+		ADD(x, "activation_bytes", json_object_new_int64(
+			    si->act_floats * plan->micro_batch *
+			    sp[s].in_flight * 4));
+		ADD(x, "send_fwd_floats_per_sample",
+		    json_object_new_int64(si->send_fwd_floats));
+		ADD(x, "send_bwd_floats_per_sample",
+		    json_object_new_int64(si->send_bwd_floats));
+		ADD(x, "tp_floats_per_sample",
+		    json_object_new_int64(sp[s].tp_floats));
+		ADD(x, "ranks", in);
+		json_object_array_add(stages, x);
+	}
+	ADD(o, "stages", stages);
+
+	/* The busiest rank's memory (every rank's without a pipeline). */
+	ADD(o, "memory_per_rank", json_object_get(sp[busiest].memory));
 
 	if (ps) {
 		/* A worker pushes its gradient and pulls the parameters, all
@@ -149,6 +297,21 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		ADD(comm, "max_staleness", json_object_new_int64(
 			    async ? job->parallel.max_staleness : 0));
 	} else {
+		/* The ring over the dp x tp ranks of the stage with the most
+		 * trained floats, in the precision they are summed in. */
+		int64_t elem = dt_plan_exact_accum(plan) ? 8 : 4;
+
+		grad_bytes = 0;
+		for (int s = 0; s < pp; s++) {
+			int64_t b = (int64_t)(sp[s].si.trained_hi -
+					      sp[s].si.trained_lo) * elem;
+
+			if (b > grad_bytes)
+				grad_bytes = b;
+		}
+		p = (int64_t)plan->dp_size * (plan->tp_size > 0 ?
+					      plan->tp_size : 1);
+		ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
 		ADD(comm, "algorithm", json_object_new_string("ring all-reduce"));
 		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
 		ADD(comm, "sent_per_step", json_object_new_int64(ring));
@@ -164,9 +327,11 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 
 	for (int r = 0; r < plan->world_size; r++) {
 		struct json_object *x = json_object_new_object();
+		struct json_object *bytes;
+		struct dt_grid_pos pos;
 
 		ADD(x, "rank", json_object_new_int(r));
-		if (r >= plan->dp_size) {
+		if (ps && r >= plan->dp_size) {
 			size_t off, len;
 
 			dt_ps_shard((size_t)n_trained, n_servers,
@@ -178,15 +343,31 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 			json_object_array_add(ranks, x);
 			continue;
 		}
-		ADD(x, "role", json_object_new_string(ps ? "worker" :
-						      "data-parallel worker"));
-		ADD(x, "dp_rank", json_object_new_int(r));
-		ADD(x, "stage", json_object_new_int(0));
+		dt_plan_position(plan, r, &pos);
+		ADD(x, "role", json_object_new_string(
+			    ps ? "worker" : split ? "model-parallel worker" :
+			    "data-parallel worker"));
+		ADD(x, "dp_rank", json_object_new_int(pos.dp));
+		ADD(x, "dp", json_object_new_int(pos.dp));
+		ADD(x, "stage", json_object_new_int(pos.stage));
+		ADD(x, "tp", json_object_new_int(pos.tp));
 		ADD(x, "samples_per_step",
 		    json_object_new_int64(plan->per_rank_batch));
+		ADD(x, "memory", json_object_get(sp[pos.stage].memory));
+		bytes = json_object_new_object();
+		ADD(bytes, "p2p_bytes", json_object_new_int64(sp[pos.stage].p2p));
+		ADD(bytes, "grad_allreduce_bytes",
+		    json_object_new_int64(sp[pos.stage].grad_allreduce));
+		ADD(bytes, "tp_allreduce_bytes",
+		    json_object_new_int64(sp[pos.stage].tp_allreduce));
+		ADD(x, "bytes_per_step", bytes);
 		json_object_array_add(ranks, x);
 	}
 	ADD(o, "ranks", ranks);
+	for (int s = 0; s < pp; s++)
+		json_object_put(sp[s].memory);
+	free(sp);
+	free(stage_of_node);
 	return o;
 }
 
@@ -228,15 +409,143 @@ flops_text(char *buf, size_t size, double f)
 		snprintf(buf, size, "%.0f FLOP", f);
 }
 
+static struct json_object *
+get(const struct json_object *o, const char *key)
+{
+	struct json_object *x = NULL;
+
+	json_object_object_get_ex(o, key, &x);
+	return x;
+}
+
+/* "0-1, 4-5, 8": the ints of array a, runs of consecutive ones as
+ * ranges. */
+static void
+print_list(FILE *out, struct json_object *a)
+{
+	size_t n = json_object_array_length(a);
+
+	for (size_t i = 0; i < n;) {
+		int64_t lo = json_object_get_int64(
+			json_object_array_get_idx(a, i));
+		size_t j = i;
+
+		while (j + 1 < n && json_object_get_int64(
+			       json_object_array_get_idx(a, j + 1)) ==
+		       lo + (int64_t)(j + 1 - i))
+			j++;
+		if (j == i)
+			fprintf(out, "%s%lld", i ? ", " : "", (long long)lo);
+		else
+			fprintf(out, "%s%lld-%lld", i ? ", " : "",
+				(long long)lo, (long long)(lo + (int64_t)(j - i)));
+		i = j + 1;
+	}
+}
+
+static void
+print_memory(FILE *out, const char *head, struct json_object *mem)
+{
+	static const char *const memkeys[] = { "params", "grads",
+					       "optimizer_state",
+					       "grad_accumulator",
+					       "activations", "dataset",
+					       "loader", "runtime", "total" };
+	char b[32];
+
+	fprintf(out, "%s", head);
+	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
+		/* The accumulator exists only on the double path. */
+		if (strcmp(memkeys[i], "grad_accumulator") == 0 &&
+		    get_i(mem, memkeys[i], NULL) <= 0)
+			continue;
+		bytes_text(b, sizeof b, get_i(mem, memkeys[i], NULL));
+		fprintf(out, "%s %s %s", i ? "," : "", memkeys[i], b);
+	}
+}
+
+/* Per stage: its nodes, work, ranks, and what each of its ranks holds
+ * and moves per optimizer step. */
+static void
+print_stages(const struct json_object *d, FILE *out)
+{
+	struct json_object *stages = get(d, "stages"), *ranks = get(d, "ranks");
+	int world = (int)get_i(d, "grid", "world_size");
+	char b1[32], b2[32], b3[32];
+
+	fprintf(out, "\n");
+	for (size_t s = 0; s < json_object_array_length(stages); s++) {
+		struct json_object *st = json_object_array_get_idx(stages, s);
+		struct json_object *nodes = get(st, "nodes"), *in = get(st, "ranks");
+		struct json_object *r, *bytes;
+		size_t nn = json_object_array_length(nodes);
+
+		if (json_object_array_length(in) == 0)
+			continue;
+		r = json_object_array_get_idx(ranks, (size_t)
+			json_object_get_int64(json_object_array_get_idx(in, 0)));
+		flops_text(b1, sizeof b1, json_object_get_double(
+				   get(st, "flops_per_sample")));
+		if (nn == 1)
+			fprintf(out, "stage %zu: node %lld (%s)", s,
+				(long long)get_i(st, "first_node", NULL),
+				json_object_get_string(
+					json_object_array_get_idx(nodes, 0)));
+		else
+			fprintf(out, "stage %zu: nodes %lld-%lld (%s .. %s, "
+				"%zu)", s,
+				(long long)get_i(st, "first_node", NULL),
+				(long long)get_i(st, "last_node", NULL),
+				json_object_get_string(
+					json_object_array_get_idx(nodes, 0)),
+				json_object_get_string(
+					json_object_array_get_idx(nodes,
+								  nn - 1)), nn);
+		fprintf(out, ", %s per sample, %lld parameters\n", b1,
+			(long long)get_i(st, "params", NULL));
+		fprintf(out, "  ranks ");
+		print_list(out, in);
+		if (world <= 16) {
+			fprintf(out, " (dp, stage, tp:");
+			for (size_t i = 0; i < json_object_array_length(in);
+			     i++) {
+				struct json_object *x = json_object_array_get_idx(
+					ranks, (size_t)json_object_get_int64(
+						json_object_array_get_idx(in,
+									  i)));
+
+				fprintf(out, "%s %lld,%lld,%lld", i ? ";" : "",
+					(long long)get_i(x, "dp", NULL),
+					(long long)get_i(x, "stage", NULL),
+					(long long)get_i(x, "tp", NULL));
+			}
+			fprintf(out, ")");
+		}
+		fprintf(out, "; %lld micro-batch(es) of activations held\n",
+			(long long)get_i(st, "micro_batches_in_flight", NULL));
+		print_memory(out, "  memory per rank:", get(r, "memory"));
+		bytes = get(r, "bytes_per_step");
+		bytes_text(b1, sizeof b1, get_i(bytes, "p2p_bytes", NULL));
+		bytes_text(b2, sizeof b2, get_i(bytes, "grad_allreduce_bytes",
+						NULL));
+		bytes_text(b3, sizeof b3, get_i(bytes, "tp_allreduce_bytes",
+						NULL));
+		fprintf(out, "\n  bytes per rank and step: point-to-point %s, "
+			"gradient all-reduce %s, tensor all-reduce %s\n", b1,
+			b2, b3);
+	}
+	fprintf(out, "every rank holds the whole parameter and gradient "
+		"arenas in this version; a stage trains and syncs only its "
+		"own part\n");
+}
+
 void
 dt_plan_print(const struct json_object *d, FILE *out)
 {
 	struct json_object *layers, *x;
 	char b1[32], b2[32], b3[32];
-	static const char *const memkeys[] = { "params", "grads",
-					       "optimizer_state",
-					       "activations", "dataset",
-					       "loader", "runtime", "total" };
+	int64_t pp = get_i(d, "grid", "pipeline_parallel");
+	int split = pp > 1 || get_i(d, "grid", "tensor_parallel") > 1;
 
 	json_object_object_get_ex(d, "name", &x);
 	fprintf(out, "plan for %s\n\n", json_object_get_string(x));
@@ -244,9 +553,16 @@ dt_plan_print(const struct json_object *d, FILE *out)
 		"tensor %lld; %lld BLAS thread(s) per rank\n",
 		(long long)get_i(d, "grid", "world_size"),
 		(long long)get_i(d, "grid", "data_parallel"),
-		(long long)get_i(d, "grid", "pipeline_parallel"),
+		(long long)pp,
 		(long long)get_i(d, "grid", "tensor_parallel"),
 		(long long)get_i(d, "grid", "blas_threads_per_rank"));
+	if (pp > 1)
+		fprintf(out, "pipeline: %s schedule, %lld micro-batch(es) per "
+			"step, bubble %.1f%% of each step\n",
+			json_object_get_string(get(get(d, "grid"), "schedule")),
+			(long long)get_i(d, "grid", "micro_batches"),
+			100 * json_object_get_double(get(get(d, "grid"),
+							 "bubble_fraction")));
 	fprintf(out, "batch: global %lld = micro-batch %lld x accumulation "
 		"%lld x data-parallel %lld\n",
 		(long long)get_i(d, "batch", "global_batch"),
@@ -261,8 +577,9 @@ dt_plan_print(const struct json_object *d, FILE *out)
 					 "samples_dropped_per_epoch"),
 			(long long)get_i(d, "data", "train_samples"),
 			(long long)get_i(d, "batch", "total_steps"));
-	fprintf(out, "\n%-24s %-21s %-18s %12s %14s %14s\n", "layer", "kind",
-		"output", "params", "fwd/sample", "bwd/sample");
+	fprintf(out, "\n%-24s %-21s %-18s %12s %14s %14s%s\n", "layer", "kind",
+		"output", "params", "fwd/sample", "bwd/sample",
+		pp > 1 ? "  stage" : "");
 	json_object_object_get_ex(d, "layers", &layers);
 	for (size_t i = 0; i < json_object_array_length(layers); i++) {
 		struct json_object *l = json_object_array_get_idx(layers, i);
@@ -283,24 +600,29 @@ dt_plan_print(const struct json_object *d, FILE *out)
 			strcat(shp, ")");
 		flops_text(b1, sizeof b1, json_object_get_double(fw));
 		flops_text(b2, sizeof b2, 2 * json_object_get_double(fw));
-		fprintf(out, "%-24s %-21s %-18s %12lld %14s %14s\n",
+		fprintf(out, "%-24s %-21s %-18s %12lld %14s %14s",
 			json_object_get_string(name),
 			json_object_get_string(kind), shp,
 			(long long)get_i(l, "params", NULL), b1, b2);
+		if (pp > 1)
+			fprintf(out, "  %5lld", (long long)get_i(l, "stage",
+								 NULL));
+		fprintf(out, "\n");
 	}
 	json_object_object_get_ex(d, "flops_per_sample", &x);
 	flops_text(b1, sizeof b1, json_object_get_double(x));
 	json_object_object_get_ex(d, "flops_per_step", &x);
 	flops_text(b2, sizeof b2, json_object_get_double(x));
 	fprintf(out, "\ntotal: %lld parameters; %s per sample (forward + "
-		"backward), %s per optimizer step\n",
-		(long long)get_i(d, "params", NULL), b1, b2);
-	fprintf(out, "\nmemory per rank:");
-	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
-		bytes_text(b1, sizeof b1, get_i(d, "memory_per_rank",
-						memkeys[i]));
-		fprintf(out, "%s %s %s", i ? "," : "", memkeys[i], b1);
-	}
+		"backward%s), %s per optimizer step\n",
+		(long long)get_i(d, "params", NULL), b1,
+		get_i(d, "grid", "tensor_parallel") > 1 ?
+		", one tensor-parallel rank's share" : "", b2);
+	if (split)
+		print_stages(d, out);
+	else
+		print_memory(out, "\nmemory per rank:",
+			     get(d, "memory_per_rank"));
 	bytes_text(b1, sizeof b1, get_i(d, "communication_per_rank",
 					"sent_per_step"));
 	bytes_text(b2, sizeof b2, get_i(d, "communication_per_rank",
@@ -331,9 +653,12 @@ dt_plan_print(const struct json_object *d, FILE *out)
 			fprintf(out, "communication per worker and step: "
 				"pushes %s, pulls %s\n", b1, b2);
 		} else {
-			fprintf(out, "\ncommunication per rank and step: sent "
-				"%s, received %s (%s of %s of gradients)\n",
-				b1, b2, json_object_get_string(alg), b3);
+			fprintf(out, "%scommunication per rank and step: sent "
+				"%s, received %s (%s of %s of gradients%s)\n",
+				split ? "" : "\n", b1, b2,
+				json_object_get_string(alg), b3,
+				split ? " over the data- and tensor-parallel "
+				"ranks of the largest stage" : "");
 		}
 	}
 }

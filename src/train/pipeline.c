@@ -52,9 +52,12 @@ dt_pipe_setup(struct dt_run *r, struct dt_error *err)
 		return st;
 	n_nodes = dt_model_n_layers(shapes);
 	r->stage_of = dt_xcalloc((size_t)n_nodes, sizeof *r->stage_of);
-	st = dt_plan_stages(r->job, shapes, pp, r->stage_of, err);
-	if (st == DT_OK && tp > 1)
+	/* Stages balance one tensor-parallel rank's share of the work, as
+	 * dtrain plan does. */
+	if (tp > 1)
 		st = dt_model_plan_tensor_parallel(shapes, r->job, tp, err);
+	if (st == DT_OK)
+		st = dt_plan_stages(r->job, shapes, pp, r->stage_of, err);
 	if (st == DT_OK)
 		dt_model_stage_info(shapes, r->stage_of, pp, r->pos.stage,
 				    &r->sinfo);

@@ -12,7 +12,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ckpt-kill.sh \
 	tests/integration/http.sh \
 	tests/integration/sample.sh \
-	tests/integration/layouts.sh
+	tests/integration/layouts.sh \
+	tests/integration/layout-resume.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -1,6 +1,10 @@
-/* test_plan.c - batch arithmetic, BLAS threads, the single-process
- * communicator's agreement and the run directory's refusal to overwrite. */
+/* test_plan.c - batch arithmetic, the rank grid and its refusals, the
+ * pipeline schedules, stage partitions, the plan's per-rank figures, BLAS
+ * threads, the single-process communicator's agreement and the run
+ * directory's refusal to overwrite. */
 #include <check.h>
+#include <json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +12,7 @@
 #include <unistd.h>
 
 #include "dist/comm.h"
+#include "graph/graph.h"
 #include "plan/plan.h"
 #include "train/rundir.h"
 
@@ -97,13 +102,643 @@ START_TEST(contradictions_and_remainders)
 	job.train.clip_norm = 1;
 	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
 	ck_assert(strstr(err.msg, "not supported with parameter servers"));
-	/* Layouts the job file can describe but no rank can run yet. */
+	/* Strategy data: no pipeline, no tensor split. */
 	job.train.clip_norm = 0;
 	job.parallel.sync = DT_SYNC_ALLREDUCE;
-	job.parallel.strategy = DT_STRATEGY_HYBRID;
-	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_ERR_PLAN);
-	ck_assert(strstr(err.msg, "hybrid: pipeline and tensor parallelism are "
-			 "not implemented"));
+	ck_assert_int_eq(dt_plan_batch(&job, 4, &p, &err), DT_OK);
+	ck_assert_int_eq(p.dp_size, 4);
+	ck_assert_int_eq(p.pp_size, 1);
+	ck_assert_int_eq(p.tp_size, 1);
+	ck_assert_int_eq(p.micro_batch, 12);
+}
+END_TEST
+
+/* ---- the rank grid, from job texts (positions are checked) ---------- */
+
+static struct dt_error perr;
+
+/* A three-dense-layer job with `train` (a flow mapping) on line 9 and the
+ * lines of `parallel` from line 11 on:
+ *    1 data:
+ *    2   train: {images: a.idx, labels: b.idx}
+ *    3 model:
+ *    4   input_shape: [4]
+ *    5   layers:
+ *    6     - {type: dense, units: 8, activation: relu, name: d0}
+ *    7     - {type: dense, units: 8, name: d1}
+ *    8     - {type: dense, units: 3, name: d2}
+ *    9 train: TRAIN
+ *   10 parallel:
+ *   11 PARALLEL...                                                    */
+static void
+load(const char *train, const char *parallel)
+{
+	char text[2048];
+
+	snprintf(text, sizeof text,
+		 "data:\n"
+		 "  train: {images: a.idx, labels: b.idx}\n"
+		 "model:\n"
+		 "  input_shape: [4]\n"
+		 "  layers:\n"
+		 "    - {type: dense, units: 8, activation: relu, name: d0}\n"
+		 "    - {type: dense, units: 8, name: d1}\n"
+		 "    - {type: dense, units: 3, name: d2}\n"
+		 "train: %s\n"
+		 "parallel:\n"
+		 "%s", train, parallel);
+	memset(&job, 0, sizeof job);
+	if (dt_job_parse("job.yaml", text, strlen(text), NULL, 0, &job,
+			 &perr) != DT_OK)
+		ck_abort_msg("job does not parse: %s", perr.msg);
+}
+
+#define TRAIN32 "{global_batch: 32, steps: 10, lr: 0.1}"
+
+/* Resolves the loaded job on n ranks; expects it to work. */
+static struct dt_plan
+grid_ok(int n)
+{
+	struct dt_plan p;
+
+	if (dt_plan_batch(&job, n, &p, &perr) != DT_OK)
+		ck_abort_msg("%d ranks: %s", n, perr.msg);
+	ck_assert_int_eq(p.world_size, n);
+	ck_assert_int_eq(p.dp_size * p.pp_size * p.tp_size +
+			 (job.parallel.sync == DT_SYNC_PARAMETER_SERVER ?
+			  job.parallel.servers : 0), n);
+	return p;
+}
+
+/* Expects the loaded job on n ranks to be refused with a message that
+ * contains each of the (up to three) texts. */
+static void
+grid_fails(int n, const char *a, const char *b, const char *c)
+{
+	struct dt_plan p;
+
+	ck_assert_int_eq(dt_plan_batch(&job, n, &p, &perr), DT_ERR_PLAN);
+	if (!strstr(perr.msg, a) || (b && !strstr(perr.msg, b)) ||
+	    (c && !strstr(perr.msg, c)))
+		ck_abort_msg("message \"%s\" lacks \"%s\" / \"%s\" / \"%s\"",
+			     perr.msg, a, b ? b : "", c ? c : "");
+}
+
+START_TEST(grid_model)
+{
+	struct dt_plan p;
+
+	/* model, no degree: a pipeline over every rank. */
+	load(TRAIN32, "  strategy: model\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.dp_size, 1);
+	ck_assert_int_eq(p.pp_size, 4);
+	ck_assert_int_eq(p.tp_size, 1);
+	ck_assert_int_eq(p.micro_batch, 32);
+	ck_assert_int_eq(p.global_batch, 32);	/* dp only */
+	ck_assert_int_eq(p.pipe_schedule, DT_PIPE_GPIPE);
+	/* model, tensor only: pp defaults to 1. */
+	load(TRAIN32, "  strategy: model\n  tensor_parallel: 2\n");
+	p = grid_ok(2);
+	ck_assert_int_eq(p.pp_size, 1);
+	ck_assert_int_eq(p.tp_size, 2);
+	ck_assert_int_eq(p.micro_batch, 32);
+	/* model, pp auto beside tp. */
+	load(TRAIN32, "  strategy: model\n  pipeline_parallel: auto\n"
+	     "  tensor_parallel: 2\n  schedule: 1f1b\n");
+	p = grid_ok(8);
+	ck_assert_int_eq(p.pp_size, 4);
+	ck_assert_int_eq(p.tp_size, 2);
+	ck_assert_int_eq(p.dp_size, 1);
+	ck_assert_int_eq(p.pipe_schedule, DT_PIPE_1F1B);
+	/* model keeps one copy. */
+	load(TRAIN32, "  strategy: model\n  data_parallel: 2\n");
+	grid_fails(4, "job.yaml:12:18: parallel.data_parallel: must be 1 "
+		   "with strategy model", "found 2", "strategy hybrid");
+	load(TRAIN32, "  strategy: model\n  data_parallel: auto\n");
+	grid_fails(4, "job.yaml:12:18: parallel.data_parallel:", "found auto",
+		   NULL);
+	/* A product that is not the world. */
+	load(TRAIN32, "  strategy: model\n  pipeline_parallel: 2\n"
+	     "  tensor_parallel: 2\n");
+	grid_fails(6, "job.yaml:13:20: parallel.tensor_parallel: data_parallel "
+		   "1 (default) x pipeline_parallel 2 x tensor_parallel 2 = 4 "
+		   "ranks, but 6 are given", "run with -n 4", NULL);
+	grid_ok(4);
+}
+END_TEST
+
+START_TEST(grid_hybrid)
+{
+	struct dt_plan p;
+
+	/* No degree: replicas of the whole model. */
+	load(TRAIN32, "  strategy: hybrid\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.dp_size, 4);
+	ck_assert_int_eq(p.pp_size, 1);
+	ck_assert_int_eq(p.micro_batch, 8);
+	/* dp x pp: the batch splits over dp only. */
+	load(TRAIN32, "  strategy: hybrid\n  data_parallel: 2\n"
+	     "  pipeline_parallel: 2\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.dp_size, 2);
+	ck_assert_int_eq(p.pp_size, 2);
+	ck_assert_int_eq(p.tp_size, 1);
+	ck_assert_int_eq(p.micro_batch, 16);
+	ck_assert_int_eq(p.grad_accum_steps, 1);
+	ck_assert_int_eq(p.per_rank_batch, 16);
+	grid_fails(3, "job.yaml:13:22: parallel.pipeline_parallel: "
+		   "data_parallel 2 x pipeline_parallel 2 x tensor_parallel 1 "
+		   "(default) = 4 ranks, but 3 are given", "-n 4", NULL);
+	/* auto takes the rest, and must divide. */
+	load(TRAIN32, "  strategy: hybrid\n  data_parallel: auto\n"
+	     "  pipeline_parallel: 2\n  tensor_parallel: 2\n");
+	p = grid_ok(8);
+	ck_assert_int_eq(p.dp_size, 2);
+	ck_assert_int_eq(p.micro_batch, 16);
+	grid_fails(6, "job.yaml:12:18: parallel.data_parallel: auto: 6 ranks "
+		   "are not a multiple of pipeline_parallel 2 x "
+		   "tensor_parallel 2 = 4", "-n a multiple of 4", NULL);
+	/* The global batch splits over dp = 4 here: 32 / 4. */
+	load(TRAIN32, "  strategy: hybrid\n  pipeline_parallel: auto\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.pp_size, 4);
+	ck_assert_int_eq(p.dp_size, 1);
+	ck_assert_int_eq(p.micro_batch, 32);
+	/* A global batch that does not split over dp: micro-batches named. */
+	load("{global_batch: 30, micro_batch: 5, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  data_parallel: 4\n"
+	     "  pipeline_parallel: 2\n");
+	grid_fails(8, "job.yaml:9:23: train.global_batch: global batch 30 is "
+		   "not a multiple of micro_batch 5 x data-parallel degree 4 "
+		   "= 20", "micro-batches", NULL);
+}
+END_TEST
+
+START_TEST(grid_micro_batches)
+{
+	struct dt_plan p;
+
+	/* micro_batches is grad_accum_steps with a pipeline. */
+	load(TRAIN32, "  strategy: model\n  micro_batches: 8\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.grad_accum_steps, 8);
+	ck_assert_int_eq(p.micro_batch, 4);
+	ck_assert_int_eq(p.global_batch, 32);
+	ck_assert(fabs(dt_plan_bubble(&p) - 3.0 / 11) < 1e-12);
+	load("{micro_batch: 4, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  data_parallel: 2\n"
+	     "  pipeline_parallel: 2\n  micro_batches: 3\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(p.grad_accum_steps, 3);
+	ck_assert_int_eq(p.global_batch, 24);
+	/* Against an explicit train.grad_accum_steps. */
+	load("{global_batch: 32, grad_accum_steps: 4, steps: 10, lr: 0.1}",
+	     "  strategy: model\n  micro_batches: 8\n");
+	grid_fails(4, "job.yaml:12:18: parallel.micro_batches: 8 micro-batches "
+		   "per pipeline step, but train.grad_accum_steps is 4 "
+		   "(job.yaml:9:45)", "give only one", NULL);
+	/* Against the one global_batch and micro_batch make. */
+	load("{global_batch: 32, micro_batch: 8, steps: 10, lr: 0.1}",
+	     "  strategy: model\n  micro_batches: 8\n");
+	grid_fails(2, "job.yaml:12:18: parallel.micro_batches: 8 "
+		   "micro-batches per pipeline step, but train.global_batch "
+		   "32 (job.yaml:9:23)", "makes grad_accum_steps 4", NULL);
+	/* Equal is fine, and no pipeline ignores it. */
+	load("{global_batch: 32, micro_batch: 4, steps: 10, lr: 0.1}",
+	     "  strategy: model\n  micro_batches: 8\n");
+	p = grid_ok(2);
+	ck_assert_int_eq(p.grad_accum_steps, 8);
+	load("{global_batch: 32, micro_batch: 8, steps: 10, lr: 0.1}",
+	     "  strategy: model\n  tensor_parallel: 2\n"
+	     "  micro_batches: 8\n");
+	p = grid_ok(2);
+	ck_assert_int_eq(p.grad_accum_steps, 4);
+	/* 32 samples in 3 micro-batches: no. */
+	load(TRAIN32, "  strategy: model\n  micro_batches: 3\n");
+	grid_fails(2, "job.yaml:9:23: train.global_batch: global batch 32 is "
+		   "not a multiple of grad_accum_steps 3", "micro-batches",
+		   NULL);
+}
+END_TEST
+
+START_TEST(grid_parameter_servers)
+{
+	struct dt_plan p;
+
+	/* Servers are not in the grid; with pp or tp > 1 they are refused. */
+	load("{global_batch: 32, steps: 10, lr: 0.1}",
+	     "  strategy: model\n  pipeline_parallel: 2\n"
+	     "  sync: parameter_server\n");
+	grid_fails(3, "job.yaml:13:9: parallel.sync: parameter servers work "
+		   "with data parallelism only, found pipeline_parallel 2",
+		   NULL, NULL);
+	load("{global_batch: 30, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  sync: parameter_server\n  servers: 2\n");
+	p = grid_ok(5);
+	ck_assert_int_eq(p.dp_size, 3);
+	ck_assert_int_eq(p.pp_size, 1);
+	load("{global_batch: 32, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  data_parallel: 2\n"
+	     "  sync: parameter_server\n");
+	p = grid_ok(3);
+	ck_assert_int_eq(p.dp_size, 2);
+	ck_assert_int_eq(p.micro_batch, 16);
+	grid_fails(4, "job.yaml:12:18: parallel.data_parallel: data_parallel 2 x "
+		   "pipeline_parallel 1 (default) x tensor_parallel 1 "
+		   "(default) = 2 ranks, but 3 workers", "run with -n 3",
+		   NULL);
+}
+END_TEST
+
+/* ---- pipeline schedules --------------------------------------------- */
+
+static void
+expect_ops(const struct dt_plan *p, int stage, const char *want)
+{
+	struct dt_pipe_op ops[64];
+	char got[512];
+	size_t len = 0;
+
+	dt_plan_pipe_ops(p, stage, ops);
+	got[0] = '\0';
+	for (int64_t i = 0; i < 2 * p->grad_accum_steps; i++)
+		len += (size_t)snprintf(got + len, sizeof got - len, "%s%c%lld",
+					i ? " " : "", ops[i].backward ? 'B' :
+					'F', (long long)ops[i].micro);
+	ck_assert_str_eq(got, want);
+}
+
+START_TEST(pipeline_schedules)
+{
+	struct dt_plan p = { .world_size = 4, .dp_size = 1, .pp_size = 4,
+			     .tp_size = 1, .pipe_schedule = DT_PIPE_1F1B,
+			     .grad_accum_steps = 8 };
+
+	expect_ops(&p, 0, "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+	expect_ops(&p, 2, "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7");
+	expect_ops(&p, 3, "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+	ck_assert_int_eq(dt_plan_in_flight(&p, 0), 4);
+	ck_assert_int_eq(dt_plan_in_flight(&p, 1), 3);
+	ck_assert_int_eq(dt_plan_in_flight(&p, 3), 1);
+	ck_assert(fabs(dt_plan_bubble(&p) - 3.0 / 11) < 1e-12);
+	/* Fewer micro-batches than stages: the warm-up is cut short. */
+	p.grad_accum_steps = 2;
+	expect_ops(&p, 0, "F0 F1 B0 B1");
+	ck_assert_int_eq(dt_plan_in_flight(&p, 0), 2);
+	ck_assert(fabs(dt_plan_bubble(&p) - 3.0 / 5) < 1e-12);
+	p.pipe_schedule = DT_PIPE_GPIPE;
+	p.grad_accum_steps = 3;
+	expect_ops(&p, 1, "F0 F1 F2 B0 B1 B2");
+	ck_assert_int_eq(dt_plan_in_flight(&p, 3), 3);
+	ck_assert(fabs(dt_plan_bubble(&p) - 0.5) < 1e-12);
+	p.pp_size = 1;
+	ck_assert(dt_plan_bubble(&p) == 0);
+	/* The grid: rank = (dp * pp + stage) * tp + tp_rank. */
+	p = (struct dt_plan){ .world_size = 12, .dp_size = 3, .pp_size = 2,
+			      .tp_size = 2 };
+	for (int r = 0; r < 12; r++) {
+		struct dt_grid_pos pos;
+
+		dt_plan_position(&p, r, &pos);
+		ck_assert_int_eq(pos.tp, r % 2);
+		ck_assert_int_eq(pos.stage, r / 2 % 2);
+		ck_assert_int_eq(pos.dp, r / 4);
+		ck_assert_int_eq(dt_plan_rank(&p, pos.dp, pos.stage, pos.tp), r);
+	}
+}
+END_TEST
+
+/* ---- stage partitions ------------------------------------------------ */
+
+/* The smallest largest part over every cut of cost[0 .. n) into k parts,
+ * by enumeration: parts [from, e], then the rest. */
+static double
+brute(const double *cost, int from, int n, int k)
+{
+	double best = INFINITY, sum = 0;
+
+	if (k == 1) {
+		for (int i = from; i < n; i++)
+			sum += cost[i];
+		return sum;
+	}
+	for (int e = from; n - e - 1 >= k - 1; e++) {
+		double rest;
+
+		sum += cost[e];
+		rest = brute(cost, e + 1, n, k - 1);
+		if ((sum > rest ? sum : rest) < best)
+			best = sum > rest ? sum : rest;
+	}
+	return best;
+}
+
+START_TEST(partition_property)
+{
+	unsigned seed = 12345;
+	double cost[64];
+	int part[64];
+
+	for (int n = 1; n <= 64; n++) {
+		for (int k = 1; k <= 8 && k <= n; k++) {
+			double sums[8] = { 0 }, largest = 0, got;
+
+			for (int i = 0; i < n; i++) {
+				seed = seed * 1103515245u + 12345u;
+				/* A quarter zeros, the rest integers 1..99
+				 * (exact sums, so the optimum compares
+				 * exactly). */
+				cost[i] = (seed >> 16) % 4 == 0 ? 0 :
+					  (double)((seed >> 8) % 99 + 1);
+			}
+			got = dt_plan_partition(cost, n, k, part);
+			ck_assert_int_eq(part[0], 0);
+			ck_assert_int_eq(part[n - 1], k - 1);
+			for (int i = 0; i < n; i++) {
+				ck_assert(part[i] >= 0 && part[i] < k);
+				if (i > 0)	/* in order, none skipped */
+					ck_assert(part[i] - part[i - 1] == 0 ||
+						  part[i] - part[i - 1] == 1);
+				sums[part[i]] += cost[i];
+			}
+			for (int j = 0; j < k; j++)
+				if (sums[j] > largest)
+					largest = sums[j];
+			ck_assert(got == largest);
+			if (n <= 14)
+				ck_assert_msg(got == brute(cost, 0, n, k),
+					      "n %d k %d: %g, best %g", n, k,
+					      got, brute(cost, 0, n, k));
+		}
+	}
+	/* Hand-worked: the earlier parts take the most on ties. */
+	{
+		const double c[] = { 1, 1, 1, 1 }, z[] = { 0, 0, 0, 0, 0 };
+		const double w[] = { 5, 1, 1, 1, 1, 1, 5 };
+
+		ck_assert(dt_plan_partition(c, 4, 3, part) == 2);
+		ck_assert_int_eq(part[0], 0);
+		ck_assert_int_eq(part[1], 0);
+		ck_assert_int_eq(part[2], 1);
+		ck_assert_int_eq(part[3], 2);
+		ck_assert(dt_plan_partition(z, 5, 3, part) == 0);
+		ck_assert_int_eq(part[2], 0);
+		ck_assert_int_eq(part[3], 1);
+		ck_assert_int_eq(part[4], 2);
+		ck_assert(dt_plan_partition(w, 7, 2, part) == 8);
+		ck_assert_int_eq(part[3], 0);	/* 5+1+1+1 | 1+1+5 */
+		ck_assert_int_eq(part[4], 1);
+	}
+}
+END_TEST
+
+/* A small GPT block and head: 14 nodes with a residual across each. */
+static const char gpt_text[] =
+	"data:\n"
+	"  format: text\n"
+	"  train: {file: a.txt}\n"
+	"  context: 8\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 8}\n"
+	"    - {type: pos_embedding, name: pos, length: 8, dim: 8}\n"
+	"    - repeat: 2\n"
+	"      name: blk\n"
+	"      layers:\n"
+	"        - {type: layernorm, name: ln1}\n"
+	"        - {type: attention, name: attn, heads: 2, causal: true}\n"
+	"        - {type: add, name: res1, inputs: [block_input, attn]}\n"
+	"        - {type: dense, name: fc, units: 16, activation: gelu}\n"
+	"        - {type: dense, name: proj, units: 8}\n"
+	"        - {type: add, name: res2, inputs: [res1, proj]}\n"
+	"    - {type: dense, name: head, units: 16}\n"
+	"train: {global_batch: 8, steps: 10, lr: 0.1}\n"
+	"parallel:\n";
+
+static struct dt_model *
+gpt_model(const char *parallel)
+{
+	char text[4096];
+	struct dt_model *m = NULL;
+
+	snprintf(text, sizeof text, "%s%s", gpt_text, parallel);
+	memset(&job, 0, sizeof job);
+	if (dt_job_parse("gpt.yaml", text, strlen(text), NULL, 0, &job,
+			 &perr) != DT_OK)
+		ck_abort_msg("job does not parse: %s", perr.msg);
+	if (dt_model_new(&job, 0, &m, &perr) != DT_OK)
+		ck_abort_msg("model: %s", perr.msg);
+	return m;
+}
+
+START_TEST(stages_of_a_model)
+{
+	struct dt_model *m = gpt_model("  strategy: model\n");
+	int n = dt_model_n_layers(m), stage_of_node[64], total_nodes;
+	double whole = dt_model_flops_per_sample(m);
+
+	ck_assert_int_eq(n, 18);	/* tok pos 2x(7) head loss */
+	for (int pp = 1; pp <= 8; pp++) {
+		double sum = 0;
+		int64_t params = 0;
+		size_t trained = 0;
+
+		total_nodes = 0;
+		ck_assert_int_eq(dt_plan_stages(&job, m, pp, stage_of_node,
+						&perr), DT_OK);
+		for (int s = 0; s < pp; s++) {
+			struct dt_stage_info si;
+
+			dt_model_stage_info(m, stage_of_node, pp, s, &si);
+			ck_assert_int_le(si.first_node, si.last_node);
+			total_nodes += si.last_node - si.first_node + 1;
+			for (int i = si.first_node; i <= si.last_node; i++)
+				ck_assert_int_eq(stage_of_node[i], s);
+			sum += si.flops_per_sample;
+			params += si.n_params;
+			trained += si.trained_hi - si.trained_lo;
+			if (pp == 1) {
+				/* One stage is the whole model. */
+				ck_assert_int_eq(si.act_floats,
+						 dt_model_act_floats_per_sample(m));
+				ck_assert_int_eq(si.send_fwd_floats, 0);
+				ck_assert_int_eq(si.send_bwd_floats, 0);
+				ck_assert_uint_eq(si.trained_lo, 0);
+			}
+		}
+		ck_assert_int_eq(total_nodes, n);
+		ck_assert_msg(fabs(sum - whole) <= 1e-9 * whole,
+			      "pp %d: stages %.1f, whole %.1f", pp, sum, whole);
+		ck_assert_int_eq(params, (int64_t)dt_model_n_params(m));
+		ck_assert_uint_eq(trained, dt_model_n_trained(m));
+	}
+	/* More stages than nodes, naming the count and the nodes. */
+	ck_assert_int_eq(dt_plan_stages(&job, m, 19, stage_of_node, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_msg(strstr(perr.msg, "parallel.pipeline_parallel: 19 stages "
+			     "but the model has 18 nodes (tok, pos, blk.0.ln1, "
+			     "..., head, loss)") != NULL, "%s", perr.msg);
+	dt_model_free(m);
+
+	/* Named stages start at the first node of the layer. */
+	m = gpt_model("  strategy: model\n  pipeline_parallel: 3\n"
+		      "  stages: [blk.0.fc, blk.1.ln1]\n");
+	ck_assert_int_eq(dt_plan_stages(&job, m, 3, stage_of_node, &perr),
+			 DT_OK);
+	{
+		static const int want[18] = { 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2,
+					      2, 2, 2, 2, 2, 2, 2 };
+
+		for (int i = 0; i < 18; i++)
+			ck_assert_int_eq(stage_of_node[i], want[i]);
+	}
+	/* The names make 3 stages; a pipeline of 2 cannot take them. */
+	ck_assert_int_eq(dt_plan_stages(&job, m, 2, stage_of_node, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_msg(strstr(perr.msg, "gpt.yaml:24:11: parallel.stages: 2 "
+			     "names make 3 stages, but the pipeline has 2") !=
+		      NULL, "%s", perr.msg);
+	dt_model_free(m);
+
+	/* Balance by parameters: the embeddings and attention weigh. */
+	m = gpt_model("  strategy: model\n  balance: params\n");
+	ck_assert_int_eq(dt_plan_stages(&job, m, 2, stage_of_node, &perr),
+			 DT_OK);
+	{
+		double cost[64], part_sum[2] = { 0, 0 };
+		int part[64];
+
+		for (int i = 0; i < n; i++) {
+			struct dt_layer_info li;
+
+			dt_model_layer_info(m, i, &li);
+			cost[i] = (double)li.n_params;
+			part_sum[stage_of_node[i]] += cost[i];
+		}
+		ck_assert(dt_plan_partition(cost, n, 2, part) ==
+			  fmax(part_sum[0], part_sum[1]));
+		for (int i = 0; i < n; i++)
+			ck_assert_int_eq(part[i], stage_of_node[i]);
+	}
+	dt_model_free(m);
+}
+END_TEST
+
+/* ---- what the plan reports per rank ---------------------------------- */
+
+static int64_t
+jget(struct json_object *o, const char *path)
+{
+	char buf[256], *save = NULL;
+	struct json_object *x = o;
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k != NULL;
+	     k = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(x, json_type_array))
+			x = json_object_array_get_idx(x, (size_t)atoi(k));
+		else if (!json_object_object_get_ex(x, k, &x))
+			ck_abort_msg("no %s in the plan", path);
+	}
+	return json_object_get_int64(x);
+}
+
+START_TEST(describe_bytes_per_step)
+{
+	struct dt_model *m = NULL;
+	struct json_object *d;
+	struct dt_plan p;
+
+	/* 4 -> d0 (8) relu -> d1 (8) -> d2 (3) -> loss: 6 nodes. Stages:
+	 * [d0, relu, d1] [d2, loss], cut by hand below with stages. */
+	load("{micro_batch: 2, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  data_parallel: 2\n"
+	     "  pipeline_parallel: 2\n  micro_batches: 3\n"
+	     "  stages: [d2]\n");
+	p = grid_ok(4);
+	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	ck_assert_int_eq(jget(d, "grid.micro_batches"), 3);
+	ck_assert_int_eq(jget(d, "stages.0.first_node"), 0);
+	ck_assert_int_eq(jget(d, "stages.0.last_node"), 2);
+	ck_assert_int_eq(jget(d, "stages.1.first_node"), 3);
+	ck_assert_int_eq(jget(d, "layers.3.stage"), 1);
+	/* Stage 0 sends d1's 8 outputs forward; stage 1 sends their 8
+	 * gradients back; x 4 bytes x 2 samples x 3 micro-batches. */
+	ck_assert_int_eq(jget(d, "ranks.0.bytes_per_step.p2p_bytes"),
+			 8 * 4 * 2 * 3);
+	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.p2p_bytes"),
+			 8 * 4 * 2 * 3);
+	/* Stage 0 trains d0 and d1 (4*8+8 + 8*8+8 floats), stage 1 d2;
+	 * with 3 micro-batches a step they are summed in double (8 bytes
+	 * a value, dt_plan_exact_accum), accumulated in as many doubles. */
+	ck_assert_int_eq(jget(d, "ranks.2.stage"), 0);
+	ck_assert_int_eq(jget(d, "ranks.2.dp"), 1);
+	ck_assert_int_eq(jget(d, "ranks.2.bytes_per_step.grad_allreduce_bytes"),
+			 (40 + 72) * 8);
+	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.grad_allreduce_bytes"),
+			 27 * 8);
+	ck_assert_int_eq(jget(d, "ranks.3.memory.grad_accumulator"), 27 * 8);
+	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.tp_allreduce_bytes"),
+			 0);
+	/* Every rank holds the whole arena. */
+	ck_assert_int_eq(jget(d, "ranks.3.memory.params"), (40 + 72 + 27) * 4);
+	ck_assert_int_eq(jget(d, "ranks.3.memory.grads"), (40 + 72 + 27) * 4);
+	/* GPipe: 3 micro-batches of activations held on each stage. */
+	ck_assert_int_eq(jget(d, "stages.1.micro_batches_in_flight"), 3);
+	json_object_put(d);
+	dt_model_free(m);
+
+	/* Tensor parallel 2 on one stage: d0 by columns, d1 by rows, d2
+	 * whole. Forward d1 sums its 8 outputs; backward d0 would sum its
+	 * input gradient, which nobody needs. */
+	load("{micro_batch: 2, steps: 10, lr: 0.1}",
+	     "  strategy: hybrid\n  tensor_parallel: 2\n  data_parallel: 1\n");
+	p = grid_ok(2);
+	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 2, &perr),
+			 DT_OK);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	ck_assert_int_eq(jget(d, "ranks.1.tp"), 1);
+	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.tp_allreduce_bytes"),
+			 8 * 4 * 2 * 1);
+	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.grad_allreduce_bytes"),
+			 (40 + 72 + 27) * 4);
+	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.p2p_bytes"), 0);
+	json_object_put(d);
+	/* 3 does not divide 8 units. */
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 3, &perr),
+			 DT_ERR_PLAN);
+	dt_model_free(m);
+
+	/* Data parallel: as before this change. */
+	load("{micro_batch: 2, steps: 10, lr: 0.1}", "  strategy: data\n");
+	p = grid_ok(2);
+	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	ck_assert_int_eq(jget(d, "communication_per_rank.gradient_bytes"),
+			 139 * 4);
+	ck_assert_int_eq(jget(d, "communication_per_rank.sent_per_step"),
+			 139 * 4);
+	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.grad_allreduce_bytes"),
+			 139 * 4);
+	ck_assert_int_eq(jget(d, "memory_per_rank.activations"),
+			 (dt_model_act_floats_per_sample(m) + 4) * 2 * 4);
+	ck_assert_int_eq(jget(d, "memory_per_rank.grad_accumulator"), 0);
+	json_object_put(d);
+	/* Four ranks sum in double: twice the bytes on the wire. */
+	p = grid_ok(4);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.grad_allreduce_bytes"),
+			 139 * 8);
+	ck_assert_int_eq(jget(d, "communication_per_rank.sent_per_step"),
+			 2 * 3 * 139 * 8 / 4);
+	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.p2p_bytes"), 0);
+	json_object_put(d);
+	dt_model_free(m);
 }
 END_TEST
 
@@ -196,6 +831,14 @@ main(void)
 
 	tcase_add_test(tc, two_of_three_fix_the_third);
 	tcase_add_test(tc, contradictions_and_remainders);
+	tcase_add_test(tc, grid_model);
+	tcase_add_test(tc, grid_hybrid);
+	tcase_add_test(tc, grid_micro_batches);
+	tcase_add_test(tc, grid_parameter_servers);
+	tcase_add_test(tc, pipeline_schedules);
+	tcase_add_test(tc, partition_property);
+	tcase_add_test(tc, stages_of_a_model);
+	tcase_add_test(tc, describe_bytes_per_step);
 	tcase_add_test(tc, blas_threads);
 	tcase_add_test(tc, self_comm);
 	tcase_add_test(tc, rundir_refuses_results);

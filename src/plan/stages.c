@@ -1,0 +1,211 @@
+/* stages.c - cutting a model's nodes into pipeline stages (see plan.h):
+ * the exact linear partition of the nodes' costs (the "painter's
+ * partition"; Skiena, "The Algorithm Design Manual", 2nd ed., section 8.5)
+ * or the job's own parallel.stages. */
+#include "plan/plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "util/alloc.h"
+
+/* best[p * (n + 1) + i]: the smallest largest part sum of items i .. n-1
+ * cut into p non-empty parts (INFINITY when there are fewer items than
+ * parts). Sums are differences of the same prefix sums everywhere, so a
+ * value found here compares equal to the part that gives it. */
+static double *
+suffix_table(const double *prefix, int n, int k)
+{
+	double *best = dt_xmalloc((size_t)(k + 1) * (size_t)(n + 1),
+				  sizeof *best);
+
+	for (int i = 0; i <= n; i++)
+		best[i] = i == n ? 0 : INFINITY;
+	for (int p = 1; p <= k; p++) {
+		double *row = best + (size_t)p * (size_t)(n + 1);
+		const double *prev = row - (n + 1);
+
+		for (int i = 0; i <= n; i++) {
+			row[i] = INFINITY;
+			/* The first part is i .. e, the rest p - 1 parts. */
+			for (int e = i; e < n && n - e - 1 >= p - 1; e++) {
+				double first = prefix[e + 1] - prefix[i];
+				double v = first > prev[e + 1] ? first :
+					   prev[e + 1];
+
+				if (v < row[i])
+					row[i] = v;
+			}
+		}
+	}
+	return best;
+}
+
+double
+dt_plan_partition(const double *cost, int n, int k, int *part)
+{
+	double *prefix = dt_xmalloc((size_t)n + 1, sizeof *prefix);
+	double *best, target, largest = 0;
+	int i = 0;
+
+	prefix[0] = 0;
+	for (int j = 0; j < n; j++)
+		prefix[j + 1] = prefix[j] + cost[j];
+	best = suffix_table(prefix, n, k);
+	target = best[(size_t)k * (size_t)(n + 1)];
+	/* Each part in turn takes as many items as it can while the rest
+	 * still cut into the remaining parts within the optimum: the
+	 * optimal partition with the earlier parts largest. */
+	for (int p = 0; p < k; p++) {
+		const double *rest = best + (size_t)(k - p - 1) *
+				     (size_t)(n + 1);
+		int e = p == k - 1 ? n - 1 : i;
+
+		for (int f = i; p < k - 1 && f < n; f++) {
+			if (prefix[f + 1] - prefix[i] > target)
+				break;
+			if (rest[f + 1] <= target)
+				e = f;
+		}
+		for (int j = i; j <= e; j++)
+			part[j] = p;
+		if (prefix[e + 1] - prefix[i] > largest)
+			largest = prefix[e + 1] - prefix[i];
+		i = e + 1;
+	}
+	free(best);
+	free(prefix);
+	return largest;
+}
+
+/* "(dense0, dense0.relu, ..., loss)": the names of model's nodes, the
+ * middle left out of a long list. */
+static void
+node_names(const struct dt_model *model, char *buf, size_t size)
+{
+	int n = dt_model_n_layers(model);
+	size_t len = (size_t)snprintf(buf, size, "(");
+
+	for (int i = 0; i < n && len < size; i++) {
+		struct dt_layer_info li;
+
+		if (n > 8 && i >= 3 && i < n - 2) {
+			if (i == 3)
+				len += (size_t)snprintf(buf + len, size - len,
+							", ...");
+			continue;
+		}
+		dt_model_layer_info(model, i, &li);
+		len += (size_t)snprintf(buf + len, size - len, "%s%s",
+					i ? ", " : "", li.name);
+	}
+	if (len < size)
+		snprintf(buf + len, size - len, ")");
+}
+
+/* The first node of each stage from parallel.stages into first[1 ..
+ * n_stages] (first[0] = 0). */
+static enum dt_status
+named_stages(const struct dt_job *job, const struct dt_model *model, int pp,
+	     int *first, struct dt_error *err)
+{
+	int n = dt_model_n_layers(model);
+	char where[512];
+
+	if (job->parallel.n_stages + 1 != pp) {
+		dt_job_where(job, "parallel.stages", where, sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN, "%s%d names make %d "
+				 "stages, but the pipeline has %d; give %d "
+				 "name%s or set pipeline_parallel to %d",
+				 where, job->parallel.n_stages,
+				 job->parallel.n_stages + 1, pp, pp - 1,
+				 pp - 1 == 1 ? "" : "s",
+				 job->parallel.n_stages + 1);
+	}
+	first[0] = 0;
+	for (int s = 0; s < job->parallel.n_stages; s++) {
+		int layer = -1;
+		char key[64];
+
+		for (int j = 0; j < job->model.n_layers; j++)
+			if (strcmp(job->model.layers[j].name,
+				   job->parallel.stages[s]) == 0) {
+				layer = j;
+				break;
+			}
+		first[s + 1] = -1;
+		for (int i = 0; i < n && layer >= 0; i++) {
+			struct dt_layer_info li;
+
+			dt_model_layer_info(model, i, &li);
+			if (li.job_layer == layer) {
+				first[s + 1] = i;
+				break;
+			}
+		}
+		if (first[s + 1] <= first[s]) {
+			snprintf(key, sizeof key, "parallel.stages.%d", s);
+			dt_job_where(job, key, where, sizeof where);
+			return dt_errorf(err, DT_ERR_PLAN, "%s\"%s\" does not "
+					 "start a stage after the one before "
+					 "(stage %d would be empty)", where,
+					 job->parallel.stages[s], s);
+		}
+	}
+	return DT_OK;
+}
+
+enum dt_status
+dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
+	       int *stage_of_node, struct dt_error *err)
+{
+	int n = dt_model_n_layers(model);
+	char where[512], names[512];
+	enum dt_status st;
+
+	if (pp < 1 || pp > n) {
+		node_names(model, names, sizeof names);
+		dt_job_where(job, "parallel.pipeline_parallel", where,
+			     sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN, "%s%d stages but the model "
+				 "has %d nodes %s; a stage needs at least "
+				 "one: use at most %d stages", where, pp, n,
+				 names, n);
+	}
+	if (job->parallel.n_stages > 0) {
+		int *first = dt_xmalloc((size_t)pp + 1, sizeof *first);
+
+		st = named_stages(job, model, pp, first, err);
+		if (st == DT_OK) {
+			first[pp] = n;
+			for (int s = 0; s < pp; s++)
+				for (int i = first[s]; i < first[s + 1]; i++)
+					stage_of_node[i] = s;
+		}
+		free(first);
+		if (st != DT_OK)
+			return st;
+		dt_job_where(job, "parallel.stages", where, sizeof where);
+	} else {
+		double *cost = dt_xmalloc((size_t)n, sizeof *cost);
+
+		for (int i = 0; i < n; i++) {
+			struct dt_layer_info li;
+
+			dt_model_layer_info(model, i, &li);
+			/* Forward plus backward, as the step costs it. */
+			cost[i] = job->parallel.balance == DT_BALANCE_PARAMS ?
+				  (double)li.n_params : 3 * li.fwd_flops;
+		}
+		dt_plan_partition(cost, n, pp, stage_of_node);
+		free(cost);
+		dt_job_where(job, "parallel.pipeline_parallel", where,
+			     sizeof where);
+	}
+	st = dt_model_check_stages(model, stage_of_node, pp, err);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s", where);
+	return st;
+}
