@@ -422,8 +422,8 @@ layout_slot(struct dt_model *m)
 		for (int k = 0; k < n->n_tensors; k++) {
 			struct dt_param_tensor *pt = &n->tensor[k];
 
-			pt->data = m->params + pt->offset;
-			pt->grad = m->grads + pt->offset;
+			pt->data = own ? m->params + pt->offset : NULL;
+			pt->grad = own ? m->grads + pt->offset : NULL;
 		}
 		if (!m->present[i])
 			continue;
@@ -501,6 +501,12 @@ init_params(struct dt_model *m)
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct dt_node *n = &m->nodes[i];
 
+		if (i < m->first || i > m->last) {
+			/* Another stage's: not here, but its tensors keep
+			 * their place in the draw keys. */
+			index += (uint64_t)n->n_tensors;
+			continue;
+		}
 		if (n->ops->init != NULL)
 			n->ops->init(n, m->seed, index);
 		else
@@ -541,6 +547,44 @@ setup_stage(struct dt_model *m, const int *stage_of_node, int n_stages,
 		    dt_stage_live(m, m->stage_of, i, stage))
 			m->send[m->n_send++] = i;
 	}
+}
+
+/* Lays the parameter arena out for the stage's tensors only: its trained
+ * tensors back to back from 0, then its buffers, the order of the
+ * one-rank arena restricted to the stage (dt_model_stage_info's ranges
+ * map one onto the other). Another stage's tensors get an offset past the
+ * end and no storage; the tensor list keeps the stage's. */
+static void
+localize(struct dt_model *m)
+{
+	size_t at = 0;
+	int t = 0;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < m->n_nodes; i++)
+			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
+				struct dt_param_tensor *pt =
+					&m->nodes[i].tensor[k];
+
+				if (pt->buffer != (pass == 1))
+					continue;
+				if (i < m->first || i > m->last) {
+					pt->offset = SIZE_MAX / 2;
+					continue;
+				}
+				pt->offset = at;
+				at += (size_t)pt->size;
+			}
+		if (pass == 0)
+			m->n_trained = at;
+	}
+	m->n_params = at;
+	for (int i = m->first; i <= m->last; i++)
+		for (int k = 0; k < m->nodes[i].n_tensors; k++, t++) {
+			m->tensors[t] = &m->nodes[i].tensor[k];
+			m->tensor_node[t] = i;
+		}
+	m->n_tensors = t;
 }
 
 /* Builds the shapes of job's model, then (max_batch > 0) the arenas for
@@ -600,6 +644,8 @@ model_new(const struct dt_job *job, int64_t max_batch,
 		n_slots = 1;
 	}
 	setup_stage(m, stage_of_node, n_stages, stage);
+	if (stage_of_node != NULL)
+		localize(m);
 	m->n_slots = n_slots;
 	m->slot_step = dt_xcalloc((size_t)n_slots, sizeof *m->slot_step);
 	m->slot_first = dt_xcalloc((size_t)n_slots, sizeof *m->slot_first);

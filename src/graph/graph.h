@@ -217,8 +217,9 @@ void dt_model_tensor_info(const struct dt_model *m, int i,
  * cut before it to s-1. The model input x is read by each stage from its
  * own data, never sent.
  *
- * Every rank holds the whole parameter arena (the layout of a one-rank
- * model); a stage trains and syncs only its own range of it. */
+ * A stage model (dt_model_new_stage) holds the parameters, gradients and
+ * activations of its own stage only; the ranges of dt_model_stage_info
+ * say where they lie in the one-rank arena. */
 struct dt_stage_info {
 	int first_node, last_node;	/* the stage's nodes [first, last] */
 	double flops_per_sample;	/* forward + backward of its nodes */
@@ -244,14 +245,18 @@ enum dt_status dt_model_check_stages(const struct dt_model *m,
 void dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 			 int n_stages, int stage, struct dt_stage_info *out);
 
-/* Builds the model of job as dt_model_new does, with activations only for
- * stage `stage` of the layout stage_of_node (checked as
- * dt_model_check_stages does; DT_ERR_PLAN if it is not one), in n_slots
- * slots (one per micro-batch in flight, dt_plan_in_flight). The
- * parameter and gradient arenas are whole and initialised as on one rank;
- * dt_model_stage_info gives the range the stage trains. Only
- * dt_model_stage_forward/backward below run it (not train_step or eval,
- * unless it has one stage). */
+/* Builds the model of job as dt_model_new does, for stage `stage` of the
+ * layout stage_of_node only (checked as dt_model_check_stages does;
+ * DT_ERR_PLAN if it is not one): activations for the stage's nodes and the
+ * tensors it receives, in n_slots slots (one per micro-batch in flight,
+ * dt_plan_in_flight), and parameter and gradient arenas holding only the
+ * stage's tensors: its trained tensors, then its buffers, in one-rank
+ * order, so that [0, n_trained) here is [trained_lo, trained_hi) of
+ * dt_model_stage_info in the one-rank arena and [n_trained, n_params)
+ * is [buffer_lo, buffer_hi). The tensors start with the bits they have
+ * on one rank. n_params, n_trained, the tensor list and tensor offsets
+ * describe the stage's arena. Only dt_model_stage_forward/backward below
+ * run it (not train_step or eval, unless it has one stage). */
 enum dt_status dt_model_new_stage(const struct dt_job *job, int64_t max_batch,
 				  const int *stage_of_node, int n_stages,
 				  int stage, int n_slots,

@@ -148,7 +148,7 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 static void
 zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt)
 {
-	if (pt->buffer || pt->offset >= m->n_trained)
+	if (pt->buffer || pt->grad == NULL || pt->offset >= m->n_trained)
 		return;
 	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
 }

@@ -78,21 +78,22 @@ plan_stage(const struct dt_job *job, const struct dt_plan *plan,
 	   const struct dt_model *model, int64_t dataset, int64_t loader,
 	   struct stage_plan *sp)
 {
-	int64_t n_params = (int64_t)dt_model_n_params(model);
-	int64_t n_trained = (int64_t)dt_model_n_trained(model);
 	int64_t bufs = optim_buffers(job), mb = plan->micro_batch;
 	int64_t input = dt_model_input_size(model) * mb;
 	int64_t per_step = mb * plan->grad_accum_steps;
 	int64_t act = (sp->si.act_floats * mb * sp->in_flight + input) * 4;
 	int64_t trained = (int64_t)(sp->si.trained_hi - sp->si.trained_lo);
+	/* A rank holds its stage's tensors only (the whole model without a
+	 * pipeline): parameters, gradients and optimizer state. */
+	int64_t n_trained = trained;
+	int64_t n_params = trained + (int64_t)(sp->si.buffer_hi -
+					       sp->si.buffer_lo);
 	/* Summed in double when dt_plan_exact_accum says so: an accumulator
 	 * of the trained floats, and 8 bytes a value in the all-reduce. */
 	int exact = dt_plan_exact_accum(plan);
 	int64_t acc = exact ? trained * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
-	/* Every rank holds the whole parameter and gradient arenas (and
-	 * the optimizer state over them) in this version. */
 	ADD(mem, "params", json_object_new_int64(n_params * 4));
 	ADD(mem, "grads", json_object_new_int64(n_params * 4));
 	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_trained * 4));
@@ -534,9 +535,9 @@ print_stages(const struct json_object *d, FILE *out)
 			"gradient all-reduce %s, tensor all-reduce %s\n", b1,
 			b2, b3);
 	}
-	fprintf(out, "every rank holds the whole parameter and gradient "
-		"arenas in this version; a stage trains and syncs only its "
-		"own part\n");
+	fprintf(out, "a rank holds its stage's parameters, gradients and "
+		"optimizer state; the ranks of a tensor group hold whole "
+		"tensors and compute their slices\n");
 }
 
 void

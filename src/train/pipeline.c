@@ -58,9 +58,11 @@ dt_pipe_setup(struct dt_run *r, struct dt_error *err)
 		st = dt_model_plan_tensor_parallel(shapes, r->job, tp, err);
 	if (st == DT_OK)
 		st = dt_plan_stages(r->job, shapes, pp, r->stage_of, err);
+	r->sinfos = dt_xcalloc((size_t)pp, sizeof *r->sinfos);
+	for (int s = 0; st == DT_OK && s < pp; s++)
+		dt_model_stage_info(shapes, r->stage_of, pp, s, &r->sinfos[s]);
 	if (st == DT_OK)
-		dt_model_stage_info(shapes, r->stage_of, pp, r->pos.stage,
-				    &r->sinfo);
+		r->sinfo = r->sinfos[r->pos.stage];
 	dt_model_free(shapes);
 	if (st != DT_OK)
 		return st;
@@ -122,6 +124,7 @@ dt_pipe_fini(struct dt_run *r)
 	free(r->slot_n_req);
 	free(r->ops);
 	free(r->stage_of);
+	free(r->sinfos);
 	dt_comm_free(r->tp_comm);
 	dt_comm_free(r->pipe_comm);
 	dt_comm_free(r->grad_comm);
@@ -337,7 +340,7 @@ enum dt_status
 dt_pipe_sync_grads(struct dt_run *r, double *norm2, struct dt_error *err)
 {
 	float *grads = dt_model_grads(r->model);
-	size_t lo = r->sinfo.trained_lo, n = r->sinfo.trained_hi - lo;
+	size_t lo = 0, n = dt_model_n_trained(r->model);
 	uint64_t b0 = dt_comm_bytes_sent(r->grad_comm);
 	enum dt_status st;
 
@@ -393,55 +396,120 @@ dt_pipe_eval(struct dt_run *r, int64_t lo, int64_t hi, double *sums,
 	return st;
 }
 
-/* One range [lo, hi) of an array of floats, from src to rank 0. */
+enum dt_status
+dt_pipe_full_alloc(struct dt_run *r, struct dt_full *f, struct dt_error *err)
+{
+	int n_bufs = 0;
+	size_t n;
+	enum dt_status st;
+
+	memset(f, 0, sizeof *f);
+	st = dt_model_new(r->job, 0, &f->shapes, err);
+	if (st != DT_OK)
+		return st;
+	dt_optim_state(r->optim, &n_bufs);
+	n = dt_model_n_params(f->shapes);
+	f->params = dt_xalloc_floats(n);
+	f->n_bufs = n_bufs;
+	for (int b = 0; b < n_bufs; b++)
+		f->bufs[b] = dt_xalloc_floats(dt_model_n_trained(f->shapes));
+	return DT_OK;
+}
+
+void
+dt_pipe_full_free(struct dt_full *f)
+{
+	dt_model_free(f->shapes);
+	free(f->params);
+	for (int b = 0; b < f->n_bufs; b++)
+		free(f->bufs[b]);
+	memset(f, 0, sizeof *f);
+}
+
+/* Copies between this rank's stage arrays and the whole ones: to_full
+ * places the stage's parameters, buffers and optimizer state at their
+ * one-rank ranges, else takes them from there. */
+static void
+copy_stage(struct dt_run *r, struct dt_full *f, const struct dt_stage_info *si,
+	   int to_full)
+{
+	float *params = dt_model_params(r->model);
+	size_t nt = si->trained_hi - si->trained_lo;
+	size_t nb = si->buffer_hi - si->buffer_lo;
+	int n_bufs = 0;
+	float **bufs = dt_optim_state(r->optim, &n_bufs);
+
+#define COPY(local, whole, n) \
+	memcpy(to_full ? (whole) : (local), to_full ? (local) : (whole), \
+	       (n) * sizeof(float))
+	COPY(params, f->params + si->trained_lo, nt);
+	COPY(params + nt, f->params + si->buffer_lo, nb);
+	for (int b = 0; b < n_bufs; b++)
+		COPY(bufs[b], f->bufs[b] + si->trained_lo, nt);
+#undef COPY
+}
+
+/* Stage s's part of one array, sent by src and placed by rank 0. */
 static enum dt_status
-gather_range(struct dt_run *r, float *base, size_t lo, size_t hi, int src,
-	     struct dt_error *err)
+move_part(struct dt_run *r, int src, float *local, float *whole, size_t n,
+	  struct dt_error *err)
 {
 	int req;
 	enum dt_status st;
 
-	if (hi <= lo)
+	if (n == 0)
 		return DT_OK;
 	if (r->rank == 0)
-		return dt_comm_recv_f32(r->comm, base + lo, hi - lo, src,
-					TAG_GATHER, err);
-	st = dt_comm_isend_f32(r->comm, base + lo, hi - lo, 0, TAG_GATHER,
-			       &req, err);
+		return dt_comm_recv_f32(r->comm, whole, n, src, TAG_GATHER,
+					err);
+	st = dt_comm_isend_f32(r->comm, local, n, 0, TAG_GATHER, &req, err);
 	if (st == DT_OK)
 		st = dt_comm_wait(r->comm, req, err);
 	return st;
 }
 
 enum dt_status
-dt_pipe_gather(struct dt_run *r, struct dt_error *err)
+dt_pipe_full_gather(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 {
 	float *params = dt_model_params(r->model);
 	int n_bufs = 0;
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 	enum dt_status st = DT_OK;
 
+	memset(f, 0, sizeof *f);
+	if (r->rank == 0) {
+		st = dt_pipe_full_alloc(r, f, err);
+		if (st == DT_OK)
+			copy_stage(r, f, &r->sinfos[0], 1);
+	}
 	for (int s = 1; s < r->plan.pp_size && st == DT_OK; s++) {
+		const struct dt_stage_info *si = &r->sinfos[s];
 		int src = dt_plan_rank(&r->plan, 0, s, 0);
-		struct dt_stage_info si;
+		size_t nt = si->trained_hi - si->trained_lo;
 
 		if (r->rank != 0 && r->rank != src)
 			continue;
-		if (r->rank == src)
-			si = r->sinfo;
-		else
-			dt_model_stage_info(r->model, r->stage_of,
-					    r->plan.pp_size, s, &si);
-		st = gather_range(r, params, si.trained_lo, si.trained_hi, src,
-				  err);
+		st = move_part(r, src, params, f->params + (r->rank == 0 ?
+			       si->trained_lo : 0), nt, err);
 		if (st == DT_OK)
-			st = gather_range(r, params, si.buffer_lo, si.buffer_hi,
-					  src, err);
+			st = move_part(r, src, params + nt, f->params +
+				       (r->rank == 0 ? si->buffer_lo : 0),
+				       si->buffer_hi - si->buffer_lo, err);
 		for (int b = 0; b < n_bufs && st == DT_OK; b++)
-			st = gather_range(r, bufs[b], si.trained_lo,
-					  si.trained_hi, src, err);
+			st = move_part(r, src, bufs[b], r->rank == 0 ?
+				       f->bufs[b] + si->trained_lo : NULL, nt,
+				       err);
 	}
-	if (st == DT_OK)
-		st = dt_comm_wait_all(r->comm, err);
-	return st;
+	if (st != DT_OK) {
+		/* The other ranks are inside this exchange. */
+		fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err->msg);
+		dt_comm_abort(r->comm, dt_status_exit_code(st));
+	}
+	return DT_OK;
+}
+
+void
+dt_pipe_full_scatter(struct dt_run *r, struct dt_full *f)
+{
+	copy_stage(r, f, &r->sinfo, 0);
 }

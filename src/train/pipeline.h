@@ -6,6 +6,8 @@
 
 #include "train/state.h"
 
+struct dt_full;
+
 /* Collective over r->comm: sets up the grid position, the stage layout,
  * the communicators, the stage model (r->model), and the slot buffers.
  * r->plan is resolved. DT_ERR_PLAN for a layout the model cannot take
@@ -38,10 +40,34 @@ enum dt_status dt_pipe_sync_grads(struct dt_run *r, double *norm2,
 enum dt_status dt_pipe_eval(struct dt_run *r, int64_t lo, int64_t hi,
 			    double *sums, struct dt_error *err);
 
-/* Collective over r->comm: brings every stage's parameters, buffers and
- * optimizer state to rank 0 (from the ranks of data-parallel and
- * tensor-parallel index 0), so that rank 0 holds the whole model. */
-enum dt_status dt_pipe_gather(struct dt_run *r, struct dt_error *err);
+/* The whole model as one rank holds it, for checkpoints: a shapes-only
+ * model for the tensor names, shapes and one-rank offsets, the parameter
+ * arena and the optimizer's state buffers. Each rank keeps only its
+ * stage's share; the whole exists on rank 0 while a checkpoint is written
+ * and on every rank while one is restored. */
+struct dt_full {
+	struct dt_model *shapes;
+	float *params;		/* (n_params of shapes) */
+	float *bufs[4];		/* (n_trained of shapes) each */
+	int n_bufs;		/* as dt_optim_state gives */
+};
+
+/* Allocates f for r's job and optimizer, zeroed. DT_ERR_* from building
+ * the shapes. */
+enum dt_status dt_pipe_full_alloc(struct dt_run *r, struct dt_full *f,
+				  struct dt_error *err);
+void dt_pipe_full_free(struct dt_full *f);
+
+/* Collective over r->comm: rank 0 allocates f and fills it with every
+ * stage's parameters, buffers and optimizer state (sent by the stage's
+ * rank of data-parallel and tensor-parallel index 0); the other ranks
+ * leave f empty. A failure ends the job (the others wait inside the
+ * exchange), so it returns DT_OK or the build error of rank 0's f. */
+enum dt_status dt_pipe_full_gather(struct dt_run *r, struct dt_full *f,
+				   struct dt_error *err);
+
+/* Copies this rank's stage out of the whole arrays f (after a restore). */
+void dt_pipe_full_scatter(struct dt_run *r, struct dt_full *f);
 
 /* Exact gradient accumulation (dt_plan_exact_accum), for any layout:
  * dt_accum_start zeroes r->acc at the start of a step; around each

@@ -32,16 +32,18 @@ optim_buf_name(const struct dt_job *job, int i)
 	return i == 0 ? "adam.m" : "adam.v";
 }
 
+/* The tensor lists of the whole model: names, shapes and offsets from
+ * model, data in params and the n_bufs optimizer buffers bufs (n_trained
+ * of model floats each). */
 static void
-tensors_init(struct tensors *t, struct dt_run *r)
+tensors_init(struct tensors *t, const struct dt_job *job,
+	     const struct dt_model *model, float *params, float **bufs,
+	     int n_bufs)
 {
-	float *params = dt_model_params(r->model);
-	int n_bufs = 0;
-	float **bufs = dt_optim_state(r->optim, &n_bufs);
-	size_t n = dt_model_n_trained(r->model);
+	size_t n = dt_model_n_trained(model);
 
 	memset(t, 0, sizeof *t);
-	t->n_params = dt_model_n_tensors(r->model);
+	t->n_params = dt_model_n_tensors(model);
 	t->n_optim = n_bufs;
 	t->names = dt_xcalloc((size_t)(t->n_params + 1), sizeof *t->names);
 	t->params = dt_xcalloc((size_t)t->n_params + 1, sizeof *t->params);
@@ -51,7 +53,7 @@ tensors_init(struct tensors *t, struct dt_run *r)
 	for (int i = 0; i < t->n_params; i++) {
 		struct dt_tensor_info ti;
 
-		dt_model_tensor_info(r->model, i, &ti);
+		dt_model_tensor_info(model, i, &ti);
 		snprintf(t->names[i], sizeof t->names[i], "%s.%s", ti.node,
 			 ti.name);
 		t->params[i].name = t->names[i];
@@ -64,7 +66,7 @@ tensors_init(struct tensors *t, struct dt_run *r)
 		memcpy(t->pt[i].shape, ti.shape, sizeof ti.shape);
 	}
 	for (int i = 0; i < n_bufs; i++) {
-		t->optim[i].name = optim_buf_name(r->job, i);
+		t->optim[i].name = optim_buf_name(job, i);
 		t->optim[i].data = bufs[i];
 		t->optim[i].n_dims = 1;
 		t->optim[i].shape[0] = (int64_t)n;
@@ -117,12 +119,12 @@ enum dt_status
 dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
+	struct dt_full f;
 
+	memset(&f, 0, sizeof f);
 	if (r->mp) {
-		/* Each stage trained its own range: rank 0 collects them. */
-		st = dt_pipe_gather(r, err);
-		if (st != DT_OK)
-			return st;
+		/* Each stage holds its own part: rank 0 collects them. */
+		st = dt_pipe_full_gather(r, &f, err);
 	}
 	if (r->ps != NULL) {
 		/* The master parameters and the optimizer state live on the
@@ -140,13 +142,20 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		if (r->rank == 0)
 			dt_optim_set_steps(r->optim, steps);
 	}
-	if (r->rank == 0) {
+	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
 		struct dt_ckpt_scalar extra[4];
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
+		int n_bufs = 0;
+		float **bufs = dt_optim_state(r->optim, &n_bufs);
 
-		tensors_init(&t, r);
+		if (r->mp)
+			tensors_init(&t, r->job, f.shapes, f.params, f.bufs,
+				     f.n_bufs);
+		else
+			tensors_init(&t, r->job, r->model,
+				     dt_model_params(r->model), bufs, n_bufs);
 		memset(&meta, 0, sizeof meta);
 		meta.step = r->step;
 		meta.epoch = r->epoch;
@@ -175,6 +184,7 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		free(meta.job_text);
 		tensors_fini(&t);
 	}
+	dt_pipe_full_free(&f);
 	st = dt_comm_agree(r->wcomm, st, err);
 	if (st == DT_OK)
 		r->last_ckpt_step = r->step;
@@ -215,10 +225,25 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	enum dt_status st = DT_OK;
 	int n_bufs = 0;
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
-	size_t n = dt_model_n_params(r->model);
-	size_t n_trained = dt_model_n_trained(r->model);
+	struct dt_model *whole = r->model;
+	float *params = dt_model_params(r->model);
+	struct dt_full f;
 
 	memset(&pos, 0, sizeof pos);
+	memset(&f, 0, sizeof f);
+	if (r->mp) {
+		/* A checkpoint holds the whole model: read and pass it on
+		 * whole, then each rank keeps its stage. */
+		st = dt_pipe_full_alloc(r, &f, err);
+		if (st != DT_OK)
+			return st;	/* every rank fails alike */
+		whole = f.shapes;
+		params = f.params;
+		bufs = f.bufs;
+	}
+	size_t n = dt_model_n_params(whole);
+	size_t n_trained = dt_model_n_trained(whole);
+
 	if (r->rank == 0) {
 		char path[DT_JOB_PATH_MAX + 64];
 		int64_t step = -1;
@@ -235,7 +260,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 			struct tensors t;
 			struct dt_ckpt_meta meta;
 
-			tensors_init(&t, r);
+			tensors_init(&t, r->job, whole, params, bufs, n_bufs);
 			st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
 					  (size_t)t.n_optim, &meta, err);
 			tensors_fini(&t);
@@ -270,22 +295,29 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 		pos.status = (int32_t)st;
 	}
 	/* Rank 0's verdict travels with the position. */
-	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK)
+	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK) {
+		dt_pipe_full_free(&f);
 		return DT_ERR_MPI;
+	}
 	if (pos.status != DT_OK) {
 		if (r->rank != 0)
 			dt_errorf(err, (enum dt_status)pos.status,
 				  "rank 0 could not load a checkpoint");
+		dt_pipe_full_free(&f);
 		return (enum dt_status)pos.status;
 	}
 	r->resumed_from = -1;
-	if (!pos.found)
+	if (!pos.found) {
+		dt_pipe_full_free(&f);
 		return DT_OK;
-	st = dt_comm_bcast(r->comm, dt_model_params(r->model),
-			   n * sizeof(float), 0, err);
+	}
+	st = dt_comm_bcast(r->comm, params, n * sizeof(float), 0, err);
 	for (int i = 0; st == DT_OK && i < n_bufs; i++)
 		st = dt_comm_bcast(r->comm, bufs[i], n_trained * sizeof(float),
 				   0, err);
+	if (st == DT_OK && r->mp)
+		dt_pipe_full_scatter(r, &f);
+	dt_pipe_full_free(&f);
 	if (st != DT_OK)
 		return st;
 	dt_optim_set_steps(r->optim, pos.optim_steps);

@@ -71,6 +71,7 @@ struct dt_run {
 	struct dt_grid_pos pos;		/* this rank in the grid */
 	int *stage_of;			/* (nodes) the pipeline layout */
 	struct dt_stage_info sinfo;	/* this rank's stage */
+	struct dt_stage_info *sinfos;	/* (pp) every stage, one-rank ranges */
 	struct dt_comm *grad_comm;	/* the dp x tp ranks of the stage */
 	struct dt_comm *pipe_comm;	/* the stages of one pipeline; rank
 					 * in it = stage */

@@ -563,9 +563,9 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	/* The mean loss per sample, or per token for a language model. */
 	float grad_scale = 1.0f / (float)(p->global_batch * r->lps);
 	size_t n_params = dt_model_n_trained(r->model);
-	/* The floats this rank trains: all, or its pipeline stage's. */
-	size_t lo = r->mp ? r->sinfo.trained_lo : 0;
-	size_t hi = r->mp ? r->sinfo.trained_hi : n_params;
+	/* The floats this rank trains: all of its arena (a stage model's
+	 * holds only the stage's). */
+	size_t lo = 0, hi = n_params;
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
 	int64_t log_every = job->log.every_steps;
@@ -1056,9 +1056,8 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	if (st != DT_OK)
 		goto out;
 	if (dt_plan_exact_accum(&r.plan)) {
-		r.acc_lo = r.mp ? r.sinfo.trained_lo : 0;
-		r.acc_hi = r.mp ? r.sinfo.trained_hi :
-			   dt_model_n_trained(r.model);
+		r.acc_lo = 0;
+		r.acc_hi = dt_model_n_trained(r.model);
 		r.acc = dt_xcalloc(dt_model_n_trained(r.model) + 1,
 				   sizeof *r.acc);
 	}
