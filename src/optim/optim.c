@@ -17,7 +17,6 @@
  * zero and applying buf = mu*buf + g gives the same first value. */
 #include "optim/optim.h"
 
-#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -161,26 +160,14 @@ adam(size_t n, float *restrict p, const float *restrict g,
 void
 dt_optim_step(struct dt_optim *o, float *params, const float *grads, float lr)
 {
-	dt_optim_step_range(o, params, grads, lr, 0, o->n);
-}
-
-void
-dt_optim_step_range(struct dt_optim *o, float *params, const float *grads,
-		    float lr, size_t lo, size_t hi)
-{
 	double t, bc1, bc2;
-	size_t n = hi - lo;
-
-	assert(lo <= hi && hi <= o->n);
-	params += lo;
-	grads += lo;
 
 	switch (o->kind) {
 	case DT_OPTIM_SGD:
 		if (o->n_bufs == 0)
-			sgd_plain(n, params, grads, lr, o->weight_decay);
+			sgd_plain(o->n, params, grads, lr, o->weight_decay);
 		else
-			sgd_momentum(n, params, grads, o->bufs[0] + lo, lr,
+			sgd_momentum(o->n, params, grads, o->bufs[0], lr,
 				     o->weight_decay, o->momentum, o->nesterov);
 		break;
 	case DT_OPTIM_ADAM:
@@ -190,7 +177,7 @@ dt_optim_step_range(struct dt_optim *o, float *params, const float *grads,
 		t = (double)(o->steps + 1);
 		bc1 = 1.0 - pow(o->beta1, t);
 		bc2 = 1.0 - pow(o->beta2, t);
-		adam(n, params, grads, o->bufs[0] + lo, o->bufs[1] + lo,
+		adam(o->n, params, grads, o->bufs[0], o->bufs[1],
 		     (float)(lr / bc1), (float)(1.0 / sqrt(bc2)), o->beta1,
 		     o->beta2, o->eps,
 		     o->kind == DT_OPTIM_ADAM ? o->weight_decay : 0.0f,

@@ -31,15 +31,6 @@ void dt_optim_free(struct dt_optim *o);
 void dt_optim_step(struct dt_optim *o, float *params, const float *grads,
 		   float lr);
 
-/* As dt_optim_step for the floats [lo, hi) of the n only (a pipeline
- * stage's parameters): params, grads and the state are indexed as in the
- * whole arrays and nothing outside the range is touched. Increments the
- * step count like dt_optim_step, so call it once per update. lo <= hi <= n.
- * A rank calling it for the same range every step reaches the same bits
- * in that range as dt_optim_step over all n. */
-void dt_optim_step_range(struct dt_optim *o, float *params,
-			 const float *grads, float lr, size_t lo, size_t hi);
-
 /* Number of completed updates. */
 int64_t dt_optim_steps(const struct dt_optim *o);
 

@@ -354,7 +354,22 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		ADD(x, "tp", json_object_new_int(pos.tp));
 		ADD(x, "samples_per_step",
 		    json_object_new_int64(plan->per_rank_batch));
-		ADD(x, "memory", json_object_get(sp[pos.stage].memory));
+		if (r == 0 && pp > 1) {
+			/* Rank 0 holds the whole model while it writes a
+			 * checkpoint: the parameters and optimizer state
+			 * gathered from every stage. */
+			struct json_object *m = NULL, *t = NULL;
+			int64_t gather = (n_params + bufs * n_trained) * 4;
+
+			json_object_deep_copy(sp[pos.stage].memory, &m, NULL);
+			json_object_object_get_ex(m, "total", &t);
+			ADD(m, "checkpoint_gather", json_object_new_int64(gather));
+			ADD(m, "total", json_object_new_int64(
+				    json_object_get_int64(t) + gather));
+			ADD(x, "memory", m);
+		} else {
+			ADD(x, "memory", json_object_get(sp[pos.stage].memory));
+		}
 		bytes = json_object_new_object();
 		ADD(bytes, "p2p_bytes", json_object_new_int64(sp[pos.stage].p2p));
 		ADD(bytes, "grad_allreduce_bytes",

@@ -563,9 +563,6 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	/* The mean loss per sample, or per token for a language model. */
 	float grad_scale = 1.0f / (float)(p->global_batch * r->lps);
 	size_t n_params = dt_model_n_trained(r->model);
-	/* The floats this rank trains: all of its arena (a stage model's
-	 * holds only the stage's). */
-	size_t lo = 0, hi = n_params;
 	float *params = dt_model_params(r->model);
 	float *grads = dt_model_grads(r->model);
 	int64_t log_every = job->log.every_steps;
@@ -748,11 +745,10 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 				float c = (float)(job->train.clip_norm /
 						  sqrt(norm2));
 
-				for (size_t i = lo; i < hi; i++)
+				for (size_t i = 0; i < n_params; i++)
 					grads[i] *= c;
 			}
-			dt_optim_step_range(r->optim, params, grads, (float)lr,
-					    lo, hi);
+			dt_optim_step(r->optim, params, grads, (float)lr);
 			r->window_loss += stats[0];
 			r->window_samples += p->global_batch * r->lps;
 		}
