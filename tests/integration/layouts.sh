@@ -51,7 +51,8 @@ for job in fashion-mnist-mlp fashion-mnist-cnn char-gpt; do
 	layout $job-dp2-pp2 4 $job 2 $H $(dp 2) $(pp 2)
 	layout $job-dp2-pp2-1f1b 4 $job 2 $H $(dp 2) $(pp 2) $S1
 	layout $job-dp2-tp2 4 $job 2 $H $(dp 2) $(tp 2)
-	layout $job-pp2-tp2 4 $job 4 $M $(pp 2) $(tp 2) $S1
+	layout $job-pp2-tp2 4 $job 4 $M $(pp 2) $(tp 2)
+	layout $job-pp2-tp2-1f1b 4 $job 4 $M $(pp 2) $(tp 2) $S1
 	layout $job-pp4 4 $job 4 $M $(pp 4)
 	layout $job-pp4-1f1b 4 $job 4 $M $(pp 4) $S1
 	layout $job-tp4 4 $job 4 $M $(tp 4)
