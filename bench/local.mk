@@ -14,8 +14,8 @@ bench: bench/bench_mlp dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/sync-overhead.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 400
+	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 96 400
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 30
+	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
 .PHONY: bench
 EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh

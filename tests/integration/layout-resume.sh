@@ -71,7 +71,7 @@ PY
 # char-GPT: dropout, residuals across the cut, 1F1B; stop, resume, sample.
 [ -f /usr/share/games/fortunes/cookie ] || { echo "SKIP: fortunes missing"; exit 77; }
 G="$top_srcdir/jobs/char-gpt.yaml"
-GS="--set train.steps=12 --set train.global_batch=8 --set train.schedule.warmup_steps=3 --set log.every_steps=1 --set eval.every_steps=0 --set checkpoint.every_steps=4 --set parallel.schedule=1f1b"
+GS="--set train.steps=12 --set train.global_batch=8 --set train.micro_batch=2 --set train.schedule.warmup_steps=3 --set log.every_steps=1 --set eval.every_steps=0 --set checkpoint.every_steps=4 --set parallel.schedule=1f1b"
 mpi 4 "$DTRAIN" run -q --run-dir gfull "$G" $GS $HY >/dev/null
 set +e
 DTRAIN_TEST_SIGNAL_AT_STEP=6 mpi 4 -x DTRAIN_TEST_SIGNAL_AT_STEP \

@@ -40,7 +40,7 @@ for job in fashion-mnist-mlp fashion-mnist-cnn char-gpt; do
 		# A shorter warmup than the job's 100 steps, so that 20 steps
 		# make a valid cosine schedule; a global batch of 16 (micro-
 		# batch 4) keeps the test short.
-		COMMON="$COMMON --set train.global_batch=16 --set train.schedule.warmup_steps=5" ;;
+		COMMON="$COMMON --set train.global_batch=16 --set train.micro_batch=4 --set train.schedule.warmup_steps=5" ;;
 	esac
 	mpi 1 "$DTRAIN" run -q --run-dir "$job-1" "$J/$job.yaml" $COMMON \
 		--set train.grad_accum_steps=4 >/dev/null
