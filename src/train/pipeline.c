@@ -58,6 +58,25 @@ dt_pipe_setup(struct dt_run *r, struct dt_error *err)
 		st = dt_model_plan_tensor_parallel(shapes, r->job, tp, err);
 	if (st == DT_OK)
 		st = dt_plan_stages(r->job, shapes, pp, r->stage_of, err);
+	/* Where this stage's tensors start in the model's list, for the
+	 * per-tensor gradient norms. */
+	r->n_tensors_all = dt_model_n_tensors(shapes);
+	r->first_tensor = 0;
+	for (int t = 0; t < r->n_tensors_all; t++) {
+		struct dt_tensor_info ti;
+		struct dt_layer_info li;
+		int node = 0;
+
+		dt_model_tensor_info(shapes, t, &ti);
+		while (node < n_nodes) {
+			dt_model_layer_info(shapes, node, &li);
+			if (strcmp(li.name, ti.node) == 0)
+				break;
+			node++;
+		}
+		if (node < n_nodes && r->stage_of[node] < r->pos.stage)
+			r->first_tensor = t + 1;
+	}
 	r->sinfos = dt_xcalloc((size_t)pp, sizeof *r->sinfos);
 	for (int s = 0; st == DT_OK && s < pp; s++)
 		dt_model_stage_info(shapes, r->stage_of, pp, s, &r->sinfos[s]);
@@ -325,19 +344,67 @@ dt_accum_sum(struct dt_run *r, struct dt_comm *c, struct dt_error *err)
 	return st;
 }
 
-/* Squared L2 norm of n floats in double. */
+/* Sum of squares of n floats in double, in eight lanes. */
 static double
-norm2_of(const float *g, size_t n)
+tensor_sq(const float *g, int64_t n)
 {
-	double s = 0;
+	double lane[8] = { 0 }, total = 0;
+	int64_t i = 0;
 
-	for (size_t i = 0; i < n; i++)
-		s += (double)g[i] * g[i];
-	return s;
+	for (; i + 8 <= n; i += 8)
+		for (int k = 0; k < 8; k++)
+			lane[k] += (double)g[i + k] * g[i + k];
+	for (int k = 0; k < 8; k++)
+		total += lane[k];
+	for (; i < n; i++)
+		total += (double)g[i] * g[i];
+	return total;
+}
+
+/* Writes the squared norm of each of r's trained tensors at norms[first +
+ * its index in r's model]. */
+static void
+own_norms(struct dt_run *r, double *norms, int first)
+{
+	const float *g = dt_model_grads(r->model);
+	size_t n_trained = dt_model_n_trained(r->model);
+
+	for (int t = 0; t < dt_model_n_tensors(r->model); t++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(r->model, t, &ti);
+		if (ti.offset < n_trained)
+			norms[first + t] = tensor_sq(g + ti.offset, ti.size);
+	}
+}
+
+double
+dt_grad_norm2(struct dt_run *r, const double *norms)
+{
+	double total = 0;
+
+	if (norms == NULL) {
+		double one;
+
+		for (int t = 0; t < dt_model_n_tensors(r->model); t++) {
+			struct dt_tensor_info ti;
+
+			dt_model_tensor_info(r->model, t, &ti);
+			if (ti.offset >= dt_model_n_trained(r->model))
+				continue;
+			one = tensor_sq(dt_model_grads(r->model) + ti.offset,
+					ti.size);
+			total += one;
+		}
+		return total;
+	}
+	for (int t = 0; t < r->n_tensors_all; t++)
+		total += norms[t];
+	return total;
 }
 
 enum dt_status
-dt_pipe_sync_grads(struct dt_run *r, double *norm2, struct dt_error *err)
+dt_pipe_sync_grads(struct dt_run *r, double *norms, struct dt_error *err)
 {
 	float *grads = dt_model_grads(r->model);
 	size_t lo = 0, n = dt_model_n_trained(r->model);
@@ -352,8 +419,9 @@ dt_pipe_sync_grads(struct dt_run *r, double *norm2, struct dt_error *err)
 					       err);
 		r->bytes_grad += dt_comm_bytes_sent(r->grad_comm) - b0;
 	}
-	*norm2 = r->pos.dp == 0 && r->pos.tp == 0 ? norm2_of(grads + lo, n)
-						  : 0;
+	memset(norms, 0, (size_t)r->n_tensors_all * sizeof *norms);
+	if (r->pos.dp == 0 && r->pos.tp == 0)
+		own_norms(r, norms, r->first_tensor);
 	return st;
 }
 

@@ -28,11 +28,19 @@ enum dt_status dt_pipe_train_step(struct dt_run *r, float grad_scale,
 				  struct dt_error *err);
 
 /* Sums the stage's gradient over its data-parallel x tensor-parallel
- * ranks and returns in *norm2 this rank's share of the squared global
- * norm (its stage's, on the rank of data-parallel and tensor-parallel
- * index 0; 0 elsewhere), to be summed over every rank. */
-enum dt_status dt_pipe_sync_grads(struct dt_run *r, double *norm2,
+ * ranks and fills norms (n_tensors_all doubles) with this rank's share of
+ * the tensors' squared gradient norms: its stage's tensors at their model
+ * indices on the rank of data-parallel and tensor-parallel index 0, 0
+ * everywhere else, so that a sum over every rank gives each tensor's. */
+enum dt_status dt_pipe_sync_grads(struct dt_run *r, double *norms,
 				  struct dt_error *err);
+
+/* The squared L2 norm of the gradient of the trained tensors, the same
+ * bits for every layout of a job: each tensor's sum of squares in double,
+ * added in model order. norms: the per-tensor values summed over the ranks
+ * (model parallelism), or NULL to compute them from r's own whole
+ * gradient. */
+double dt_grad_norm2(struct dt_run *r, const double *norms);
 
 /* Evaluation of micro-batch rows [lo, hi) of the eval set through the
  * pipeline: adds the loss sum and correct count to sums[0..1] (the last

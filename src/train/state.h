@@ -90,6 +90,12 @@ struct dt_run {
 	 * [acc_lo, acc_hi) of the trained floats (NULL: float path). */
 	double *acc;
 	size_t acc_lo, acc_hi;
+	/* The per-step reduction (n_stats doubles): [0] loss, [1] stop, [2]
+	 * checkpoint due, then with model parallelism the squared gradient
+	 * norm of each of the model's n_tensors_all tensors, those of this
+	 * rank's stage from first_tensor on. */
+	double *stats;
+	int n_stats, n_tensors_all, first_tensor;
 };
 
 /* Writes a checkpoint of r at its current step (collective: rank 0 writes,

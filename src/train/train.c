@@ -591,7 +591,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 	}
 	loader = r->loader;
 	for (;;) {
-		double local_loss = 0, stats[4], now, lr, mp_norm2 = 0;
+		double local_loss = 0, *stats = r->stats, now, lr;
 		int last, stop, ckpt, exchange;
 
 		if (r->epoch_off + p->global_batch > r->train.n) {
@@ -666,7 +666,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			if (dt_ps_step(r->ps, grads, params, r->step, err))
 				die_in_step(r, err);
 		} else if (r->mp) {
-			if (dt_pipe_sync_grads(r, &mp_norm2, err) != DT_OK)
+			if (dt_pipe_sync_grads(r, stats + 3, err) != DT_OK)
 				die_in_step(r, err);
 		} else if (r->acc != NULL) {
 			if (dt_accum_sum(r, dt_comm_size(r->comm) > 1 ?
@@ -692,21 +692,20 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 		stats[0] = pending_loss;
 		stats[1] = dt_signals_pending() != 0;
 		stats[2] = ckpt_due_local(r, now);
-		stats[3] = mp_norm2;
 		if (exchange) {
 			if (dt_comm_allreduce_sum_f64(r->wcomm, stats,
-						      r->mp ? 4 : 3, err))
+						      (size_t)r->n_stats, err))
 				die_in_step(r, err);
 			pending_loss = 0;
 		} else {
 			stats[1] = stats[2] = 0;
 		}
 
-		/* The squared gradient norm: of the whole arena, which every
-		 * rank holds summed, or with model parallelism the sum of the
-		 * stages' shares. */
-		double norm2 = r->ps != NULL ? 0 : r->mp ? stats[3] :
-			       sum_squares(grads, n_params);
+		/* The squared gradient norm, tensor by tensor in model order
+		 * (dt_grad_norm2): with model parallelism each stage's
+		 * tensors came in the reduction above. */
+		double norm2 = r->ps != NULL ? 0 :
+			       dt_grad_norm2(r, r->mp ? stats + 3 : NULL);
 		if (r->ps != NULL) {
 			if (exchange)
 				r->window_loss += stats[0];
@@ -863,6 +862,7 @@ run_fini(struct dt_run *r)
 	free(r->x);
 	free(r->y);
 	free(r->acc);
+	free(r->stats);
 }
 
 static int
@@ -1058,6 +1058,10 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 				   sizeof *r.acc);
 	}
 	r.optim = dt_optim_new(job, dt_model_n_trained(r.model));
+	/* The per-step reduction: loss, stop, checkpoint clock, and with
+	 * model parallelism each tensor's squared gradient norm. */
+	r.n_stats = 3 + (r.mp ? r.n_tensors_all : 0);
+	r.stats = dt_xcalloc((size_t)r.n_stats + 1, sizeof *r.stats);
 	r.lps = dt_model_labels_per_sample(r.model);
 	if (r.lps < 1) {
 		st = dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
