@@ -6,6 +6,8 @@
 #include "job/priv.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -64,6 +66,24 @@ enum_word(const struct dt_job *job, const char *key)
 	return k->names[*(const int *)((const char *)job + k->off)];
 }
 
+/* Whether an enum or integer key holds its default value. */
+static bool
+at_default(const struct dt_job *job, const struct dt_key *k)
+{
+	const void *v = (const char *)job + k->off;
+
+	if (k->type == DT_KEY_ENUM) {
+		int e = *(const int *)v;
+
+		return k->def != NULL ? strcmp(k->names[e], k->def) == 0
+				      : e == 0;
+	}
+	if (k->type == DT_KEY_INT)
+		return *(const int64_t *)v ==
+		       (k->def != NULL ? strtoll(k->def, NULL, 10) : 0);
+	return false;
+}
+
 /* Key ki against the key it depends on: not given when unused, given
  * when required. */
 static enum dt_status
@@ -76,7 +96,12 @@ check_when(const struct dt_job_ctx *c, int ki)
 
 	if (k->when == NULL)
 		return DT_OK;
-	if (dt_job_given(pos) && !dt_job_key_applies(job, k)) {
+	/* A --set that changes the key this one depends on makes a value
+	 * that is only the default moot, not wrong: the job a run saves
+	 * names its defaults (parallel.schedule: gpipe), and resuming a
+	 * pipeline run as strategy data must not trip over them. */
+	if (dt_job_given(pos) && !dt_job_key_applies(job, k) &&
+	    !(pos_of(job, k->when).from_set && at_default(job, k))) {
 		dt_job_when_text(k, only, sizeof only);
 		return dt_job_failf(c, dt_job_blame(pos, pos_of(job, k->when)),
 				    k->key, "not used when %s is %s (only %s)",
@@ -246,6 +271,15 @@ check_stages(const struct dt_job_ctx *c)
 	if (job->parallel.n_stages == 0 || pp <= 0 ||
 	    job->parallel.n_stages + 1 == pp)
 		return DT_OK;
+	if (pp == 1)
+		return dt_job_failf(c, dt_job_blame(
+				    pos_of(job, "parallel.stages"),
+				    pos_of(job, "parallel.pipeline_parallel")),
+				    "parallel.stages", "expected no names with "
+				    "pipeline_parallel 1 (one stage), found %d; "
+				    "raise pipeline_parallel to %d or remove "
+				    "the key", job->parallel.n_stages,
+				    job->parallel.n_stages + 1);
 	return dt_job_failf(c, dt_job_blame(pos_of(job, "parallel.stages"),
 			    pos_of(job, "parallel.pipeline_parallel")),
 			    "parallel.stages", "expected %" PRId64 " names "

@@ -159,8 +159,10 @@ pipeline_micro_batches(const struct dt_job *job, int64_t dp, int64_t *k,
 				 "pipeline step, but train.grad_accum_steps is "
 				 "%lld (%s); with a pipeline they are the same "
 				 "number (the micro-batches of one optimizer "
-				 "step): give only one", where, (long long)mb,
-				 (long long)*k, other);
+				 "step): give only one (from the command "
+				 "line, --set train.grad_accum_steps=%lld "
+				 "replaces the file's)", where, (long long)mb,
+				 (long long)*k, other, (long long)mb);
 	}
 	if (*k == 0 && g != 0 && m != 0 && g % (m * dp) == 0 &&
 	    (derived = g / (m * dp)) != mb) {

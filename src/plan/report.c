@@ -71,6 +71,9 @@ layout(const struct dt_job *job, const struct dt_plan *plan,
 	free(cost);
 }
 
+static int64_t get_i(const struct json_object *o, const char *a,
+		     const char *b);
+
 /* One stage's memory and bytes per step, for a rank of it (every rank of
  * a stage holds and moves the same). */
 static void
@@ -146,6 +149,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	int async = ps && job->parallel.mode == DT_PS_ASYNC;
 	int n_servers = ps ? (int)job->parallel.servers : 0;
 	int split = pp > 1 || plan->tp_size > 1, busiest = 0;
+	struct json_object *mem0 = NULL;	/* rank 0's, with a gather */
 
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(grid, "world_size", json_object_new_int(plan->world_size));
@@ -260,9 +264,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		    json_object_new_int64(si->act_floats));
 		ADD(x, "micro_batches_in_flight",
 		    json_object_new_int64(sp[s].in_flight));
+		/* As in the ranks' memory: the slots and the input batch. */
 		ADD(x, "activation_bytes", json_object_new_int64(
-			    si->act_floats * plan->micro_batch *
-			    sp[s].in_flight * 4));
+			    get_i(sp[s].memory, "activations", NULL)));
 		ADD(x, "send_fwd_floats_per_sample",
 		    json_object_new_int64(si->send_fwd_floats));
 		ADD(x, "send_bwd_floats_per_sample",
@@ -274,8 +278,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	}
 	ADD(o, "stages", stages);
 
-	/* The busiest rank's memory (every rank's without a pipeline). */
-	ADD(o, "memory_per_rank", json_object_get(sp[busiest].memory));
 
 	if (ps) {
 		/* A worker pushes its gradient and pulls the parameters, all
@@ -367,6 +369,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 			ADD(m, "total", json_object_new_int64(
 				    json_object_get_int64(t) + gather));
 			ADD(x, "memory", m);
+			mem0 = m;
 		} else {
 			ADD(x, "memory", json_object_get(sp[pos.stage].memory));
 		}
@@ -380,6 +383,12 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		json_object_array_add(ranks, x);
 	}
 	ADD(o, "ranks", ranks);
+	/* The rank that needs the most (every rank's without a pipeline;
+	 * with one, rank 0 while it gathers a checkpoint, or the stage
+	 * with the most). */
+	ADD(o, "memory_per_rank", json_object_get(
+		    mem0 != NULL && get_i(mem0, "total", NULL) >
+		    sp[busiest].total ? mem0 : sp[busiest].memory));
 	for (int s = 0; s < pp; s++)
 		json_object_put(sp[s].memory);
 	free(sp);
@@ -466,13 +475,16 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 					       "optimizer_state",
 					       "grad_accumulator",
 					       "activations", "dataset",
-					       "loader", "runtime", "total" };
+					       "loader", "runtime",
+					       "checkpoint_gather", "total" };
 	char b[32];
 
 	fprintf(out, "%s", head);
 	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
-		/* The accumulator exists only on the double path. */
-		if (strcmp(memkeys[i], "grad_accumulator") == 0 &&
+		/* The accumulator exists only on the double path, the
+		 * gather only on rank 0 of a pipeline. */
+		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
+		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
 			continue;
 		bytes_text(b, sizeof b, get_i(mem, memkeys[i], NULL));
@@ -539,7 +551,23 @@ print_stages(const struct json_object *d, FILE *out)
 		}
 		fprintf(out, "; %lld micro-batch(es) of activations held\n",
 			(long long)get_i(st, "micro_batches_in_flight", NULL));
-		print_memory(out, "  memory per rank:", get(r, "memory"));
+		/* Rank 0 also holds the gathered model while it writes a
+		 * checkpoint: its own line. */
+		if (get_i(r, "rank", NULL) == 0 &&
+		    json_object_array_length(in) > 1)
+			r = json_object_array_get_idx(ranks, (size_t)
+				json_object_get_int64(
+					json_object_array_get_idx(in, 1)));
+		print_memory(out, get_i(r, "rank", NULL) == 0 ?
+			     "  memory of rank 0:" : "  memory per rank:",
+			     get(r, "memory"));
+		if (s == 0 && get_i(r, "rank", NULL) != 0) {
+			struct json_object *r0 =
+				json_object_array_get_idx(ranks, 0);
+
+			print_memory(out, "\n  memory of rank 0:",
+				     get(r0, "memory"));
+		}
 		bytes = get(r, "bytes_per_step");
 		bytes_text(b1, sizeof b1, get_i(bytes, "p2p_bytes", NULL));
 		bytes_text(b2, sizeof b2, get_i(bytes, "grad_allreduce_bytes",
@@ -668,10 +696,16 @@ dt_plan_print(const struct json_object *d, FILE *out)
 				(long long)json_object_get_int64(stale), b4, b5);
 			fprintf(out, "communication per worker and step: "
 				"pushes %s, pulls %s\n", b1, b2);
+		} else if (split && get_i(d, "communication_per_rank",
+					  "sent_per_step") == 0) {
+			fprintf(out, "no gradient all-reduce: each stage has "
+				"one rank\n");
 		} else {
-			fprintf(out, "%scommunication per rank and step: sent "
-				"%s, received %s (%s of %s of gradients%s)\n",
-				split ? "" : "\n", b1, b2,
+			fprintf(out, "%s%s per rank and step: sent %s, received "
+				"%s (%s of %s of gradients%s)\n",
+				split ? "" : "\n", split ?
+				"gradient all-reduce on the wire (ring estimate)" :
+				"communication", b1, b2,
 				json_object_get_string(alg), b3,
 				split ? " over the data- and tensor-parallel "
 				"ranks of the largest stage" : "");

@@ -347,6 +347,21 @@ eval_line(struct dt_run *r, double loss, double accuracy)
 	metrics_line(r, o);
 }
 
+/* Bytes this rank has handed to MPI so far, on every communicator it
+ * uses: collectives and point-to-point. */
+static uint64_t
+sent_bytes(const struct dt_run *r)
+{
+	uint64_t b = dt_comm_bytes_sent(r->comm) +
+		     dt_comm_p2p_bytes_sent(r->comm);
+
+	if (r->mp)
+		b += dt_comm_bytes_sent(r->grad_comm) +
+		     dt_comm_bytes_sent(r->tp_comm) +
+		     dt_comm_p2p_bytes_sent(r->pipe_comm);
+	return b;
+}
+
 struct summary_ctx {
 	const struct dt_run *r;
 	const struct dt_train_result *res;
@@ -400,8 +415,7 @@ write_summary(FILE *out, void *ctx, struct dt_error *err)
 		ADD("server_bytes_per_step",
 		    json_object_new_double(ps.server_bytes_per_step));
 	}
-	ADD("bytes_sent_rank0",
-	    json_object_new_int64((int64_t)dt_comm_bytes_sent(r->comm)));
+	ADD("bytes_sent_rank0", json_object_new_int64((int64_t)sent_bytes(r)));
 	if (r->mp) {
 		struct json_object *g = json_object_new_object();
 
@@ -821,13 +835,17 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			r->last_ckpt_time = dt_now();
 		}
 		if (stop) {
+			char nbuf[32] = "";
+
+			if (dt_comm_size(r->comm) > 1)
+				snprintf(nbuf, sizeof nbuf, "-n %d ",
+					 dt_comm_size(r->comm));
 			dt_progress_end(&r->progress);
 			return dt_errorf(err, DT_ERR_INTERRUPTED,
 					 "interrupted at step %lld; checkpoint "
 					 "written; continue with: dtrain "
 					 "resume %s%s", (long long)r->step,
-					 dt_comm_size(r->comm) > 1 ?
-					 "-n RANKS " : "", r->dir);
+					 nbuf, r->dir);
 		}
 		if (last)
 			break;
@@ -873,6 +891,19 @@ node_cores(void)
 	return n > 0 ? (int)n : 1;
 }
 
+/* Parameters of the whole model (a stage model holds its stage's). */
+static size_t
+whole_params(const struct dt_run *r)
+{
+	size_t n = 0;
+
+	if (!r->mp)
+		return dt_model_n_params(r->model);
+	for (int s = 0; s < r->plan.pp_size; s++)
+		n += (size_t)r->sinfos[s].n_params;
+	return n;
+}
+
 static void
 announce(const struct dt_run *r, int threads)
 {
@@ -885,7 +916,7 @@ announce(const struct dt_run *r, int threads)
 		(long long)r->plan.global_batch, (long long)r->plan.micro_batch,
 		(long long)r->plan.grad_accum_steps, r->plan.dp_size,
 		(long long)r->total_steps, (long long)r->steps_per_epoch,
-		(long long)r->dropped, dt_model_n_params(r->model));
+		(long long)r->dropped, whole_params(r));
 	if (r->mp)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "

@@ -654,7 +654,7 @@ START_TEST(describe_bytes_per_step)
 
 	/* 4 -> d0 (8) relu -> d1 (8) -> d2 (3) -> loss: 6 nodes. Stages:
 	 * [d0, relu, d1] [d2, loss], cut by hand below with stages. */
-	load("{micro_batch: 2, steps: 10, lr: 0.1}",
+	load("{micro_batch: 2, steps: 10, lr: 0.1, optimizer: adam}",
 	     "  strategy: hybrid\n  data_parallel: 2\n"
 	     "  pipeline_parallel: 2\n  micro_batches: 3\n"
 	     "  stages: [d2]\n");
@@ -684,9 +684,17 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.3.memory.grad_accumulator"), 27 * 8);
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.tp_allreduce_bytes"),
 			 0);
-	/* Every rank holds the whole arena. */
-	ck_assert_int_eq(jget(d, "ranks.3.memory.params"), (40 + 72 + 27) * 4);
-	ck_assert_int_eq(jget(d, "ranks.3.memory.grads"), (40 + 72 + 27) * 4);
+	/* A rank holds its stage's tensors: d2's 27 floats on stage 1;
+	 * rank 0 also gathers the whole model (139 floats and Adam's two
+	 * moments of them) while it writes a checkpoint. */
+	ck_assert_int_eq(jget(d, "ranks.3.memory.params"), 27 * 4);
+	ck_assert_int_eq(jget(d, "ranks.3.memory.grads"), 27 * 4);
+	ck_assert_int_eq(jget(d, "ranks.2.memory.params"), (40 + 72) * 4);
+	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
+			 (40 + 72 + 27) * 4 * 3);
+	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
+			 jget(d, "ranks.2.memory.total") +
+			 (40 + 72 + 27) * 4 * 3);
 	/* GPipe: 3 micro-batches of activations held on each stage. */
 	ck_assert_int_eq(jget(d, "stages.1.micro_batches_in_flight"), 3);
 	json_object_put(d);
