@@ -299,16 +299,15 @@ void
 dt_accum_start(struct dt_run *r)
 {
 	if (r->acc != NULL)
-		memset(r->acc + r->acc_lo, 0,
-		       (r->acc_hi - r->acc_lo) * sizeof *r->acc);
+		memset(r->acc, 0, dt_model_n_trained(r->model) * sizeof *r->acc);
 }
 
 void
 dt_accum_before(struct dt_run *r)
 {
 	if (r->acc != NULL)
-		memset(dt_model_grads(r->model) + r->acc_lo, 0,
-		       (r->acc_hi - r->acc_lo) * sizeof(float));
+		memset(dt_model_grads(r->model), 0,
+		       dt_model_n_trained(r->model) * sizeof(float));
 }
 
 void
@@ -320,7 +319,7 @@ dt_accum_after(struct dt_run *r)
 	if (a == NULL)
 		return;
 	dt_model_tp_prepare_grads(r->model);
-	for (size_t i = r->acc_lo; i < r->acc_hi; i++)
+	for (size_t i = 0; i < dt_model_n_trained(r->model); i++)
 		a[i] += (double)g[i];
 }
 
@@ -328,7 +327,7 @@ enum dt_status
 dt_accum_sum(struct dt_run *r, struct dt_comm *c, struct dt_error *err)
 {
 	float *g = dt_model_grads(r->model);
-	size_t lo = r->acc_lo, n = r->acc_hi - r->acc_lo;
+	size_t lo = 0, n = dt_model_n_trained(r->model);
 	enum dt_status st = DT_OK;
 
 	if (r->acc == NULL)

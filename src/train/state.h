@@ -86,10 +86,9 @@ struct dt_run {
 	 * gradient all-reduce and the tensor-parallel sums (payloads). */
 	uint64_t bytes_p2p, bytes_grad, bytes_tp;
 	int64_t bytes_steps;		/* steps they were counted over */
-	/* dt_plan_exact_accum: the step's gradient in double, over
-	 * [acc_lo, acc_hi) of the trained floats (NULL: float path). */
+	/* dt_plan_exact_accum: the step's gradient in double, n_trained
+	 * values (NULL: float path). */
 	double *acc;
-	size_t acc_lo, acc_hi;
 	/* The per-step reduction (n_stats doubles): [0] loss, [1] stop, [2]
 	 * checkpoint due, then with model parallelism the squared gradient
 	 * norm of each of the model's n_tensors_all tensors, those of this

@@ -470,24 +470,6 @@ die_in_step(struct dt_run *r, const struct dt_error *err)
 	dt_comm_abort(r->comm, dt_status_exit_code(err->status));
 }
 
-/* Squared L2 norm of n floats, in eight lanes so it vectorises. */
-static double
-sum_squares(const float *g, size_t n)
-{
-	float lane[8] = { 0 };
-	size_t i = 0;
-	double total = 0;
-
-	for (; i + 8 <= n; i += 8)
-		for (int k = 0; k < 8; k++)
-			lane[k] += g[i + k] * g[i + k];
-	for (int k = 0; k < 8; k++)
-		total += lane[k];
-	for (; i < n; i++)
-		total += (double)g[i] * g[i];
-	return total;
-}
-
 /* Test aid, documented in dtrain(1): DTRAIN_TEST_SIGNAL_AT_STEP=[R:]N makes
  * rank R (default 0) send itself SIGTERM during step N (1-based), so tests
  * can stop a run at an exact step through the real signal path. */
@@ -666,7 +648,7 @@ train_loop(struct dt_run *r, struct dt_train_result *res,
 			/* No rank sees the whole gradient: each worker checks
 			 * its own before it reaches the servers, and a bad one
 			 * ends the job (the others are inside the protocol). */
-			double n2 = sum_squares(grads, n_params);
+			double n2 = dt_grad_norm2(r, NULL);
 
 			if (!isfinite(local_loss) || !isfinite(n2)) {
 				dt_errorf(err, DT_ERR_NUMERIC, "step %lld: "
@@ -1083,8 +1065,6 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	if (st != DT_OK)
 		goto out;
 	if (dt_plan_exact_accum(&r.plan)) {
-		r.acc_lo = 0;
-		r.acc_hi = dt_model_n_trained(r.model);
 		r.acc = dt_xcalloc(dt_model_n_trained(r.model) + 1,
 				   sizeof *r.acc);
 	}
