@@ -315,11 +315,12 @@ dt_accum_after(struct dt_run *r)
 {
 	const float *restrict g = dt_model_grads(r->model);
 	double *restrict a = r->acc;
+	size_t n = dt_model_n_trained(r->model);
 
 	if (a == NULL)
 		return;
 	dt_model_tp_prepare_grads(r->model);
-	for (size_t i = 0; i < dt_model_n_trained(r->model); i++)
+	for (size_t i = 0; i < n; i++)
 		a[i] += (double)g[i];
 }
 
@@ -327,7 +328,7 @@ enum dt_status
 dt_accum_sum(struct dt_run *r, struct dt_comm *c, struct dt_error *err)
 {
 	float *g = dt_model_grads(r->model);
-	size_t lo = 0, n = dt_model_n_trained(r->model);
+	size_t n = dt_model_n_trained(r->model);
 	enum dt_status st = DT_OK;
 
 	if (r->acc == NULL)
@@ -335,10 +336,10 @@ dt_accum_sum(struct dt_run *r, struct dt_comm *c, struct dt_error *err)
 	if (c != NULL) {
 		uint64_t b0 = dt_comm_bytes_sent(c);
 
-		st = dt_comm_allreduce_sum_f64(c, r->acc + lo, n, err);
+		st = dt_comm_allreduce_sum_f64(c, r->acc, n, err);
 		r->bytes_grad += dt_comm_bytes_sent(c) - b0;
 	}
-	for (size_t i = lo; i < lo + n; i++)
+	for (size_t i = 0; i < n; i++)
 		g[i] = (float)r->acc[i];
 	return st;
 }
@@ -406,7 +407,7 @@ enum dt_status
 dt_pipe_sync_grads(struct dt_run *r, double *norms, struct dt_error *err)
 {
 	float *grads = dt_model_grads(r->model);
-	size_t lo = 0, n = dt_model_n_trained(r->model);
+	size_t n = dt_model_n_trained(r->model);
 	uint64_t b0 = dt_comm_bytes_sent(r->grad_comm);
 	enum dt_status st;
 
@@ -414,7 +415,7 @@ dt_pipe_sync_grads(struct dt_run *r, double *norms, struct dt_error *err)
 		st = dt_accum_sum(r, r->grad_comm, err);
 	} else {
 		dt_model_tp_prepare_grads(r->model);
-		st = dt_comm_allreduce_sum_f32(r->grad_comm, grads + lo, n,
+		st = dt_comm_allreduce_sum_f32(r->grad_comm, grads, n,
 					       err);
 		r->bytes_grad += dt_comm_bytes_sent(r->grad_comm) - b0;
 	}
