@@ -342,6 +342,7 @@ cmd_plan(int argc, char **argv)
 		return dt_cmd_fail(st, &err);
 	}
 	threads = dt_plan_blas_threads(cores > 0 ? (int)cores : 1, ranks,
+				       job.parallel.blas_threads,
 				       getenv("OPENBLAS_NUM_THREADS"));
 	desc = dt_plan_describe(&job, &plan, model, threads, n_train,
 				train_bytes + (n_train > 0 ? n_train * 8 : 0),

@@ -255,6 +255,7 @@ struct dt_job {
 		int64_t servers;	/* parameter-server ranks (default 1) */
 		enum dt_ps_mode mode;	/* sync (default), async */
 		int64_t max_staleness;	/* async bound (default 4) */
+		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
 	} parallel;
 
 	struct {

@@ -273,6 +273,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "parallel.max_staleness", .type = DT_KEY_INT,
 	  .off = OFF(parallel.max_staleness), .def = "4", GE(0), SERVER,
 	  .doc = "parameter_server async: most steps a worker may lag" },
+	{ .key = "parallel.blas_threads", .type = DT_KEY_INT,
+	  .off = OFF(parallel.blas_threads), .def = "0",
+	  .flags = DT_KEYF_MIN | DT_KEYF_MAX, .min = 0, .max = 4096,
+	  .doc = "OpenBLAS threads per rank; 0: the node's cores / its ranks" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

@@ -331,7 +331,8 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 }
 
 int
-dt_plan_blas_threads(int cores, int local_ranks, const char *env_value)
+dt_plan_blas_threads(int cores, int local_ranks, int64_t job_value,
+		     const char *env_value)
 {
 	if (env_value != NULL && *env_value != '\0') {
 		char *end;
@@ -340,6 +341,8 @@ dt_plan_blas_threads(int cores, int local_ranks, const char *env_value)
 		if (*end == '\0' && v > 0 && v < 4096)
 			return (int)v;
 	}
+	if (job_value > 0)	/* job/ keeps it <= 4096 */
+		return (int)job_value;
 	if (local_ranks < 1)
 		local_ranks = 1;
 	return cores / local_ranks > 1 ? cores / local_ranks : 1;

@@ -119,9 +119,11 @@ enum dt_status dt_plan_stages(const struct dt_job *job,
 double dt_plan_partition(const double *cost, int n, int k, int *part);
 
 /* BLAS threads for each of local_ranks ranks on a node of `cores` cores:
- * max(1, cores / local_ranks), unless env_value (OPENBLAS_NUM_THREADS, may
- * be NULL) is a positive integer, which wins. */
-int dt_plan_blas_threads(int cores, int local_ranks, const char *env_value);
+ * env_value (OPENBLAS_NUM_THREADS, may be NULL) when it is a positive
+ * integer, else job_value (parallel.blas_threads) when it is positive,
+ * else max(1, cores / local_ranks). */
+int dt_plan_blas_threads(int cores, int local_ranks, int64_t job_value,
+			 const char *env_value);
 
 struct dt_lr_schedule;
 

@@ -1052,6 +1052,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	if (st != DT_OK)
 		return st;
 	threads = dt_plan_blas_threads(node_cores(), dt_comm_local_size(comm),
+				       job->parallel.blas_threads,
 				       getenv("OPENBLAS_NUM_THREADS"));
 	openblas_set_num_threads(threads);
 

@@ -752,13 +752,18 @@ END_TEST
 
 START_TEST(blas_threads)
 {
-	ck_assert_int_eq(dt_plan_blas_threads(16, 4, NULL), 4);
-	ck_assert_int_eq(dt_plan_blas_threads(2, 2, NULL), 1);
-	ck_assert_int_eq(dt_plan_blas_threads(2, 3, NULL), 1);
-	ck_assert_int_eq(dt_plan_blas_threads(2, 1, ""), 2);
-	ck_assert_int_eq(dt_plan_blas_threads(16, 4, "3"), 3);
-	ck_assert_int_eq(dt_plan_blas_threads(16, 4, "x"), 4);
-	ck_assert_int_eq(dt_plan_blas_threads(16, 4, "0"), 4);
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 0, NULL), 4);
+	ck_assert_int_eq(dt_plan_blas_threads(2, 2, 0, NULL), 1);
+	ck_assert_int_eq(dt_plan_blas_threads(2, 3, 0, NULL), 1);
+	ck_assert_int_eq(dt_plan_blas_threads(2, 1, 0, ""), 2);
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 0, "3"), 3);
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 0, "x"), 4);
+	/* parallel.blas_threads beats the cores, the environment beats it. */
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 1, NULL), 1);
+	ck_assert_int_eq(dt_plan_blas_threads(2, 1, 1, ""), 1);
+	ck_assert_int_eq(dt_plan_blas_threads(2, 4, 3, NULL), 3);
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 1, "2"), 2);
+	ck_assert_int_eq(dt_plan_blas_threads(16, 4, 0, "0"), 4);
 }
 END_TEST
 
