@@ -219,29 +219,6 @@ print_sources(const struct plan_source *srcs, int n, int64_t n_train,
 			"or the first run)\n");
 }
 
-/* The layouts run refuses, refused here in the same words (run.c's
- * precheck does the same): a tensor-parallel degree that does not divide
- * a split layer, and pipeline stages the model cannot take. With tensor
- * parallelism the model's FLOPs become one tensor rank's share. */
-static enum dt_status
-check_layout(const struct dt_job *job, const struct dt_plan *plan,
-	     struct dt_model *model, struct dt_error *err)
-{
-	int *stage_of_node;
-	enum dt_status st = DT_OK;
-
-	if (plan->tp_size > 1)
-		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
-						   err);
-	if (st != DT_OK)
-		return st;
-	stage_of_node = dt_xmalloc((size_t)dt_model_n_layers(model),
-				   sizeof *stage_of_node);
-	st = dt_plan_stages(job, model, plan->pp_size, stage_of_node, err);
-	free(stage_of_node);
-	return st;
-}
-
 static int
 cmd_plan(int argc, char **argv)
 {
@@ -313,7 +290,7 @@ cmd_plan(int argc, char **argv)
 	if (st == DT_OK)
 		st = dt_model_new(&job, 0, &model, &err);
 	if (st == DT_OK)
-		st = check_layout(&job, &plan, model, &err);
+		st = dt_plan_layout(&job, &plan, model, NULL, &err);
 	if (st == DT_OK)
 		st = find_sources(&job, srcs, &n_srcs, &err);
 	if (st == DT_OK)

@@ -286,18 +286,8 @@ precheck(const struct run_args *a, const struct dt_job *job,
 	enum dt_status st = dt_model_new(job, 0, &model, err);
 	struct stat sb;
 
-	if (st == DT_OK && plan != NULL && plan->tp_size > 1)
-		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
-						   err);
-	if (st == DT_OK && plan != NULL) {
-		int *stage_of_node = dt_xmalloc(
-			(size_t)dt_model_n_layers(model),
-			sizeof *stage_of_node);
-
-		st = dt_plan_stages(job, model, plan->pp_size, stage_of_node,
-				    err);
-		free(stage_of_node);
-	}
+	if (st == DT_OK && plan != NULL)
+		st = dt_plan_layout(job, plan, model, NULL, err);
 	dt_model_free(model);
 	if (st == DT_OK && job->train.steps > 0)
 		st = dt_plan_schedule(job, job->train.steps, &sched, err);

@@ -943,14 +943,6 @@ dt_model_live_buffers(struct dt_model *m, int after, int j, float **out,
 	*floats_per_sample = n->out_size;
 }
 
-int
-dt_model_stage(const struct dt_model *m, int *n_stages)
-{
-	if (n_stages != NULL)
-		*n_stages = m->n_stages;
-	return m->stage;
-}
-
 void
 dt_model_train_step(struct dt_model *m, const float *x,
 		    const int32_t *labels, int64_t batch, float grad_scale,

@@ -262,10 +262,6 @@ enum dt_status dt_model_new_stage(const struct dt_job *job, int64_t max_batch,
 				  int stage, int n_slots,
 				  struct dt_model **out, struct dt_error *err);
 
-/* Returns m's stage and sets *n_stages (may be NULL); 0 of 1 for a model
- * made by dt_model_new. */
-int dt_model_stage(const struct dt_model *m, int *n_stages);
-
 /* Selects the activation slot (0 .. n_slots-1) that the passes, the
  * live-set buffers, dt_model_probs and dt_model_set_position use from now
  * on. Each slot keeps its own position. */

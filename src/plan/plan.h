@@ -118,6 +118,16 @@ enum dt_status dt_plan_stages(const struct dt_job *job,
  * decreasing. Returns the largest part sum. */
 double dt_plan_partition(const double *cost, int n, int k, int *part);
 
+/* The layout of plan on model, as run and plan --dry-run both refuse or
+ * make it: with tensor parallelism marks model's split nodes
+ * (dt_model_plan_tensor_parallel, so its FLOPs become one tensor rank's
+ * share), then cuts the stages into stage_of_node (dt_plan_stages; NULL
+ * to only check them). DT_ERR_PLAN from either. */
+enum dt_status dt_plan_layout(const struct dt_job *job,
+			      const struct dt_plan *plan,
+			      struct dt_model *model, int *stage_of_node,
+			      struct dt_error *err);
+
 /* BLAS threads for each of local_ranks ranks on a node of `cores` cores:
  * env_value (OPENBLAS_NUM_THREADS, may be NULL) when it is a positive
  * integer, else job_value (parallel.blas_threads) when it is positive,

@@ -209,3 +209,25 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 		dt_error_prefix(err, "%s", where);
 	return st;
 }
+
+enum dt_status
+dt_plan_layout(const struct dt_job *job, const struct dt_plan *plan,
+	       struct dt_model *model, int *stage_of_node,
+	       struct dt_error *err)
+{
+	int *own = NULL;
+	enum dt_status st = DT_OK;
+
+	if (plan->tp_size > 1)
+		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
+						   err);
+	if (st != DT_OK)
+		return st;
+	if (stage_of_node == NULL)
+		stage_of_node = own = dt_xmalloc(
+			(size_t)dt_model_n_layers(model), sizeof *own);
+	st = dt_plan_stages(job, model, plan->pp_size > 0 ? plan->pp_size : 1,
+			    stage_of_node, err);
+	free(own);
+	return st;
+}

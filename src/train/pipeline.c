@@ -54,10 +54,7 @@ dt_pipe_setup(struct dt_run *r, struct dt_error *err)
 	r->stage_of = dt_xcalloc((size_t)n_nodes, sizeof *r->stage_of);
 	/* Stages balance one tensor-parallel rank's share of the work, as
 	 * dtrain plan does. */
-	if (tp > 1)
-		st = dt_model_plan_tensor_parallel(shapes, r->job, tp, err);
-	if (st == DT_OK)
-		st = dt_plan_stages(r->job, shapes, pp, r->stage_of, err);
+	st = dt_plan_layout(r->job, p, shapes, r->stage_of, err);
 	/* Where this stage's tensors start in the model's list, for the
 	 * per-tensor gradient norms. */
 	r->n_tensors_all = dt_model_n_tensors(shapes);
