@@ -240,10 +240,20 @@ dt_ck_ropen(struct dt_ck_rfile *r, const char *path, const char *label,
 	    int gz, struct dt_error *err)
 {
 	struct stat st;
+	int flags;
 
 	memset(r, 0, sizeof *r);
 	copy_name(r->label, sizeof r->label, label);
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* A checkpoint directory is input like any other: a symbolic link
+	 * in it would make verify report the size and CRC of any file we
+	 * can read, and a FIFO would block open() and read() forever. So
+	 * links are not followed, the open does not wait, and anything but
+	 * a regular file is refused before a byte is read. */
+	r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (r->fd < 0 && errno == ELOOP)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: is a symbolic link; "
+				 "a checkpoint holds regular files only",
+				 label);
 	if (r->fd < 0)
 		return dt_errorf(err, errno == ENOENT ? DT_ERR_FORMAT :
 				 DT_ERR_IO, "%s: cannot open: %s", label,
@@ -252,8 +262,13 @@ dt_ck_ropen(struct dt_ck_rfile *r, const char *path, const char *label,
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot stat: %s", label,
 				 strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a regular file",
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a regular file "
+				 "(a checkpoint holds regular files only)",
 				 label);
+	flags = fcntl(r->fd, F_GETFL);
+	if (flags < 0 || fcntl(r->fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: fcntl: %s", label,
+				 strerror(errno));
 	r->file_size = (int64_t)st.st_size;
 	if (gz) {
 		int rc = inflateInit2(&r->z, 15 + 16);
