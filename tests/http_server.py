@@ -25,6 +25,12 @@ MODE is one of:
     badrange  answers a Range request with 206 from byte 0
     nolen     the whole file with no Content-Length (the end of the body
               is the end of the connection)
+    html200   a 200 answer whose body is an HTML page (a login wall or a
+              moved-file notice served in place of the data)
+
+Every file answer carries an ETag (the first 32 hex digits of the
+sha256 of the bytes served, quoted), and a Range request whose If-Range
+names another ETag gets the whole file with 200 (RFC 9110 13.1.5).
 
 Counts (500 N times, drop once, slow N times) are kept per request target
 (path and query), so a test that wants a fresh count adds a unique query
@@ -37,6 +43,7 @@ behind. --log FILE appends one line per request: "PATH range=R status=S".
 """
 
 import argparse
+import hashlib
 import http.server
 import os
 import posixpath
@@ -139,6 +146,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "500" and seen < (n if n is not None else 1):
             self.send_html(500, "Internal Server Error", rng)
             return
+        if mode == "html200":
+            body = html(200, "Please sign in")
+            self.note(200, rng)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if mode == "redirect":
             self.redirect(to, rng)
             return
@@ -155,9 +171,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "wrong":
             data = bytes(b ^ 0x5A for b in data)
 
+        etag = '"%s"' % hashlib.sha256(data).hexdigest()[:32]
+        if_range = self.headers.get("If-Range")
         start, end = 0, len(data)
         status = 200
-        if rng is not None and mode not in ("norange", "nolen"):
+        if (rng is not None and mode not in ("norange", "nolen") and
+                (if_range is None or if_range == etag)):
             try:
                 parsed = parse_range(rng, len(data))
             except ValueError:
@@ -179,6 +198,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.note(status, rng)
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("ETag", etag)
         if mode != "nolen":
             self.send_header("Content-Length", str(len(body)))
         if status == 206:

@@ -11,6 +11,7 @@
 
 #include "data/fetch.h"
 #include "job/job.h"
+#include "train/source.h"
 #include "util/alloc.h"
 
 #define FETCH_USAGE "dtrain fetch [--set key=value ...] job.yaml"
@@ -27,6 +28,7 @@ fetch_source(const struct dt_job *job, const char *key,
 		.url = src->path,
 		.sha256 = src->sha256,
 		.size = src->size,
+		.expect = dt_source_expect(job, src),
 	};
 	char local[DT_JOB_PATH_MAX];
 	char where[DT_JOB_PATH_MAX + 128];

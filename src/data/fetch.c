@@ -401,6 +401,71 @@ enum stop {
 	STOP_INTERRUPT,		/* *opts->interrupt */
 };
 
+/* NAME.part.meta: the validator (RFC 9110 section 8.8: a strong ETag,
+ * else Last-Modified, else none) and the total size of the response the
+ * .part file began, so a later Range request is made conditional with
+ * If-Range (RFC 9110 section 13.1.5) and a changed file is fetched whole
+ * instead of being appended to bytes of another version. Two lines:
+ * the validator (may be empty) and the total size (-1 if not known). */
+struct part_meta {
+	int known;		/* the .part bytes have a recorded origin */
+	char validator[128];
+	int64_t total;
+};
+
+/* Reads NAME.part.meta into *m; m->known = 0 if it is missing or
+ * malformed. */
+static void
+part_meta_read(const char *path, struct part_meta *m)
+{
+	char buf[256];
+	ssize_t n;
+	char *nl, *end;
+	int fd;
+
+	memset(m, 0, sizeof *m);
+	m->total = -1;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	nl = strchr(buf, '\n');
+	if (nl == NULL || (size_t)(nl - buf) >= sizeof m->validator)
+		return;
+	*nl = '\0';
+	errno = 0;
+	m->total = strtoll(nl + 1, &end, 10);
+	if (errno != 0 || end == nl + 1 || (*end != '\n' && *end != '\0') ||
+	    m->total < -1)
+		return;
+	memcpy(m->validator, buf, (size_t)(nl - buf) + 1);
+	m->known = 1;
+}
+
+/* Writes *m to path (replacing it); -1 with errno on failure. */
+static int
+part_meta_write(const char *path, const struct part_meta *m)
+{
+	char buf[256];
+	int n, fd, rc = 0;
+
+	n = snprintf(buf, sizeof buf, "%s\n%lld\n", m->validator,
+		     (long long)m->total);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+		  0666);
+	if (fd < 0)
+		return -1;
+	if (n < 0 || (size_t)n >= sizeof buf || write(fd, buf, (size_t)n) != n)
+		rc = -1;
+	if (close(fd) != 0)
+		rc = -1;
+	return rc;
+}
+
 /* The state of one attempt. The header fields describe the latest
  * response: a redirect's headers are replaced by the next response's. */
 struct xfer {
@@ -419,6 +484,13 @@ struct xfer {
 	int64_t range_start;	/* Content-Range: bytes START-..., or -1 */
 	int64_t range_total;	/* Content-Range: .../TOTAL, or -1 */
 	long retry_after_s;	/* Retry-After: SECONDS, or -1 */
+	char etag[128];		/* ETag (strong only), or "" */
+	char last_modified[64];	/* Last-Modified, or "" */
+
+	/* What the .part file's bytes are a prefix of (NAME.part.meta),
+	 * kept across the attempts of one download and across runs. */
+	const char *meta_path;
+	struct part_meta *meta;
 
 	int started;		/* the body of a 2xx answer began */
 	int restarted;		/* that body replaced the .part content */
@@ -486,10 +558,30 @@ on_header(char *data, size_t size, size_t count, void *ud)
 		x->range_start = -1;
 		x->range_total = -1;
 		x->retry_after_s = -1;
+		x->etag[0] = '\0';
+		x->last_modified[0] = '\0';
+	} else if (strncasecmp(line, "etag:", 5) == 0) {
+		p = line + 5;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		/* A weak tag cannot make a range conditional. */
+		if (*p == '"' && strlen(p) < sizeof x->etag)
+			snprintf(x->etag, sizeof x->etag, "%s", p);
+	} else if (strncasecmp(line, "last-modified:", 14) == 0) {
+		p = line + 14;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strlen(p) < sizeof x->last_modified)
+			snprintf(x->last_modified, sizeof x->last_modified,
+				 "%s", p);
 	} else if (strncasecmp(line, "content-length:", 15) == 0) {
 		x->content_length = parse_i64(line + 15, &e);
 	} else if (strncasecmp(line, "retry-after:", 12) == 0) {
-		x->retry_after_s = (long)parse_i64(line + 12, &e);
+		int64_t v = parse_i64(line + 12, &e);
+
+		/* Bounded so that the wait in milliseconds cannot overflow;
+		 * opts->retry_max_delay_ms caps it further. */
+		x->retry_after_s = v > 86400 ? 86400 : (long)v;
 	} else if (strncasecmp(line, "content-range:", 14) == 0) {
 		/* "bytes 100-199/200"; with a 416, "bytes (star)/200". */
 		p = line + 14;
@@ -506,6 +598,18 @@ on_header(char *data, size_t size, size_t count, void *ud)
 	return len;
 }
 
+/* The size limit, checked as soon as the length is announced. */
+static int
+begin_limits(struct xfer *x)
+{
+	if (x->limit > 0 && x->content_length >= 0 &&
+	    x->have + x->content_length > x->limit) {
+		x->stop = STOP_TOO_BIG;
+		return -1;
+	}
+	return 0;
+}
+
 /* Called when the body of the final answer starts (or, for an empty body,
  * after the transfer): decides whether it is data and where it goes. */
 static int
@@ -517,11 +621,24 @@ begin_body(struct xfer *x)
 		return -1;
 	}
 	if (x->status == 206) {
-		if (x->range_start != x->have) {
+		if (x->range_start != x->have ||
+		    (x->meta->total >= 0 && x->range_total != x->meta->total)) {
 			x->stop = STOP_BAD_RANGE;
 			return -1;
 		}
-	} else if (x->have > 0) {
+		return begin_limits(x);
+	}
+	/* A whole body: record what the .part bytes will be a prefix of. */
+	snprintf(x->meta->validator, sizeof x->meta->validator, "%s",
+		 x->etag[0] != '\0' ? x->etag : x->last_modified);
+	x->meta->total = x->content_length;
+	x->meta->known = 1;
+	if (part_meta_write(x->meta_path, x->meta) != 0) {
+		x->saved_errno = errno;
+		x->stop = STOP_WRITE;
+		return -1;
+	}
+	if (x->have > 0) {
 		/* The server ignored our Range and sends the whole file. */
 		if (ftruncate(x->fd, 0) != 0) {
 			x->saved_errno = errno;
@@ -531,12 +648,7 @@ begin_body(struct xfer *x)
 		x->have = 0;
 		x->restarted = 1;
 	}
-	if (x->limit > 0 && x->content_length >= 0 &&
-	    x->have + x->content_length > x->limit) {
-		x->stop = STOP_TOO_BIG;
-		return -1;
-	}
-	return 0;
+	return begin_limits(x);
 }
 
 static size_t
@@ -757,9 +869,15 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 		return OUT_FAIL;
 	}
 	if (x->stop == STOP_BAD_RANGE) {
-		snprintf(why, whysz, "asked for bytes from %lld, the server "
-			 "sent them from %lld", ll(x->have),
-			 ll(x->range_start));
+		if (x->range_start == x->have)
+			snprintf(why, whysz, "the file is now %lld bytes, not "
+				 "%lld", ll(x->range_total),
+				 ll(x->meta->total));
+		else
+			snprintf(why, whysz, "asked for bytes from %lld, the "
+				 "server sent them from %lld", ll(x->have),
+				 ll(x->range_start));
+		x->meta->total = -1;
 		return OUT_RESTART;
 	}
 	if (rc == CURLE_OK && !x->started)
@@ -833,7 +951,10 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 {
 	char errbuf[CURL_ERROR_SIZE];
 	char why[CURL_ERROR_SIZE + 64] = "";
-	char range[32];
+	char range[32], meta_path[PATH_MAX + 16];
+	char if_range[sizeof ((struct part_meta *)0)->validator + 16];
+	struct curl_slist *hdrs = NULL;
+	struct part_meta meta;
 	struct xfer x;
 	enum dt_status st = DT_OK;
 	long delay = o->retry_delay_ms;
@@ -845,6 +966,15 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 	if (fd < 0)
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", part,
 				 strerror(errno));
+	snprintf(meta_path, sizeof meta_path, "%s.meta", part);
+	part_meta_read(meta_path, &meta);
+	if (!meta.known && ftruncate(fd, 0) != 0) {
+		/* Bytes of unknown origin (no record of the response they
+		 * came from) are never resumed onto. */
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot truncate: %s",
+				 part, strerror(errno));
+	}
 	c = curl_easy_init();
 	if (c == NULL) {
 		close(fd);
@@ -869,6 +999,8 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 		x.label = label;
 		x.fd = fd;
 		x.have = (int64_t)sb.st_size;
+		x.meta = &meta;
+		x.meta_path = meta_path;
 		x.limit = src->size;
 		x.limit_is_size = src->size > 0;
 		if (o->max_bytes > 0 &&
@@ -890,6 +1022,22 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 
 		snprintf(range, sizeof range, "%lld-", ll(x.have));
 		curl_easy_setopt(c, CURLOPT_RANGE, x.have > 0 ? range : NULL);
+		/* Resume only onto the same version of the file: a changed
+		 * one comes back whole (200) and replaces the .part bytes. */
+		curl_slist_free_all(hdrs);
+		hdrs = NULL;
+		if (x.have > 0 && meta.validator[0] != '\0') {
+			snprintf(if_range, sizeof if_range, "If-Range: %s",
+				 meta.validator);
+			hdrs = curl_slist_append(NULL, if_range);
+			if (hdrs == NULL) {
+				/* STYLE.md: out of memory aborts. */
+				fprintf(stderr, "dtrain: out of memory in "
+					"libcurl\n");
+				abort();
+			}
+		}
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
 		curl_easy_setopt(c, CURLOPT_HEADERDATA, &x);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &x);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, &x);
@@ -965,12 +1113,16 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 			o->retry_max_delay_ms : 2 * delay;
 	}
 	curl_easy_cleanup(c);
+	curl_slist_free_all(hdrs);
 	{
 		struct stat sb;
 
-		/* An empty .part resumes nothing; leave no litter. */
+		/* An empty .part resumes nothing; leave no litter. A .part
+		 * that is gone (refused, too long) takes its record along. */
 		if (st != DT_OK && fstat(fd, &sb) == 0 && sb.st_size == 0)
 			unlink(part);
+		if (st != DT_OK && access(part, F_OK) != 0)
+			unlink(meta_path);
 	}
 	if (st == DT_OK && fsync(fd) != 0)
 		st = dt_errorf(err, DT_ERR_IO, "%s: fsync failed: %s", part,
@@ -1011,6 +1163,16 @@ lock_name(const char *file, const struct dt_fetch_opts *o, int *fd_out,
 	return DT_OK;
 }
 
+/* Removes PART.meta, the record of what PART holds. */
+static void
+unlink_meta(const char *part)
+{
+	char meta[PATH_MAX + 16];
+
+	snprintf(meta, sizeof meta, "%s.meta", part);
+	unlink(meta);
+}
+
 static enum dt_status
 fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	  const struct dt_fetch_opts *o, char *out, size_t size,
@@ -1037,6 +1199,10 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 
 	if (stat(file, &sb) == 0) {
 		st = verify(file, src->url, src, err);
+		/* A page an older version stored is as damaged as a bad
+		 * digest: fetched again, not trusted. */
+		if (st == DT_OK)
+			st = dt_data_sniff(file, src->expect, src->url, err);
 		if (st == DT_OK)
 			goto done;
 		if (st != DT_ERR_DATA)
@@ -1056,8 +1222,11 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK)
 		goto done;
 	st = verify(part, src->url, src, err);
+	if (st == DT_OK)
+		st = dt_data_sniff(part, src->expect, src->url, err);
 	if (st != DT_OK) {
 		unlink(part);
+		unlink_meta(part);
 		if (st == DT_ERR_DATA && err != NULL &&
 		    strlen(err->msg) + 40 < sizeof err->msg)
 			strcat(err->msg, " (the download has been deleted)");
@@ -1068,6 +1237,7 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 			       part, file, strerror(errno));
 		unlink(part);
 	}
+	unlink_meta(part);
 done:
 	close(lock_fd);	/* releases the flock */
 	if (st == DT_OK)

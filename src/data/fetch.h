@@ -20,11 +20,22 @@
  * dt_source maps onto it field by field: .url = path, .sha256 = sha256,
  * .size = size). A relative path is used as it is: resolving it against
  * the job's directory is the caller's business. */
+/* What a source must look like once downloaded (dt_data_sniff). */
+enum dt_data_kind {
+	DT_DATA_ANY = 0,	/* no check */
+	DT_DATA_IDX,		/* IDX magic: 00 00 TYPE DIMS */
+	DT_DATA_NPY,		/* "\x93NUMPY" */
+	DT_DATA_TEXT,		/* CSV or text: no markup page, no NUL byte */
+	DT_DATA_BINARY,		/* raw token ids: no markup page */
+};
+
 struct dt_fetch_source {
 	const char *url;	/* a path, "file://PATH", or an http(s) URL */
 	const char *sha256;	/* 64 hex digits (either case); NULL or ""
 				 * = not given */
 	int64_t size;		/* expected size in bytes; 0 = not given */
+	enum dt_data_kind expect; /* checked on a download before it is
+				   * stored under its final name */
 };
 
 /* How to download. dt_fetch_opts_init fills in the defaults noted here;
@@ -89,14 +100,28 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  *                 redirects"), a certificate that does not verify, a body
  *                 over the limit, or "gave up after N attempts: ..." (the
  *                 .part file is kept for a later resume);
- *   DT_ERR_DATA   "URL: sha256 mismatch: expected X, got Y" or a size
- *                 mismatch (the downloaded file has been deleted);
+ *   DT_ERR_DATA   "URL: sha256 mismatch: expected X, got Y", a size
+ *                 mismatch, or a download that is not src->expect (an
+ *                 HTML page answered with 200, say; dt_data_sniff); the
+ *                 downloaded file has been deleted;
  *   DT_ERR_INTERRUPTED  *opts->interrupt became nonzero.
  * Not thread-safe on its own: a threaded program calls
  * curl_global_init() before its threads start. */
 enum dt_status dt_fetch(const struct dt_fetch_source *src,
 			const struct dt_fetch_opts *opts, char *local_path,
 			size_t size, struct dt_error *err);
+
+/* Checks that the file at path begins as data of the given kind must
+ * (decompressing it first when it starts with the gzip magic): the IDX or
+ * NPY magic, and for text and token sources that it is not an HTML or XML
+ * page (text: and holds no NUL byte in its first 4 KiB). what names the
+ * source in the message (its URL). Reads at most 4 KiB of decompressed
+ * data; allocates nothing that outlives the call.
+ * Returns DT_OK (always for DT_DATA_ANY); DT_ERR_DATA "WHAT: the download
+ * is not an IDX file: it starts with "<!DOCTYPE html>...", an HTML or XML
+ * page, not the data"; DT_ERR_IO if path cannot be opened. */
+enum dt_status dt_data_sniff(const char *path, enum dt_data_kind kind,
+			     const char *what, struct dt_error *err);
 
 /* Whether dt_fetch would answer without a download (for `plan`). Writes
  * the path dt_fetch would return to local_path[0..size) and sets *cached

@@ -14,13 +14,31 @@ is_url(const char *p)
 	return strncmp(p, "http://", 7) == 0 || strncmp(p, "https://", 8) == 0;
 }
 
+enum dt_data_kind
+dt_source_expect(const struct dt_job *job, const struct dt_source *src)
+{
+	switch (job->data.format) {
+	case DT_FORMAT_IDX:
+		return DT_DATA_IDX;
+	case DT_FORMAT_NPY:
+		return DT_DATA_NPY;
+	case DT_FORMAT_TOKENS:
+		return DT_DATA_BINARY;
+	case DT_FORMAT_CSV:
+	case DT_FORMAT_TEXT:
+		return DT_DATA_TEXT;
+	}
+	(void)src;
+	return DT_DATA_ANY;
+}
+
 /* Fetches one source if it is a URL and rewrites its path to the cached
  * file. */
 static enum dt_status
-fetch_one(struct dt_source *src, char *mirror, int progress,
-	  int64_t max_bytes, struct dt_error *err)
+fetch_one(struct dt_source *src, enum dt_data_kind expect, char *mirror,
+	  int progress, int64_t max_bytes, struct dt_error *err)
 {
-	struct dt_fetch_source fs;
+	struct dt_fetch_source fs = { .expect = expect };
 	struct dt_fetch_opts opts;
 	char local[DT_JOB_PATH_MAX];
 	enum dt_status st;
@@ -43,17 +61,20 @@ fetch_one(struct dt_source *src, char *mirror, int progress,
 }
 
 static enum dt_status
-fetch_split(struct dt_data_split *s, int progress, int64_t max_bytes,
-	    struct dt_error *err)
+fetch_split(const struct dt_job *job, struct dt_data_split *s, int progress,
+	    int64_t max_bytes, struct dt_error *err)
 {
 	enum dt_status st;
 
-	st = fetch_one(&s->images_src, s->images, progress, max_bytes, err);
+	st = fetch_one(&s->images_src, dt_source_expect(job, &s->images_src),
+		       s->images, progress, max_bytes, err);
 	if (st == DT_OK)
-		st = fetch_one(&s->labels_src, s->labels, progress, max_bytes,
-			       err);
+		st = fetch_one(&s->labels_src,
+			       dt_source_expect(job, &s->labels_src),
+			       s->labels, progress, max_bytes, err);
 	if (st == DT_OK)
-		st = fetch_one(&s->file, NULL, progress, max_bytes, err);
+		st = fetch_one(&s->file, dt_source_expect(job, &s->file),
+			       NULL, progress, max_bytes, err);
 	return st;
 }
 
@@ -69,9 +90,9 @@ dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
 	 * barrier and then find the files in the cache. A failed download
 	 * is agreed on by every rank, so none tries it again. */
 	if (first)
-		st = fetch_split(&job->data.train, progress, max, err);
+		st = fetch_split(job, &job->data.train, progress, max, err);
 	if (st == DT_OK && first)
-		st = fetch_split(&job->data.eval, progress, max, err);
+		st = fetch_split(job, &job->data.eval, progress, max, err);
 	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
 		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
 	all = dt_comm_agree(comm, st, first ? err : NULL);
@@ -80,9 +101,9 @@ dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
 						    "could not fetch the data "
 						    "(its message is above)");
 	if (!first)
-		st = fetch_split(&job->data.train, 0, max, err);
+		st = fetch_split(job, &job->data.train, 0, max, err);
 	if (st == DT_OK && !first)
-		st = fetch_split(&job->data.eval, 0, max, err);
+		st = fetch_split(job, &job->data.eval, 0, max, err);
 	return st;
 }
 

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "data/data.h"
+#include "data/fetch.h"
 #include "dist/comm.h"
 #include "job/job.h"
 #include "util/status.h"
@@ -44,6 +45,12 @@ void dt_source_fini(struct dt_batch_source *s);
  * first). Afterwards the paths in the local copy *job point at local files. */
 enum dt_status dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm,
 				   int progress, struct dt_error *err);
+
+/* What src, one of job's data sources, must look like when downloaded:
+ * IDX for images and labels of format idx, NPY for npy, raw token ids
+ * for tokens, text for csv and text (fetch.h, dt_data_sniff). */
+enum dt_data_kind dt_source_expect(const struct dt_job *job,
+				   const struct dt_source *src);
 
 /* For data.format text: builds the vocabulary of the training file. */
 enum dt_status dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,

@@ -9,7 +9,9 @@
 #       cached;
 #   (d) a wrong sha256 fails with exit 1 naming both digests and leaves
 #       nothing at the final cache name;
-#   (e) a 404 fails at once naming the URL and the status.
+#   (e) a 404 fails at once naming the URL and the status;
+#   (f) a 200 with an HTML page for an IDX source without a digest is
+#       refused before it reaches the cache.
 # Every dtrain command runs under `timeout 60`; the server stops with the
 # test (trap), when its parent is gone, and after --max-seconds at most.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -208,6 +210,15 @@ expect_fail 1 "$BASE/no-such-file.gz: HTTP 404 Not Found" \
 t1=$(date +%s)
 [ $((t1 - t0)) -lt 30 ] || fail "(e) a 404 took $((t1 - t0)) s to fail"
 [ ! -e cache-e/*-no-such-file.gz ] || fail "(e) a 404 body was stored"
+
+# (f) A 200 whose body is an HTML page, for a source with no digest:
+# exit 1 naming the URL and what it starts with; nothing cached.
+export DTRAIN_CACHE="$SCRATCH/cache-f"
+page=$BASE/fault/html200/t10k-labels-idx1-ubyte.gz
+expect_fail 1 "$page: the download is not an IDX file: it starts with \"<!DOCTYPE html>" \
+	timeout 60 "$DTRAIN" fetch --set "data.eval.labels=$page" job.yaml
+[ -z "$(ls cache-f/ | grep -- '-t10k-labels-idx1-ubyte.gz\(.part\)*$')" ] ||
+	{ ls cache-f >&2; fail "(f) an HTML page was cached"; }
 
 # A bad job: exit 2 before any request.
 before=$(wc -l <requests.log)

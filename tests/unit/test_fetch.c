@@ -265,7 +265,7 @@ log_count(const char *needle)
 }
 
 /* Files in the cache directory that end in suffix ("" = final names:
- * neither .part nor .lock). */
+ * neither .part, .part.meta nor .lock; ".meta" = .part.meta records). */
 static int
 cache_count(const char *dir, const char *suffix)
 {
@@ -279,6 +279,15 @@ cache_count(const char *dir, const char *suffix)
 		size_t len = strlen(e->d_name);
 		int part = len > 5 && strcmp(e->d_name + len - 5, ".part") == 0;
 		int lock = len > 5 && strcmp(e->d_name + len - 5, ".lock") == 0;
+
+		int meta = len > 10 &&
+			   strcmp(e->d_name + len - 10, ".part.meta") == 0;
+
+		/* A .part file's record is counted on its own. */
+		if (meta || strcmp(suffix, ".meta") == 0) {
+			n += meta && strcmp(suffix, ".meta") == 0;
+			continue;
+		}
 
 		if (e->d_name[0] == '.')
 			continue;
@@ -320,12 +329,33 @@ cache_file(const char *u, const struct dt_fetch_opts *o, char *out)
 }
 
 static void
-write_part(const char *final, const unsigned char *p, size_t n)
+write_part_raw(const char *final, const unsigned char *p, size_t n)
 {
 	char part[PATH_MAX + 8];
 
 	snprintf(part, sizeof part, "%s.part", final);
 	write_bytes(part, p, n);
+}
+
+/* FINAL.part with its record FINAL.part.meta (fetch.c): the validator of
+ * the response it began (may be "") and the total size (-1: unknown). */
+static void
+write_part_as(const char *final, const unsigned char *p, size_t n,
+	      const char *validator)
+{
+	char meta[PATH_MAX + 16], text[256];
+
+	write_part_raw(final, p, n);
+	snprintf(meta, sizeof meta, "%s.part.meta", final);
+	snprintf(text, sizeof text, "%s\n-1\n", validator);
+	write_bytes(meta, text, strlen(text));
+}
+
+/* A .part of known origin but no validator: resumed unconditionally. */
+static void
+write_part(const char *final, const unsigned char *p, size_t n)
+{
+	write_part_as(final, p, n, "");
 }
 
 /* ---- local sources and names ------------------------------------------- */
@@ -642,6 +672,83 @@ START_TEST(test_dropped_connection_resumes)
 }
 END_TEST
 
+/* dt_data_sniff on files made here: each kind's first bytes, gzip
+ * wrapped or not, and the pages and bytes each kind must refuse. */
+START_TEST(test_sniff_kinds)
+{
+	static const unsigned char idx[] = { 0, 0, 0x08, 3, 0, 0, 0, 1 };
+	static const unsigned char npy[] = "\x93NUMPY\x01\x00";
+	static const char page[] = "\n  <!DOCTYPE html><html><body>Sign in"
+				   "</body></html>\n";
+	static const char csv[] = "label,x0,x1\n3,0.5,0.25\n";
+	static const unsigned char nul[] = { 'a', ',', 0, 'b', '\n' };
+	char path[PATH_MAX], gz[PATH_MAX + 8], cmd[3 * PATH_MAX];
+	struct dt_error err;
+
+	snprintf(path, sizeof path, "%s/sniff", tmpdir);
+	write_bytes(path, idx, sizeof idx);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_IDX, "u", &err), DT_OK);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_NPY, "u", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "u: the download is not an NPY file: it starts "
+		       "with \"\\x00\\x00\\x08\\x03");
+	snprintf(gz, sizeof gz, "%s.gz", path);
+	snprintf(cmd, sizeof cmd, "gzip -c '%s' > '%s'", path, gz);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(dt_data_sniff(gz, DT_DATA_IDX, "u", &err), DT_OK);
+
+	write_bytes(path, npy, sizeof npy - 1);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_NPY, "u", &err), DT_OK);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_IDX, "u", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "no IDX magic");
+
+	write_bytes(path, page, strlen(page));
+	for (int k = DT_DATA_IDX; k <= DT_DATA_BINARY; k++) {
+		ck_assert_int_eq(dt_data_sniff(path, (enum dt_data_kind)k, "u",
+					       &err), DT_ERR_DATA);
+		assert_msg_has(&err, "an HTML or XML page, not the data");
+	}
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_ANY, "u", &err), DT_OK);
+	snprintf(cmd, sizeof cmd, "gzip -c '%s' > '%s'", path, gz);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(dt_data_sniff(gz, DT_DATA_TEXT, "u", &err),
+			 DT_ERR_DATA);
+
+	write_bytes(path, csv, strlen(csv));
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_TEXT, "u", &err), DT_OK);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_BINARY, "u", &err), DT_OK);
+	write_bytes(path, nul, sizeof nul);
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_TEXT, "u", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "a NUL byte");
+	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_BINARY, "u", &err), DT_OK);
+}
+END_TEST
+
+/* A 200 whose body is an HTML page, for a source with no digest: refused
+ * before the rename, nothing cached, and the real file fetched later. */
+START_TEST(test_html_page_not_cached)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_fetch_source src = { .expect = DT_DATA_TEXT };
+	struct dt_error err;
+
+	test_opts(&o, cache, "html");
+	url(u, "/fault/html200/data.bin");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "html200/data.bin: the download is not text: "
+		       "it starts with \"<!DOCTYPE html>");
+	assert_msg_has(&err, "(the download has been deleted)");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+	ck_assert_int_eq(cache_count(cache, ".meta"), 0);
+}
+END_TEST
+
 START_TEST(test_resume_from_part)
 {
 	struct dt_fetch_opts o;
@@ -663,6 +770,52 @@ START_TEST(test_resume_from_part)
 	ck_assert_int_eq(log_count("id=resume range=bytes=1000- status=206"),
 			 1);
 	ck_assert_int_eq(log_count("id=resume"), 1);
+
+	/* Bytes with no record of where they came from (left by another
+	 * program, or by a version that kept none): never resumed onto. */
+	url(u, "/data.bin?id=norecord");
+	cache_file(u, &o, fin);
+	write_part_raw(fin, data, 1000);
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	ck_assert_int_eq(log_count("id=norecord range=- status=200"), 1);
+	ck_assert_int_eq(log_count("id=norecord"), 1);
+
+	/* The validator of the same version: If-Range holds, 206. */
+	{
+		char tag[40];
+
+		snprintf(tag, sizeof tag, "\"%.32s\"", data_sha);
+		url(u, "/data.bin?id=sametag");
+		cache_file(u, &o, fin);
+		write_part_as(fin, data, 1000, tag);
+		ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+				 DT_OK);
+		assert_sha(out, data_sha);
+		ck_assert_int_eq(log_count("id=sametag range=bytes=1000- "
+					   "status=206"), 1);
+	}
+
+	/* Bytes of another version of the file (its validator differs):
+	 * the server sends the whole file, which replaces them, and no
+	 * sha256 is needed to notice. */
+	{
+		struct dt_fetch_source nodigest = { .url = u };
+		unsigned char *other = make_data();
+
+		other[5] ^= 1;
+		url(u, "/data.bin?id=othertag");
+		cache_file(u, &o, fin);
+		write_part_as(fin, other, 1000, "\"0123456789abcdef\"");
+		ck_assert_int_eq(dt_fetch(&nodigest, &o, out, sizeof out, &err),
+				 DT_OK);
+		assert_sha(out, data_sha);
+		ck_assert_int_eq(log_count("id=othertag range=bytes=1000- "
+					   "status=200"), 1);
+		ck_assert_int_eq(cache_count(cache, ".part"), 0);
+		ck_assert_int_eq(cache_count(cache, ".meta"), 0);
+		free(other);
+	}
 
 	/* A server that ignores Range: read again from byte 0. */
 	url(u, "/fault/norange/data.bin");
@@ -1088,6 +1241,8 @@ fetch_suite(void)
 	tcase_add_test(tc, test_server_errors_retried);
 	tcase_add_test(tc, test_dropped_connection_resumes);
 	tcase_add_test(tc, test_resume_from_part);
+	tcase_add_test(tc, test_sniff_kinds);
+	tcase_add_test(tc, test_html_page_not_cached);
 	tcase_add_test(tc, test_wrong_content);
 	tcase_add_test(tc, test_size_limits);
 	tcase_add_test(tc, test_redirects);
