@@ -466,6 +466,30 @@ dt_ckpt_find_latest(const char *ckpt_dir, char *path, size_t path_size,
 			 n == 1 ? "" : "s", first.msg);
 }
 
+/* Removes the step directory p (named name in ckpt_dir): first renamed to
+ * a temporary name, so a kill in the middle of the removal leaves no
+ * half-deleted directory under a checkpoint's name, only a temporary one
+ * that the next start removes (dt_ckpt_clean_temporaries). */
+static void
+remove_step(const char *ckpt_dir, const char *p, const char *name,
+	    dt_ckpt_report_fn *report_fn, void *report_ctx)
+{
+	char tmp[DT_CK_PATH_MAX];
+	int k;
+
+	k = snprintf(tmp, sizeof tmp, "%s/.%s.tmp.prune.%ld", ckpt_dir, name,
+		     (long)getpid());
+	if (k < 0 || k >= (int)sizeof tmp || rename(p, tmp) != 0) {
+		report(report_fn, report_ctx, "%s: cannot remove old "
+		       "checkpoint: %s", p, k < 0 || k >= (int)sizeof tmp ?
+		       "path too long" : strerror(errno));
+		return;
+	}
+	if (dt_ck_rm_tree(tmp) != 0)
+		report(report_fn, report_ctx, "%s: cannot remove old "
+		       "checkpoint: %s", tmp, strerror(errno));
+}
+
 enum dt_status
 dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step, int64_t keep,
 	      dt_ckpt_report_fn *report_fn, void *report_ctx,
@@ -491,9 +515,7 @@ dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step, int64_t keep,
 			kept++;
 			continue;
 		}
-		if (dt_ck_rm_tree(p) != 0)
-			report(report_fn, report_ctx, "%s: cannot remove old "
-			       "checkpoint: %s", p, strerror(errno));
+		remove_step(ckpt_dir, p, dirs[i].name, report_fn, report_ctx);
 	}
 	free(dirs);
 	return DT_OK;
@@ -741,14 +763,34 @@ dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
 				 ckpt_dir, strerror(errno));
 	}
 	while ((e = readdir(d)) != NULL) {
-		char p[4096 + 256], line[4096 + 320];
+		char p[4096 + 256], m[4096 + 320], line[4096 + 400];
+		int temporary = strncmp(e->d_name, ".step-", 6) == 0 &&
+				strstr(e->d_name, ".tmp.") != NULL;
+		struct stat sb;
 
-		if (strncmp(e->d_name, ".step-", 6) != 0 ||
-		    strstr(e->d_name, ".tmp.") == NULL)
-			continue;
 		if (snprintf(p, sizeof p, "%s/%s", ckpt_dir, e->d_name) >=
 		    (int)sizeof p)
 			continue;
+		if (!temporary) {
+			/* A checkpoint is renamed into place with its
+			 * manifest, so a step directory without one is
+			 * what an older version's interrupted pruning
+			 * left: never a checkpoint, safe to remove. */
+			if (parse_step_name(e->d_name) < 0 ||
+			    fstatat(dirfd(d), e->d_name, &sb,
+				    AT_SYMLINK_NOFOLLOW) != 0 ||
+			    !S_ISDIR(sb.st_mode) ||
+			    snprintf(m, sizeof m, "%s/%s", p, DT_CK_MANIFEST) >=
+			    (int)sizeof m || lstat(m, &sb) == 0)
+				continue;
+			if (say != NULL) {
+				snprintf(line, sizeof line, "%s: removing a "
+					 "step directory without %s (left by "
+					 "an interrupted removal)", p,
+					 DT_CK_MANIFEST);
+				say(report_ctx, line);
+			}
+		}
 		if (dt_ck_rm_tree(p) != 0 && say != NULL) {
 			snprintf(line, sizeof line, "%s: cannot remove a "
 				 "temporary checkpoint: %s", p,

@@ -692,6 +692,48 @@ START_TEST(test_keep_last)
 	ck_assert(exists(sub(ck, "keep", "step-000000055")));
 	ck_assert(exists(sub(ck, "keep", "step-000000045")));
 	ck_assert(!exists(sub(ck, "keep", "step-000000040")));
+	/* Pruning leaves nothing behind under any name. */
+	ck_assert_int_eq(count_hidden(dir), 0);
+}
+END_TEST
+
+/* What a kill in the middle of pruning leaves, under this version (a
+ * directory already renamed to .step-N.tmp.prune.PID) or an older one
+ * (a step-N directory emptied of its manifest), is removed by the start
+ * of the next run, and named; complete checkpoints stay. */
+START_TEST(test_clean_half_pruned)
+{
+	char dir[1024], ck[1024], f[1100];
+	struct dt_error err;
+
+	sub(dir, "halfpruned", NULL);
+	ck_assert_int_eq(save(dir, 10, 0, 0, &err), DT_OK);
+	ck_assert_int_eq(save(dir, 20, 0, 0, &err), DT_OK);
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000005"), 0777),
+			 0);
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned",
+				   ".step-000000001.tmp.prune.77"), 0777), 0);
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000007"), 0777),
+			 0);
+	snprintf(f, sizeof f, "%s/params.safetensors", ck);
+	{
+		FILE *fp = fopen(f, "w");
+
+		ck_assert_ptr_nonnull(fp);
+		fputs("half", fp);
+		fclose(fp);
+	}
+	reports[0] = '\0';
+	ck_assert_int_eq(dt_ckpt_clean_temporaries(dir, collect, NULL, &err),
+			 DT_OK);
+	ck_assert(!exists(sub(ck, "halfpruned", "step-000000005")));
+	ck_assert(!exists(sub(ck, "halfpruned", "step-000000007")));
+	ck_assert_int_eq(count_hidden(dir), 0);
+	ck_assert_ptr_nonnull(strstr(reports, "step-000000005: removing a "
+				     "step directory without MANIFEST.json"));
+	ck_assert_ptr_nonnull(strstr(reports, "step-000000007: removing"));
+	expect_load(sub(ck, "halfpruned", "step-000000010"), 10);
+	expect_load(sub(ck, "halfpruned", "step-000000020"), 20);
 }
 END_TEST
 
@@ -1066,6 +1108,7 @@ ckpt_suite(void)
 	tc = tcase_create("lifecycle");
 	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
 	tcase_add_test(tc, test_keep_last);
+	tcase_add_test(tc, test_clean_half_pruned);
 	tcase_add_test(tc, test_write_failure);
 	tcase_add_test(tc, test_unwritable_dir);
 	suite_add_tcase(s, tc);
