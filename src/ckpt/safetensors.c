@@ -367,7 +367,9 @@ parse_root(const struct dt_ck_rfile *r, json_object *root, int64_t hlen,
 	h->data_size = expect;
 	/* Only a plain file's size is known before reading it; a gzip
 	 * stream's end is checked when the data has been read. */
-	if (!r->gz && 8 + hlen + h->data_size != r->file_size)
+	/* Offsets come from the file: compared by subtraction, as a sum
+	 * near INT64_MAX would overflow. */
+	if (!r->gz && h->data_size != r->file_size - 8 - hlen)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: header describes "
 				 "%lld bytes of tensor data, the file holds "
 				 "%lld", r->label, (long long)h->data_size,

@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "util/alloc.h"
+#include "util/sysmem.h"
 
 /* Bytes asked of gzread at once (it takes an unsigned count). */
 #define READ_CHUNK ((size_t)1 << 20)
@@ -62,7 +63,15 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 	size_t cap = hint < 4096 ? 4096 : hint;
 	unsigned char *buf;
 	enum dt_status st = DT_OK;
+	const char *bound = "node";
+	int64_t avail = INT64_MAX;
 	int zc;
+
+	/* What a gzip stream inflates to is the sender's choice (a few MB
+	 * can expand a thousandfold): stop at the memory there is, with a
+	 * message, instead of an abort when an allocation fails. */
+	if (dt_sysmem_available(&avail, &bound) != 0)
+		avail = INT64_MAX;
 
 	if (cap > ((size_t)64 << 20))
 		cap = (size_t)64 << 20;
@@ -80,6 +89,16 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 		int got;
 
 		if (want == 0) {
+			if ((int64_t)cap > avail / 2) {
+				st = dt_errorf(err, DT_ERR_DATA, "%s: inflates "
+					       "to more than %zu bytes, past "
+					       "the %lld bytes of memory this "
+					       "%s has free (a gzip bomb, or "
+					       "data too large for this "
+					       "machine)", path, b->n,
+					       (long long)avail, bound);
+				break;
+			}
 			cap *= 2;
 			buf = dt_xrealloc(buf, cap, 1);
 			want = cap - b->n;

@@ -178,6 +178,7 @@ struct rows {
 	float *x;		/* (n, n_features) */
 	int32_t *y;		/* (n) */
 	int64_t n, cap;
+	int64_t max;		/* rows the file can hold at most */
 };
 
 static void
@@ -185,7 +186,12 @@ grow(struct rows *r, int64_t n_features)
 {
 	if (r->n < r->cap)
 		return;
+	/* Never more rows than the bytes can hold (a first line of a
+	 * million columns must not reserve gigabytes for rows that are not
+	 * there). */
 	r->cap = r->cap ? 2 * r->cap : 1024;
+	if (r->cap > r->max)
+		r->cap = r->max > r->n ? r->max : r->n + 1;
 	r->x = dt_xrealloc(r->x, (size_t)r->cap,
 			   (size_t)n_features * sizeof *r->x);
 	r->y = dt_xrealloc(r->y, (size_t)r->cap, sizeof *r->y);
@@ -275,6 +281,9 @@ parse(const char *path, const unsigned char *text, size_t len,
 					       ll(at.line), delim);
 				break;
 			}
+			/* Each row: n_cols non-empty cells, n_cols - 1
+			 * delimiters. */
+			r->max = (int64_t)(len / (size_t)(2 * n_cols - 1)) + 1;
 			label = o->label_col >= 0 ? o->label_col :
 				n_cols + o->label_col;
 			if (label < 0 || label >= n_cols) {

@@ -602,8 +602,10 @@ on_header(char *data, size_t size, size_t count, void *ud)
 static int
 begin_limits(struct xfer *x)
 {
+	/* Content-Length comes from the server: compared by subtraction,
+	 * as have + a length near INT64_MAX would overflow. */
 	if (x->limit > 0 && x->content_length >= 0 &&
-	    x->have + x->content_length > x->limit) {
+	    x->content_length > x->limit - x->have) {
 		x->stop = STOP_TOO_BIG;
 		return -1;
 	}
@@ -858,7 +860,9 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 		if (x->content_length >= 0)
 			dt_errorf(err, DT_ERR_NET, "%s: the server announces "
 				  "%lld bytes, more than the %s of %lld bytes",
-				  url, ll(x->have + x->content_length),
+				  url, ll(x->content_length > INT64_MAX - x->have ?
+					  INT64_MAX :
+					  x->have + x->content_length),
 				  x->limit_is_size ? "expected size" :
 				  "limit (max_bytes)", ll(x->limit));
 		else

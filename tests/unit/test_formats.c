@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -344,6 +346,83 @@ START_TEST(test_csv_binary_and_io)
 	path_of(path, "no-such.csv");
 	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err), DT_ERR_IO);
 	expect_msg(&err, path, ": cannot open: No such file or directory");
+}
+END_TEST
+
+/* A gzip stream that inflates past the memory there is (here made small
+ * with the DTRAIN_TEST_MEM_AVAILABLE test aid) is refused with a message,
+ * for every reader that inflates a whole file; under the bound it loads. */
+START_TEST(test_gzip_bomb_bounded)
+{
+	char path[PATH_MAX];
+	struct dt_csv_opts o = csv_opts(0, -1, 3);
+	struct dt_dataset ds;
+	struct dt_token_data td;
+	struct dt_error err;
+	struct bytes b = { 0 };
+
+	for (int i = 0; i < 400000; i++)	/* 2.4 MB, gzip ~10 KB */
+		put_str(&b, "1,2,0\n");
+	write_file(path, "bomb.csv.gz", b.p, b.n, 1);
+	free(b.p);
+	setenv("DTRAIN_TEST_MEM_AVAILABLE", "1000000", 1);
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
+			 DT_ERR_DATA);
+	expect_msg(&err, path, ": inflates to more than 524288 bytes, past "
+		   "the 1000000 bytes of memory this node has free (a gzip "
+		   "bomb, or data too large for this machine)");
+	ck_assert_int_eq(dt_tokens_load(path, 2, 65536, 4, 0, &td, &err),
+			 DT_ERR_DATA);
+	expect_msg(&err, path, ": inflates to more than 524288 bytes, past "
+		   "the 1000000 bytes of memory this node has free (a gzip "
+		   "bomb, or data too large for this machine)");
+	setenv("DTRAIN_TEST_MEM_AVAILABLE", "100000000", 1);
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err), DT_OK);
+	ck_assert_int_eq(ds.n, 400000);
+	dt_dataset_fini(&ds);
+	unsetenv("DTRAIN_TEST_MEM_AVAILABLE");
+}
+END_TEST
+
+/* A first line of 200000 columns and one data row: the rows reserved are
+ * bounded by what the bytes can hold, so the load fits in an address
+ * space of 256 MiB (the old reservation of 1024 rows took 800 MB). In a
+ * child, under RLIMIT_AS; skipped under AddressSanitizer, whose shadow
+ * memory needs far more address space than that. */
+START_TEST(test_csv_wide_first_line)
+{
+#if defined(__SANITIZE_ADDRESS__)
+	return;
+#else
+	char path[PATH_MAX];
+	struct bytes b = { 0 };
+	pid_t pid;
+	int status;
+
+	for (int i = 0; i < 200000; i++)
+		put_str(&b, "0,");
+	put_str(&b, "1\n");
+	write_file(path, "wide.csv", b.p, b.n, 0);
+	free(b.p);
+	pid = fork();
+	ck_assert_int_ne(pid, -1);
+	if (pid == 0) {
+		struct rlimit rl = { 256u << 20, 256u << 20 };
+		struct dt_csv_opts o = csv_opts(0, -1, 3);
+		struct dt_dataset ds;
+		struct dt_error err;
+
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(3);
+		if (dt_dataset_load_csv(path, &o, &ds, &err) != DT_OK ||
+		    ds.n != 1 || ds.sample_size != 200000)
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "wide CSV: status 0x%x", status);
+#endif
 }
 END_TEST
 
@@ -1072,6 +1151,8 @@ formats_suite(void)
 	tcase_add_test(tc, test_csv_errors);
 	tcase_add_test(tc, test_csv_values);
 	tcase_add_test(tc, test_csv_binary_and_io);
+	tcase_add_test(tc, test_gzip_bomb_bounded);
+	tcase_add_test(tc, test_csv_wide_first_line);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("npy");

@@ -1,0 +1,20 @@
+/* sysmem.h - how much memory this process may still take. */
+#ifndef DT_UTIL_SYSMEM_H
+#define DT_UTIL_SYSMEM_H
+
+#include <stdint.h>
+
+/* What the memory this process can still allocate is bounded by: the
+ * node's MemAvailable (/proc/meminfo, proc(5)), and, where the process is
+ * in a memory-limited control group, that group's limit less its usage
+ * (cgroup v2 memory.max - memory.current, or v1 memory.limit_in_bytes -
+ * memory.usage_in_bytes; the kernel's Documentation/admin-guide/cgroup-v2
+ * and cgroup-v1/memory). Fills *avail (bytes) and *limit_kind ("node" or
+ * "cgroup", the one that binds; a static string) and returns 0; returns -1
+ * and leaves both untouched when neither can be read (not Linux, no
+ * /proc). Reads a few small files; allocates nothing; thread-safe.
+ * DTRAIN_TEST_MEM_AVAILABLE=BYTES in the environment (a test aid) is
+ * returned instead, as "node". */
+int dt_sysmem_available(int64_t *avail, const char **limit_kind);
+
+#endif
