@@ -1,4 +1,5 @@
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
+libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
 libdtrain_la_SOURCES += src/cmd/export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
