@@ -4,3 +4,9 @@ libdtrain_la_SOURCES += src/cmd/export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c
+
+check_PROGRAMS += tests/unit/test_cmd
+TESTS += tests/unit/test_cmd
+tests_unit_test_cmd_SOURCES = tests/unit/test_cmd.c
+tests_unit_test_cmd_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cmd_LDADD = $(UNIT_LDADD)
