@@ -122,6 +122,61 @@ opt_store(const struct dt_cmd_opt *o, const char *name, const char *text,
 	return DT_ERR_USAGE;
 }
 
+/* The edit distance (Levenshtein: insertions, deletions, substitutions)
+ * between a[0..na) and b; strings over 63 bytes count as far apart. */
+static int
+edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b);
+	int row[64];
+
+	if (na >= 64 || nb >= 64)
+		return 64;
+	for (size_t j = 0; j <= nb; j++)
+		row[j] = (int)j;
+	for (size_t i = 1; i <= na; i++) {
+		int diag = row[0];
+
+		row[0] = (int)i;
+		for (size_t j = 1; j <= nb; j++) {
+			int up = row[j];
+			int best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[nb];
+}
+
+/* The option of cmd whose long name is within two edits of the unknown
+ * one typed (up to any "=value"), the nearest first; NULL if none. */
+static const struct dt_cmd_opt *
+opt_nearest(const struct dt_cmd *cmd, const char *typed)
+{
+	const struct dt_cmd_opt *best = NULL;
+	size_t n = strcspn(typed, "=");
+	int best_d = 3;
+
+	for (int i = 0; cmd->opts[i].kind != DT_CMD_ARG_END; i++) {
+		const struct dt_cmd_opt *o = &cmd->opts[i];
+		int d;
+
+		if (o->name == NULL || o->kind == DT_CMD_ARG_REFUSED)
+			continue;
+		d = edit_distance(typed, n, o->name);
+		if (d < best_d) {
+			best_d = d;
+			best = o;
+		}
+	}
+	return best;
+}
+
 /* The error for getopt's '?' or ':' (c) at optopt, for cmd. */
 static enum dt_status
 opt_scan_error(const struct dt_cmd *cmd, int c, char **argv,
@@ -154,6 +209,10 @@ opt_scan_error(const struct dt_cmd *cmd, int c, char **argv,
 	if (o != NULL || optopt == 'h')
 		return dt_errorf(err, DT_ERR_USAGE, "%s takes no value, found "
 				 "\"%s\"", name, argv[optind - 1]);
+	if (optopt == 0 && strncmp(name, "--", 2) == 0 &&
+	    (o = opt_nearest(cmd, name + 2)) != NULL)
+		return dt_errorf(err, DT_ERR_USAGE, "unknown option \"%s\"; "
+				 "did you mean --%s?", name, o->name);
 	return dt_errorf(err, DT_ERR_USAGE, "unknown option \"%s\" (dtrain "
 			 "help %s describes every option)", name, cmd->name);
 }

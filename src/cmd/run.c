@@ -81,8 +81,10 @@ usage_error(const struct run_args *a, const char *fmt, const char *arg)
 				  fmt, arg);
 }
 
-/* Returns 0 to go on, else the exit code (0 included, after --help) with
- * a->sets freed; *done says which. */
+/* Fills a from the command line (cmd/opt.h). With *done set, the command
+ * is over and the return value is its exit code (0 after --help, 2 after
+ * a usage error, already printed) and nothing is left to free; else it
+ * returns 0 and the caller owns a->sets. */
 static int
 parse_args(int argc, char **argv, struct run_args *a, int *done)
 {

@@ -216,6 +216,10 @@ START_TEST(usage_refused_by_name)
 {
 	static const char *const unk[] = { "--bogus", "j", NULL };
 	static const char *const unk_s[] = { "-x", "j", NULL };
+	static const char *const typo[] = { "--rati", "1", "--run_dir", "j",
+					    NULL };
+	static const char *const typo2[] = { "--sed=3", "j", NULL };
+	static const char *const typo3[] = { "--cuont", "2", "j", NULL };
 	static const char *const miss[] = { "j", "--count", NULL };
 	static const char *const miss_s[] = { "j", "-c", NULL };
 	static const char *const noval[] = { "--flag=1", "j", NULL };
@@ -225,6 +229,10 @@ START_TEST(usage_refused_by_name)
 
 	refused(unk, "unknown option \"--bogus\" (dtrain help t describes");
 	refused(unk_s, "unknown option \"-x\"");
+	/* Nothing near: a refused option is no suggestion. */
+	refused(typo, "unknown option \"--run_dir\" (dtrain help t");
+	refused(typo2, "unknown option \"--sed=3\"; did you mean --seed?");
+	refused(typo3, "unknown option \"--cuont\"; did you mean --count?");
 	refused(miss, "--count needs a value (n)");
 	refused(miss_s, "-c needs a value (n)");
 	refused(noval, "--flag takes no value");
