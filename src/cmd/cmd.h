@@ -1,16 +1,25 @@
 /* cmd.h - the subcommand table (tmux's cmd_table): one file per command,
- * each with an entry here. */
+ * each with an entry here and a table of its options (cmd/opt.h). */
 #ifndef DT_CMD_H
 #define DT_CMD_H
 
 #include <stddef.h>
+#include <stdio.h>
 
+#include "cmd/opt.h"
 #include "util/status.h"
 
+/* One command. Its synopsis, which dtrain(1) repeats word for word, and
+ * its --help are made from opts and the operand (cmd/opt.h). */
 struct dt_cmd {
 	const char *name;
-	const char *usage;	/* synopsis, word for word as in dtrain(1) */
-	const char *summary;
+	const char *summary;		/* one line, for `dtrain help` */
+	const struct dt_cmd_opt *opts;	/* its options, in synopsis order */
+	const char *operand;		/* the operand's name in the synopsis
+					 * ("job.yaml") */
+	const char *operand_noun;	/* what it is, in errors ("job file") */
+	const char *operand_doc;	/* one line for --help */
+	int operand_optional;		/* zero or one operand, not one */
 	int (*run)(int argc, char **argv);	/* returns the exit code */
 };
 
@@ -20,9 +29,17 @@ extern const struct dt_cmd dt_cmd_export;
 extern const struct dt_cmd dt_cmd_plan;
 extern const struct dt_cmd dt_cmd_sample;
 extern const struct dt_cmd dt_cmd_fetch;
+extern const struct dt_cmd dt_cmd_help;
 
-/* Every command, NULL-terminated. */
+/* Every command, NULL-terminated, in the order `dtrain help` lists them. */
 extern const struct dt_cmd *const dt_cmd_table[];
+
+/* The command called name, or NULL. */
+const struct dt_cmd *dt_cmd_find(const char *name);
+
+/* Writes `dtrain help` (every command of the table with its summary) to
+ * out. */
+void dt_cmd_print_commands(FILE *out);
 
 /* The rank of this process as told by the launcher before MPI starts
  * (Open MPI, PMI, Slurm), 0 when not launched in parallel. */
@@ -33,9 +50,9 @@ int dt_cmd_launch_rank(void);
 int dt_cmd_fail(enum dt_status status, const struct dt_error *err);
 
 /* Prints "dtrain NAME: " and a message made from fmt and one string arg,
- * then the usage line, to stderr (on launch rank 0 only); returns 2, the
+ * then cmd's synopsis, to stderr (on launch rank 0 only); returns 2, the
  * exit code of bad usage. */
-int dt_cmd_usage_error(const char *name, const char *usage, const char *fmt,
+int dt_cmd_usage_error(const struct dt_cmd *cmd, const char *fmt,
 		       const char *arg);
 
 struct dt_job;

@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "job/job.h"
 
@@ -13,8 +14,30 @@ const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_resume,
 	&dt_cmd_export,
 	&dt_cmd_sample,
+	&dt_cmd_help,
 	NULL,
 };
+
+const struct dt_cmd *
+dt_cmd_find(const char *name)
+{
+	for (int i = 0; dt_cmd_table[i] != NULL; i++)
+		if (strcmp(name, dt_cmd_table[i]->name) == 0)
+			return dt_cmd_table[i];
+	return NULL;
+}
+
+void
+dt_cmd_print_commands(FILE *out)
+{
+	fputs("usage: dtrain <command> [options]\n\ncommands:\n", out);
+	for (int i = 0; dt_cmd_table[i] != NULL; i++)
+		fprintf(out, "  %-8s %s\n", dt_cmd_table[i]->name,
+			dt_cmd_table[i]->summary);
+	fputs("\n  dtrain --help | --version\n"
+	      "dtrain help COMMAND (or dtrain COMMAND --help) describes its "
+	      "options;\nsee dtrain(1) and dtrain-job(5)\n", out);
+}
 
 int
 dt_cmd_launch_rank(void)
@@ -33,14 +56,17 @@ dt_cmd_launch_rank(void)
 }
 
 int
-dt_cmd_usage_error(const char *name, const char *usage, const char *fmt,
+dt_cmd_usage_error(const struct dt_cmd *cmd, const char *fmt,
 		   const char *arg)
 {
+	char synopsis[512];
+
 	if (dt_cmd_launch_rank() != 0)
 		return 2;
-	fprintf(stderr, "dtrain %s: ", name);
+	dt_cmd_synopsis(cmd, synopsis, sizeof synopsis);
+	fprintf(stderr, "dtrain %s: ", cmd->name);
 	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nusage: %s\n", usage);
+	fprintf(stderr, "\nusage: %s\n", synopsis);
 	return 2;
 }
 

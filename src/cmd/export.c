@@ -3,7 +3,6 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +11,6 @@
 #include "ckpt/ckpt.h"
 #include "job/job.h"
 #include "train/rundir.h"
-
-#define EXPORT_USAGE "dtrain export [-o file] run_dir"
 
 static enum dt_status
 copy_file(FILE *out, void *ctx, struct dt_error *err)
@@ -63,43 +60,35 @@ dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size, struct dt_error *err)
 	return DT_OK;
 }
 
+struct export_args {
+	const char *output;	/* NULL: RUN_DIR/model.safetensors */
+};
+
+static const struct dt_cmd_opt export_opts[] = {
+	{ .name = "output", .short_name = 'o', .kind = DT_CMD_ARG_STRING,
+	  .arg = "file", .offset = offsetof(struct export_args, output),
+	  .doc = "write to file (default run_dir/model.safetensors)" },
+	{ .kind = DT_CMD_ARG_END },
+};
+
 static int
 cmd_export(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "output", required_argument, NULL, 'o' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	char ckpt_dir[DT_JOB_PATH_MAX], latest[DT_JOB_PATH_MAX + 64];
 	char src[DT_JOB_PATH_MAX + 96], out[DT_JOB_PATH_MAX + 32];
-	const char *output = NULL, *dir;
+	struct export_args a = { 0 };
+	struct dt_cmd_line line;
+	const char *output, *dir;
 	struct dt_error err;
 	enum dt_status st;
 	int64_t step = -1;
-	int c;
+	int rc = dt_cmd_parse(&dt_cmd_export, argc, argv, &a, &line);
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			output = optarg;
-			break;
-		case 'h':
-			printf("usage: %s\n", EXPORT_USAGE);
-			return 0;
-		default:
-			return dt_cmd_usage_error("export", EXPORT_USAGE,
-						  "unknown option \"%s\"",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1) {
-		return dt_cmd_usage_error("export", EXPORT_USAGE, "%s",
-					  "expected one run directory");
-	}
-	dir = argv[optind];
+	if (rc >= 0)
+		return rc;
+	free(line.sets);
+	output = a.output;
+	dir = line.operand;
 	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, &err);
 	if (st == DT_OK)
 		st = dt_ckpt_find_latest(ckpt_dir, latest, sizeof latest, &step,
@@ -125,7 +114,10 @@ cmd_export(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_export = {
 	.name = "export",
-	.usage = EXPORT_USAGE,
 	.summary = "write a run's newest valid parameters as safetensors",
+	.opts = export_opts,
+	.operand = "run_dir",
+	.operand_noun = "run directory",
+	.operand_doc = "the run directory",
 	.run = cmd_export,
 };

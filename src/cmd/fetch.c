@@ -4,7 +4,6 @@
  * before any rank is scheduled. Prints where each source now lives. */
 #include "cmd/cmd.h"
 
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,9 +11,6 @@
 #include "data/fetch.h"
 #include "job/job.h"
 #include "train/source.h"
-#include "util/alloc.h"
-
-#define FETCH_USAGE "dtrain fetch [--set key=value ...] job.yaml"
 
 /* Fetches the source named key ("data.train.images") of job, if it is
  * given, and prints "KEY PATH". On failure err says where the key is in the
@@ -47,46 +43,25 @@ fetch_source(const struct dt_job *job, const char *key,
 	return DT_OK;
 }
 
+static const struct dt_cmd_opt fetch_opts[] = {
+	DT_CMD_OPT_SET_ENTRY,
+	{ .kind = DT_CMD_ARG_END },
+};
+
 static int
 cmd_fetch(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "set", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static struct dt_job job;
-	const char **sets = dt_xmalloc((size_t)argc + 1, sizeof *sets);
+	struct dt_cmd_line line;
 	struct dt_fetch_opts opts;
 	struct dt_error err;
 	enum dt_status st;
-	int n_sets = 0, c;
+	int rc = dt_cmd_parse(&dt_cmd_fetch, argc, argv, NULL, &line);
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			sets[n_sets++] = optarg;
-			break;
-		case 'h':
-			printf("usage: %s\n", FETCH_USAGE);
-			free(sets);
-			return 0;
-		default:
-			free(sets);
-			return dt_cmd_usage_error("fetch", FETCH_USAGE,
-						  "unknown option \"%s\"",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1) {
-		free(sets);
-		return dt_cmd_usage_error("fetch", FETCH_USAGE, "%s",
-					  "expected one job file");
-	}
-	st = dt_cmd_load_job(argv[optind], sets, n_sets, &job, &err);
-	free(sets);
+	if (rc >= 0)
+		return rc;
+	st = dt_cmd_load_job(line.operand, line.sets, line.n_sets, &job, &err);
+	free(line.sets);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 
@@ -118,7 +93,10 @@ cmd_fetch(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_fetch = {
 	.name = "fetch",
-	.usage = FETCH_USAGE,
 	.summary = "download and verify a job's data into the cache",
+	.opts = fetch_opts,
+	.operand = "job.yaml",
+	.operand_noun = "job file",
+	.operand_doc = "the job file",
 	.run = cmd_fetch,
 };

@@ -1,5 +1,12 @@
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
+libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
 libdtrain_la_SOURCES += src/cmd/export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c
+
+check_PROGRAMS += tests/unit/test_cmd
+TESTS += tests/unit/test_cmd
+tests_unit_test_cmd_SOURCES = tests/unit/test_cmd.c
+tests_unit_test_cmd_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cmd_LDADD = $(UNIT_LDADD)

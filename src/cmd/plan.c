@@ -7,7 +7,6 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +20,6 @@
 #include "optim/schedule.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
-
-#define PLAN_USAGE \
-	"dtrain plan --dry-run [-n ranks] [--json] [--set key=value ...] job.yaml"
 
 /* One data source of the job and where it is (or would be) on this
  * machine. */
@@ -219,71 +215,52 @@ print_sources(const struct plan_source *srcs, int n, int64_t n_train,
 			"or the first run)\n");
 }
 
+struct plan_args {
+	int dry_run;	/* accepted for clarity; plan never runs anything */
+	int ranks;
+	int json;
+};
+
+static const struct dt_cmd_opt plan_opts[] = {
+	{ .name = "dry-run", .kind = DT_CMD_ARG_FLAG, .flags = DT_CMD_OPT_BARE,
+	  .offset = offsetof(struct plan_args, dry_run),
+	  .doc = "accepted for clarity: plan never runs anything" },
+	{ .name = "ranks", .short_name = 'n', .kind = DT_CMD_ARG_INT,
+	  .arg = "ranks", .offset = offsetof(struct plan_args, ranks),
+	  .min = 1, .max = 1 << 20,
+	  .doc = "plan for this many ranks (default 1)" },
+	{ .name = "json", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct plan_args, json),
+	  .doc = "print the plan as one JSON document" },
+	DT_CMD_OPT_SET_ENTRY,
+	{ .kind = DT_CMD_ARG_END },
+};
+
 static int
 cmd_plan(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "dry-run", no_argument, NULL, 'D' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "set", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	static struct dt_job job;
-	const char **sets = dt_xmalloc((size_t)argc + 1, sizeof *sets);
+	struct plan_args a = { .ranks = 1 };
+	struct dt_cmd_line line;
+	const char **sets;
 	struct dt_model *model = NULL;
 	struct plan_source srcs[PLAN_MAX_SOURCES];
 	struct json_object *desc;
 	struct dt_plan plan;
 	struct dt_error err;
 	enum dt_status st;
-	int n_sets = 0, ranks = 1, json = 0, c, threads, n_srcs = 0;
+	int n_sets, ranks, json, threads, n_srcs = 0;
 	int64_t n_train, train_bytes, n_eval, eval_bytes;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc = dt_cmd_parse(&dt_cmd_plan, argc, argv, &a, &line);
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "n:h", longopts, NULL)) != -1) {
-		char *end;
-
-		switch (c) {
-		case 'D':
-			break;	/* plan never runs anything */
-		case 'j':
-			json = 1;
-			break;
-		case 'n':
-			errno = 0;
-			ranks = (int)strtol(optarg, &end, 10);
-			if (errno || *end || ranks < 1) {
-				free(sets);
-				return dt_cmd_usage_error(
-					"plan", PLAN_USAGE, "-n: expected a "
-					"number of ranks >= 1, found \"%s\"",
-					optarg);
-			}
-			break;
-		case 's':
-			sets[n_sets++] = optarg;
-			break;
-		case 'h':
-			printf("usage: %s\n", PLAN_USAGE);
-			free(sets);
-			return 0;
-		default:
-			free(sets);
-			return dt_cmd_usage_error("plan", PLAN_USAGE,
-						  "unknown option \"%s\"",
-						  argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1) {
-		free(sets);
-		return dt_cmd_usage_error("plan", PLAN_USAGE, "%s",
-					  "expected one job file");
-	}
-	st = dt_cmd_load_job(argv[optind], sets, n_sets, &job, &err);
+	if (rc >= 0)
+		return rc;
+	sets = line.sets;
+	n_sets = line.n_sets;
+	ranks = a.ranks;
+	json = a.json;
+	st = dt_cmd_load_job(line.operand, sets, n_sets, &job, &err);
 	free(sets);
 	if (st == DT_OK)
 		st = dt_plan_batch(&job, ranks, &plan, &err);
@@ -341,7 +318,10 @@ cmd_plan(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_plan = {
 	.name = "plan",
-	.usage = PLAN_USAGE,
 	.summary = "show what a job would run where, before anything runs",
+	.opts = plan_opts,
+	.operand = "job.yaml",
+	.operand_noun = "job file",
+	.operand_doc = "the job file",
 	.run = cmd_plan,
 };

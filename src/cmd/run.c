@@ -5,7 +5,6 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -26,13 +25,6 @@
 #include "train/train.h"
 #include "util/alloc.h"
 
-#define RUN_USAGE \
-	"dtrain run [-q] [-n ranks] [--max-restarts k] [--run-dir dir] " \
-	"[--set key=value ...] job.yaml"
-#define RESUME_USAGE \
-	"dtrain resume [-q] [-n ranks] [--max-restarts k] " \
-	"[--set key=value ...] run_dir"
-
 struct run_args {
 	int resume;		/* `resume`: arg is a run directory */
 	int n_ranks;		/* 0: as launched */
@@ -45,98 +37,67 @@ struct run_args {
 	char job_path[DT_JOB_PATH_MAX + 16];
 };
 
-static const char *
-usage_of(const struct run_args *a)
-{
-	return a->resume ? RESUME_USAGE : RUN_USAGE;
-}
+/* The options of run and resume: the same, but for --run-dir. */
+#define RUN_OPT_QUIET                                                       \
+	{ .name = "quiet", .short_name = 'q', .kind = DT_CMD_ARG_FLAG,       \
+	  .offset = offsetof(struct run_args, quiet),                        \
+	  .doc = "no progress output (the final line still shows)" }
+#define RUN_OPT_RANKS                                                       \
+	{ .name = "ranks", .short_name = 'n', .kind = DT_CMD_ARG_INT,        \
+	  .arg = "ranks", .offset = offsetof(struct run_args, n_ranks),      \
+	  .min = 1, .max = 1 << 20,                                          \
+	  .doc = "check the job, then start mpirun -np ranks" }
+#define RUN_OPT_RESTARTS                                                    \
+	{ .name = "max-restarts", .kind = DT_CMD_ARG_INT, .arg = "k",        \
+	  .offset = offsetof(struct run_args, max_restarts),                 \
+	  .min = 0, .max = 1 << 20,                                          \
+	  .doc = "resume a failed job up to k times" }
+
+static const struct dt_cmd_opt run_opts[] = {
+	RUN_OPT_QUIET,
+	RUN_OPT_RANKS,
+	RUN_OPT_RESTARTS,
+	{ .name = "run-dir", .kind = DT_CMD_ARG_STRING, .arg = "dir",
+	  .offset = offsetof(struct run_args, run_dir),
+	  .doc = "write the run to dir (default runs/NAME)" },
+	DT_CMD_OPT_SET_ENTRY,
+	{ .kind = DT_CMD_ARG_END },
+};
+
+static const struct dt_cmd_opt resume_opts[] = {
+	RUN_OPT_QUIET,
+	RUN_OPT_RANKS,
+	RUN_OPT_RESTARTS,
+	DT_CMD_OPT_SET_ENTRY,
+	{ .name = "run-dir", .kind = DT_CMD_ARG_REFUSED, .arg = "dir",
+	  .doc = "the run directory is the argument" },
+	{ .kind = DT_CMD_ARG_END },
+};
 
 static int
 usage_error(const struct run_args *a, const char *fmt, const char *arg)
 {
-	return dt_cmd_usage_error(a->resume ? "resume" : "run", usage_of(a),
+	return dt_cmd_usage_error(a->resume ? &dt_cmd_resume : &dt_cmd_run,
 				  fmt, arg);
 }
 
+/* Fills a from the command line (cmd/opt.h). With *done set, the command
+ * is over and the return value is its exit code (0 after --help, 2 after
+ * a usage error, already printed) and nothing is left to free; else it
+ * returns 0 and the caller owns a->sets. */
 static int
-parse_count(const struct run_args *a, const char *opt, const char *text,
-	    int min, int *out)
+parse_args(int argc, char **argv, struct run_args *a, int *done)
 {
-	char *end;
-	long v;
+	struct dt_cmd_line line;
+	int rc = dt_cmd_parse(a->resume ? &dt_cmd_resume : &dt_cmd_run, argc,
+			      argv, a, &line);
 
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (errno || *end || end == text || v < min || v > 1 << 20) {
-		char msg[128];
-
-		snprintf(msg, sizeof msg, "%s: expected a whole number >= %d, "
-			 "found \"%%s\"", opt, min);
-		return usage_error(a, msg, text);
-	}
-	*out = (int)v;
-	return 0;
-}
-
-static int
-parse_args(int argc, char **argv, struct run_args *a)
-{
-	static const struct option longopts[] = {
-		{ "ranks", required_argument, NULL, 'n' },
-		{ "run-dir", required_argument, NULL, 'd' },
-		{ "set", required_argument, NULL, 's' },
-		{ "max-restarts", required_argument, NULL, 'r' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, rc;
-
-	a->sets = dt_xmalloc((size_t)argc + 1, sizeof *a->sets);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "n:qh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if ((rc = parse_count(a, "-n", optarg, 1, &a->n_ranks)))
-				return rc;
-			break;
-		case 'r':
-			if ((rc = parse_count(a, "--max-restarts", optarg, 0,
-					      &a->max_restarts)))
-				return rc;
-			break;
-		case 'd':
-			if (a->resume)
-				return usage_error(a, "%s", "--run-dir: the run "
-						   "directory is the argument");
-			a->run_dir = optarg;
-			break;
-		case 's':
-			if (strchr(optarg, '=') == NULL)
-				return usage_error(a, "--set: expected "
-						   "key.path=value, found "
-						   "\"%s\"", optarg);
-			a->sets[a->n_sets++] = optarg;
-			break;
-		case 'q':
-			a->quiet = 1;
-			break;
-		case 'h':
-			printf("usage: %s\n", usage_of(a));
-			exit(0);
-		default:
-			return usage_error(a, "unknown option \"%s\"",
-					   argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
-		return usage_error(a, "%s", optind >= argc ?
-				   (a->resume ? "expected a run directory" :
-				    "expected a job file") :
-				   "expected exactly one argument after the "
-				   "options");
-	a->arg = argv[optind];
+	*done = rc >= 0;
+	if (*done)
+		return rc;
+	a->sets = line.sets;
+	a->n_sets = line.n_sets;
+	a->arg = line.operand;
 	if (a->resume) {
 		snprintf(a->job_path, sizeof a->job_path, "%s/job.yaml",
 			 a->arg);
@@ -375,16 +336,14 @@ train_cmd(int argc, char **argv, int resume)
 	struct dt_run_opts opts;
 	struct dt_error err;
 	enum dt_status st;
-	int rc;
+	int rc, done;
 
 	memset(&a, 0, sizeof a);
 	a.resume = resume;
 	dt_error_clear(&err);
-	rc = parse_args(argc, argv, &a);
-	if (rc != 0) {
-		free(a.sets);
+	rc = parse_args(argc, argv, &a, &done);
+	if (done)
 		return rc;
-	}
 	if (resume && access(a.job_path, F_OK) != 0) {
 		dt_errorf(&err, DT_ERR_USAGE, "%s: not a run directory (no "
 			  "job.yaml)", a.arg);
@@ -460,14 +419,20 @@ cmd_resume(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_run = {
 	.name = "run",
-	.usage = RUN_USAGE,
 	.summary = "train a job on the ranks it is started on",
+	.opts = run_opts,
+	.operand = "job.yaml",
+	.operand_noun = "job file",
+	.operand_doc = "the job file",
 	.run = cmd_run,
 };
 
 const struct dt_cmd dt_cmd_resume = {
 	.name = "resume",
-	.usage = RESUME_USAGE,
 	.summary = "continue a run from its newest valid checkpoint",
+	.opts = resume_opts,
+	.operand = "run_dir",
+	.operand_noun = "run directory",
+	.operand_doc = "the run directory to continue",
 	.run = cmd_resume,
 };

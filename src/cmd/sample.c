@@ -22,7 +22,6 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,95 +36,49 @@
 #include "util/alloc.h"
 #include "util/rng.h"
 
-#define SAMPLE_USAGE \
-	"dtrain sample [-n chars] [--prompt text] [--temperature t] " \
-	"[--seed seed] run_dir"
-
 #define SAMPLE_DEFAULT_CHARS 200
 #define SAMPLE_MAX_CHARS 100000000
 
 struct sample_args {
 	const char *dir;
 	const char *prompt;	/* NULL: start after a newline */
-	int64_t n_chars;
+	int n_chars;
 	double temperature;	/* 0: the most likely token every time */
 	uint64_t seed;
 };
 
-static int
-usage_error(const char *fmt, const char *arg)
-{
-	return dt_cmd_usage_error("sample", SAMPLE_USAGE, fmt, arg);
-}
+static const struct dt_cmd_opt sample_opts[] = {
+	{ .short_name = 'n', .kind = DT_CMD_ARG_INT, .arg = "chars",
+	  .offset = offsetof(struct sample_args, n_chars),
+	  .min = 0, .max = SAMPLE_MAX_CHARS,
+	  .doc = "characters to generate (default 200)" },
+	{ .name = "prompt", .kind = DT_CMD_ARG_STRING, .arg = "text",
+	  .offset = offsetof(struct sample_args, prompt),
+	  .doc = "the text to continue (default: a new line)" },
+	{ .name = "temperature", .kind = DT_CMD_ARG_NUMBER, .arg = "t",
+	  .offset = offsetof(struct sample_args, temperature), .min = 0,
+	  .doc = "sharpen (< 1) or flatten (> 1); 0: argmax" },
+	{ .name = "seed", .kind = DT_CMD_ARG_U64, .arg = "seed",
+	  .offset = offsetof(struct sample_args, seed),
+	  .doc = "the draws' seed, 0 to 2^64-1 (default 0)" },
+	{ .kind = DT_CMD_ARG_END },
+};
 
+/* Returns -1 to go on, else the exit code. */
 static int
 parse_args(int argc, char **argv, struct sample_args *a)
 {
-	static const struct option longopts[] = {
-		{ "prompt", required_argument, NULL, 'p' },
-		{ "temperature", required_argument, NULL, 't' },
-		{ "seed", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char *end;
-	int c;
+	struct dt_cmd_line line;
+	int rc;
 
 	memset(a, 0, sizeof *a);
 	a->n_chars = SAMPLE_DEFAULT_CHARS;
 	a->temperature = 1.0;
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'n': {
-			long long v;
-
-			errno = 0;
-			v = strtoll(optarg, &end, 10);
-			if (errno || *end || end == optarg || v < 0 ||
-			    v > SAMPLE_MAX_CHARS)
-				return usage_error("-n: expected a whole number "
-						   "from 0 to 100000000, found "
-						   "\"%s\"", optarg);
-			a->n_chars = v;
-			break;
-		}
-		case 'p':
-			a->prompt = optarg;
-			break;
-		case 't':
-			errno = 0;
-			a->temperature = strtod(optarg, &end);
-			if (errno || *end || end == optarg ||
-			    !isfinite(a->temperature) || a->temperature < 0)
-				return usage_error("--temperature: expected a "
-						   "number >= 0, found \"%s\"",
-						   optarg);
-			break;
-		case 's':
-			errno = 0;
-			a->seed = strtoull(optarg, &end, 0);
-			if (errno || *end || end == optarg ||
-			    strchr(optarg, '-') != NULL)
-				return usage_error("--seed: expected a whole "
-						   "number from 0 to 2^64-1, "
-						   "found \"%s\"", optarg);
-			break;
-		case 'h':
-			printf("usage: %s\n", SAMPLE_USAGE);
-			return 0;
-		case ':':
-			return usage_error("%s needs a value",
-					   argv[optind - 1]);
-		default:
-			return usage_error("unknown option \"%s\"",
-					   argv[optind - 1]);
-		}
-	}
-	if (optind != argc - 1)
-		return usage_error("expected one run directory%s", "");
-	a->dir = argv[optind];
+	rc = dt_cmd_parse(&dt_cmd_sample, argc, argv, a, &line);
+	if (rc >= 0)
+		return rc;
+	free(line.sets);
+	a->dir = line.operand;
 	return -1;
 }
 
@@ -480,7 +433,10 @@ cmd_sample(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_sample = {
 	.name = "sample",
-	.usage = SAMPLE_USAGE,
 	.summary = "generate text from a trained character model",
+	.opts = sample_opts,
+	.operand = "run_dir",
+	.operand_noun = "run directory",
+	.operand_doc = "the run of a text model",
 	.run = cmd_sample,
 };
