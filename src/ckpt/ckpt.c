@@ -21,6 +21,7 @@
 
 #include "ckpt/priv.h"
 #include "util/alloc.h"
+#include "util/fileio.h"
 
 #define STEP_PREFIX "step-"
 
@@ -33,23 +34,6 @@ join(char *buf, const char *dir, const char *name, struct dt_error *err)
 		return dt_errorf(err, DT_ERR_IO, "%s/%s: path too long", dir,
 				 name);
 	return DT_OK;
-}
-
-/* The directory part of path ("." when there is none). */
-static void
-dir_of(char *buf, const char *path)
-{
-	const char *slash = strrchr(path, '/');
-	size_t len = slash ? (size_t)(slash - path) : 0;
-
-	if (slash == NULL)
-		strcpy(buf, ".");
-	else if (len == 0)
-		strcpy(buf, "/");
-	else {
-		memcpy(buf, path, len);
-		buf[len] = '\0';
-	}
 }
 
 /* Step of a directory named step-N in canonical form (the form dt_ckpt_path
@@ -579,7 +563,7 @@ write_files(const char *tmp, const struct dt_ckpt_opts *opts,
 			      err);
 	free(text);
 	if (st == DT_OK)
-		st = dt_ck_fsync_dir(tmp, err);
+		st = dt_file_fsync_dir(tmp, err);
 	return st;
 }
 
@@ -601,7 +585,7 @@ install(const char *ckpt_dir, const char *tmp, const char *final,
 #ifdef RENAME_EXCHANGE
 		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final,
 			      RENAME_EXCHANGE) == 0) {
-			if (dt_ck_fsync_dir(ckpt_dir, err))
+			if (dt_file_fsync_dir(ckpt_dir, err))
 				return DT_ERR_IO;
 			if (dt_ck_rm_tree(tmp) != 0)
 				report(report_fn, report_ctx, "%s: cannot "
@@ -624,7 +608,7 @@ install(const char *ckpt_dir, const char *tmp, const char *final,
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
 				 tmp, final, strerror(e));
 	}
-	if (dt_ck_fsync_dir(ckpt_dir, err))
+	if (dt_file_fsync_dir(ckpt_dir, err))
 		return DT_ERR_IO;
 	if (moved && dt_ck_rm_tree(aside) != 0)
 		report(report_fn, report_ctx, "%s: cannot remove the replaced "
@@ -641,8 +625,8 @@ make_ckpt_dir(const char *ckpt_dir, struct dt_error *err)
 	if (strlen(ckpt_dir) >= sizeof parent)
 		return dt_errorf(err, DT_ERR_IO, "%s: path too long", ckpt_dir);
 	if (mkdir(ckpt_dir, 0777) == 0) {
-		dir_of(parent, ckpt_dir);
-		return dt_ck_fsync_dir(parent, err);
+		dt_file_dir_of(parent, sizeof parent, ckpt_dir);
+		return dt_file_fsync_dir(parent, err);
 	}
 	if (errno != EEXIST)
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot create the "
@@ -716,14 +700,12 @@ dt_ckpt_export(const char *path, const struct dt_ckpt_tensor *tensors,
 	char tmp[DT_CK_PATH_MAX], dir[DT_CK_PATH_MAX];
 	struct dt_ck_file f;
 	struct dt_error e;
-	int k;
 	enum dt_status st;
 
 	if (dt_ck_check_tensors(tensors, n, 1, path, err))
 		return DT_ERR_FORMAT;
-	k = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-	if (k < 0 || k >= (int)sizeof tmp)
-		return dt_errorf(err, DT_ERR_IO, "%s: path too long", path);
+	if (dt_file_tmp_name(tmp, sizeof tmp, path, err))
+		return DT_ERR_IO;
 	unlink(tmp);
 	st = write_tensors(tmp, 0, tensors, n, &f, err);
 	dt_error_clear(&e);
@@ -731,15 +713,14 @@ dt_ckpt_export(const char *path, const struct dt_ckpt_tensor *tensors,
 	    read_tensor_file(tmp, tmp, 0, 1, &f, 0, NULL, 0, &e) != DT_OK)
 		st = dt_errorf(err, DT_ERR_IO, "the file written does not "
 			       "read back: %s", e.msg);
-	if (st == DT_OK && rename(tmp, path) != 0)
-		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
-			       tmp, path, strerror(errno));
 	if (st != DT_OK) {
 		unlink(tmp);
 		return st;
 	}
-	dir_of(dir, path);
-	return dt_ck_fsync_dir(dir, err);
+	if (dt_file_rename(tmp, path, err))
+		return DT_ERR_IO;
+	dt_file_dir_of(dir, sizeof dir, path);
+	return dt_file_fsync_dir(dir, err);
 }
 
 enum dt_status

@@ -1,8 +1,8 @@
 /* io.c - the file layer of checkpoints: writes that go straight to write(2)
  * while counting bytes and running zlib's CRC-32 over what reaches the
  * disk, optionally through a gzip stream (RFC 1952, zlib's deflate with a
- * gzip wrapper); reads that do the same in reverse; fsync of directories;
- * removal of a directory tree without following symbolic links. */
+ * gzip wrapper); reads that do the same in reverse; removal of a
+ * directory tree without following symbolic links. */
 #include "ckpt/priv.h"
 
 #include <dirent.h>
@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "util/alloc.h"
+#include "util/endian.h"
+#include "util/fileio.h"
 
 #define ZBUF_SIZE ((size_t)1 << 18)
 /* Largest single read/write/crc/inflate call: fits uInt and ssize_t. */
@@ -156,13 +158,7 @@ dt_ck_write_f32(struct dt_ck_wfile *w, const float *p, size_t n,
 	while (n > 0) {
 		size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
 
-		for (size_t i = 0; i < k; i++) {
-			uint32_t u;
-
-			memcpy(&u, &p[i], 4);
-			for (int j = 0; j < 4; j++)
-				buf[4 * i + j] = (unsigned char)(u >> (8 * j));
-		}
+		dt_le_put_f32(buf, p, k);
 		if (dt_ck_write(w, buf, 4 * k, err))
 			return DT_ERR_IO;
 		p += k;
@@ -188,14 +184,7 @@ dt_ck_wclose(struct dt_ck_wfile *w, struct dt_error *err)
 		w->zbuf = NULL;
 		w->gz = 0;
 	}
-	while (st == DT_OK && fsync(w->fd) != 0) {
-		if (errno != EINTR)
-			st = dt_errorf(err, DT_ERR_IO, "%s: fsync failed: %s",
-				       w->path, strerror(errno));
-	}
-	if (close(w->fd) != 0 && st == DT_OK && errno != EINTR)
-		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s",
-			       w->path, strerror(errno));
+	st = dt_file_sync_close(w->fd, w->path, st, err);
 	w->fd = -1;
 	return st;
 }
@@ -430,31 +419,6 @@ dt_ck_rclose(struct dt_ck_rfile *r)
 }
 
 /* ---- directories -------------------------------------------------------- */
-
-enum dt_status
-dt_ck_fsync_dir(const char *dir, struct dt_error *err)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc;
-
-	if (fd < 0)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot open directory: "
-				 "%s", dir, strerror(errno));
-	do
-		rc = fsync(fd);
-	while (rc != 0 && errno == EINTR);
-	/* Some file systems cannot fsync a directory (EINVAL); their
-	 * renames are as durable as they get. */
-	if (rc != 0 && errno != EINVAL) {
-		int e = errno;
-
-		close(fd);
-		return dt_errorf(err, DT_ERR_IO, "%s: fsync failed: %s", dir,
-				 strerror(e));
-	}
-	close(fd);
-	return DT_OK;
-}
 
 static int
 rm_at(int dirfd, const char *name, int depth)

@@ -90,8 +90,6 @@ void dt_ck_rclose(struct dt_ck_rfile *r);
 enum dt_status dt_ck_write_file(const char *path, const void *data,
 				size_t n, int64_t *size, uint32_t *crc,
 				struct dt_error *err);
-/* fsyncs the directory dir. DT_ERR_IO naming it. */
-enum dt_status dt_ck_fsync_dir(const char *dir, struct dt_error *err);
 /* Removes path and everything under it, without following symbolic links.
  * Returns 0, or -1 with errno set (ENOENT counts as success). */
 int dt_ck_rm_tree(const char *path);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/endian.h"
 
 #define CRC_PREFIX "crc32:"
 #define SCRATCH_SIZE ((size_t)1 << 20)
@@ -61,13 +62,7 @@ crc_f32(const float *p, size_t n)
 	while (n > 0) {
 		size_t k = n < sizeof buf / 4 ? n : sizeof buf / 4;
 
-		for (size_t i = 0; i < k; i++) {
-			uint32_t u;
-
-			memcpy(&u, &p[i], 4);
-			for (int j = 0; j < 4; j++)
-				buf[4 * i + j] = (unsigned char)(u >> (8 * j));
-		}
+		dt_le_put_f32(buf, p, k);
 		crc = crc32_z(crc, buf, 4 * k);
 		p += k;
 		n -= k;
@@ -198,8 +193,7 @@ dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
 					      JSON_C_TO_STRING_NOSLASHESCAPE);
 	len = strlen(text);
 	padded = (len + 7) & ~(size_t)7;
-	for (int i = 0; i < 8; i++)
-		len_le[i] = (unsigned char)((uint64_t)padded >> (8 * i));
+	dt_le_put(len_le, (uint64_t)padded, 8);
 	st = dt_ck_write(w, len_le, 8, err);
 	if (st == DT_OK)
 		st = dt_ck_write(w, text, len, err);
@@ -401,8 +395,7 @@ dt_ck_st_read_header(struct dt_ck_rfile *r, int require_crc,
 	st = dt_ck_read(r, len_le, 8, err);
 	if (st != DT_OK)
 		return st;
-	for (int i = 0; i < 8; i++)
-		hlen |= (uint64_t)len_le[i] << (8 * i);
+	hlen = dt_le_get(len_le, 8);
 	if (hlen < 2 || hlen > (uint64_t)DT_CK_HEADER_MAX ||
 	    (!r->gz && hlen > (uint64_t)(r->file_size - 8)))
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: header length %llu "
@@ -435,25 +428,6 @@ dt_ck_st_read_header(struct dt_ck_rfile *r, int require_crc,
 	return st;
 }
 
-static void
-le_to_host(float *p, size_t n)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	for (size_t i = 0; i < n; i++) {
-		unsigned char b[4];
-		uint32_t u = 0;
-
-		memcpy(b, &p[i], 4);
-		for (int j = 0; j < 4; j++)
-			u |= (uint32_t)b[j] << (8 * j);
-		memcpy(&p[i], &u, 4);
-	}
-#else
-	(void)p;
-	(void)n;
-#endif
-}
-
 enum dt_status
 dt_ck_st_read_data(struct dt_ck_rfile *r, const struct dt_ck_header *h,
 		   float *const *dst, struct dt_error *err)
@@ -471,7 +445,7 @@ dt_ck_st_read_data(struct dt_ck_rfile *r, const struct dt_ck_header *h,
 			if (st != DT_OK)
 				break;
 			crc = crc32_z(0, (const Bytef *)dst[i], left);
-			le_to_host(dst[i], left / 4);
+			dt_le_to_host(dst[i], 4, left / 4);
 		}
 		while (dst[i] == NULL && left > 0) {
 			size_t k = left < SCRATCH_SIZE ? left : SCRATCH_SIZE;

@@ -17,42 +17,13 @@
 #include <zlib.h>
 
 #include "util/alloc.h"
+#include "util/gz.h"
 #include "util/sysmem.h"
 
 /* Bytes asked of gzread at once (it takes an unsigned count). */
 #define READ_CHUNK ((size_t)1 << 20)
-
-/* The status for a gz stream that returned short or failed at off. */
-static enum dt_status
-gz_status(gzFile f, const char *path, size_t off, int saved_errno,
-	  struct dt_error *err)
-{
-	int zerr = Z_OK;
-	const char *zmsg = gzerror(f, &zerr);
-	size_t plen = strlen(path);
-
-	if (strncmp(zmsg, path, plen) == 0 &&
-	    strncmp(zmsg + plen, ": ", 2) == 0)
-		zmsg += plen + 2;
-	switch (zerr) {
-	case Z_OK:
-		return DT_OK;
-	case Z_ERRNO:
-		return dt_errorf(err, DT_ERR_IO, "%s: byte %zu: read failed: %s",
-				 path, off, strerror(saved_errno));
-	case Z_BUF_ERROR:
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: truncated "
-				 "gzip stream: %s (the .gz file is cut short; "
-				 "fetch it again)", path, off, zmsg);
-	case Z_MEM_ERROR:
-		fprintf(stderr, "dtrain: %s: zlib out of memory\n", path);
-		abort();
-	default:
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: corrupt gzip "
-				 "stream: %s (fetch the file again)", path, off,
-				 zmsg);
-	}
-}
+/* What a corrupt stream's message advises. */
+#define FIX "fetch the file again"
 
 /* Reads all of fd (which it takes over) through zlib. */
 static enum dt_status
@@ -65,7 +36,6 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 	enum dt_status st = DT_OK;
 	const char *bound = "node";
 	int64_t avail = INT64_MAX;
-	int zc;
 
 	/* What a gzip stream inflates to is the sender's choice (a few MB
 	 * can expand a thousandfold): stop at the memory there is, with a
@@ -79,8 +49,7 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 	f = gzdopen(fd, "rb");
 	if (f == NULL) {
 		close(fd);
-		fprintf(stderr, "dtrain: %s: zlib out of memory\n", path);
-		abort();
+		dt_gz_oom(path);
 	}
 	gzbuffer(f, 1 << 17);
 	buf = dt_xmalloc(cap, 1);
@@ -107,20 +76,19 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 			want = READ_CHUNK;
 		got = gzread(f, buf + b->n, (unsigned)want);
 		if (got < 0) {
-			st = gz_status(f, path, b->n, errno, err);
+			st = dt_gz_read_status(f, path, (int64_t)b->n, errno,
+					       FIX, err);
 			break;
 		}
 		b->n += (size_t)got;
 		if ((size_t)got < want) {
-			st = gz_status(f, path, b->n, errno, err);
+			st = dt_gz_read_status(f, path, (int64_t)b->n, errno,
+					       FIX, err);
 			if (st != DT_OK || got == 0)
 				break;
 		}
 	}
-	zc = gzclose_r(f);
-	if (st == DT_OK && zc != Z_OK)
-		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s", path,
-			       zc == Z_ERRNO ? strerror(errno) : zError(zc));
+	st = dt_gz_close(f, path, st, err);
 	if (st != DT_OK) {
 		free(buf);
 		memset(b, 0, sizeof *b);

@@ -28,6 +28,7 @@
 #include <openssl/evp.h>
 
 #include "util/alloc.h"
+#include "util/fileio.h"
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -1128,13 +1129,7 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 		if (st != DT_OK && access(part, F_OK) != 0)
 			unlink(meta_path);
 	}
-	if (st == DT_OK && fsync(fd) != 0)
-		st = dt_errorf(err, DT_ERR_IO, "%s: fsync failed: %s", part,
-			       strerror(errno));
-	if (close(fd) != 0 && st == DT_OK)
-		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s", part,
-			       strerror(errno));
-	return st;
+	return dt_file_sync_close(fd, part, st, err);
 }
 
 /* Holds CACHE/NAME.lock: downloads of one URL take turns. */
@@ -1236,11 +1231,7 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 			strcat(err->msg, " (the download has been deleted)");
 		goto done;
 	}
-	if (rename(part, file) != 0) {
-		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
-			       part, file, strerror(errno));
-		unlink(part);
-	}
+	st = dt_file_rename(part, file, err);
 	unlink_meta(part);
 done:
 	close(lock_fd);	/* releases the flock */

@@ -23,6 +23,8 @@
 #include <zlib.h>
 
 #include "util/alloc.h"
+#include "util/endian.h"
+#include "util/gz.h"
 
 /* Bytes asked of gzread per call: small enough that an error offset is
  * close to the spot, and at least twice zlib's input buffer (GZ_BUFFER) so
@@ -51,39 +53,9 @@ ll(int64_t v)
 static enum dt_status
 check_stream(struct reader *r, struct dt_error *err)
 {
-	int saved_errno = errno;
-	int zerr = Z_OK;
-	const char *zmsg = gzerror(r->f, &zerr);
-	size_t plen = strlen(r->path);
-
-	/* zlib writes "PATH: what"; our message names the path already. */
-	if (strncmp(zmsg, r->path, plen) == 0 &&
-	    strncmp(zmsg + plen, ": ", 2) == 0)
-		zmsg += plen + 2;
-
-	switch (zerr) {
-	case Z_OK:
-		return DT_OK;
-	case Z_ERRNO:
-		return dt_errorf(err, DT_ERR_IO, "%s: byte %lld: read failed: %s",
-				 r->path, ll(r->off), strerror(saved_errno));
-	case Z_BUF_ERROR:
-		/* zlib's word for input that ends inside a gzip member. */
-		return dt_errorf(err, DT_ERR_FORMAT,
-				 "%s: byte %lld: truncated gzip stream: %s "
-				 "(the .gz file is cut short; fetch it again)",
-				 r->path, ll(r->off), zmsg);
-	case Z_MEM_ERROR:
-		/* STYLE.md: out of memory aborts, wherever it happens. */
-		fprintf(stderr, "dtrain: %s: zlib out of memory\n", r->path);
-		abort();
-	default:
-		return dt_errorf(err, DT_ERR_FORMAT,
-				 "%s: byte %lld: corrupt gzip stream: %s "
-				 "(zlib found it reading on from this byte; "
-				 "fetch the file again)",
-				 r->path, ll(r->off), zmsg);
-	}
+	return dt_gz_read_status(r->f, r->path, r->off, errno,
+				 "zlib found it reading on from this byte; "
+				 "fetch the file again", err);
 }
 
 /* Reads up to len bytes into buf; *got says how many came. A short count
@@ -272,54 +244,6 @@ expect_end(struct reader *r, struct dt_error *err)
 			 r->path, ll(end), ll(end), ll(r->off - end));
 }
 
-/* Big-endian elements to host order, in place. */
-static void
-to_host(void *data, size_t elem_size, uint64_t count)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	(void)data;
-	(void)elem_size;
-	(void)count;
-#else
-	unsigned char *p = data;
-
-	/* memcpy because the buffer is only byte-aligned as far as this
-	 * code knows; compilers turn each iteration into a load, a bswap
-	 * and a store. */
-	switch (elem_size) {
-	case 2:
-		for (uint64_t i = 0; i < count; i++) {
-			uint16_t v;
-
-			memcpy(&v, p + 2 * i, 2);
-			v = __builtin_bswap16(v);
-			memcpy(p + 2 * i, &v, 2);
-		}
-		break;
-	case 4:
-		for (uint64_t i = 0; i < count; i++) {
-			uint32_t v;
-
-			memcpy(&v, p + 4 * i, 4);
-			v = __builtin_bswap32(v);
-			memcpy(p + 4 * i, &v, 4);
-		}
-		break;
-	case 8:
-		for (uint64_t i = 0; i < count; i++) {
-			uint64_t v;
-
-			memcpy(&v, p + 8 * i, 8);
-			v = __builtin_bswap64(v);
-			memcpy(p + 8 * i, &v, 8);
-		}
-		break;
-	default:
-		break;
-	}
-#endif
-}
-
 enum dt_status
 dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 {
@@ -327,7 +251,6 @@ dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 	uint64_t body = 0;
 	void *data = NULL;
 	enum dt_status st;
-	int zc;
 
 	memset(idx, 0, sizeof *idx);
 	errno = 0;
@@ -335,9 +258,7 @@ dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 	if (r.f == NULL) {
 		/* gzopen leaves errno 0 when zlib itself ran out of memory. */
 		if (errno == 0) {
-			fprintf(stderr, "dtrain: %s: zlib out of memory\n",
-				path);
-			abort();
+			dt_gz_oom(path);
 		}
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
 				 strerror(errno));
@@ -350,16 +271,13 @@ dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 	if (st == DT_OK)
 		st = expect_end(&r, err);
 
-	zc = gzclose_r(r.f);
-	if (st == DT_OK && zc != Z_OK)
-		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s", path,
-			       zc == Z_ERRNO ? strerror(errno) : zError(zc));
+	st = dt_gz_close(r.f, path, st, err);
 	if (st != DT_OK) {
 		free(data);
 		memset(idx, 0, sizeof *idx);
 		return st;
 	}
-	to_host(data, idx->elem_size, body / idx->elem_size);
+	dt_be_to_host(data, idx->elem_size, body / idx->elem_size);
 	idx->data = data;
 	return DT_OK;
 }

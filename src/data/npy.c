@@ -24,6 +24,7 @@
 
 #include "data/priv.h"
 #include "util/alloc.h"
+#include "util/endian.h"
 
 #define MAX_DIMS 8
 
@@ -319,30 +320,6 @@ dict(struct hdr *h, struct dt_npy *a)
 	return DT_OK;
 }
 
-/* Little-endian elements to host order, in place. */
-static void
-to_host(void *data, size_t elem_size, uint64_t count)
-{
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	unsigned char *p = data;
-
-	for (uint64_t i = 0; i < count; i++) {
-		unsigned char *e = p + i * elem_size;
-
-		for (size_t k = 0; k < elem_size / 2; k++) {
-			unsigned char t = e[k];
-
-			e[k] = e[elem_size - 1 - k];
-			e[elem_size - 1 - k] = t;
-		}
-	}
-#else
-	(void)data;
-	(void)elem_size;
-	(void)count;
-#endif
-}
-
 /* Checks the preamble and parses the header of the file in b, filling a
  * and *data_off. */
 static enum dt_status
@@ -382,9 +359,7 @@ read_header(const char *path, const struct dt_blob *b, struct dt_npy *a,
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: truncated "
 				 "header: the file ends inside the header "
 				 "length (bytes 8 to %zu)", path, b->n, pre - 1);
-	hlen = major == 1 ? (size_t)s[8] | (size_t)s[9] << 8 :
-	       (size_t)s[8] | (size_t)s[9] << 8 | (size_t)s[10] << 16 |
-	       (size_t)s[11] << 24;
+	hlen = (size_t)dt_le_get(s + 8, major == 1 ? 2 : 4);
 	if (b->n - pre < hlen)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: truncated "
 				 "header: expected %zu header bytes, the file "
@@ -454,7 +429,7 @@ dt_npy_read(const char *path, struct dt_npy *a, struct dt_error *err)
 		memmove(buf, buf + data_off, (size_t)bytes);
 		a->data = dt_xrealloc(buf, (size_t)bytes, 1);
 	}
-	to_host(a->data, a->elem_size, count);
+	dt_le_to_host(a->data, a->elem_size, count);
 	return DT_OK;
 fail:
 	dt_blob_fini(&b);

@@ -19,6 +19,8 @@
 
 #include "data/priv.h"
 #include "util/alloc.h"
+#include "util/endian.h"
+#include "util/fileio.h"
 
 #define MAX_CODE_POINT 0x10FFFFu
 #define VOCAB_MAGIC "DTVOCAB\0"
@@ -204,23 +206,6 @@ dt_vocab_piece(const struct dt_vocab *v, int64_t id, char out[4])
 
 /* ---- the vocabulary file ------------------------------------------------ */
 
-static void
-put_le(unsigned char *p, uint64_t v, int size)
-{
-	for (int i = 0; i < size; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t
-get_le(const unsigned char *p, int size)
-{
-	uint64_t v = 0;
-
-	for (int i = size - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 enum dt_status
 dt_vocab_save(const struct dt_vocab *v, const char *path,
 	      struct dt_error *err)
@@ -233,13 +218,13 @@ dt_vocab_save(const struct dt_vocab *v, const char *path,
 	int fd, n;
 
 	memcpy(buf, VOCAB_MAGIC, 8);
-	put_le(buf + 8, VOCAB_VERSION, 4);
-	put_le(buf + 12, VOCAB_HEADER, 4);
-	put_le(buf + 16, (uint32_t)v->unit, 4);
-	put_le(buf + 24, (uint64_t)v->size, 8);
+	dt_le_put(buf + 8, VOCAB_VERSION, 4);
+	dt_le_put(buf + 12, VOCAB_HEADER, 4);
+	dt_le_put(buf + 16, (uint32_t)v->unit, 4);
+	dt_le_put(buf + 24, (uint64_t)v->size, 8);
 	for (int64_t i = 0; i < v->size; i++)
-		put_le(buf + VOCAB_HEADER + 4 * i, v->units[i], 4);
-	put_le(buf + len - 4, crc32_z(0, buf, len - 4), 4);
+		dt_le_put(buf + VOCAB_HEADER + 4 * i, v->units[i], 4);
+	dt_le_put(buf + len - 4, crc32_z(0, buf, len - 4), 4);
 
 	n = snprintf(tmp, sizeof tmp, "%s.tmp", path);
 	if (n < 0 || (size_t)n >= sizeof tmp) {
@@ -264,16 +249,10 @@ dt_vocab_save(const struct dt_vocab *v, const char *path,
 		}
 		done += (size_t)w;
 	}
-	if (st == DT_OK && fsync(fd) != 0)
-		st = dt_errorf(err, DT_ERR_IO, "%s: fsync failed: %s", tmp,
-			       strerror(errno));
-	if (close(fd) != 0 && st == DT_OK)
-		st = dt_errorf(err, DT_ERR_IO, "%s: close failed: %s", tmp,
-			       strerror(errno));
-	if (st == DT_OK && rename(tmp, path) != 0)
-		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
-			       tmp, path, strerror(errno));
-	if (st != DT_OK)
+	st = dt_file_sync_close(fd, tmp, st, err);
+	if (st == DT_OK)
+		st = dt_file_rename(tmp, path, err);
+	else
 		unlink(tmp);
 	free(buf);
 	return st;
@@ -295,22 +274,22 @@ check_vocab(const char *path, const struct dt_blob *b, struct dt_vocab *v,
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 0: bad magic: a "
 				 "vocabulary file starts with DTVOCAB (is this "
 				 "a dtrain vocabulary?)", path);
-	version = get_le(p + 8, 4);
+	version = dt_le_get(p + 8, 4);
 	if (version != VOCAB_VERSION)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 8: version %llu "
 				 "is not supported (%u is)", path,
 				 (unsigned long long)version, VOCAB_VERSION);
-	hsize = get_le(p + 12, 4);
+	hsize = dt_le_get(p + 12, 4);
 	if (hsize < VOCAB_HEADER || hsize > b->n)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 12: header size "
 				 "%llu, expected %u to the file size %zu", path,
 				 (unsigned long long)hsize, VOCAB_HEADER, b->n);
-	unit = get_le(p + 16, 4);
+	unit = dt_le_get(p + 16, 4);
 	if (unit != DT_TEXT_BYTES && unit != DT_TEXT_CHARS)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 16: unit %llu, "
 				 "expected 1 (bytes) or 2 (chars)", path,
 				 (unsigned long long)unit);
-	count = get_le(p + 24, 8);
+	count = dt_le_get(p + 24, 8);
 	max = unit == DT_TEXT_BYTES ? 256 : MAX_CODE_POINT + 1;
 	if (count < 1 || count > max)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 24: count %llu "
@@ -327,7 +306,7 @@ check_vocab(const char *path, const struct dt_blob *b, struct dt_vocab *v,
 				 "data after %llu bytes", path,
 				 (unsigned long long)want,
 				 (unsigned long long)want);
-	crc = get_le(p + want - 4, 4);
+	crc = dt_le_get(p + want - 4, 4);
 	calc = crc32_z(0, p, (size_t)want - 4);
 	if (crc != calc)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %llu: CRC-32 "
@@ -359,7 +338,7 @@ dt_vocab_load(const char *path, struct dt_vocab *v, struct dt_error *err)
 	v->units = dt_xmalloc((size_t)v->size, sizeof *v->units);
 	for (int64_t i = 0; i < v->size; i++) {
 		size_t off = at + 4 * (size_t)i;
-		uint32_t u = (uint32_t)get_le(b.p + off, 4);
+		uint32_t u = (uint32_t)dt_le_get(b.p + off, 4);
 
 		if (i > 0 && u <= v->units[i - 1]) {
 			st = dt_errorf(err, DT_ERR_FORMAT, "%s: byte %zu: unit "

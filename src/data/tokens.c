@@ -13,6 +13,7 @@
 
 #include "data/priv.h"
 #include "util/alloc.h"
+#include "util/endian.h"
 
 static long long
 ll(int64_t v)
@@ -52,22 +53,6 @@ dt_tokens_window(struct dt_token_data *td, const char *path, int64_t context,
 #define HOST_IS_LE 1
 #endif
 
-static void
-swap_in_place(void *p, int elem_size, int64_t n)
-{
-	for (int64_t i = 0; i < n; i++) {
-		if (elem_size == 2) {
-			uint16_t *v = (uint16_t *)p + i;
-
-			*v = __builtin_bswap16(*v);
-		} else {
-			uint32_t *v = (uint32_t *)p + i;
-
-			*v = __builtin_bswap32(*v);
-		}
-	}
-}
-
 enum dt_status
 dt_tokens_load(const char *path, int elem_size, int64_t vocab_size,
 	       int64_t context, int64_t stride, struct dt_token_data *td,
@@ -98,9 +83,7 @@ dt_tokens_load(const char *path, int elem_size, int64_t vocab_size,
 			       8 * elem_size);
 		goto fail;
 	}
-	if (!HOST_IS_LE)
-		swap_in_place(b.p, elem_size,
-			      (int64_t)(b.n / (size_t)elem_size));
+	dt_le_to_host(b.p, (size_t)elem_size, b.n / (size_t)elem_size);
 	td->elem_size = elem_size;
 	td->n_tokens = (int64_t)(b.n / (size_t)elem_size);
 	td->tokens = b.p;

@@ -21,15 +21,7 @@ struct mpi_impl {
 static enum dt_status
 check(struct dt_comm *c, int rc, const char *call, struct dt_error *err)
 {
-	char text[MPI_MAX_ERROR_STRING];
-	int len = 0;
-
-	if (rc == MPI_SUCCESS)
-		return DT_OK;
-	if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
-		snprintf(text, sizeof text, "MPI error %d", rc);
-	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: %s", c->rank, call,
-			 text);
+	return dt_comm_mpi_check(c->rank, rc, call, err);
 }
 
 static MPI_Comm

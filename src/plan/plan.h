@@ -102,19 +102,25 @@ struct dt_model;
  * parallel.stages given, stage s >= 1 starts at the first node of the
  * layer it names; otherwise the stages are balanced by job's
  * parallel.balance: forward+backward FLOPs per sample (the default) or
- * parameters per node, minimising the largest stage (dt_plan_partition).
- * Works on a shapes-only model. DT_ERR_PLAN naming parallel.
- * pipeline_parallel's place when pp exceeds the number of nodes ("8
- * stages but the model has 6 nodes (dense0, dense0.relu, ..., loss)"). */
+ * parameters per node, minimising the largest stage, then the largest of
+ * the others, and so on (dt_plan_partition). The loss (the last node) is
+ * always in the stage of the node before it, so no stage holds the loss
+ * alone. Works on a shapes-only model. DT_ERR_PLAN naming parallel.
+ * pipeline_parallel's place when pp exceeds the number of nodes less the
+ * loss ("8 stages but the model has 6 nodes (dense0, dense0.relu, ...,
+ * loss); ... use at most 5 stages"). */
 enum dt_status dt_plan_stages(const struct dt_job *job,
 			      const struct dt_model *model, int pp,
 			      int *stage_of_node, struct dt_error *err);
 
 /* The contiguous partition of n costs (>= 0) into k non-empty parts, k <=
- * n, whose largest part sum is smallest (the linear partition problem,
- * solved exactly by dynamic programming over prefix sums; ties go to the
- * partition whose earlier parts are larger, so the result is one
- * deterministic answer). part[i] is the part of item i, 0 .. k-1, never
+ * n, that is lexicographically min-max: its largest part sum is the
+ * smallest possible (the linear partition problem), and among those cuts
+ * its second largest is smallest, then its third, and so on (the part
+ * sums sorted largest first compare lexicographically). Solved exactly by
+ * dynamic programming over prefix sums, O(k^2 n^2) at worst; ties go to
+ * the partition whose earlier parts are longer, so the result is one
+ * deterministic answer. part[i] is the part of item i, 0 .. k-1, never
  * decreasing. Returns the largest part sum. */
 double dt_plan_partition(const double *cost, int n, int k, int *part);
 

@@ -149,6 +149,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	int async = ps && job->parallel.mode == DT_PS_ASYNC;
 	int n_servers = ps ? (int)job->parallel.servers : 0;
 	int split = pp > 1 || plan->tp_size > 1, busiest = 0;
+	int by_params = job->parallel.balance == DT_BALANCE_PARAMS;
+	double balanced = 0;		/* FLOPs or parameters of all stages */
 	struct json_object *mem0 = NULL;	/* rank 0's, with a gather */
 
 	ADD(o, "name", json_object_new_string(job->name));
@@ -164,6 +166,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	ADD(grid, "bubble_fraction", json_object_new_double(
 		    dt_plan_bubble(plan)));
 	ADD(grid, "blas_threads_per_rank", json_object_new_int(blas_threads));
+	ADD(grid, "balance", json_object_new_string(by_params ? "params" :
+						     "flops"));
 	ADD(o, "grid", grid);
 
 	ADD(batch, "global_batch", json_object_new_int64(plan->global_batch));
@@ -276,6 +280,15 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		ADD(x, "ranks", in);
 		json_object_array_add(stages, x);
 	}
+	/* Each stage's share of what the stages are balanced on. */
+	for (int s = 0; s < pp; s++)
+		balanced += by_params ? (double)sp[s].si.n_params :
+			    sp[s].si.flops_per_sample;
+	for (int s = 0; s < pp; s++)
+		ADD(json_object_array_get_idx(stages, (size_t)s), "share",
+		    json_object_new_double(balanced > 0 ? (by_params ?
+			(double)sp[s].si.n_params :
+			sp[s].si.flops_per_sample) / balanced : 0));
 	ADD(o, "stages", stages);
 
 
@@ -529,8 +542,15 @@ print_stages(const struct json_object *d, FILE *out)
 				json_object_get_string(
 					json_object_array_get_idx(nodes,
 								  nn - 1)), nn);
-		fprintf(out, ", %s per sample, %lld parameters\n", b1,
+		fprintf(out, ", %s per sample, %lld parameters", b1,
 			(long long)get_i(st, "params", NULL));
+		if (json_object_array_length(stages) > 1)
+			fprintf(out, ", %.1f%% of the %s", 100 *
+				json_object_get_double(get(st, "share")),
+				strcmp(json_object_get_string(get(get(d,
+					"grid"), "balance")), "params") == 0 ?
+				"parameters" : "FLOPs");
+		fprintf(out, "\n");
 		fprintf(out, "  ranks ");
 		print_list(out, in);
 		if (world <= 16) {

@@ -1,9 +1,13 @@
 /* stages.c - cutting a model's nodes into pipeline stages (see plan.h):
  * the exact linear partition of the nodes' costs (the "painter's
- * partition"; Skiena, "The Algorithm Design Manual", 2nd ed., section 8.5)
- * or the job's own parallel.stages. */
+ * partition"; Skiena, "The Algorithm Design Manual", 2nd ed., section 8.5),
+ * refined to the lexicographic min-max cut (the largest stage as small as
+ * possible, then the next largest, and so on: the bottleneck's optimum
+ * leaves the other stages balanced too), or the job's own
+ * parallel.stages. */
 #include "plan/plan.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,11 +47,47 @@ suffix_table(const double *prefix, int n, int k)
 	return best;
 }
 
+/* Inserts x into the largest-first vector v (len entries) giving out
+ * (len + 1 entries, largest first). */
+static void
+merge_desc(double x, const double *v, int len, double *out)
+{
+	int j = 0;
+
+	for (; j < len && v[j] >= x; j++)
+		out[j] = v[j];
+	out[j] = x;
+	for (; j < len; j++)
+		out[j + 1] = v[j];
+}
+
+/* < 0, 0, > 0 as the largest-first vector a (len entries) is
+ * lexicographically smaller than, equal to or larger than b. */
+static int
+cmp_desc(const double *a, const double *b, int len)
+{
+	for (int j = 0; j < len; j++)
+		if (a[j] != b[j])
+			return a[j] < b[j] ? -1 : 1;
+	return 0;
+}
+
 double
 dt_plan_partition(const double *cost, int n, int k, int *part)
 {
 	double *prefix = dt_xmalloc((size_t)n + 1, sizeof *prefix);
 	double *best, target, largest = 0;
+	/* vec_prev / vec_cur: for each start i (n + 1 of them, k doubles
+	 * apart) the part sums, largest first, of the lexicographically
+	 * smallest cut of items i .. n-1 into p - 1 / p parts, none larger
+	 * than target; end[p * (n + 1) + i]: the last item of that cut's
+	 * first part (-1: no such cut). */
+	double *vec_prev = dt_xmalloc((size_t)(n + 1) * (size_t)k,
+				      sizeof *vec_prev);
+	double *vec_cur = dt_xmalloc((size_t)(n + 1) * (size_t)k,
+				     sizeof *vec_cur);
+	double *cand = dt_xmalloc((size_t)k, sizeof *cand);
+	int *end = dt_xmalloc((size_t)(k + 1) * (size_t)(n + 1), sizeof *end);
 	int i = 0;
 
 	prefix[0] = 0;
@@ -55,27 +95,60 @@ dt_plan_partition(const double *cost, int n, int k, int *part)
 		prefix[j + 1] = prefix[j] + cost[j];
 	best = suffix_table(prefix, n, k);
 	target = best[(size_t)k * (size_t)(n + 1)];
-	/* Each part in turn takes as many items as it can while the rest
-	 * still cut into the remaining parts within the optimum: the
-	 * optimal partition with the earlier parts largest. */
-	for (int p = 0; p < k; p++) {
-		const double *rest = best + (size_t)(k - p - 1) *
-				     (size_t)(n + 1);
-		int e = p == k - 1 ? n - 1 : i;
+	free(best);
+	/* Zero parts cut only the empty suffix. */
+	for (int j = 0; j <= n; j++)
+		end[j] = j == n ? n : -1;
+	/* The sorted vector of a cut is its first part merged into the
+	 * rest's, and merging one value keeps the lexicographic order of
+	 * the rests strictly, so the best cut of i .. n-1 is a first part
+	 * and the best cut of what follows it (dynamic programming as for
+	 * the largest part alone). Parts larger than target are never in
+	 * the best cut of the whole. Among equal vectors the longest first
+	 * part wins, so the earlier parts take the most. */
+	for (int p = 1; p <= k; p++) {
+		const int *end_prev = end + (size_t)(p - 1) * (size_t)(n + 1);
+		int *end_cur = end + (size_t)p * (size_t)(n + 1);
+		double *swap;
 
-		for (int f = i; p < k - 1 && f < n; f++) {
-			if (prefix[f + 1] - prefix[i] > target)
-				break;
-			if (rest[f + 1] <= target)
-				e = f;
+		for (int s = 0; s <= n; s++) {
+			double *v = vec_cur + (size_t)s * (size_t)k;
+
+			end_cur[s] = -1;
+			for (int e = s; e < n && n - e - 1 >= p - 1; e++) {
+				double first = prefix[e + 1] - prefix[s];
+
+				if (first > target)
+					break;
+				if (end_prev[e + 1] < 0)
+					continue;
+				merge_desc(first, vec_prev + (size_t)(e + 1) *
+					   (size_t)k, p - 1, cand);
+				if (end_cur[s] < 0 ||
+				    cmp_desc(cand, v, p) <= 0) {
+					memcpy(v, cand, (size_t)p * sizeof *v);
+					end_cur[s] = e;
+				}
+			}
 		}
+		swap = vec_prev;
+		vec_prev = vec_cur;
+		vec_cur = swap;
+	}
+	for (int p = k; p >= 1; p--) {
+		int e = end[(size_t)p * (size_t)(n + 1) + (size_t)i];
+
+		assert(e >= i);
 		for (int j = i; j <= e; j++)
-			part[j] = p;
+			part[j] = k - p;
 		if (prefix[e + 1] - prefix[i] > largest)
 			largest = prefix[e + 1] - prefix[i];
 		i = e + 1;
 	}
-	free(best);
+	free(end);
+	free(cand);
+	free(vec_cur);
+	free(vec_prev);
 	free(prefix);
 	return largest;
 }
@@ -165,14 +238,17 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 	char where[512], names[512];
 	enum dt_status st;
 
-	if (pp < 1 || pp > n) {
+	/* The loss (the last node) goes with the node before it: a stage
+	 * of the loss alone would idle while it waits for its input. */
+	if (pp < 1 || pp > (n > 1 ? n - 1 : 1)) {
 		node_names(model, names, sizeof names);
 		dt_job_where(job, "parallel.pipeline_parallel", where,
 			     sizeof where);
 		return dt_errorf(err, DT_ERR_PLAN, "%s%d stages but the model "
 				 "has %d nodes %s; a stage needs at least "
-				 "one: use at most %d stages", where, pp, n,
-				 names, n);
+				 "one and the loss goes with the node before "
+				 "it: use at most %d stages", where, pp, n,
+				 names, n > 1 ? n - 1 : 1);
 	}
 	if (job->parallel.n_stages > 0) {
 		int *first = dt_xmalloc((size_t)pp + 1, sizeof *first);
@@ -190,6 +266,7 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 		dt_job_where(job, "parallel.stages", where, sizeof where);
 	} else {
 		double *cost = dt_xmalloc((size_t)n, sizeof *cost);
+		int items = n > 1 ? n - 1 : 1;
 
 		for (int i = 0; i < n; i++) {
 			struct dt_layer_info li;
@@ -199,7 +276,12 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 			cost[i] = job->parallel.balance == DT_BALANCE_PARAMS ?
 				  (double)li.n_params : 3 * li.fwd_flops;
 		}
-		dt_plan_partition(cost, n, pp, stage_of_node);
+		/* The loss and the node before it are one item. */
+		if (n > 1)
+			cost[n - 2] += cost[n - 1];
+		dt_plan_partition(cost, items, pp, stage_of_node);
+		if (n > 1)
+			stage_of_node[n - 1] = stage_of_node[n - 2];
 		free(cost);
 		dt_job_where(job, "parallel.pipeline_parallel", where,
 			     sizeof where);

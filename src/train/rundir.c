@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/fileio.h"
+
 enum dt_status
 dt_rundir_path(char *buf, size_t size, const char *dir, const char *name,
 	       struct dt_error *err)
@@ -73,63 +75,11 @@ dt_rundir_prepare(const char *dir, struct dt_error *err)
 	return DT_OK;
 }
 
-static void
-fsync_dir_of(const char *path)
-{
-	char dir[DT_JOB_PATH_MAX + 32];
-	const char *slash = strrchr(path, '/');
-	int fd;
-
-	if (slash == NULL) {
-		strcpy(dir, ".");
-	} else {
-		size_t len = (size_t)(slash - path);
-
-		if (len >= sizeof dir)
-			return;
-		memcpy(dir, path, len);
-		dir[len ? len : 1] = '\0';
-		if (len == 0)
-			dir[0] = '/';
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY);
-	if (fd >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-}
-
 enum dt_status
 dt_rundir_write_atomic(const char *path,
 		       enum dt_status (*fn)(FILE *out, void *ctx,
 					    struct dt_error *err),
 		       void *ctx, struct dt_error *err)
 {
-	char tmp[DT_JOB_PATH_MAX + 64];
-	enum dt_status st;
-	FILE *out;
-	int n = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-
-	if (n < 0 || (size_t)n >= sizeof tmp)
-		return dt_errorf(err, DT_ERR_IO, "%s: path too long", path);
-	out = fopen(tmp, "w");
-	if (out == NULL)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,
-				 strerror(errno));
-	st = fn(out, ctx, err);
-	if (st == DT_OK && (fflush(out) != 0 || fsync(fileno(out)) != 0))
-		st = dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", tmp,
-			       strerror(errno));
-	if (fclose(out) != 0 && st == DT_OK)
-		st = dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", tmp,
-			       strerror(errno));
-	if (st == DT_OK && rename(tmp, path) != 0)
-		st = dt_errorf(err, DT_ERR_IO, "%s: cannot rename to %s: %s",
-			       tmp, path, strerror(errno));
-	if (st != DT_OK) {
-		unlink(tmp);
-		return st;
-	}
-	fsync_dir_of(path);
-	return DT_OK;
+	return dt_file_write_atomic(path, fn, ctx, err);
 }

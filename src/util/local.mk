@@ -1,5 +1,7 @@
 libdtrain_la_SOURCES += src/util/status.h src/util/error.c \
 	src/util/alloc.h src/util/alloc.c src/util/rng.h src/util/rng.c \
+	src/util/fileio.h src/util/fileio.c src/util/endian.h src/util/endian.c \
+	src/util/gz.h src/util/gz.c \
 	src/util/sysmem.h src/util/sysmem.c src/util/tfevents.h src/util/tfevents.c
 
 check_PROGRAMS += tests/unit/test_tfevents
@@ -7,3 +9,9 @@ TESTS += tests/unit/test_tfevents
 tests_unit_test_tfevents_SOURCES = tests/unit/test_tfevents.c
 tests_unit_test_tfevents_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_tfevents_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_util
+TESTS += tests/unit/test_util
+tests_unit_test_util_SOURCES = tests/unit/test_util.c
+tests_unit_test_util_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_util_LDADD = $(UNIT_LDADD)

@@ -435,6 +435,53 @@ brute(const double *cost, int from, int n, int k)
 	return best;
 }
 
+/* The lexicographic min-max cut of cost[0 .. n) into k parts by
+ * enumeration: every cut, its part sums sorted largest first, the smallest
+ * in lexicographic order; cuts come in increasing order of their part
+ * ends, so on a tie the one with the longer earlier parts is kept. ends[p]
+ * is the last item of part p of the cut being built. */
+struct lex_search {
+	const double *cost;
+	int n, k;
+	int ends[8], best_ends[8];
+	double best[8];		/* sorted largest first; best[0] < 0: none */
+};
+
+static int
+by_size_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void
+lex_brute(struct lex_search *ls, int p, int from)
+{
+	if (p == ls->k - 1) {
+		double sums[8] = { 0 };
+		int i = 0, cmp = 0;
+
+		ls->ends[p] = ls->n - 1;
+		for (int q = 0; q < ls->k; q++)
+			for (; i <= ls->ends[q]; i++)
+				sums[q] += ls->cost[i];
+		qsort(sums, (size_t)ls->k, sizeof sums[0], by_size_desc);
+		for (int q = 0; q < ls->k && cmp == 0; q++)
+			cmp = sums[q] < ls->best[q] ? -1 :
+			      sums[q] > ls->best[q] ? 1 : 0;
+		if (ls->best[0] < 0 || cmp <= 0) {
+			memcpy(ls->best, sums, sizeof sums);
+			memcpy(ls->best_ends, ls->ends, sizeof ls->ends);
+		}
+		return;
+	}
+	for (int e = from; ls->n - e - 1 >= ls->k - p - 1; e++) {
+		ls->ends[p] = e;
+		lex_brute(ls, p + 1, e + 1);
+	}
+}
+
 START_TEST(partition_property)
 {
 	unsigned seed = 12345;
@@ -471,6 +518,24 @@ START_TEST(partition_property)
 				ck_assert_msg(got == brute(cost, 0, n, k),
 					      "n %d k %d: %g, best %g", n, k,
 					      got, brute(cost, 0, n, k));
+			/* Below the largest part too: the very cut of the
+			 * enumeration, ties and all. */
+			if (n <= 11) {
+				struct lex_search ls = {
+					.cost = cost, .n = n, .k = k,
+					.best = { -1 } };
+				int p = 0;
+
+				lex_brute(&ls, 0, 0);
+				for (int i = 0; i < n; i++) {
+					ck_assert_msg(part[i] == p,
+						      "n %d k %d: item %d in "
+						      "part %d, not %d", n, k,
+						      i, part[i], p);
+					if (i == ls.best_ends[p])
+						p++;
+				}
+			}
 		}
 	}
 	/* Hand-worked: the earlier parts take the most on ties. */
@@ -490,6 +555,30 @@ START_TEST(partition_property)
 		ck_assert(dt_plan_partition(w, 7, 2, part) == 8);
 		ck_assert_int_eq(part[3], 0);	/* 5+1+1+1 | 1+1+5 */
 		ck_assert_int_eq(part[4], 1);
+	}
+	/* The bottleneck in the middle: 10 is a part of its own (10 + 1 >
+	 * 10), and the six ones on either side take two parts each, 3 + 3
+	 * (the largest-first cut would leave 6 | 10 | 4 | 1 | 1). */
+	{
+		const double m[] = { 1, 1, 1, 1, 1, 1, 10, 1, 1, 1, 1, 1, 1 };
+		static const int want[] = { 0, 0, 0, 1, 1, 1, 2, 3, 3, 3, 4, 4,
+					    4 };
+
+		ck_assert(dt_plan_partition(m, 13, 5, part) == 10);
+		for (int i = 0; i < 13; i++)
+			ck_assert_int_eq(part[i], want[i]);
+	}
+	/* 9 is alone (9 + 2 > 9) and 7 before it too (7 + 9 > 9); the
+	 * twos even out after it: 7 | 9 | 2 2 2 | 2 2 2, sums (9, 7, 6, 6),
+	 * where the largest-first cut 7 | 9 | 2 2 2 2 | 2 2 gives (9, 8,
+	 * 7, 4). */
+	{
+		const double f[] = { 7, 9, 2, 2, 2, 2, 2, 2 };
+		static const int want[] = { 0, 1, 2, 2, 2, 3, 3, 3 };
+
+		ck_assert(dt_plan_partition(f, 8, 4, part) == 9);
+		for (int i = 0; i < 8; i++)
+			ck_assert_int_eq(part[i], want[i]);
 	}
 }
 END_TEST
@@ -581,6 +670,17 @@ START_TEST(stages_of_a_model)
 	ck_assert_msg(strstr(perr.msg, "parallel.pipeline_parallel: 19 stages "
 			     "but the model has 18 nodes (tok, pos, blk.0.ln1, "
 			     "..., head, loss)") != NULL, "%s", perr.msg);
+	/* The loss goes with head, so 18 nodes make at most 17 stages. */
+	ck_assert_int_eq(dt_plan_stages(&job, m, 18, stage_of_node, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_msg(strstr(perr.msg, "the loss goes with the node before "
+			     "it: use at most 17 stages") != NULL, "%s",
+		      perr.msg);
+	ck_assert_int_eq(dt_plan_stages(&job, m, 17, stage_of_node, &perr),
+			 DT_OK);
+	for (int i = 0; i < 17; i++)
+		ck_assert_int_eq(stage_of_node[i], i);
+	ck_assert_int_eq(stage_of_node[17], 16);
 	dt_model_free(m);
 
 	/* Named stages start at the first node of the layer. */
@@ -627,6 +727,188 @@ START_TEST(stages_of_a_model)
 }
 END_TEST
 
+/* 30 dense layers of 32 units on a 28 x 28 input, a ReLU after each but
+ * the last: 60 nodes, l.j.dense0 at 2j, its ReLU at 2j + 1 (j = 0 .. 28),
+ * out at 58, the loss at 59. Forward FLOPs per sample: the first dense
+ * 2 x 784 x 32 + 32 = 50208, the others 2 x 32 x 32 + 32 = 2080, a ReLU
+ * 32, the softmax cross-entropy over 32 outputs 160; a stage costs 3x
+ * (forward and backward). */
+static struct dt_model *
+deep_model(const char *balance)
+{
+	char text[1024];
+	struct dt_model *m = NULL;
+
+	snprintf(text, sizeof text,
+		 "data:\n"
+		 "  train: {images: a.idx, labels: b.idx}\n"
+		 "model:\n"
+		 "  input_shape: [28, 28]\n"
+		 "  layers:\n"
+		 "    - repeat: 29\n"
+		 "      name: l\n"
+		 "      layers:\n"
+		 "        - {type: dense, units: 32, activation: relu}\n"
+		 "    - {type: dense, name: out, units: 32}\n"
+		 "train: {global_batch: 64, steps: 10, lr: 0.1}\n"
+		 "parallel:\n"
+		 "  strategy: model\n"
+		 "  pipeline_parallel: 4\n"
+		 "  balance: %s\n", balance);
+	memset(&job, 0, sizeof job);
+	if (dt_job_parse("deep.yaml", text, strlen(text), NULL, 0, &job,
+			 &perr) != DT_OK)
+		ck_abort_msg("job does not parse: %s", perr.msg);
+	if (dt_model_new(&job, 0, &m, &perr) != DT_OK)
+		ck_abort_msg("model: %s", perr.msg);
+	ck_assert_int_eq(dt_model_n_layers(m), 60);
+	return m;
+}
+
+/* Expects stage_of_node to be 4 runs of the given lengths. */
+static void
+expect_runs(const int *stage_of_node, const int *runs, int n_stages)
+{
+	int i = 0;
+
+	for (int s = 0; s < n_stages; s++)
+		for (int j = 0; j < runs[s]; j++, i++)
+			ck_assert_msg(stage_of_node[i] == s,
+				      "node %d in stage %d, not %d", i,
+				      stage_of_node[i], s);
+}
+
+START_TEST(stages_below_the_bottleneck)
+{
+	struct dt_model *m = deep_model("flops");
+	int stage_of_node[60];
+	struct json_object *d;
+	struct dt_plan p;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out;
+
+	/* The first dense (150624) is the bottleneck, alone. The other 59
+	 * nodes (184224) had gone 47 + 11 + 1: the loss alone on the last
+	 * stage. Now: the ReLU at 1 with 9 dense-ReLU pairs and the dense
+	 * at 20 make 96 + 9 x 6336 + 6240 = 63360, nodes 21-40 the same,
+	 * and 41-59 (a ReLU, 8 pairs, out and the loss) 96 + 8 x 6336 +
+	 * 6240 + 480 = 57504. No cut keeps all three under 63360 (the first
+	 * would be at most 57120 and the last 57504, leaving 69600), and
+	 * with the first at 63360 the last cannot pass 57504 without
+	 * passing 63360. */
+	{
+		static const int runs[] = { 1, 20, 20, 19 };
+		static const double flops[] = { 150624, 63360, 63360, 57504 };
+
+		ck_assert_int_eq(dt_plan_stages(&job, m, 4, stage_of_node,
+						&perr), DT_OK);
+		expect_runs(stage_of_node, runs, 4);
+		for (int s = 0; s < 4; s++) {
+			struct dt_stage_info si;
+
+			dt_model_stage_info(m, stage_of_node, 4, s, &si);
+			ck_assert_msg(si.flops_per_sample == flops[s],
+				      "stage %d: %g FLOP", s,
+				      si.flops_per_sample);
+		}
+	}
+	/* plan shows each stage's share: 63360 / 334848 = 18.92%. */
+	p = grid_ok(4);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	{
+		struct json_object *st, *x;
+
+		ck_assert(json_object_object_get_ex(d, "stages", &st));
+		ck_assert(json_object_object_get_ex(
+			json_object_array_get_idx(st, 1), "share", &x));
+		ck_assert(fabs(json_object_get_double(x) - 63360.0 / 334848) <
+			  1e-12);
+		ck_assert(json_object_object_get_ex(
+			json_object_array_get_idx(st, 3), "share", &x));
+		ck_assert(fabs(json_object_get_double(x) - 57504.0 / 334848) <
+			  1e-12);
+	}
+	out = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(out);
+	dt_plan_print(d, out);
+	fclose(out);
+	ck_assert_msg(strstr(text, "150624 FLOP per sample, 25120 parameters, "
+			     "45.0% of the FLOPs\n") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "57504 FLOP per sample, 9504 parameters, "
+			     "17.2% of the FLOPs\n") != NULL, "%s", text);
+	free(text);
+	json_object_put(d);
+	dt_model_free(m);
+
+	/* By parameters: 25120 for the first dense, 1056 for each other,
+	 * none for a ReLU or the loss. The 29 others go 10 + 10 + 9, each
+	 * stage taking its trailing ReLU (the earlier stages the longer on
+	 * a tie): nodes 0-1, 2-21, 22-41, 42-59. */
+	m = deep_model("params");
+	{
+		static const int runs[] = { 2, 20, 20, 18 };
+
+		ck_assert_int_eq(dt_plan_stages(&job, m, 4, stage_of_node,
+						&perr), DT_OK);
+		expect_runs(stage_of_node, runs, 4);
+	}
+	p = grid_ok(4);
+	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	text = NULL;
+	out = open_memstream(&text, &len);
+	ck_assert_ptr_nonnull(out);
+	dt_plan_print(d, out);
+	fclose(out);
+	/* 10560 of 25120 + 29 x 1056 = 55744 parameters. */
+	ck_assert_msg(strstr(text, "10560 parameters, 18.9% of the "
+			     "parameters\n") != NULL, "%s", text);
+	free(text);
+	json_object_put(d);
+	dt_model_free(m);
+}
+END_TEST
+
+START_TEST(loss_never_alone)
+{
+	struct dt_model *m = NULL;
+	int stage_of_node[8];
+
+	/* d0 (40 parameters), d0.relu (0), d1 (72), d2 (27), loss (0): by
+	 * parameters in 4 stages the best cut of the 5 nodes, the earlier
+	 * stages longest, would be d0 relu | d1 | d2 | loss; the loss goes
+	 * with d2, so each of the other nodes is a stage. */
+	load(TRAIN32, "  strategy: model\n  balance: params\n");
+	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
+	ck_assert_int_eq(dt_plan_stages(&job, m, 4, stage_of_node, &perr),
+			 DT_OK);
+	{
+		static const int want[] = { 0, 1, 2, 3, 3 };
+
+		for (int i = 0; i < 5; i++)
+			ck_assert_int_eq(stage_of_node[i], want[i]);
+	}
+	/* By parameters in 3: 40 | 72 | 27 with the zeros on the earlier
+	 * stage. */
+	ck_assert_int_eq(dt_plan_stages(&job, m, 3, stage_of_node, &perr),
+			 DT_OK);
+	{
+		static const int want[] = { 0, 0, 1, 2, 2 };
+
+		for (int i = 0; i < 5; i++)
+			ck_assert_int_eq(stage_of_node[i], want[i]);
+	}
+	ck_assert_int_eq(dt_plan_stages(&job, m, 5, stage_of_node, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_msg(strstr(perr.msg, "job.yaml: parallel.pipeline_parallel"
+			     ": 5 stages but the model has 5 nodes (d0, "
+			     "d0.relu, d1, d2, loss); a stage needs at least "
+			     "one and the loss goes with the node before it: "
+			     "use at most 4 stages") != NULL, "%s", perr.msg);
+	dt_model_free(m);
+}
+END_TEST
+
 /* ---- what the plan reports per rank ---------------------------------- */
 
 static int64_t
@@ -652,7 +934,7 @@ START_TEST(describe_bytes_per_step)
 	struct json_object *d;
 	struct dt_plan p;
 
-	/* 4 -> d0 (8) relu -> d1 (8) -> d2 (3) -> loss: 6 nodes. Stages:
+	/* 4 -> d0 (8) relu -> d1 (8) -> d2 (3) -> loss: 5 nodes. Stages:
 	 * [d0, relu, d1] [d2, loss], cut by hand below with stages. */
 	load("{micro_batch: 2, steps: 10, lr: 0.1, optimizer: adam}",
 	     "  strategy: hybrid\n  data_parallel: 2\n"
@@ -851,6 +1133,8 @@ main(void)
 	tcase_add_test(tc, pipeline_schedules);
 	tcase_add_test(tc, partition_property);
 	tcase_add_test(tc, stages_of_a_model);
+	tcase_add_test(tc, stages_below_the_bottleneck);
+	tcase_add_test(tc, loss_never_alone);
 	tcase_add_test(tc, describe_bytes_per_step);
 	tcase_add_test(tc, blas_threads);
 	tcase_add_test(tc, self_comm);

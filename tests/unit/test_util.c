@@ -1,0 +1,328 @@
+/* test_util.c - the shared helpers of src/util/: byte order (endian.h),
+ * atomic file replacement (fileio.h) and zlib's gz* errors (gz.h). */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "util/endian.h"
+#include "util/fileio.h"
+#include "util/gz.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HOST_IS_LE 0
+#else
+#define HOST_IS_LE 1
+#endif
+
+/* ---- byte order --------------------------------------------------------- */
+
+START_TEST(little_endian_fields)
+{
+	unsigned char b[8];
+	static const unsigned char want8[8] = { 0x08, 0x07, 0x06, 0x05,
+						0x04, 0x03, 0x02, 0x01 };
+	/* 1.0f is 0x3f800000, -2.5f 0xc0200000 (IEEE 754 binary32). */
+	static const unsigned char want_f32[8] = { 0x00, 0x00, 0x80, 0x3f,
+						   0x00, 0x00, 0x20, 0xc0 };
+	const float f[2] = { 1.0f, -2.5f };
+
+	dt_le_put(b, 0x0102030405060708ull, 8);
+	ck_assert_mem_eq(b, want8, 8);
+	ck_assert_uint_eq(dt_le_get(b, 8), 0x0102030405060708ull);
+	ck_assert_uint_eq(dt_le_get(b, 2), 0x0708);
+	ck_assert_uint_eq(dt_le_get(b + 4, 4), 0x01020304);
+	/* Only the low bytes are written. */
+	memset(b, 0xee, sizeof b);
+	dt_le_put(b, 0xaabbccdd, 2);
+	ck_assert_uint_eq(b[0], 0xdd);
+	ck_assert_uint_eq(b[1], 0xcc);
+	ck_assert_uint_eq(b[2], 0xee);
+	dt_le_put_f32(b, f, 2);
+	ck_assert_mem_eq(b, want_f32, 8);
+}
+END_TEST
+
+START_TEST(swaps)
+{
+	unsigned char two[4] = { 1, 2, 3, 4 }, four[8] = { 1, 2, 3, 4, 5, 6,
+							   7, 8 };
+	unsigned char eight[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	unsigned char three[6] = { 1, 2, 3, 4, 5, 6 };
+	static const unsigned char two_w[4] = { 2, 1, 4, 3 };
+	static const unsigned char four_w[8] = { 4, 3, 2, 1, 8, 7, 6, 5 };
+	static const unsigned char eight_w[8] = { 8, 7, 6, 5, 4, 3, 2, 1 };
+	static const unsigned char three_w[6] = { 3, 2, 1, 6, 5, 4 };
+	unsigned char le[4], be[4];
+	uint32_t host = 0x11223344, v;
+
+	dt_bswap(two, 2, 2);
+	ck_assert_mem_eq(two, two_w, 4);
+	dt_bswap(four, 4, 2);
+	ck_assert_mem_eq(four, four_w, 8);
+	dt_bswap(eight, 8, 1);
+	ck_assert_mem_eq(eight, eight_w, 8);
+	dt_bswap(three, 3, 2);
+	ck_assert_mem_eq(three, three_w, 6);
+	/* 0x11223344 in file order becomes the host's number. */
+	dt_le_put(le, host, 4);
+	dt_le_to_host(le, 4, 1);
+	memcpy(&v, le, 4);
+	ck_assert_uint_eq(v, host);
+	for (int i = 0; i < 4; i++)
+		be[i] = (unsigned char)(host >> (24 - 8 * i));
+	dt_be_to_host(be, 4, 1);
+	memcpy(&v, be, 4);
+	ck_assert_uint_eq(v, host);
+	ck_assert_int_eq(HOST_IS_LE, le[0] == 0x44);
+}
+END_TEST
+
+/* ---- atomic replacement ------------------------------------------------- */
+
+static char dir[64];
+
+static void
+make_dir(void)
+{
+	strcpy(dir, "/tmp/dtrain-test-util.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+remove_dir(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -r %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static enum dt_status
+write_text(FILE *out, void *ctx, struct dt_error *err)
+{
+	(void)err;
+	fputs(ctx, out);
+	return DT_OK;
+}
+
+static enum dt_status
+write_half_then_fail(FILE *out, void *ctx, struct dt_error *err)
+{
+	(void)ctx;
+	fputs("half", out);
+	return dt_errorf(err, DT_ERR_IO, "disk full");
+}
+
+static void
+expect_file(const char *path, const char *text)
+{
+	char buf[64] = "";
+	FILE *f = fopen(path, "r");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(buf, sizeof buf, f));
+	fclose(f);
+	ck_assert_str_eq(buf, text);
+}
+
+START_TEST(atomic_write)
+{
+	char path[128], tmp[160], want[256], small[16];
+	struct dt_error err;
+	int fds[2];
+
+	make_dir();
+	snprintf(path, sizeof path, "%s/out.json", dir);
+	ck_assert_int_eq(dt_file_tmp_name(tmp, sizeof tmp, path, &err), DT_OK);
+	snprintf(want, sizeof want, "%s.tmp.%ld", path, (long)getpid());
+	ck_assert_str_eq(tmp, want);
+	ck_assert_int_eq(dt_file_tmp_name(small, sizeof small, path, &err),
+			 DT_ERR_IO);
+	snprintf(want, sizeof want, "%s: path too long", path);
+	ck_assert_str_eq(err.msg, want);
+
+	ck_assert_int_eq(dt_file_write_atomic(path, write_text, "one", &err),
+			 DT_OK);
+	expect_file(path, "one");
+	ck_assert_int_eq(dt_file_write_atomic(path, write_text, "two", &err),
+			 DT_OK);
+	expect_file(path, "two");
+	/* A failed fill keeps the old file and leaves no temporary. */
+	ck_assert_int_eq(dt_file_write_atomic(path, write_half_then_fail,
+					      NULL, &err), DT_ERR_IO);
+	ck_assert_str_eq(err.msg, "disk full");
+	expect_file(path, "two");
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+
+	/* A rename that cannot happen removes the temporary. */
+	expect_file(path, "two");
+	ck_assert_int_eq(rename(path, tmp), 0);
+	snprintf(want, sizeof want, "%s/no/such", dir);
+	ck_assert_int_eq(dt_file_rename(tmp, want, &err), DT_ERR_IO);
+	snprintf(want, sizeof want, "%s: cannot rename to %s/no/such: %s",
+		 tmp, dir, strerror(ENOENT));
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_int_eq(access(tmp, F_OK), -1);
+	snprintf(want, sizeof want, "%s/no/such", dir);
+	ck_assert_int_eq(dt_file_write_atomic(want, write_text, "x", &err),
+			 DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, ": cannot create: ") != NULL, "%s",
+		      err.msg);
+
+	/* fsync of a pipe fails (EINVAL); the descriptor is closed all the
+	 * same, and an earlier failure is kept. */
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(dt_file_sync_close(fds[0], "the pipe", DT_OK, &err),
+			 DT_ERR_IO);
+	snprintf(want, sizeof want, "the pipe: fsync failed: %s",
+		 strerror(EINVAL));
+	ck_assert_str_eq(err.msg, want);
+	ck_assert_int_eq(close(fds[0]), -1);
+	dt_errorf(&err, DT_ERR_FORMAT, "earlier");
+	ck_assert_int_eq(dt_file_sync_close(fds[1], "the pipe", DT_ERR_FORMAT,
+					    &err), DT_ERR_FORMAT);
+	ck_assert_str_eq(err.msg, "earlier");
+	ck_assert_int_eq(close(fds[1]), -1);
+
+	ck_assert_int_eq(dt_file_fsync_dir(dir, &err), DT_OK);
+	snprintf(want, sizeof want, "%s/no/such", dir);
+	ck_assert_int_eq(dt_file_fsync_dir(want, &err), DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, "/no/such: cannot open directory: ") !=
+		      NULL, "%s", err.msg);
+	remove_dir();
+}
+END_TEST
+
+START_TEST(dir_of)
+{
+	char buf[16];
+
+	ck_assert_int_eq(dt_file_dir_of(buf, sizeof buf, "name"), 0);
+	ck_assert_str_eq(buf, ".");
+	ck_assert_int_eq(dt_file_dir_of(buf, sizeof buf, "/name"), 0);
+	ck_assert_str_eq(buf, "/");
+	ck_assert_int_eq(dt_file_dir_of(buf, sizeof buf, "a/b/c"), 0);
+	ck_assert_str_eq(buf, "a/b");
+	strcpy(buf, "kept");
+	ck_assert_int_eq(dt_file_dir_of(buf, sizeof buf,
+					"a-long-directory/c"), -1);
+	ck_assert_str_eq(buf, "kept");
+}
+END_TEST
+
+/* ---- gzip streams ------------------------------------------------------- */
+
+/* Writes the gzip compression of 64 KiB of counting bytes to path, less
+ * its last cut bytes, with byte flip (if >= 0) of the file inverted. */
+static void
+write_gz(const char *path, size_t cut, long flip)
+{
+	unsigned char data[65536], out[70000];
+	z_stream z;
+	FILE *f;
+
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (unsigned char)(i * 7 % 251);
+	memset(&z, 0, sizeof z);
+	ck_assert_int_eq(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8,
+				      Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = data;
+	z.avail_in = sizeof data;
+	z.next_out = out;
+	z.avail_out = sizeof out;
+	ck_assert_int_eq(deflate(&z, Z_FINISH), Z_STREAM_END);
+	if (flip >= 0)
+		out[flip] ^= 0xff;
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(out, 1, z.total_out - cut, f),
+			  z.total_out - cut);
+	fclose(f);
+	deflateEnd(&z);
+}
+
+/* Reads path through gzread to its end or first error; the status of
+ * the stream then, with *off the bytes gzread delivered. */
+static enum dt_status
+read_all(const char *path, int64_t *off, struct dt_error *err)
+{
+	unsigned char buf[4096];
+	enum dt_status st = DT_OK;
+	gzFile f = gzopen(path, "rb");
+	int n;
+
+	ck_assert_ptr_nonnull(f);
+	*off = 0;
+	while ((n = gzread(f, buf, sizeof buf)) == (int)sizeof buf)
+		*off += n;
+	if (n > 0)
+		*off += n;
+	st = dt_gz_read_status(f, path, *off, errno, "fetch it anew", err);
+	return dt_gz_close(f, path, st, err);
+}
+
+START_TEST(gz_errors)
+{
+	char path[128], want[256];
+	struct dt_error err;
+	int64_t off;
+
+	make_dir();
+	snprintf(path, sizeof path, "%s/a.gz", dir);
+	write_gz(path, 0, -1);
+	ck_assert_int_eq(read_all(path, &off, &err), DT_OK);
+	ck_assert_int_eq(off, 65536);
+	/* Cut inside the deflate data: zlib delivers what it can. */
+	write_gz(path, 100, -1);
+	ck_assert_int_eq(read_all(path, &off, &err), DT_ERR_FORMAT);
+	ck_assert_int_lt(off, 65536);
+	snprintf(want, sizeof want, "%s: byte %lld: truncated gzip stream: "
+		 "unexpected end of file (the .gz file is cut short; fetch it "
+		 "again)", path, (long long)off);
+	ck_assert_str_eq(err.msg, want);
+	/* The stored CRC-32 (trailer bytes -8 .. -5) no longer matches. */
+	{
+		FILE *f;
+		long size;
+
+		write_gz(path, 0, -1);
+		f = fopen(path, "rb");
+		ck_assert_ptr_nonnull(f);
+		fseek(f, 0, SEEK_END);
+		size = ftell(f);
+		fclose(f);
+		write_gz(path, 0, size - 8);
+	}
+	ck_assert_int_eq(read_all(path, &off, &err), DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "%s: byte %lld: corrupt gzip stream: "
+		 "incorrect data check (fetch it anew)", path, (long long)off);
+	ck_assert_str_eq(err.msg, want);
+	remove_dir();
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("util");
+	TCase *tc = tcase_create("util");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, little_endian_fields);
+	tcase_add_test(tc, swaps);
+	tcase_add_test(tc, atomic_write);
+	tcase_add_test(tc, dir_of);
+	tcase_add_test(tc, gz_errors);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
