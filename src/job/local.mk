@@ -1,5 +1,5 @@
 # src/job: the job file (YAML -> struct dt_job), its schema, --set, writing.
-libdtrain_la_SOURCES += src/job/job.h src/job/priv.h src/job/yaml.c \
+libdtrain_la_SOURCES += src/job/job.h src/job/layer_types.h src/job/priv.h src/job/yaml.c \
 	src/job/schema.c src/job/keys.c src/job/value.c src/job/apply.c \
 	src/job/layers.c src/job/check.c src/job/job.c src/job/write.c
 

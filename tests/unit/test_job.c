@@ -1,7 +1,8 @@
 /* test_job.c - Check suite for src/job/: a full job parses to the expected
  * fields, defaults, paths, --set overrides, the write/read round trip,
  * positions, loading a file, and every schema key and every layer type
- * (from the list in job/layer_types.h) documented in man/dtrain-job.5. The error messages are tested in test_job_errors.c. */
+ * (from the list in job/layer_types.h) documented in man/dtrain-job.5.
+ * The error messages are tested in test_job_errors.c. */
 #include <check.h>
 #include <math.h>
 #include <stdbool.h>
