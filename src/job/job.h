@@ -4,7 +4,22 @@
  * default, range and documentation; it drives parsing, defaults, range
  * checks, --set and the key list of man/dtrain-job.5. Every value keeps the
  * line and column it came from, so later stages (plan/, data/) can report
- * errors at the right place with dt_job_pos(). */
+ * errors at the right place with dt_job_pos().
+ *
+ * Inside job/, each file has a header that declares what it gives the
+ * files above it and includes only the headers below it, so the files
+ * form a tree, bottom first:
+ *
+ *   yaml.c     libyaml -> a node tree with positions, YAML 1.2 scalars
+ *   schema.c   the tables: job keys, layer keys, layer types
+ *   keys.c     key lookup, type and range texts, "did you mean"
+ *   error.c    positions and every message (dt_job_failf, dt_job_pos)
+ *   value.c    one value of a key, checked and stored
+ *   layers.c   model.layers: layer mappings, repeat blocks, layer checks
+ *   apply.c    a node tree -> the job, section by section
+ *   check.c    the checks that need the whole job
+ *   job.c      dt_job_parse, dt_job_load: defaults, file, --set
+ *   write.c    dt_job_write (above keys.c only) */
 #ifndef DT_JOB_JOB_H
 #define DT_JOB_JOB_H
 

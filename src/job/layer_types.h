@@ -24,8 +24,9 @@
  *   needs  the keys it requires (DT_TAKES(INPUTS): `inputs:` itself)
  *   min_inputs, max_inputs  the length of `inputs:` when it is given
  *
- * takes and needs name rows of job/'s private enum dt_layer_key, so only
- * job/ expands those two columns; everyone else ignores them. */
+ * takes and needs name rows of job/'s private enum dt_layer_key
+ * (job/schema.h), so only job/ expands those two columns; everyone else
+ * ignores them. */
 #ifndef DT_JOB_LAYER_TYPES_H
 #define DT_JOB_LAYER_TYPES_H
 

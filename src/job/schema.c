@@ -5,7 +5,7 @@
  * keys each takes. The tables drive parsing, defaults, range checks, --set,
  * dt_job_write and dt_job_each_key, and a unit test holds
  * man/dtrain-job.5 to them. */
-#include "job/priv.h"
+#include "job/schema.h"
 
 #include <stddef.h>
 
