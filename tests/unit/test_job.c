@@ -638,17 +638,26 @@ static const char *const type_words[] = { DT_LAYER_TYPES(KIND_WORDS) NULL };
 #define LOSS_WORD(NAME, word, ops) #word,
 static const char *const loss_words[] = { DT_LOSS_TYPES(LOSS_WORD) NULL };
 
-/* head, then words joined by ", " (a static buffer). */
-static const char *
-type_list(const char *head, const char *const *words)
+/* Words joined by ", " into buf. */
+static void
+join_words(const char *const *words, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; words[i] != NULL; i++) {
+		n += (size_t)snprintf(buf + n, size - n, "%s%s",
+				      i ? ", " : "", words[i]);
+		ck_assert_uint_lt(n, size);
+	}
+}
+
+const char *
+layer_type_words(void)
 {
 	static char buf[1024];
-	size_t n = (size_t)snprintf(buf, sizeof buf, "%s", head);
 
-	for (int i = 0; words[i] != NULL; i++)
-		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s",
-				      i ? ", " : "", words[i]);
-	ck_assert_uint_lt(n, sizeof buf);
+	join_words(type_words, buf, sizeof buf);
 	return buf;
 }
 
@@ -687,6 +696,7 @@ find_key(const struct key_list *kl, const char *key)
 START_TEST(test_each_key)
 {
 	static struct key_list kl;
+	char want[1100], words[256];
 	int i;
 
 	dt_job_each_key(collect, &kl);
@@ -707,9 +717,11 @@ START_TEST(test_each_key)
 	ck_assert_int_lt(find_key(&kl, "train"), 0);	/* no sections */
 	ck_assert_int_lt(find_key(&kl, "train.schedule"), 0);
 	i = find_key(&kl, "model.layers.N.type");
-	ck_assert_str_eq(kl.types[i], type_list("one of ", type_words));
-	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")],
-			 type_list("one of ", loss_words));
+	snprintf(want, sizeof want, "one of %s", layer_type_words());
+	ck_assert_str_eq(kl.types[i], want);
+	join_words(loss_words, words, sizeof words);
+	snprintf(want, sizeof want, "one of %s", words);
+	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")], want);
 	ck_assert_str_eq(kl.defs[i], "required");
 	i = find_key(&kl, "model.layers.N.stride");
 	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
@@ -777,19 +789,19 @@ START_TEST(test_man_page_lists_every_key)
 }
 END_TEST
 
-/* Whether word is one of the words of an ".It Li a , b" line between from
- * and to. */
+/* Whether word is one of the words of a line "HEAD a , b ;" between from
+ * and to (head is "\n.It Li " or "\n.Li "). */
 static bool
-listed_item(const char *from, const char *to, const char *word)
+listed(const char *from, const char *to, const char *head, const char *word)
 {
-	size_t n = strlen(word);
+	size_t n = strlen(word), h = strlen(head);
 	const char *p;
 
-	for (p = from; (p = strstr(p, "\n.It Li ")) != NULL && p < to; p++) {
-		const char *w = p + 8, *end = strchr(w, '\n');
+	for (p = from; (p = strstr(p, head)) != NULL && p < to; p++) {
+		const char *w = p + h, *end = strchr(w, '\n');
 
 		while (w < end) {
-			size_t len = strcspn(w, " ,\n");
+			size_t len = strcspn(w, " ,;\n");
 
 			if (len == n && strncmp(w, word, n) == 0)
 				return true;
@@ -799,24 +811,34 @@ listed_item(const char *from, const char *to, const char *word)
 	return false;
 }
 
-/* Every word of `type:` has an item under "Layer types" of
- * man/dtrain-job.5 (".It Li word", alone or with others). */
+/* Every word of `type:` is in the list of model.layers.N.type and has an
+ * item under "Layer types" of man/dtrain-job.5 (".It Li word", alone or
+ * with others). */
 START_TEST(test_man_page_lists_every_type)
 {
 	char *page = read_man_page();
 	const char *from = strstr(page, "\n.Ss Layer types\n"), *to;
+	const char *key = strstr(page, "\n.It Cm model.layers.N.type\n"), *end;
 	int i;
 
 	ck_assert_msg(from != NULL, "man/dtrain-job.5: no Layer types");
 	to = strstr(from + 1, "\n.Ss ");
 	ck_assert_ptr_nonnull(to);
-	for (i = 0; type_words[i] != NULL; i++)
-		ck_assert_msg(listed_item(from, to, type_words[i]),
+	ck_assert_ptr_nonnull(key);
+	end = strstr(key + 1, "\n.It ");
+	ck_assert_ptr_nonnull(end);
+	for (i = 0; type_words[i] != NULL; i++) {
+		ck_assert_msg(listed(from, to, "\n.It Li ", type_words[i]),
 			      "man/dtrain-job.5: no \".It Li %s\" under Layer "
 			      "types", type_words[i]);
-	/* The test can fail: a word that is not a type has no item. */
-	ck_assert(!listed_item(from, to, "dense2"));
-	ck_assert(!listed_item(from, to, "conv"));
+		ck_assert_msg(listed(key, end, "\n.Li ", type_words[i]),
+			      "man/dtrain-job.5: %s is not in the words of "
+			      "model.layers.N.type", type_words[i]);
+	}
+	/* The test can fail: a word that is not a type is in neither. */
+	ck_assert(!listed(from, to, "\n.It Li ", "dense2"));
+	ck_assert(!listed(from, to, "\n.It Li ", "conv"));
+	ck_assert(!listed(key, end, "\n.Li ", "conv"));
 	free(page);
 }
 END_TEST
