@@ -1,9 +1,9 @@
 /* gradcheck.c - the finite-difference gradient rig of the layer tests (see
  * gradcheck.h): one node alone through its vtable, a whole model through
- * graph.h, and the record of the types that passed. Central differences in
- * float at the step each test gives; the tolerance recipe (atol + rtol *
- * max(|a|, |n|)) is the one the gradient checks of ggml's test-grad0 and of
- * most frameworks use. */
+ * graph.h, and the record of the types that passed. Central differences
+ * (f(v + eps) - f(v - eps)) / 2 eps in float at the step each test gives,
+ * against a tolerance of the form of numpy.isclose made symmetric: atol +
+ * rtol * max(|a|, |n|). */
 #include "gradcheck.h"
 
 #include <check.h>
