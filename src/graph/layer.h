@@ -5,8 +5,9 @@
  * activation.c, softmax_xent.c, ...), up to DT_NODE_MAX_INPUTS input nodes,
  * an output shape, the parameter tensors it declares, and pointers into the
  * model's three arenas (parameters, gradients, activations). registry.c
- * maps the job's layer and loss kinds to types; adding a layer type is one
- * new file and one line there.
+ * maps the job's layer and loss kinds to types. The types are listed once,
+ * in DT_LAYER_TYPES and DT_LOSS_TYPES (job/layer_types.h): adding a layer
+ * type is its own file, one entry there, local.mk and its man entry.
  *
  * Only graph/ and its tests include this header; the rest of dtrain uses
  * graph.h. Shapes exclude the batch dimension; buffers are float32,
@@ -241,28 +242,20 @@ struct dt_layer_ops {
 			stmt;                                           \
 	} while (0)
 
-/* The layer types (one file each). */
-extern const struct dt_layer_ops dt_layer_dense;
-extern const struct dt_layer_ops dt_layer_activation;
-extern const struct dt_layer_ops dt_layer_softmax_xent;
-extern const struct dt_layer_ops dt_layer_mse;
-extern const struct dt_layer_ops dt_layer_conv2d;
-extern const struct dt_layer_ops dt_layer_maxpool2d;
-extern const struct dt_layer_ops dt_layer_avgpool2d;
-extern const struct dt_layer_ops dt_layer_flatten;
-extern const struct dt_layer_ops dt_layer_reshape;
-extern const struct dt_layer_ops dt_layer_dropout;
-extern const struct dt_layer_ops dt_layer_softmax;
-extern const struct dt_layer_ops dt_layer_add;
-extern const struct dt_layer_ops dt_layer_concat;
-extern const struct dt_layer_ops dt_layer_layernorm;
-extern const struct dt_layer_ops dt_layer_batchnorm;
-extern const struct dt_layer_ops dt_layer_embedding;
-extern const struct dt_layer_ops dt_layer_pos_embedding;
-extern const struct dt_layer_ops dt_layer_attention;
+/* The layer types, one file each: dt_layer_<word> for every entry of
+ * DT_LAYER_TYPES and dt_layer_<ops> for every entry of DT_LOSS_TYPES
+ * (job/layer_types.h). */
+#define DT_LAYER_OPS_DECL_(NAME, word, ...) \
+	extern const struct dt_layer_ops dt_layer_##word;
+DT_LAYER_TYPES(DT_LAYER_OPS_DECL_)
+#undef DT_LAYER_OPS_DECL_
+#define DT_LOSS_OPS_DECL_(NAME, word, ops) \
+	extern const struct dt_layer_ops dt_layer_##ops;
+DT_LOSS_TYPES(DT_LOSS_OPS_DECL_)
+#undef DT_LOSS_OPS_DECL_
 
 /* registry.c: the type implementing a job layer kind / loss kind, or NULL
- * if there is none (a job/ enum value graph/ does not know yet). */
+ * for a value outside the enum. */
 const struct dt_layer_ops *dt_layer_for_kind(enum dt_layer_kind kind);
 const struct dt_layer_ops *dt_layer_for_loss(enum dt_loss_kind kind);
 

@@ -9,21 +9,31 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
 	src/graph/pos_embedding.c src/graph/attention.c
 
+# The finite-difference rig every layer suite links, and the registry test
+# that holds the types it checked against DT_LAYER_TYPES; it reads what the
+# three suites recorded, so it runs after them.
+GRADCHECK_SOURCES = tests/unit/gradcheck.c tests/unit/gradcheck.h
+GRADCHECK_SUITES = tests/unit/test_graph tests/unit/test_graph_layers \
+	tests/unit/test_graph_nlp
+CLEANFILES += $(GRADCHECK_SUITES:=.gradcheck)
+
 check_PROGRAMS += tests/unit/test_graph
 TESTS += tests/unit/test_graph
-tests_unit_test_graph_SOURCES = tests/unit/test_graph.c
+tests_unit_test_graph_SOURCES = tests/unit/test_graph.c $(GRADCHECK_SOURCES)
 tests_unit_test_graph_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_LDADD = $(UNIT_LDADD)
 
 check_PROGRAMS += tests/unit/test_graph_nlp
 TESTS += tests/unit/test_graph_nlp
-tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c
+tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c \
+	$(GRADCHECK_SOURCES)
 tests_unit_test_graph_nlp_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_nlp_LDADD = $(UNIT_LDADD)
 
 check_PROGRAMS += tests/unit/test_graph_layers
 TESTS += tests/unit/test_graph_layers
-tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c
+tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c \
+	$(GRADCHECK_SOURCES)
 tests_unit_test_graph_layers_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_layers_LDADD = $(UNIT_LDADD)
 
@@ -32,3 +42,14 @@ TESTS += tests/unit/test_graph_tp
 tests_unit_test_graph_tp_SOURCES = tests/unit/test_graph_tp.c
 tests_unit_test_graph_tp_CFLAGS = $(UNIT_CFLAGS) -pthread
 tests_unit_test_graph_tp_LDADD = $(UNIT_LDADD) -lpthread
+
+check_PROGRAMS += tests/unit/test_layer_registry
+TESTS += tests/unit/test_layer_registry
+tests_unit_test_layer_registry_SOURCES = tests/unit/test_layer_registry.c \
+	$(GRADCHECK_SOURCES)
+tests_unit_test_layer_registry_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_layer_registry_LDADD = $(UNIT_LDADD)
+# (through a variable: automake takes a plain NAME.log target for an
+# override of its rule)
+GRADCHECK_REGISTRY_LOG = tests/unit/test_layer_registry.log
+$(GRADCHECK_REGISTRY_LOG): $(GRADCHECK_SUITES:=.log)

@@ -1,78 +1,12 @@
 /* apply.c - puts the values of a YAML node tree into struct dt_job, section
  * by section and key by key, against the schema: unknown and duplicate
- * keys are found here, and each key's value goes to value.c (or layers.c
- * for model.layers). The same code applies the job file and each --set
- * override (c->set says which). */
-#include "job/priv.h"
+ * keys are refused here (error.c words the messages), and each key's
+ * value goes to value.c (or layers.c for model.layers). The same code
+ * applies the job file and each --set override (c->set says which). */
+#include "job/apply.h"
 
 #include <stdio.h>
 #include <string.h>
-
-enum dt_status
-dt_job_entry_key(const struct dt_job_ctx *c, const char *prefix,
-		 const struct dt_ynode *map, int i, char *path, size_t size)
-{
-	const struct dt_ynode *key = map->kids[2 * i];
-	char found[160];
-	int j, n;
-
-	if (key->kind != DT_YNODE_SCALAR) {
-		dt_yaml_describe(key, found, sizeof found);
-		return dt_job_failf(c, dt_job_node_pos(c, key),
-				    prefix[0] ? prefix : NULL,
-				    "expected a key name, found %s", found);
-	}
-	n = snprintf(path, size, "%s%s%s", prefix, prefix[0] ? "." : "",
-		     key->text);
-	if (n < 0 || (size_t)n >= size)
-		path[size - 1] = '\0';
-	for (j = 0; j < i; j++) {
-		const struct dt_ynode *old = map->kids[2 * j];
-
-		if (old->kind == DT_YNODE_SCALAR &&
-		    strcmp(old->text, key->text) == 0) {
-			if (c->set != 0)
-				return dt_job_failf(c, dt_job_node_pos(c, key),
-						    path, "duplicate key");
-			return dt_job_failf(c, dt_job_node_pos(c, key), path,
-					    "duplicate key, first given on "
-					    "line %d", old->line);
-		}
-	}
-	return DT_OK;
-}
-
-enum dt_status
-dt_job_unknown_key(const struct dt_job_ctx *c, struct dt_pos pos,
-		   const char *path)
-{
-	char best[160], keys[512], sect[256];
-	const char *dot, *colon;
-
-	dot = strrchr(path, '.');
-	colon = strchr(dot ? dot : path, ':');
-	if (colon != NULL) {
-		/* "activation:relu" in a flow mapping is one plain scalar. */
-		snprintf(sect, sizeof sect, "%.*s", (int)(colon - path), path);
-		if (dt_job_schema_find(sect) >= 0 ||
-		    dt_job_layer_key_find(dot ? sect + (dot - path) + 1 :
-					  sect) >= 0)
-			return dt_job_failf(c, pos, path, "unknown key; put a "
-					    "space after ':' to give %s a "
-					    "value", sect);
-	}
-	dt_job_suggest(path, best, sizeof best);
-	if (best[0] != '\0')
-		return dt_job_failf(c, pos, path,
-				    "unknown key; did you mean '%s'?", best);
-	snprintf(sect, sizeof sect, "%.*s", dot ? (int)(dot - path) : 0,
-		 path);
-	dt_job_section_keys(sect, keys, sizeof keys);
-	if (keys[0] == '\0')
-		return dt_job_failf(c, pos, path, "unknown key");
-	return dt_job_failf(c, pos, path, "unknown key; %s takes %s",
-			    sect[0] ? sect : "the top level", keys);
-}
 
 enum dt_status
 dt_job_apply_section(struct dt_job_ctx *c, const char *prefix,

@@ -3,7 +3,7 @@
  * (data.header with format csv), keys required only then, then the rules
  * of each section in schema order, so the first complaint is the first
  * section's; then run length, batch keys and nesterov. */
-#include "job/priv.h"
+#include "job/check.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
@@ -37,24 +37,6 @@ missing_pos(const struct dt_job *job, const char *key)
 			return pos;
 	}
 	return job->origin.root;
-}
-
-enum dt_status
-dt_job_missing(const struct dt_job_ctx *c, const struct dt_key *k,
-	       const char *key, struct dt_pos at, const char *why)
-{
-	char type[256], range[64];
-
-	dt_job_type_text(k, type, sizeof type);
-	dt_job_range_text(k, range, sizeof range);
-	return dt_job_failf(c, at, key, "required key missing%s; expected "
-			    "%s%s%s", why, type, range[0] ? " " : "", range);
-}
-
-struct dt_pos
-dt_job_blame(struct dt_pos key, struct dt_pos cause)
-{
-	return cause.from_set > key.from_set ? cause : key;
 }
 
 /* The enum value of key, as a word. */

@@ -1,7 +1,8 @@
 /* job.c - dt_job_load and dt_job_parse: defaults from the schema, then the
  * file, then each --set override in order, then the checks that need the
  * whole job (check.c). Nothing here writes a file. */
-#include "job/priv.h"
+#include "job/apply.h"
+#include "job/check.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -79,23 +80,6 @@ default_name(const char *path, char *name, size_t size)
 	name[n] = '\0';
 	if (n == 0)
 		snprintf(name, size, "job");
-}
-
-int
-dt_job_list_index(const char *key, const char *list, const char **rest)
-{
-	size_t n = strlen(list), d;
-	const char *p;
-
-	if (strncmp(key, list, n) != 0 || key[n] != '.')
-		return -1;
-	p = key + n + 1;
-	d = strspn(p, "0123456789");
-	if (d == 0 || d > 4 || (d > 1 && p[0] == '0') ||
-	    (p[d] != '\0' && p[d] != '.'))
-		return -1;
-	*rest = p + d;
-	return atoi(p);
 }
 
 static enum dt_status

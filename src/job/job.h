@@ -4,7 +4,22 @@
  * default, range and documentation; it drives parsing, defaults, range
  * checks, --set and the key list of man/dtrain-job.5. Every value keeps the
  * line and column it came from, so later stages (plan/, data/) can report
- * errors at the right place with dt_job_pos(). */
+ * errors at the right place with dt_job_pos().
+ *
+ * Inside job/, each file has a header that declares what it gives the
+ * files above it and includes only the headers below it, so the files
+ * form a tree, bottom first:
+ *
+ *   yaml.c     libyaml -> a node tree with positions, YAML 1.2 scalars
+ *   schema.c   the tables: job keys, layer keys, layer types
+ *   keys.c     key lookup, type and range texts, "did you mean"
+ *   error.c    positions and every message (dt_job_failf, dt_job_pos)
+ *   value.c    one value of a key, checked and stored
+ *   layers.c   model.layers: layer mappings, repeat blocks, layer checks
+ *   apply.c    a node tree -> the job, section by section
+ *   check.c    the checks that need the whole job
+ *   job.c      dt_job_parse, dt_job_load: defaults, file, --set
+ *   write.c    dt_job_write (above keys.c only) */
 #ifndef DT_JOB_JOB_H
 #define DT_JOB_JOB_H
 
@@ -12,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "job/layer_types.h"
 #include "util/status.h"
 
 #define DT_JOB_MAX_LAYERS 256
@@ -32,39 +48,26 @@ struct dt_pos {
 	int from_set;		/* 1-based index of the --set option, or 0 */
 };
 
+/* The values and words come from job/layer_types.h. */
 enum dt_activation {
 	DT_ACT_NONE = 0,
-	DT_ACT_RELU,
-	DT_ACT_TANH,
-	DT_ACT_SIGMOID,
-	DT_ACT_GELU,
+#define DT_ACT_ENUM_(NAME, word, ...) DT_ACT_##NAME,
+	DT_ACTIVATIONS(DT_ACT_ENUM_)
+#undef DT_ACT_ENUM_
 };
 
+/* One per entry of DT_LAYER_TYPES (job/layer_types.h), in its order. */
 enum dt_layer_kind {
-	DT_LAYER_DENSE = 0,
-	DT_LAYER_CONV2D,	/* channels, kernel, stride, padding; CHW input */
-	DT_LAYER_MAXPOOL2D,	/* kernel, stride (default = kernel), padding */
-	DT_LAYER_AVGPOOL2D,
-	DT_LAYER_FLATTEN,
-	DT_LAYER_RESHAPE,	/* shape */
-	DT_LAYER_DROPOUT,	/* rate */
-	DT_LAYER_LAYERNORM,	/* eps */
-	DT_LAYER_BATCHNORM,	/* eps, momentum (running statistics) */
-	DT_LAYER_EMBEDDING,	/* vocab, dim: token ids (T) -> (T, dim) */
-	DT_LAYER_POS_EMBEDDING,	/* length (max positions), dim: adds a learned
-				 * position vector to (T, dim) */
-	DT_LAYER_ATTENTION,	/* heads, causal: multi-head self-attention
-				 * (T, C) -> (T, C) with its projections */
-	DT_LAYER_ACTIVATION,	/* type relu/tanh/sigmoid/gelu: `activation` */
-	DT_LAYER_SOFTMAX,	/* over the last axis */
-	DT_LAYER_ADD,		/* inputs: [a, b], same shapes */
-	DT_LAYER_CONCAT,	/* inputs: [a, b, ...] along the last axis */
+#define DT_LAYER_ENUM_(NAME, ...) DT_LAYER_##NAME,
+	DT_LAYER_TYPES(DT_LAYER_ENUM_)
+#undef DT_LAYER_ENUM_
 };
 
+/* One per entry of DT_LOSS_TYPES (job/layer_types.h), in its order. */
 enum dt_loss_kind {
-	DT_LOSS_SOFTMAX_CROSS_ENTROPY = 0,	/* per sample, or per token when
-						 * the output is (T, classes) */
-	DT_LOSS_MSE,				/* mean squared error */
+#define DT_LOSS_ENUM_(NAME, ...) DT_LOSS_##NAME,
+	DT_LOSS_TYPES(DT_LOSS_ENUM_)
+#undef DT_LOSS_ENUM_
 };
 
 enum dt_schedule_kind {

@@ -5,7 +5,7 @@
  *
  * "Did you mean" uses the optimal string alignment distance (Levenshtein
  * with adjacent transpositions), as git and many CLIs do. */
-#include "job/priv.h"
+#include "job/keys.h"
 
 #include <inttypes.h>
 #include <stddef.h>

@@ -11,7 +11,7 @@
  *
  * Also here: what each layer type takes and needs (dt_layer_types in
  * schema.c), and the checks of the whole list once every source is in. */
-#include "job/priv.h"
+#include "job/layers.h"
 
 #include <assert.h>
 #include <inttypes.h>

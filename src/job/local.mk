@@ -1,7 +1,10 @@
 # src/job: the job file (YAML -> struct dt_job), its schema, --set, writing.
-libdtrain_la_SOURCES += src/job/job.h src/job/priv.h src/job/yaml.c \
-	src/job/schema.c src/job/keys.c src/job/value.c src/job/apply.c \
-	src/job/layers.c src/job/check.c src/job/job.c src/job/write.c
+libdtrain_la_SOURCES += src/job/job.h src/job/layer_types.h \
+	src/job/yaml.h src/job/yaml.c src/job/schema.h src/job/schema.c \
+	src/job/keys.h src/job/keys.c src/job/error.h src/job/error.c \
+	src/job/value.h src/job/value.c src/job/layers.h src/job/layers.c \
+	src/job/apply.h src/job/apply.c src/job/check.h src/job/check.c \
+	src/job/job.c src/job/write.c
 
 check_PROGRAMS += tests/unit/test_job
 TESTS += tests/unit/test_job

@@ -5,7 +5,7 @@
  * keys each takes. The tables drive parsing, defaults, range checks, --set,
  * dt_job_write and dt_job_each_key, and a unit test holds
  * man/dtrain-job.5 to them. */
-#include "job/priv.h"
+#include "job/schema.h"
 
 #include <stddef.h>
 
@@ -52,9 +52,8 @@ static const char *const format_names[] = {
 	"idx", "csv", "npy", "tokens", "text", NULL
 };
 static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
-static const char *const loss_names[] = {
-	"softmax_cross_entropy", "mse", NULL
-};
+#define LOSS_WORD(NAME, word, ops) #word,
+static const char *const loss_names[] = { DT_LOSS_TYPES(LOSS_WORD) NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
 static const char *const schedule_names[] = {
@@ -69,8 +68,9 @@ static const char *const sync_names[] = {
 	"allreduce", "parameter_server", NULL
 };
 static const char *const mode_names[] = { "sync", "async", NULL };
+#define ACT_WORD(NAME, word, ...) #word,
 static const char *const act_names[] = {
-	"none", "relu", "tanh", "sigmoid", "gelu", NULL
+	"none", DT_ACTIVATIONS(ACT_WORD) NULL
 };
 static const int64_t token_bytes_choices[] = { 2, 4, 0 };
 
@@ -314,13 +314,11 @@ const int dt_job_schema_len = sizeof dt_job_schema / sizeof dt_job_schema[0];
 _Static_assert(sizeof dt_job_schema / sizeof dt_job_schema[0] <=
 	       DT_JOB_MAX_KEYS, "grow DT_JOB_MAX_KEYS in job.h");
 
-/* The words of `type:`, in the order of dt_layer_types. */
-static const char *const type_names[] = {
-	"dense", "conv2d", "maxpool2d", "avgpool2d", "flatten", "reshape",
-	"dropout", "layernorm", "batchnorm", "embedding", "pos_embedding",
-	"attention", "relu", "tanh", "sigmoid", "gelu", "softmax", "add",
-	"concat", NULL
-};
+/* The words of `type:` (every kind's DT_LAYER_TYPES words), in the order
+ * of dt_layer_types. */
+#define TYPE_WORD(text, ACT, ...) text,
+#define KIND_WORDS(NAME, word, words, ...) words(TYPE_WORD, word)
+static const char *const type_names[] = { DT_LAYER_TYPES(KIND_WORDS) NULL };
 
 /* The keys of one model.layers entry, in the order of enum dt_layer_key. */
 const struct dt_key dt_job_layer_schema[DT_JOB_LAYER_KEYS] = {
@@ -392,46 +390,14 @@ const struct dt_key dt_job_block_layers = {
 	.doc = "repeat block: the layers of one copy",
 };
 
-#define B(k) (1u << DT_LAYER_KEY_##k)
-#define ANY (B(TYPE) | B(NAME) | B(INPUTS))
-#define ONE .min_inputs = 1, .max_inputs = 1
-#define ACT(w, a) { w, DT_LAYER_ACTIVATION, a, ANY, 0, ONE }
+/* One row per word of `type:`: every layer takes type, name and inputs. */
+#define ANY (DT_TAKES(TYPE) | DT_TAKES(NAME) | DT_TAKES(INPUTS))
+#define TYPE_ROW(text, ACT, NAME, takes, needs, lo, hi)                    \
+	{ text, DT_LAYER_##NAME, DT_ACT_##ACT, ANY | (takes), (needs), lo, hi },
+#define KIND_ROWS(NAME, word, words, takes, needs, lo, hi)                 \
+	words(TYPE_ROW, word, NAME, takes, needs, lo, hi)
 
-const struct dt_layer_type dt_layer_types[] = {
-	{ "dense", DT_LAYER_DENSE, DT_ACT_NONE,
-	  ANY | B(UNITS) | B(ACTIVATION) | B(BIAS), B(UNITS), ONE },
-	{ "conv2d", DT_LAYER_CONV2D, DT_ACT_NONE,
-	  ANY | B(CHANNELS) | B(KERNEL) | B(STRIDE) | B(PADDING) |
-	  B(ACTIVATION) | B(BIAS), B(CHANNELS) | B(KERNEL), ONE },
-	{ "maxpool2d", DT_LAYER_MAXPOOL2D, DT_ACT_NONE,
-	  ANY | B(KERNEL) | B(STRIDE) | B(PADDING), B(KERNEL), ONE },
-	{ "avgpool2d", DT_LAYER_AVGPOOL2D, DT_ACT_NONE,
-	  ANY | B(KERNEL) | B(STRIDE) | B(PADDING), B(KERNEL), ONE },
-	{ "flatten", DT_LAYER_FLATTEN, DT_ACT_NONE, ANY, 0, ONE },
-	{ "reshape", DT_LAYER_RESHAPE, DT_ACT_NONE, ANY | B(SHAPE), B(SHAPE),
-	  ONE },
-	{ "dropout", DT_LAYER_DROPOUT, DT_ACT_NONE, ANY | B(RATE), B(RATE),
-	  ONE },
-	{ "layernorm", DT_LAYER_LAYERNORM, DT_ACT_NONE, ANY | B(EPS), 0,
-	  ONE },
-	{ "batchnorm", DT_LAYER_BATCHNORM, DT_ACT_NONE,
-	  ANY | B(EPS) | B(MOMENTUM), 0, ONE },
-	{ "embedding", DT_LAYER_EMBEDDING, DT_ACT_NONE,
-	  ANY | B(VOCAB) | B(DIM), B(VOCAB) | B(DIM), ONE },
-	{ "pos_embedding", DT_LAYER_POS_EMBEDDING, DT_ACT_NONE,
-	  ANY | B(LENGTH) | B(DIM), B(LENGTH) | B(DIM), ONE },
-	{ "attention", DT_LAYER_ATTENTION, DT_ACT_NONE,
-	  ANY | B(HEADS) | B(CAUSAL) | B(BIAS), B(HEADS), ONE },
-	ACT("relu", DT_ACT_RELU),
-	ACT("tanh", DT_ACT_TANH),
-	ACT("sigmoid", DT_ACT_SIGMOID),
-	ACT("gelu", DT_ACT_GELU),
-	{ "softmax", DT_LAYER_SOFTMAX, DT_ACT_NONE, ANY, 0, ONE },
-	{ "add", DT_LAYER_ADD, DT_ACT_NONE, ANY, B(INPUTS), 2,
-	  DT_LAYER_MAX_INPUTS },
-	{ "concat", DT_LAYER_CONCAT, DT_ACT_NONE, ANY, B(INPUTS), 2,
-	  DT_LAYER_MAX_INPUTS },
-};
+const struct dt_layer_type dt_layer_types[] = { DT_LAYER_TYPES(KIND_ROWS) };
 const int dt_layer_types_len = sizeof dt_layer_types /
 			       sizeof dt_layer_types[0];
 

@@ -3,7 +3,7 @@
  * YAML 1.2 core schema, true/false, enum words, names, paths, "auto" or a
  * degree), data sources (a path or URL, or {path, sha256, size}) and lists
  * of integers or names. */
-#include "job/priv.h"
+#include "job/value.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -16,32 +16,6 @@
 /* Largest integer a double holds exactly: the bound for integers written
  * as 1e3 or 2.0. */
 #define EXACT_INT_MAX 9007199254740992.0
-
-struct dt_pos
-dt_job_node_pos(const struct dt_job_ctx *c, const struct dt_ynode *n)
-{
-	struct dt_pos pos = { 0, 0, 0 };
-
-	if (c->set != 0) {
-		pos.from_set = c->set;
-	} else {
-		pos.line = n->line;
-		pos.col = n->col;
-	}
-	return pos;
-}
-
-enum dt_status
-dt_job_type_error(const struct dt_job_ctx *c, const struct dt_key *k,
-		  const char *path, const struct dt_ynode *v)
-{
-	char want[256], found[160];
-
-	dt_job_type_text(k, want, sizeof want);
-	dt_yaml_describe(v, found, sizeof found);
-	return dt_job_failf(c, dt_job_node_pos(c, v), path,
-			    "expected %s, found %s", want, found);
-}
 
 /* Checks x against k's range; the message shows the value as written. */
 static enum dt_status

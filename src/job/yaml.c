@@ -5,7 +5,7 @@
  * The tree is built once and then walked against the schema, so a missing
  * key can point at its enclosing mapping and a duplicate at its first use.
  * Job files are small; the tree costs nothing worth mentioning. */
-#include "job/priv.h"
+#include "job/yaml.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -42,6 +42,9 @@ const char *layers_job(const char *layers);
  *   6 DATA (indented by the caller)...
  *     TAIL... */
 const char *data_job(const char *data, const char *tail);
+/* The words of `type:`, "dense, conv2d, ...", from the list in
+ * job/layer_types.h (a static buffer). */
+const char *layer_type_words(void);
 /* The job written out by dt_job_write (caller frees). */
 char *write_text(const struct dt_job *j);
 

@@ -3,7 +3,8 @@
  * graph.h), the softmax cross-entropy value against a hand computation,
  * micro-batch accumulation, init determinism, parameter and FLOP counts,
  * and job-file errors. Jobs are built by hand (memset + fields), so the
- * suite does not depend on the YAML parser. */
+ * suite does not depend on the YAML parser. The gradient rig is
+ * gradcheck.c's, shared with the other layer suites. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,8 +13,8 @@
 
 #include "graph/graph.h"
 #include "graph/layer.h"
+#include "gradcheck.h"
 #include "util/alloc.h"
-#include "util/rng.h"
 
 /* A job with input [n_in], layers of units[i] with acts[i], softmax
  * cross-entropy; positions line i+10, column 5. Caller frees. */
@@ -53,200 +54,40 @@ make_mnist_mlp(uint64_t seed)
 	return make_job(784, 3, units, acts, seed);
 }
 
-/* Reproducible test data in [-1, 1), keyed apart from the model's init. */
+/* ---- one node on its own ------------------------------------------- */
+
+/* A node of ops with spec {units, bias, act} on a (in) input from the
+ * model input (gradcheck.h). */
 static void
-fill_uniform(float *a, int64_t n, uint64_t key)
+rig_init(struct gc_rig *r, const struct dt_layer_ops *ops, int64_t in,
+	 int64_t units, enum dt_activation act, int64_t batch)
 {
-	for (int64_t i = 0; i < n; i++)
-		a[i] = 2.0f * dt_rng_uniform(1234, DT_RNG_SAMPLE, key,
-					     (uint64_t)i) - 1.0f;
+	struct dt_layer_spec spec = { .units = units, .bias = true,
+				      .activation = act };
+	struct dt_shape shape = { .n_dims = 1, .dim = { in } };
+
+	gc_init(r, &gc_model_input, ops, &spec, 1, &shape, batch);
 }
 
 /* Gradient tolerance for float central differences: |a - n| <= atol +
  * rtol * max(|a|, |n|). One layer alone is linear or smooth enough at the
  * step sizes used that 1e-3 holds with a wide margin (observed < 2e-5); a
  * whole model in float needs the 1e-2 of the usual recipe. */
-static int
-close_enough(double analytic, double numeric, double atol, double rtol)
-{
-	double scale = fmax(fabs(analytic), fabs(numeric));
-
-	return fabs(analytic - numeric) <= atol + rtol * scale;
-}
-
-/* ---- one node on its own ------------------------------------------- */
-
-/* A node with one input from the "model input", its buffers on the heap. */
-struct rig {
-	struct dt_node n;
-	int64_t batch;
-	float *params, *grads;	/* (n_params) */
-	float *x, *dx;		/* (B, in) */
-	float *g;		/* (B, out): upstream gradient, dout */
-	int32_t *labels;	/* (B) */
-};
-
-static struct dt_job rig_job = { .path = "rig.yaml" };
-
 static void
-rig_init(struct rig *r, const struct dt_layer_ops *ops, int64_t in,
-	 int64_t units, enum dt_activation act, int64_t batch)
+rig_check(struct gc_rig *r, double eps)
 {
-	struct dt_error err;
-	int64_t off = 0;
-
-	memset(r, 0, sizeof *r);
-	r->batch = batch;
-	r->n.ops = ops;
-	snprintf(r->n.name, sizeof r->n.name, "n");
-	r->n.spec.units = units;
-	r->n.spec.bias = true;
-	r->n.spec.activation = act;
-	r->n.n_inputs = 1;
-	r->n.inputs[0] = DT_NODE_INPUT;
-	r->n.in_shape[0].n_dims = 1;
-	r->n.in_shape[0].dim[0] = in;
-	r->n.in_size[0] = in;
-	ck_assert_int_eq(ops->infer(&r->n, &rig_job, &err), DT_OK);
-	r->n.out_size = dt_shape_size(&r->n.out_shape);
-	for (int t = 0; t < r->n.n_tensors; t++) {
-		struct dt_param_tensor *pt = &r->n.tensor[t];
-
-		pt->size = 1;
-		for (int d = 0; d < pt->n_dims; d++)
-			pt->size *= pt->shape[d];
-		pt->offset = (size_t)off;
-		off += pt->size;
-	}
-	r->n.n_params = off;
-	r->params = dt_xalloc_floats((size_t)off + 1);
-	r->grads = dt_xalloc_floats((size_t)off + 1);
-	for (int t = 0; t < r->n.n_tensors; t++) {
-		r->n.tensor[t].data = r->params + r->n.tensor[t].offset;
-		r->n.tensor[t].grad = r->grads + r->n.tensor[t].offset;
-	}
-	fill_uniform(r->params, off, 1);	/* nonzero biases too */
-	r->x = dt_xalloc_floats((size_t)(batch * in));
-	r->dx = dt_xalloc_floats((size_t)(batch * in));
-	r->n.out = dt_xalloc_floats((size_t)(batch * r->n.out_size));
-	r->g = dt_xalloc_floats((size_t)(batch * r->n.out_size));
-	r->n.dout = r->g;
-	fill_uniform(r->x, batch * in, 2);
-	fill_uniform(r->g, batch * r->n.out_size, 3);
-	r->labels = dt_xcalloc((size_t)batch, sizeof *r->labels);
-	for (int64_t b = 0; b < batch; b++)
-		r->labels[b] = (int32_t)((b * 7 + 1) % r->n.out_size);
-}
-
-static void
-rig_free(struct rig *r)
-{
-	free(r->params);
-	free(r->grads);
-	free(r->x);
-	free(r->dx);
-	free(r->n.out);
-	free(r->g);
-	free(r->labels);
-}
-
-static const float rig_scale = 0.37f;
-
-/* The scalar the rig checks: the loss (times grad_scale) for a loss node,
- * otherwise sum(g * Y) so that dL/dY = g. */
-static double
-rig_objective(struct rig *r)
-{
-	const float *in[1] = { r->x };
-	struct dt_pass p = { .batch = r->batch, .training = true,
-			     .labels = r->labels, .grad_scale = rig_scale };
-	double sum = 0.0;
-
-	r->n.ops->forward(&r->n, &p, in);
-	if (r->n.ops == &dt_layer_softmax_xent)
-		return p.loss_sum * rig_scale;
-	for (int64_t i = 0; i < r->batch * r->n.out_size; i++)
-		sum += (double)r->g[i] * r->n.out[i];
-	return sum;
-}
-
-/* Analytic gradients into r->grads (zeroed first) and r->dx (plus
- * dx_base when add). */
-static void
-rig_backward(struct rig *r, bool add)
-{
-	const float *in[1] = { r->x };
-	float *din[1] = { r->dx };
-	bool din_add[1] = { add };
-	struct dt_pass p = { .batch = r->batch, .training = true,
-			     .labels = r->labels, .grad_scale = rig_scale };
-
-	memset(r->grads, 0, (size_t)r->n.n_params * sizeof(float));
-	r->n.ops->forward(&r->n, &p, in);
-	r->n.ops->backward(&r->n, &p, in, din, din_add);
-}
-
-static double
-central_difference(struct rig *r, float *v, double eps)
-{
-	float keep = *v;
-	double up, down;
-
-	*v = keep + (float)eps;
-	up = rig_objective(r);
-	*v = keep - (float)eps;
-	down = rig_objective(r);
-	*v = keep;
-	return (up - down) / (2.0 * eps);
-}
-
-/* Checks every parameter and input gradient of r against central
- * differences, and that din_add adds. */
-static void
-rig_check(struct rig *r, double eps)
-{
-	int64_t n_in = r->batch * r->n.in_size[0];
-	float *dx_alone = dt_xalloc_floats((size_t)n_in);
-	int bad = 0;
-
-	rig_backward(r, false);
-	memcpy(dx_alone, r->dx, (size_t)n_in * sizeof(float));
-	for (int64_t i = 0; i < r->n.n_params; i++) {
-		double num = central_difference(r, &r->params[i], eps);
-
-		if (!close_enough(r->grads[i], num, 1e-5, 1e-3) &&
-		    bad++ < 5)
-			fprintf(stderr, "%s param %lld: backward %g, "
-				"numeric %g\n", r->n.kind, (long long)i,
-				(double)r->grads[i], num);
-	}
-	for (int64_t i = 0; i < n_in; i++) {
-		double num = central_difference(r, &r->x[i], eps);
-
-		if (!close_enough(dx_alone[i], num, 1e-5, 1e-3) &&
-		    bad++ < 5)
-			fprintf(stderr, "%s input %lld: backward %g, "
-				"numeric %g\n", r->n.kind, (long long)i,
-				(double)dx_alone[i], num);
-	}
-	ck_assert_int_eq(bad, 0);
-
-	for (int64_t i = 0; i < n_in; i++)
-		r->dx[i] = 0.25f;
-	rig_backward(r, true);
-	for (int64_t i = 0; i < n_in; i++)
-		ck_assert_float_eq_tol(r->dx[i], 0.25f + dx_alone[i], 1e-6f);
-	free(dx_alone);
+	gc_check(r, &(struct gc_tol){ .eps = eps, .atol = 1e-5,
+				      .rtol = 1e-3 });
 }
 
 START_TEST(test_dense_gradient)
 {
-	struct rig r;
+	struct gc_rig r;
 
 	rig_init(&r, &dt_layer_dense, 5, 4, DT_ACT_NONE, 3);
 	ck_assert_int_eq(r.n.n_params, 5 * 4 + 4);
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -257,7 +98,7 @@ static const enum dt_activation all_acts[] = {
 START_TEST(test_activation_gradient)
 {
 	enum dt_activation act = all_acts[_i];
-	struct rig r;
+	struct gc_rig r;
 
 	rig_init(&r, &dt_layer_activation, 7, 0, act, 3);
 	ck_assert_str_eq(r.n.kind, dt_activation_name(act));
@@ -265,9 +106,10 @@ START_TEST(test_activation_gradient)
 	ck_assert_int_eq(r.n.out_size, 7);
 	/* Keep relu's inputs away from its kink at 0. */
 	for (int64_t i = 0; i < 3 * 7; i++)
-		r.x[i] = copysignf(0.1f + 2.0f * fabsf(r.x[i]), r.x[i]);
+		r.x[0][i] = copysignf(0.1f + 2.0f * fabsf(r.x[0][i]),
+				      r.x[0][i]);
 	rig_check(&r, act == DT_ACT_RELU ? 1e-2 : 5e-3);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -277,7 +119,7 @@ START_TEST(test_activation_values)
 	/* relu, tanh, sigmoid, gelu (tanh form) at xs, from the formulas in
 	 * double precision. */
 	double want[4][5];
-	struct rig r;
+	struct gc_rig r;
 
 	for (int j = 0; j < 5; j++) {
 		double x = xs[j];
@@ -291,11 +133,11 @@ START_TEST(test_activation_values)
 	}
 	for (int a = 0; a < 4; a++) {
 		rig_init(&r, &dt_layer_activation, 5, 0, all_acts[a], 1);
-		memcpy(r.x, xs, sizeof xs);
-		rig_objective(&r);
+		memcpy(r.x[0], xs, sizeof xs);
+		gc_objective(&r);
 		for (int j = 0; j < 5; j++)
 			ck_assert_double_eq_tol(r.n.out[j], want[a][j], 1e-6);
-		rig_free(&r);
+		gc_free(&r);
 	}
 	/* Known value: gelu(1) ~= 0.841192 in the tanh approximation. */
 	ck_assert_double_eq_tol(0.5 * (1.0 + tanh(sqrt(2.0 / M_PI) *
@@ -305,31 +147,31 @@ END_TEST
 
 START_TEST(test_loss_gradient)
 {
-	struct rig r;
+	struct gc_rig r;
 
 	rig_init(&r, &dt_layer_softmax_xent, 5, 0, DT_ACT_NONE, 3);
 	for (int64_t i = 0; i < 15; i++)
-		r.x[i] *= 3.0f;
+		r.x[0][i] *= 3.0f;
 	rig_check(&r, 5e-3);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_loss_value)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_pass p = { .batch = 1, .grad_scale = 0.5f };
 	const float *in[1];
 	float *din[1];
 	bool add[1] = { false };
 
 	rig_init(&r, &dt_layer_softmax_xent, 3, 0, DT_ACT_NONE, 1);
-	r.x[0] = 1.0f;
-	r.x[1] = 2.0f;
-	r.x[2] = 3.0f;
+	r.x[0][0] = 1.0f;
+	r.x[0][1] = 2.0f;
+	r.x[0][2] = 3.0f;
 	r.labels[0] = 2;
-	in[0] = r.x;
-	din[0] = r.dx;
+	in[0] = r.x[0];
+	din[0] = r.dx[0];
 	p.labels = r.labels;
 	r.n.ops->forward(&r.n, &p, in);
 	/* log(e + e^2 + e^3) - 3 */
@@ -339,14 +181,14 @@ START_TEST(test_loss_value)
 	ck_assert_double_eq_tol(r.n.out[1], 0.24472847, 1e-6);
 	ck_assert_double_eq_tol(r.n.out[2], 0.66524096, 1e-6);
 	r.n.ops->backward(&r.n, &p, in, din, add);
-	ck_assert_double_eq_tol(r.dx[0], 0.5 * 0.09003057, 1e-6);
-	ck_assert_double_eq_tol(r.dx[1], 0.5 * 0.24472847, 1e-6);
-	ck_assert_double_eq_tol(r.dx[2], 0.5 * (0.66524096 - 1.0), 1e-6);
+	ck_assert_double_eq_tol(r.dx[0][0], 0.5 * 0.09003057, 1e-6);
+	ck_assert_double_eq_tol(r.dx[0][1], 0.5 * 0.24472847, 1e-6);
+	ck_assert_double_eq_tol(r.dx[0][2], 0.5 * (0.66524096 - 1.0), 1e-6);
 
 	/* Far-apart logits stay finite: no exp overflow. */
-	r.x[0] = 1000.0f;
-	r.x[1] = 0.0f;
-	r.x[2] = -1000.0f;
+	r.x[0][0] = 1000.0f;
+	r.x[0][1] = 0.0f;
+	r.x[0][2] = -1000.0f;
 	r.labels[0] = 1;
 	p.loss_sum = 0.0;
 	p.n_correct = 0;
@@ -354,7 +196,7 @@ START_TEST(test_loss_value)
 	ck_assert_double_eq_tol(p.loss_sum, 1000.0, 1e-3);
 	ck_assert_int_eq(p.n_correct, 0);
 	ck_assert(isfinite(r.n.out[2]));
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -375,33 +217,13 @@ START_TEST(test_model_gradient)
 	struct dt_error err;
 	float x[4 * 6];
 	int32_t labels[4] = { 0, 2, 1, 2 };
-	double loss, up, down;
-	int bad = 0;
 
 	ck_assert_int_eq(dt_model_new(job, batch, &m, &err), DT_OK);
-	fill_uniform(x, 4 * 6, 10);
-	float *params = dt_model_params(m), *grads = dt_model_grads(m);
-	size_t n = dt_model_n_params(m);
-
-	dt_model_train_step(m, x, labels, batch, 1.0f / (float)batch, &loss,
-			    NULL);
-	for (size_t i = 0; i < n; i++) {
-		float keep = params[i];
-		const double eps = 1e-2;
-
-		params[i] = keep + (float)eps;
-		dt_model_eval(m, x, labels, batch, &up, NULL);
-		params[i] = keep - (float)eps;
-		dt_model_eval(m, x, labels, batch, &down, NULL);
-		params[i] = keep;
-		double num = (up - down) / (2.0 * eps) / (double)batch;
-
-		if (!close_enough(grads[i], num, 2e-5, 1e-2) &&
-		    bad++ < 5)
-			fprintf(stderr, "model param %zu: backward %g, "
-				"numeric %g\n", i, (double)grads[i], num);
-	}
-	ck_assert_int_eq(bad, 0);
+	gc_fill_uniform(x, 4 * 6, 10);
+	ck_assert_int_eq(gc_model_check(m, x, labels, NULL, batch,
+					&(struct gc_model_tol){
+						.eps = 1e-2, .atol = 2e-5,
+						.rtol = 1e-2 }, NULL), 0);
 	dt_model_free(m);
 	free(job);
 }
@@ -422,7 +244,7 @@ START_TEST(test_accumulation)
 	int64_t correct_parts = 0, correct_whole, c;
 
 	ck_assert_int_eq(dt_model_new(job, K * M, &m, &err), DT_OK);
-	fill_uniform(x, K * M * IN, 20);
+	gc_fill_uniform(x, K * M * IN, 20);
 	for (int i = 0; i < K * M; i++)
 		labels[i] = i % 3;
 
@@ -662,7 +484,7 @@ START_TEST(test_eval_matches_train)
 	int64_t c_eval, c_train;
 
 	ck_assert_int_eq(dt_model_new(job, B, &m, &err), DT_OK);
-	fill_uniform(x, B * 784, 30);
+	gc_fill_uniform(x, B * 784, 30);
 	for (int i = 0; i < B; i++)
 		labels[i] = i;
 	dt_model_eval(m, x, labels, B, &l_eval, &c_eval);
@@ -705,7 +527,7 @@ START_TEST(test_learns)
 	int64_t correct = 0;
 
 	ck_assert_int_eq(dt_model_new(job, B, &m, &err), DT_OK);
-	fill_uniform(x, B * 4, 40);
+	gc_fill_uniform(x, B * 4, 40);
 	for (int i = 0; i < B; i++) {
 		labels[i] = i % 3;
 		x[i * 4 + labels[i]] += 2.0f;
@@ -761,6 +583,7 @@ main(void)
 	SRunner *sr = srunner_create(graph_suite());
 	int failed;
 
+	gc_record_to("test_graph");
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

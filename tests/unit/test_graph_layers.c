@@ -8,7 +8,8 @@
  * small CNN, of a DAG with a residual add and a concat, of a per-token
  * model and of an mse model, `inputs:` resolution and shape errors with
  * their text, and dropout masks that depend on (step, sample) only. Jobs
- * are built by hand, so the suite does not depend on the YAML parser. */
+ * are built by hand, so the suite does not depend on the YAML parser. The
+ * gradient rig is gradcheck.c's, shared with the other layer suites. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,26 +18,8 @@
 
 #include "graph/graph.h"
 #include "graph/layer.h"
+#include "gradcheck.h"
 #include "util/alloc.h"
-#include "util/rng.h"
-
-/* Reproducible test data in [-1, 1), keyed apart from the model's init. */
-static void
-fill_uniform(float *a, int64_t n, uint64_t key)
-{
-	for (int64_t i = 0; i < n; i++)
-		a[i] = 2.0f * dt_rng_uniform(1234, DT_RNG_SAMPLE, key,
-					     (uint64_t)i) - 1.0f;
-}
-
-/* |a - n| <= atol + rtol * max(|a|, |n|). */
-static int
-close_enough(double analytic, double numeric, double atol, double rtol)
-{
-	double scale = fmax(fabs(analytic), fabs(numeric));
-
-	return fabs(analytic - numeric) <= atol + rtol * scale;
-}
 
 static struct dt_shape
 shape_of(int n_dims, int64_t d0, int64_t d1, int64_t d2)
@@ -48,263 +31,36 @@ shape_of(int n_dims, int64_t d0, int64_t d1, int64_t d2)
 
 /* ---- one node on its own, with up to four inputs ------------------- */
 
-struct rig {
-	struct dt_node n;
-	int64_t batch;
-	bool training;
-	uint64_t step;
-	int64_t first_sample;
-	float *params, *grads;		/* (n_params) */
-	float *x[DT_NODE_MAX_INPUTS];	/* (B, in_size[k]) */
-	float *dx[DT_NODE_MAX_INPUTS];
-	float *g;			/* (B, out): upstream gradient, dout */
-	int32_t *labels;		/* (B, rows): softmax cross-entropy */
-	float *targets;			/* (B, out) for mse */
-};
-
-static struct dt_job rig_job = { .path = "rig.yaml" };
-static const char *const rig_names[] = { "a", "b", "c", "d" };
-
-/* Runs infer on inputs of the given shapes; on success lays out the
- * tensors and fills parameters, inputs, upstream gradient and loss data
- * with reproducible values. The inputs look like other nodes' outputs
- * (named "a", "b", ...), not the model input. Returns infer's status. */
+/* A node of ops reading other nodes "a", "b", ... (gradcheck.h). */
 static enum dt_status
-rig_try(struct rig *r, const struct dt_layer_ops *ops,
+rig_try(struct gc_rig *r, const struct dt_layer_ops *ops,
 	const struct dt_layer_spec *spec, int n_in,
 	const struct dt_shape *shapes, int64_t batch, struct dt_error *err)
 {
-	enum dt_status st;
-	int64_t off = 0, scratch;
-
-	memset(r, 0, sizeof *r);
-	r->batch = batch;
-	r->training = true;
-	r->step = 3;
-	r->first_sample = 5;
-	r->n.ops = ops;
-	r->n.kind = ops->kind;
-	r->n.spec = *spec;
-	snprintf(r->n.name, sizeof r->n.name, "n");
-	r->n.n_inputs = n_in;
-	for (int k = 0; k < n_in; k++) {
-		r->n.inputs[k] = k;
-		r->n.in_name[k] = rig_names[k];
-		r->n.in_shape[k] = shapes[k];
-		r->n.in_size[k] = dt_shape_size(&shapes[k]);
-	}
-	st = ops->infer(&r->n, &rig_job, err);
-	if (st != DT_OK)
-		return st;
-	r->n.out_size = dt_shape_size(&r->n.out_shape);
-	for (int t = 0; t < r->n.n_tensors; t++) {
-		struct dt_param_tensor *pt = &r->n.tensor[t];
-
-		pt->size = 1;
-		for (int d = 0; d < pt->n_dims; d++)
-			pt->size *= pt->shape[d];
-		pt->offset = (size_t)off;
-		off += pt->size;
-	}
-	r->n.n_params = off;
-	r->params = dt_xalloc_floats((size_t)off + 1);
-	r->grads = dt_xalloc_floats((size_t)off + 1);
-	for (int t = 0; t < r->n.n_tensors; t++) {
-		r->n.tensor[t].data = r->params + r->n.tensor[t].offset;
-		r->n.tensor[t].grad = r->grads + r->n.tensor[t].offset;
-	}
-	fill_uniform(r->params, off, 1);
-	for (int k = 0; k < n_in; k++) {
-		r->x[k] = dt_xalloc_floats((size_t)(batch * r->n.in_size[k]));
-		r->dx[k] = dt_xalloc_floats((size_t)(batch * r->n.in_size[k]));
-		fill_uniform(r->x[k], batch * r->n.in_size[k], 2 + (uint64_t)k);
-	}
-	r->n.out = dt_xalloc_floats((size_t)(batch * r->n.out_size));
-	r->g = dt_xalloc_floats((size_t)(batch * r->n.out_size));
-	r->n.dout = r->g;
-	fill_uniform(r->g, batch * r->n.out_size, 9);
-	scratch = ops->scratch_floats ? ops->scratch_floats(&r->n) : 0;
-	if (scratch > 0)
-		r->n.scratch = dt_xalloc_floats((size_t)(batch * scratch));
-	r->targets = dt_xalloc_floats((size_t)(batch * r->n.out_size));
-	fill_uniform(r->targets, batch * r->n.out_size, 10);
-	int64_t last = r->n.out_shape.n_dims > 0
-			       ? r->n.out_shape.dim[r->n.out_shape.n_dims - 1]
-			       : 1;
-	int64_t n_labels = batch * r->n.out_size / last;
-
-	r->labels = dt_xcalloc((size_t)n_labels, sizeof *r->labels);
-	for (int64_t i = 0; i < n_labels; i++)
-		r->labels[i] = (int32_t)((i * 7 + 1) % last);
-	return DT_OK;
+	return gc_try(r, &gc_node_inputs, ops, spec, n_in, shapes, batch, err);
 }
 
 static void
-rig_init(struct rig *r, const struct dt_layer_ops *ops,
+rig_init(struct gc_rig *r, const struct dt_layer_ops *ops,
 	 const struct dt_layer_spec *spec, int n_in,
 	 const struct dt_shape *shapes, int64_t batch)
 {
-	struct dt_error err;
-	enum dt_status st = rig_try(r, ops, spec, n_in, shapes, batch, &err);
-
-	ck_assert_msg(st == DT_OK, "%s", err.msg);
+	gc_init(r, &gc_node_inputs, ops, spec, n_in, shapes, batch);
 }
 
+/* Every parameter and input gradient against central differences at step
+ * eps: |a - n| <= 1e-4 + 1e-3 max(|a|, |n|). */
 static void
-rig_free(struct rig *r)
+rig_check(struct gc_rig *r, double eps)
 {
-	free(r->params);
-	free(r->grads);
-	for (int k = 0; k < DT_NODE_MAX_INPUTS; k++) {
-		free(r->x[k]);
-		free(r->dx[k]);
-	}
-	free(r->n.out);
-	free(r->g);
-	free(r->n.scratch);
-	free(r->labels);
-	free(r->targets);
-}
-
-static const float rig_scale = 0.37f;
-
-static bool
-is_loss(const struct rig *r)
-{
-	return r->n.ops == &dt_layer_softmax_xent || r->n.ops == &dt_layer_mse;
-}
-
-static struct dt_pass
-rig_pass(const struct rig *r)
-{
-	struct dt_pass p = {
-		.batch = r->batch,
-		.training = r->training,
-		.grad_scale = rig_scale,
-		.seed = 77,
-		.step = r->step,
-		.first_sample = r->first_sample,
-	};
-
-	if (r->n.ops == &dt_layer_softmax_xent)
-		p.labels = r->labels;
-	if (r->n.ops == &dt_layer_mse)
-		p.targets = r->targets;
-	return p;
-}
-
-static void
-rig_forward(struct rig *r, struct dt_pass *p)
-{
-	const float *in[DT_NODE_MAX_INPUTS];
-
-	for (int k = 0; k < r->n.n_inputs; k++)
-		in[k] = r->x[k];
-	r->n.ops->forward(&r->n, p, in);
-}
-
-/* The scalar the rig checks: the loss (times grad_scale) for a loss node,
- * otherwise sum(g * Y) so that dL/dY = g. */
-static double
-rig_objective(struct rig *r)
-{
-	struct dt_pass p = rig_pass(r);
-	double sum = 0.0;
-
-	rig_forward(r, &p);
-	if (is_loss(r))
-		return p.loss_sum * rig_scale;
-	for (int64_t i = 0; i < r->batch * r->n.out_size; i++)
-		sum += (double)r->g[i] * r->n.out[i];
-	return sum;
-}
-
-/* Analytic gradients into r->grads (zeroed first) and r->dx[k] (added to
- * what is there when add). */
-static void
-rig_backward(struct rig *r, bool add)
-{
-	const float *in[DT_NODE_MAX_INPUTS];
-	float *din[DT_NODE_MAX_INPUTS];
-	bool din_add[DT_NODE_MAX_INPUTS];
-	struct dt_pass p = rig_pass(r);
-
-	memset(r->grads, 0, (size_t)r->n.n_params * sizeof(float));
-	for (int k = 0; k < r->n.n_inputs; k++) {
-		in[k] = r->x[k];
-		din[k] = r->dx[k];
-		din_add[k] = add;
-	}
-	r->n.ops->forward(&r->n, &p, in);
-	r->n.ops->backward(&r->n, &p, in, din, din_add);
-}
-
-static double
-central_difference(struct rig *r, float *v, double eps)
-{
-	float keep = *v;
-	double up, down;
-
-	*v = keep + (float)eps;
-	up = rig_objective(r);
-	*v = keep - (float)eps;
-	down = rig_objective(r);
-	*v = keep;
-	return (up - down) / (2.0 * eps);
-}
-
-/* Checks every parameter and input gradient of r against central
- * differences, and that din_add adds. */
-static void
-rig_check(struct rig *r, double eps)
-{
-	float *alone[DT_NODE_MAX_INPUTS] = { NULL };
-	int bad = 0;
-
-	rig_backward(r, false);
-	for (int k = 0; k < r->n.n_inputs; k++) {
-		int64_t len = r->batch * r->n.in_size[k];
-
-		alone[k] = dt_xalloc_floats((size_t)len);
-		memcpy(alone[k], r->dx[k], (size_t)len * sizeof(float));
-	}
-	for (int64_t i = 0; i < r->n.n_params; i++) {
-		double num = central_difference(r, &r->params[i], eps);
-
-		if (!close_enough(r->grads[i], num, 1e-4, 1e-3) && bad++ < 5)
-			fprintf(stderr, "%s param %lld: backward %g, numeric "
-				"%g\n", r->n.kind, (long long)i,
-				(double)r->grads[i], num);
-	}
-	for (int k = 0; k < r->n.n_inputs; k++)
-		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++) {
-			double num = central_difference(r, &r->x[k][i], eps);
-
-			if (!close_enough(alone[k][i], num, 1e-4, 1e-3) &&
-			    bad++ < 5)
-				fprintf(stderr, "%s input %d[%lld]: backward "
-					"%g, numeric %g\n", r->n.kind, k,
-					(long long)i, (double)alone[k][i],
-					num);
-		}
-	ck_assert_int_eq(bad, 0);
-
-	for (int k = 0; k < r->n.n_inputs; k++)
-		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++)
-			r->dx[k][i] = 0.25f;
-	rig_backward(r, true);
-	for (int k = 0; k < r->n.n_inputs; k++) {
-		for (int64_t i = 0; i < r->batch * r->n.in_size[k]; i++)
-			ck_assert_float_eq_tol(r->dx[k][i],
-					       0.25f + alone[k][i], 1e-6f);
-		free(alone[k]);
-	}
+	gc_check(r, &(struct gc_tol){ .eps = eps, .atol = 1e-4,
+				      .rtol = 1e-3 });
 }
 
 /* Spreads input k's values apart (a shuffled ramp, steps of 0.05) so a
  * maximum stays put under the finite-difference step. */
 static void
-distinct_values(struct rig *r, int k)
+distinct_values(struct gc_rig *r, int k)
 {
 	int64_t len = r->batch * r->n.in_size[k];
 
@@ -330,7 +86,7 @@ static const struct conv_case conv_cases[] = {
 };
 
 static void
-conv_setup(struct rig *r, const struct conv_case *cc, int64_t batch)
+conv_setup(struct gc_rig *r, const struct conv_case *cc, int64_t batch)
 {
 	struct dt_layer_spec spec = {
 		.kind = DT_LAYER_CONV2D,
@@ -348,17 +104,17 @@ conv_setup(struct rig *r, const struct conv_case *cc, int64_t batch)
 
 START_TEST(test_conv2d_gradient)
 {
-	struct rig r;
+	struct gc_rig r;
 
 	conv_setup(&r, &conv_cases[_i], 2);
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 /* Input value (c, i, j) of sample b of r, 0 outside the image. */
 static double
-pixel(const struct rig *r, int64_t b, int64_t c, int64_t i, int64_t j)
+pixel(const struct gc_rig *r, int64_t b, int64_t c, int64_t i, int64_t j)
 {
 	int64_t ch, h, w;
 
@@ -370,7 +126,7 @@ pixel(const struct rig *r, int64_t b, int64_t c, int64_t i, int64_t j)
 
 /* Output (o, y, x) of sample b of conv case cc by the definition. */
 static double
-ref_conv(const struct rig *r, const struct conv_case *cc, int64_t b,
+ref_conv(const struct gc_rig *r, const struct conv_case *cc, int64_t b,
 	 int64_t o, int64_t y, int64_t x)
 {
 	int64_t c = cc->c > 0 ? cc->c : 1;
@@ -394,7 +150,7 @@ START_TEST(test_conv2d_values)
 	int64_t oh = (cc->h + 2 * cc->pad - cc->k) / cc->s + 1;
 	int64_t ow = (cc->w + 2 * cc->pad - cc->k) / cc->s + 1;
 	const float *out;
-	struct rig r;
+	struct gc_rig r;
 
 	conv_setup(&r, cc, 2);
 	ck_assert_int_eq(r.n.out_shape.n_dims, 3);
@@ -403,7 +159,7 @@ START_TEST(test_conv2d_values)
 	ck_assert_int_eq(r.n.out_shape.dim[2], ow);
 	ck_assert_int_eq(r.n.n_params,
 			 cc->oc * c * cc->k * cc->k + (cc->bias ? cc->oc : 0));
-	rig_objective(&r);
+	gc_objective(&r);
 	out = r.n.out;
 	for (int64_t b = 0; b < 2; b++)
 		for (int64_t o = 0; o < cc->oc; o++)
@@ -413,13 +169,13 @@ START_TEST(test_conv2d_values)
 						*out++,
 						ref_conv(&r, cc, b, o, y, x),
 						1e-5);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_conv2d_counts)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = {
 		.kind = DT_LAYER_CONV2D, .channels = 32, .kernel = 3,
 		.padding = 1, .bias = true,
@@ -437,7 +193,7 @@ START_TEST(test_conv2d_counts)
 	ck_assert_int_eq(r.n.tensor[0].shape[1], 1);
 	ck_assert_int_eq(r.n.tensor[0].init, DT_INIT_HE_NORMAL);
 	ck_assert_int_eq(r.n.tensor[0].fan_in, 9);
-	rig_free(&r);
+	gc_free(&r);
 
 	spec.bias = false;
 	spec.stride = 2;
@@ -450,7 +206,7 @@ START_TEST(test_conv2d_counts)
 	ck_assert_int_eq(r.n.out_shape.dim[2], 3);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 2.0 * 9 * 3 * 4 * 4 * 3);
 	ck_assert_int_eq(r.n.n_tensors, 1);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -471,7 +227,7 @@ static const struct pool_case pool_cases[] = {
 };
 
 static void
-pool_setup(struct rig *r, const struct pool_case *pc, int64_t batch)
+pool_setup(struct gc_rig *r, const struct pool_case *pc, int64_t batch)
 {
 	struct dt_layer_spec spec = {
 		.kind = pc->max ? DT_LAYER_MAXPOOL2D : DT_LAYER_AVGPOOL2D,
@@ -488,13 +244,13 @@ pool_setup(struct rig *r, const struct pool_case *pc, int64_t batch)
 
 START_TEST(test_pool_gradient)
 {
-	struct rig r;
+	struct gc_rig r;
 
 	pool_setup(&r, &pool_cases[_i], 2);
 	if (pool_cases[_i].max)
 		distinct_values(&r, 0);
 	rig_check(&r, 1e-3);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -502,7 +258,7 @@ END_TEST
  * the maximum of the window's pixels inside the image, or the window's
  * sum over K*K with padding as zeros. */
 static double
-ref_pool(const struct rig *r, const struct pool_case *pc, int64_t b,
+ref_pool(const struct gc_rig *r, const struct pool_case *pc, int64_t b,
 	 int64_t c, int64_t y, int64_t x)
 {
 	int64_t ch, h, w, s = pc->s > 0 ? pc->s : pc->k;
@@ -528,7 +284,7 @@ START_TEST(test_pool_values)
 	int64_t oh = (pc->h + 2 * pc->pad - pc->k) / s + 1;
 	int64_t ow = (pc->w + 2 * pc->pad - pc->k) / s + 1;
 	const float *out;
-	struct rig r;
+	struct gc_rig r;
 
 	pool_setup(&r, pc, 2);
 	ck_assert_int_eq(r.n.out_shape.dim[0], c);
@@ -536,7 +292,7 @@ START_TEST(test_pool_values)
 	ck_assert_int_eq(r.n.out_shape.dim[2], ow);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
 			    (double)(pc->k * pc->k * c * oh * ow));
-	rig_objective(&r);
+	gc_objective(&r);
 	out = r.n.out;
 	for (int64_t b = 0; b < 2; b++)
 		for (int64_t ci = 0; ci < c; ci++)
@@ -546,7 +302,7 @@ START_TEST(test_pool_values)
 						*out++,
 						ref_pool(&r, pc, b, ci, y, x),
 						1e-6);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -554,7 +310,7 @@ END_TEST
 
 START_TEST(test_flatten_reshape)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_FLATTEN };
 	struct dt_shape in = shape_of(3, 2, 3, 4);
 	struct dt_error err;
@@ -562,10 +318,10 @@ START_TEST(test_flatten_reshape)
 	rig_init(&r, &dt_layer_flatten, &spec, 1, &in, 3);
 	ck_assert_int_eq(r.n.out_shape.n_dims, 1);
 	ck_assert_int_eq(r.n.out_shape.dim[0], 24);
-	rig_objective(&r);
+	gc_objective(&r);
 	ck_assert(memcmp(r.n.out, r.x[0], 3 * 24 * sizeof(float)) == 0);
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 
 	spec = (struct dt_layer_spec){ .kind = DT_LAYER_RESHAPE, .n_shape = 2,
 				       .shape = { -1, 6 } };
@@ -575,21 +331,21 @@ START_TEST(test_flatten_reshape)
 	ck_assert_int_eq(r.n.out_shape.dim[1], 6);
 	rig_check(&r, 1e-2);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 0.0);
-	rig_free(&r);
+	gc_free(&r);
 
 	spec.shape[1] = 5;
 	ck_assert_int_eq(rig_try(&r, &dt_layer_reshape, &spec, 1, &in, 1,
 				 &err), DT_ERR_JOB);
 	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: shape (-1, 5) "
 			 "does not hold the 24 values of a (2, 3, 4)");
-	rig_free(&r);
+	gc_free(&r);
 	spec.shape[0] = -1;
 	spec.shape[1] = -1;
 	ck_assert_int_eq(rig_try(&r, &dt_layer_reshape, &spec, 1, &in, 1,
 				 &err), DT_ERR_JOB);
 	ck_assert_msg(strstr(err.msg, "only one dimension may be -1"), "%s",
 		      err.msg);
-	rig_free(&r);
+	gc_free(&r);
 	spec.n_shape = 3;
 	spec.shape[0] = 2;
 	spec.shape[1] = 3;
@@ -598,20 +354,20 @@ START_TEST(test_flatten_reshape)
 				 &err), DT_ERR_JOB);
 	ck_assert_msg(strstr(err.msg, "shape.2: must be -1 or in [1, 24]"),
 		      "%s", err.msg);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_softmax_layer)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_SOFTMAX };
 	struct dt_shape in = shape_of(2, 3, 5, 0);
 
 	rig_init(&r, &dt_layer_softmax, &spec, 1, &in, 2);
 	for (int64_t i = 0; i < 2 * 15; i++)
 		r.x[0][i] *= 3.0f;
-	rig_objective(&r);
+	gc_objective(&r);
 	for (int64_t row = 0; row < 6; row++) {
 		double s = 0.0, z = 0.0;
 
@@ -627,20 +383,20 @@ START_TEST(test_softmax_layer)
 	}
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 5.0 * 15);
 	rig_check(&r, 5e-3);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_dropout_layer)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_DROPOUT, .rate = 0.25 };
 	struct dt_shape in = shape_of(1, 40, 0, 0);
 	struct dt_error err;
 	int64_t dropped = 0;
 
 	rig_init(&r, &dt_layer_dropout, &spec, 1, &in, 10);
-	rig_objective(&r);
+	gc_objective(&r);
 	for (int64_t i = 0; i < 400; i++) {
 		if (r.n.out[i] == 0.0f)
 			dropped++;
@@ -655,51 +411,51 @@ START_TEST(test_dropout_layer)
 
 	/* Eval: the identity. */
 	r.training = false;
-	rig_objective(&r);
+	gc_objective(&r);
 	ck_assert(memcmp(r.n.out, r.x[0], 400 * sizeof(float)) == 0);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 40.0);
 	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 40);
-	rig_free(&r);
+	gc_free(&r);
 
 	spec.rate = 1.0;
 	ck_assert_int_eq(rig_try(&r, &dt_layer_dropout, &spec, 1, &in, 1,
 				 &err), DT_ERR_JOB);
 	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: rate must be in "
 			 "[0, 1), found 1");
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_add_layer)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_ADD };
 	struct dt_shape in[3] = { shape_of(2, 2, 3, 0), shape_of(2, 2, 3, 0),
 				  shape_of(2, 2, 3, 0) };
 	struct dt_error err;
 
 	rig_init(&r, &dt_layer_add, &spec, 3, in, 2);
-	rig_objective(&r);
+	gc_objective(&r);
 	for (int64_t i = 0; i < 12; i++)
 		ck_assert_float_eq_tol(r.n.out[i],
 				       r.x[0][i] + r.x[1][i] + r.x[2][i],
 				       1e-6f);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 2.0 * 6);
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 
 	in[2] = shape_of(2, 3, 2, 0);
 	ck_assert_int_eq(rig_try(&r, &dt_layer_add, &spec, 3, in, 1, &err),
 			 DT_ERR_JOB);
 	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: input shapes "
 			 "differ: a (2, 3) vs c (3, 2)");
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_concat_layer)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_CONCAT };
 	struct dt_shape in[2] = { shape_of(2, 3, 2, 0), shape_of(2, 3, 4, 0) };
 	struct dt_error err;
@@ -708,7 +464,7 @@ START_TEST(test_concat_layer)
 	ck_assert_int_eq(r.n.out_shape.n_dims, 2);
 	ck_assert_int_eq(r.n.out_shape.dim[0], 3);
 	ck_assert_int_eq(r.n.out_shape.dim[1], 6);
-	rig_objective(&r);
+	gc_objective(&r);
 	for (int64_t row = 0; row < 6; row++) {
 		ck_assert(memcmp(r.n.out + row * 6, r.x[0] + row * 2,
 				 2 * sizeof(float)) == 0);
@@ -716,21 +472,21 @@ START_TEST(test_concat_layer)
 				 4 * sizeof(float)) == 0);
 	}
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 
 	in[1] = shape_of(2, 4, 2, 0);
 	ck_assert_int_eq(rig_try(&r, &dt_layer_concat, &spec, 2, in, 1, &err),
 			 DT_ERR_JOB);
 	ck_assert_str_eq(err.msg, "rig.yaml: model.layers.0: input shapes "
 			 "differ before the last axis: a (3, 2) vs b (4, 2)");
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 /* Dense over the rows of another layer's (T, C) output. */
 START_TEST(test_dense_rows)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_DENSE, .units = 4,
 				      .bias = true };
 	struct dt_shape in = shape_of(2, 3, 5, 0);
@@ -742,27 +498,27 @@ START_TEST(test_dense_rows)
 	ck_assert_int_eq(r.n.n_params, 5 * 4 + 4);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 3 * (2.0 * 5 * 4 + 4));
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 
 	/* The model input is flattened, as before. */
 	rig_init(&r, &dt_layer_dense, &spec, 1, &in, 2);
 	r.n.inputs[0] = DT_NODE_INPUT;
-	ck_assert_int_eq(dt_layer_dense.infer(&r.n, &rig_job, NULL), DT_OK);
+	ck_assert_int_eq(dt_layer_dense.infer(&r.n, &gc_job, NULL), DT_OK);
 	ck_assert_int_eq(r.n.out_shape.n_dims, 1);
 	ck_assert_int_eq(r.n.tensor[0].shape[0], 15);
-	rig_free(&r);
+	gc_free(&r);
 
 	spec.bias = false;
 	rig_init(&r, &dt_layer_dense, &spec, 1, &in, 2);
 	ck_assert_int_eq(r.n.n_params, 5 * 4);
 	rig_check(&r, 1e-2);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_token_loss)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { 0 };
 	struct dt_shape in = shape_of(2, 3, 5, 0);
 	struct dt_pass p;
@@ -773,8 +529,8 @@ START_TEST(test_token_loss)
 	rig_init(&r, &dt_layer_softmax_xent, &spec, 1, &in, 2);
 	for (int64_t i = 0; i < 30; i++)
 		r.x[0][i] *= 3.0f;
-	p = rig_pass(&r);
-	rig_forward(&r, &p);
+	p = gc_pass(&r);
+	gc_forward(&r, &p);
 	for (int64_t row = 0; row < 6; row++) {
 		const float *z = r.x[0] + row * 5;
 		double s = 0.0;
@@ -791,7 +547,7 @@ START_TEST(test_token_loss)
 	ck_assert_double_eq_tol(p.loss_sum, want, 1e-5);
 	ck_assert_int_eq(p.n_correct, want_correct);
 	rig_check(&r, 5e-3);
-	rig_free(&r);
+	gc_free(&r);
 
 	in = shape_of(3, 2, 3, 4);
 	ck_assert_int_eq(rig_try(&r, &dt_layer_softmax_xent, &spec, 1, &in,
@@ -799,13 +555,13 @@ START_TEST(test_token_loss)
 	ck_assert_msg(strstr(err.msg, "reads (classes) or (tokens, classes), "
 			     "this last layer gives (2, 3, 4)"), "%s",
 		      err.msg);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
 START_TEST(test_mse_loss)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { 0 };
 	struct dt_shape in = shape_of(1, 3, 0, 0);
 	struct dt_pass p;
@@ -817,13 +573,13 @@ START_TEST(test_mse_loss)
 
 	memcpy(r.x[0], x, sizeof x);
 	memcpy(r.targets, t, sizeof t);
-	p = rig_pass(&r);
-	rig_forward(&r, &p);
+	p = gc_pass(&r);
+	gc_forward(&r, &p);
 	ck_assert_double_eq_tol(p.loss_sum, 13.0 / 3.0 + 1.0, 1e-6);
 	ck_assert_int_eq(p.n_correct, 0);
 	ck_assert(memcmp(r.n.out, x, sizeof x) == 0);
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 9.0);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
@@ -874,74 +630,20 @@ add_layer(struct dt_job *job, enum dt_layer_kind kind, const char *name,
 	return l;
 }
 
-/* The model's loss for x, from eval. */
-static double
-model_loss(struct dt_model *m, const float *x, const int32_t *labels,
-	   const float *targets, int64_t batch)
-{
-	double loss;
-
-	if (targets != NULL)
-		dt_model_eval_targets(m, x, targets, batch, &loss);
-	else
-		dt_model_eval(m, x, labels, batch, &loss, NULL);
-	return loss;
-}
-
-/* Checks every parameter gradient of m (from one dt_model_train_step or
- * _targets with grad_scale 1/batch) against central differences of the
- * mean loss from eval. Returns the number of mismatches.
- *
- * relu and max pooling are not smooth: where a step of eps moves an input
- * of relu across 0, or changes the winner of a pooling window, the
- * central difference straddles a kink and mixes the slopes of both
- * sides. With kinks set, a gradient that misses the central difference
- * but matches one of the one-sided differences (the side without the
- * kink) passes, and *skipped counts those. */
+/* Every parameter gradient of m against central differences of the mean
+ * loss at step eps, |a - n| <= atol + 1e-2 max(|a|, |n|); kinks: see
+ * gc_model_check. Returns the number of mismatches. */
 static int
 model_gradcheck(struct dt_model *m, const float *x, const int32_t *labels,
 		const float *targets, int64_t batch, double eps, double atol,
 		bool kinks, int *skipped)
 {
-	float *params = dt_model_params(m), *grads = dt_model_grads(m);
-	size_t n = dt_model_n_params(m);
-	double up, down, mid;
-	int bad = 0;
-
-	dt_model_zero_grads(m);
-	if (targets != NULL)
-		dt_model_train_step_targets(m, x, targets, batch,
-					    1.0f / (float)batch, NULL);
-	else
-		dt_model_train_step(m, x, labels, batch, 1.0f / (float)batch,
-				    NULL, NULL);
-	mid = model_loss(m, x, labels, targets, batch) / (double)batch;
-	if (skipped != NULL)
-		*skipped = 0;
-	for (size_t i = 0; i < n; i++) {
-		float keep = params[i];
-
-		params[i] = keep + (float)eps;
-		up = model_loss(m, x, labels, targets, batch) / (double)batch;
-		params[i] = keep - (float)eps;
-		down = model_loss(m, x, labels, targets, batch) /
-		       (double)batch;
-		params[i] = keep;
-		double num = (up - down) / (2.0 * eps);
-		double right = (up - mid) / eps, left = (mid - down) / eps;
-
-		if (close_enough(grads[i], num, atol, 1e-2))
-			continue;
-		if (kinks && (close_enough(grads[i], left, atol, 1e-2) ||
-			      close_enough(grads[i], right, atol, 1e-2))) {
-			(*skipped)++;
-			continue;
-		}
-		if (bad++ < 5)
-			fprintf(stderr, "model param %zu: backward %g, "
-				"numeric %g\n", i, (double)grads[i], num);
-	}
-	return bad;
+	return gc_model_check(m, x, labels, targets, batch,
+			      &(struct gc_model_tol){ .eps = eps,
+						      .atol = atol,
+						      .rtol = 1e-2,
+						      .kinks = kinks },
+			      skipped);
 }
 
 /* conv 3x3 (2 maps, padding 1) relu, maxpool 2, conv 3x3 stride 2 (3
@@ -989,7 +691,7 @@ START_TEST(test_cnn_gradient)
 	int skipped;
 
 	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
-	fill_uniform(x, B * 64, 50);
+	gc_fill_uniform(x, B * 64, 50);
 	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-3, 1e-4,
 					 true, &skipped), 0);
 	ck_assert_msg(skipped * 10 < (int)dt_model_n_params(m),
@@ -1112,7 +814,7 @@ START_TEST(test_dag_gradient)
 	dt_model_layer_info(m, 5, &info);
 	ck_assert_str_eq(info.name, "side");
 	ck_assert_int_eq(info.n_params, 6 * 2 + 2);
-	fill_uniform(x, B * 6, 60);
+	gc_fill_uniform(x, B * 6, 60);
 	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-2, 2e-5,
 					 false, NULL),
 			 0);
@@ -1274,7 +976,7 @@ START_TEST(test_token_model)
 	ck_assert_int_eq(dt_model_labels_per_sample(m), T);
 	ck_assert_int_eq(dt_model_n_classes(m), V);
 	ck_assert_uint_eq(dt_model_n_params(m), 5 * 8 + 8 + 8 * V + V);
-	fill_uniform(x, B * 20, 70);
+	gc_fill_uniform(x, B * 20, 70);
 	for (int i = 0; i < B * T; i++)
 		labels[i] = (i * 5 + 2) % V;
 	ck_assert_int_eq(model_gradcheck(m, x, labels, NULL, B, 1e-2, 2e-5,
@@ -1328,8 +1030,8 @@ START_TEST(test_mse_model)
 	ck_assert_int_eq(dt_model_targets_per_sample(m), 2);
 	ck_assert_int_eq(dt_model_labels_per_sample(m), 0);
 	ck_assert_int_eq(dt_model_n_classes(m), 0);
-	fill_uniform(x, B * 5, 80);
-	fill_uniform(t, B * 2, 81);
+	gc_fill_uniform(x, B * 5, 80);
+	gc_fill_uniform(t, B * 2, 81);
 	ck_assert_int_eq(model_gradcheck(m, x, NULL, t, B, 1e-2, 2e-5, false,
 					 NULL), 0);
 	dt_model_train_step_targets(m, x, t, B, 1.0f, &loss);
@@ -1369,7 +1071,7 @@ START_TEST(test_dropout_split)
 	int64_t zeros = 0;
 
 	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
-	fill_uniform(x, B * N, 90);
+	gc_fill_uniform(x, B * N, 90);
 	for (int i = 0; i < B * N; i++)
 		x[i] += 2.0f;	/* never 0: a 0 out means dropped */
 
@@ -1483,7 +1185,7 @@ START_TEST(test_dropout_accumulation)
 	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
 	l->units = 3;
 	ck_assert(dt_model_new(job, K * M, &m, &err) == DT_OK);
-	fill_uniform(x, K * M * IN, 100);
+	gc_fill_uniform(x, K * M * IN, 100);
 	for (int i = 0; i < K * M; i++)
 		labels[i] = i % 3;
 
@@ -1592,6 +1294,7 @@ main(void)
 	SRunner *sr = srunner_create(graph_layers_suite());
 	int failed;
 
+	gc_record_to("test_graph_layers");
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);

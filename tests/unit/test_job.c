@@ -1,9 +1,11 @@
 /* test_job.c - Check suite for src/job/: a full job parses to the expected
  * fields, defaults, paths, --set overrides, the write/read round trip,
- * positions, loading a file, and every schema key documented in
- * man/dtrain-job.5. The error messages are tested in test_job_errors.c. */
+ * positions, loading a file, and every schema key and every layer type
+ * (from the list in job/layer_types.h) documented in man/dtrain-job.5.
+ * The error messages are tested in test_job_errors.c. */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -628,6 +630,37 @@ START_TEST(test_load)
 }
 END_TEST
 
+/* The words of `type:` and of model.loss, from the lists in
+ * job/layer_types.h: a type added there is expected here too. */
+#define TYPE_WORD(text, ACT, ...) text,
+#define KIND_WORDS(NAME, word, words, ...) words(TYPE_WORD, word)
+static const char *const type_words[] = { DT_LAYER_TYPES(KIND_WORDS) NULL };
+#define LOSS_WORD(NAME, word, ops) #word,
+static const char *const loss_words[] = { DT_LOSS_TYPES(LOSS_WORD) NULL };
+
+/* Words joined by ", " into buf. */
+static void
+join_words(const char *const *words, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; words[i] != NULL; i++) {
+		n += (size_t)snprintf(buf + n, size - n, "%s%s",
+				      i ? ", " : "", words[i]);
+		ck_assert_uint_lt(n, size);
+	}
+}
+
+const char *
+layer_type_words(void)
+{
+	static char buf[1024];
+
+	join_words(type_words, buf, sizeof buf);
+	return buf;
+}
+
 struct key_list {
 	int n;
 	char keys[128][64];
@@ -663,6 +696,7 @@ find_key(const struct key_list *kl, const char *key)
 START_TEST(test_each_key)
 {
 	static struct key_list kl;
+	char want[1100], words[256];
 	int i;
 
 	dt_job_each_key(collect, &kl);
@@ -683,10 +717,11 @@ START_TEST(test_each_key)
 	ck_assert_int_lt(find_key(&kl, "train"), 0);	/* no sections */
 	ck_assert_int_lt(find_key(&kl, "train.schedule"), 0);
 	i = find_key(&kl, "model.layers.N.type");
-	ck_assert_str_eq(kl.types[i], "one of dense, conv2d, maxpool2d, "
-			 "avgpool2d, flatten, reshape, dropout, layernorm, "
-			 "batchnorm, embedding, pos_embedding, attention, relu, "
-			 "tanh, sigmoid, gelu, softmax, add, concat");
+	snprintf(want, sizeof want, "one of %s", layer_type_words());
+	ck_assert_str_eq(kl.types[i], want);
+	join_words(loss_words, words, sizeof words);
+	snprintf(want, sizeof want, "one of %s", words);
+	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")], want);
 	ck_assert_str_eq(kl.defs[i], "required");
 	i = find_key(&kl, "model.layers.N.stride");
 	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
@@ -711,14 +746,14 @@ START_TEST(test_each_key)
 }
 END_TEST
 
-START_TEST(test_man_page_lists_every_key)
+/* The contents of man/dtrain-job.5 (caller frees). */
+static char *
+read_man_page(void)
 {
-	static struct key_list kl;
 	const char *top = getenv("top_srcdir");
 	char path[4096], *page;
 	long size;
 	FILE *f;
-	int i;
 
 	snprintf(path, sizeof path, "%s/man/dtrain-job.5", top ? top : ".");
 	f = fopen(path, "rb");
@@ -730,6 +765,14 @@ START_TEST(test_man_page_lists_every_key)
 	ck_assert_ptr_nonnull(page);
 	ck_assert_int_eq(fread(page, 1, (size_t)size, f), size);
 	fclose(f);
+	return page;
+}
+
+START_TEST(test_man_page_lists_every_key)
+{
+	static struct key_list kl;
+	char *page = read_man_page();
+	int i;
 
 	dt_job_each_key(collect, &kl);
 	ck_assert_int_gt(kl.n, 30);
@@ -739,9 +782,63 @@ START_TEST(test_man_page_lists_every_key)
 		/* Each key has its own list item: ".It Cm key". */
 		snprintf(item, sizeof item, ".It Cm %s\n", kl.keys[i]);
 		ck_assert_msg(strstr(page, item) != NULL,
-			      "%s: no \"%.*s\" for key %s", path,
+			      "man/dtrain-job.5: no \"%.*s\" for key %s",
 			      (int)strlen(item) - 1, item, kl.keys[i]);
 	}
+	free(page);
+}
+END_TEST
+
+/* Whether word is one of the words of a line "HEAD a , b ;" between from
+ * and to (head is "\n.It Li " or "\n.Li "). */
+static bool
+listed(const char *from, const char *to, const char *head, const char *word)
+{
+	size_t n = strlen(word), h = strlen(head);
+	const char *p;
+
+	for (p = from; (p = strstr(p, head)) != NULL && p < to; p++) {
+		const char *w = p + h, *end = strchr(w, '\n');
+
+		while (w < end) {
+			size_t len = strcspn(w, " ,;\n");
+
+			if (len == n && strncmp(w, word, n) == 0)
+				return true;
+			w += len + 1;
+		}
+	}
+	return false;
+}
+
+/* Every word of `type:` is in the list of model.layers.N.type and has an
+ * item under "Layer types" of man/dtrain-job.5 (".It Li word", alone or
+ * with others). */
+START_TEST(test_man_page_lists_every_type)
+{
+	char *page = read_man_page();
+	const char *from = strstr(page, "\n.Ss Layer types\n"), *to;
+	const char *key = strstr(page, "\n.It Cm model.layers.N.type\n"), *end;
+	int i;
+
+	ck_assert_msg(from != NULL, "man/dtrain-job.5: no Layer types");
+	to = strstr(from + 1, "\n.Ss ");
+	ck_assert_ptr_nonnull(to);
+	ck_assert_ptr_nonnull(key);
+	end = strstr(key + 1, "\n.It ");
+	ck_assert_ptr_nonnull(end);
+	for (i = 0; type_words[i] != NULL; i++) {
+		ck_assert_msg(listed(from, to, "\n.It Li ", type_words[i]),
+			      "man/dtrain-job.5: no \".It Li %s\" under Layer "
+			      "types", type_words[i]);
+		ck_assert_msg(listed(key, end, "\n.Li ", type_words[i]),
+			      "man/dtrain-job.5: %s is not in the words of "
+			      "model.layers.N.type", type_words[i]);
+	}
+	/* The test can fail: a word that is not a type is in neither. */
+	ck_assert(!listed(from, to, "\n.It Li ", "dense2"));
+	ck_assert(!listed(from, to, "\n.It Li ", "conv"));
+	ck_assert(!listed(key, end, "\n.Li ", "conv"));
 	free(page);
 }
 END_TEST
@@ -762,6 +859,7 @@ job_suite(void)
 	tcase_add_test(tc, test_load);
 	tcase_add_test(tc, test_each_key);
 	tcase_add_test(tc, test_man_page_lists_every_key);
+	tcase_add_test(tc, test_man_page_lists_every_type);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, job_error_tcase());
 	suite_add_tcase(s, job_layer_tcase());

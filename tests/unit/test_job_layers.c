@@ -251,6 +251,8 @@ END_TEST
 
 START_TEST(test_layer_errors)
 {
+	char msg[1024];
+
 	expect_layer_error("    - {type: conv2d, channels: 8, kernel: 3, "
 			   "units: 4}\n", 46,
 			   "model.layers.0.units: conv2d takes channels, "
@@ -290,12 +292,9 @@ START_TEST(test_layer_errors)
 			   "found a second");
 	expect_layer_error("    - {type: conv2d, channels: 8, kernel: 0}\n",
 			   43, "model.layers.0.kernel: must be >= 1, found 0");
-	expect_layer_error("    - {type: dens}\n", 14,
-			   "model.layers.0.type: expected one of dense, "
-			   "conv2d, maxpool2d, avgpool2d, flatten, reshape, "
-			   "dropout, layernorm, batchnorm, embedding, "
-			   "pos_embedding, attention, relu, tanh, sigmoid, "
-			   "gelu, softmax, add, concat, found \"dens\"");
+	snprintf(msg, sizeof msg, "model.layers.0.type: expected one of %s, "
+		 "found \"dens\"", layer_type_words());
+	expect_layer_error("    - {type: dens}\n", 14, msg);
 
 	/* inputs */
 	expect_layer_error("    - {type: add, inputs: [input]}\n", 27,

@@ -1,0 +1,109 @@
+/* schema.h - job/ only: the tables (schema.c) of job keys, layer keys and
+ * layer types. Above job.h only. */
+#ifndef DT_JOB_SCHEMA_H
+#define DT_JOB_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job/job.h"
+
+enum dt_key_type {
+	DT_KEY_SECTION,		/* a mapping of further keys */
+	DT_KEY_INT,		/* int64_t */
+	DT_KEY_UINT,		/* uint64_t (the seed) */
+	DT_KEY_FLOAT,		/* double */
+	DT_KEY_BOOL,		/* bool */
+	DT_KEY_ENUM,		/* an enum stored as int, names[i] is value i */
+	DT_KEY_NAME,		/* char[size]: letters, digits, . _ - */
+	DT_KEY_PATH,		/* char[size]: a local path, resolved against
+				 * the job's dir */
+	DT_KEY_SOURCE,		/* struct dt_source: a path or URL, or a
+				 * mapping {path, sha256, size} */
+	DT_KEY_DEGREE,		/* int64_t >= 1, or "auto" (DT_DEGREE_AUTO) */
+	DT_KEY_NAMES,		/* char[n_max][size] and an int count at
+				 * off_n: a list of layer names */
+	DT_KEY_SHAPE,		/* int64_t[n_max] and an int count at off_n:
+				 * a list of integers >= 1 */
+	DT_KEY_LAYERS,		/* model.layers: a list of layer mappings */
+	DT_KEY_LAYER_TYPE,	/* a layer's type: names[] words, stored as
+				 * kind (and activation) by dt_layer_types */
+};
+
+#define DT_KEYF_REQUIRED 0x01	/* with `when`: required when it applies */
+#define DT_KEYF_MIN 0x02	/* value >= min */
+#define DT_KEYF_MIN_OPEN 0x04	/* value > min (with DT_KEYF_MIN) */
+#define DT_KEYF_MAX 0x08	/* value <= max */
+#define DT_KEYF_MAX_OPEN 0x10	/* value < max (with DT_KEYF_MAX) */
+#define DT_KEYF_NEG1 0x20	/* SHAPE: one item may be -1 */
+
+/* One key of the job file. */
+struct dt_key {
+	const char *key;	/* full path; layer keys: the leaf ("units") */
+	enum dt_key_type type;
+	size_t off;		/* offset of the value in struct dt_job, or in
+				 * struct dt_layer_spec for layer keys */
+	size_t size;		/* NAME/PATH/NAMES: bytes of one name */
+	const char *def;	/* default as YAML text, NULL: none (zero) */
+	unsigned flags;		/* DT_KEYF_* */
+	double min, max;
+	const char *const *names;	/* ENUM, LAYER_TYPE: NULL-terminated */
+	const int64_t *choices;	/* INT: the values allowed, 0-terminated */
+	size_t off_n;		/* NAMES, SHAPE: offset of the int count */
+	int n_max;		/* NAMES, SHAPE: most items */
+	size_t mirror;		/* SOURCE: offset of a char[] that gets a copy
+				 * of the path; 0: none */
+	const char *when;	/* an ENUM key this key depends on, or NULL */
+	unsigned when_mask;	/* the values of `when` (bit 1 << value) with
+				 * which this key is used */
+	const char *def_doc;	/* shown default when def is NULL */
+	const char *doc;	/* one line for the man page and job-keys */
+};
+
+extern const struct dt_key dt_job_schema[];
+extern const int dt_job_schema_len;
+extern const struct dt_key dt_job_layer_schema[];	/* DT_JOB_LAYER_KEYS */
+
+/* Rows of dt_job_layer_schema, as indexes of origin.layer[i]; also the
+ * order in which messages list the keys a layer type takes. */
+enum dt_layer_key {
+	DT_LAYER_KEY_TYPE,
+	DT_LAYER_KEY_UNITS,
+	DT_LAYER_KEY_CHANNELS,
+	DT_LAYER_KEY_KERNEL,
+	DT_LAYER_KEY_STRIDE,
+	DT_LAYER_KEY_PADDING,
+	DT_LAYER_KEY_RATE,
+	DT_LAYER_KEY_EPS,
+	DT_LAYER_KEY_MOMENTUM,
+	DT_LAYER_KEY_VOCAB,
+	DT_LAYER_KEY_DIM,
+	DT_LAYER_KEY_LENGTH,
+	DT_LAYER_KEY_HEADS,
+	DT_LAYER_KEY_CAUSAL,
+	DT_LAYER_KEY_SHAPE,
+	DT_LAYER_KEY_ACTIVATION,
+	DT_LAYER_KEY_BIAS,
+	DT_LAYER_KEY_NAME,
+	DT_LAYER_KEY_INPUTS,
+};
+
+/* A word for `type:`, the kind it makes and the keys that kind takes. */
+struct dt_layer_type {
+	const char *name;		/* "conv2d", "relu" */
+	enum dt_layer_kind kind;
+	enum dt_activation act;		/* DT_LAYER_ACTIVATION: which */
+	unsigned takes;			/* bits 1 << enum dt_layer_key */
+	unsigned needs;			/* required keys, a subset */
+	int min_inputs, max_inputs;	/* length of `inputs:` when given */
+};
+
+extern const struct dt_layer_type dt_layer_types[];
+extern const int dt_layer_types_len;
+
+/* The keys of a repeat block, an entry {repeat: N, layers: [...]} of
+ * model.layers; its name uses the layer row DT_LAYER_KEY_NAME. */
+extern const struct dt_key dt_job_block_repeat, dt_job_block_layers;
+
+#endif
