@@ -8,7 +8,9 @@
 # $DTC_RATE, 10gbit unless set; netem delay where the kernel has it, which
 # the harness says). Open MPI reaches the hosts through tests/cluster/
 # netns-rsh (--mca plm_rsh_agent) and talks TCP over eth0 only; mpirun
-# itself runs on host 1. Everything is torn down on exit, also on failure.
+# itself runs on host 1, its daemons probing their links as dtrain run -n
+# sets them for parallel.timeout_s 10 (oob_tcp_keepalive_*). Everything
+# is torn down on exit, also on failure.
 # Where namespaces cannot be made the test says "SKIP: ..." and exits 77.
 . "${top_srcdir}/tests/integration/lib.sh"
 
@@ -139,7 +141,9 @@ cluster_mca() {
 	[ "$1" -gt 1 ] && btl=tcp,vader,self
 	echo "--mca plm_rsh_agent $DTC_AGENT --mca plm_rsh_no_tree_spawn 1" \
 	     "--mca btl $btl --mca btl_tcp_if_include 198.18.0.0/24" \
-	     "--mca oob_tcp_if_include 198.18.0.0/24 --bind-to none"
+	     "--mca oob_tcp_if_include 198.18.0.0/24 --bind-to none" \
+	     "--mca oob_tcp_keepalive_time 5 --mca oob_tcp_keepalive_intvl 5" \
+	     "--mca oob_tcp_keepalive_probes 3"
 }
 
 # cmpi H R [-t SECONDS] ARGS...: mpirun on host 1 with H x R ranks, R per
