@@ -28,6 +28,10 @@ export DTC_PREFIX
 # killed (all were started by this test), then the namespaces go, and
 # their veth ends with them.
 cluster_down() {
+	if [ -n "$DTC_WWW" ]; then
+		kill "$DTC_WWW" 2>/dev/null || :
+		wait "$DTC_WWW" 2>/dev/null || :
+	fi
 	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
 		case $ns in
 		"$DTC_PREFIX"-*)
@@ -39,7 +43,9 @@ cluster_down() {
 		esac
 	done
 }
-trap 'cluster_down; rm -rf "$SCRATCH"' EXIT
+DTC_T0=$(date +%s)
+trap 'rc=$?; cluster_down; rm -rf "$SCRATCH"
+echo "cluster: ${0##*/}: $(( $(date +%s) - DTC_T0 )) s"; exit $rc' EXIT
 trap 'exit 1' INT TERM HUP
 
 skip() {
