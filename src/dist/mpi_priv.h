@@ -27,7 +27,7 @@ struct dt_watch;
  * When this rank has waited in one call (dt_watch_enter) for timeout_s and
  * a peer has been silent, or made no progress outside a call, for as long,
  * it names those peers on stderr ("rank R: ... rank P silent for S s"),
- * and if the job still runs 2 x timeout_s later, ends it with MPI_Abort
+ * and if it still waits 2 x timeout_s later, ends the job with MPI_Abort
  * (exit 1), leaving the launcher that long to end it first. MPI must run
  * at MPI_THREAD_MULTIPLE. On success *out is owned by the caller (stop it
  * with dt_watch_stop); on error returns DT_ERR_MPI and leaves *out

@@ -27,14 +27,17 @@
 #include "util/alloc.h"
 
 #define HEARTBEAT_TAG 1
+#define BYE 2			/* in[1] of a rank's last heartbeat */
 
 struct peer {
-	int64_t in[2];		/* (2) last heartbeat: calls done, in a call */
+	int64_t in[2];		/* (2) last heartbeat: calls done, and 1 in a
+				 * call, 0 not, BYE gone for good */
 	int64_t out[2];		/* (2) the heartbeat being sent to it */
 	MPI_Request rreq, sreq;
 	double heard;		/* s: when its last heartbeat came */
 	double moved;		/* s: when it last made progress or waited */
 	int64_t calls;		/* its count of finished calls then */
+	int gone;		/* it said BYE: never suspected again */
 };
 
 struct dt_watch {
@@ -94,7 +97,10 @@ beat(struct dt_watch *w, double now)
 		if (p == w->rank)
 			continue;
 		MPI_Test(&q->rreq, &done, MPI_STATUS_IGNORE);
-		if (done) {
+		if (done && q->in[1] == BYE) {
+			q->gone = 1;
+			q->rreq = MPI_REQUEST_NULL;
+		} else if (done) {
 			q->heard = now;
 			if (q->in[0] != q->calls || q->in[1]) {
 				q->calls = q->in[0];
@@ -130,7 +136,7 @@ report(struct dt_watch *w, double now, double waited)
 	for (int p = 0; p < w->size && len < sizeof line; p++) {
 		const struct peer *q = &w->peers[p];
 
-		if (p == w->rank)
+		if (p == w->rank || q->gone)
 			continue;
 		if (now - q->heard >= w->timeout_s)
 			len += (size_t)snprintf(line + len, sizeof line - len,
@@ -243,10 +249,20 @@ dt_watch_stop(struct dt_watch *w)
 	atomic_store(&w->stop, 1);
 	if (w->started)
 		pthread_join(w->thread, NULL);
-	/* Every rank's last heartbeats are out before any receive goes. */
-	for (int p = 0; p < w->size; p++)
-		if (w->peers[p].sreq != MPI_REQUEST_NULL)
-			MPI_Wait(&w->peers[p].sreq, MPI_STATUS_IGNORE);
+	/* A last heartbeat says this rank is leaving, so that a peer still
+	 * waiting in a call of its own does not count it silent; every
+	 * rank's heartbeats are out before any receive goes. */
+	for (int p = 0; p < w->size; p++) {
+		struct peer *q = &w->peers[p];
+
+		if (p == w->rank)
+			continue;
+		if (q->sreq != MPI_REQUEST_NULL)
+			MPI_Wait(&q->sreq, MPI_STATUS_IGNORE);
+		q->out[0] = atomic_load(&w->calls);
+		q->out[1] = BYE;
+		MPI_Send(q->out, 2, MPI_INT64_T, p, HEARTBEAT_TAG, w->hb);
+	}
 	MPI_Barrier(w->hb);
 	for (int p = 0; p < w->size; p++)
 		if (w->peers[p].rreq != MPI_REQUEST_NULL) {
