@@ -309,10 +309,12 @@ precheck(const struct run_args *a, const struct dt_job *job,
 
 /* With the watchdog on (parallel.timeout_s T), Open MPI's daemons probe
  * their idle TCP links every T/2 s and give up after three unanswered
- * probes, so that mpirun ends a job whose host went away in (2T, 2.5T],
- * after the watchdog has named the lost ranks (at T) and before it ends
- * the job itself (at 3T), which it could not do while mpirun waits on
- * the lost daemon. Values already set in the environment win. */
+ * probes, so that mpirun ends a job whose host went away within (1.5T,
+ * 2T] (18 to 21 s for T = 10 in tests/cluster/faults.sh): after the
+ * watchdog has named the lost ranks (at T) and before it would end the
+ * job itself (at 3T), which it could not do while mpirun waits on the
+ * lost daemon with the kill order unacknowledged. Values already set in
+ * the environment win. */
 static void
 set_keepalive(const struct dt_job *job)
 {
