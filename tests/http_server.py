@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """http_server.py - a small HTTP(S) server for dtrain's download tests.
 
-Serves the files under --root on 127.0.0.1 at a free port (or at --port),
+Serves the files under --root on 127.0.0.1 (or on --bind, an address of
+the simulated cluster of tests/cluster/) at a free port (or at --port),
 which it prints on stdout (one line, the number alone) once it is
 listening. It honours Range requests (one range, "bytes=START-" or
 "bytes=START-END") and can misbehave on purpose, chosen per request in
@@ -38,7 +39,8 @@ parameter such as &id=NAME.
 
 The server stops by itself after --max-seconds (default 120) and as soon as
 the process that started it is gone, so a crashed test leaves nothing
-behind. --log FILE appends one line per request: "PATH range=R status=S".
+behind. --log FILE appends one line per request: "PATH range=R status=S",
+and with --log-client " client=ADDR" after it.
 --tls-cert/--tls-key serve HTTPS instead.
 """
 
@@ -84,8 +86,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if log is None:
             return
         with LOG_LOCK, open(log, "a") as f:
-            f.write("%s range=%s status=%d\n" % (self.path, rng or "-",
-                                                 status))
+            client = (" client=%s" % self.client_address[0]
+                      if self.server.log_client else "")
+            f.write("%s range=%s status=%d%s\n" % (self.path, rng or "-",
+                                                   status, client))
 
     def send_html(self, code, text, rng):
         body = html(code, text)
@@ -271,7 +275,10 @@ def main():
     ap.add_argument("--port", type=int, default=0,
                     help="listen on this port (default: a free one)")
     ap.add_argument("--max-seconds", type=float, default=120)
+    ap.add_argument("--bind", default="127.0.0.1",
+                    help="127.0.0.1, or an address in 198.18.0.0/15")
     ap.add_argument("--log")
+    ap.add_argument("--log-client", action="store_true")
     ap.add_argument("--tls-cert")
     ap.add_argument("--tls-key")
     args = ap.parse_args()
@@ -280,11 +287,16 @@ def main():
     threading.Thread(target=watchdog, args=(args.max_seconds, parent),
                      daemon=True).start()
 
+    if args.bind != "127.0.0.1" and not args.bind.startswith(("198.18.",
+                                                               "198.19.")):
+        sys.exit("http_server.py: --bind %s: only 127.0.0.1 or the "
+                 "benchmark range 198.18.0.0/15" % args.bind)
     try:
-        server = Server(("127.0.0.1", args.port), Handler)
+        server = Server((args.bind, args.port), Handler)
     except OSError as e:
-        sys.exit("http_server.py: cannot listen on 127.0.0.1:%d: %s"
-                 % (args.port, e.strerror))
+        sys.exit("http_server.py: cannot listen on %s:%d: %s"
+                 % (args.bind, args.port, e.strerror))
+    server.log_client = args.log_client
     server.root = os.path.realpath(args.root)
     server.log_path = args.log
     if args.tls_cert:

@@ -1,15 +1,26 @@
 /* comm.c - type-safe front of the communicator vtable. */
 #include "dist/comm.h"
+#include "dist/watch.h"
 
 #include <limits.h>
 #include <stdlib.h>
 
+/* Every blocking call is marked for the watchdog (parallel.timeout_s). */
+#define WATCHED(c, call, expr) \
+	do { \
+		enum dt_status st_; \
+		dt_watch_enter((c)->watch, (call)); \
+		st_ = (expr); \
+		dt_watch_leave((c)->watch); \
+		return st_; \
+	} while (0)
 
 static enum dt_status
 ok_or(struct dt_comm *c, void *buf, size_t n, int type, int op,
       struct dt_error *err)
 {
-	return c->ops->allreduce(c, buf, n, type, op, err);
+	WATCHED(c, "MPI_Allreduce",
+		c->ops->allreduce(c, buf, n, type, op, err));
 }
 
 int
@@ -39,7 +50,7 @@ dt_comm_local_rank(const struct dt_comm *c)
 enum dt_status
 dt_comm_node_barrier(struct dt_comm *c, struct dt_error *err)
 {
-	return c->ops->node_barrier(c, err);
+	WATCHED(c, "MPI_Barrier (node)", c->ops->node_barrier(c, err));
 }
 
 uint64_t
@@ -81,7 +92,7 @@ dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n, int src, int tag,
 	if (n > INT_MAX)
 		return dt_errorf(err, DT_ERR_MPI, "rank %d: receive of %zu "
 				 "floats: more than %d", c->rank, n, INT_MAX);
-	return c->ops->recv(c, buf, (int)n, src, tag, err);
+	WATCHED(c, "MPI_Recv", c->ops->recv(c, buf, (int)n, src, tag, err));
 }
 
 enum dt_status
@@ -89,7 +100,7 @@ dt_comm_wait(struct dt_comm *c, int req, struct dt_error *err)
 {
 	if (c->ops->wait == NULL)
 		return DT_OK;
-	return c->ops->wait(c, req, 0, err);
+	WATCHED(c, "MPI_Wait", c->ops->wait(c, req, 0, err));
 }
 
 enum dt_status
@@ -97,7 +108,7 @@ dt_comm_wait_all(struct dt_comm *c, struct dt_error *err)
 {
 	if (c->ops->wait == NULL)
 		return DT_OK;
-	return c->ops->wait(c, -1, 1, err);
+	WATCHED(c, "MPI_Waitall", c->ops->wait(c, -1, 1, err));
 }
 
 uint64_t
@@ -131,20 +142,20 @@ enum dt_status
 dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
 	      struct dt_error *err)
 {
-	return c->ops->bcast(c, buf, bytes, root, err);
+	WATCHED(c, "MPI_Bcast", c->ops->bcast(c, buf, bytes, root, err));
 }
 
 enum dt_status
 dt_comm_barrier(struct dt_comm *c, struct dt_error *err)
 {
-	return c->ops->barrier(c, err);
+	WATCHED(c, "MPI_Barrier", c->ops->barrier(c, err));
 }
 
 enum dt_status
 dt_comm_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	      struct dt_error *err)
 {
-	return c->ops->split(c, color, key, out, err);
+	WATCHED(c, "MPI_Comm_split", c->ops->split(c, color, key, out, err));
 }
 
 void

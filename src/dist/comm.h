@@ -20,6 +20,15 @@ struct dt_comm;
  * (dt_comm_free finalises MPI). DT_ERR_MPI if MPI cannot start. */
 enum dt_status dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err);
 
+/* As dt_comm_mpi_new, and with timeout_s > 0 (parallel.timeout_s, the
+ * same on every rank) MPI runs at MPI_THREAD_MULTIPLE and a watchdog
+ * thread names any peer that has been silent or stuck for timeout_s while
+ * this rank waited that long in a call of this communicator or one split
+ * from it, then ends the job (dist/watchdog.c). timeout_s 0: no watchdog,
+ * exactly dt_comm_mpi_new. */
+enum dt_status dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
+				       struct dt_error *err);
+
 /* A world of one rank with no MPI at all; collectives are identities. */
 struct dt_comm *dt_comm_self_new(void);
 
@@ -132,6 +141,7 @@ struct dt_comm {
 	int rank, size, local_size, local_rank;
 	uint64_t bytes_sent;
 	uint64_t p2p_bytes_sent;
+	struct dt_watch *watch;	/* NULL: no watchdog; shared with splits */
 	void *impl;
 };
 

@@ -106,6 +106,10 @@ mpi_free(struct dt_comm *c)
 	struct mpi_impl *impl = c->impl;
 	int finalized = 0;
 
+	if (impl != NULL && !impl->child) {
+		dt_watch_stop(c->watch);
+		c->watch = NULL;
+	}
 	if (impl != NULL && impl->node != MPI_COMM_NULL)
 		MPI_Comm_free(&impl->node);
 	if (impl != NULL && impl->world != MPI_COMM_NULL)
@@ -231,6 +235,7 @@ mpi_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	impl->node = MPI_COMM_NULL;
 	impl->child = 1;
 	n->rank = c->rank;	/* for messages until mpi_setup knows better */
+	n->watch = c->watch;
 	rc = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
 	if (rc == MPI_SUCCESS)
 		rc = mpi_setup(n);
@@ -269,14 +274,29 @@ dt_comm_mpi_check(int rank, int rc, const char *call, struct dt_error *err)
 enum dt_status
 dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 {
+	return dt_comm_mpi_new_watched(out, 0, err);
+}
+
+enum dt_status
+dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
+			struct dt_error *err)
+{
 	struct dt_comm *c;
 	struct mpi_impl *impl;
+	int want = timeout_s > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
 	int provided = 0, rc;
 
-	rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+	rc = MPI_Init_thread(NULL, NULL, want, &provided);
 	if (rc != MPI_SUCCESS)
 		return dt_errorf(err, DT_ERR_MPI, "MPI_Init_thread failed (%d)",
 				 rc);
+	if (timeout_s > 0 && provided < want) {
+		MPI_Finalize();
+		return dt_errorf(err, DT_ERR_MPI, "parallel.timeout_s: the "
+				 "watchdog needs MPI_THREAD_MULTIPLE, which "
+				 "this MPI does not provide; set "
+				 "parallel.timeout_s to 0");
+	}
 	c = dt_xcalloc(1, sizeof *c);
 	impl = dt_xcalloc(1, sizeof *impl);
 	c->ops = &mpi_ops;
@@ -302,6 +322,15 @@ dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 
 		mpi_free(c);
 		return st;
+	}
+	if (timeout_s > 0 && c->size > 1) {
+		enum dt_status st = dt_watch_start(impl->world, timeout_s,
+						   &c->watch, err);
+
+		if (st != DT_OK) {
+			mpi_free(c);
+			return st;
+		}
 	}
 	*out = c;
 	return DT_OK;

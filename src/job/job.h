@@ -259,6 +259,7 @@ struct dt_job {
 		enum dt_ps_mode mode;	/* sync (default), async */
 		int64_t max_staleness;	/* async bound (default 4) */
 		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
+		double timeout_s;	/* watchdog; 0 = off */
 	} parallel;
 
 	struct {

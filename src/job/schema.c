@@ -277,6 +277,9 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.blas_threads), .def = "0",
 	  .flags = DT_KEYF_MIN | DT_KEYF_MAX, .min = 0, .max = 4096,
 	  .doc = "OpenBLAS threads per rank; 0: the node's cores / its ranks" },
+	{ .key = "parallel.timeout_s", .type = DT_KEY_FLOAT,
+	  .off = OFF(parallel.timeout_s), .def = "0", GE(0),
+	  .doc = "watchdog: name a stalled peer after this long; 0: off" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

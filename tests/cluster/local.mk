@@ -1,0 +1,8 @@
+# The simulated-cluster tests: network namespaces on a bridge, Open MPI
+# over TCP between them (tests/cluster/lib.sh). They need root and
+# iproute2; elsewhere they are skipped (exit 77), never passed.
+# watchdog.sh runs on one host, without namespaces.
+CLUSTER_TESTS = tests/cluster/watchdog.sh tests/cluster/layouts.sh \
+	tests/cluster/data-ckpt.sh tests/cluster/faults.sh
+TESTS += $(CLUSTER_TESTS)
+EXTRA_DIST += $(CLUSTER_TESTS) tests/cluster/lib.sh tests/cluster/netns-rsh
