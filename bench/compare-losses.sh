@@ -55,6 +55,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# This tree's dtrain as it is now, so the tree can be rebuilt meanwhile.
+cp ./dtrain "$tmp/dtrain.this"
 git worktree add -q --detach "$wt" "$base"
 (
 	cd "$wt"
@@ -98,7 +100,7 @@ for job in fashion-mnist-mlp fashion-mnist-cnn char-gpt; do
 	for n in $ranks; do
 		a="$tmp/$job.np$n.base" b="$tmp/$job.np$n.this"
 		run "$wt/dtrain" "jobs/$job.yaml" "$n" "$a"
-		run ./dtrain "jobs/$job.yaml" "$n" "$b"
+		run "$tmp/dtrain.this" "jobs/$job.yaml" "$n" "$b"
 		lines=$(wc -l <"$b")
 		if [ "$lines" -gt 0 ] && cmp -s "$a" "$b"; then
 			printf '%-18s np %s  same (%s lines)\n' "$job" "$n" \
