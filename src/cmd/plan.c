@@ -243,64 +243,53 @@ cmd_plan(int argc, char **argv)
 	struct plan_args a = { .ranks = 1 };
 	struct dt_cmd_line line;
 	const char **sets;
-	struct dt_model *model = NULL;
 	struct plan_source srcs[PLAN_MAX_SOURCES];
 	struct json_object *desc;
 	struct dt_plan plan;
 	struct dt_error err;
 	enum dt_status st;
-	int n_sets, ranks, json, threads, n_srcs = 0;
-	int64_t n_train, train_bytes, n_eval, eval_bytes;
+	int n_sets, ranks, json, n_srcs = 0;
+	struct dt_plan_data data = { -1, 0, -1, 0 };
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	struct dt_plan_host host = {
+		.cores = cores > 0 ? (int)cores : 1,
+		.local_ranks = 1,
+		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
+	};
 	int rc = dt_cmd_parse(&dt_cmd_plan, argc, argv, &a, &line);
 
 	if (rc >= 0)
 		return rc;
+	memset(&plan, 0, sizeof plan);
 	sets = line.sets;
 	n_sets = line.n_sets;
 	ranks = a.ranks;
 	json = a.json;
 	st = dt_cmd_load_job(line.operand, sets, n_sets, &job, &err);
 	free(sets);
+	host.local_ranks = ranks;
 	if (st == DT_OK)
-		st = dt_plan_batch(&job, ranks, &plan, &err);
-	if (st == DT_OK)
-		st = dt_model_new(&job, 0, &model, &err);
-	if (st == DT_OK)
-		st = dt_plan_layout(&job, &plan, model, NULL, &err);
+		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);
 	if (st == DT_OK)
 		st = find_sources(&job, srcs, &n_srcs, &err);
 	if (st == DT_OK)
 		st = peek_split(&job, srcs, n_srcs, "train",
-				dt_model_input_size(model), &n_train,
-				&train_bytes, &err);
+				dt_model_input_size(plan.shapes), &data.n_train,
+				&data.train_bytes, &err);
 	if (st == DT_OK)
 		st = peek_split(&job, srcs, n_srcs, "eval",
-				dt_model_input_size(model), &n_eval,
-				&eval_bytes, &err);
-	if (st == DT_OK && n_train >= 0 && n_train < plan.global_batch)
-		st = dt_errorf(&err, DT_ERR_PLAN, "%s: global batch %lld is "
-			       "larger than the %lld training samples",
-			       job.path, (long long)plan.global_batch,
-			       (long long)n_train);
-	if (st == DT_OK && (job.train.steps > 0 || n_train > 0)) {
-		struct dt_lr_schedule sched;
-
-		st = dt_plan_schedule(&job, job.train.steps > 0 ?
-				      job.train.steps : job.train.epochs *
-				      (n_train / plan.global_batch),
-				      &sched, &err);
-	}
+				dt_model_input_size(plan.shapes), &data.n_eval,
+				&data.eval_bytes, &err);
+	/* The loader's epoch order, int64 per sample. */
+	if (st == DT_OK && data.n_train > 0)
+		data.train_bytes += data.n_train * 8;
+	if (st == DT_OK)
+		st = dt_plan_set_data(&job, &data, &plan, &err);
 	if (st != DT_OK) {
-		dt_model_free(model);
+		dt_plan_fini(&plan);
 		return dt_cmd_fail(st, &err);
 	}
-	threads = dt_plan_blas_threads(cores > 0 ? (int)cores : 1, ranks,
-				       job.parallel.blas_threads,
-				       getenv("OPENBLAS_NUM_THREADS"));
-	desc = dt_plan_describe(&job, &plan, model, threads, n_train,
-				train_bytes + (n_train > 0 ? n_train * 8 : 0),
-				n_eval, eval_bytes);
+	desc = json_object_get(plan.desc);
 	json_object_object_add(desc, "sources",
 			       describe_sources(srcs, n_srcs));
 	if (json) {
@@ -309,10 +298,10 @@ cmd_plan(int argc, char **argv)
 			       JSON_C_TO_STRING_SPACED));
 	} else {
 		dt_plan_print(desc, stdout);
-		print_sources(srcs, n_srcs, n_train, stdout);
+		print_sources(srcs, n_srcs, data.n_train, stdout);
 	}
 	json_object_put(desc);
-	dt_model_free(model);
+	dt_plan_fini(&plan);
 	return 0;
 }
 

@@ -231,27 +231,42 @@ run_child(const char **args)
 }
 
 /* What can be refused before mpirun starts, so that a mistake costs no
- * MPI start-up and leaves nothing behind: the model's shapes, with plan
- * (the layout of -n ranks; NULL without -n) a tensor-parallel degree that
- * does not divide a split layer and pipeline stages the model cannot take
- * (the checks of plan --dry-run, in its words), a schedule that does not
- * fit a run length given in steps, and (for a new run) a run directory
- * that already holds results. */
+ * MPI start-up and leaves nothing behind: with -n, everything the plan of
+ * that many ranks refuses (dt_plan_build: the batch arithmetic, a
+ * tensor-parallel degree that does not divide a split layer, pipeline
+ * stages the model cannot take, a schedule that does not fit a run length
+ * given in steps; the checks of plan --dry-run, in its words); without
+ * it the model's shapes and that schedule; and (for a new run) a run
+ * directory that already holds results. */
 static enum dt_status
 precheck(const struct run_args *a, const struct dt_job *job,
-	 const struct dt_plan *plan, struct dt_error *err)
+	 struct dt_error *err)
 {
-	struct dt_model *model = NULL;
-	struct dt_lr_schedule sched;
 	char dir[DT_JOB_PATH_MAX + 32], path[DT_JOB_PATH_MAX + 64];
-	enum dt_status st = dt_model_new(job, 0, &model, err);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	struct dt_plan_host host = {
+		.cores = cores > 0 ? (int)cores : 1,
+		.local_ranks = a->n_ranks,
+		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
+	};
+	struct dt_plan plan;
 	struct stat sb;
+	enum dt_status st;
 
-	if (st == DT_OK && plan != NULL)
-		st = dt_plan_layout(job, plan, model, NULL, err);
-	dt_model_free(model);
-	if (st == DT_OK && job->train.steps > 0)
-		st = dt_plan_schedule(job, job->train.steps, &sched, err);
+	memset(&plan, 0, sizeof plan);
+	if (a->n_ranks > 0) {
+		st = dt_plan_build(job, a->n_ranks, &host, NULL, &plan, err);
+	} else {
+		struct dt_model *model = NULL;
+		struct dt_lr_schedule sched;
+
+		st = dt_model_new(job, 0, &model, err);
+		dt_model_free(model);
+		if (st == DT_OK && job->train.steps > 0)
+			st = dt_plan_schedule(job, job->train.steps, &sched,
+					      err);
+	}
+	dt_plan_fini(&plan);
 	if (st != DT_OK || a->resume)
 		return st;
 	if (a->run_dir != NULL)
@@ -298,15 +313,11 @@ launch(int argc, char **argv, const struct run_args *a,
 {
 	char self[PATH_MAX], np[16], dir[DT_JOB_PATH_MAX + 16];
 	const char **args;
-	struct dt_plan plan;
 	struct dt_error err;
 	ssize_t len;
 	int rc;
 
-	if (a->n_ranks > 0 &&
-	    dt_plan_batch(job, a->n_ranks, &plan, &err) != DT_OK)
-		return dt_cmd_fail(err.status, &err);
-	if (precheck(a, job, a->n_ranks > 0 ? &plan : NULL, &err) != DT_OK)
+	if (precheck(a, job, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len < 0) {

@@ -13,7 +13,29 @@
 #include <stdio.h>
 
 #include "job/job.h"
+#include "optim/schedule.h"
 #include "util/status.h"
+
+struct dt_model;
+struct dt_stage_info;
+struct dt_pipe_op;
+struct json_object;
+
+/* The sizes of a job's data, as far as they are known: samples and their
+ * in-memory bytes (the inputs, labels and epoch order), -1 for unknown
+ * (a URL not yet fetched, a format whose count needs a full read). */
+struct dt_plan_data {
+	int64_t n_train, train_bytes;
+	int64_t n_eval, eval_bytes;
+};
+
+/* The machine a rank runs on, for the BLAS threads: its cores, the ranks
+ * that share it and OPENBLAS_NUM_THREADS (may be NULL). */
+struct dt_plan_host {
+	int cores;
+	int local_ranks;
+	const char *blas_env;
+};
 
 struct dt_plan {
 	int world_size;
@@ -25,7 +47,64 @@ struct dt_plan {
 	int64_t micro_batch;		/* samples per forward/backward */
 	int64_t grad_accum_steps;	/* micro-batches per optimizer step */
 	int64_t per_rank_batch;		/* micro_batch * grad_accum_steps */
+
+	/* The rest is filled by dt_plan_build (dt_plan_batch leaves it
+	 * zero) and owned by the plan (dt_plan_fini). */
+	int blas_threads;		/* per rank */
+	int exact_accum;		/* dt_plan_exact_accum */
+	int n_servers;			/* parameter servers (ranks past
+					 * dp_size), 0 without */
+	struct dt_model *shapes;	/* the whole model, shapes only, laid
+					 * out (tensor-parallel nodes marked) */
+	int n_nodes;
+	int *stage_of_node;		/* (n_nodes) pipeline stage of each */
+	struct dt_stage_info *stages;	/* (pp_size) what each stage holds */
+	int64_t *in_flight;		/* (pp_size) dt_plan_in_flight */
+	struct dt_pipe_op *ops;		/* (pp_size, 2 * grad_accum_steps)
+					 * each stage's schedule of one step */
+	struct dt_plan_data data;	/* as given; -1 fields unknown */
+	int64_t steps_per_epoch;	/* -1 until the training samples are
+					 * known */
+	int64_t samples_dropped;	/* per epoch, -1 likewise */
+	int64_t total_steps;		/* optimizer steps of the run, -1 until
+					 * known (train.steps, or epochs x
+					 * steps_per_epoch) */
+	struct dt_lr_schedule lr_schedule;	/* over total_steps, once
+						 * that is known */
+	struct json_object *desc;	/* what plan --dry-run prints and the
+					 * trainer writes to plan.json: memory
+					 * and bytes per rank, FLOPs, ... */
 };
+
+/* The one plan constructor: everything a job will do on world_size
+ * ranks, resolved once (plan, run -n and the trainer all call it, and
+ * nothing downstream derives any of it again): the batch arithmetic and
+ * the grid (dt_plan_batch), the BLAS threads (dt_plan_blas_threads on
+ * host), exact accumulation, the stage of every node of the whole model
+ * (dt_plan_layout on a shapes-only model that the plan keeps), each
+ * stage's holdings, micro-batches in flight and schedule, and, with data
+ * (NULL: sizes unknown), what dt_plan_set_data adds. With train.steps
+ * the length and its learning-rate schedule are known without the data.
+ * On error returns DT_ERR_PLAN (or DT_ERR_JOB for the schedule) naming
+ * the keys, and leaves *plan empty (dt_plan_fini is harmless). */
+enum dt_status dt_plan_build(const struct dt_job *job, int world_size,
+			     const struct dt_plan_host *host,
+			     const struct dt_plan_data *data,
+			     struct dt_plan *plan, struct dt_error *err);
+
+/* Completes a plan built before its data's sizes were known (the
+ * trainer learns them by loading the data it needs the layout for):
+ * steps per epoch and samples dropped (DT_ERR_PLAN naming
+ * train.global_batch when the global batch exceeds the training
+ * samples), the total steps and their learning-rate schedule
+ * (DT_ERR_JOB as dt_plan_schedule), and the description (plan->desc,
+ * replaced). data->n_train < 0 leaves the steps unknown. */
+enum dt_status dt_plan_set_data(const struct dt_job *job,
+				const struct dt_plan_data *data,
+				struct dt_plan *plan, struct dt_error *err);
+
+/* Frees what dt_plan_build made; the plan is then empty. */
+void dt_plan_fini(struct dt_plan *plan);
 
 /* Resolves the batch arithmetic of job on world_size ranks into *plan.
  * DT_ERR_PLAN (exit code 2) naming the keys and their job-file positions
@@ -163,23 +242,18 @@ struct dt_model;
  * its per-rank total compares with what `time -v` reports. */
 #define DT_PLAN_RUNTIME_BYTES ((int64_t)24 << 20)
 
-/* What plan --dry-run reports, for world_size ranks: the process grid, the
- * batch arithmetic, per layer (graph node) its output shape, parameters
- * and forward/backward FLOPs per sample, per rank the memory of parameters,
- * gradients, optimizer state, activations at the micro-batch and the
- * dataset, and the bytes each rank sends and receives per optimizer step
- * (ring all-reduce: 2 (p-1)/p of the gradient bytes each way, Patarasuk &
- * Yuan, "Bandwidth optimal all-reduce algorithms", 2009), steps per epoch
- * and samples dropped. model is built shapes-only (max_batch 0).
- * n_train / n_eval are the dataset sizes (-1: unknown) and train_bytes /
- * eval_bytes their in-memory sizes. Returns a new JSON object owned by the
- * caller (json_object_put); its keys are documented in dtrain(1). */
+/* What plan --dry-run reports, for plan (built by dt_plan_build, whose
+ * desc it fills): the process grid, the batch arithmetic, per layer
+ * (graph node) its output shape, parameters and forward/backward FLOPs
+ * per sample, per rank the memory of parameters, gradients, optimizer
+ * state, activations at the micro-batch and the dataset, and the bytes
+ * each rank sends and receives per optimizer step (ring all-reduce:
+ * 2 (p-1)/p of the gradient bytes each way, Patarasuk & Yuan, "Bandwidth
+ * optimal all-reduce algorithms", 2009), steps per epoch and samples
+ * dropped. Returns a new JSON object owned by the caller
+ * (json_object_put); its keys are documented in dtrain(1). */
 struct json_object *dt_plan_describe(const struct dt_job *job,
-				     const struct dt_plan *plan,
-				     const struct dt_model *model,
-				     int blas_threads, int64_t n_train,
-				     int64_t train_bytes, int64_t n_eval,
-				     int64_t eval_bytes);
+				     const struct dt_plan *plan);
 
 /* Prints the description made by dt_plan_describe as text. */
 void dt_plan_print(const struct json_object *desc, FILE *out);

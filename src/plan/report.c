@@ -43,34 +43,6 @@ struct stage_plan {
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
 };
 
-/* The stages of the layout into stage_of_node (n entries). The callers
- * (plan, run) refuse the job before this when dt_plan_stages does;
- * should it fail here all the same, the FLOPs balance stands in, so the
- * description is always made. */
-static void
-layout(const struct dt_job *job, const struct dt_plan *plan,
-       const struct dt_model *model, int *stage_of_node)
-{
-	int n = dt_model_n_layers(model), pp = plan->pp_size;
-	struct dt_error err;
-	double *cost;
-
-	if (pp < 1)
-		pp = 1;
-	if (dt_plan_stages(job, model, pp, stage_of_node, &err) == DT_OK)
-		return;
-	cost = dt_xmalloc((size_t)n, sizeof *cost);
-
-	for (int i = 0; i < n; i++) {
-		struct dt_layer_info li;
-
-		dt_model_layer_info(model, i, &li);
-		cost[i] = li.fwd_flops;
-	}
-	dt_plan_partition(cost, n, pp < n ? pp : n, stage_of_node);
-	free(cost);
-}
-
 static int64_t get_i(const struct json_object *o, const char *a,
 		     const char *b);
 
@@ -91,9 +63,9 @@ plan_stage(const struct dt_job *job, const struct dt_plan *plan,
 	int64_t n_trained = trained;
 	int64_t n_params = trained + (int64_t)(sp->si.buffer_hi -
 					       sp->si.buffer_lo);
-	/* Summed in double when dt_plan_exact_accum says so: an accumulator
+	/* Summed in double when the plan says so (exact_accum): an accumulator
 	 * of the trained floats, and 8 bytes a value in the all-reduce. */
-	int exact = dt_plan_exact_accum(plan);
+	int exact = plan->exact_accum;
 	int64_t acc = exact ? trained * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
@@ -121,11 +93,14 @@ plan_stage(const struct dt_job *job, const struct dt_plan *plan,
 }
 
 struct json_object *
-dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
-		 const struct dt_model *model, int blas_threads,
-		 int64_t n_train, int64_t train_bytes, int64_t n_eval,
-		 int64_t eval_bytes)
+dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 {
+	const struct dt_model *model = plan->shapes;
+	int blas_threads = plan->blas_threads;
+	int64_t n_train = plan->data.n_train;
+	int64_t train_bytes = plan->data.train_bytes;
+	int64_t n_eval = plan->data.n_eval;
+	int64_t eval_bytes = plan->data.eval_bytes;
 	struct json_object *o = json_object_new_object();
 	struct json_object *grid = json_object_new_object();
 	struct json_object *batch = json_object_new_object();
@@ -136,14 +111,16 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	struct json_object *ranks = json_object_new_array();
 	int n_nodes = dt_model_n_layers(model);
 	int pp = plan->pp_size > 0 ? plan->pp_size : 1;
-	int *stage_of_node = dt_xmalloc((size_t)n_nodes, sizeof *stage_of_node);
+	const int *stage_of_node = plan->stage_of_node;
 	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
 	int64_t n_params = (int64_t)dt_model_n_params(model);
 	int64_t n_trained = (int64_t)dt_model_n_trained(model);
 	int64_t input = dt_model_input_size(model) * plan->micro_batch;
 	int64_t p = plan->dp_size, grad_bytes = n_trained * 4, ring;
 	double fwd = 0, total_flops;
-	int64_t steps_per_epoch = -1, dropped = -1, total_steps = -1;
+	int64_t steps_per_epoch = plan->steps_per_epoch;
+	int64_t dropped = plan->samples_dropped;
+	int64_t total_steps = plan->total_steps;
 	int64_t bufs = optim_buffers(job);
 	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
 	int async = ps && job->parallel.mode == DT_PS_ASYNC;
@@ -175,12 +152,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	ADD(batch, "grad_accum_steps",
 	    json_object_new_int64(plan->grad_accum_steps));
 	ADD(batch, "per_rank_batch", json_object_new_int64(plan->per_rank_batch));
-	if (n_train > 0) {
-		steps_per_epoch = n_train / plan->global_batch;
-		dropped = n_train - steps_per_epoch * plan->global_batch;
-		total_steps = job->train.steps > 0 ? job->train.steps :
-			      job->train.epochs * steps_per_epoch;
-	}
 	ADD(batch, "steps_per_epoch", steps_per_epoch >= 0 ?
 	    json_object_new_int64(steps_per_epoch) : NULL);
 	ADD(batch, "samples_dropped_per_epoch", dropped >= 0 ?
@@ -189,7 +160,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	    json_object_new_int64(total_steps) : NULL);
 	ADD(o, "batch", batch);
 
-	layout(job, plan, model, stage_of_node);
 	for (int i = 0; i < n_nodes; i++) {
 		struct dt_layer_info li;
 		struct json_object *l = json_object_new_object();
@@ -228,11 +198,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 		struct json_object *in = json_object_new_array();
 		const struct dt_stage_info *si = &sp[s].si;
 
-		dt_model_stage_info(model, stage_of_node, pp, s, &sp[s].si);
-		/* Data parallelism runs one micro-batch at a time; a split
-		 * model keeps a slot per micro-batch in flight (all of the
-		 * step's without a pipeline, as GPipe). */
-		sp[s].in_flight = split ? dt_plan_in_flight(plan, s) : 1;
+		sp[s].si = plan->stages[s];
+		sp[s].in_flight = plan->in_flight[s];
 		sp[s].tp_floats = dt_model_tp_floats_per_sample(
 			model, si->first_node, si->last_node);
 		plan_stage(job, plan, model, train_bytes + eval_bytes, loader,
@@ -315,7 +282,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	} else {
 		/* The ring over the dp x tp ranks of the stage with the most
 		 * trained floats, in the precision they are summed in. */
-		int64_t elem = dt_plan_exact_accum(plan) ? 8 : 4;
+		int64_t elem = plan->exact_accum ? 8 : 4;
 
 		grad_bytes = 0;
 		for (int s = 0; s < pp; s++) {
@@ -405,7 +372,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan,
 	for (int s = 0; s < pp; s++)
 		json_object_put(sp[s].memory);
 	free(sp);
-	free(stage_of_node);
 	return o;
 }
 

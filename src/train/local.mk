@@ -1,6 +1,18 @@
-libdtrain_la_SOURCES += src/train/train.h src/train/train.c \
+# train/: the run (run.c: set-up and teardown), its data (data.c), the
+# loop's cadence (loop.c), the executor (exec.c), the gradient sync
+# (sync.c, sync_ps.c), evaluation (eval.c), what is written (metrics.c),
+# checkpoints (state.c, gather.c) and the parts under them.
+libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/state.h src/train/state.c \
-	src/train/pipeline.h src/train/pipeline.c \
+	src/train/data.h src/train/data.c \
+	src/train/loop.h src/train/loop.c \
+	src/train/exec.h src/train/exec.c \
+	src/train/report.h \
+	src/train/sync.h src/train/sync_priv.h src/train/sync.c \
+	src/train/sync_ps.c \
+	src/train/eval.h src/train/eval.c \
+	src/train/metrics.h src/train/metrics.c \
+	src/train/gather.h src/train/gather.c \
 	src/train/source.h src/train/source.c \
 	src/train/loader.h src/train/loader.c \
 	src/train/signals.h src/train/signals.c \

@@ -129,6 +129,55 @@ open_tokens(struct dt_batch_source *s, const struct dt_job *job,
 			      ctx, ctx, &s->td, err);
 }
 
+/* A split of a token stream (data.format tokens or text). Without an
+ * eval file the eval split is the tail of the training file's windows
+ * (data.eval_fraction). */
+static enum dt_status
+open_token_split(struct dt_batch_source *s, const struct dt_job *job,
+		 int which, int64_t n_classes, int64_t max_batch,
+		 const struct dt_vocab *vocab, struct dt_error *err)
+{
+	const struct dt_data_split *sp = which == 0 ? &job->data.train :
+					 &job->data.eval;
+	const char *path = sp->file.path;
+	int tail = which == 1 && path[0] == '\0';
+	enum dt_status st;
+
+	if (tail) {
+		if (job->data.eval_fraction <= 0)
+			return DT_OK;
+		path = job->data.train.file.path;
+	}
+	s->tokens = 1;
+	st = open_tokens(s, job, path, n_classes, vocab, err);
+	if (st != DT_OK)
+		return st;
+	s->n = s->td.n;
+	if (job->data.eval.file.path[0] == '\0' &&
+	    job->data.eval_fraction > 0) {
+		int64_t n_eval = (int64_t)((double)s->td.n *
+					   job->data.eval_fraction);
+
+		if (n_eval < 1)
+			n_eval = 1;
+		if (n_eval >= s->td.n)
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%s: %lld samples of context "
+					 "%lld are too few to hold out "
+					 "data.eval_fraction %g",
+					 path, (long long)s->td.n,
+					 (long long)job->data.context,
+					 job->data.eval_fraction);
+		s->first = tail ? s->td.n - n_eval : 0;
+		s->n = tail ? n_eval : s->td.n - n_eval;
+	}
+	s->x_size = job->data.context;
+	s->y_size = job->data.context;
+	s->scratch = dt_xmalloc((size_t)(max_batch * job->data.context),
+				sizeof *s->scratch);
+	return DT_OK;
+}
+
 enum dt_status
 dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 	       int which, int64_t n_classes, int64_t max_batch,
@@ -171,46 +220,9 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 		break;
 	}
 	case DT_FORMAT_TOKENS:
-	case DT_FORMAT_TEXT: {
-		/* Without an eval file the eval split is the tail of the
-		 * training file's windows (data.eval_fraction). */
-		const char *path = sp->file.path;
-		int tail = which == 1 && path[0] == '\0';
-
-		if (tail) {
-			if (job->data.eval_fraction <= 0)
-				return DT_OK;
-			path = job->data.train.file.path;
-		}
-		s->tokens = 1;
-		st = open_tokens(s, job, path, n_classes, vocab, err);
-		if (st != DT_OK)
-			return st;
-		s->n = s->td.n;
-		if (job->data.eval.file.path[0] == '\0' &&
-		    job->data.eval_fraction > 0) {
-			int64_t n_eval = (int64_t)((double)s->td.n *
-						   job->data.eval_fraction);
-
-			if (n_eval < 1)
-				n_eval = 1;
-			if (n_eval >= s->td.n)
-				return dt_errorf(err, DT_ERR_DATA,
-						 "%s: %lld samples of context "
-						 "%lld are too few to hold out "
-						 "data.eval_fraction %g",
-						 path, (long long)s->td.n,
-						 (long long)job->data.context,
-						 job->data.eval_fraction);
-			s->first = tail ? s->td.n - n_eval : 0;
-			s->n = tail ? n_eval : s->td.n - n_eval;
-		}
-		s->x_size = job->data.context;
-		s->y_size = job->data.context;
-		s->scratch = dt_xmalloc((size_t)(max_batch * job->data.context),
-					sizeof *s->scratch);
-		return DT_OK;
-	}
+	case DT_FORMAT_TEXT:
+		return open_token_split(s, job, which, n_classes, max_batch,
+					vocab, err);
 	}
 	if (st != DT_OK)
 		return st;
@@ -256,4 +268,15 @@ dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 		for (int64_t i = 0; i < c * s->x_size; i++)
 			x[done * s->x_size + i] = (float)s->scratch[i];
 	}
+}
+
+int64_t
+dt_source_bytes(const struct dt_batch_source *s)
+{
+	if (s->n <= 0)
+		return 0;
+	if (s->tokens)
+		return s->td.n_tokens * s->td.elem_size;
+	return s->ds.n * s->ds.sample_size * (s->ds.x_u8 != NULL ? 1 : 4) +
+	       s->ds.n * (int64_t)sizeof(int32_t);
 }

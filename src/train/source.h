@@ -61,4 +61,9 @@ enum dt_status dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
 void dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 		      int64_t count, float *x, int32_t *y);
 
+/* Bytes the split's samples take in memory (inputs as stored, labels),
+ * as dtrain plan counts them from the files' headers; 0 for an empty
+ * split. */
+int64_t dt_source_bytes(const struct dt_batch_source *s);
+
 #endif

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
-#include "train/pipeline.h"
+#include "train/gather.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
 
@@ -122,11 +122,13 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 	struct dt_full f;
 
 	memset(&f, 0, sizeof f);
-	if (r->mp) {
+	struct dt_ps *servers = dt_grad_sync_servers(r->sync);
+
+	if (r->layout.split) {
 		/* Each stage holds its own part: rank 0 collects them. */
-		st = dt_pipe_full_gather(r, &f, err);
+		st = dt_full_gather(r, &f, err);
 	}
-	if (r->ps != NULL) {
+	if (servers != NULL) {
 		/* The master parameters and the optimizer state live on the
 		 * servers: every worker gets the parameters, worker 0 the
 		 * optimizer state, all of the same step. */
@@ -134,7 +136,7 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		float **bufs = dt_optim_state(r->optim, &n_bufs);
 		int64_t steps = 0;
 
-		st = dt_ps_gather_state(r->ps, dt_model_params(r->model),
+		st = dt_ps_gather_state(servers, dt_model_params(r->model),
 					r->rank == 0 ? bufs : NULL,
 					r->rank == 0 ? &steps : NULL, err);
 		if (st != DT_OK)
@@ -150,16 +152,16 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		int n_bufs = 0;
 		float **bufs = dt_optim_state(r->optim, &n_bufs);
 
-		if (r->mp)
+		if (r->layout.split)
 			tensors_init(&t, r->job, f.shapes, f.params, f.bufs,
 				     f.n_bufs);
 		else
 			tensors_init(&t, r->job, r->model,
 				     dt_model_params(r->model), bufs, n_bufs);
 		memset(&meta, 0, sizeof meta);
-		meta.step = r->step;
-		meta.epoch = r->epoch;
-		meta.epoch_samples = r->epoch_off;
+		meta.step = r->position.step;
+		meta.epoch = r->position.epoch;
+		meta.epoch_samples = r->position.epoch_off;
 		meta.optim_steps = dt_optim_steps(r->optim);
 		meta.seed = r->job->seed;
 		meta.world_size = r->plan.world_size;
@@ -167,10 +169,14 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		meta.pp_size = r->plan.pp_size;
 		meta.tp_size = r->plan.tp_size;
 		meta.job_text = job_text(r->job);
-		set_extra(&extra[0], "window_loss", r->window_loss, 0, 0);
-		set_extra(&extra[1], "window_steps", 0, r->window_steps, 1);
-		set_extra(&extra[2], "window_samples", 0, r->window_samples, 1);
-		set_extra(&extra[3], "skipped_steps", 0, r->skipped, 1);
+		set_extra(&extra[0], "window_loss", r->position.window_loss,
+			  0, 0);
+		set_extra(&extra[1], "window_steps", 0,
+			  r->position.window_steps, 1);
+		set_extra(&extra[2], "window_samples", 0,
+			  r->position.window_samples, 1);
+		set_extra(&extra[3], "skipped_steps", 0, r->position.skipped,
+			  1);
 		meta.extra = extra;
 		meta.n_extra = 4;
 		memset(&opts, 0, sizeof opts);
@@ -184,10 +190,10 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		free(meta.job_text);
 		tensors_fini(&t);
 	}
-	dt_pipe_full_free(&f);
-	st = dt_comm_agree(r->wcomm, st, err);
+	dt_full_free(&f);
+	st = dt_comm_agree(dt_grad_sync_workers(r->sync), st, err);
 	if (st == DT_OK)
-		r->last_ckpt_step = r->step;
+		r->last_ckpt_step = r->position.step;
 	return st;
 }
 
@@ -218,6 +224,61 @@ struct position {
 	double window_loss;
 };
 
+/* Rank 0: the newest checkpoint that verifies into params and bufs (the
+ * arrays of whole, the whole model), its position into *pos (found 0
+ * when there is none). */
+static enum dt_status
+read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
+	    float **bufs, int n_bufs, struct position *pos,
+	    struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 64];
+	int64_t step = -1;
+	struct tensors t;
+	struct dt_ckpt_meta meta;
+	enum dt_status st;
+
+	/* This run is the only writer: what a killed one left half made
+	 * goes first. */
+	st = dt_ckpt_clean_temporaries(r->ckpt_dir, dt_ckpt_report_file,
+				       stderr, err);
+	if (st == DT_OK)
+		st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path,
+					 &step, dt_ckpt_report_file, stderr,
+					 err);
+	if (st != DT_OK)
+		return st;
+	if (step < 0) {
+		fprintf(stderr, "dtrain: no checkpoint in %s; starting from "
+			"the beginning\n", r->ckpt_dir);
+		return DT_OK;
+	}
+	tensors_init(&t, r->job, whole, params, bufs, n_bufs);
+	st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
+			  (size_t)t.n_optim, &meta, err);
+	tensors_fini(&t);
+	if (st == DT_OK && meta.seed != r->job->seed)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: saved with seed %llu, "
+			       "the job has %llu", path,
+			       (unsigned long long)meta.seed,
+			       (unsigned long long)r->job->seed);
+	if (st == DT_OK) {
+		pos->found = 1;
+		pos->step = meta.step;
+		pos->epoch = meta.epoch;
+		pos->epoch_off = meta.epoch_samples;
+		pos->optim_steps = meta.optim_steps;
+		pos->window_loss = extra_double(&meta, "window_loss");
+		pos->window_steps = extra_int(&meta, "window_steps");
+		pos->window_samples = extra_int(&meta, "window_samples");
+		pos->skipped = extra_int(&meta, "skipped_steps");
+		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n", path,
+			(long long)meta.step);
+	}
+	dt_ckpt_meta_fini(&meta);
+	return st;
+}
+
 enum dt_status
 dt_run_restore(struct dt_run *r, struct dt_error *err)
 {
@@ -231,10 +292,10 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 
 	memset(&pos, 0, sizeof pos);
 	memset(&f, 0, sizeof f);
-	if (r->mp) {
+	if (r->layout.split) {
 		/* A checkpoint holds the whole model: read and pass it on
 		 * whole, then each rank keeps its stage. */
-		st = dt_pipe_full_alloc(r, &f, err);
+		st = dt_full_alloc(r, &f, err);
 		if (st != DT_OK)
 			return st;	/* every rank fails alike */
 		whole = f.shapes;
@@ -244,157 +305,44 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	size_t n = dt_model_n_params(whole);
 	size_t n_trained = dt_model_n_trained(whole);
 
-	if (r->rank == 0) {
-		char path[DT_JOB_PATH_MAX + 64];
-		int64_t step = -1;
-
-		/* This run is the only writer: what a killed one left half
-		 * made goes first. */
-		st = dt_ckpt_clean_temporaries(r->ckpt_dir, dt_ckpt_report_file,
-					       stderr, err);
-		if (st == DT_OK)
-			st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path,
-						 &step, dt_ckpt_report_file,
-						 stderr, err);
-		if (st == DT_OK && step >= 0) {
-			struct tensors t;
-			struct dt_ckpt_meta meta;
-
-			tensors_init(&t, r->job, whole, params, bufs, n_bufs);
-			st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
-					  (size_t)t.n_optim, &meta, err);
-			tensors_fini(&t);
-			if (st == DT_OK && meta.seed != r->job->seed)
-				st = dt_errorf(err, DT_ERR_FORMAT,
-					       "%s: saved with seed %llu, the "
-					       "job has %llu", path,
-					       (unsigned long long)meta.seed,
-					       (unsigned long long)r->job->seed);
-			if (st == DT_OK) {
-				pos.found = 1;
-				pos.step = meta.step;
-				pos.epoch = meta.epoch;
-				pos.epoch_off = meta.epoch_samples;
-				pos.optim_steps = meta.optim_steps;
-				pos.window_loss = extra_double(&meta,
-							       "window_loss");
-				pos.window_steps = extra_int(&meta,
-							     "window_steps");
-				pos.window_samples = extra_int(&meta,
-							       "window_samples");
-				pos.skipped = extra_int(&meta, "skipped_steps");
-				fprintf(stderr, "dtrain: resuming from %s "
-					"(step %lld)\n", path,
-					(long long)meta.step);
-			}
-			dt_ckpt_meta_fini(&meta);
-		} else if (st == DT_OK) {
-			fprintf(stderr, "dtrain: no checkpoint in %s; "
-				"starting from the beginning\n", r->ckpt_dir);
-		}
-		pos.status = (int32_t)st;
-	}
+	if (r->rank == 0)
+		pos.status = (int32_t)read_latest(r, whole, params, bufs,
+						  n_bufs, &pos, err);
 	/* Rank 0's verdict travels with the position. */
 	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK) {
-		dt_pipe_full_free(&f);
+		dt_full_free(&f);
 		return DT_ERR_MPI;
 	}
 	if (pos.status != DT_OK) {
 		if (r->rank != 0)
 			dt_errorf(err, (enum dt_status)pos.status,
 				  "rank 0 could not load a checkpoint");
-		dt_pipe_full_free(&f);
+		dt_full_free(&f);
 		return (enum dt_status)pos.status;
 	}
 	r->resumed_from = -1;
 	if (!pos.found) {
-		dt_pipe_full_free(&f);
+		dt_full_free(&f);
 		return DT_OK;
 	}
 	st = dt_comm_bcast(r->comm, params, n * sizeof(float), 0, err);
 	for (int i = 0; st == DT_OK && i < n_bufs; i++)
 		st = dt_comm_bcast(r->comm, bufs[i], n_trained * sizeof(float),
 				   0, err);
-	if (st == DT_OK && r->mp)
-		dt_pipe_full_scatter(r, &f);
-	dt_pipe_full_free(&f);
+	if (st == DT_OK && r->layout.split)
+		dt_full_scatter(r, &f);
+	dt_full_free(&f);
 	if (st != DT_OK)
 		return st;
 	dt_optim_set_steps(r->optim, pos.optim_steps);
-	r->step = pos.step;
-	r->epoch = pos.epoch;
-	r->epoch_off = pos.epoch_off;
-	r->window_loss = pos.window_loss;
-	r->window_steps = pos.window_steps;
-	r->window_samples = pos.window_samples;
-	r->skipped = pos.skipped;
+	r->position.step = pos.step;
+	r->position.epoch = pos.epoch;
+	r->position.epoch_off = pos.epoch_off;
+	r->position.window_loss = pos.window_loss;
+	r->position.window_steps = pos.window_steps;
+	r->position.window_samples = pos.window_samples;
+	r->position.skipped = pos.skipped;
 	r->resumed_from = pos.step;
 	r->last_ckpt_step = pos.step;
-	return DT_OK;
-}
-
-struct kept_lines {
-	char *text;
-	size_t len;
-};
-
-static enum dt_status
-write_kept(FILE *out, void *ctx, struct dt_error *err)
-{
-	const struct kept_lines *k = ctx;
-
-	if (k->len > 0 && fwrite(k->text, 1, k->len, out) != k->len)
-		return dt_errorf(err, DT_ERR_IO, "metrics.jsonl: write failed");
-	return DT_OK;
-}
-
-enum dt_status
-dt_run_reopen_metrics(struct dt_run *r, int64_t step, struct dt_error *err)
-{
-	char path[DT_JOB_PATH_MAX + 32];
-	struct kept_lines kept = { NULL, 0 };
-	FILE *in, *mem;
-	char *line = NULL;
-	size_t cap = 0;
-	enum dt_status st;
-
-	if (r->rank != 0)
-		return DT_OK;
-	st = dt_rundir_path(path, sizeof path, r->dir, "metrics.jsonl", err);
-	if (st != DT_OK)
-		return st;
-	mem = open_memstream(&kept.text, &kept.len);
-	if (mem == NULL)
-		return dt_errorf(err, DT_ERR_IO, "out of memory");
-	in = fopen(path, "r");
-	if (in != NULL) {
-		while (getline(&line, &cap, in) > 0) {
-			struct json_object *o = json_tokener_parse(line);
-			struct json_object *s;
-
-			/* A line cut by a crash does not parse: drop it. */
-			if (o != NULL && json_object_object_get_ex(o, "step",
-								    &s) &&
-			    json_object_get_int64(s) <= step)
-				fputs(line, mem);
-			json_object_put(o);
-		}
-		fclose(in);
-	} else if (errno != ENOENT) {
-		fclose(mem);
-		free(kept.text);
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot read: %s", path,
-				 strerror(errno));
-	}
-	free(line);
-	fclose(mem);
-	st = dt_rundir_write_atomic(path, write_kept, &kept, err);
-	free(kept.text);
-	if (st != DT_OK)
-		return st;
-	r->metrics = fopen(path, "a");
-	if (r->metrics == NULL)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
-				 strerror(errno));
 	return DT_OK;
 }

@@ -1,12 +1,13 @@
-/* train.h - the training loop and what a person sees of it.
+/* train.h - the training run and what a person sees of it.
  *
- * One call runs a whole job on the ranks of a communicator: it resolves the
- * plan, prepares the run directory (rank 0), loads the data (every rank, the
- * whole file, then reads only its slice of each global batch), builds the
- * model and optimizer, and steps: per optimizer step each data-parallel rank
- * runs grad_accum_steps micro-batches, the gradients are summed with one
- * all-reduce, and every rank applies the same update, so parameters stay
- * identical on every rank. */
+ * One call runs a whole job on the ranks of a communicator: it builds the
+ * plan (plan.h, dt_plan_build), lays this rank out in it and builds its
+ * model (the whole model, or its pipeline stage and tensor slice), loads
+ * the data (every rank, the whole file, then reads only its slice of each
+ * global batch), and steps: per optimizer step each rank runs its part of
+ * the plan's schedule of micro-batches (exec.h), the gradient sync
+ * (sync.h) sums the gradients over the ranks that share them, and every
+ * rank applies the same update to what it holds. */
 #ifndef DT_TRAIN_TRAIN_H
 #define DT_TRAIN_TRAIN_H
 

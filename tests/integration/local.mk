@@ -15,7 +15,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
-	tests/integration/usage-man.sh
+	tests/integration/usage-man.sh \
+	tests/integration/train-function-length.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

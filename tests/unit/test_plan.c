@@ -184,6 +184,22 @@ grid_fails(int n, const char *a, const char *b, const char *c)
 			     perr.msg, a, b ? b : "", c ? c : "");
 }
 
+/* The description of the loaded job's plan on n ranks (one BLAS thread),
+ * as dt_plan_build makes it; owned by the caller. */
+static struct json_object *
+describe(int n)
+{
+	struct dt_plan_host host = { 1, 1, NULL };
+	struct dt_plan p;
+	struct json_object *d;
+
+	if (dt_plan_build(&job, n, &host, NULL, &p, &perr) != DT_OK)
+		ck_abort_msg("%d ranks: %s", n, perr.msg);
+	d = json_object_get(p.desc);
+	dt_plan_fini(&p);
+	return d;
+}
+
 START_TEST(grid_model)
 {
 	struct dt_plan p;
@@ -932,7 +948,6 @@ START_TEST(describe_bytes_per_step)
 {
 	struct dt_model *m = NULL;
 	struct json_object *d;
-	struct dt_plan p;
 
 	/* 4 -> d0 (8) relu -> d1 (8) -> d2 (3) -> loss: 5 nodes. Stages:
 	 * [d0, relu, d1] [d2, loss], cut by hand below with stages. */
@@ -940,9 +955,9 @@ START_TEST(describe_bytes_per_step)
 	     "  strategy: hybrid\n  data_parallel: 2\n"
 	     "  pipeline_parallel: 2\n  micro_batches: 3\n"
 	     "  stages: [d2]\n");
-	p = grid_ok(4);
+	(void)grid_ok(4);
 	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	d = describe(4);
 	ck_assert_int_eq(jget(d, "grid.micro_batches"), 3);
 	ck_assert_int_eq(jget(d, "stages.0.first_node"), 0);
 	ck_assert_int_eq(jget(d, "stages.0.last_node"), 2);
@@ -987,11 +1002,11 @@ START_TEST(describe_bytes_per_step)
 	 * input gradient, which nobody needs. */
 	load("{micro_batch: 2, steps: 10, lr: 0.1}",
 	     "  strategy: hybrid\n  tensor_parallel: 2\n  data_parallel: 1\n");
-	p = grid_ok(2);
+	(void)grid_ok(2);
 	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
 	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 2, &perr),
 			 DT_OK);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	d = describe(2);
 	ck_assert_int_eq(jget(d, "ranks.1.tp"), 1);
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.tp_allreduce_bytes"),
 			 8 * 4 * 2 * 1);
@@ -1006,9 +1021,9 @@ START_TEST(describe_bytes_per_step)
 
 	/* Data parallel: as before this change. */
 	load("{micro_batch: 2, steps: 10, lr: 0.1}", "  strategy: data\n");
-	p = grid_ok(2);
+	(void)grid_ok(2);
 	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	d = describe(2);
 	ck_assert_int_eq(jget(d, "communication_per_rank.gradient_bytes"),
 			 139 * 4);
 	ck_assert_int_eq(jget(d, "communication_per_rank.sent_per_step"),
@@ -1020,8 +1035,8 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "memory_per_rank.grad_accumulator"), 0);
 	json_object_put(d);
 	/* Four ranks sum in double: twice the bytes on the wire. */
-	p = grid_ok(4);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	(void)grid_ok(4);
+	d = describe(4);
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.grad_allreduce_bytes"),
 			 139 * 8);
 	ck_assert_int_eq(jget(d, "communication_per_rank.sent_per_step"),
@@ -1029,6 +1044,72 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.p2p_bytes"), 0);
 	json_object_put(d);
 	dt_model_free(m);
+}
+END_TEST
+
+/* dt_plan_build fills every number a run executes, once: with the data's
+ * size the steps, and each stage's schedule and slots as the plan's own
+ * functions give them. */
+START_TEST(build_is_complete)
+{
+	struct dt_plan_host host = { 8, 4, NULL };
+	struct dt_plan_data data = { 100, 4000, 10, 400 };
+	struct dt_pipe_op ops[6];
+	struct dt_plan p;
+
+	/* dp 2 x pp 2, 3 micro-batches of 2: a global batch of 12; 100
+	 * samples give 8 steps per epoch, 4 dropped, 3 epochs 24 steps. */
+	load("{micro_batch: 2, epochs: 3, lr: 0.1, optimizer: adam}",
+	     "  strategy: hybrid\n  data_parallel: 2\n"
+	     "  pipeline_parallel: 2\n  micro_batches: 3\n"
+	     "  stages: [d2]\n  schedule: 1f1b\n");
+	ck_assert_int_eq(dt_plan_build(&job, 4, &host, &data, &p, &perr),
+			 DT_OK);
+	ck_assert_int_eq(p.global_batch, 12);
+	ck_assert_int_eq(p.blas_threads, 2);	/* 8 cores / 4 ranks */
+	ck_assert_int_eq(p.exact_accum, 1);
+	ck_assert_int_eq(p.n_servers, 0);
+	ck_assert_int_eq(p.steps_per_epoch, 8);
+	ck_assert_int_eq(p.samples_dropped, 4);
+	ck_assert_int_eq(p.total_steps, 24);
+	ck_assert_int_eq(p.lr_schedule.total_steps, 24);
+	ck_assert_int_eq(p.n_nodes, 5);	/* d0, d0.relu, d1, d2, loss */
+	ck_assert_int_eq(p.stage_of_node[2], 0);
+	ck_assert_int_eq(p.stage_of_node[3], 1);
+	ck_assert_int_eq(p.stages[1].first_node, 3);
+	/* 1F1B: stage 0 holds 2 micro-batches, stage 1 one. */
+	ck_assert_int_eq(p.in_flight[0], 2);
+	ck_assert_int_eq(p.in_flight[1], 1);
+	for (int s = 0; s < 2; s++) {
+		dt_plan_pipe_ops(&p, s, ops);
+		for (int i = 0; i < 6; i++) {
+			ck_assert_int_eq(p.ops[s * 6 + i].backward,
+					 ops[i].backward);
+			ck_assert_int_eq(p.ops[s * 6 + i].micro, ops[i].micro);
+		}
+	}
+	ck_assert_int_eq(jget(p.desc, "batch.total_steps"), 24);
+	ck_assert_int_eq(jget(p.desc, "data.train_samples"), 100);
+	/* Fewer samples than a global batch: refused naming the key. */
+	data.n_train = 10;
+	ck_assert_int_eq(dt_plan_set_data(&job, &data, &p, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_ptr_nonnull(strstr(perr.msg, "train.global_batch"));
+	dt_plan_fini(&p);
+	ck_assert_ptr_null(p.desc);
+
+	/* Without the data, train.steps alone fixes the length. */
+	load("{micro_batch: 2, steps: 10, lr: 0.1}", "  strategy: data\n");
+	ck_assert_int_eq(dt_plan_build(&job, 2, &host, NULL, &p, &perr),
+			 DT_OK);
+	ck_assert_int_eq(p.steps_per_epoch, -1);
+	ck_assert_int_eq(p.total_steps, 10);
+	ck_assert_int_eq(p.exact_accum, 0);
+	dt_plan_fini(&p);
+	/* A plan that cannot be made leaves nothing behind. */
+	ck_assert_int_eq(dt_plan_build(&job, 0, &host, NULL, &p, &perr),
+			 DT_ERR_PLAN);
+	ck_assert_ptr_null(p.shapes);
 }
 END_TEST
 
@@ -1136,6 +1217,7 @@ main(void)
 	tcase_add_test(tc, stages_below_the_bottleneck);
 	tcase_add_test(tc, loss_never_alone);
 	tcase_add_test(tc, describe_bytes_per_step);
+	tcase_add_test(tc, build_is_complete);
 	tcase_add_test(tc, blas_threads);
 	tcase_add_test(tc, self_comm);
 	tcase_add_test(tc, rundir_refuses_results);

@@ -1,0 +1,389 @@
+/* exec.c - the executor (exec.h): every layout's step over the plan's
+ * schedule.
+ *
+ * A rank runs its stage's nodes (the whole model without a pipeline) and
+ * trains its stage's tensors. Activations go forward and their gradients
+ * backward between neighbouring stages with MPI point-to-point messages:
+ * blocking receives and non-blocking sends, whose buffers (the slot of
+ * the micro-batch) are not reused before the send has completed. Each
+ * stage runs its schedule's operations (plan.h) in order; forward and
+ * backward both take micro-batches in increasing order on every stage,
+ * so the messages of one direction match in order. Without a pipeline
+ * there are no live sets to move and the schedule is F0 B0 F1 B1 ...,
+ * which is the plain data-parallel loop over micro-batches. */
+#include "train/exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/state.h"
+#include "util/alloc.h"
+
+enum { TAG_ACT = 11, TAG_GRAD = 12 };
+
+/* The tensor-parallel sums of the split layers; a failure here cannot be
+ * returned through the layer, and the other ranks wait inside the same
+ * sum, so it ends the job. */
+static void
+tp_allreduce(void *ctx, float *buf, size_t n)
+{
+	struct dt_layout *l = ctx;
+	struct dt_error err;
+
+	if (dt_comm_allreduce_sum_f32(l->tp_comm, buf, n, &err) != DT_OK) {
+		fprintf(stderr, "dtrain: rank %d: %s\n",
+			dt_comm_rank(l->world), err.msg);
+		dt_comm_abort(l->world, dt_status_exit_code(err.status));
+	}
+}
+
+/* Where this rank's stage's tensors start in the whole model's list. */
+static int
+first_tensor_of(const struct dt_plan *p, int stage)
+{
+	const struct dt_model *shapes = p->shapes;
+	int first = 0;
+
+	for (int t = 0; t < dt_model_n_tensors(shapes); t++) {
+		struct dt_tensor_info ti;
+		struct dt_layer_info li;
+		int node = 0;
+
+		dt_model_tensor_info(shapes, t, &ti);
+		while (node < p->n_nodes) {
+			dt_model_layer_info(shapes, node, &li);
+			if (strcmp(li.name, ti.node) == 0)
+				break;
+			node++;
+		}
+		if (node < p->n_nodes && p->stage_of_node[node] < stage)
+			first = t + 1;
+	}
+	return first;
+}
+
+/* The model of this rank: the whole one, or its stage, split by tensor
+ * parallelism as the plan says. */
+static enum dt_status
+build_model(struct dt_run *r, struct dt_error *err)
+{
+	const struct dt_plan *p = &r->plan;
+	struct dt_layout *l = &r->layout;
+	enum dt_status st;
+
+	if (!l->split)
+		return dt_model_new(r->job, p->micro_batch, &r->model, err);
+	st = dt_model_new_stage(r->job, p->micro_batch, p->stage_of_node,
+				p->pp_size, l->grid.stage, l->n_slots,
+				&r->model, err);
+	if (st == DT_OK && p->tp_size > 1)
+		st = dt_model_plan_tensor_parallel(r->model, r->job,
+						   p->tp_size, err);
+	return st;
+}
+
+static enum dt_status
+split_comms(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	int pp = r->plan.pp_size, tp = r->plan.tp_size;
+	enum dt_status st;
+
+	st = dt_comm_split(r->comm, l->grid.stage, r->rank, &l->stage_comm,
+			   err);
+	if (st == DT_OK)
+		st = dt_comm_split(r->comm, l->grid.dp * tp + l->grid.tp,
+				   l->grid.stage, &l->pipe_comm, err);
+	if (st == DT_OK)
+		st = dt_comm_split(r->comm, l->grid.dp * pp + l->grid.stage,
+				   l->grid.tp, &l->tp_comm, err);
+	return st;
+}
+
+static void
+alloc_slots(struct dt_run *r)
+{
+	struct dt_layout *l = &r->layout;
+	int64_t mb = r->plan.micro_batch, in = dt_model_input_size(r->model);
+	int64_t lps = dt_model_labels_per_sample(r->model);
+
+	l->slot_x = dt_xcalloc((size_t)l->n_slots, sizeof *l->slot_x);
+	l->slot_y = dt_xcalloc((size_t)l->n_slots, sizeof *l->slot_y);
+	for (int i = 0; i < l->n_slots; i++) {
+		l->slot_x[i] = dt_xalloc_floats((size_t)(mb * in));
+		l->slot_y[i] = dt_xcalloc((size_t)(mb * (lps > 0 ? lps : 1)),
+					  sizeof(int32_t));
+	}
+	l->max_req = dt_model_n_live(r->model, 0) +
+		     dt_model_n_live(r->model, 1) + 1;
+	l->slot_req = dt_xcalloc((size_t)(l->n_slots * l->max_req),
+				 sizeof *l->slot_req);
+	l->slot_n_req = dt_xcalloc((size_t)l->n_slots, sizeof *l->slot_n_req);
+	l->eval_idx = dt_xmalloc((size_t)mb, sizeof *l->eval_idx);
+}
+
+enum dt_status
+dt_layout_setup(struct dt_run *r, struct dt_error *err)
+{
+	const struct dt_plan *p = &r->plan;
+	struct dt_layout *l = &r->layout;
+	enum dt_status st;
+
+	l->world = r->comm;
+	dt_plan_position(p, r->rank, &l->grid);
+	l->split = p->pp_size > 1 || p->tp_size > 1;
+	l->last_stage = l->grid.stage == p->pp_size - 1;
+	l->stage = p->stages[l->grid.stage];
+	l->first_tensor = first_tensor_of(p, l->grid.stage);
+	l->n_tensors_all = dt_model_n_tensors(p->shapes);
+	l->n_ops = 2 * p->grad_accum_steps;
+	l->ops = p->ops + l->n_ops * l->grid.stage;
+	l->n_slots = (int)p->in_flight[l->grid.stage];
+	st = build_model(r, err);
+	if (st == DT_OK)
+		st = split_comms(r, err);
+	if (st != DT_OK)
+		return st;
+	if (p->tp_size > 1)
+		dt_model_set_tensor_group(r->model, l->grid.tp, p->tp_size,
+					  tp_allreduce, l);
+	alloc_slots(r);
+	return DT_OK;
+}
+
+void
+dt_layout_fini(struct dt_layout *l)
+{
+	for (int i = 0; l->slot_x != NULL && i < l->n_slots; i++) {
+		free(l->slot_x[i]);
+		free(l->slot_y[i]);
+	}
+	free(l->slot_x);
+	free(l->slot_y);
+	free(l->slot_req);
+	free(l->slot_n_req);
+	free(l->eval_idx);
+	dt_comm_free(l->tp_comm);
+	dt_comm_free(l->pipe_comm);
+	dt_comm_free(l->stage_comm);
+	memset(l, 0, sizeof *l);
+}
+
+uint64_t
+dt_layout_bytes_sent(const struct dt_layout *l)
+{
+	return dt_comm_bytes_sent(l->stage_comm) +
+	       dt_comm_bytes_sent(l->tp_comm) +
+	       dt_comm_p2p_bytes_sent(l->pipe_comm);
+}
+
+/* Waits for the sends still reading slot's buffers. */
+static enum dt_status
+free_slot(struct dt_layout *l, int slot, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	for (int i = 0; i < l->slot_n_req[slot] && st == DT_OK; i++)
+		st = dt_comm_wait(l->pipe_comm,
+				  l->slot_req[slot * l->max_req + i], err);
+	l->slot_n_req[slot] = 0;
+	return st;
+}
+
+/* Receives (send = 0) or sends (1) the outputs (grad = 0) or gradients
+ * (1) of one live set, batch rows each. after selects the set: 0 the one
+ * from the stage before, 1 the one to the stage after. */
+static enum dt_status
+move_live(struct dt_run *r, int after, int grad, int send, int slot,
+	  int64_t batch, struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	int peer = l->grid.stage + (after ? 1 : -1);
+	int tag = grad ? TAG_GRAD : TAG_ACT;
+	enum dt_status st = DT_OK;
+
+	for (int j = 0; j < dt_model_n_live(r->model, after) && st == DT_OK;
+	     j++) {
+		float *out, *g, *buf;
+		int64_t fps;
+
+		dt_model_live_buffers(r->model, after, j, &out, &g, &fps);
+		buf = grad ? g : out;
+		if (buf == NULL)
+			continue;
+		if (send) {
+			int *req = &l->slot_req[slot * l->max_req +
+						l->slot_n_req[slot]];
+
+			st = dt_comm_isend_f32(l->pipe_comm, buf,
+					       (size_t)(batch * fps), peer,
+					       tag, req, err);
+			if (st == DT_OK)
+				l->slot_n_req[slot]++;
+		} else {
+			st = dt_comm_recv_f32(l->pipe_comm, buf,
+					      (size_t)(batch * fps), peer, tag,
+					      err);
+		}
+	}
+	return st;
+}
+
+/* Fills slot's x and y with micro-batch k of the step (from the loader
+ * thread, or gathered here) and returns the global index of its first
+ * sample. */
+static int64_t
+load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
+{
+	const struct dt_plan *p = &r->plan;
+	struct dt_layout *l = &r->layout;
+	int64_t in = dt_model_input_size(r->model);
+	const struct dt_position *at = &r->position;
+
+	if (r->loader != NULL) {
+		const struct dt_batch *b = dt_loader_next(r->loader);
+		int64_t first = b->first_sample;
+
+		memcpy(l->slot_x[slot], b->x,
+		       (size_t)(p->micro_batch * in) * sizeof(float));
+		memcpy(l->slot_y[slot], b->y,
+		       (size_t)(p->micro_batch * r->labels_per_sample) *
+		       sizeof(int32_t));
+		dt_loader_release(r->loader);
+		return first;
+	}
+
+	int64_t off = at->epoch_off + dt_shard_offset(0, p->global_batch,
+						      l->grid.dp, p->dp_size,
+						      p->micro_batch, k);
+	double t = dt_now();
+
+	dt_source_gather(&r->train, r->perm + off, p->micro_batch,
+			 l->slot_x[slot], l->slot_y[slot]);
+	*data_wait += dt_now() - t;
+	return at->epoch * r->train.n + off;
+}
+
+/* The forward pass of micro-batch op->micro: its data, the activations
+ * from the stage before, the stage's nodes, the activations to the stage
+ * after. */
+static enum dt_status
+run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
+	    double *data_wait, struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	int64_t mb = r->plan.micro_batch;
+	int slot = (int)(op->micro % l->n_slots);
+	double ls = 0;
+	int64_t first;
+	enum dt_status st = free_slot(l, slot, err);
+
+	if (st != DT_OK)
+		return st;
+	first = load_micro(r, slot, op->micro, data_wait);
+	dt_model_use_slot(r->model, slot);
+	dt_model_set_position(r->model, (uint64_t)r->position.step, first);
+	st = move_live(r, 0, 0, 0, slot, mb, err);
+	if (st != DT_OK)
+		return st;
+	dt_model_stage_forward(r->model, l->slot_x[slot],
+			       l->last_stage ? l->slot_y[slot] : NULL, mb,
+			       true, &ls, NULL);
+	if (l->last_stage && l->grid.tp == 0)
+		*loss_sum += ls;
+	return move_live(r, 1, 0, 1, slot, mb, err);
+}
+
+/* The backward pass of micro-batch op->micro, inside the gradient sync's
+ * per-micro-batch calls. */
+static enum dt_status
+run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
+	     struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	int64_t mb = r->plan.micro_batch;
+	int slot = (int)(op->micro % l->n_slots);
+	enum dt_status st;
+
+	dt_model_use_slot(r->model, slot);
+	st = move_live(r, 1, 1, 0, slot, mb, err);
+	if (st != DT_OK)
+		return st;
+	dt_grad_sync_backward_begin(r->sync);
+	dt_model_stage_backward(r->model, l->slot_x[slot],
+				l->last_stage ? l->slot_y[slot] : NULL, mb,
+				grad_scale);
+	dt_grad_sync_backward_end(r->sync);
+	return move_live(r, 0, 1, 1, slot, mb, err);
+}
+
+enum dt_status
+dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
+	     double *data_wait, struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	uint64_t p2p0 = dt_comm_p2p_bytes_sent(l->pipe_comm);
+	uint64_t tp0 = dt_comm_bytes_sent(l->tp_comm);
+	enum dt_status st = DT_OK;
+
+	*loss_sum = 0;
+	dt_model_zero_grads(r->model);
+	dt_grad_sync_step_begin(r->sync);
+	for (int64_t i = 0; i < l->n_ops && st == DT_OK; i++) {
+		const struct dt_pipe_op *op = &l->ops[i];
+
+		if (!op->backward)
+			st = run_forward(r, op, loss_sum, data_wait, err);
+		else
+			st = run_backward(r, op, grad_scale, err);
+	}
+	if (st == DT_OK)
+		st = dt_comm_wait_all(l->pipe_comm, err);
+	for (int s = 0; s < l->n_slots; s++)
+		l->slot_n_req[s] = 0;
+	l->bytes_p2p += dt_comm_p2p_bytes_sent(l->pipe_comm) - p2p0;
+	l->bytes_tp += dt_comm_bytes_sent(l->tp_comm) - tp0;
+	/* The step's last backward has run: the one bucket is final. */
+	if (st == DT_OK)
+		st = dt_grad_sync_begin(r->sync, 0, err);
+	return st;
+}
+
+enum dt_status
+dt_exec_eval(struct dt_run *r, int64_t lo, int64_t hi, double *sums,
+	     struct dt_error *err)
+{
+	struct dt_layout *l = &r->layout;
+	int64_t mb = r->plan.micro_batch;
+	enum dt_status st = free_slot(l, 0, err);
+
+	for (int64_t i = lo; i < hi && st == DT_OK; i += mb) {
+		int64_t count = hi - i < mb ? hi - i : mb, correct = 0;
+		double ls = 0;
+
+		for (int64_t j = 0; j < count; j++)
+			l->eval_idx[j] = i + j;
+		dt_source_gather(&r->eval, l->eval_idx, count, l->slot_x[0],
+				 l->slot_y[0]);
+		dt_model_use_slot(r->model, 0);
+		st = move_live(r, 0, 0, 0, 0, count, err);
+		if (st != DT_OK)
+			break;
+		dt_model_stage_forward(r->model, l->slot_x[0],
+				       l->last_stage ? l->slot_y[0] : NULL,
+				       count, false, &ls, &correct);
+		if (l->last_stage && l->grid.tp == 0) {
+			sums[0] += ls;
+			sums[1] += (double)correct;
+		}
+		st = move_live(r, 1, 0, 1, 0, count, err);
+		/* The next micro-batch overwrites the slot. */
+		if (st == DT_OK)
+			st = free_slot(l, 0, err);
+	}
+	if (st == DT_OK)
+		st = dt_comm_wait_all(l->pipe_comm, err);
+	l->slot_n_req[0] = 0;
+	return st;
+}

@@ -1,0 +1,329 @@
+/* loop.c - the training loop's cadence (loop.h).
+ *
+ * Gradient averaging: every micro-batch's backward adds
+ * (1/global_batch) * d(sum of its per-sample losses) into the gradient,
+ * so after the gradient sync every rank holds the gradient of the mean
+ * loss over the global batch, whatever the layout.
+ *
+ * The data position is (epoch, samples of the epoch consumed by all
+ * ranks): global batch b of an epoch is perm[off, off + global_batch), and
+ * data-parallel replica r takes its contiguous share of it. An epoch ends
+ * when fewer than global_batch samples remain (they are dropped). */
+#include "train/loop.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/eval.h"
+#include "train/metrics.h"
+#include "train/signals.h"
+
+/* The loop's clocks and sums between log lines. */
+struct cadence {
+	double t0;		/* training began */
+	double t_window;	/* the log window began */
+	double data_wait;	/* seconds waiting for data in the window */
+	double pending_loss;	/* loss not yet reduced (lazy sync) */
+	double lr;		/* of the step just run */
+	double now;		/* after the step's report */
+	int64_t first_step;
+	float grad_scale;	/* 1 / (global_batch x labels per sample) */
+};
+
+static void
+test_signal_hook(const struct dt_run *r)
+{
+	if (r->test_signal_step == r->position.step + 1)
+		raise(SIGTERM);
+}
+
+static int
+is_done(const struct dt_run *r)
+{
+	if (r->job->train.steps > 0)
+		return r->position.step >= r->job->train.steps;
+	return r->position.epoch >= r->job->train.epochs;
+}
+
+/* Whether the workers meet after step `step` (1-based): a logged step,
+ * an evaluation, a checkpoint by steps, or the last step. */
+static int
+meets(const struct dt_run *r, int64_t step)
+{
+	const struct dt_job *job = r->job;
+
+	return (job->log.every_steps > 0 && step % job->log.every_steps == 0) ||
+	       (job->eval.every_steps > 0 && step % job->eval.every_steps == 0) ||
+	       (job->checkpoint.every_steps > 0 &&
+		step % job->checkpoint.every_steps == 0) ||
+	       step >= r->plan.total_steps;
+}
+
+/* Whether a checkpoint is due after this step by seconds (rank 0's clock
+ * decides; the flag travels in the step report). */
+static int
+ckpt_due_local(const struct dt_run *r, double now)
+{
+	const struct dt_job *job = r->job;
+
+	return job->checkpoint.every_seconds > 0 && r->rank == 0 &&
+	       now - r->last_ckpt_time >= job->checkpoint.every_seconds;
+}
+
+/* The step report: this rank's shares, summed over the workers every
+ * step, or with a lazy sync only where the workers meet anyway (logged
+ * steps, evaluations, checkpoints), so a slow worker is not waited for
+ * between; unreduced, its loss waits in c->pending_loss. */
+static enum dt_status
+exchange_report(struct dt_run *r, struct cadence *c, double step_loss,
+		struct dt_error *err)
+{
+	struct dt_step_report *rep = r->report;
+	int exchange = !dt_grad_sync_lazy(r->sync) ||
+		       meets(r, r->position.step + 1);
+
+	c->now = dt_now();
+	c->pending_loss += step_loss;
+	rep->loss_sum = c->pending_loss;
+	rep->stop = dt_signals_pending() != 0;
+	rep->ckpt_due = ckpt_due_local(r, c->now);
+	if (!exchange) {
+		rep->loss_sum = rep->stop = rep->ckpt_due = 0;
+		return DT_OK;
+	}
+	c->pending_loss = 0;
+	return dt_comm_allreduce_sum_f64(dt_grad_sync_workers(r->sync),
+					 (double *)rep, DT_STEP_REPORT_FIXED +
+					 (size_t)r->n_norms, err);
+}
+
+/* train.on_nonfinite abort: the error, naming the rank whose loss was
+ * not finite (the lowest), else the gradient. */
+static enum dt_status
+nonfinite_error(struct dt_run *r, double step_loss, struct dt_error *err)
+{
+	int size = dt_comm_size(r->comm);
+	int who = -(isfinite(step_loss) ? size : r->rank);
+	long long step = (long long)(r->position.step + 1);
+
+	dt_comm_allreduce_max_int(dt_grad_sync_workers(r->sync), &who, 1,
+				  NULL);
+	who = -who;
+	if (who < size)
+		return dt_errorf(err, DT_ERR_NUMERIC, "step %lld: non-finite "
+				 "loss on rank %d; stopping without a "
+				 "checkpoint (set train.on_nonfinite: "
+				 "skip_step to drop such steps)", step, who);
+	return dt_errorf(err, DT_ERR_NUMERIC, "step %lld: non-finite "
+			 "gradient (loss %g); stopping without a checkpoint",
+			 step, r->report->loss_sum);
+}
+
+/* The update of a step whose loss and gradient are finite: clipped to
+ * train.clip_norm by the squared norm norm2, then applied. */
+static void
+update(struct dt_run *r, double norm2, double lr)
+{
+	double clip = r->job->train.clip_norm;
+
+	if (clip > 0 && sqrt(norm2) > clip) {
+		float c = (float)(clip / sqrt(norm2));
+		float *grads = dt_model_grads(r->model);
+		size_t n = dt_model_n_trained(r->model);
+
+		for (size_t i = 0; i < n; i++)
+			grads[i] *= c;
+	}
+	dt_grad_sync_apply(r->sync, (float)lr);
+	r->position.window_loss += r->report->loss_sum;
+	r->position.window_samples += r->plan.global_batch *
+				      r->labels_per_sample;
+}
+
+/* One optimizer step: the executor, the gradient sync, the report, the
+ * update (or its refusal), and the position moved on. */
+static enum dt_status
+run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
+{
+	double step_loss = 0, norm2;
+
+	c->lr = dt_lr_at(&r->plan.lr_schedule, r->position.step);
+	if (dt_exec_step(r, c->grad_scale, &step_loss, &c->data_wait,
+			 err) != DT_OK)
+		dt_run_die(r, err);
+	test_signal_hook(r);
+	if (dt_grad_sync_finish(r->sync, step_loss, r->report, err) != DT_OK)
+		dt_run_die(r, err);
+	r->steps_counted++;
+	if (exchange_report(r, c, step_loss, err) != DT_OK)
+		dt_run_die(r, err);
+	norm2 = dt_grad_sync_norm2(r->sync, r->report);
+	if (!isfinite(r->report->loss_sum) || !isfinite(norm2)) {
+		if (r->job->train.on_nonfinite == DT_NONFINITE_ABORT)
+			return nonfinite_error(r, step_loss, err);
+		r->position.skipped++;
+	} else {
+		update(r, norm2, c->lr);
+	}
+	r->position.step++;
+	r->position.epoch_off += r->plan.global_batch;
+	r->position.window_steps++;
+	return DT_OK;
+}
+
+/* The log line of the window that ends at this step, and a new window. */
+static void
+log_window(struct dt_run *r, struct cadence *c, int last,
+	   struct dt_train_result *res)
+{
+	struct dt_position *at = &r->position;
+	double span = c->now - c->t_window > 0 ? c->now - c->t_window : 1e-9;
+	struct dt_log_line line = {
+		.loss = at->window_samples > 0 ?
+			at->window_loss / (double)at->window_samples : NAN,
+		.lr = c->lr,
+		.samples_per_s = (double)(at->window_steps *
+					  r->plan.global_batch) / span,
+		.data_wait_s = c->data_wait,
+	};
+
+	res->train_loss = line.loss;
+	if (r->rank == 0) {
+		dt_metrics_log(r, &line);
+		dt_progress_step(&r->progress, at->step, at->epoch, line.loss,
+				 line.lr, line.samples_per_s, c->now - c->t0,
+				 last);
+	}
+	at->window_loss = 0;
+	at->window_steps = 0;
+	at->window_samples = 0;
+	c->data_wait = 0;
+	c->t_window = dt_now();
+}
+
+/* After a step: the log line, the evaluation and the checkpoint that are
+ * due, and the stop a signal asked for. *last: the run's last step. */
+static enum dt_status
+between_steps(struct dt_run *r, struct cadence *c, int *last,
+	      struct dt_train_result *res, struct dt_error *err)
+{
+	const struct dt_job *job = r->job;
+	int64_t step = r->position.step;
+	int stop = r->report->stop > 0, ckpt;
+	double el, ea;
+
+	*last = is_done(r) || step == r->plan.total_steps;
+	if (r->loader != NULL)
+		c->data_wait += dt_loader_take_wait(r->loader);
+	if ((job->log.every_steps > 0 && step % job->log.every_steps == 0) ||
+	    *last)
+		log_window(r, c, *last, res);
+	if (r->have_eval && job->eval.every_steps > 0 &&
+	    step % job->eval.every_steps == 0 && !*last) {
+		if (dt_eval_run(r, &el, &ea, err) != DT_OK)
+			dt_run_die(r, err);
+		if (r->rank == 0) {
+			dt_metrics_eval(r, el, ea);
+			dt_progress_eval(&r->progress, step, el, ea);
+		}
+		c->t_window = dt_now();
+	}
+	ckpt = (job->checkpoint.every_steps > 0 &&
+		step % job->checkpoint.every_steps == 0) ||
+	       r->report->ckpt_due > 0 || stop;
+	if (ckpt && !*last) {
+		enum dt_status st = dt_run_checkpoint(r, err);
+
+		if (st != DT_OK)
+			return st;
+		r->last_ckpt_time = dt_now();
+	}
+	if (!stop)
+		return DT_OK;
+	char nbuf[32] = "";
+
+	if (dt_comm_size(r->comm) > 1)
+		snprintf(nbuf, sizeof nbuf, "-n %d ", dt_comm_size(r->comm));
+	dt_progress_end(&r->progress);
+	return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted at step %lld; "
+			 "checkpoint written; continue with: dtrain resume "
+			 "%s%s", (long long)step, nbuf, r->dir);
+}
+
+/* The loader thread, unless data.prefetch is 0 (the executor gathers). */
+static void
+start_loader(struct dt_run *r)
+{
+	const struct dt_plan *p = &r->plan;
+	struct dt_loader_cfg lc = {
+		.src = &r->train, .seed = r->job->seed,
+		.global_batch = p->global_batch,
+		.micro_batch = p->micro_batch,
+		.grad_accum_steps = p->grad_accum_steps,
+		.dp_rank = r->layout.grid.dp,
+		.dp_size = p->dp_size,
+		.epoch = r->position.epoch,
+		.epoch_off = r->position.epoch_off,
+		.depth = r->job->data.prefetch,
+	};
+
+	if (r->job->data.prefetch > 0)
+		r->loader = dt_loader_new(&lc);
+}
+
+/* Into the next epoch when this one has no whole global batch left; its
+ * order, when the executor gathers. */
+static void
+turn_epoch(struct dt_run *r)
+{
+	struct dt_position *at = &r->position;
+
+	if (at->epoch_off + r->plan.global_batch > r->train.n) {
+		at->epoch++;
+		at->epoch_off = 0;
+	}
+	if (r->loader == NULL && r->perm_epoch != at->epoch && !is_done(r)) {
+		dt_shuffle(r->job->seed, at->epoch, r->train.n, r->perm);
+		r->perm_epoch = at->epoch;
+	}
+}
+
+enum dt_status
+dt_loop_run(struct dt_run *r, struct dt_train_result *res,
+	    struct dt_error *err)
+{
+	const struct dt_plan *p = &r->plan;
+	struct cadence c;
+	enum dt_status st;
+	int last = 0;
+
+	memset(&c, 0, sizeof c);
+	/* The mean loss per sample, or per token for a language model. */
+	c.grad_scale = 1.0f / (float)(p->global_batch * r->labels_per_sample);
+	c.first_step = r->position.step;
+	c.t0 = c.t_window = dt_now();
+	r->last_ckpt_time = c.t0;
+	start_loader(r);
+	for (;;) {
+		turn_epoch(r);
+		if (is_done(r))
+			break;
+		st = run_step(r, &c, err);
+		if (st == DT_OK)
+			st = between_steps(r, &c, &last, res, err);
+		if (st != DT_OK)
+			return st;
+		if (last)
+			break;
+	}
+	res->steps = r->position.step;
+	res->samples = r->position.step * p->global_batch;
+	res->wall_s = dt_now() - c.t0;
+	res->samples_per_s = (double)((r->position.step - c.first_step) *
+				      p->global_batch) /
+			     (res->wall_s > 0 ? res->wall_s : 1e-9);
+	res->skipped_steps = r->position.skipped;
+	return DT_OK;
+}

@@ -1,0 +1,42 @@
+/* metrics.h - what a run writes for people and programs to read: the
+ * JSON lines of metrics.jsonl, summary.json and plan.json. Internal to
+ * train/. */
+#ifndef DT_TRAIN_METRICS_H
+#define DT_TRAIN_METRICS_H
+
+#include "train/state.h"
+#include "train/train.h"
+
+/* What a logged step reports (rank 0 writes it). */
+struct dt_log_line {
+	double loss;		/* mean over the log window */
+	double lr;
+	double samples_per_s;
+	double data_wait_s;	/* since the last log line */
+};
+
+/* Rank 0: one metrics.jsonl line for the step r is at. */
+void dt_metrics_log(struct dt_run *r, const struct dt_log_line *line);
+
+/* Rank 0: the metrics.jsonl line of an evaluation. */
+void dt_metrics_eval(struct dt_run *r, double loss, double accuracy);
+
+/* Rank 0: rewrites RUN_DIR/metrics.jsonl keeping only the lines of steps
+ * <= step (all of them dropped for step < 0), then opens it for appending
+ * into r->metrics. Other ranks: DT_OK. */
+enum dt_status dt_metrics_reopen(struct dt_run *r, int64_t step,
+				 struct dt_error *err);
+
+/* Rank 0: RUN_DIR/plan.json, the plan this run executes (plan->desc, as
+ * plan --dry-run --json prints it). Other ranks: DT_OK. */
+enum dt_status dt_metrics_write_plan(struct dt_run *r, struct dt_error *err);
+
+/* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x 3 per-step
+ * byte counts: point-to-point, gradient all-reduce, tensor-parallel, or
+ * NULL). Other ranks: DT_OK. */
+enum dt_status dt_metrics_write_summary(struct dt_run *r,
+					const struct dt_train_result *res,
+					const double *bytes,
+					struct dt_error *err);
+
+#endif

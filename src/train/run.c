@@ -1,0 +1,510 @@
+/* run.c - a run's set-up and teardown (train.h): the plan, the layout
+ * and its model, the gradient sync, the run directory, the data, the
+ * resume, the loop (loop.c), and at the end the final evaluation,
+ * checkpoint and summary; the parameter servers' side of it all.
+ *
+ * Deterministic checks come first: every rank reaches the same verdict,
+ * so no agreement is needed and rank 0 alone reports it. What one rank
+ * alone can fail (its files, its data) is agreed on collectively. */
+#include "train/train.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "train/data.h"
+#include "train/eval.h"
+#include "train/loop.h"
+#include "train/metrics.h"
+#include "train/rundir.h"
+#include "train/signals.h"
+#include "train/state.h"
+#include "util/alloc.h"
+
+/* Collective agreement on a status; the failing rank reports its own
+ * message at once, so the user sees which rank and why. */
+static enum dt_status
+agree_on(struct dt_run *r, struct dt_comm *c, enum dt_status local,
+	 struct dt_error *err)
+{
+	enum dt_status st = dt_comm_agree(c, local, err);
+
+	if (local != DT_OK && err != NULL && err->msg[0] != '\0' &&
+	    dt_comm_size(r->comm) > 1) {
+		fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err->msg);
+		err->msg[0] = '\0';
+	}
+	return st;
+}
+
+/* Agreement among every rank. */
+static enum dt_status
+agree(struct dt_run *r, enum dt_status local, struct dt_error *err)
+{
+	return agree_on(r, r->comm, local, err);
+}
+
+static enum dt_status
+write_job(FILE *out, void *ctx, struct dt_error *err)
+{
+	return dt_job_write(ctx, out, err);
+}
+
+/* Rank 0: the resolved job as RUN_DIR/job.yaml, which resume reads. */
+static enum dt_status
+save_job(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "job.yaml", err);
+	if (st == DT_OK)
+		st = dt_rundir_write_atomic(path, write_job, (void *)r->job,
+					    err);
+	return st;
+}
+
+/* A resumed run at or past its end: nothing to do, and a length below
+ * what was reached is an error (the parameters cannot go back). */
+static enum dt_status
+resume_point(struct dt_run *r, int *done, struct dt_error *err)
+{
+	const struct dt_job *job = r->job;
+	const struct dt_position *at = &r->position;
+	int64_t ep = at->epoch;
+	char where[512];
+
+	*done = 0;
+	if (r->resumed_from < 0)
+		return DT_OK;
+	if (at->epoch_off + r->plan.global_batch > r->train.n)
+		ep++;	/* where the loop would start */
+	if (job->train.steps > 0 && at->step > job->train.steps) {
+		dt_job_where(job, "train.steps", where, sizeof where);
+		return dt_errorf(err, DT_ERR_USAGE, "%sthe run has already "
+				 "reached step %lld; train.steps %lld cannot "
+				 "take it back", where, (long long)at->step,
+				 (long long)job->train.steps);
+	}
+	if (job->train.steps <= 0 && ep > job->train.epochs) {
+		dt_job_where(job, "train.epochs", where, sizeof where);
+		return dt_errorf(err, DT_ERR_USAGE, "%sthe run has already "
+				 "finished epoch %lld; train.epochs %lld cannot "
+				 "take it back", where, (long long)ep,
+				 (long long)job->train.epochs);
+	}
+	*done = job->train.steps > 0 ? at->step >= job->train.steps :
+		ep >= job->train.epochs;
+	return DT_OK;
+}
+
+/* Rank 0: a new run directory (refusing one with results), or the
+ * existing one of a resumed run (job.yaml once there is something to
+ * do); every rank: the paths. */
+static enum dt_status
+prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
+	    struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+	int n;
+
+	if (opts->run_dir != NULL)
+		n = snprintf(r->dir, sizeof r->dir, "%s", opts->run_dir);
+	else
+		n = snprintf(r->dir, sizeof r->dir, "runs/%s", r->job->name);
+	if (n < 0 || (size_t)n >= sizeof r->dir)
+		return dt_errorf(err, DT_ERR_IO, "run directory path too long");
+	if (r->job->checkpoint.dir[0] != '\0')
+		n = snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s",
+			     r->job->checkpoint.dir);
+	else
+		n = snprintf(r->ckpt_dir, sizeof r->ckpt_dir, "%s/checkpoints",
+			     r->dir);
+	if (n < 0 || (size_t)n >= sizeof r->ckpt_dir)
+		return dt_errorf(err, DT_ERR_IO, "checkpoint path too long");
+	if (r->rank != 0)
+		return DT_OK;
+	if (opts->resume)
+		return DT_OK;	/* job.yaml once there is something to do */
+	st = dt_rundir_prepare(r->dir, err);
+	if (st == DT_OK)
+		st = save_job(r, err);
+	return st;
+}
+
+void
+dt_run_die(struct dt_run *r, const struct dt_error *err)
+{
+	fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err->msg);
+	dt_comm_abort(r->comm, dt_status_exit_code(err->status));
+}
+
+/* Test aid, documented in dtrain(1): DTRAIN_TEST_SIGNAL_AT_STEP=[R:]N makes
+ * rank R (default 0) send itself SIGTERM during step N (1-based), so tests
+ * can stop a run at an exact step through the real signal path. */
+static void
+test_signal_setup(struct dt_run *r)
+{
+	const char *v = getenv("DTRAIN_TEST_SIGNAL_AT_STEP");
+	const char *colon;
+	long rank = 0;
+
+	r->test_signal_step = -1;
+	if (v == NULL || *v == '\0')
+		return;
+	colon = strchr(v, ':');
+	if (colon != NULL) {
+		rank = strtol(v, NULL, 10);
+		v = colon + 1;
+	}
+	if (rank == r->rank)
+		r->test_signal_step = strtol(v, NULL, 10);
+}
+
+static int
+node_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int)n : 1;
+}
+
+/* Parameters of the whole model (a stage model holds its stage's). */
+static size_t
+whole_params(const struct dt_run *r)
+{
+	return dt_model_n_params(r->plan.shapes);
+}
+
+static void
+announce(const struct dt_run *r)
+{
+	const struct dt_plan *p = &r->plan;
+
+	fprintf(stderr, "dtrain: %s: %d rank%s x %d BLAS thread%s, global "
+		"batch %lld = micro-batch %lld x %lld accumulation x %d "
+		"data-parallel, %lld steps (%lld per epoch, %lld samples "
+		"dropped per epoch), %zu parameters\n", r->job->name,
+		p->world_size, p->world_size == 1 ? "" : "s",
+		p->blas_threads, p->blas_threads == 1 ? "" : "s",
+		(long long)p->global_batch, (long long)p->micro_batch,
+		(long long)p->grad_accum_steps, p->dp_size,
+		(long long)p->total_steps, (long long)p->steps_per_epoch,
+		(long long)p->samples_dropped, whole_params(r));
+	if (r->layout.split)
+		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
+			"stages x %d tensor-parallel, %s schedule, %lld "
+			"micro-batches per step (bubble %.1f%%)\n",
+			p->dp_size, p->pp_size, p->tp_size,
+			p->pipe_schedule == DT_PIPE_1F1B ? "1F1B" : "GPipe",
+			(long long)p->grad_accum_steps,
+			100.0 * dt_plan_bubble(p));
+}
+
+/* Each rank's bytes per training step, to every rank (a sum of slots):
+ * world_size x (point-to-point, gradient, tensor-parallel). NULL with
+ * parameter servers (they do not take part). */
+static double *
+bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
+{
+	int64_t n = r->steps_counted > 0 ? r->steps_counted : 1;
+	int world = r->plan.world_size;
+	double *bytes;
+
+	*st = DT_OK;
+	if (dt_grad_sync_servers(r->sync) != NULL)
+		return NULL;
+	bytes = dt_xcalloc((size_t)(3 * world), sizeof *bytes);
+	bytes[3 * r->rank] = (double)(r->layout.bytes_p2p / (uint64_t)n);
+	bytes[3 * r->rank + 1] = (double)(dt_grad_sync_bytes(r->sync) /
+					  (uint64_t)n);
+	bytes[3 * r->rank + 2] = (double)(r->layout.bytes_tp / (uint64_t)n);
+	*st = dt_comm_allreduce_sum_f64(r->comm, bytes, (size_t)(3 * world),
+					err);
+	return bytes;
+}
+
+/* The end of a run: the final evaluation, its metrics line, the final
+ * checkpoint and summary.json. */
+static enum dt_status
+finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
+{
+	enum dt_status st;
+	double *bytes = bytes_per_step(r, &st, err);
+
+	if (st == DT_OK && r->have_eval) {
+		st = dt_eval_run(r, &res->eval_loss, &res->eval_accuracy, err);
+		if (st == DT_OK && r->rank == 0)
+			dt_metrics_eval(r, res->eval_loss, res->eval_accuracy);
+	}
+	if (st == DT_OK && dt_grad_sync_servers(r->sync) == NULL &&
+	    r->job->checkpoint.at_end &&
+	    r->last_ckpt_step != r->position.step)
+		st = dt_run_checkpoint(r, err);
+	if (st == DT_OK) {
+		st = dt_metrics_write_summary(r, res, bytes, err);
+		st = agree_on(r, dt_grad_sync_workers(r->sync), st, err);
+	}
+	free(bytes);
+	return st;
+}
+
+static double
+ps_lr(int64_t step, void *ctx)
+{
+	return dt_lr_at(&((struct dt_run *)ctx)->plan.lr_schedule, step);
+}
+
+/* A server's whole run: restore its shard on resume, then serve until
+ * every worker is done. A failure here leaves workers waiting, so it ends
+ * the job. */
+static enum dt_status
+serve(struct dt_run *r, struct dt_ps *ps, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (r->resumed_from >= 0)
+		st = dt_ps_scatter_state(ps, NULL, NULL, 0, err);
+	if (st == DT_OK)
+		st = dt_ps_serve(ps, r->resumed_from >= 0 ? NULL :
+				 dt_model_params(r->model), ps_lr, r, err);
+	if (st != DT_OK)
+		dt_run_die(r, err);
+	return DT_OK;
+}
+
+/* A worker's side of the resume with parameter servers: worker 0 sends
+ * the restored state to the servers. */
+static enum dt_status
+ps_resume(struct dt_run *r, struct dt_ps *ps, struct dt_error *err)
+{
+	int n_bufs = 0;
+	float **bufs = dt_optim_state(r->optim, &n_bufs);
+
+	if (r->resumed_from < 0)
+		return DT_OK;
+	return dt_ps_scatter_state(ps, dt_model_params(r->model),
+				   r->rank == 0 ? bufs : NULL,
+				   dt_optim_steps(r->optim), err);
+}
+
+/* The servers hold the final state: checkpoint it while they serve, then
+ * release them and take the final parameters. */
+static enum dt_status
+release_servers(struct dt_run *r, struct dt_ps *ps, enum dt_status st,
+		struct dt_error *err)
+{
+	struct dt_error e2;
+
+	if (st == DT_OK && r->job->checkpoint.at_end &&
+	    r->last_ckpt_step != r->position.step)
+		st = dt_run_checkpoint(r, err);
+	if (dt_ps_done(ps, dt_model_params(r->model), &e2) != DT_OK)
+		dt_run_die(r, &e2);
+	return st;
+}
+
+/* The plan, the layout and its model, the optimizer and the gradient
+ * sync (collective: every rank, servers too). */
+static enum dt_status
+setup_compute(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_plan_host host = {
+		.cores = node_cores(),
+		.local_ranks = dt_comm_local_size(r->comm),
+		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
+	};
+	struct dt_grad_sync_cfg cfg;
+	enum dt_status st;
+
+	st = dt_plan_build(r->job, dt_comm_size(r->comm), &host, NULL,
+			   &r->plan, err);
+	if (st != DT_OK)
+		return st;
+	openblas_set_num_threads(r->plan.blas_threads);
+	st = dt_layout_setup(r, err);
+	if (st != DT_OK)
+		return st;
+	r->optim = dt_optim_new(r->job, dt_model_n_trained(r->model));
+	r->labels_per_sample = dt_model_labels_per_sample(r->model);
+	if (r->labels_per_sample < 1)
+		return dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
+				 "float targets, which none of the data "
+				 "formats provides yet; use "
+				 "softmax_cross_entropy", r->job->path);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.job = r->job;
+	cfg.plan = &r->plan;
+	cfg.model = r->model;
+	cfg.optim = r->optim;
+	cfg.world = r->comm;
+	cfg.sum_comm = r->layout.stage_comm;
+	cfg.split = r->layout.split;
+	cfg.norm_owner = r->layout.grid.dp == 0 && r->layout.grid.tp == 0;
+	cfg.first_tensor = r->layout.first_tensor;
+	cfg.n_tensors_all = r->layout.n_tensors_all;
+	cfg.step = &r->position.step;
+	st = dt_grad_sync_new(&cfg, &r->sync, err);
+	r->n_norms = dt_grad_sync_n_norms(r->sync);
+	r->report = dt_xcalloc(1, sizeof *r->report +
+			       (size_t)(r->n_norms + 1) * sizeof(double));
+	return st;
+}
+
+/* Completes the plan with the loaded data's sizes (steps per epoch,
+ * total steps, the learning-rate schedule). */
+static enum dt_status
+plan_data(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_plan_data data = {
+		.n_train = r->train.n,
+		.train_bytes = dt_source_bytes(&r->train) + r->train.n * 8,
+		.n_eval = r->have_eval ? r->eval.n : -1,
+		.eval_bytes = dt_source_bytes(&r->eval),
+	};
+
+	return dt_plan_set_data(r->job, &data, &r->plan, err);
+}
+
+/* The run directory, the data, the plan's data sizes and the resume
+ * point; *done: a resumed run with nothing left to do. */
+static enum dt_status
+setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
+	  struct dt_error *err)
+{
+	enum dt_status st;
+
+	*done = 0;
+	r->data_job = dt_xmalloc(1, sizeof *r->data_job);
+	memcpy(r->data_job, r->job, sizeof *r->job);
+	st = agree(r, prepare_dir(r, opts, err), err);
+	if (st == DT_OK)
+		st = agree(r, dt_run_load_data(r, opts->progress &&
+					       r->rank == 0 &&
+					       isatty(STDERR_FILENO), err),
+			   err);
+	if (st == DT_OK)
+		st = plan_data(r, err);
+	if (st == DT_OK && opts->resume)
+		st = dt_run_restore(r, err);
+	if (st != DT_OK || !opts->resume)
+		return st;
+	/* Every rank holds the same position: no agreement needed. */
+	st = resume_point(r, done, err);
+	if (st == DT_OK && !*done)
+		st = agree(r, save_job(r, err), err);
+	return st;
+}
+
+/* A worker's run from the first step to summary.json. */
+static enum dt_status
+work(struct dt_run *r, const struct dt_run_opts *opts,
+     struct dt_train_result *res, struct dt_error *err)
+{
+	struct dt_ps *ps = dt_grad_sync_servers(r->sync);
+	enum dt_status st;
+
+	if (ps != NULL && ps_resume(r, ps, err) != DT_OK)
+		dt_run_die(r, err);
+	r->perm = dt_xmalloc((size_t)r->train.n, sizeof *r->perm);
+	dt_progress_init(&r->progress,
+			 r->rank == 0 && opts->progress ? stderr : NULL,
+			 isatty(STDERR_FILENO), r->plan.total_steps);
+	if (r->rank == 0 && opts->progress)
+		announce(r);
+	test_signal_setup(r);
+	dt_signals_install();
+	st = dt_loop_run(r, res, err);
+	dt_progress_end(&r->progress);
+	if (ps != NULL)
+		st = release_servers(r, ps, st, err);
+	if (st == DT_OK)
+		st = finish(r, res, err);
+	dt_signals_restore();
+	return st;
+}
+
+static void
+run_fini(struct dt_run *r)
+{
+	dt_loader_free(r->loader);
+	dt_grad_sync_free(r->sync);
+	if (r->metrics != NULL)
+		fclose(r->metrics);
+	dt_layout_fini(&r->layout);
+	dt_model_free(r->model);
+	dt_optim_free(r->optim);
+	dt_source_fini(&r->train);
+	dt_source_fini(&r->eval);
+	dt_vocab_fini(&r->vocab);
+	free(r->data_job);
+	free(r->perm);
+	free(r->report);
+	dt_plan_fini(&r->plan);
+}
+
+static void
+run_init(struct dt_run *r, const struct dt_job *job, struct dt_comm *comm,
+	 struct dt_train_result *res)
+{
+	memset(r, 0, sizeof *r);
+	memset(res, 0, sizeof *res);
+	res->eval_loss = NAN;
+	res->eval_accuracy = NAN;
+	res->train_loss = NAN;
+	res->resumed_from = -1;
+	r->job = job;
+	r->comm = comm;
+	r->rank = dt_comm_rank(comm);
+	r->perm_epoch = -1;
+	r->last_ckpt_step = -1;
+	r->resumed_from = -1;
+}
+
+enum dt_status
+dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
+	     struct dt_comm *comm, struct dt_train_result *res,
+	     struct dt_error *err)
+{
+	struct dt_run r;
+	struct dt_ps *ps;
+	enum dt_status st;
+	int done = 0;
+
+	run_init(&r, job, comm, res);
+	st = setup_compute(&r, err);
+	if (st == DT_OK)
+		st = setup_run(&r, opts, &done, err);
+	res->resumed_from = r.resumed_from;
+	if (st == DT_OK && done) {
+		res->already_done = 1;
+		res->steps = r.position.step;
+	}
+	if (st != DT_OK || done)
+		goto out;	/* every rank, servers too, knows */
+	st = agree(&r, dt_metrics_write_plan(&r, err), err);
+	if (st == DT_OK)
+		st = agree(&r, dt_metrics_reopen(&r, r.resumed_from, err), err);
+	if (st != DT_OK)
+		goto out;
+	ps = dt_grad_sync_servers(r.sync);
+	if (ps != NULL && dt_ps_is_server(ps))
+		st = serve(&r, ps, err);
+	else
+		st = work(&r, opts, res, err);
+	if (ps != NULL) {
+		/* Workers and servers end together, on the same status. */
+		enum dt_status all = dt_comm_agree(comm, st, NULL);
+
+		if (all != DT_OK && st == DT_OK)
+			st = dt_errorf(err, all, "a worker failed");
+	}
+out:
+	run_fini(&r);
+	return st;
+}

@@ -1,0 +1,135 @@
+/* sync.h - the gradient-sync seam: how the gradient of one optimizer step
+ * reaches every rank that updates with it, behind one interface chosen
+ * once at setup (dt_grad_sync_new), so the loop and the executor never
+ * ask which mode they run in. Internal to train/.
+ *
+ * The executor calls, per optimizer step:
+ *   dt_grad_sync_step_begin                 once, after zeroing gradients
+ *   dt_grad_sync_backward_begin / _end      around each micro-batch's
+ *                                           backward pass
+ *   dt_grad_sync_begin(bucket)              when a bucket's gradient is
+ *                                           final (its last backward ran)
+ * and the loop, before the optimizer:
+ *   dt_grad_sync_finish                     every bucket summed (waits)
+ *   dt_grad_sync_norm2                      the squared gradient norm
+ *   dt_grad_sync_apply                      the update
+ *
+ * Buckets: today one bucket holds every trained gradient of the rank and
+ * is begun after the step's last backward. The interface takes the
+ * bucket so that an implementation can start a bucket's sum while
+ * backward still runs over earlier layers (the executor then calls begin
+ * from a per-node "gradient final" point), and so that a reduce-scatter
+ * of the gradient plus an all-gather of the updated parameters (sharded
+ * optimizer state) is one more implementation of begin/finish/apply.
+ *
+ * Implementations (sync.c, sync_ps.c):
+ *   allreduce        float gradients summed by one MPI_SUM all-reduce
+ *                    over the data-parallel ranks; the norm from the
+ *                    rank's own (whole) gradient
+ *   exact            each micro-batch's gradient added to a double
+ *                    accumulator, the accumulators summed in double and
+ *                    rounded once (dt_plan_exact_accum)
+ *   stages           either sum over the data- and tensor-parallel ranks
+ *                    of a pipeline stage; the norm from every stage's
+ *                    per-tensor squares, which travel in the step report
+ *   parameter_server the gradient goes to the server ranks, which update
+ *                    and send back the parameters (no local optimizer)
+ */
+#ifndef DT_TRAIN_SYNC_H
+#define DT_TRAIN_SYNC_H
+
+#include <stdint.h>
+
+#include "dist/comm.h"
+#include "dist/ps.h"
+#include "graph/graph.h"
+#include "job/job.h"
+#include "optim/optim.h"
+#include "plan/plan.h"
+#include "train/report.h"
+#include "util/status.h"
+
+struct dt_grad_sync;
+
+/* What an implementation needs; every pointer is borrowed and must
+ * outlive the sync. */
+struct dt_grad_sync_cfg {
+	const struct dt_job *job;
+	const struct dt_plan *plan;
+	struct dt_model *model;		/* the rank's model (or stage) */
+	struct dt_optim *optim;
+	struct dt_comm *world;		/* every rank */
+	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
+					 * the data-parallel x tensor-
+					 * parallel ranks of the stage */
+	int split;			/* the model is cut into stages or
+					 * tensor slices */
+	int norm_owner;			/* this rank reports its stage's
+					 * tensor norms (dp = tp = 0) */
+	int first_tensor;		/* its first tensor's index in the
+					 * whole model */
+	int n_tensors_all;		/* tensors of the whole model */
+	const int64_t *step;		/* optimizer steps done (the loop's) */
+};
+
+/* Chooses and makes the implementation for cfg (parameter servers when
+ * the job says so: collective over cfg->world, servers and workers
+ * alike). DT_ERR_MPI from the servers' set-up; otherwise DT_OK. *out is
+ * owned by the caller (dt_grad_sync_free). */
+enum dt_status dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
+				struct dt_grad_sync **out,
+				struct dt_error *err);
+void dt_grad_sync_free(struct dt_grad_sync *s);
+
+/* Doubles of the step report's tensor_norm2 that this sync fills
+ * (n_tensors_all for stages, else 0). */
+int dt_grad_sync_n_norms(const struct dt_grad_sync *s);
+
+/* 1 when the ranks need not meet every step (asynchronous parameter
+ * servers): the loop then reduces its report only on the steps where
+ * they meet anyway. */
+int dt_grad_sync_lazy(const struct dt_grad_sync *s);
+
+/* The parameter-server set-up, or NULL for the other implementations
+ * (for the checkpoint's gather, the servers' loop and summary.json). */
+struct dt_ps *dt_grad_sync_servers(const struct dt_grad_sync *s);
+
+/* The communicator of the ranks that train (the workers; NULL on a
+ * server). */
+struct dt_comm *dt_grad_sync_workers(const struct dt_grad_sync *s);
+
+void dt_grad_sync_step_begin(struct dt_grad_sync *s);
+void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
+void dt_grad_sync_backward_end(struct dt_grad_sync *s);
+
+/* Bucket `bucket` (0: the whole gradient, the only one today) is final
+ * on this rank: starts (today: does) its sum. Errors: DT_ERR_MPI. */
+enum dt_status dt_grad_sync_begin(struct dt_grad_sync *s, int bucket,
+				  struct dt_error *err);
+
+/* Completes every begun bucket, so the float gradient holds the sum, and
+ * writes this rank's share of the per-tensor squared norms into
+ * report->tensor_norm2 (stages). step_loss is this rank's loss sum of
+ * the step (the parameter-server worker refuses a non-finite one, or a
+ * non-finite gradient, with DT_ERR_NUMERIC naming the step and the rank,
+ * since no rank sees the whole gradient). Errors: DT_ERR_MPI. */
+enum dt_status dt_grad_sync_finish(struct dt_grad_sync *s, double step_loss,
+				   struct dt_step_report *report,
+				   struct dt_error *err);
+
+/* The squared L2 norm of the step's whole gradient, the same bits for
+ * every layout: each tensor's sum of squares in double, added in model
+ * order (report: reduced over the ranks, for stages). 0 with parameter
+ * servers (clip_norm is refused there). */
+double dt_grad_sync_norm2(struct dt_grad_sync *s,
+			  const struct dt_step_report *report);
+
+/* Gradient bytes this rank has handed to MPI in the sums. */
+uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
+
+/* The update with the summed gradient at learning rate lr: the
+ * optimizer on this rank, or nothing where the servers made it (finish
+ * brought the new parameters). */
+void dt_grad_sync_apply(struct dt_grad_sync *s, float lr);
+
+#endif

@@ -1,0 +1,42 @@
+/* sync_priv.h - what the gradient-sync implementations share (sync.c,
+ * sync_ps.c). Internal to train/sync*. */
+#ifndef DT_TRAIN_SYNC_PRIV_H
+#define DT_TRAIN_SYNC_PRIV_H
+
+#include "train/sync.h"
+
+/* One implementation: the seam's calls (sync.h) in order of use. */
+struct dt_grad_sync_ops {
+	const char *name;
+	void (*step_begin)(struct dt_grad_sync *s);
+	void (*backward_begin)(struct dt_grad_sync *s);
+	void (*backward_end)(struct dt_grad_sync *s);
+	enum dt_status (*begin)(struct dt_grad_sync *s, int bucket,
+				struct dt_error *err);
+	enum dt_status (*finish)(struct dt_grad_sync *s, double step_loss,
+				 struct dt_step_report *report,
+				 struct dt_error *err);
+	double (*norm2)(struct dt_grad_sync *s,
+			const struct dt_step_report *report);
+	void (*apply)(struct dt_grad_sync *s, float lr);
+};
+
+struct dt_grad_sync {
+	const struct dt_grad_sync_ops *ops;
+	struct dt_grad_sync_cfg cfg;
+	size_t n;			/* trained floats of the rank */
+	double *acc;			/* exact: (n) the step's gradient */
+	uint64_t bytes;			/* gradient bytes handed to MPI */
+	struct dt_comm *workers;	/* the ranks that train */
+	struct dt_ps *ps;		/* parameter servers, else NULL */
+	int lazy;			/* asynchronous servers */
+};
+
+/* The squared norm of the rank's own whole gradient (sync.c). */
+double dt_sync_local_norm2(struct dt_grad_sync *s);
+
+/* Makes s the parameter-server implementation (sync_ps.c); collective
+ * over s->cfg.world. */
+enum dt_status dt_sync_ps_init(struct dt_grad_sync *s, struct dt_error *err);
+
+#endif
