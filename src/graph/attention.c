@@ -53,11 +53,11 @@
  * of the scratch are left as they are and never read. FLOPs count one
  * rank's share: everything but the proj bias over s. */
 #include <assert.h>
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/rng.h"
 
@@ -185,7 +185,7 @@ affine(const float *x, const float *w, const float *b, float *y, int rows,
 		for (int r = 0; r < rows; r++)
 			memcpy(y + (size_t)r * cols, b,
 			       (size_t)cols * sizeof(float));
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols,
+	dt_kern_sgemm(0, 0, rows, cols,
 		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
 		    cols);
 }
@@ -215,7 +215,7 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 				memcpy(qkv + (size_t)r * 3 * c + o,
 				       w->b_qkv->data + o,
 				       (size_t)cl * sizeof(float));
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows,
+		dt_kern_sgemm(0, 0, rows,
 			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
 			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
 	}
@@ -227,7 +227,7 @@ static void
 share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
 		   const float *y, float *out, int rows, int c, int c0, int cl)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, c, cl,
+	dt_kern_sgemm(0, 0, rows, c, cl,
 		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
 		    0.0f, out, c);
 	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
@@ -292,11 +292,11 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
 			float *a = att + (b * heads + h) * t * t; /* (T, T) */
 
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+			dt_kern_sgemm(0, 1,
 				    t, t, hs, scale, q, 3 * c, k, 3 * c, 0.0f,
 				    a, t);
 			masked_softmax(a, t, n->spec.causal);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+			dt_kern_sgemm(0, 0,
 				    t, hs, t, 1.0f, a, t, v, 3 * c, 0.0f,
 				    y + b * t * c + h * hs, c);
 		}
@@ -321,7 +321,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
 
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, cl,
+		dt_kern_sgemm(1, 0, c, cl,
 			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
 			    w->w_qkv->grad + o, 3 * c);
 		if (w->b_qkv != NULL)
@@ -335,7 +335,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 		float beta = part > 0 || (din_add && tp->rank == 0) ? 1.0f
 								    : 0.0f;
 
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c,
+		dt_kern_sgemm(0, 1, rows, c,
 			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
 			    3 * c, beta, din, c);
 	}
@@ -366,12 +366,12 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* The output projection (this rank's rows of it); y is dead
 	 * afterwards and takes dy. */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cl, c, rows, 1.0f,
+	dt_kern_sgemm(1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
 		add_column_sums(dout, c, w.b_proj->grad, rows, c);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cl, c, 1.0f,
+	dt_kern_sgemm(0, 1, rows, cl, c, 1.0f,
 		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
 		    c);
 
@@ -384,10 +384,10 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 			float *d = ds + b * t * t;		/* (T, T) */
 
 			/* datt = dy_h v^T; then v is dead and takes dv. */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+			dt_kern_sgemm(0, 1,
 				    t, t, hs, 1.0f, dyh, c, v, 3 * c, 0.0f,
 				    d, t);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
+			dt_kern_sgemm(1, 0,
 				    t, hs, t, 1.0f, a, t, dyh, c, 0.0f,
 				    v, 3 * c);
 			for (int i = 0; i < t; i++) {
@@ -404,10 +404,10 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 			 * k (dead once dq is made), then dq to q. Writing k
 			 * while reading q shares rows of qkv but no element,
 			 * which BLAS allows. */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
+			dt_kern_sgemm(0, 0,
 				    t, hs, t, 1.0f, d, t, k, 3 * c, 0.0f,
 				    dyh, c);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
+			dt_kern_sgemm(1, 0,
 				    t, hs, t, 1.0f, d, t, q, 3 * c, 0.0f,
 				    k, 3 * c);
 			for (int i = 0; i < t; i++)
@@ -419,13 +419,13 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, 3 * c,
+		dt_kern_sgemm(1, 0, c, 3 * c,
 			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
 			    w.w_qkv->grad, 3 * c);
 		if (w.b_qkv != NULL)
 			add_column_sums(qkv, 3 * c, w.b_qkv->grad, rows, 3 * c);
 		if (din[0] != NULL)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+			dt_kern_sgemm(0, 1,
 				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
 				    w.w_qkv->data, 3 * c,
 				    din_add[0] ? 1.0f : 0.0f, din[0], c);

@@ -15,6 +15,7 @@
  * FLOPs: 1 per value (the multiply). */
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/rng.h"
 
@@ -76,18 +77,12 @@ dropout_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		return;
 	if (n->spec.rate == 0.0) {
 		if (din_add[0])
-			for (int64_t i = 0; i < len; i++)
-				dx[i] += dy[i];
+			dt_kern_acc(dy, dx, len);
 		else
 			memcpy(dx, dy, (size_t)len * sizeof(float));
 		return;
 	}
-	if (din_add[0])
-		for (int64_t i = 0; i < len; i++)
-			dx[i] += dy[i] * mask[i];
-	else
-		for (int64_t i = 0; i < len; i++)
-			dx[i] = dy[i] * mask[i];
+	dt_kern_mul(dy, mask, dx, len, din_add[0]);
 }
 
 static double
