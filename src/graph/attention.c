@@ -237,28 +237,119 @@ share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
 				out[(size_t)r * c + j] += w->b_proj->data[j];
 }
 
-/* Softmax of each row of s (T, T) in place; with causal, row i covers
- * columns 0..i and the rest become 0. */
-static void
-masked_softmax(float *s, int t, bool causal)
-{
-	for (int i = 0; i < t; i++) {
-		float *row = s + (size_t)i * t;
-		int valid = causal ? i + 1 : t;
-		float max = row[0], sum = 0.0f, inv;
+/* Rows per tile of the score matrix under the causal mask: a tile of
+ * rows [i0, i1) needs the key columns [0, i1) only, so the products skip
+ * the blocks above the diagonal (at T = 64, 10 of 16 blocks are computed
+ * instead of 16). Without the mask one tile covers all rows. */
+#define ATTN_TILE 16
 
-		for (int j = 1; j < valid; j++)
-			max = fmaxf(max, row[j]);
-		for (int j = 0; j < valid; j++) {
-			row[j] = expf(row[j] - max);
-			sum += row[j];
+/* The columns row tile [i0, i1) of a T-position head computes: [0, i1)
+ * under the mask, else [0, t). */
+static int
+tile_width(int i1, int t, bool causal)
+{
+	return causal ? i1 : t;
+}
+
+/* One head of one sample, forward: q, k, v (T, hs) at row stride ldq (3C),
+ * a (T, T) the probabilities, y (T, hs) at row stride ldy (C). Row i of a
+ * holds the softmax of its first i+1 scores (all T without the mask), 0
+ * after them. */
+static void
+head_forward(const float *q, const float *k, const float *v, float *a,
+	     float *y, int t, int hs, int ldq, int ldy, float scale,
+	     bool causal)
+{
+	const int tile = causal ? ATTN_TILE : t;
+
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+		float *ar = a + (size_t)i0 * t;		/* (i1-i0, T) */
+
+		/* s = q k^T / sqrt(hs) over the tile's rows and columns */
+		dt_kern_sgemm(0, 1, i1 - i0, w, hs, scale,
+			      q + (size_t)i0 * ldq, ldq, k, ldq, 0.0f, ar, t);
+		for (int i = i0; i < i1; i++) {
+			float *row = a + (size_t)i * t;	/* (T) */
+			const int valid = causal ? i + 1 : t;
+
+			dt_kern_softmax(row, valid, NULL);
+			memset(row + valid, 0,
+			       (size_t)(t - valid) * sizeof(float));
 		}
-		inv = 1.0f / sum;
-		for (int j = 0; j < valid; j++)
-			row[j] *= inv;
-		for (int j = valid; j < t; j++)
-			row[j] = 0.0f;
+		/* y_h = att v over the same block */
+		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, ar, t, v, ldq, 0.0f,
+			      y + (size_t)i0 * ldy, ldy);
 	}
+}
+
+/* One head of one sample, backward. On entry q, k, v as forward left
+ * them, a the probabilities, dyh (T, hs) at row stride ldy the gradient
+ * of y_h; d (T, T) is scratch. On return q, k and v hold dq, dk and dv,
+ * and dyh is clobbered. Under the mask only the blocks forward computed
+ * are formed: datt and dq by row tiles over the columns [0, i1), dv and
+ * dk by column tiles [j0, j1) over the rows [j0, T) (a and ds are 0
+ * above the diagonal inside a tile). */
+static void
+head_backward(float *q, float *k, float *v, const float *a, float *dyh,
+	      float *d, int t, int hs, int ldq, int ldy, float scale,
+	      bool causal)
+{
+	const int tile = causal ? ATTN_TILE : t;
+
+	/* datt = dy_h v^T, then ds = the softmax Jacobian times it, row by
+	 * row over the valid entries (0 after them up to the tile's
+	 * width, where later products read). */
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+
+		dt_kern_sgemm(0, 1, i1 - i0, w, hs, 1.0f,
+			      dyh + (size_t)i0 * ldy, ldy, v, ldq, 0.0f,
+			      d + (size_t)i0 * t, t);
+		for (int i = i0; i < i1; i++) {
+			const int valid = causal ? i + 1 : t;
+			float *dr = d + (size_t)i * t;	/* (T) */
+
+			dt_kern_softmax_grad(a + (size_t)i * t, dr, valid,
+					     scale);
+			memset(dr + valid, 0,
+			       (size_t)(w - valid) * sizeof(float));
+		}
+	}
+	/* v is dead: dv = att^T dy_h, column tile by column tile. */
+	for (int j0 = 0; j0 < t; j0 += tile) {
+		const int j1 = j0 + tile < t ? j0 + tile : t;
+		const int r0 = causal ? j0 : 0;
+
+		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
+			      a + (size_t)r0 * t + j0, t,
+			      dyh + (size_t)r0 * ldy, ldy, 0.0f,
+			      v + (size_t)j0 * ldq, ldq);
+	}
+	/* dq = ds k into dy_h (dead now), then dk = ds^T q into k (dead
+	 * once dq is made), then dq to q. Writing k while reading q shares
+	 * rows of qkv but no element, which BLAS allows. */
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+
+		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, d + (size_t)i0 * t,
+			      t, k, ldq, 0.0f, dyh + (size_t)i0 * ldy, ldy);
+	}
+	for (int j0 = 0; j0 < t; j0 += tile) {
+		const int j1 = j0 + tile < t ? j0 + tile : t;
+		const int r0 = causal ? j0 : 0;
+
+		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
+			      d + (size_t)r0 * t + j0, t,
+			      q + (size_t)r0 * ldq, ldq, 0.0f,
+			      k + (size_t)j0 * ldq, ldq);
+	}
+	for (int i = 0; i < t; i++)
+		memcpy(q + (size_t)i * ldq, dyh + (size_t)i * ldy,
+		       (size_t)hs * sizeof(float));
 }
 
 static void
@@ -290,15 +381,10 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 		for (int h = h0; h < h1; h++) {
 			const float *q = qkv + b * t * 3 * c + h * hs;
 			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			float *a = att + (b * heads + h) * t * t; /* (T, T) */
 
-			dt_kern_sgemm(0, 1,
-				    t, t, hs, scale, q, 3 * c, k, 3 * c, 0.0f,
-				    a, t);
-			masked_softmax(a, t, n->spec.causal);
-			dt_kern_sgemm(0, 0,
-				    t, hs, t, 1.0f, a, t, v, 3 * c, 0.0f,
-				    y + b * t * c + h * hs, c);
+			head_forward(q, k, v, att + (b * heads + h) * t * t,
+				     y + b * t * c + h * hs, t, hs, 3 * c, c,
+				     scale, n->spec.causal);
 		}
 	}
 	if (tp == NULL)
@@ -379,41 +465,10 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 		for (int h = h0; h < h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
 			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			const float *a = att + (b * heads + h) * t * t;
-			float *dyh = y + b * t * c + h * hs;	/* ld C */
-			float *d = ds + b * t * t;		/* (T, T) */
 
-			/* datt = dy_h v^T; then v is dead and takes dv. */
-			dt_kern_sgemm(0, 1,
-				    t, t, hs, 1.0f, dyh, c, v, 3 * c, 0.0f,
-				    d, t);
-			dt_kern_sgemm(1, 0,
-				    t, hs, t, 1.0f, a, t, dyh, c, 0.0f,
-				    v, 3 * c);
-			for (int i = 0; i < t; i++) {
-				const float *ar = a + (size_t)i * t;
-				float *dr = d + (size_t)i * t;
-				float dot = 0.0f;
-
-				for (int j = 0; j < t; j++)
-					dot += ar[j] * dr[j];
-				for (int j = 0; j < t; j++)
-					dr[j] = scale * ar[j] * (dr[j] - dot);
-			}
-			/* dq = ds k into dy_h (dead now), dk = ds^T q into
-			 * k (dead once dq is made), then dq to q. Writing k
-			 * while reading q shares rows of qkv but no element,
-			 * which BLAS allows. */
-			dt_kern_sgemm(0, 0,
-				    t, hs, t, 1.0f, d, t, k, 3 * c, 0.0f,
-				    dyh, c);
-			dt_kern_sgemm(1, 0,
-				    t, hs, t, 1.0f, d, t, q, 3 * c, 0.0f,
-				    k, 3 * c);
-			for (int i = 0; i < t; i++)
-				memcpy(q + (size_t)i * 3 * c,
-				       dyh + (size_t)i * c,
-				       (size_t)hs * sizeof(float));
+			head_backward(q, k, v, att + (b * heads + h) * t * t,
+				      y + b * t * c + h * hs, ds + b * t * t,
+				      t, hs, 3 * c, c, scale, n->spec.causal);
 		}
 	}
 

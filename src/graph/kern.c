@@ -18,7 +18,8 @@
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && \
 	!defined(__clang__)
-#define KERN_CLONES __attribute__((target_clones("avx2", "default")))
+#define KERN_CLONES \
+	__attribute__((target_clones("avx2", "default")))
 #else
 #define KERN_CLONES
 #endif
@@ -195,6 +196,19 @@ float
 dt_kern_dot(const float *a, const float *b, int64_t n)
 {
 	return dot_lanes(a, b, n);
+}
+
+KERN_CLONES static void
+softmax_vjp(const float *restrict y, float *restrict d, int64_t n, float dot,
+	    float scale)
+{
+	DT_VEC_LOOP(i, n, d[i] = scale * y[i] * (d[i] - dot));
+}
+
+void
+dt_kern_softmax_grad(const float *y, float *d, int64_t n, float scale)
+{
+	softmax_vjp(y, d, n, dot_lanes(y, d, n), scale);
 }
 
 #define GELU_K 0.7978845608028654f	/* sqrt(2/pi) */

@@ -62,6 +62,11 @@ void dt_kern_exp(float *x, int64_t n);
  * to max x, from which log-sum-exp = max + log(sum). */
 float dt_kern_softmax(float *x, int64_t n, float *max);
 
+/* The softmax's vector-Jacobian product in place, scaled: d = scale * y *
+ * (d - sum(y * d)) over n values, y the softmax output and d its output
+ * gradient on entry (y and d do not overlap). */
+void dt_kern_softmax_grad(const float *y, float *d, int64_t n, float scale);
+
 /* The sum of a[i] * b[i] over [0, n), in 8 lanes. */
 float dt_kern_dot(const float *a, const float *b, int64_t n);
 

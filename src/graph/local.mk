@@ -32,3 +32,9 @@ TESTS += tests/unit/test_graph_tp
 tests_unit_test_graph_tp_SOURCES = tests/unit/test_graph_tp.c
 tests_unit_test_graph_tp_CFLAGS = $(UNIT_CFLAGS) -pthread
 tests_unit_test_graph_tp_LDADD = $(UNIT_LDADD) -lpthread
+
+check_PROGRAMS += tests/unit/test_graph_kern
+TESTS += tests/unit/test_graph_kern
+tests_unit_test_graph_kern_SOURCES = tests/unit/test_graph_kern.c
+tests_unit_test_graph_kern_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_graph_kern_LDADD = $(UNIT_LDADD)
