@@ -22,4 +22,4 @@ bench: bench/bench_mlp bench/bench_layers dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
 .PHONY: bench
-EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh
+EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh bench/README

@@ -167,6 +167,18 @@ scale_inplace(float *restrict x, int64_t n, float s)
 }
 
 float
+dt_kern_max(const float *x, int64_t n)
+{
+	return row_max(x, n);
+}
+
+void
+dt_kern_scale(float *x, int64_t n, float s)
+{
+	scale_inplace(x, n, s);
+}
+
+float
 dt_kern_softmax(float *x, int64_t n, float *max)
 {
 	float m = row_max(x, n);

@@ -62,6 +62,13 @@ void dt_kern_exp(float *x, int64_t n);
  * to max x, from which log-sum-exp = max + log(sum). */
 float dt_kern_softmax(float *x, int64_t n, float *max);
 
+/* The largest of x[0..n), n > 0 (NaN values are passed over, as by
+ * fmaxf). Exact: the same value in any order. */
+float dt_kern_max(const float *x, int64_t n);
+
+/* x[i] *= s over n values. */
+void dt_kern_scale(float *x, int64_t n, float s);
+
 /* The softmax's vector-Jacobian product in place, scaled: d = scale * y *
  * (d - sum(y * d)) over n values, y the softmax output and d its output
  * gradient on entry (y and d do not overlap). */
