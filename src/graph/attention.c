@@ -22,6 +22,13 @@
  *   datt)) / sqrt(hs) (the softmax Jacobian; masked entries have att = 0
  *   and get no gradient), dq = ds k, dk = ds^T q; then dqkv_weight +=
  *   x^T dqkv and dx = dqkv qkv_weight^T.
+ * The products go through the kernel seam (kern.h), the softmax and its
+ * Jacobian product through its vectorised loops. Under the causal mask
+ * the per-head products run in tiles of ATTN_TILE rows (or, for dv and
+ * dk, columns) that leave out the blocks above the diagonal: at T = 64,
+ * 10 of the 16 blocks of 16 x 16. Every head is computed alone and the
+ * same way under any split of the heads or the batch, so the bits do not
+ * depend on the layout.
  *
  * Scratch, floats per sample (all saved by forward for backward, or used by
  * backward in place):
@@ -32,8 +39,9 @@
  *   ds   T*T     backward's score gradient for one head at a time
  * in all 4*T*C + (h+1)*T*T, besides the output and its gradient.
  *
- * FLOPs per sample, counting the full T x T matrices even with the causal
- * mask, since the sgemms compute them in full (about half is masked away):
+ * FLOPs per sample, nominal: the full T x T matrices even with the causal
+ * mask (the tiles compute 10/16 of them at T = 64), so plans and
+ * throughput figures count the same work as before the tiles:
  *   projections 2*T*C*3C + 2*T*C*C, biases 3*T*C + T*C (with bias),
  *   scores 2*T*T*C, softmax 5*h*T*T (max, subtract, exp, sum, divide, as
  *   softmax_xent.c counts), weighted sum 2*T*T*C.
