@@ -6,6 +6,7 @@
  * FLOPs: 1 per value per input after the first. */
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 
 static bool
@@ -45,11 +46,9 @@ add_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const int64_t len = p->batch * n->out_size;
 	float *y = n->out;
 
-	for (int64_t i = 0; i < len; i++)
-		y[i] = in[0][i] + in[1][i];
+	dt_kern_add(in[0], in[1], y, len);
 	for (int k = 2; k < n->n_inputs; k++)
-		for (int64_t i = 0; i < len; i++)
-			y[i] += in[k][i];
+		dt_kern_acc(in[k], y, len);
 }
 
 static void
@@ -66,8 +65,7 @@ add_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		if (dx == NULL)
 			continue;
 		if (din_add[k])
-			for (int64_t i = 0; i < len; i++)
-				dx[i] += dy[i];
+			dt_kern_acc(dy, dx, len);
 		else
 			memcpy(dx, dy, (size_t)len * sizeof(float));
 	}

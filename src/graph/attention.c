@@ -22,6 +22,13 @@
  *   datt)) / sqrt(hs) (the softmax Jacobian; masked entries have att = 0
  *   and get no gradient), dq = ds k, dk = ds^T q; then dqkv_weight +=
  *   x^T dqkv and dx = dqkv qkv_weight^T.
+ * The products go through the kernel seam (kern.h), the softmax and its
+ * Jacobian product through its vectorised loops. Under the causal mask
+ * the per-head products run in tiles of ATTN_TILE rows (or, for dv and
+ * dk, columns) that leave out the blocks above the diagonal: at T = 64,
+ * 10 of the 16 blocks of 16 x 16. Every head is computed alone and the
+ * same way under any split of the heads or the batch, so the bits do not
+ * depend on the layout.
  *
  * Scratch, floats per sample (all saved by forward for backward, or used by
  * backward in place):
@@ -32,8 +39,9 @@
  *   ds   T*T     backward's score gradient for one head at a time
  * in all 4*T*C + (h+1)*T*T, besides the output and its gradient.
  *
- * FLOPs per sample, counting the full T x T matrices even with the causal
- * mask, since the sgemms compute them in full (about half is masked away):
+ * FLOPs per sample, nominal: the full T x T matrices even with the causal
+ * mask (the tiles compute 10/16 of them at T = 64), so plans and
+ * throughput figures count the same work as before the tiles:
  *   projections 2*T*C*3C + 2*T*C*C, biases 3*T*C + T*C (with bias),
  *   scores 2*T*T*C, softmax 5*h*T*T (max, subtract, exp, sum, divide, as
  *   softmax_xent.c counts), weighted sum 2*T*T*C.
@@ -53,11 +61,11 @@
  * of the scratch are left as they are and never read. FLOPs count one
  * rank's share: everything but the proj bias over s. */
 #include <assert.h>
-#include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/rng.h"
 
@@ -185,7 +193,7 @@ affine(const float *x, const float *w, const float *b, float *y, int rows,
 		for (int r = 0; r < rows; r++)
 			memcpy(y + (size_t)r * cols, b,
 			       (size_t)cols * sizeof(float));
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols,
+	dt_kern_sgemm(0, 0, rows, cols,
 		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
 		    cols);
 }
@@ -215,7 +223,7 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 				memcpy(qkv + (size_t)r * 3 * c + o,
 				       w->b_qkv->data + o,
 				       (size_t)cl * sizeof(float));
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows,
+		dt_kern_sgemm(0, 0, rows,
 			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
 			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
 	}
@@ -227,7 +235,7 @@ static void
 share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
 		   const float *y, float *out, int rows, int c, int c0, int cl)
 {
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, c, cl,
+	dt_kern_sgemm(0, 0, rows, c, cl,
 		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
 		    0.0f, out, c);
 	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
@@ -237,28 +245,119 @@ share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
 				out[(size_t)r * c + j] += w->b_proj->data[j];
 }
 
-/* Softmax of each row of s (T, T) in place; with causal, row i covers
- * columns 0..i and the rest become 0. */
-static void
-masked_softmax(float *s, int t, bool causal)
-{
-	for (int i = 0; i < t; i++) {
-		float *row = s + (size_t)i * t;
-		int valid = causal ? i + 1 : t;
-		float max = row[0], sum = 0.0f, inv;
+/* Rows per tile of the score matrix under the causal mask: a tile of
+ * rows [i0, i1) needs the key columns [0, i1) only, so the products skip
+ * the blocks above the diagonal (at T = 64, 10 of 16 blocks are computed
+ * instead of 16). Without the mask one tile covers all rows. */
+#define ATTN_TILE 16
 
-		for (int j = 1; j < valid; j++)
-			max = fmaxf(max, row[j]);
-		for (int j = 0; j < valid; j++) {
-			row[j] = expf(row[j] - max);
-			sum += row[j];
+/* The columns row tile [i0, i1) of a T-position head computes: [0, i1)
+ * under the mask, else [0, t). */
+static int
+tile_width(int i1, int t, bool causal)
+{
+	return causal ? i1 : t;
+}
+
+/* One head of one sample, forward: q, k, v (T, hs) at row stride ldq (3C),
+ * a (T, T) the probabilities, y (T, hs) at row stride ldy (C). Row i of a
+ * holds the softmax of its first i+1 scores (all T without the mask), 0
+ * after them. */
+static void
+head_forward(const float *q, const float *k, const float *v, float *a,
+	     float *y, int t, int hs, int ldq, int ldy, float scale,
+	     bool causal)
+{
+	const int tile = causal ? ATTN_TILE : t;
+
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+		float *ar = a + (size_t)i0 * t;		/* (i1-i0, T) */
+
+		/* s = q k^T / sqrt(hs) over the tile's rows and columns */
+		dt_kern_sgemm(0, 1, i1 - i0, w, hs, scale,
+			      q + (size_t)i0 * ldq, ldq, k, ldq, 0.0f, ar, t);
+		for (int i = i0; i < i1; i++) {
+			float *row = a + (size_t)i * t;	/* (T) */
+			const int valid = causal ? i + 1 : t;
+
+			dt_kern_softmax(row, valid, NULL);
+			memset(row + valid, 0,
+			       (size_t)(t - valid) * sizeof(float));
 		}
-		inv = 1.0f / sum;
-		for (int j = 0; j < valid; j++)
-			row[j] *= inv;
-		for (int j = valid; j < t; j++)
-			row[j] = 0.0f;
+		/* y_h = att v over the same block */
+		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, ar, t, v, ldq, 0.0f,
+			      y + (size_t)i0 * ldy, ldy);
 	}
+}
+
+/* One head of one sample, backward. On entry q, k, v as forward left
+ * them, a the probabilities, dyh (T, hs) at row stride ldy the gradient
+ * of y_h; d (T, T) is scratch. On return q, k and v hold dq, dk and dv,
+ * and dyh is clobbered. Under the mask only the blocks forward computed
+ * are formed: datt and dq by row tiles over the columns [0, i1), dv and
+ * dk by column tiles [j0, j1) over the rows [j0, T) (a and ds are 0
+ * above the diagonal inside a tile). */
+static void
+head_backward(float *q, float *k, float *v, const float *a, float *dyh,
+	      float *d, int t, int hs, int ldq, int ldy, float scale,
+	      bool causal)
+{
+	const int tile = causal ? ATTN_TILE : t;
+
+	/* datt = dy_h v^T, then ds = the softmax Jacobian times it, row by
+	 * row over the valid entries (0 after them up to the tile's
+	 * width, where later products read). */
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+
+		dt_kern_sgemm(0, 1, i1 - i0, w, hs, 1.0f,
+			      dyh + (size_t)i0 * ldy, ldy, v, ldq, 0.0f,
+			      d + (size_t)i0 * t, t);
+		for (int i = i0; i < i1; i++) {
+			const int valid = causal ? i + 1 : t;
+			float *dr = d + (size_t)i * t;	/* (T) */
+
+			dt_kern_softmax_grad(a + (size_t)i * t, dr, valid,
+					     scale);
+			memset(dr + valid, 0,
+			       (size_t)(w - valid) * sizeof(float));
+		}
+	}
+	/* v is dead: dv = att^T dy_h, column tile by column tile. */
+	for (int j0 = 0; j0 < t; j0 += tile) {
+		const int j1 = j0 + tile < t ? j0 + tile : t;
+		const int r0 = causal ? j0 : 0;
+
+		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
+			      a + (size_t)r0 * t + j0, t,
+			      dyh + (size_t)r0 * ldy, ldy, 0.0f,
+			      v + (size_t)j0 * ldq, ldq);
+	}
+	/* dq = ds k into dy_h (dead now), then dk = ds^T q into k (dead
+	 * once dq is made), then dq to q. Writing k while reading q shares
+	 * rows of qkv but no element, which BLAS allows. */
+	for (int i0 = 0; i0 < t; i0 += tile) {
+		const int i1 = i0 + tile < t ? i0 + tile : t;
+		const int w = tile_width(i1, t, causal);
+
+		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, d + (size_t)i0 * t,
+			      t, k, ldq, 0.0f, dyh + (size_t)i0 * ldy, ldy);
+	}
+	for (int j0 = 0; j0 < t; j0 += tile) {
+		const int j1 = j0 + tile < t ? j0 + tile : t;
+		const int r0 = causal ? j0 : 0;
+
+		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
+			      d + (size_t)r0 * t + j0, t,
+			      q + (size_t)r0 * ldq, ldq, 0.0f,
+			      k + (size_t)j0 * ldq, ldq);
+	}
+	for (int i = 0; i < t; i++)
+		memcpy(q + (size_t)i * ldq, dyh + (size_t)i * ldy,
+		       (size_t)hs * sizeof(float));
 }
 
 static void
@@ -290,15 +389,10 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 		for (int h = h0; h < h1; h++) {
 			const float *q = qkv + b * t * 3 * c + h * hs;
 			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			float *a = att + (b * heads + h) * t * t; /* (T, T) */
 
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-				    t, t, hs, scale, q, 3 * c, k, 3 * c, 0.0f,
-				    a, t);
-			masked_softmax(a, t, n->spec.causal);
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-				    t, hs, t, 1.0f, a, t, v, 3 * c, 0.0f,
-				    y + b * t * c + h * hs, c);
+			head_forward(q, k, v, att + (b * heads + h) * t * t,
+				     y + b * t * c + h * hs, t, hs, 3 * c, c,
+				     scale, n->spec.causal);
 		}
 	}
 	if (tp == NULL)
@@ -321,7 +415,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
 
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, cl,
+		dt_kern_sgemm(1, 0, c, cl,
 			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
 			    w->w_qkv->grad + o, 3 * c);
 		if (w->b_qkv != NULL)
@@ -335,7 +429,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 		float beta = part > 0 || (din_add && tp->rank == 0) ? 1.0f
 								    : 0.0f;
 
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, c,
+		dt_kern_sgemm(0, 1, rows, c,
 			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
 			    3 * c, beta, din, c);
 	}
@@ -366,12 +460,12 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* The output projection (this rank's rows of it); y is dead
 	 * afterwards and takes dy. */
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cl, c, rows, 1.0f,
+	dt_kern_sgemm(1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
 		add_column_sums(dout, c, w.b_proj->grad, rows, c);
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cl, c, 1.0f,
+	dt_kern_sgemm(0, 1, rows, cl, c, 1.0f,
 		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
 		    c);
 
@@ -379,53 +473,22 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 		for (int h = h0; h < h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
 			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			const float *a = att + (b * heads + h) * t * t;
-			float *dyh = y + b * t * c + h * hs;	/* ld C */
-			float *d = ds + b * t * t;		/* (T, T) */
 
-			/* datt = dy_h v^T; then v is dead and takes dv. */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
-				    t, t, hs, 1.0f, dyh, c, v, 3 * c, 0.0f,
-				    d, t);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
-				    t, hs, t, 1.0f, a, t, dyh, c, 0.0f,
-				    v, 3 * c);
-			for (int i = 0; i < t; i++) {
-				const float *ar = a + (size_t)i * t;
-				float *dr = d + (size_t)i * t;
-				float dot = 0.0f;
-
-				for (int j = 0; j < t; j++)
-					dot += ar[j] * dr[j];
-				for (int j = 0; j < t; j++)
-					dr[j] = scale * ar[j] * (dr[j] - dot);
-			}
-			/* dq = ds k into dy_h (dead now), dk = ds^T q into
-			 * k (dead once dq is made), then dq to q. Writing k
-			 * while reading q shares rows of qkv but no element,
-			 * which BLAS allows. */
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans,
-				    t, hs, t, 1.0f, d, t, k, 3 * c, 0.0f,
-				    dyh, c);
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans,
-				    t, hs, t, 1.0f, d, t, q, 3 * c, 0.0f,
-				    k, 3 * c);
-			for (int i = 0; i < t; i++)
-				memcpy(q + (size_t)i * 3 * c,
-				       dyh + (size_t)i * c,
-				       (size_t)hs * sizeof(float));
+			head_backward(q, k, v, att + (b * heads + h) * t * t,
+				      y + b * t * c + h * hs, ds + b * t * t,
+				      t, hs, 3 * c, c, scale, n->spec.causal);
 		}
 	}
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
-		cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, c, 3 * c,
+		dt_kern_sgemm(1, 0, c, 3 * c,
 			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
 			    w.w_qkv->grad, 3 * c);
 		if (w.b_qkv != NULL)
 			add_column_sums(qkv, 3 * c, w.b_qkv->grad, rows, 3 * c);
 		if (din[0] != NULL)
-			cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans,
+			dt_kern_sgemm(0, 1,
 				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
 				    w.w_qkv->data, 3 * c,
 				    din_add[0] ? 1.0f : 0.0f, din[0], c);

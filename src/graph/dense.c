@@ -4,7 +4,7 @@
  * (T, C) output of another layer is read as T rows of C features, each
  * mapped to `units` (tokens through a projection, (T, C) -> (T, units));
  * any other input is flattened per sample, so a (B, 28, 28) batch is read
- * as (B, 784) (graph.h). A whole micro-batch goes through one cblas_sgemm
+ * as (B, 784) (graph.h). A whole micro-batch goes through one sgemm
  * each way (OpenBLAS), with R = B * rows:
  *   forward   Y(R,out) = X(R,in) W(in,out) + b
  *   backward  dW(in,out) += X^T dY   (beta = 1: accumulates micro-batches)
@@ -29,10 +29,10 @@
  * FLOPs then count one rank's share: the product over s, and the bias
  * over s for a column layer (a row layer adds the whole bias). */
 #include <assert.h>
-#include <cblas.h>
 #include <limits.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 
 /* Rows per sample: T for another layer's (T, C) output, else 1. */
@@ -125,7 +125,7 @@ column_forward(struct dt_node *n, const float *x, int64_t rows, int lo,
 			memcpy(y + r * n_out + lo, b + lo,
 			       (size_t)len * sizeof(float));
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, len,
+	dt_kern_sgemm(0, 0, (int)rows, len,
 		    n_in, 1.0f, x, n_in, n->tensor[0].data + lo, n_out,
 		    b != NULL ? 1.0f : 0.0f, y + lo, n_out);
 }
@@ -140,7 +140,7 @@ row_forward(struct dt_node *n, const struct dt_tp *tp, const float *x,
 	const int n_in = (int)n->tensor[0].shape[0];
 	float *y = n->out;			/* (R, out) */
 
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
+	dt_kern_sgemm(0, 0, (int)rows,
 		    n_out, len, 1.0f, x + lo, n_in,
 		    n->tensor[0].data + (size_t)lo * n_out, n_out, 0.0f, y,
 		    n_out);
@@ -184,7 +184,7 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 			memcpy(y + r * n_out, b, (size_t)n_out * sizeof(float));
 		beta = 1.0f;
 	}
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows,
+	dt_kern_sgemm(0, 0, (int)rows,
 		    n_out, n_in, 1.0f, in[0], n_in, w, n_out, beta, y, n_out);
 }
 
@@ -216,7 +216,7 @@ column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, len,
+	dt_kern_sgemm(1, 0, n_in, len,
 		    (int)rows, 1.0f, x, n_in, dy + lo, n_out, 1.0f,
 		    n->tensor[0].grad + lo, n_out);
 	if (n->n_tensors > 1)
@@ -225,7 +225,7 @@ column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
 				len);
 	if (din == NULL)
 		return;
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, n_in,
+	dt_kern_sgemm(0, 1, (int)rows, n_in,
 		    len, 1.0f, dy + lo, n_out, w + lo, n_out,
 		    din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
 	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
@@ -243,7 +243,7 @@ row_backward(struct dt_node *n, const float *x, float *din, bool din_add,
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, len, n_out,
+	dt_kern_sgemm(1, 0, len, n_out,
 		    (int)rows, 1.0f, x + lo, n_in, dy, n_out, 1.0f,
 		    n->tensor[0].grad + (size_t)lo * n_out, n_out);
 	if (n->n_tensors > 1)
@@ -252,7 +252,7 @@ row_backward(struct dt_node *n, const float *x, float *din, bool din_add,
 		return;
 	if (!din_add)
 		memset(din, 0, (size_t)(rows * n_in) * sizeof(float));
-	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, len,
+	dt_kern_sgemm(0, 1, (int)rows, len,
 		    n_out, 1.0f, dy, n_out, w + (size_t)lo * n_out, n_out,
 		    din_add ? 1.0f : 0.0f, din + lo, n_in);
 }
@@ -281,12 +281,12 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	default:
 		break;
 	}
-	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n_in, n_out,
+	dt_kern_sgemm(1, 0, n_in, n_out,
 		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
 	if (n->n_tensors > 1)
 		bias_grad(dy, n->tensor[1].grad, rows, n_out);
 	if (din[0] != NULL)
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows,
+		dt_kern_sgemm(0, 1, (int)rows,
 			    n_in, n_out, 1.0f, dy, n_out, w, n_out,
 			    din_add[0] ? 1.0f : 0.0f, din[0], n_in);
 }

@@ -15,8 +15,12 @@
  * FLOPs: 1 per value (the multiply). */
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/rng.h"
+
+/* Draws made at a time, on the stack. */
+#define DROPOUT_RUN 256
 
 static enum dt_status
 dropout_infer(struct dt_node *n, const struct dt_job *job,
@@ -28,6 +32,19 @@ dropout_infer(struct dt_node *n, const struct dt_job *job,
 				      n->spec.rate);
 	n->out_shape = n->in_shape[0];
 	return DT_OK;
+}
+
+/* mask[2w], mask[2w + 1] from the low and high halves of bits[w], for w
+ * in [0, nw): keep where the 32 bits are >= cut, else 0. No branch on
+ * the bits (a fifth of them would be mispredicted). */
+static void
+fill_mask(const uint64_t *restrict bits, float *restrict mask, int64_t nw,
+	  uint64_t cut, float keep)
+{
+	for (int64_t w = 0; w < nw; w++) {
+		mask[2 * w] = keep * (float)((bits[w] & 0xffffffffu) >= cut);
+		mask[2 * w + 1] = keep * (float)((bits[w] >> 32) >= cut);
+	}
 }
 
 static void
@@ -48,18 +65,36 @@ dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const uint64_t cut = (uint64_t)(n->spec.rate * 4294967296.0);
 	const float keep = (float)(1.0 / (1.0 - n->spec.rate));
 	const uint64_t e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size;
-	uint64_t bits = 0;
+	uint64_t bits[DROPOUT_RUN];	/* the draws of a run of words */
+	int64_t i = 0;
 
-	for (int64_t i = 0; i < len; i++) {
-		uint64_t e = e0 + (uint64_t)i;
+	/* An odd first element is the high half of its word. */
+	if (len > 0 && (e0 & 1)) {
+		uint64_t b = dt_rng_u64(key, DT_RNG_DROPOUT, p->step, e0 >> 1);
 
-		if (i == 0 || (e & 1) == 0)
-			bits = dt_rng_u64(key, DT_RNG_DROPOUT, p->step, e >> 1);
-		uint64_t u = (e & 1) ? bits >> 32 : bits & 0xffffffffu;
-
-		mask[i] = u >= cut ? keep : 0.0f;
-		y[i] = x[i] * mask[i];
+		mask[0] = keep * (float)((b >> 32) >= cut);
+		i = 1;
 	}
+	/* Then whole words, low half first, DROPOUT_RUN at a time; a last
+	 * lone element takes the low half of its word. */
+	while (i < len) {
+		const uint64_t w0 = (e0 + (uint64_t)i) >> 1;
+		int64_t nw = (len - i + 1) / 2;
+
+		if (nw > DROPOUT_RUN)
+			nw = DROPOUT_RUN;
+		dt_rng_u64_run(key, DT_RNG_DROPOUT, p->step, w0, nw, bits);
+		if (i + 2 * nw > len) {
+			/* the lone last element: its word is bits[nw - 1] */
+			mask[len - 1] = keep * (float)((bits[nw - 1] &
+							 0xffffffffu) >= cut);
+			fill_mask(bits, mask + i, nw - 1, cut, keep);
+			break;
+		}
+		fill_mask(bits, mask + i, nw, cut, keep);
+		i += 2 * nw;
+	}
+	dt_kern_mul(x, mask, y, len, 0);
 }
 
 static void
@@ -76,18 +111,12 @@ dropout_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		return;
 	if (n->spec.rate == 0.0) {
 		if (din_add[0])
-			for (int64_t i = 0; i < len; i++)
-				dx[i] += dy[i];
+			dt_kern_acc(dy, dx, len);
 		else
 			memcpy(dx, dy, (size_t)len * sizeof(float));
 		return;
 	}
-	if (din_add[0])
-		for (int64_t i = 0; i < len; i++)
-			dx[i] += dy[i] * mask[i];
-	else
-		for (int64_t i = 0; i < len; i++)
-			dx[i] = dy[i] * mask[i];
+	dt_kern_mul(dy, mask, dx, len, din_add[0]);
 }
 
 static double

@@ -1,7 +1,33 @@
-/* kern.c - the OpenBLAS backend of the kernel seam (kern.h). */
+/* kern.c - the OpenBLAS backend of the kernel seam (kern.h), and the
+ * transformer layers' hot loops in portable C.
+ *
+ * The loops are written for GCC's -O2 vectoriser (layer.h's DT_VEC_LOOP
+ * says what it takes: a constant inner trip count, restrict parameters,
+ * no branch on a loaded value except a select stored directly), and built
+ * twice through target_clones, as optim.c's Adam: the SSE2 baseline (4
+ * lanes) and AVX2 (8 lanes). The avx2 target has no FMA, so neither clone
+ * contracts a multiply-add, and every reduction keeps 8 partial sums
+ * whatever the vector width, so both give the same bits. */
 #include "graph/kern.h"
 
 #include <cblas.h>
+#include <math.h>
+#include <stddef.h>
+
+#include "graph/layer.h"
+
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && \
+	!defined(__clang__)
+#define KERN_CLONES \
+	__attribute__((target_clones("avx2", "default")))
+#else
+#define KERN_CLONES
+#endif
+
+/* Lanes of the reductions: sums run in KERN_LANES partial sums, lane j
+ * taking elements j, j + 8, j + 16, ..., added at the end in a fixed
+ * tree. */
+#define KERN_LANES 8
 
 void
 dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
@@ -12,4 +38,405 @@ dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 		    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
 		    (int)ldc);
+}
+
+void
+dt_kern_sgemm_grid(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+		   float alpha, const float *a, int64_t lda,
+		   const int64_t sa[2], const float *b, int64_t ldb,
+		   const int64_t sb[2], float beta, float *c, int64_t ldc,
+		   const int64_t sc[2], int64_t n_outer, int64_t n_inner)
+{
+	for (int64_t o = 0; o < n_outer; o++)
+		for (int64_t i = 0; i < n_inner; i++)
+			dt_kern_sgemm(trans_a, trans_b, m, n, k, alpha,
+				      a + o * sa[0] + i * sa[1], lda,
+				      b + o * sb[0] + i * sb[1], ldb, beta,
+				      c + o * sc[0] + i * sc[1], ldc);
+}
+
+/* The bits of a float and back, which GCC's vectoriser handles in
+ * registers (a union read of the other member: defined in GNU C). */
+union kern_bits {
+	float f;
+	int32_t i;
+};
+
+/* e^x as kern.h's dt_kern_exp says. No branch: |x| is clamped on its bit
+ * pattern (an integer min, which vectorises where a float select feeding
+ * arithmetic does not), n = round(x / ln2) comes from the 1.5 * 2^23
+ * shifter, whose low bits then hold n for the exponent field, and x - x
+ * (0 for finite x, NaN for NaN and inf) carries NaN through. */
+static inline float
+kern_expf(float x)
+{
+	const float shifter = 12582912.0f;	/* 1.5 * 2^23 */
+	union kern_bits v, s;
+	int32_t mag;
+	float t, n, r, p;
+
+	v.f = x;
+	mag = v.i & 0x7fffffff;
+	mag = mag < 0x42ae0000 ? mag : 0x42ae0000;	/* |x| <= 87 */
+	v.i = (v.i & (int32_t)0x80000000) | mag;
+	t = v.f * 1.44269504088896341f + shifter;
+	n = t - shifter;
+	/* ln2 in two parts (Cody-Waite): n * 0.693359375 is exact. */
+	r = v.f - n * 0.693359375f;
+	r = r - n * -2.12194440e-4f;
+	p = 1.9875691500e-4f;
+	p = p * r + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	s.f = t;
+	s.i = (s.i - 0x4b400000 + 127) * (1 << 23);	/* 2^n, n in [-126, 126] */
+	return p * s.f + (x - x);
+}
+
+KERN_CLONES static void
+exp_inplace(float *restrict x, int64_t n)
+{
+	DT_VEC_LOOP(i, n, x[i] = kern_expf(x[i]));
+}
+
+void
+dt_kern_exp(float *x, int64_t n)
+{
+	exp_inplace(x, n);
+}
+
+/* The fixed tree over the lanes. */
+static inline float
+lanes_sum(const float *l)
+{
+	return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
+
+/* Max of x[0..n), n > 0; NaN values are passed over (as fmaxf does), the
+ * exp of the softmax then carries them. */
+KERN_CLONES static float
+row_max(const float *restrict x, int64_t n)
+{
+	float l[KERN_LANES];
+	int64_t b = 0;
+	float m;
+
+	for (int j = 0; j < KERN_LANES; j++)
+		l[j] = x[0];
+	for (; b + KERN_LANES <= n; b += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++)
+			l[j] = x[b + j] > l[j] ? x[b + j] : l[j];
+	for (; b < n; b++)
+		l[0] = x[b] > l[0] ? x[b] : l[0];
+	m = l[0];
+	for (int j = 1; j < KERN_LANES; j++)
+		m = l[j] > m ? l[j] : m;
+	return m;
+}
+
+/* x = e^(x - max) in place; returns the sum, in lanes. */
+KERN_CLONES static float
+exp_shift_sum(float *restrict x, int64_t n, float max)
+{
+	float l[KERN_LANES] = { 0 };
+	int64_t b = 0;
+
+	for (; b + KERN_LANES <= n; b += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++) {
+			float e = kern_expf(x[b + j] - max);
+
+			x[b + j] = e;
+			l[j] += e;
+		}
+	for (int j = 0; b < n; b++, j++) {
+		float e = kern_expf(x[b] - max);
+
+		x[b] = e;
+		l[j] += e;
+	}
+	return lanes_sum(l);
+}
+
+KERN_CLONES static void
+scale_inplace(float *restrict x, int64_t n, float s)
+{
+	DT_VEC_LOOP(i, n, x[i] *= s);
+}
+
+float
+dt_kern_max(const float *x, int64_t n)
+{
+	return row_max(x, n);
+}
+
+void
+dt_kern_scale(float *x, int64_t n, float s)
+{
+	scale_inplace(x, n, s);
+}
+
+float
+dt_kern_softmax(float *x, int64_t n, float *max)
+{
+	float m = row_max(x, n);
+	float sum = exp_shift_sum(x, n, m);
+
+	scale_inplace(x, n, 1.0f / sum);
+	if (max != NULL)
+		*max = m;
+	return sum;
+}
+
+KERN_CLONES static float
+dot_lanes(const float *restrict a, const float *restrict b, int64_t n)
+{
+	float l[KERN_LANES] = { 0 };
+	int64_t k = 0;
+
+	for (; k + KERN_LANES <= n; k += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++)
+			l[j] += a[k + j] * b[k + j];
+	for (int j = 0; k < n; k++, j++)
+		l[j] += a[k] * b[k];
+	return lanes_sum(l);
+}
+
+float
+dt_kern_dot(const float *a, const float *b, int64_t n)
+{
+	return dot_lanes(a, b, n);
+}
+
+KERN_CLONES static void
+softmax_vjp(const float *restrict y, float *restrict d, int64_t n, float dot,
+	    float scale)
+{
+	DT_VEC_LOOP(i, n, d[i] = scale * y[i] * (d[i] - dot));
+}
+
+void
+dt_kern_softmax_grad(const float *y, float *d, int64_t n, float scale)
+{
+	softmax_vjp(y, d, n, dot_lanes(y, d, n), scale);
+}
+
+#define GELU_K 0.7978845608028654f	/* sqrt(2/pi) */
+#define GELU_A 0.044715f
+
+/* sigmoid(2u) for x, the factor gelu(x) = x s; as e^(-2u) saturates at
+ * e^87, s never divides by inf. */
+static inline float
+gelu_s(float x)
+{
+	float u = GELU_K * (x + GELU_A * x * x * x);
+
+	return 1.0f / (1.0f + kern_expf(-2.0f * u));
+}
+
+KERN_CLONES static void
+gelu_fwd(const float *restrict x, float *restrict y, int64_t n)
+{
+	DT_VEC_LOOP(i, n, y[i] = x[i] * gelu_s(x[i]));
+}
+
+void
+dt_kern_gelu(const float *x, float *y, int64_t n)
+{
+	gelu_fwd(x, y, n);
+}
+
+static inline float
+gelu_d(float x)
+{
+	float s = gelu_s(x);
+
+	return s + 2.0f * x * s * (1.0f - s) * GELU_K *
+		   (1.0f + 3.0f * GELU_A * x * x);
+}
+
+KERN_CLONES static void
+gelu_bwd(const float *restrict x, const float *restrict dy,
+	 float *restrict dx, int64_t n, int add)
+{
+	if (add)
+		DT_VEC_LOOP(i, n, dx[i] += gelu_d(x[i]) * dy[i]);
+	else
+		DT_VEC_LOOP(i, n, dx[i] = gelu_d(x[i]) * dy[i]);
+}
+
+void
+dt_kern_gelu_grad(const float *x, const float *dy, float *dx, int64_t n,
+		  int add)
+{
+	gelu_bwd(x, dy, dx, n, add);
+}
+
+/* The sum of x[0..c) and of (x - m)^2, in lanes. */
+KERN_CLONES static float
+row_sum(const float *restrict x, int64_t c)
+{
+	float l[KERN_LANES] = { 0 };
+	int64_t k = 0;
+
+	for (; k + KERN_LANES <= c; k += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++)
+			l[j] += x[k + j];
+	for (int j = 0; k < c; k++, j++)
+		l[j] += x[k];
+	return lanes_sum(l);
+}
+
+KERN_CLONES static float
+row_sq_dev(const float *restrict x, int64_t c, float m)
+{
+	float l[KERN_LANES] = { 0 };
+	int64_t k = 0;
+
+	for (; k + KERN_LANES <= c; k += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++) {
+			float d = x[k + j] - m;
+
+			l[j] += d * d;
+		}
+	for (int j = 0; k < c; k++, j++) {
+		float d = x[k] - m;
+
+		l[j] += d * d;
+	}
+	return lanes_sum(l);
+}
+
+KERN_CLONES static void
+ln_row(const float *restrict x, const float *restrict gain,
+       const float *restrict bias, float *restrict y, int64_t c, float m,
+       float s)
+{
+	DT_VEC_LOOP(j, c, y[j] = (x[j] - m) * s * gain[j] + bias[j]);
+}
+
+void
+dt_kern_layernorm(const float *x, const float *gain, const float *bias,
+		  float *y, float *mean, float *rstd, int64_t rows, int64_t c,
+		  float eps)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * c;	/* (c) */
+		float m = row_sum(xr, c) / (float)c;
+		float v = row_sq_dev(xr, c, m) / (float)c;
+		float s = 1.0f / sqrtf(v + eps);
+
+		ln_row(xr, gain, bias, y + r * c, c, m, s);
+		mean[r] = m;
+		rstd[r] = s;
+	}
+}
+
+/* One row of the layernorm gradient: the parameter gradients, and the two
+ * row means of dn = gain * dy and dn * xhat into mean2[0], mean2[1] (sums
+ * in lanes, over c). */
+KERN_CLONES static void
+ln_grad_params(const float *restrict x, const float *restrict dy,
+	       const float *restrict gain, float *restrict dgain,
+	       float *restrict dbias, int64_t c, float m, float s,
+	       float *restrict sums)
+{
+	float l0[KERN_LANES] = { 0 }, l1[KERN_LANES] = { 0 };
+	int64_t k = 0;
+
+	for (; k + KERN_LANES <= c; k += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++) {
+			float xhat = (x[k + j] - m) * s;
+			float dn = gain[k + j] * dy[k + j];
+
+			l0[j] += dn;
+			l1[j] += dn * xhat;
+			dgain[k + j] += dy[k + j] * xhat;
+			dbias[k + j] += dy[k + j];
+		}
+	for (int j = 0; k < c; k++, j++) {
+		float xhat = (x[k] - m) * s;
+		float dn = gain[k] * dy[k];
+
+		l0[j] += dn;
+		l1[j] += dn * xhat;
+		dgain[k] += dy[k] * xhat;
+		dbias[k] += dy[k];
+	}
+	sums[0] = lanes_sum(l0);
+	sums[1] = lanes_sum(l1);
+}
+
+KERN_CLONES static void
+ln_grad_x(const float *restrict x, const float *restrict dy,
+	  const float *restrict gain, float *restrict dx, int64_t c, float m,
+	  float s, float dn_mean, float dnx_mean, int add)
+{
+	if (add)
+		DT_VEC_LOOP(j, c, dx[j] += s * (gain[j] * dy[j] - dn_mean -
+						(x[j] - m) * s * dnx_mean));
+	else
+		DT_VEC_LOOP(j, c, dx[j] = s * (gain[j] * dy[j] - dn_mean -
+					       (x[j] - m) * s * dnx_mean));
+}
+
+void
+dt_kern_layernorm_grad(const float *x, const float *dy, const float *gain,
+		       const float *mean, const float *rstd, float *dx,
+		       int add, float *dgain, float *dbias, int64_t rows,
+		       int64_t c)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float sums[2];
+
+		ln_grad_params(x + r * c, dy + r * c, gain, dgain, dbias, c,
+			       mean[r], rstd[r], sums);
+		if (dx != NULL)
+			ln_grad_x(x + r * c, dy + r * c, gain, dx + r * c, c,
+				  mean[r], rstd[r], sums[0] / (float)c,
+				  sums[1] / (float)c, add);
+	}
+}
+
+KERN_CLONES static void
+add2(const float *restrict a, const float *restrict b, float *restrict y,
+     int64_t n)
+{
+	DT_VEC_LOOP(i, n, y[i] = a[i] + b[i]);
+}
+
+void
+dt_kern_add(const float *a, const float *b, float *y, int64_t n)
+{
+	add2(a, b, y, n);
+}
+
+KERN_CLONES static void
+acc1(const float *restrict x, float *restrict y, int64_t n)
+{
+	DT_VEC_LOOP(i, n, y[i] += x[i]);
+}
+
+void
+dt_kern_acc(const float *x, float *y, int64_t n)
+{
+	acc1(x, y, n);
+}
+
+KERN_CLONES static void
+mul2(const float *restrict x, const float *restrict s, float *restrict y,
+     int64_t n, int add)
+{
+	if (add)
+		DT_VEC_LOOP(i, n, y[i] += x[i] * s[i]);
+	else
+		DT_VEC_LOOP(i, n, y[i] = x[i] * s[i]);
+}
+
+void
+dt_kern_mul(const float *x, const float *s, float *y, int64_t n, int add)
+{
+	mul2(x, s, y, n, add);
 }

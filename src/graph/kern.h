@@ -25,4 +25,97 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   float alpha, const float *a, int64_t lda, const float *b,
 		   int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* The same product for a grid of n_outer x n_inner independent matrices
+ * of one shape, e.g. every (sample, head) of an attention layer: for o in
+ * [0, n_outer) and i in [0, n_inner), the matrices are a + o*sa[0] +
+ * i*sa[1], b + o*sb[0] + i*sb[1] and c + o*sc[0] + i*sc[1] (strides in
+ * floats), each with the lda/ldb/ldc of dt_kern_sgemm. The products run in
+ * grid order, each computing exactly what dt_kern_sgemm would alone, so a
+ * backend may run them in any order or at once but must give those bits.
+ * The C matrices must not overlap each other, nor any A or B. Nothing is
+ * allocated. */
+void dt_kern_sgemm_grid(int trans_a, int trans_b, int64_t m, int64_t n,
+			int64_t k, float alpha, const float *a, int64_t lda,
+			const int64_t sa[2], const float *b, int64_t ldb,
+			const int64_t sb[2], float beta, float *c,
+			int64_t ldc, const int64_t sc[2], int64_t n_outer,
+			int64_t n_inner);
+
+/* The hot loops of the transformer layers. Each is a plain C loop the
+ * compiler turns into SIMD code, built twice on x86-64 with glibc (the
+ * baseline and an AVX2 clone without FMA, picked when the program loads,
+ * as optim.c's Adam): nothing is contracted into an FMA and every sum runs
+ * in 8 fixed lanes added in a fixed order, so both clones, and any number
+ * of ranks or threads, give the same bits. No function allocates or
+ * fails; n >= 0 everywhere, and no input overlaps an output. */
+
+/* x[i] = e^x[i] for i in [0, n), in place. The argument is
+ * clamped to [-87, 87] (beyond it the result saturates at e^-87 = 1.6e-38
+ * or e^87 = 6.1e37 instead of flushing to 0 or overflowing); NaN stays
+ * NaN and +-inf give NaN. Error below 1.5 ulp over [-87, 87]: Cody-Waite
+ * reduction x = n ln2 + r, |r| <= ln2/2, and the degree-7 polynomial of
+ * Cephes' expf (S. L. Moshier, Cephes Math Library, 1992) for e^r. */
+void dt_kern_exp(float *x, int64_t n);
+
+/* The softmax of x (n > 0 values) in place: x = e^(x - max x) / sum.
+ * Returns the sum of e^(x - max x) (>= 1) and sets *max (when not NULL)
+ * to max x, from which log-sum-exp = max + log(sum). */
+float dt_kern_softmax(float *x, int64_t n, float *max);
+
+/* The largest of x[0..n), n > 0 (NaN values are passed over, as by
+ * fmaxf). Exact: the same value in any order. */
+float dt_kern_max(const float *x, int64_t n);
+
+/* x[i] *= s over n values. */
+void dt_kern_scale(float *x, int64_t n, float s);
+
+/* The softmax's vector-Jacobian product in place, scaled: d = scale * y *
+ * (d - sum(y * d)) over n values, y the softmax output and d its output
+ * gradient on entry (y and d do not overlap). */
+void dt_kern_softmax_grad(const float *y, float *d, int64_t n, float scale);
+
+/* The sum of a[i] * b[i] over [0, n), in 8 lanes. */
+float dt_kern_dot(const float *a, const float *b, int64_t n);
+
+/* GELU in the tanh approximation (Hendrycks & Gimpel, "Gaussian Error
+ * Linear Units (GELUs)", 2016), written as x * sigmoid(2u) =
+ * x / (1 + e^(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3), which equals
+ * x/2 (1 + tanh u) and needs one exp. y[i] = gelu(x[i]) over n values. */
+void dt_kern_gelu(const float *x, float *y, int64_t n);
+
+/* dx[i] = gelu'(x[i]) dy[i] over n values, or dx[i] += that with add,
+ * the derivative of dt_kern_gelu's formula: s + 2 x s (1 - s) u' with s =
+ * sigmoid(2u), u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). */
+void dt_kern_gelu_grad(const float *x, const float *dy, float *dx, int64_t n,
+		       int add);
+
+/* Layer normalisation of rows rows of c features (Ba et al., 2016):
+ * y = gain * (x - mean) * rstd + bias per row, with the row's mean and
+ * rstd = 1 / sqrt(var + eps) (biased variance, two passes) stored in
+ * mean[r] and rstd[r]. x (rows, c), y (rows, c), gain and bias (c). */
+void dt_kern_layernorm(const float *x, const float *gain, const float *bias,
+		       float *y, float *mean, float *rstd, int64_t rows,
+		       int64_t c, float eps);
+
+/* Its gradient (llm.c's layernorm_backward), from the saved statistics:
+ * dgain += sum over rows of dy * xhat, dbias += sum over rows of dy, and
+ * when dx is not NULL dx = (or += with add) rstd * (gain * dy - mean(gain
+ * * dy) - xhat * mean(gain * dy * xhat)), xhat = (x - mean) * rstd.
+ * x, dy, dx (rows, c); gain, dgain, dbias (c); mean, rstd (rows). */
+void dt_kern_layernorm_grad(const float *x, const float *dy,
+			    const float *gain, const float *mean,
+			    const float *rstd, float *dx, int add,
+			    float *dgain, float *dbias, int64_t rows,
+			    int64_t c);
+
+/* y[i] = a[i] + b[i] over n values. */
+void dt_kern_add(const float *a, const float *b, float *y, int64_t n);
+
+/* y[i] += x[i] over n values. */
+void dt_kern_acc(const float *x, float *y, int64_t n);
+
+/* y[i] = x[i] * s[i] (or y[i] += that with add) over n values. */
+void dt_kern_mul(const float *x, const float *s, float *y, int64_t n,
+		 int add);
+
 #endif

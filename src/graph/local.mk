@@ -53,3 +53,9 @@ tests_unit_test_layer_registry_LDADD = $(UNIT_LDADD)
 # override of its rule)
 GRADCHECK_REGISTRY_LOG = tests/unit/test_layer_registry.log
 $(GRADCHECK_REGISTRY_LOG): $(GRADCHECK_SUITES:=.log)
+
+check_PROGRAMS += tests/unit/test_graph_kern
+TESTS += tests/unit/test_graph_kern
+tests_unit_test_graph_kern_SOURCES = tests/unit/test_graph_kern.c
+tests_unit_test_graph_kern_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_graph_kern_LDADD = $(UNIT_LDADD)

@@ -13,6 +13,7 @@
  * FLOPs per sample: T*dim, the additions. */
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/rng.h"
 
@@ -79,8 +80,7 @@ pos_embedding_forward(struct dt_node *n, struct dt_pass *p,
 		const float *x = in[0] + b * size;	/* (T, dim) */
 		float *y = n->out + b * size;		/* (T, dim) */
 
-		for (int64_t i = 0; i < size; i++)
-			y[i] = x[i] + w[i];
+		dt_kern_add(x, w, y, size);
 	}
 }
 
@@ -96,14 +96,12 @@ pos_embedding_backward(struct dt_node *n, struct dt_pass *p,
 	for (int64_t b = 0; b < p->batch; b++) {
 		const float *dy = n->dout + b * size;	/* (T, dim) */
 
-		for (int64_t i = 0; i < size; i++)
-			dw[i] += dy[i];
+		dt_kern_acc(dy, dw, size);
 	}
 	if (din[0] == NULL)
 		return;
 	if (din_add[0])
-		for (int64_t i = 0; i < p->batch * size; i++)
-			din[0][i] += n->dout[i];
+		dt_kern_acc(n->dout, din[0], p->batch * size);
 	else
 		memcpy(din[0], n->dout, (size_t)(p->batch * size) *
 					sizeof(float));

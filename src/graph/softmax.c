@@ -5,9 +5,12 @@
  * Each row of the last axis: y = exp(x - max x) / sum exp(x - max x),
  * stable for any range of x. Backward from the output alone:
  * dx = y * (dy - sum(dy * y)), the row's Jacobian-vector product.
+ * The forward pass and the backward dot product run in the kernel seam
+ * (kern.h).
  * FLOPs: 5 per value (max, subtract, exp, sum, divide), as the loss. */
-#include <math.h>
+#include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 
 static enum dt_status
@@ -33,20 +36,10 @@ softmax_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const int64_t d = last_dim(n), rows = p->batch * n->out_size / d;
 
 	for (int64_t r = 0; r < rows; r++) {
-		const float *x = in[0] + r * d;	/* (d) */
 		float *y = n->out + r * d;	/* (d) */
-		float xmax = x[0], sum = 0.0f;
 
-		for (int64_t j = 1; j < d; j++)
-			xmax = x[j] > xmax ? x[j] : xmax;
-		for (int64_t j = 0; j < d; j++) {
-			y[j] = expf(x[j] - xmax);
-			sum += y[j];
-		}
-		float inv = 1.0f / sum;
-
-		for (int64_t j = 0; j < d; j++)
-			y[j] *= inv;
+		memcpy(y, in[0] + r * d, (size_t)d * sizeof(float));
+		dt_kern_softmax(y, d, NULL);
 	}
 }
 
@@ -63,10 +56,8 @@ softmax_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		const float *y = n->out + r * d;	/* (d) */
 		const float *dy = n->dout + r * d;	/* (d) */
 		float *dx = din[0] + r * d;		/* (d) */
-		float dot = 0.0f;
+		float dot = dt_kern_dot(dy, y, d);
 
-		for (int64_t j = 0; j < d; j++)
-			dot += dy[j] * y[j];
 		if (din_add[0])
 			for (int64_t j = 0; j < d; j++)
 				dx[j] += y[j] * (dy[j] - dot);

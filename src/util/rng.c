@@ -25,6 +25,20 @@ dt_rng_u64(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b)
 	return h;
 }
 
+void
+dt_rng_u64_run(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b0,
+	       int64_t n, uint64_t *out)
+{
+	/* dt_rng_u64's chain up to its last step. */
+	uint64_t h = mix64(seed + 0x9e3779b97f4a7c15ULL);
+
+	h = mix64(h ^ ((uint64_t)purpose + 0x9e3779b97f4a7c15ULL * 2));
+	h = mix64(h ^ (a + 0x9e3779b97f4a7c15ULL * 3));
+	for (int64_t j = 0; j < n; j++)
+		out[j] = mix64(h ^ (b0 + (uint64_t)j +
+				    0x9e3779b97f4a7c15ULL * 4));
+}
+
 float
 dt_rng_uniform(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b)
 {

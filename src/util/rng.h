@@ -20,6 +20,11 @@ enum dt_rng_purpose {
 
 /* 64 uniformly distributed bits for key (seed, purpose, a, b). */
 uint64_t dt_rng_u64(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b);
+/* out[j] = dt_rng_u64(seed, purpose, a, b0 + j) for j in [0, n): the same
+ * bits, with the keys before b mixed once for the run (a dropout mask
+ * draws hundreds of thousands a step). out holds n values; n >= 0. */
+void dt_rng_u64_run(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b0,
+		    int64_t n, uint64_t *out);
 /* Uniform float in [0, 1) with 24 random bits. */
 float dt_rng_uniform(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b);
 /* Standard normal via Box-Muller on two draws keyed (a, 2b) and (a, 2b+1). */

@@ -1050,6 +1050,50 @@ START_TEST(test_mse_model)
 }
 END_TEST
 
+/* The mask against dropout.c's definition, one draw per element pair:
+ * N = 601 values per sample so that the first element of a micro-batch
+ * may be the high half of its draw, 3 samples (1803 values, past the
+ * 512 values of one run of draws), starting at samples 4 (an even first
+ * element, an odd count: a lone last one) and 5 (an odd first). */
+START_TEST(test_dropout_reference)
+{
+	struct rig r;
+	struct dt_layer_spec spec = { .kind = DT_LAYER_DROPOUT, .rate = 0.3 };
+	struct dt_shape in = shape_of(1, 601, 0, 0);
+	const uint64_t cut = (uint64_t)(0.3 * 4294967296.0);
+	const float keep = (float)(1.0 / (1.0 - 0.3));
+	int64_t dropped = 0;
+
+	rig_init(&r, &dt_layer_dropout, &spec, 1, &in, 3);
+	r.step = 11;
+	for (int first = 4; first <= 5; first++) {
+		struct dt_pass p;
+		uint64_t key, e0 = (uint64_t)first * 601;
+
+		r.first_sample = first;
+		p = rig_pass(&r);
+		rig_forward(&r, &p);
+		key = dt_rng_u64(p.seed, DT_RNG_DROPOUT, UINT64_MAX,
+				 (uint64_t)r.n.layer);
+		for (int64_t i = 0; i < 3 * 601; i++) {
+			uint64_t e = e0 + (uint64_t)i;
+			uint64_t b = dt_rng_u64(key, DT_RNG_DROPOUT, 11, e / 2);
+			uint64_t u = e % 2 ? b >> 32 : b & 0xffffffffu;
+			float want = u >= cut ? r.x[0][i] * keep : 0.0f;
+
+			ck_assert_msg(r.n.out[i] == want, "sample %d, value "
+				      "%lld: %g, want %g", first, (long long)i,
+				      (double)r.n.out[i], (double)want);
+			dropped += u < cut;
+		}
+	}
+	/* 1082 expected of 3606; 4 standard deviations either side. */
+	ck_assert_msg(dropped > 970 && dropped < 1194, "%lld dropped",
+		      (long long)dropped);
+	rig_free(&r);
+}
+END_TEST
+
 /* input (16) -> dropout 0.5 -> mse: the prediction is the masked input. */
 static struct dt_job *
 dropout_job(void)
@@ -1266,6 +1310,7 @@ graph_layers_suite(void)
 	tcase_add_test(layers, test_flatten_reshape);
 	tcase_add_test(layers, test_softmax_layer);
 	tcase_add_test(layers, test_dropout_layer);
+	tcase_add_test(layers, test_dropout_reference);
 	tcase_add_test(layers, test_add_layer);
 	tcase_add_test(layers, test_concat_layer);
 	tcase_add_test(layers, test_dense_rows);

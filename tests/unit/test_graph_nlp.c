@@ -486,6 +486,81 @@ START_TEST(test_attention_causal)
 }
 END_TEST
 
+/* The attention forward against a plain double-precision reference at
+ * T = 20 (past one causal tile of 16 and not a multiple of it), C = 6,
+ * B = 2, then the finite-difference check: _i bit 0 causal, bit 1 three
+ * heads (else one). */
+START_TEST(test_attention_reference)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 20, 6 };
+	enum { T = 20, C = 6, B = 2 };
+	const int heads = (_i & 2) ? 3 : 1, hs = C / heads;
+	double qkv[T][3 * C], y[T][C], sc[T];
+	struct rig r;
+
+	s.heads = heads;
+	s.causal = (_i & 1) != 0;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, B);
+	rig_forward(&r);
+
+	const float *wqkv = r.n.tensor[0].data, *bqkv = r.n.tensor[1].data;
+	const float *wo = r.n.tensor[2].data, *bo = r.n.tensor[3].data;
+
+	for (int b = 0; b < B; b++) {
+		const float *x = r.x + b * T * C;
+
+		for (int t = 0; t < T; t++)
+			for (int j = 0; j < 3 * C; j++) {
+				qkv[t][j] = bqkv[j];
+				for (int i = 0; i < C; i++)
+					qkv[t][j] += (double)x[t * C + i] *
+						     wqkv[i * 3 * C + j];
+			}
+		for (int h = 0; h < heads; h++)
+			for (int t = 0; t < T; t++) {
+				int valid = s.causal ? t + 1 : T;
+				double max = -INFINITY, sum = 0.0;
+
+				for (int u = 0; u < valid; u++) {
+					sc[u] = 0.0;
+					for (int d = 0; d < hs; d++)
+						sc[u] += qkv[t][h * hs + d] *
+							 qkv[u][C + h * hs + d];
+					sc[u] /= sqrt((double)hs);
+					max = fmax(max, sc[u]);
+				}
+				for (int u = 0; u < valid; u++) {
+					sc[u] = exp(sc[u] - max);
+					sum += sc[u];
+				}
+				for (int d = 0; d < hs; d++) {
+					y[t][h * hs + d] = 0.0;
+					for (int u = 0; u < valid; u++)
+						y[t][h * hs + d] +=
+							sc[u] / sum *
+							qkv[u][2 * C + h * hs + d];
+				}
+			}
+		for (int t = 0; t < T; t++)
+			for (int j = 0; j < C; j++) {
+				double out = bo[j];
+
+				for (int i = 0; i < C; i++)
+					out += y[t][i] * wo[i * C + j];
+				ck_assert_msg(close_enough(r.n.out[(b * T + t) *
+								   C + j],
+							   out, 1e-6, 1e-5),
+					      "b %d t %d j %d: %g vs %g", b, t,
+					      j, (double)r.n.out[(b * T + t) *
+								 C + j], out);
+			}
+	}
+	rig_check(&r, 1e-2, true);
+	rig_free(&r);
+}
+END_TEST
+
 /* ---- counts, init, errors --------------------------------------------- */
 
 START_TEST(test_flops_and_scratch)
@@ -843,6 +918,7 @@ graph_nlp_suite(void)
 	tcase_add_loop_test(layers, test_attention_directional, 0, 2);
 	tcase_add_loop_test(layers, test_attention_one_position, 0, 2);
 	tcase_add_test(layers, test_attention_causal);
+	tcase_add_loop_test(layers, test_attention_reference, 0, 4);
 	tcase_add_test(layers, test_flops_and_scratch);
 	tcase_add_test(layers, test_init);
 	tcase_add_test(layers, test_errors);

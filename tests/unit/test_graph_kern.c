@@ -1,0 +1,363 @@
+/* test_graph_kern.c - Check suite for the kernel seam (src/graph/kern.h):
+ * every loop against a plain double-precision reference written from the
+ * formula, at lengths that are and are not multiples of the 8 lanes
+ * (0, 1, 7, 8, 13, 96, 1000): exp over [-87, 87] to 1.5 ulp and its
+ * clamping and NaN, softmax with its sum and max, the dot product, GELU
+ * against the tanh form and its derivative against a central difference
+ * of that, the softmax Jacobian product, layernorm forward and backward,
+ * the elementwise add, accumulate and multiply, and the sgemm grid against
+ * a triple loop. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/kern.h"
+#include "util/alloc.h"
+#include "util/rng.h"
+
+static const int64_t lengths[] = { 0, 1, 7, 8, 13, 96, 1000 };
+#define N_LENGTHS ((int)(sizeof lengths / sizeof lengths[0]))
+
+/* Reproducible values in [lo, hi). */
+static void
+fill(float *a, int64_t n, uint64_t key, float lo, float hi)
+{
+	for (int64_t i = 0; i < n; i++)
+		a[i] = lo + (hi - lo) * dt_rng_uniform(99, DT_RNG_SAMPLE, key,
+						       (uint64_t)i);
+}
+
+static int
+close_enough(double got, double want, double atol, double rtol)
+{
+	return fabs(got - want) <= atol + rtol * fabs(want);
+}
+
+START_TEST(test_exp)
+{
+	enum { N = 200001 };
+	float *x = dt_xalloc_floats(N), *y = dt_xalloc_floats(N);
+	double worst = 0.0;
+	float special[6] = { 0.0f, -0.0f, 100.0f, -100.0f, NAN, 1.0f };
+
+	for (int i = 0; i < N; i++)
+		x[i] = -87.0f + 174.0f * (float)i / (float)(N - 1);
+	memcpy(y, x, N * sizeof(float));
+	dt_kern_exp(y, N);
+	for (int i = 0; i < N; i++) {
+		double want = exp((double)x[i]);
+		double ulp = nextafterf((float)want, INFINITY) - (float)want;
+
+		worst = fmax(worst, fabs(y[i] - want) / ulp);
+	}
+	ck_assert_msg(worst <= 1.5, "exp: %g ulp", worst);
+	dt_kern_exp(special, 6);
+	ck_assert(special[0] == 1.0f && special[1] == 1.0f);
+	/* saturates at e^87 and e^-87 */
+	ck_assert(close_enough(special[2], exp(87.0), 0, 1e-6));
+	ck_assert(close_enough(special[3], exp(-87.0), 0, 1e-6));
+	ck_assert(isnan(special[4]));
+	ck_assert(close_enough(special[5], M_E, 0, 1.2e-7));
+	free(x);
+	free(y);
+}
+END_TEST
+
+START_TEST(test_softmax_dot)
+{
+	for (int l = 1; l < N_LENGTHS; l++) {
+		int64_t n = lengths[l];
+		float *x = dt_xalloc_floats((size_t)n);
+		float *y = dt_xalloc_floats((size_t)n);
+		double max = -INFINITY, sum = 0.0, dot = 0.0;
+		float got_max, got_sum;
+
+		fill(x, n, (uint64_t)l, -6.0f, 6.0f);
+		memcpy(y, x, (size_t)n * sizeof(float));
+		got_sum = dt_kern_softmax(y, n, &got_max);
+		for (int64_t i = 0; i < n; i++)
+			max = fmax(max, x[i]);
+		for (int64_t i = 0; i < n; i++)
+			sum += exp(x[i] - max);
+		ck_assert(got_max == (float)max);
+		ck_assert(close_enough(got_sum, sum, 0, 1e-6));
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(close_enough(y[i], exp(x[i] - max) / sum,
+					       1e-9, 1e-6));
+		for (int64_t i = 0; i < n; i++)
+			dot += (double)x[i] * y[i];
+		ck_assert(close_enough(dt_kern_dot(x, y, n), dot, 1e-6, 1e-5));
+		free(x);
+		free(y);
+	}
+	ck_assert(dt_kern_dot(NULL, NULL, 0) == 0.0f);
+}
+END_TEST
+
+/* The Jacobian product of the softmax against its definition. */
+START_TEST(test_softmax_grad)
+{
+	for (int l = 1; l < N_LENGTHS; l++) {
+		int64_t n = lengths[l];
+		float *y = dt_xalloc_floats((size_t)n);
+		float *d = dt_xalloc_floats((size_t)n);
+		float *d0 = dt_xalloc_floats((size_t)n);
+		double dot = 0.0;
+
+		fill(y, n, 10 + (uint64_t)l, -3.0f, 3.0f);
+		dt_kern_softmax(y, n, NULL);
+		fill(d0, n, 20 + (uint64_t)l, -1.0f, 1.0f);
+		memcpy(d, d0, (size_t)n * sizeof(float));
+		dt_kern_softmax_grad(y, d, n, 0.25f);
+		for (int64_t i = 0; i < n; i++)
+			dot += (double)y[i] * d0[i];
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(close_enough(d[i], 0.25 * y[i] * (d0[i] - dot),
+					       1e-8, 1e-5));
+		free(y);
+		free(d);
+		free(d0);
+	}
+}
+END_TEST
+
+static double
+gelu_ref(double x)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) *
+				     (x + 0.044715 * x * x * x)));
+}
+
+START_TEST(test_gelu)
+{
+	for (int l = 0; l < N_LENGTHS; l++) {
+		int64_t n = lengths[l];
+		float *x = dt_xalloc_floats((size_t)n + 4);
+		float *y = dt_xalloc_floats((size_t)n + 4);
+		float *dy = dt_xalloc_floats((size_t)n + 4);
+		float *dx = dt_xalloc_floats((size_t)n + 4);
+
+		fill(x, n, 30 + (uint64_t)l, -8.0f, 8.0f);
+		fill(dy, n, 40 + (uint64_t)l, -1.0f, 1.0f);
+		dt_kern_gelu(x, y, n);
+		dt_kern_gelu_grad(x, dy, dx, n, 0);
+		for (int64_t i = 0; i < n; i++) {
+			double h = 1e-4, d = (gelu_ref(x[i] + h) -
+					      gelu_ref(x[i] - h)) / (2 * h);
+
+			ck_assert_msg(close_enough(y[i], gelu_ref(x[i]), 1e-7,
+						   1e-6), "gelu(%g) = %g, want "
+				      "%g", (double)x[i], (double)y[i],
+				      gelu_ref(x[i]));
+			ck_assert_msg(close_enough(dx[i], d * dy[i], 1e-6,
+						   1e-5), "gelu'(%g)", (double)x[i]);
+		}
+		/* add accumulates onto what dx holds */
+		dt_kern_gelu_grad(x, dy, dx, n, 1);
+		for (int64_t i = 0; i < n; i++) {
+			double d = (gelu_ref(x[i] + 1e-4) -
+				    gelu_ref(x[i] - 1e-4)) / 2e-4;
+
+			ck_assert(close_enough(dx[i], 2.0 * d * dy[i], 2e-6,
+					       1e-5));
+		}
+		free(x);
+		free(y);
+		free(dy);
+		free(dx);
+	}
+	/* far tails: 0 (a tiny negative) and x; NaN stays NaN */
+	float t[3] = { -60.0f, 60.0f, NAN }, u[3];
+
+	dt_kern_gelu(t, u, 3);
+	ck_assert(u[0] <= 0.0f && u[0] > -1e-30f);
+	ck_assert(u[1] == 60.0f);
+	ck_assert(isnan(u[2]));
+}
+END_TEST
+
+/* Layernorm of 3 rows against the formula in double, both directions. */
+START_TEST(test_layernorm)
+{
+	for (int l = 1; l < N_LENGTHS; l++) {
+		const int64_t c = lengths[l], rows = 3;
+		float *x = dt_xalloc_floats((size_t)(rows * c));
+		float *y = dt_xalloc_floats((size_t)(rows * c));
+		float *dy = dt_xalloc_floats((size_t)(rows * c));
+		float *dx = dt_xalloc_floats((size_t)(rows * c));
+		float *g = dt_xalloc_floats((size_t)c);
+		float *bias = dt_xalloc_floats((size_t)c);
+		float *dg = dt_xcalloc((size_t)c, sizeof(float));
+		float *db = dt_xcalloc((size_t)c, sizeof(float));
+		float mean[3], rstd[3];
+		double *rdg = dt_xcalloc((size_t)c, sizeof(double));
+		double *rdb = dt_xcalloc((size_t)c, sizeof(double));
+
+		fill(x, rows * c, 50 + (uint64_t)l, -2.0f, 3.0f);
+		fill(dy, rows * c, 60 + (uint64_t)l, -1.0f, 1.0f);
+		fill(g, c, 70 + (uint64_t)l, 0.5f, 1.5f);
+		fill(bias, c, 80 + (uint64_t)l, -0.5f, 0.5f);
+		dt_kern_layernorm(x, g, bias, y, mean, rstd, rows, c, 1e-5f);
+		dt_kern_layernorm_grad(x, dy, g, mean, rstd, dx, 0, dg, db,
+				       rows, c);
+		for (int64_t r = 0; r < rows; r++) {
+			const float *xr = x + r * c, *dyr = dy + r * c;
+			double m = 0, v = 0, s, a = 0, b = 0;
+
+			for (int64_t j = 0; j < c; j++)
+				m += xr[j];
+			m /= (double)c;
+			for (int64_t j = 0; j < c; j++)
+				v += (xr[j] - m) * (xr[j] - m);
+			v /= (double)c;
+			s = 1.0 / sqrt(v + 1e-5);
+			ck_assert(close_enough(mean[r], m, 1e-6, 1e-5));
+			ck_assert(close_enough(rstd[r], s, 1e-6, 1e-5));
+			for (int64_t j = 0; j < c; j++) {
+				double xh = (xr[j] - m) * s;
+
+				ck_assert(close_enough(y[r * c + j],
+						       g[j] * xh + bias[j],
+						       1e-5, 1e-5));
+				a += g[j] * dyr[j];
+				b += g[j] * dyr[j] * xh;
+				rdg[j] += dyr[j] * xh;
+				rdb[j] += dyr[j];
+			}
+			a /= (double)c;
+			b /= (double)c;
+			for (int64_t j = 0; j < c; j++) {
+				double xh = (xr[j] - m) * s;
+
+				ck_assert(close_enough(dx[r * c + j],
+						       s * (g[j] * dyr[j] - a -
+							    xh * b),
+						       1e-4, 1e-4));
+			}
+		}
+		for (int64_t j = 0; j < c; j++) {
+			ck_assert(close_enough(dg[j], rdg[j], 1e-5, 1e-5));
+			ck_assert(close_enough(db[j], rdb[j], 1e-5, 1e-5));
+		}
+		/* without dx only the parameter gradients move */
+		dt_kern_layernorm_grad(x, dy, g, mean, rstd, NULL, 0, dg, db,
+				       rows, c);
+		for (int64_t j = 0; j < c; j++)
+			ck_assert(close_enough(db[j], 2.0 * rdb[j], 1e-5,
+					       1e-5));
+		free(x);
+		free(y);
+		free(dy);
+		free(dx);
+		free(g);
+		free(bias);
+		free(dg);
+		free(db);
+		free(rdg);
+		free(rdb);
+	}
+}
+END_TEST
+
+START_TEST(test_elementwise)
+{
+	for (int l = 0; l < N_LENGTHS; l++) {
+		int64_t n = lengths[l];
+		float *a = dt_xalloc_floats((size_t)n + 1);
+		float *b = dt_xalloc_floats((size_t)n + 1);
+		float *y = dt_xalloc_floats((size_t)n + 1);
+
+		fill(a, n, 90 + (uint64_t)l, -1.0f, 1.0f);
+		fill(b, n, 100 + (uint64_t)l, -1.0f, 1.0f);
+		dt_kern_add(a, b, y, n);
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(y[i] == a[i] + b[i]);
+		dt_kern_acc(a, y, n);
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(y[i] == (a[i] + b[i]) + a[i]);
+		dt_kern_mul(a, b, y, n, 0);
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(y[i] == a[i] * b[i]);
+		dt_kern_mul(a, b, y, n, 1);
+		for (int64_t i = 0; i < n; i++)
+			ck_assert(y[i] == a[i] * b[i] + a[i] * b[i]);
+		free(a);
+		free(b);
+		free(y);
+	}
+}
+END_TEST
+
+/* A 2 x 3 grid of (5, 4) = (5, 6) (6, 4)^T products with strides that
+ * interleave the matrices, against a triple loop; _i picks the
+ * transposes. */
+START_TEST(test_sgemm_grid)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	enum { M = 5, N = 4, K = 6, LD = 40 };
+	/* A rows: op(A) is (M, K); stored (M, K) or (K, M) at row stride
+	 * LD; each grid cell is offset by (o * 3 + i) * 7 floats. */
+	const int64_t sa[2] = { 21, 7 }, sb[2] = { 21, 7 }, sc[2] = { 12, 4 };
+	float *a = dt_xalloc_floats(LD * 8 + 64);
+	float *b = dt_xalloc_floats(LD * 8 + 64);
+	float *c = dt_xcalloc(LD * 8 + 64, sizeof(float));
+
+	fill(a, LD * 8 + 64, 110, -1.0f, 1.0f);
+	fill(b, LD * 8 + 64, 111, -1.0f, 1.0f);
+	dt_kern_sgemm_grid(ta, tb, M, N, K, 0.5f, a, LD, sa, b, LD, sb, 0.0f,
+			   c, 2 * LD, sc, 2, 3);
+	for (int o = 0; o < 2; o++)
+		for (int g = 0; g < 3; g++) {
+			const float *ag = a + o * sa[0] + g * sa[1];
+			const float *bg = b + o * sb[0] + g * sb[1];
+			const float *cg = c + o * sc[0] + g * sc[1];
+
+			for (int i = 0; i < M; i++)
+				for (int j = 0; j < N; j++) {
+					double want = 0.0;
+
+					for (int k = 0; k < K; k++)
+						want += (double)(ta ? ag[k * LD + i]
+								    : ag[i * LD + k]) *
+							(tb ? bg[j * LD + k]
+							    : bg[k * LD + j]);
+					ck_assert(close_enough(cg[i * 2 * LD + j],
+							       0.5 * want, 1e-6,
+							       1e-5));
+				}
+		}
+	free(a);
+	free(b);
+	free(c);
+}
+END_TEST
+
+static Suite *
+kern_suite(void)
+{
+	Suite *s = suite_create("graph_kern");
+	TCase *tc = tcase_create("kern");
+
+	tcase_add_test(tc, test_exp);
+	tcase_add_test(tc, test_softmax_dot);
+	tcase_add_test(tc, test_softmax_grad);
+	tcase_add_test(tc, test_gelu);
+	tcase_add_test(tc, test_layernorm);
+	tcase_add_test(tc, test_elementwise);
+	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(kern_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
