@@ -799,7 +799,6 @@ START_TEST(stages_below_the_bottleneck)
 	struct dt_model *m = deep_model("flops");
 	int stage_of_node[60];
 	struct json_object *d;
-	struct dt_plan p;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *out;
@@ -830,8 +829,7 @@ START_TEST(stages_below_the_bottleneck)
 		}
 	}
 	/* plan shows each stage's share: 63360 / 334848 = 18.92%. */
-	p = grid_ok(4);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	d = describe(4);
 	{
 		struct json_object *st, *x;
 
@@ -869,8 +867,7 @@ START_TEST(stages_below_the_bottleneck)
 						&perr), DT_OK);
 		expect_runs(stage_of_node, runs, 4);
 	}
-	p = grid_ok(4);
-	d = dt_plan_describe(&job, &p, m, 1, -1, 0, -1, 0);
+	d = describe(4);
 	text = NULL;
 	out = open_memstream(&text, &len);
 	ck_assert_ptr_nonnull(out);
