@@ -20,6 +20,7 @@
 #include "graph/layer.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
+#include "util/rng.h"
 
 static struct dt_shape
 shape_of(int n_dims, int64_t d0, int64_t d1, int64_t d2)
@@ -1057,7 +1058,7 @@ END_TEST
  * element, an odd count: a lone last one) and 5 (an odd first). */
 START_TEST(test_dropout_reference)
 {
-	struct rig r;
+	struct gc_rig r;
 	struct dt_layer_spec spec = { .kind = DT_LAYER_DROPOUT, .rate = 0.3 };
 	struct dt_shape in = shape_of(1, 601, 0, 0);
 	const uint64_t cut = (uint64_t)(0.3 * 4294967296.0);
@@ -1071,8 +1072,8 @@ START_TEST(test_dropout_reference)
 		uint64_t key, e0 = (uint64_t)first * 601;
 
 		r.first_sample = first;
-		p = rig_pass(&r);
-		rig_forward(&r, &p);
+		p = gc_pass(&r);
+		gc_forward(&r, &p);
 		key = dt_rng_u64(p.seed, DT_RNG_DROPOUT, UINT64_MAX,
 				 (uint64_t)r.n.layer);
 		for (int64_t i = 0; i < 3 * 601; i++) {
@@ -1090,7 +1091,7 @@ START_TEST(test_dropout_reference)
 	/* 1082 expected of 3606; 4 standard deviations either side. */
 	ck_assert_msg(dropped > 970 && dropped < 1194, "%lld dropped",
 		      (long long)dropped);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 

@@ -497,7 +497,7 @@ START_TEST(test_attention_reference)
 	enum { T = 20, C = 6, B = 2 };
 	const int heads = (_i & 2) ? 3 : 1, hs = C / heads;
 	double qkv[T][3 * C], y[T][C], sc[T];
-	struct rig r;
+	struct gc_rig r;
 
 	s.heads = heads;
 	s.causal = (_i & 1) != 0;
@@ -508,7 +508,7 @@ START_TEST(test_attention_reference)
 	const float *wo = r.n.tensor[2].data, *bo = r.n.tensor[3].data;
 
 	for (int b = 0; b < B; b++) {
-		const float *x = r.x + b * T * C;
+		const float *x = r.x[0] + b * T * C;
 
 		for (int t = 0; t < T; t++)
 			for (int j = 0; j < 3 * C; j++) {
@@ -548,7 +548,7 @@ START_TEST(test_attention_reference)
 
 				for (int i = 0; i < C; i++)
 					out += y[t][i] * wo[i * C + j];
-				ck_assert_msg(close_enough(r.n.out[(b * T + t) *
+				ck_assert_msg(gc_close_enough(r.n.out[(b * T + t) *
 								   C + j],
 							   out, 1e-6, 1e-5),
 					      "b %d t %d j %d: %g vs %g", b, t,
@@ -557,7 +557,7 @@ START_TEST(test_attention_reference)
 			}
 	}
 	rig_check(&r, 1e-2, true);
-	rig_free(&r);
+	gc_free(&r);
 }
 END_TEST
 
