@@ -8,6 +8,7 @@
 #include "job/keys.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,11 +112,15 @@ dt_job_type_text(const struct dt_key *k, char *buf, size_t size)
 				      i ? "," : "", k->names[i]);
 }
 
-/* A bound as the table gives it; bounds are small round numbers. */
+/* A bound as the table gives it: an integral bound in full (16777216,
+ * not 1.67772e+07), others as %g. */
 static void
 bound_text(double v, char *buf, size_t size)
 {
-	snprintf(buf, size, "%g", v);
+	if (v == floor(v) && fabs(v) <= 9223372036854775808.0)
+		snprintf(buf, size, "%.0f", v);
+	else
+		snprintf(buf, size, "%g", v);
 }
 
 void

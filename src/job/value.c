@@ -343,7 +343,8 @@ dt_job_store_default(const struct dt_key *k, void *dst)
 /* ---- data sources ---- */
 
 static const struct dt_key size_part = {
-	.key = "size", .type = DT_KEY_INT, .flags = DT_KEYF_MIN, .min = 1,
+	.key = "size", .type = DT_KEY_INT, .flags = DT_KEYF_MIN | DT_KEYF_MAX,
+	.min = 1, .max = 4611686018427387904.0,	/* 2^62 bytes */
 };
 
 /* The source of schema row ki, and the positions of its parts. */
@@ -490,10 +491,11 @@ dt_job_store_shape_item(const struct dt_job_ctx *c, const struct dt_key *k,
 	st = store_int(c, &item, path, v, &x);
 	if (st != DT_OK)
 		return st;
-	if (x < 1 && !(neg1 && x == -1))
+	if ((x < 1 && !(neg1 && x == -1)) || x > DT_JOB_SAMPLE_MAX)
 		return dt_job_failf(c, dt_job_node_pos(c, v), path,
-				    "must be >= 1%s, found %s",
-				    neg1 ? " or -1" : "", v->text);
+				    "must be in [1, %d]%s, found %s",
+				    DT_JOB_SAMPLE_MAX, neg1 ? " or -1" : "",
+				    v->text);
 	*dst = x;
 	*slot = dt_job_node_pos(c, v);
 	return DT_OK;
@@ -509,6 +511,7 @@ dt_job_store_list(const struct dt_job_ctx *c, const struct dt_key *k,
 	size_t item_size = k->type == DT_KEY_SHAPE ? sizeof(int64_t) : k->size;
 	char item[288];
 	enum dt_status st;
+	int64_t prod = 1;
 	int i, neg1 = -1;
 
 	assert(k->type == DT_KEY_SHAPE || k->type == DT_KEY_NAMES);
@@ -542,6 +545,19 @@ dt_job_store_list(const struct dt_job_ctx *c, const struct dt_key *k,
 		}
 		if (st != DT_OK)
 			return st;
+		/* The items multiply into the values of one sample: bound
+		 * the product (each item is <= the bound, so no overflow). */
+		if (k->type == DT_KEY_SHAPE && *(int64_t *)p > 0) {
+			if (prod > DT_JOB_SAMPLE_MAX / *(int64_t *)p)
+				return dt_job_failf(c, pos[i], path,
+						    "expected at most %d values "
+						    "in one sample (the product "
+						    "of the items), found more "
+						    "at item %d (%s)",
+						    DT_JOB_SAMPLE_MAX, i,
+						    v->kids[i]->text);
+			prod *= *(int64_t *)p;
+		}
 	}
 	return DT_OK;
 }
