@@ -10,6 +10,7 @@ check_PROGRAMS += tests/unit/test_job
 TESTS += tests/unit/test_job
 tests_unit_test_job_SOURCES = tests/unit/test_job.c tests/unit/test_job_errors.c \
 	tests/unit/test_job_layers.c tests/unit/test_job_sections.c \
-	tests/unit/test_job_bounds.c tests/unit/job_test.h
+	tests/unit/test_job_bounds.c tests/unit/test_job_utf8.c \
+	tests/unit/job_test.h
 tests_unit_test_job_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_job_LDADD = $(UNIT_LDADD)

@@ -237,6 +237,47 @@ resolve_path(const char *dir, const char *p, char *dst, size_t size)
 	return n >= 0 && (size_t)n < size;
 }
 
+/* Fails unless the resolved path p is well-formed UTF-8: dtrain writes it
+ * into job.yaml and meta.json, and libyaml refuses any other byte, so a
+ * run would make a job.yaml its own resume cannot read. The value read
+ * from YAML is UTF-8 already; a bad byte comes from the directory it was
+ * resolved against. The message shows the path with such bytes as \xNN
+ * and gives the offset of the first. */
+static enum dt_status
+check_utf8(const struct dt_job_ctx *c, const char *path,
+	   const struct dt_ynode *v, const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t n = strlen(p), i = 0, bad = n, o = 0;
+	char shown[256];
+	uint32_t cp;
+	int len;
+
+	while (i < n) {
+		len = dt_job_utf8_char(u + i, n - i, &cp);
+		if (len == 0 && bad == n)
+			bad = i;
+		if (o + 5 < sizeof shown) {
+			if (len == 0)
+				o += (size_t)snprintf(shown + o, sizeof shown - o,
+						      "\\x%02x", u[i]);
+			else if (o + (size_t)len < sizeof shown)
+				memcpy(shown + o, u + i, (size_t)len), o += (size_t)len;
+		}
+		i += len == 0 ? 1 : (size_t)len;
+	}
+	if (bad == n)
+		return DT_OK;
+	shown[o < sizeof shown ? o : sizeof shown - 1] = '\0';
+	return dt_job_failf(c, dt_job_node_pos(c, v), path,
+			    "expected a path that is valid UTF-8 once resolved, "
+			    "found byte 0x%02x at byte offset %zu of \"%s\" "
+			    "(from the directory it is resolved against); "
+			    "job.yaml keeps the path and must read back: "
+			    "rename the directory or give an absolute path",
+			    u[bad], bad, shown);
+}
+
 /* Stores a path (a local one, or with urls an http(s) URL kept as given). */
 static enum dt_status
 store_path(const struct dt_job_ctx *c, const struct dt_key *k,
@@ -268,7 +309,7 @@ store_path(const struct dt_job_ctx *c, const struct dt_key *k,
 				    "expected a path of at most %zu bytes "
 				    "once resolved, found a longer one",
 				    k->size - 1);
-	return DT_OK;
+	return check_utf8(c, path, v, dst);
 }
 
 /* A parallel degree: "auto", or an integer in k's range. */

@@ -53,5 +53,6 @@ TCase *job_error_tcase(void);
 TCase *job_layer_tcase(void);
 TCase *job_section_tcase(void);
 TCase *job_bound_tcase(void);
+TCase *job_utf8_tcase(void);
 
 #endif

@@ -865,6 +865,7 @@ job_suite(void)
 	suite_add_tcase(s, job_layer_tcase());
 	suite_add_tcase(s, job_section_tcase());
 	suite_add_tcase(s, job_bound_tcase());
+	suite_add_tcase(s, job_utf8_tcase());
 	return s;
 }
 
