@@ -22,3 +22,8 @@ TESTS += tests/unit/test_agree
 tests_unit_test_agree_SOURCES = tests/unit/test_agree.c
 tests_unit_test_agree_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_agree_LDADD = $(UNIT_LDADD)
+
+# dt_agree_check under mpirun, run by tests/integration/agree.sh
+check_PROGRAMS += tests/agree/agree_probe
+tests_agree_agree_probe_SOURCES = tests/agree/agree_probe.c
+tests_agree_agree_probe_LDADD = libdtrain.la $(DT_LIBS)
