@@ -11,7 +11,8 @@
  * status's exit code (2 for a mismatch), on every rank alike.
  * --lengths: rank 1 passes 11 where the others pass 10 to
  * dt_comm_agree_length and dt_comm_check_same, then equal lengths with
- * its last byte changed to dt_comm_check_same; prints each verdict. */
+ * its last byte changed to dt_comm_check_same; then rank 0 sends 3
+ * floats where rank 1 receives 4; prints each verdict. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,22 @@ main(int argc, char **argv)
 					&bad, &err);
 		printf("rank %d: same-bytes: %d %d %s\n", rank, st, bad,
 		       err.msg);
+		/* A point-to-point message shorter than the receiver
+		 * expects is an error, not a stale tail. */
+		if (rank == 0) {
+			float f[3] = { 1, 2, 3 };
+			int req;
+
+			st = dt_comm_isend_f32(comm, f, 3, 1, 5, &req, &err);
+			if (st == DT_OK)
+				st = dt_comm_wait(comm, req, &err);
+			printf("rank 0: short-send: %d\n", st);
+		} else if (rank == 1) {
+			float f[4] = { 0 };
+
+			st = dt_comm_recv_f32(comm, f, 4, 0, 5, &err);
+			printf("rank 1: short: %d %s\n", st, err.msg);
+		}
 		dt_comm_free(comm);
 		return 0;
 	}

@@ -64,4 +64,6 @@ cat lengths.out
 	fail "check_same: length mismatch not reported on every rank"
 [ "$(grep -c ": same-bytes: 2 1 rank 1: the test bytes differs from rank 0's$" lengths.out)" -eq 3 ] ||
 	fail "check_same: byte mismatch not reported on every rank"
+grep -q '^rank 1: short: 7 rank 1: MPI_Recv from rank 0 (tag 5): 3 floats arrived, expected 4$' lengths.out ||
+	fail "a short point-to-point message was not refused"
 echo "agree: ok"
