@@ -2,8 +2,12 @@
 #include "dist/comm.h"
 #include "dist/watch.h"
 
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
 
 /* Every blocking call is marked for the watchdog (parallel.timeout_s). */
 #define WATCHED(c, call, expr) \
@@ -189,4 +193,118 @@ dt_comm_agree(struct dt_comm *c, enum dt_status local, struct dt_error *err)
 	if (v[0] != DT_OK && local == DT_OK)
 		dt_errorf(err, (enum dt_status)v[0], "rank %d failed (its message is above); every rank stops", -v[1]);
 	return (enum dt_status)v[0];
+}
+
+/* Collective: the lowest rank for which bad holds, or -1 (a max
+ * all-reduce of -rank, or -size for a rank that is fine). */
+static enum dt_status
+lowest_bad(struct dt_comm *c, int bad, int *rank, struct dt_error *err)
+{
+	int v = bad ? -c->rank : -c->size;
+	enum dt_status st = dt_comm_allreduce_max_int(c, &v, 1, err);
+
+	if (st == DT_OK)
+		*rank = -v == c->size ? -1 : -v;
+	return st;
+}
+
+/* Collective: whether every rank's n equals rank 0's; *bad is the lowest
+ * rank whose n differs (-1: none), *n0 rank 0's n and *nbad rank *bad's. */
+static enum dt_status
+compare_lengths(struct dt_comm *c, uint64_t n, int *bad, uint64_t *n0,
+		uint64_t *nbad, struct dt_error *err)
+{
+	enum dt_status st;
+
+	*n0 = n;
+	st = dt_comm_bcast(c, n0, sizeof *n0, 0, err);
+	if (st == DT_OK)
+		st = lowest_bad(c, n != *n0, bad, err);
+	if (st != DT_OK || *bad < 0)
+		return st;
+	*nbad = n;
+	return dt_comm_bcast(c, nbad, sizeof *nbad, *bad, err);
+}
+
+enum dt_status
+dt_comm_agree_length(struct dt_comm *c, const char *what, uint64_t n,
+		     struct dt_error *err)
+{
+	uint64_t n0 = 0, nbad = 0;
+	int bad = -1;
+	enum dt_status st = compare_lengths(c, n, &bad, &n0, &nbad, err);
+
+	if (st != DT_OK || bad < 0)
+		return st;
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: %" PRIu64 ", rank 0 "
+			 "has %" PRIu64, bad, what, nbad, n0);
+}
+
+enum dt_status
+dt_comm_check_same(struct dt_comm *c, const char *what, const void *bytes,
+		   size_t n, int *first_bad_rank, struct dt_error *err)
+{
+	uint64_t n0 = 0, nbad = 0;
+	int bad = -1;
+	enum dt_status st;
+	char *theirs;
+
+	if (first_bad_rank != NULL)
+		*first_bad_rank = -1;
+	st = compare_lengths(c, n, &bad, &n0, &nbad, err);
+	if (st != DT_OK)
+		return st;
+	if (bad >= 0) {
+		if (first_bad_rank != NULL)
+			*first_bad_rank = bad;
+		return dt_errorf(err, DT_ERR_JOB, "rank %d: %s differs from "
+				 "rank 0's (%" PRIu64 " bytes, rank 0 has %"
+				 PRIu64 ")", bad, what, nbad, n0);
+	}
+	/* Every rank now has n == n0: the broadcast below cannot truncate. */
+	theirs = dt_xmalloc(n > 0 ? n : 1, 1);
+	if (n > 0)
+		memcpy(theirs, bytes, n);
+	st = n > 0 ? dt_comm_bcast(c, theirs, n, 0, err) : DT_OK;
+	if (st == DT_OK)
+		st = lowest_bad(c, n > 0 && memcmp(theirs, bytes, n) != 0,
+				&bad, err);
+	free(theirs);
+	if (st != DT_OK || bad < 0)
+		return st;
+	if (first_bad_rank != NULL)
+		*first_bad_rank = bad;
+	return dt_errorf(err, DT_ERR_JOB, "rank %d: %s differs from rank 0's",
+			 bad, what);
+}
+
+enum dt_status
+dt_comm_bcast_blob(struct dt_comm *c, int root, const void *bytes, size_t n,
+		   char **out, size_t *out_n, struct dt_error *err)
+{
+	uint64_t n0 = c->rank == root ? (uint64_t)n : 0;
+	enum dt_status st;
+	char *buf;
+
+	*out = NULL;
+	*out_n = 0;
+	st = dt_comm_bcast(c, &n0, sizeof n0, root, err);
+	if (st != DT_OK)
+		return st;
+	if (n0 >= SIZE_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: a broadcast of %"
+				 PRIu64 " bytes does not fit memory", c->rank,
+				 n0);
+	buf = dt_xmalloc((size_t)n0 + 1, 1);
+	if (c->rank == root && n0 > 0)
+		memcpy(buf, bytes, (size_t)n0);
+	st = n0 > 0 ? dt_comm_bcast(c, buf, (size_t)n0, root, err) : DT_OK;
+	if (st != DT_OK) {
+		free(buf);
+		return st;
+	}
+	buf[n0] = '\0';
+	*out = buf;
+	*out_n = (size_t)n0;
+	return DT_OK;
 }

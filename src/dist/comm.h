@@ -70,6 +70,41 @@ void dt_comm_abort(struct dt_comm *c, int code) __attribute__((noreturn));
 enum dt_status dt_comm_agree(struct dt_comm *c, enum dt_status local,
 			     struct dt_error *err);
 
+/* Collective: proves that every rank passes the same n (the length of a
+ * buffer it is about to hand to a collective, which MPI would otherwise
+ * truncate or overrun when the lengths differ). Rank 0's n is broadcast
+ * (a fixed 8 bytes), each rank compares its own, and a max all-reduce
+ * finds the lowest rank whose n differs. Returns DT_OK on every rank when
+ * all agree; otherwise DT_ERR_MPI on every rank with the same message
+ * "rank R: WHAT: N, rank 0 has M" (R the lowest differing rank, N its n,
+ * also broadcast). A failed MPI call is DT_ERR_MPI too. */
+enum dt_status dt_comm_agree_length(struct dt_comm *c, const char *what,
+				    uint64_t n, struct dt_error *err);
+
+/* Collective: whether every rank holds the same n bytes at bytes (read
+ * only). The lengths are agreed first (as in dt_comm_agree_length), so
+ * ranks with different n are caught without a truncated message; then
+ * rank 0's bytes are broadcast (into a temporary buffer of n bytes on each
+ * rank) and compared. *first_bad_rank (may be NULL) is -1 when all agree,
+ * else the lowest rank whose bytes or length differ from rank 0's, the
+ * same on every rank. Returns DT_OK when all agree; DT_ERR_JOB when they
+ * differ, with "rank R: WHAT differs from rank 0's" (and both lengths when
+ * those differ) on every rank; DT_ERR_MPI if an MPI call fails. */
+enum dt_status dt_comm_check_same(struct dt_comm *c, const char *what,
+				  const void *bytes, size_t n,
+				  int *first_bad_rank, struct dt_error *err);
+
+/* Collective: root's bytes on every rank, whatever their length. Root
+ * passes its bytes and n; the others pass anything (ignored). The length
+ * travels first as a fixed 8 bytes, so the receivers size their buffer
+ * from it and no rank's local length reaches the message. On DT_OK *out
+ * (caller frees, with a NUL after the bytes) and *out_n hold root's bytes
+ * on every rank (root too: a copy). DT_ERR_MPI if a call fails, with *out
+ * NULL. */
+enum dt_status dt_comm_bcast_blob(struct dt_comm *c, int root,
+				  const void *bytes, size_t n, char **out,
+				  size_t *out_n, struct dt_error *err);
+
 /* Bytes this rank has handed to collectives so far (the payload of each
  * all-reduce, the buffer of each broadcast it roots; for summaries). */
 uint64_t dt_comm_bytes_sent(const struct dt_comm *c);

@@ -148,12 +148,28 @@ mpi_isend(struct dt_comm *c, const float *buf, int n, int dest, int tag,
 	return DT_OK;
 }
 
+/* A message longer than n floats fails (MPI_ERR_TRUNCATE, nothing past
+ * buf written); a shorter one would leave the tail of buf stale and pass
+ * unnoticed, so the count received is checked too. */
 static enum dt_status
 mpi_recv(struct dt_comm *c, float *buf, int n, int src, int tag,
 	 struct dt_error *err)
 {
-	return check(c, MPI_Recv(buf, n, MPI_FLOAT, src, tag, world_of(c),
-				 MPI_STATUS_IGNORE), "MPI_Recv", err);
+	MPI_Status status;
+	int count = 0;
+	enum dt_status st;
+
+	st = check(c, MPI_Recv(buf, n, MPI_FLOAT, src, tag, world_of(c),
+			       &status), "MPI_Recv", err);
+	if (st != DT_OK)
+		return st;
+	st = check(c, MPI_Get_count(&status, MPI_FLOAT, &count),
+		   "MPI_Get_count", err);
+	if (st == DT_OK && count != n)
+		st = dt_errorf(err, DT_ERR_MPI, "rank %d: MPI_Recv from rank "
+			       "%d (tag %d): %d floats arrived, expected %d",
+			       c->rank, src, tag, count, n);
+	return st;
 }
 
 /* Waits for one pending send, or (all) for every one; then the handles

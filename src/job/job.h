@@ -19,11 +19,13 @@
  *   apply.c    a node tree -> the job, section by section
  *   check.c    the checks that need the whole job
  *   job.c      dt_job_parse, dt_job_load: defaults, file, --set
- *   write.c    dt_job_write (above keys.c only) */
+ *   write.c    dt_job_write (above keys.c only)
+ *   fingerprint.c  dt_job_text, dt_job_fingerprint (above write.c) */
 #ifndef DT_JOB_JOB_H
 #define DT_JOB_JOB_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -347,6 +349,23 @@ void dt_job_where(const struct dt_job *job, const char *key, char *buf,
  * DT_ERR_IO on a write error. */
 enum dt_status dt_job_write(const struct dt_job *job, FILE *out,
 			    struct dt_error *err);
+
+/* The text dt_job_write writes, in memory: *text (caller frees, NUL-
+ * terminated) and its length *len. Returns DT_OK, or DT_ERR_IO when the
+ * memory stream cannot be opened; on error *text is NULL. */
+enum dt_status dt_job_text(const struct dt_job *job, char **text,
+			   size_t *len, struct dt_error *err);
+
+/* The job's fingerprint: SHA-256 (FIPS 180-4, through OpenSSL's EVP) of
+ * its canonical resolved text (dt_job_text), into out (32 bytes), and as
+ * 64 lower-case hex digits into hex when hex is not NULL. Two jobs that
+ * resolve to the same keys and values have the same fingerprint whatever
+ * the file, the --set options or their order; the job file's own path
+ * and the positions are not part of it. DT_ERR_IO if the text cannot be
+ * made or hashed; out is then unspecified. */
+enum dt_status dt_job_fingerprint(const struct dt_job *job,
+				  unsigned char out[32], char hex[65],
+				  struct dt_error *err);
 
 /* Calls fn, in schema order, for every key that takes a value: scalars,
  * model.input_shape, model.layers and the keys of one layer, spelled

@@ -8,6 +8,7 @@
 #include "job/keys.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -111,11 +112,56 @@ dt_job_type_text(const struct dt_key *k, char *buf, size_t size)
 				      i ? "," : "", k->names[i]);
 }
 
-/* A bound as the table gives it; bounds are small round numbers. */
+int
+dt_job_utf8_char(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	static const uint32_t least[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	int len, i;
+	uint32_t v;
+
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0)
+		len = 2, v = s[0] & 0x1fu;
+	else if ((s[0] & 0xf0) == 0xe0)
+		len = 3, v = s[0] & 0x0fu;
+	else if ((s[0] & 0xf8) == 0xf0)
+		len = 4, v = s[0] & 0x07u;
+	else
+		return 0;
+	if (n < (size_t)len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = v << 6 | (s[i] & 0x3fu);
+	}
+	if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+bool
+dt_job_yaml_printable(uint32_t cp)
+{
+	return cp == 0x0a || (cp >= 0x20 && cp <= 0x7e) || cp == 0x85 ||
+	       (cp >= 0xa0 && cp <= 0xd7ff) ||
+	       (cp >= 0xe000 && cp <= 0xfffd && cp != 0xfeff) ||
+	       (cp >= 0x10000 && cp <= 0x10ffff);
+}
+
+/* A bound as the table gives it: an integral bound in full (16777216,
+ * not 1.67772e+07), others as %g. */
 static void
 bound_text(double v, char *buf, size_t size)
 {
-	snprintf(buf, size, "%g", v);
+	if (v == floor(v) && fabs(v) <= 9223372036854775808.0)
+		snprintf(buf, size, "%.0f", v);
+	else
+		snprintf(buf, size, "%g", v);
 }
 
 void

@@ -5,8 +5,19 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "job/schema.h"
+
+/* The UTF-8 character at s (n > 0 bytes left): its length in bytes
+ * (1 to 4) with the code point in *cp, or 0 when the bytes there are not
+ * well-formed UTF-8 (a bad lead or continuation byte, a truncated,
+ * overlong or surrogate sequence, or past U+10FFFF), as libyaml judges
+ * its input (RFC 3629, section 4). */
+int dt_job_utf8_char(const unsigned char *s, size_t n, uint32_t *cp);
+/* Whether libyaml takes code point cp raw in a double-quoted scalar (its
+ * "printable" set, YAML 1.1 section 5.1); others must be escaped. */
+bool dt_job_yaml_printable(uint32_t cp);
 
 /* Index of key in dt_job_schema (sections included), or -1. */
 int dt_job_schema_find(const char *key);

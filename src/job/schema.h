@@ -9,6 +9,33 @@
 
 #include "job/job.h"
 
+/* Upper bounds of the integer keys (man/dtrain-job.5 lists them), chosen
+ * so that the products plan/ and train/ form from job numbers fit int64_t
+ * (< 2^63) with room to spare:
+ *   global_batch x steps x values per sample <= 2^16 x 2^24 x 2^22 = 2^62;
+ *   micro_batch x grad_accum_steps x data_parallel <= 2^16 x 2^16 x 2^16;
+ *   units x units x micro_batch <= 2^20 x 2^20 x 2^16 = 2^56;
+ *   vocab x dim <= 2^24 x 2^20 = 2^44, channels^2 x kernel^2 <= 2^52;
+ *   repeat x layers of a block <= DT_JOB_MAX_LAYERS (checked as such);
+ *   prefetch x grad_accum_steps x batch bytes stays in plan's memory sum.
+ * Per sample, the input (the product of model.input_shape, or
+ * data.context tokens) and a reshape hold at most DT_JOB_SAMPLE_MAX
+ * values. */
+#define DT_JOB_BATCH_MAX 65536		/* 2^16 samples or micro-batches */
+#define DT_JOB_STEPS_MAX 16777216	/* 2^24 steps */
+#define DT_JOB_EPOCHS_MAX 65536
+#define DT_JOB_SAMPLE_MAX 4194304	/* 2^22 values in one sample */
+#define DT_JOB_COLUMNS_MAX 1048576	/* csv label column */
+#define DT_JOB_PREFETCH_MAX 64		/* batches prepared ahead */
+#define DT_JOB_BYTES_MAX 1125899906842624.0	/* 2^50: 1 PiB */
+#define DT_JOB_DEGREE_MAX 65536		/* a parallel degree, servers */
+#define DT_JOB_KEEP_MAX 65536		/* checkpoints kept */
+#define DT_JOB_UNITS_MAX 1048576	/* 2^20: dense units, vector dim */
+#define DT_JOB_CHANNELS_MAX 65536
+#define DT_JOB_KERNEL_MAX 1024		/* kernel, stride, padding */
+#define DT_JOB_VOCAB_MAX 16777216	/* 2^24 token ids */
+#define DT_JOB_HEADS_MAX 4096
+
 enum dt_key_type {
 	DT_KEY_SECTION,		/* a mapping of further keys */
 	DT_KEY_INT,		/* int64_t */

@@ -237,6 +237,47 @@ resolve_path(const char *dir, const char *p, char *dst, size_t size)
 	return n >= 0 && (size_t)n < size;
 }
 
+/* Fails unless the resolved path p is well-formed UTF-8: dtrain writes it
+ * into job.yaml and meta.json, and libyaml refuses any other byte, so a
+ * run would make a job.yaml its own resume cannot read. The value read
+ * from YAML is UTF-8 already; a bad byte comes from the directory it was
+ * resolved against. The message shows the path with such bytes as \xNN
+ * and gives the offset of the first. */
+static enum dt_status
+check_utf8(const struct dt_job_ctx *c, const char *path,
+	   const struct dt_ynode *v, const char *p)
+{
+	const unsigned char *u = (const unsigned char *)p;
+	size_t n = strlen(p), i = 0, bad = n, o = 0;
+	char shown[256];
+	uint32_t cp;
+	int len;
+
+	while (i < n) {
+		len = dt_job_utf8_char(u + i, n - i, &cp);
+		if (len == 0 && bad == n)
+			bad = i;
+		if (o + 5 < sizeof shown) {
+			if (len == 0)
+				o += (size_t)snprintf(shown + o, sizeof shown - o,
+						      "\\x%02x", u[i]);
+			else if (o + (size_t)len < sizeof shown)
+				memcpy(shown + o, u + i, (size_t)len), o += (size_t)len;
+		}
+		i += len == 0 ? 1 : (size_t)len;
+	}
+	if (bad == n)
+		return DT_OK;
+	shown[o < sizeof shown ? o : sizeof shown - 1] = '\0';
+	return dt_job_failf(c, dt_job_node_pos(c, v), path,
+			    "expected a path that is valid UTF-8 once resolved, "
+			    "found byte 0x%02x at byte offset %zu of \"%s\" "
+			    "(from the directory it is resolved against); "
+			    "job.yaml keeps the path and must read back: "
+			    "rename the directory or give an absolute path",
+			    u[bad], bad, shown);
+}
+
 /* Stores a path (a local one, or with urls an http(s) URL kept as given). */
 static enum dt_status
 store_path(const struct dt_job_ctx *c, const struct dt_key *k,
@@ -268,7 +309,7 @@ store_path(const struct dt_job_ctx *c, const struct dt_key *k,
 				    "expected a path of at most %zu bytes "
 				    "once resolved, found a longer one",
 				    k->size - 1);
-	return DT_OK;
+	return check_utf8(c, path, v, dst);
 }
 
 /* A parallel degree: "auto", or an integer in k's range. */
@@ -343,7 +384,8 @@ dt_job_store_default(const struct dt_key *k, void *dst)
 /* ---- data sources ---- */
 
 static const struct dt_key size_part = {
-	.key = "size", .type = DT_KEY_INT, .flags = DT_KEYF_MIN, .min = 1,
+	.key = "size", .type = DT_KEY_INT, .flags = DT_KEYF_MIN | DT_KEYF_MAX,
+	.min = 1, .max = 4611686018427387904.0,	/* 2^62 bytes */
 };
 
 /* The source of schema row ki, and the positions of its parts. */
@@ -490,10 +532,11 @@ dt_job_store_shape_item(const struct dt_job_ctx *c, const struct dt_key *k,
 	st = store_int(c, &item, path, v, &x);
 	if (st != DT_OK)
 		return st;
-	if (x < 1 && !(neg1 && x == -1))
+	if ((x < 1 && !(neg1 && x == -1)) || x > DT_JOB_SAMPLE_MAX)
 		return dt_job_failf(c, dt_job_node_pos(c, v), path,
-				    "must be >= 1%s, found %s",
-				    neg1 ? " or -1" : "", v->text);
+				    "must be in [1, %d]%s, found %s",
+				    DT_JOB_SAMPLE_MAX, neg1 ? " or -1" : "",
+				    v->text);
 	*dst = x;
 	*slot = dt_job_node_pos(c, v);
 	return DT_OK;
@@ -509,6 +552,7 @@ dt_job_store_list(const struct dt_job_ctx *c, const struct dt_key *k,
 	size_t item_size = k->type == DT_KEY_SHAPE ? sizeof(int64_t) : k->size;
 	char item[288];
 	enum dt_status st;
+	int64_t prod = 1;
 	int i, neg1 = -1;
 
 	assert(k->type == DT_KEY_SHAPE || k->type == DT_KEY_NAMES);
@@ -542,6 +586,19 @@ dt_job_store_list(const struct dt_job_ctx *c, const struct dt_key *k,
 		}
 		if (st != DT_OK)
 			return st;
+		/* The items multiply into the values of one sample: bound
+		 * the product (each item is <= the bound, so no overflow). */
+		if (k->type == DT_KEY_SHAPE && *(int64_t *)p > 0) {
+			if (prod > DT_JOB_SAMPLE_MAX / *(int64_t *)p)
+				return dt_job_failf(c, pos[i], path,
+						    "expected at most %d values "
+						    "in one sample (the product "
+						    "of the items), found more "
+						    "at item %d (%s)",
+						    DT_JOB_SAMPLE_MAX, i,
+						    v->kids[i]->text);
+			prod *= *(int64_t *)p;
+		}
 	}
 	return DT_OK;
 }

@@ -24,24 +24,41 @@ format_double(double v, char *buf, size_t size)
 }
 
 /* A double-quoted YAML string: always quoted, so "true", "10" or "null"
- * stay strings. */
+ * stay strings. Every character libyaml would not take raw is escaped
+ * (\xNN below U+0100, \uNNNN above; YAML reads either back as that code
+ * point in UTF-8), so the text reads back to the same bytes. The job's
+ * strings are well-formed UTF-8 (value.c refuses others); a byte that is
+ * not, which cannot occur, is written as U+FFFD rather than raw, so the
+ * file still parses. */
 static void
 put_string(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (; *s != '\0'; s++) {
-		unsigned char ch = (unsigned char)*s;
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s);
+	uint32_t cp;
+	int len;
 
-		if (ch == '"' || ch == '\\')
-			fprintf(out, "\\%c", ch);
-		else if (ch == '\n')
+	fputc('"', out);
+	while (n > 0) {
+		len = dt_job_utf8_char(p, n, &cp);
+		if (len == 0) {
+			fputs("\\uFFFD", out);
+			p++, n--;
+			continue;
+		}
+		if (cp == '"' || cp == '\\')
+			fprintf(out, "\\%c", (int)cp);
+		else if (cp == '\n')
 			fputs("\\n", out);
-		else if (ch == '\t')
+		else if (cp == '\t')
 			fputs("\\t", out);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(out, "\\x%02x", ch);
+		else if (!dt_job_yaml_printable(cp) || cp == 0x85)
+			fprintf(out, cp < 0x100 ? "\\x%02x" : "\\u%04x",
+				(unsigned)cp);
 		else
-			fputc(ch, out);
+			fwrite(p, 1, (size_t)len, out);
+		p += len;
+		n -= (size_t)len;
 	}
 	fputc('"', out);
 }

@@ -52,5 +52,7 @@ char *write_text(const struct dt_job *j);
 TCase *job_error_tcase(void);
 TCase *job_layer_tcase(void);
 TCase *job_section_tcase(void);
+TCase *job_bound_tcase(void);
+TCase *job_utf8_tcase(void);
 
 #endif

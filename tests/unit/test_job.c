@@ -711,7 +711,7 @@ START_TEST(test_each_key)
 	ck_assert_str_eq(kl.types[i], "one of sgd, adam, adamw");
 	ck_assert_str_eq(kl.defs[i], "sgd");
 	i = find_key(&kl, "model.layers.N.units");
-	ck_assert_str_eq(kl.types[i], "an integer >= 1");
+	ck_assert_str_eq(kl.types[i], "an integer in [1, 1048576]");
 	ck_assert_int_ge(find_key(&kl, "model.input_shape"), 0);
 	ck_assert_int_ge(find_key(&kl, "model.layers.N.activation"), 0);
 	ck_assert_int_lt(find_key(&kl, "train"), 0);	/* no sections */
@@ -728,7 +728,7 @@ START_TEST(test_each_key)
 	i = find_key(&kl, "model.layers.N.inputs");
 	ck_assert_str_eq(kl.types[i], "a list of 1 to 4 layer names");
 	i = find_key(&kl, "model.layers.N.repeat");
-	ck_assert_str_eq(kl.types[i], "an integer >= 1");
+	ck_assert_str_eq(kl.types[i], "an integer in [1, 256]");
 	i = find_key(&kl, "data.token_bytes");
 	ck_assert_str_eq(kl.types[i], "an integer in {2, 4}");
 	ck_assert_str_eq(kl.defs[i], "2");
@@ -738,7 +738,7 @@ START_TEST(test_each_key)
 	ck_assert_str_eq(kl.types[i], "a path or URL");
 	ck_assert_str_eq(kl.defs[i], "required with data.format idx, npy");
 	i = find_key(&kl, "parallel.data_parallel");
-	ck_assert_str_eq(kl.types[i], "auto or an integer >= 1");
+	ck_assert_str_eq(kl.types[i], "auto or an integer in [1, 65536]");
 	i = find_key(&kl, "train.schedule.gamma");
 	ck_assert_str_eq(kl.types[i], "a number in (0, 1]");
 	ck_assert_str_eq(kl.defs[i], "0.1");
@@ -864,6 +864,8 @@ job_suite(void)
 	suite_add_tcase(s, job_error_tcase());
 	suite_add_tcase(s, job_layer_tcase());
 	suite_add_tcase(s, job_section_tcase());
+	suite_add_tcase(s, job_bound_tcase());
+	suite_add_tcase(s, job_utf8_tcase());
 	return s;
 }
 

@@ -186,13 +186,13 @@ START_TEST(test_err_range)
 		     "job.yaml:2:10: train.beta2: must be in [0, 1), found "
 		     "-1e-3\n  beta2: -1e-3\n         ^");
 	expect_error("train:\n  micro_batch: 0\n", NULL, 0,
-		     "job.yaml:2:16: train.micro_batch: must be >= 1, found 0\n"
+		     "job.yaml:2:16: train.micro_batch: must be in [1, 65536], found 0\n"
 		     "  micro_batch: 0\n               ^");
 	expect_error("seed: -1\n", NULL, 0,
 		     "job.yaml:1:7: seed: must be >= 0, found -1\n"
 		     "seed: -1\n      ^");
 	expect_error("model:\n  input_shape: [28, 0]\n", NULL, 0,
-		     "job.yaml:2:21: model.input_shape.1: must be >= 1, found "
+		     "job.yaml:2:21: model.input_shape.1: must be in [1, 4194304], found "
 		     "0\n  input_shape: [28, 0]\n                    ^");
 	expect_error("model:\n  input_shape: [1, 2, 3, 4, 5]\n", NULL, 0,
 		     "job.yaml:2:29: model.input_shape: expected at most 4 "
@@ -274,8 +274,8 @@ START_TEST(test_numbers)
 		int64_t want;
 	} ints[] = {
 		{ "10", 10 }, { "+7", 7 }, { "1e3", 1000 }, { "2.0", 2 },
-		{ "0x1F", 31 }, { "0o17", 15 }, { "9007199254740992",
-						  9007199254740992LL },
+		{ "0x1F", 31 }, { "0o17", 15 }, { "6.5536e4", 65536 },
+		{ "0x10000", 65536 },
 	};
 	char line[128];
 	size_t i;
@@ -306,6 +306,17 @@ START_TEST(test_numbers)
 			       "lr: 1}\n"), DT_OK);
 	ck_assert_uint_eq(job.seed, UINT64_MAX);
 
+	/* Past the bound, the message shows the number as written, even
+	 * one that does not fit 32 bits or a double. */
+	expect_error(min_with("  grad_accum_steps: 65537\n"), NULL, 0,
+		     "job.yaml:11:21: train.grad_accum_steps: must be in "
+		     "[1, 65536], found 65537\n  grad_accum_steps: 65537\n"
+		     "                    ^");
+	expect_error(min_with("  grad_accum_steps: 9007199254740993\n"), NULL,
+		     0, "job.yaml:11:21: train.grad_accum_steps: must be in "
+		     "[1, 65536], found 9007199254740993\n"
+		     "  grad_accum_steps: 9007199254740993\n"
+		     "                    ^");
 	expect_error(min_with("  grad_accum_steps: 2.5\n"), NULL, 0,
 		     "job.yaml:11:21: train.grad_accum_steps: expected an "
 		     "integer, found \"2.5\"\n  grad_accum_steps: 2.5\n"

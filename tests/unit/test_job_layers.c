@@ -269,13 +269,13 @@ START_TEST(test_layer_errors)
 			   "inputs");
 	expect_layer_error("    - {type: conv2d, channels: 8}\n", 7,
 			   "model.layers.0.kernel: required key missing (type "
-			   "is conv2d); expected an integer >= 1");
+			   "is conv2d); expected an integer in [1, 1024]");
 	expect_layer_error("    - {type: embedding, dim: 8}\n", 7,
 			   "model.layers.0.vocab: required key missing (type "
-			   "is embedding); expected an integer >= 1");
+			   "is embedding); expected an integer in [1, 16777216]");
 	expect_layer_error("    - {type: attention}\n", 7,
 			   "model.layers.0.heads: required key missing (type "
-			   "is attention); expected an integer >= 1");
+			   "is attention); expected an integer in [1, 4096]");
 	expect_layer_error("    - {type: dropout}\n", 7,
 			   "model.layers.0.rate: required key missing (type "
 			   "is dropout); expected a number in [0, 1)");
@@ -285,13 +285,13 @@ START_TEST(test_layer_errors)
 			   "model.layers.0.shape: required key missing (type "
 			   "is reshape); expected a list of 1 to 4 integers");
 	expect_layer_error("    - {type: reshape, shape: [-1, 0]}\n", 35,
-			   "model.layers.0.shape.1: must be >= 1 or -1, found "
+			   "model.layers.0.shape.1: must be in [1, 4194304] or -1, found "
 			   "0");
 	expect_layer_error("    - {type: reshape, shape: [-1, 2, -1]}\n", 38,
 			   "model.layers.0.shape.2: expected at most one -1, "
 			   "found a second");
 	expect_layer_error("    - {type: conv2d, channels: 8, kernel: 0}\n",
-			   43, "model.layers.0.kernel: must be >= 1, found 0");
+			   43, "model.layers.0.kernel: must be in [1, 1024], found 0");
 	snprintf(msg, sizeof msg, "model.layers.0.type: expected one of %s, "
 		 "found \"dens\"", layer_type_words());
 	expect_layer_error("    - {type: dens}\n", 14, msg);
@@ -369,7 +369,7 @@ START_TEST(test_layer_set_errors)
 	expect_error(layers_job("    - {type: relu}\n"), s3, 1,
 		     "--set model.layers.0.type=conv2d: model.layers.0.channels: "
 		     "required key missing (type is conv2d); expected an "
-		     "integer >= 1");
+		     "integer in [1, 65536]");
 	expect_error(layers_job(dense), s4, 1,
 		     "--set model.layers.0={repeat: 2, layers: [{type: relu}]}: "
 		     "model.layers.0: expected a layer, found a repeat block; "
@@ -389,7 +389,7 @@ START_TEST(test_block_errors)
 #define BLOCK(s) (snprintf(text, sizeof text, "%s%s", d, s), text)
 	expect_error(layers_job(BLOCK("    - {repeat: 0, layers: [{type: "
 				      "relu}]}\n")), NULL, 0,
-		     at(7, 16, "model.layers.1.repeat: must be >= 1, found 0",
+		     at(7, 16, "model.layers.1.repeat: must be in [1, 256], found 0",
 			"    - {repeat: 0, layers: [{type: relu}]}"));
 	expect_error(layers_job(BLOCK("    - {repeat: 2}\n")), NULL, 0,
 		     at(7, 7, "model.layers.1.layers: required key missing; "
@@ -397,7 +397,7 @@ START_TEST(test_block_errors)
 	expect_error(layers_job(BLOCK("    - {layers: [{type: relu}]}\n")),
 		     NULL, 0,
 		     at(7, 7, "model.layers.1.repeat: required key missing; "
-			"expected an integer >= 1",
+			"expected an integer in [1, 256]",
 			"    - {layers: [{type: relu}]}"));
 	expect_error(layers_job(BLOCK("    - {repeat: 2, layers: []}\n")),
 		     NULL, 0,
@@ -429,7 +429,7 @@ START_TEST(test_block_errors)
 	expect_error(layers_job(BLOCK("    - {repeat: 2, layers: [{type: "
 				      "relu}, {type: dense}]}\n")), NULL, 0,
 		     at(7, 42, "model.layers.2.units: required key missing "
-			"(type is dense); expected an integer >= 1",
+			"(type is dense); expected an integer in [1, 1048576]",
 			"    - {repeat: 2, layers: [{type: relu}, {type: "
 			"dense}]}"));
 	expect_error(layers_job(BLOCK("    - {repeat: 100, layers: [{type: "

@@ -182,7 +182,7 @@ START_TEST(test_data_errors)
 			  "csv)");
 	expect_data_error("  format: tokens\n  train: {file: t}\n", "", 6, 3,
 			  "data.context: required key missing (data.format is "
-			  "tokens); expected an integer >= 1");
+			  "tokens); expected an integer in [1, 4194304]");
 	expect_data_error("  format: tokens\n  train: {file: t}\n"
 			  "  context: 8\n  token_bytes: 3\n", "", 9, 16,
 			  "data.token_bytes: must be in {2, 4}, found 3");
@@ -203,11 +203,11 @@ START_TEST(test_data_errors)
 			  "data.eval_fraction: must be in [0, 1), found 1");
 	expect_data_error("  format: csv\n  train: {file: t}\n"
 			  "  label_column: -2\n", "", 8, 17,
-			  "data.label_column: must be >= -1, found -2");
+			  "data.label_column: must be in [-1, 1048576], found -2");
 	expect_data_error(idx_train, "  max_bytes: 0\n", 7, 14,
-			  "data.max_bytes: must be > 0, found 0");
+			  "data.max_bytes: must be in (0, 1125899906842624], found 0");
 	expect_data_error(idx_train, "  prefetch: -1\n", 7, 13,
-			  "data.prefetch: must be >= 0, found -1");
+			  "data.prefetch: must be in [0, 64], found -1");
 	expect_data_error("  format: parquet\n", "", 6, 11,
 			  "data.format: expected one of idx, csv, npy, tokens, "
 			  "text, found \"parquet\"");
@@ -231,7 +231,7 @@ START_TEST(test_data_errors)
 			  "", 6, 29, "data.train.images.szie: unknown key; did "
 			  "you mean 'data.train.images.size'?");
 	expect_data_error("  train: {images: {path: a, size: 0}, labels: b}\n",
-			  "", 6, 35, "data.train.images.size: must be >= 1, "
+			  "", 6, 35, "data.train.images.size: must be in [1, 4611686018427387904], "
 			  "found 0");
 	expect_data_error("  train: {images: ftp://x.org/a, labels: b}\n", "",
 			  6, 19, "data.train.images: expected a path or an "
@@ -307,7 +307,8 @@ START_TEST(test_train_errors)
 
 	expect_error(min_with("  schedule: {kind: step}\n"), NULL, 0,
 		     at(11, 13, "train.schedule.step_size: required key missing "
-			"(train.schedule.kind is step); expected an integer >= 1",
+			"(train.schedule.kind is step); expected an integer in "
+			"[1, 16777216]",
 			"  schedule: {kind: step}"));
 	expect_error(min_with("  schedule: {kind: step, step_size: 10, gamma: "
 			      "0}\n"), NULL, 0,
@@ -330,7 +331,7 @@ START_TEST(test_train_errors)
 		     1, "--set train.lr=0.01: train.schedule.min_lr: must be <= "
 		     "train.lr (0.01), found 0.05");
 	expect_error(min_with("  schedule: {warmup_steps: -1}\n"), NULL, 0,
-		     at(11, 28, "train.schedule.warmup_steps: must be >= 0, "
+		     at(11, 28, "train.schedule.warmup_steps: must be in [0, 16777216], "
 			"found -1", "  schedule: {warmup_steps: -1}"));
 	expect_error(min_with("  schedule: {kind: linear}\n"), NULL, 0,
 		     at(11, 20, "train.schedule.kind: expected one of constant, "
@@ -399,7 +400,7 @@ START_TEST(test_parallel_errors)
 	const char *s2[] = { "parallel.strategy=data" };
 
 	expect_data_error(idx_train, "parallel: {data_parallel: 0}\n", 7, 27,
-			  "parallel.data_parallel: must be >= 1, found 0");
+			  "parallel.data_parallel: must be in [1, 65536], found 0");
 	expect_data_error(idx_train, "parallel: {data_parallel: many}\n", 7, 27,
 			  "parallel.data_parallel: expected auto or an integer, "
 			  "found \"many\"");
@@ -440,7 +441,7 @@ START_TEST(test_parallel_errors)
 			  "1 to 256 layer names, found an empty list");
 	expect_data_error(idx_train, "parallel: {strategy: model, "
 			  "micro_batches: 0}\n", 7, 44, "parallel.micro_batches: "
-			  "must be >= 1, found 0");
+			  "must be in [1, 65536], found 0");
 	expect_data_error(idx_train, "parallel: {strategy: model, balance: "
 			  "time}\n", 7, 38, "parallel.balance: expected one of "
 			  "flops, params, found \"time\"");
@@ -455,8 +456,8 @@ START_TEST(test_parallel_errors)
 			  "not used when parallel.sync is allreduce (only "
 			  "parameter_server)");
 	expect_data_error(idx_train, "parallel: {sync: parameter_server, "
-			  "servers: 0}\n", 7, 45, "parallel.servers: must be >= "
-			  "1, found 0");
+			  "servers: 0}\n", 7, 45, "parallel.servers: must be in "
+			  "[1, 65536], found 0");
 	expect_error(data_job(idx_train, "parallel: {sync: parameter_server, "
 			      "mode: async}\n"), s1, 1,
 		     "--set parallel.sync=allreduce: parallel.mode: not used "
@@ -501,7 +502,7 @@ START_TEST(test_checkpoint)
 			  19, "checkpoint.dir: expected a local path, found the "
 			  "URL \"https://x.org/c\"");
 	expect_data_error(idx_train, "checkpoint: {keep_last: -1}\n", 7, 25,
-			  "checkpoint.keep_last: must be >= 0, found -1");
+			  "checkpoint.keep_last: must be in [0, 65536], found -1");
 	expect_data_error(idx_train, "checkpoint: {every_seconds: -0.5}\n", 7,
 			  29, "checkpoint.every_seconds: must be >= 0, found "
 			  "-0.5");
