@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dist/agree.h"
 #include "train/data.h"
 #include "train/eval.h"
 #include "train/loop.h"
@@ -477,7 +478,13 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	int done = 0;
 
 	run_init(&r, job, comm, res);
-	st = setup_compute(&r, err);
+	/* Before anything is allocated, every rank proves it holds the
+	 * same resolved job, data sizes and build (dist/agree.h): a rank
+	 * launched with another --set or a node-local job file that differs
+	 * stops every rank, named with the first differing key. */
+	st = dt_agree_check(job, comm, err);
+	if (st == DT_OK)
+		st = setup_compute(&r, err);
 	if (st == DT_OK)
 		st = setup_run(&r, opts, &done, err);
 	res->resumed_from = r.resumed_from;

@@ -66,4 +66,23 @@ cat lengths.out
 	fail "check_same: byte mismatch not reported on every rank"
 grep -q '^rank 1: short: 7 rank 1: MPI_Recv from rank 0 (tag 5): 3 floats arrived, expected 4$' lengths.out ||
 	fail "a short point-to-point message was not refused"
+
+# The trainer itself: an MPMD line whose second rank has another learning
+# rate, then another layer width, stops every rank with exit 2 before
+# anything is written, naming rank 1 and the key.
+need_fmnist
+write_small_job small.yaml
+for bad in train.lr=0.5 model.layers.0.units=48; do
+	set +e
+	mpi 1 "$DTRAIN" run -q --run-dir trained small.yaml : \
+		-np 1 "$DTRAIN" run -q --run-dir trained --set "$bad" small.yaml \
+		>train.out 2>train.err
+	rc=$?
+	set -e
+	[ "$rc" -eq 2 ] || { cat train.err >&2; fail "dtrain run with $bad on rank 1: exit $rc, expected 2"; }
+	key=${bad%%=*}
+	grep -q "ranks disagree before training: rank 1: $key is ${bad#*=} (--set $bad)" train.err ||
+		{ cat train.err >&2; fail "dtrain run: $bad not named"; }
+	[ ! -e trained ] || fail "dtrain run with $bad on rank 1 wrote a run directory"
+done
 echo "agree: ok"
