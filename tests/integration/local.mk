@@ -16,6 +16,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/eval-predict.sh \
+	tests/integration/torch-loader.sh \
 	tests/integration/usage-man.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
