@@ -1,6 +1,7 @@
 #!/bin/sh
 # contrib/dtrain_torch.py against dtrain: short runs of the shipped MLP,
-# CNN and char-GPT jobs (few steps, small batches, through --set), each
+# CNN and char-GPT jobs (few steps, small batches, through --set) and of
+# a job made here of the remaining layer types and settings, each
 # exported with `dtrain export --format torch`, loaded into a torch module
 # with no other step; the module's logits must equal those of `dtrain
 # predict` on the same inputs to |torch - dtrain| <= 1e-5 * (1 + |dtrain|)
@@ -45,6 +46,49 @@ run() {
 run "$J/fashion-mnist-mlp.yaml" --set name=mlp --set train.steps=20
 run "$J/fashion-mnist-cnn.yaml" --set name=cnn --set train.steps=5 \
 	--set train.global_batch=32
+# Every other layer type and setting the loader maps: strided, padded,
+# bias-free conv; batchnorm of maps and of vectors (running statistics);
+# padded pools; reshape; dense row by row; attention without the causal
+# mask; layernorm with its eps; concat; softmax; an activation layer;
+# dropout.
+cat >mix.yaml <<YAML
+name: mix
+seed: 5
+data:
+  format: idx
+  train:
+    images: $FMNIST/train-images-idx3-ubyte.gz
+    labels: $FMNIST/train-labels-idx1-ubyte.gz
+  eval:
+    images: $FMNIST/t10k-images-idx3-ubyte.gz
+    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
+  scale: 0.00392156862745098
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: conv2d, name: c1, channels: 4, kernel: 3, stride: 2, padding: 1, bias: false, activation: tanh}
+    - {type: batchnorm, name: bn1}
+    - {type: avgpool2d, name: ap, kernel: 3, stride: 2, padding: 1}
+    - {type: maxpool2d, name: mp, kernel: 3, stride: 1, padding: 1}
+    - {type: reshape, name: rs, shape: [7, -1]}
+    - {type: dense, name: d1, units: 16, activation: sigmoid}
+    - {type: attention, name: att, heads: 2, causal: false}
+    - {type: layernorm, name: ln, eps: 0.001}
+    - {type: concat, name: cat, inputs: [d1, ln]}
+    - {type: softmax, name: sm}
+    - {type: gelu, name: act}
+    - {type: flatten, name: fl}
+    - {type: batchnorm, name: bn2}
+    - {type: dropout, name: dr, rate: 0.5}
+    - {type: dense, name: out, units: 10, bias: false}
+  loss: softmax_cross_entropy
+train:
+  global_batch: 32
+  steps: 20
+  optimizer: adam
+  lr: 0.01
+YAML
+run mix.yaml
 run "$J/char-gpt.yaml" --set name=gpt --set train.steps=3 \
 	--set train.global_batch=8 --set train.micro_batch=8 \
 	--set train.schedule.warmup_steps=1 --set data.eval_fraction=0.05 \
@@ -60,13 +104,14 @@ np.save("x.npy", x[:2000])
 open("tail.txt", "wb").write(open(text, "rb").read()[-8000:])
 PY
 
-for r in mlp cnn gpt; do
+for r in mlp cnn mix gpt; do
 	"$DTRAIN" export --format torch -o $r.safetensors runs/$r >/dev/null
 	"$DTRAIN" eval --json runs/$r >$r.eval.json
 done
 "$DTRAIN" eval --json --data tail.txt runs/gpt >gpt.tail.json
 "$DTRAIN" predict --input x.npy -o mlp.logits.npy runs/mlp 2>/dev/null
 "$DTRAIN" predict --input x.npy -o cnn.logits.npy runs/cnn 2>/dev/null
+"$DTRAIN" predict --input x.npy -o mix.logits.npy runs/mix 2>/dev/null
 "$DTRAIN" predict --input tail.txt -o gpt.logits.npy runs/gpt 2>/dev/null
 
 "$TORCH_PY" - "$LOADER" "$FMNIST" <<'PY'
@@ -106,7 +151,7 @@ def check_accuracy(name, correct, total, ev):
                       % (name, correct, total, ev["accuracy"],
                          ev["samples"]))
 
-for name in ("mlp", "cnn"):
+for name in ("mlp", "cnn", "mix"):
     model = dtrain_torch.load(name + ".safetensors")
     meta_job = model.job
     if "name: \"%s\"" % name not in meta_job or model.step < 1:
