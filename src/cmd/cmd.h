@@ -26,6 +26,8 @@ struct dt_cmd {
 extern const struct dt_cmd dt_cmd_run;
 extern const struct dt_cmd dt_cmd_resume;
 extern const struct dt_cmd dt_cmd_export;
+extern const struct dt_cmd dt_cmd_eval;
+extern const struct dt_cmd dt_cmd_predict;
 extern const struct dt_cmd dt_cmd_plan;
 extern const struct dt_cmd dt_cmd_sample;
 extern const struct dt_cmd dt_cmd_fetch;

@@ -12,6 +12,8 @@ const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_fetch,
 	&dt_cmd_run,
 	&dt_cmd_resume,
+	&dt_cmd_eval,
+	&dt_cmd_predict,
 	&dt_cmd_export,
 	&dt_cmd_sample,
 	&dt_cmd_help,

@@ -1,5 +1,7 @@
-/* export.c - `dtrain export RUN_DIR [-o FILE]`: the newest valid
- * checkpoint's parameters as one safetensors file. */
+/* export.c - `dtrain export RUN_DIR [-o FILE] [--format dtrain|torch]`:
+ * the newest valid checkpoint's parameters as one safetensors file, in
+ * dtrain's names and layouts (the checkpoint's own file, the default) or
+ * in PyTorch's (torch_export.c). */
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "cmd/torch_export.h"
 #include "job/job.h"
 #include "train/rundir.h"
 
@@ -62,12 +65,16 @@ dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size, struct dt_error *err)
 
 struct export_args {
 	const char *output;	/* NULL: RUN_DIR/model.safetensors */
+	const char *format;	/* NULL: "dtrain" */
 };
 
 static const struct dt_cmd_opt export_opts[] = {
 	{ .name = "output", .short_name = 'o', .kind = DT_CMD_ARG_STRING,
 	  .arg = "file", .offset = offsetof(struct export_args, output),
 	  .doc = "write to file (default run_dir/model.safetensors)" },
+	{ .name = "format", .kind = DT_CMD_ARG_STRING, .arg = "format",
+	  .offset = offsetof(struct export_args, format),
+	  .doc = "dtrain (default) or torch: PyTorch's layouts" },
 	{ .kind = DT_CMD_ARG_END },
 };
 
@@ -89,6 +96,24 @@ cmd_export(int argc, char **argv)
 	free(line.sets);
 	output = a.output;
 	dir = line.operand;
+	if (a.format != NULL && strcmp(a.format, "dtrain") != 0 &&
+	    strcmp(a.format, "torch") != 0)
+		return dt_cmd_usage_error(&dt_cmd_export, "--format %s: "
+					  "expected dtrain or torch",
+					  a.format);
+	if (output != NULL)
+		snprintf(out, sizeof out, "%s", output);
+	else
+		snprintf(out, sizeof out, "%s/model.safetensors", dir);
+	if (a.format != NULL && strcmp(a.format, "torch") == 0) {
+		dt_error_clear(&err);
+		st = dt_cmd_export_torch(dir, out, &step, &err);
+		if (st != DT_OK)
+			return dt_cmd_fail(st, &err);
+		printf("%s: parameters of step %lld in PyTorch's layout\n",
+		       out, (long long)step);
+		return 0;
+	}
 	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, &err);
 	if (st == DT_OK)
 		st = dt_ckpt_find_latest(ckpt_dir, latest, sizeof latest, &step,
@@ -100,10 +125,6 @@ cmd_export(int argc, char **argv)
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	snprintf(src, sizeof src, "%s/params.safetensors", latest);
-	if (output != NULL)
-		snprintf(out, sizeof out, "%s", output);
-	else
-		snprintf(out, sizeof out, "%s/model.safetensors", dir);
 	st = dt_rundir_write_atomic(out, copy_file, src, &err);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);

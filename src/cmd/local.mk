@@ -1,6 +1,8 @@
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
 libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
-libdtrain_la_SOURCES += src/cmd/export.c
+libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c
+libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c
+libdtrain_la_SOURCES += src/cmd/torch_export.h src/cmd/torch_export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c

@@ -17,7 +17,9 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/usage-man.sh \
-	tests/integration/train-function-length.sh
+	tests/integration/train-function-length.sh \
+	tests/integration/eval-predict.sh \
+	tests/integration/torch-loader.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

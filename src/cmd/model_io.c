@@ -1,0 +1,170 @@
+/* model_io.c - a trained run's model, ready to run (model_io.h). */
+#include "cmd/model_io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ckpt/ckpt.h"
+#include "cmd/cmd.h"
+#include "dist/comm.h"
+#include "graph/graph.h"
+#include "graph/model.h"
+#include "util/alloc.h"
+
+/* The checkpoint directory of `step` (-1: the newest valid) into cm->ckpt
+ * and cm->step. */
+static enum dt_status
+find_checkpoint(const char *dir, int64_t step, struct dt_cmd_model *cm,
+		struct dt_error *err)
+{
+	char ckpt_dir[DT_JOB_PATH_MAX];
+	enum dt_status st;
+
+	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, err);
+	if (st != DT_OK)
+		return st;
+	if (step < 0) {
+		st = dt_ckpt_find_latest(ckpt_dir, cm->ckpt, sizeof cm->ckpt,
+					 &cm->step, dt_ckpt_report_file,
+					 stderr, err);
+		if (st == DT_OK && cm->step < 0)
+			st = dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint "
+				       "in %s; train the run to its end "
+				       "(checkpoint.at_end is on by default) "
+				       "or set checkpoint.every_steps",
+				       dir, ckpt_dir);
+		return st;
+	}
+	st = dt_ckpt_path(cm->ckpt, sizeof cm->ckpt, ckpt_dir, step, err);
+	if (st != DT_OK)
+		return st;
+	if (access(cm->ckpt, F_OK) != 0)
+		return dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint of step "
+				 "%lld (%s)", dir, (long long)step, cm->ckpt);
+	st = dt_ckpt_verify(cm->ckpt, err);
+	if (st == DT_OK)
+		cm->step = step;
+	return st;
+}
+
+/* Loads cm->ckpt/params.safetensors into the model's arena. */
+static enum dt_status
+load_params(struct dt_cmd_model *cm, struct dt_error *err)
+{
+	struct dt_model *m = cm->model;
+	int n = dt_model_n_tensors(m);
+	struct dt_ckpt_target *t = dt_xcalloc((size_t)n, sizeof *t);
+	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n,
+						     sizeof *names);
+	char file[DT_JOB_PATH_MAX + 96];
+	float *params = dt_model_params(m);
+	enum dt_status st;
+
+	snprintf(file, sizeof file, "%s/params.safetensors", cm->ckpt);
+	for (int i = 0; i < n; i++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, i, &ti);
+		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
+		t[i].name = names[i];
+		t[i].data = params + ti.offset;
+		t[i].n_dims = ti.n_dims;
+		for (int d = 0; d < ti.n_dims; d++)
+			t[i].shape[d] = ti.shape[d];
+	}
+	st = dt_ckpt_import(file, t, (size_t)n, err);
+	free(t);
+	free(names);
+	return st;
+}
+
+enum dt_status
+dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
+		  int64_t step, int64_t max_batch, struct dt_cmd_model *cm,
+		  struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 16];
+	enum dt_status st;
+
+	memset(cm, 0, sizeof *cm);
+	cm->step = -1;
+	snprintf(path, sizeof path, "%s/job.yaml", dir);
+	if (access(path, F_OK) != 0)
+		return dt_errorf(err, DT_ERR_USAGE, "%s: not a run directory "
+				 "(no job.yaml)", dir);
+	cm->job = dt_xcalloc(1, sizeof *cm->job);
+	st = dt_cmd_load_job(path, sets, n_sets, cm->job, err);
+	if (st == DT_OK && cm->job->data.format == DT_FORMAT_TEXT) {
+		snprintf(path, sizeof path, "%s/vocab.bin", dir);
+		if (access(path, F_OK) != 0)
+			st = dt_errorf(err, DT_ERR_USAGE, "%s: no vocab.bin (the "
+				       "run stopped before reading its data)",
+				       dir);
+		else
+			st = dt_vocab_load(path, &cm->vocab, err);
+	}
+	if (st == DT_OK)
+		st = find_checkpoint(dir, step, cm, err);
+	if (st == DT_OK)
+		st = dt_model_new(cm->job, max_batch, &cm->model, err);
+	if (st == DT_OK)
+		st = load_params(cm, err);
+	if (st != DT_OK)
+		dt_cmd_model_close(cm);
+	return st;
+}
+
+void
+dt_cmd_model_close(struct dt_cmd_model *cm)
+{
+	dt_model_free(cm->model);
+	dt_vocab_fini(&cm->vocab);
+	free(cm->job);
+	memset(cm, 0, sizeof *cm);
+	cm->step = -1;
+}
+
+/* The node whose output the loss reads. */
+static const struct dt_node *
+last_layer(const struct dt_model *m)
+{
+	const struct dt_node *loss = &m->nodes[m->n_nodes - 1];
+
+	return &m->nodes[loss->inputs[0]];
+}
+
+const float *
+dt_cmd_model_logits(const struct dt_cmd_model *cm, int64_t *out_size)
+{
+	const struct dt_node *n = last_layer(cm->model);
+
+	*out_size = n->out_size;
+	return n->out;
+}
+
+void
+dt_cmd_model_logits_shape(const struct dt_cmd_model *cm, int *n_dims,
+			  int64_t dims[4])
+{
+	const struct dt_node *n = last_layer(cm->model);
+
+	*n_dims = n->out_shape.n_dims;
+	for (int d = 0; d < 4; d++)
+		dims[d] = d < n->out_shape.n_dims ? n->out_shape.dim[d] : 0;
+}
+
+enum dt_status
+dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err)
+{
+	static const char *const vars[] = { "OMPI_COMM_WORLD_SIZE",
+					    "PMIX_RANK", "PMI_SIZE",
+					    "PMI_RANK" };
+
+	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+		if (getenv(vars[i]) != NULL)
+			return dt_comm_mpi_new(out, err);
+	*out = dt_comm_self_new();
+	return DT_OK;
+}

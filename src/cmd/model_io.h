@@ -1,0 +1,59 @@
+/* model_io.h - a trained run's model, ready to run: its saved job, the
+ * model built from it, the parameters of one checkpoint and, for a text
+ * model, its vocabulary. Shared by `dtrain eval`, `predict` and `export`. */
+#ifndef DT_CMD_MODEL_IO_H
+#define DT_CMD_MODEL_IO_H
+
+#include <stdint.h>
+
+#include "data/data.h"
+#include "job/job.h"
+#include "util/status.h"
+
+struct dt_model;
+
+struct dt_cmd_model {
+	struct dt_job *job;	/* heap: the run's job.yaml with the --set
+				 * overrides applied */
+	struct dt_model *model;	/* built for batches of max_batch */
+	struct dt_vocab vocab;	/* data.format text only; else empty */
+	int64_t step;		/* the checkpoint's step */
+	char ckpt[DT_JOB_PATH_MAX + 64];	/* the checkpoint directory */
+};
+
+/* Opens the run in dir: loads dir/job.yaml with sets[0..n_sets) applied,
+ * builds the model for batches of 1 <= max_batch samples, and loads the
+ * parameters of the checkpoint of `step` (-1: the newest valid one; the
+ * one asked for is verified first), and vocab.bin for a text job.
+ * Returns DT_OK with *cm owned by the caller (dt_cmd_model_close);
+ * DT_ERR_USAGE when dir is no run, has no such checkpoint or no
+ * checkpoint at all; the job's, the checkpoint's or the vocabulary's
+ * errors otherwise (naming the file). On error *cm is closed (empty). */
+enum dt_status dt_cmd_model_open(const char *dir, const char *const *sets,
+				 int n_sets, int64_t step, int64_t max_batch,
+				 struct dt_cmd_model *cm,
+				 struct dt_error *err);
+
+/* Frees what cm holds and empties it; an empty cm is fine. */
+void dt_cmd_model_close(struct dt_cmd_model *cm);
+
+/* After a forward pass of batch samples (dt_model_eval): the output of
+ * the model's last layer, the input of the loss (logits for softmax
+ * cross-entropy, predictions for mse), (batch, *out_size) floats owned
+ * by the model and overwritten by the next pass. graph.h gives only the
+ * loss's output (probabilities), so this reads graph/model.h. */
+const float *dt_cmd_model_logits(const struct dt_cmd_model *cm,
+				 int64_t *out_size);
+
+/* The shape of one sample's logits (no batch): *n_dims dims into
+ * dims[0..4). */
+void dt_cmd_model_logits_shape(const struct dt_cmd_model *cm, int *n_dims,
+			       int64_t dims[4]);
+
+/* The communicator for a command that may run on many ranks: MPI when
+ * the process was started by a launcher (mpirun, srun), else a single
+ * process without MPI. Never NULL on DT_OK. */
+struct dt_comm;
+enum dt_status dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err);
+
+#endif

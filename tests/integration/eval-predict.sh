@@ -1,0 +1,155 @@
+#!/bin/sh
+# dtrain eval and predict on a short Fashion-MNIST MLP run with an eval
+# split and a checkpoint every 10 steps:
+# - eval of the last checkpoint gives the eval_loss and eval_accuracy of
+#   summary.json to 1e-6, eval --checkpoint 10 those that metrics.jsonl
+#   logged at step 10, on 1 and on 2 ranks; --data IMAGES,LABELS with the
+#   eval files gives the same numbers, --data train the 60000 samples;
+# - the per-class counts, the confusion matrix and the top-k accuracy
+#   agree with the labels and with the logits and top-k ids that predict
+#   writes (worked out again here with numpy);
+# - predict gives the same logits from the IDX file, an NPY copy of it
+#   and a CSV of its first 50 rows, the same file on 1, 2 and 3 ranks and
+#   probabilities that are the softmax of the logits;
+# - a missing checkpoint, inputs of the wrong size and bad options are
+#   refused.
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+
+NP_PY=
+for p in "$PYTHON" /usr/bin/python3; do
+	if "$p" -c 'import numpy' 2>/dev/null; then NP_PY=$p; break; fi
+done
+if [ -z "$NP_PY" ]; then
+	echo "SKIP: no python3 with numpy (apt-get install python3-numpy)"
+	exit 77
+fi
+
+"$DTRAIN" run -q "$top_srcdir/jobs/fashion-mnist-mlp.yaml" \
+	--set name=mlp --set train.steps=20 --set eval.every_steps=10 \
+	--set checkpoint.every_steps=10 --set log.every_steps=10 \
+	>/dev/null 2>run.err || { cat run.err >&2; fail "training failed"; }
+
+"$DTRAIN" eval --json runs/mlp >e1.json
+"$DTRAIN" eval --json --checkpoint 10 runs/mlp >e10.json
+mpi 2 "$DTRAIN" eval --json runs/mlp >e2.json
+mpi 2 "$DTRAIN" eval --json --checkpoint 10 runs/mlp >e10n2.json
+"$DTRAIN" eval --json --data \
+	"$FMNIST/t10k-images-idx3-ubyte.gz,$FMNIST/t10k-labels-idx1-ubyte.gz" \
+	runs/mlp >epath.json
+"$DTRAIN" eval --json --data train --top-k 3 runs/mlp >etrain.json
+"$DTRAIN" eval runs/mlp >e1.txt
+grep -q '^accuracy ' e1.txt || fail "eval: no accuracy line in the text"
+grep -q '^confusion matrix' e1.txt || fail "eval: no confusion matrix"
+
+"$DTRAIN" predict runs/mlp --input "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	-o logits.npy 2>/dev/null
+"$DTRAIN" predict runs/mlp --input "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	-o probs.npy --probabilities 2>/dev/null
+"$DTRAIN" predict runs/mlp --input "$FMNIST/t10k-images-idx3-ubyte.gz" \
+	-o top.npy --top-k 5 --batch 77 2>/dev/null
+for n in 2 3; do
+	mpi $n "$DTRAIN" predict runs/mlp \
+		--input "$FMNIST/t10k-images-idx3-ubyte.gz" -o logits$n.npy \
+		2>/dev/null
+	cmp logits.npy logits$n.npy ||
+		fail "predict on $n ranks wrote another file than on 1"
+done
+
+"$NP_PY" - "$FMNIST" <<'PY'
+import gzip, sys
+import numpy as np
+d = sys.argv[1]
+x = np.frombuffer(gzip.open(d + "/t10k-images-idx3-ubyte.gz").read()[16:],
+                  np.uint8).reshape(-1, 28, 28)
+y = np.frombuffer(gzip.open(d + "/t10k-labels-idx1-ubyte.gz").read()[8:],
+                  np.uint8)
+np.save("x.npy", x)
+np.save("y.npy", y)
+with open("x.csv", "w") as f:
+    for i in range(50):
+        f.write(",".join(str(v) for v in x[i].ravel()) + ",%d\n" % y[i])
+PY
+"$DTRAIN" predict runs/mlp --input x.npy -o logits_npy.npy 2>/dev/null
+"$DTRAIN" predict runs/mlp --input x.csv -o logits_csv.npy 2>/dev/null
+
+"$NP_PY" - <<'PY'
+import json, sys
+import numpy as np
+
+def load(p):
+    return json.load(open(p))
+
+summary = load("runs/mlp/summary.json")
+evals = [json.loads(l) for l in open("runs/mlp/metrics.jsonl")
+         if "eval_loss" in l]
+at10 = [e for e in evals if e.get("step") == 10]
+if not at10:
+    sys.exit("metrics.jsonl has no eval line at step 10")
+e1, e2, e10, e10n2 = (load(p) for p in
+                      ("e1.json", "e2.json", "e10.json", "e10n2.json"))
+ep, et = load("epath.json"), load("etrain.json")
+
+def same(what, a, b, tol=1e-6):
+    if abs(a - b) > tol:
+        sys.exit("%s: %r vs %r (more than %g apart)" % (what, a, b, tol))
+
+for e in (e1, e2, ep):
+    same("eval loss vs summary", e["loss"], summary["eval_loss"])
+    same("eval accuracy vs summary", e["accuracy"],
+         summary["eval_accuracy"])
+for e in (e10, e10n2):
+    same("eval loss at step 10", e["loss"], at10[0]["eval_loss"])
+    same("eval accuracy at step 10", e["accuracy"],
+         at10[0]["eval_accuracy"])
+if e1["step"] != 20 or e10["step"] != 10:
+    sys.exit("wrong checkpoints: %r %r" % (e1["step"], e10["step"]))
+if et["samples"] != 60000 or e1["samples"] != 10000:
+    sys.exit("sample counts %r %r" % (et["samples"], e1["samples"]))
+
+y = np.load("y.npy")
+logits, probs, top = np.load("logits.npy"), np.load("probs.npy"), \
+    np.load("top.npy")
+if logits.shape != (10000, 10) or logits.dtype != np.float32:
+    sys.exit("logits: %r %r" % (logits.shape, logits.dtype))
+if top.shape != (10000, 5) or top.dtype != np.int64:
+    sys.exit("top-k ids: %r %r" % (top.shape, top.dtype))
+pred = logits.argmax(1)
+same("accuracy from the logits", (pred == y).mean(), e1["accuracy"], 0)
+same("top-5 from predict", (top == y[:, None]).any(1).mean(),
+     e1["top_k_accuracy"], 0)
+if (top[:, 0] != pred).any():
+    sys.exit("top-k's first id is not the argmax of the logits")
+conf = np.zeros((10, 10), int)
+np.add.at(conf, (y, pred), 1)
+if conf.tolist() != e1["confusion"]:
+    sys.exit("confusion matrix differs from the one of the logits")
+if e1["class_counts"] != np.bincount(y, minlength=10).tolist():
+    sys.exit("class counts differ from the labels")
+for c in range(10):
+    same("class %d accuracy" % c, e1["per_class_accuracy"][c],
+         conf[c, c] / conf[c].sum(), 1e-12)
+e = np.exp(logits - logits.max(1, keepdims=True))
+e /= e.sum(1, keepdims=True)
+same("probabilities vs softmax of the logits", abs(e - probs).max(), 0,
+     1e-6)
+if not np.array_equal(np.load("logits_npy.npy"), logits):
+    sys.exit("NPY input gives other logits than IDX")
+if not np.array_equal(np.load("logits_csv.npy"), logits[:50]):
+    sys.exit("CSV input gives other logits than IDX")
+print("eval: loss %.9f accuracy %.4f = summary.json; predict agrees"
+      % (e1["loss"], e1["accuracy"]))
+PY
+
+expect_fail 2 'no checkpoint of step 7' "$DTRAIN" eval --checkpoint 7 runs/mlp
+expect_fail 2 'not a run directory' "$DTRAIN" eval .
+expect_fail 2 'IMAGES,LABELS' "$DTRAIN" eval --data x.npy runs/mlp
+expect_fail 2 'no such split|--data' "$DTRAIN" eval --data nope runs/mlp
+expect_fail 2 '--input is required' "$DTRAIN" predict -o a.npy runs/mlp
+expect_fail 2 'exclude each other' "$DTRAIN" predict --input x.npy \
+	-o a.npy --top-k 2 --probabilities runs/mlp
+"$NP_PY" -c 'import numpy as np; np.save("bad.npy", np.zeros((3, 5), np.float32))'
+expect_fail 1 'samples have 5 values but the model takes 784' \
+	"$DTRAIN" predict --input bad.npy -o a.npy runs/mlp
+[ ! -e a.npy ] || fail "a refused predict left a.npy"
+echo "eval-predict: ok"
