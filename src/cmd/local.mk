@@ -4,6 +4,7 @@ libdtrain_la_SOURCES += src/cmd/export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c
+libdtrain_la_SOURCES += src/cmd/version.c src/cmd/complete.c
 
 check_PROGRAMS += tests/unit/test_cmd
 TESTS += tests/unit/test_cmd
