@@ -24,6 +24,7 @@
 #include "graph/graph.h"
 #include "optim/schedule.h"
 #include "train/rundir.h"
+#include "train/signals.h"
 #include "train/train.h"
 #include "util/alloc.h"
 
@@ -600,6 +601,11 @@ train_cmd(int argc, char **argv, int resume)
 		return dt_cmd_fail(st, &err);
 	}
 	launch_note(dt_comm_rank(comm), "pid", (long)getpid());
+	/* The launcher may pass a stop on from now: keep it for the loop
+	 * (which stops after its first step) rather than die of it while
+	 * the data loads. */
+	if (getenv(DT_LAUNCH_DIR_ENV) != NULL)
+		dt_signals_install();
 	opts.run_dir = a.run_dir;
 	opts.progress = !a.quiet;
 	opts.resume = resume;

@@ -97,7 +97,7 @@ ticker_main(void *arg)
 		pthread_cond_timedwait(&p->wake, &p->lock, &until);
 		now = dt_now();
 		if (!p->stopping && p->drawn &&
-		    now - p->last_draw >= DT_PROGRESS_TICK_S)
+		    now - p->last_draw >= DT_PROGRESS_TICK_S - 0.05)
 			draw_line(p, now);
 	}
 	pthread_mutex_unlock(&p->lock);
