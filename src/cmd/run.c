@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -155,8 +156,9 @@ check_resume_overrides(const struct run_args *a, struct dt_error *err)
 	return DT_OK;
 }
 
-/* The options `run -n` strips from the ranks' command line, with the
- * number of words each takes (the value; 0 when it is glued on). */
+/* Whether s is an option `run -n` strips from the ranks' command line:
+ * the number of words it spans (2 with its value apart, 1 with the value
+ * glued on), or 0. */
 static int
 launcher_option(const char *s)
 {
@@ -165,7 +167,7 @@ launcher_option(const char *s)
 
 	if (strcmp(s, "-n") == 0)
 		return 2;
-	if (strncmp(s, "-n", 2) == 0 && s[1] == 'n' && s[2] != '-')
+	if (s[0] == '-' && s[1] == 'n' && s[2] != '\0')
 		return 1;
 	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
 		size_t len = strlen(opts[i]);
@@ -363,6 +365,10 @@ run_child(const char **args, int n_ranks, const char *launch_dir)
 		int fd = open("/dev/null", O_RDONLY);
 
 		setpgid(0, 0);
+		/* Out of the terminal's process group, the job would outlive
+		 * a launcher that is killed outright: let the kernel pass
+		 * that on as a SIGTERM. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (fd >= 0 && fd != STDIN_FILENO) {
 			dup2(fd, STDIN_FILENO);
 			close(fd);
@@ -518,6 +524,9 @@ launch(int argc, char **argv, const struct run_args *a,
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal hangs up this process group only: stop the job
+	 * cleanly then too. */
+	sigaction(SIGHUP, &sa, NULL);
 	args = child_argv(argc, argv, a, self, np, sizeof np, 0, dir,
 			  &mpi_words);
 	for (int attempt = 0;; attempt++) {
@@ -577,6 +586,11 @@ train_cmd(int argc, char **argv, int resume)
 	if (st != DT_OK) {
 		free(a.sets);
 		return dt_cmd_fail(st, &err);
+	}
+	if (a.mpi_args != NULL && a.n_ranks == 0) {
+		free(a.sets);
+		return usage_error(&a, "%s", "--mpi-args goes with -n (the "
+				   "options are for the mpirun it starts)");
 	}
 	if (a.n_ranks > 0 || a.max_restarts > 0) {
 		const char *launcher = dt_cmd_launcher();

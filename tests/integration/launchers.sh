@@ -117,6 +117,7 @@ rc=$?
 set -e
 [ $rc -ne 0 ] && [ $rc -ne 3 ] || fail "an unknown mpirun option: exit $rc"
 grep -q -- '--no-such-mpirun-option' s3.err || { cat s3.err >&2; fail "mpirun did not get --mpi-args"; }
+expect_fail 2 'mpi-args goes with -n' "$DTRAIN" run --mpi-args "-x A=1" small.yaml
 # --mpi-args reaches mpirun: its --output-filename writes one directory
 # per rank, and -x passes a variable on.
 timeout 300 "$DTRAIN" run -q -n 2 --mpi-args "--output-filename od -x FOO=1" \
