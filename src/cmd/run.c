@@ -301,7 +301,9 @@ forward_stop(pid_t child, int n_ranks, const char *launch_dir)
 }
 
 /* The exit code every rank recorded in launch_dir when all n_ranks did and
- * agree (an interrupted job: 3 from each), else rc, mpirun's own. */
+ * agree on one other than 0 (an interrupted job: 3 from each), else rc,
+ * mpirun's own: ranks that all said 0 and still made mpirun fail went
+ * wrong after (in MPI_Finalize, at exit), and that failure counts. */
 static int
 ranks_exit_code(const char *launch_dir, int n_ranks, int rc)
 {
@@ -323,7 +325,7 @@ ranks_exit_code(const char *launch_dir, int n_ranks, int rc)
 			return rc;
 		agreed = (int)code;
 	}
-	return agreed >= 0 ? agreed : rc;
+	return agreed > 0 ? agreed : rc;
 }
 
 /* Removes what the ranks wrote to launch_dir (before a launch and at the

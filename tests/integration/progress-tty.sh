@@ -42,8 +42,9 @@ in_pane() {
 	tmux -S "$sock" new-window -d -n "$1" \
 		"cd '$SCRATCH' && $2; echo EXIT=\$?; sleep 600"
 }
+# The pane's text, its history included.
 pane() {
-	tmux -S "$sock" capture-pane -p -t "$1"
+	tmux -S "$sock" capture-pane -p -S - -t "$1"
 }
 # wait_for NAME PATTERN: until the pane shows a line matching PATTERN.
 wait_for() {
