@@ -1,7 +1,10 @@
-dist_noinst_DATA += jobs/fashion-mnist-mlp.yaml
-dist_noinst_DATA += jobs/fashion-mnist-mlp-http.yaml
-dist_noinst_DATA += jobs/fashion-mnist-cnn.yaml
-dist_noinst_DATA += jobs/char-gpt.yaml
+# The example jobs, installed with the README so that dtrain(1)'s
+# examples run after `make install` (docdir/examples).
+examplesdir = $(docdir)/examples
+dist_examples_DATA = jobs/fashion-mnist-mlp.yaml
+dist_examples_DATA += jobs/fashion-mnist-mlp-http.yaml
+dist_examples_DATA += jobs/fashion-mnist-cnn.yaml
+dist_examples_DATA += jobs/char-gpt.yaml
 
 DEMO_RANKS = 2
 demo: dtrain

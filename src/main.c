@@ -24,7 +24,7 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
-		printf("dtrain %s\n", PACKAGE_VERSION);
+		dt_cmd_print_version(stdout);
 		return 0;
 	}
 	cmd = dt_cmd_find(argv[1]);

@@ -43,9 +43,17 @@ const struct dt_cmd *dt_cmd_find(const char *name);
  * out. */
 void dt_cmd_print_commands(FILE *out);
 
-/* The rank of this process as told by the launcher before MPI starts
- * (Open MPI, PMI, Slurm), 0 when not launched in parallel. */
+/* The rank of this process as told by the launcher before MPI starts:
+ * OMPI_COMM_WORLD_RANK (with OMPI_COMM_WORLD_SIZE > 1), PMI_RANK (with
+ * PMI_SIZE > 1) or PMIX_RANK (with SLURM_STEP_NUM_TASKS or SLURM_NTASKS
+ * > 1); 0 otherwise, so that a singleton which inherited one of them (or
+ * SLURM_PROCID, never read) still prints its errors. */
 int dt_cmd_launch_rank(void);
+
+/* The launcher that started this process as one of several ("mpirun",
+ * "srun", "an MPI launcher (PMI)"), or NULL: `run -n` and --max-restarts
+ * refuse to start a job of their own inside one. A static string. */
+const char *dt_cmd_launcher(void);
 
 /* Prints "dtrain: MSG" to stderr (only on launch rank 0) and returns the
  * exit code of status. */
@@ -70,5 +78,18 @@ enum dt_status dt_cmd_load_job(const char *path, const char *const *sets,
  * no job.yaml. */
 enum dt_status dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size,
 			       struct dt_error *err);
+
+/* Writes `dtrain --version` to out: "dtrain VERSION", the licence, then
+ * one "name: value" line each for the BLAS (openblas_get_config()), the MPI
+ * library, mpirun, libyaml, zlib, libcurl, json-c, the compiler and the
+ * build switches (sanitizers, debug, werror: "yes" or "no"). */
+void dt_cmd_print_version(FILE *out);
+
+/* Writes the bash completion script for dtrain to out: a function
+ * _dtrain, registered with `complete -F`, that completes the commands,
+ * each command's options and, after --set, the job keys ("train.lr=").
+ * Made from dt_cmd_table, the commands' option tables and
+ * dt_job_each_key. */
+void dt_cmd_write_completion(FILE *out);
 
 #endif

@@ -1,6 +1,7 @@
 /* common.c - helpers shared by the subcommands, and the command table. */
 #include "cmd/cmd.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,20 +42,56 @@ dt_cmd_print_commands(FILE *out)
 	      "options;\nsee dtrain(1) and dtrain-job(5)\n", out);
 }
 
+/* The value of the environment variable name as a whole number, or -1
+ * when it is unset or not one. */
+static long
+env_long(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (v == NULL || *v == '\0')
+		return -1;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return errno != 0 || *end != '\0' || n < 0 ? -1 : n;
+}
+
 int
 dt_cmd_launch_rank(void)
 {
-	static const char *const vars[] = { "OMPI_COMM_WORLD_RANK",
-					    "PMIX_RANK", "PMI_RANK",
-					    "SLURM_PROCID" };
+	long rank;
 
-	for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-		const char *v = getenv(vars[i]);
-
-		if (v != NULL && *v != '\0')
-			return atoi(v);
-	}
+	/* Each variable counts only with a world of more than one process
+	 * beside it: one inherited into a singleton (a shell inside srun,
+	 * a process that a rank started) must not silence its errors.
+	 * SLURM_PROCID alone never counts: without an MPI plugin (srun
+	 * --mpi=pmix) every task srun starts is a singleton of its own. */
+	rank = env_long("OMPI_COMM_WORLD_RANK");
+	if (rank >= 0 && env_long("OMPI_COMM_WORLD_SIZE") > 1)
+		return (int)rank;
+	rank = env_long("PMI_RANK");
+	if (rank >= 0 && env_long("PMI_SIZE") > 1)
+		return (int)rank;
+	rank = env_long("PMIX_RANK");
+	if (rank >= 0 && (env_long("SLURM_STEP_NUM_TASKS") > 1 ||
+			  env_long("SLURM_NTASKS") > 1))
+		return (int)rank;
 	return 0;
+}
+
+const char *
+dt_cmd_launcher(void)
+{
+	if (getenv("OMPI_COMM_WORLD_SIZE") != NULL)
+		return "mpirun";
+	if (getenv("PMIX_RANK") != NULL || getenv("PMI_RANK") != NULL)
+		return "an MPI launcher (PMI)";
+	if (getenv("SLURM_STEP_ID") != NULL &&
+	    env_long("SLURM_STEP_NUM_TASKS") > 1)
+		return "srun";
+	return NULL;
 }
 
 int

@@ -6,9 +6,18 @@ libdtrain_la_SOURCES += src/cmd/torch_export.h src/cmd/torch_export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c
+libdtrain_la_SOURCES += src/cmd/version.c src/cmd/complete.c
 
 check_PROGRAMS += tests/unit/test_cmd
 TESTS += tests/unit/test_cmd
 tests_unit_test_cmd_SOURCES = tests/unit/test_cmd.c
 tests_unit_test_cmd_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cmd_LDADD = $(UNIT_LDADD)
+
+# train/progress.c's lines and ticker, tested here with the launcher that
+# depends on them (src/train/ is being restructured).
+check_PROGRAMS += tests/unit/test_progress
+TESTS += tests/unit/test_progress
+tests_unit_test_progress_SOURCES = tests/unit/test_progress.c
+tests_unit_test_progress_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_progress_LDADD = $(UNIT_LDADD)

@@ -219,6 +219,7 @@ struct plan_args {
 	int dry_run;	/* accepted for clarity; plan never runs anything */
 	int ranks;
 	int json;
+	int print_job;
 };
 
 static const struct dt_cmd_opt plan_opts[] = {
@@ -232,6 +233,9 @@ static const struct dt_cmd_opt plan_opts[] = {
 	{ .name = "json", .kind = DT_CMD_ARG_FLAG,
 	  .offset = offsetof(struct plan_args, json),
 	  .doc = "print the plan as one JSON document" },
+	{ .name = "print-job", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct plan_args, print_job),
+	  .doc = "print the resolved job as YAML instead" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .kind = DT_CMD_ARG_END },
 };
@@ -267,6 +271,15 @@ cmd_plan(int argc, char **argv)
 	json = a.json;
 	st = dt_cmd_load_job(line.operand, sets, n_sets, &job, &err);
 	free(sets);
+	if (st == DT_OK && a.print_job) {
+		/* What run would train: defaults filled in, --set applied,
+		 * repeat blocks expanded, as YAML that run reads back. */
+		st = dt_job_write(&job, stdout, &err);
+		if (st == DT_OK && fflush(stdout) != 0)
+			st = dt_errorf(&err, DT_ERR_IO, "standard output: %s",
+				       strerror(errno));
+		return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
+	}
 	host.local_ranks = ranks;
 	if (st == DT_OK)
 		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);

@@ -5,12 +5,15 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
@@ -22,8 +25,15 @@
 #include "graph/graph.h"
 #include "optim/schedule.h"
 #include "train/rundir.h"
+#include "train/signals.h"
 #include "train/train.h"
 #include "util/alloc.h"
+
+/* Where the ranks of `run -n` write their pid and exit code for the
+ * launcher (launch_note), and the hint that rank 0's stderr ends on a
+ * terminal although mpirun pipes it (train/progress.c reads it). */
+#define DT_LAUNCH_DIR_ENV "DTRAIN_LAUNCH_DIR"
+#define DT_PROGRESS_TTY_ENV "DTRAIN_PROGRESS_TTY"
 
 struct run_args {
 	int resume;		/* `resume`: arg is a run directory */
@@ -31,6 +41,7 @@ struct run_args {
 	int max_restarts;
 	int quiet;
 	const char *run_dir;
+	const char *mpi_args;	/* more mpirun options for -n, blank-separated */
 	const char **sets;
 	int n_sets;
 	const char *arg;	/* the job file, or the run directory */
@@ -52,11 +63,16 @@ struct run_args {
 	  .offset = offsetof(struct run_args, max_restarts),                 \
 	  .min = 0, .max = 1 << 20,                                          \
 	  .doc = "resume a failed job up to k times" }
+#define RUN_OPT_MPI_ARGS                                                    \
+	{ .name = "mpi-args", .kind = DT_CMD_ARG_STRING, .arg = "args",      \
+	  .offset = offsetof(struct run_args, mpi_args),                     \
+	  .doc = "more mpirun options for -n (split at blanks)" }
 
 static const struct dt_cmd_opt run_opts[] = {
 	RUN_OPT_QUIET,
 	RUN_OPT_RANKS,
 	RUN_OPT_RESTARTS,
+	RUN_OPT_MPI_ARGS,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_STRING, .arg = "dir",
 	  .offset = offsetof(struct run_args, run_dir),
 	  .doc = "write the run to dir (default runs/NAME)" },
@@ -68,6 +84,7 @@ static const struct dt_cmd_opt resume_opts[] = {
 	RUN_OPT_QUIET,
 	RUN_OPT_RANKS,
 	RUN_OPT_RESTARTS,
+	RUN_OPT_MPI_ARGS,
 	DT_CMD_OPT_SET_ENTRY,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_REFUSED, .arg = "dir",
 	  .doc = "the run directory is the argument" },
@@ -139,18 +156,49 @@ check_resume_overrides(const struct run_args *a, struct dt_error *err)
 	return DT_OK;
 }
 
-/* The command line of one launch: mpirun -np N [--oversubscribe] SELF CMD
- * ARGS, or SELF CMD ARGS; -n and --max-restarts are not passed on. After a
- * failure the command becomes `resume RUN_DIR`. */
+/* Whether s is an option `run -n` strips from the ranks' command line:
+ * the number of words it spans (2 with its value apart, 1 with the value
+ * glued on), or 0. */
+static int
+launcher_option(const char *s)
+{
+	static const char *const opts[] = { "--ranks", "--max-restarts",
+					    "--mpi-args" };
+
+	if (strcmp(s, "-n") == 0)
+		return 2;
+	if (s[0] == '-' && s[1] == 'n' && s[2] != '\0')
+		return 1;
+	for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+		size_t len = strlen(opts[i]);
+
+		if (strncmp(s, opts[i], len) == 0) {
+			if (s[len] == '\0')
+				return 2;
+			if (s[len] == '=')
+				return 1;
+		}
+	}
+	return 0;
+}
+
+/* The command line of one launch: mpirun -np N [--oversubscribe] -x VAR...
+ * [MPI_ARGS] SELF CMD ARGS, or SELF CMD ARGS; -n, --max-restarts and
+ * --mpi-args are not passed on. After a failure the command becomes
+ * `resume RUN_DIR`. mpi_words (heap, the caller frees it and the result)
+ * holds the split copy of --mpi-args. */
 static const char **
 child_argv(int argc, char **argv, const struct run_args *a,
 	   const char *self, char *np, size_t np_size, int as_resume,
-	   const char *run_dir)
+	   const char *run_dir, char **mpi_words)
 {
-	const char **args = dt_xmalloc((size_t)argc + 12, sizeof *args);
+	size_t n_mpi = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 0;
+	const char **args = dt_xmalloc((size_t)argc + 20 + n_mpi,
+				       sizeof *args);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int n = 0;
 
+	*mpi_words = NULL;
 	if (a->n_ranks > 0) {
 		snprintf(np, np_size, "%d", a->n_ranks);
 		args[n++] = DT_MPIRUN;
@@ -158,6 +206,24 @@ child_argv(int argc, char **argv, const struct run_args *a,
 		args[n++] = np;
 		if (cores > 0 && a->n_ranks > cores)
 			args[n++] = "--oversubscribe";
+		/* Open MPI passes the environment on to the ranks of this
+		 * node only; -x takes these to every node. */
+		args[n++] = "-x";
+		args[n++] = DT_LAUNCH_DIR_ENV;
+		if (getenv(DT_PROGRESS_TTY_ENV) != NULL) {
+			args[n++] = "-x";
+			args[n++] = DT_PROGRESS_TTY_ENV;
+		}
+		if (a->mpi_args != NULL) {
+			char *w = dt_xmalloc(strlen(a->mpi_args) + 1, 1);
+			char *save = NULL, *tok;
+
+			strcpy(w, a->mpi_args);
+			*mpi_words = w;
+			for (tok = strtok_r(w, " \t\n", &save); tok != NULL;
+			     tok = strtok_r(NULL, " \t\n", &save))
+				args[n++] = tok;
+		}
 	}
 	args[n++] = self;
 	if (as_resume) {
@@ -170,42 +236,127 @@ child_argv(int argc, char **argv, const struct run_args *a,
 	}
 	args[n++] = a->resume ? "resume" : "run";
 	for (int i = 1; i < argc; i++) {
-		const char *s = argv[i];
+		int skip = launcher_option(argv[i]);
 
-		if (strcmp(s, "-n") == 0 || strcmp(s, "--ranks") == 0 ||
-		    strcmp(s, "--max-restarts") == 0) {
-			i++;
+		if (strcmp(argv[i], "--") == 0) {
+			/* The rest are operands: pass them on as they are. */
+			while (i < argc)
+				args[n++] = argv[i++];
+			break;
+		}
+		if (skip > 0) {
+			i += skip - 1;
 			continue;
 		}
-		if ((strncmp(s, "-n", 2) == 0 && s[2] != '\0') ||
-		    strncmp(s, "--ranks=", 8) == 0 ||
-		    strncmp(s, "--max-restarts=", 15) == 0)
-			continue;
-		args[n++] = s;
+		args[n++] = argv[i];
 	}
 	args[n] = NULL;
 	return args;
 }
 
-static volatile sig_atomic_t child_pid;
-static volatile sig_atomic_t stop_asked;
+/* The last SIGINT/SIGTERM the launcher caught, and how many. */
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t stop_count;
 
 static void
-forward_signal(int sig)
+on_stop(int sig)
 {
-	stop_asked = 1;
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
+	stop_signal = sig;
+	stop_count++;
 }
 
-/* Runs args as a child and returns its exit code (128 + signal when it
- * was killed). */
-static int
-run_child(const char **args)
+/* Asks the job to stop as a signal to this launcher asked: SIGTERM to
+ * every rank of this node that wrote its pid to launch_dir (each finishes
+ * its step, checkpoints and exits 3; a second one stops it at once), or,
+ * with none written yet (still starting: nothing to save), to the child,
+ * mpirun or the one rank. mpirun itself is left alone: on a signal of its
+ * own it would kill the ranks a second after SIGTERM (Open MPI's
+ * odls_base_sigkill_timeout), before a long step and its checkpoint end. */
+static void
+forward_stop(pid_t child, int n_ranks, const char *launch_dir)
 {
-	pid_t pid;
-	int status;
+	char host[256] = "", path[PATH_MAX + 64], rhost[256];
+	int sent = 0;
 
+	if (n_ranks > 0) {
+		gethostname(host, sizeof host - 1);
+		for (int r = 0; r < n_ranks; r++) {
+			FILE *f;
+			long pid;
+
+			snprintf(path, sizeof path, "%s/rank-%d.pid",
+				 launch_dir, r);
+			f = fopen(path, "r");
+			if (f == NULL)
+				continue;
+			if (fscanf(f, "%ld %255s", &pid, rhost) == 2 &&
+			    pid > 1 && strcmp(rhost, host) == 0 &&
+			    kill((pid_t)pid, SIGTERM) == 0)
+				sent++;
+			fclose(f);
+		}
+	}
+	if (sent == 0)
+		kill(child, SIGTERM);
+}
+
+/* The exit code every rank recorded in launch_dir when all n_ranks did and
+ * agree on one other than 0 (an interrupted job: 3 from each), else rc,
+ * mpirun's own: ranks that all said 0 and still made mpirun fail went
+ * wrong after (in MPI_Finalize, at exit), and that failure counts. */
+static int
+ranks_exit_code(const char *launch_dir, int n_ranks, int rc)
+{
+	int agreed = -1;
+
+	for (int r = 0; r < n_ranks; r++) {
+		char path[PATH_MAX + 64];
+		FILE *f;
+		long code = -1;
+
+		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
+		f = fopen(path, "r");
+		if (f == NULL)
+			return rc;
+		if (fscanf(f, "%ld", &code) != 1)
+			code = -1;
+		fclose(f);
+		if (code < 0 || code > 255 || (agreed >= 0 && code != agreed))
+			return rc;
+		agreed = (int)code;
+	}
+	return agreed > 0 ? agreed : rc;
+}
+
+/* Removes what the ranks wrote to launch_dir (before a launch and at the
+ * end); with also_dir, the directory too. */
+static void
+clean_launch_dir(const char *launch_dir, int n_ranks, int also_dir)
+{
+	static const char *const kinds[] = { "pid", "exit" };
+	char path[PATH_MAX + 64];
+
+	for (int r = 0; r < (n_ranks > 0 ? n_ranks : 1); r++)
+		for (size_t k = 0; k < 2; k++) {
+			snprintf(path, sizeof path, "%s/rank-%d.%s",
+				 launch_dir, r, kinds[k]);
+			unlink(path);
+		}
+	if (also_dir)
+		rmdir(launch_dir);
+}
+
+/* Runs args as a child in a process group of its own (so that a Ctrl-C
+ * at the terminal reaches this launcher alone, which passes it on; see
+ * forward_stop) with stdin from /dev/null, and returns its exit code (128
+ * + signal when it was killed), the ranks' agreed one under mpirun. */
+static int
+run_child(const char **args, int n_ranks, const char *launch_dir)
+{
+	int status, forwarded = 0;
+	pid_t pid;
+
+	clean_launch_dir(launch_dir, n_ranks, 0);
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
@@ -213,6 +364,17 @@ run_child(const char **args)
 		return 1;
 	}
 	if (pid == 0) {
+		int fd = open("/dev/null", O_RDONLY);
+
+		setpgid(0, 0);
+		/* Out of the terminal's process group, the job would outlive
+		 * a launcher that is killed outright: let the kernel pass
+		 * that on as a SIGTERM. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd >= 0 && fd != STDIN_FILENO) {
+			dup2(fd, STDIN_FILENO);
+			close(fd);
+		}
 		signal(SIGINT, SIG_DFL);
 		signal(SIGTERM, SIG_DFL);
 		execv(args[0], (char *const *)args);
@@ -220,14 +382,56 @@ run_child(const char **args)
 			strerror(errno));
 		_exit(1);
 	}
-	child_pid = pid;
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
+	setpgid(pid, pid);	/* as the child does: whichever runs first */
+	for (;;) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		struct timespec nap = { 0, 50 * 1000 * 1000 };
+
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
 			return 1;
-	child_pid = 0;
+		if (stop_count > forwarded) {
+			forwarded = stop_count;
+			if (n_ranks > 0)
+				forward_stop(pid, n_ranks, launch_dir);
+			else
+				kill(pid, SIGTERM);
+		}
+		nanosleep(&nap, NULL);
+	}
 	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
+		return n_ranks > 0 ?
+		       ranks_exit_code(launch_dir, n_ranks,
+				       WEXITSTATUS(status)) :
+		       WEXITSTATUS(status);
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+/* Under `run -n`, a rank tells the launcher what it would not learn from
+ * mpirun: its pid (what: "pid") and its exit code ("exit"), one line "VALUE
+ * HOST" in $DTRAIN_LAUNCH_DIR/rank-R.WHAT. Does nothing outside `run -n`;
+ * a failure to write only loses that service. */
+static void
+launch_note(int rank, const char *what, long value)
+{
+	const char *dir = getenv(DT_LAUNCH_DIR_ENV);
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 72], host[256] = "?";
+	FILE *f;
+
+	if (dir == NULL || *dir == '\0')
+		return;
+	gethostname(host, sizeof host - 1);
+	snprintf(path, sizeof path, "%s/rank-%d.%s", dir, rank, what);
+	snprintf(tmp, sizeof tmp, "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return;
+	fprintf(f, "%ld %s\n", value, host);
+	if (fclose(f) == 0)
+		rename(tmp, path);
+	else
+		unlink(tmp);
 }
 
 /* What can be refused before mpirun starts, so that a mistake costs no
@@ -306,14 +510,22 @@ set_keepalive(const struct dt_job *job)
 }
 
 /* -n N and/or --max-restarts K: check the job as N ranks would see it, then
- * become mpirun (no restarts) or supervise it. */
+ * start mpirun (or, with --max-restarts alone, one rank) and wait for it,
+ * passing a SIGINT or SIGTERM on to the ranks (forward_stop) and restarting
+ * a failed job from its newest checkpoint up to K times. Returns the job's
+ * exit code: the ranks' own when they agree (3 when each checkpointed after
+ * a stop), not mpirun's. */
 static int
 launch(int argc, char **argv, const struct run_args *a,
        const struct dt_job *job)
 {
 	char self[PATH_MAX], np[16], dir[DT_JOB_PATH_MAX + 16];
+	char launch_dir[PATH_MAX];
+	const char *tmpdir = getenv("TMPDIR");
 	const char **args;
+	char *mpi_words;
 	struct dt_error err;
+	struct sigaction sa;
 	ssize_t len;
 	int rc;
 
@@ -330,35 +542,52 @@ launch(int argc, char **argv, const struct run_args *a,
 		snprintf(dir, sizeof dir, "%s", a->run_dir);
 	else
 		snprintf(dir, sizeof dir, "runs/%s", job->name);
-	args = child_argv(argc, argv, a, self, np, sizeof np, 0, dir);
 	if (a->n_ranks > 0)
 		set_keepalive(job);
-	if (a->max_restarts == 0) {
-		fflush(NULL);
-		execv(args[0], (char *const *)args);
-		fprintf(stderr, "dtrain: cannot start %s: %s\n", args[0],
+	snprintf(launch_dir, sizeof launch_dir, "%s/dtrain-launch.XXXXXX",
+		 tmpdir != NULL && *tmpdir != '\0' ? tmpdir : "/tmp");
+	if (mkdtemp(launch_dir) == NULL) {
+		fprintf(stderr, "dtrain: cannot make %s: %s\n", launch_dir,
 			strerror(errno));
-		free(args);
 		return 1;
 	}
-	signal(SIGINT, forward_signal);
-	signal(SIGTERM, forward_signal);
+	setenv(DT_LAUNCH_DIR_ENV, launch_dir, 1);
+	/* mpirun hands the ranks' stderr to a pipe: tell rank 0 that it ends
+	 * on a terminal (train/progress.c). */
+	if (isatty(STDERR_FILENO) && getenv(DT_PROGRESS_TTY_ENV) == NULL)
+		setenv(DT_PROGRESS_TTY_ENV, "1", 1);
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_stop;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* A closed terminal hangs up this process group only: stop the job
+	 * cleanly then too. */
+	sigaction(SIGHUP, &sa, NULL);
+	args = child_argv(argc, argv, a, self, np, sizeof np, 0, dir,
+			  &mpi_words);
 	for (int attempt = 0;; attempt++) {
-		rc = run_child(args);
+		rc = run_child(args, a->n_ranks, launch_dir);
 		free(args);
+		free(mpi_words);
 		/* Done, bad input, or stopped on request: nothing to retry. */
-		if (rc == 0 || rc == 2 || rc == 3 || stop_asked)
-			return rc;
+		if (rc == 0 || rc == 2 || rc == 3 || stop_count > 0)
+			break;
 		if (attempt >= a->max_restarts) {
-			fprintf(stderr, "dtrain: the job failed (exit %d) and "
-				"used all %d restarts\n", rc, a->max_restarts);
-			return rc;
+			if (a->max_restarts > 0)
+				fprintf(stderr, "dtrain: the job failed (exit "
+					"%d) and used all %d restarts\n", rc,
+					a->max_restarts);
+			break;
 		}
 		fprintf(stderr, "dtrain: the job failed (exit %d); restarting "
 			"from the newest checkpoint in %s (restart %d of %d)\n",
 			rc, dir, attempt + 1, a->max_restarts);
-		args = child_argv(argc, argv, a, self, np, sizeof np, 1, dir);
+		args = child_argv(argc, argv, a, self, np, sizeof np, 1, dir,
+				  &mpi_words);
 	}
+	clean_launch_dir(launch_dir, a->n_ranks, 1);
+	return rc;
 }
 
 static int
@@ -395,13 +624,23 @@ train_cmd(int argc, char **argv, int resume)
 		free(a.sets);
 		return dt_cmd_fail(st, &err);
 	}
+	if (a.mpi_args != NULL && a.n_ranks == 0) {
+		free(a.sets);
+		return usage_error(&a, "%s", "--mpi-args goes with -n (the "
+				   "options are for the mpirun it starts)");
+	}
 	if (a.n_ranks > 0 || a.max_restarts > 0) {
-		if (getenv("OMPI_COMM_WORLD_SIZE") != NULL) {
+		const char *launcher = dt_cmd_launcher();
+
+		if (launcher != NULL) {
+			char why[256];
+
 			free(a.sets);
-			return usage_error(&a, "%s", "-n and --max-restarts "
-					   "start the job themselves; this "
-					   "process is already one of an MPI "
-					   "job's ranks");
+			snprintf(why, sizeof why, "-n and --max-restarts start "
+				 "the job themselves; this process is already "
+				 "one of the ranks that %s started (leave out "
+				 "-n: the job runs on those ranks)", launcher);
+			return usage_error(&a, "%s", why);
 		}
 		rc = launch(argc, argv, &a, &job);
 		free(a.sets);
@@ -412,6 +651,12 @@ train_cmd(int argc, char **argv, int resume)
 		free(a.sets);
 		return dt_cmd_fail(st, &err);
 	}
+	launch_note(dt_comm_rank(comm), "pid", (long)getpid());
+	/* The launcher may pass a stop on from now: keep it for the loop
+	 * (which stops after its first step) rather than die of it while
+	 * the data loads. */
+	if (getenv(DT_LAUNCH_DIR_ENV) != NULL)
+		dt_signals_install();
 	opts.run_dir = a.run_dir;
 	opts.progress = !a.quiet;
 	opts.resume = resume;
@@ -435,6 +680,9 @@ train_cmd(int argc, char **argv, int resume)
 	}
 	if (st != DT_OK && dt_comm_rank(comm) == 0 && err.msg[0] != '\0')
 		fprintf(stderr, "dtrain: %s\n", err.msg);
+	/* Before MPI_Finalize, which waits for every rank: all have written
+	 * theirs before the first exits and mpirun ends the rest. */
+	launch_note(dt_comm_rank(comm), "exit", dt_status_exit_code(st));
 	dt_comm_free(comm);
 	free(a.sets);
 	return dt_status_exit_code(st);

@@ -180,4 +180,9 @@ struct dt_comm {
 	void *impl;
 };
 
+/* The MPI library's own one-line name and version, and the standard it
+ * implements ("Open MPI v4.1.4, ... (MPI 3.1)"), into buf (NUL-terminated,
+ * truncated to size). Needs no MPI_Init (MPI-3.0 section 8.1.1). */
+void dt_dist_mpi_version(char *buf, size_t size);
+
 #endif

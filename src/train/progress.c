@@ -1,7 +1,16 @@
-/* progress.c - progress line and log lines. */
+/* progress.c - progress line and log lines (see progress.h). The ticker
+ * thread only writes to the terminal: it reads no training state but the
+ * numbers the loop handed over, so results do not depend on it. */
 #include "train/progress.h"
 
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
+
+/* How often the ticker redraws the line between logged steps. */
+#define DT_PROGRESS_TICK_S 1.0
 
 double
 dt_now(void)
@@ -16,17 +25,22 @@ void
 dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 		 int64_t total_steps)
 {
+	const char *env = getenv("DTRAIN_PROGRESS_TTY");
+
+	memset(p, 0, sizeof *p);
+	if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+		tty = env[0] == '1';
 	p->out = out;
 	p->tty = tty;
 	p->total_steps = total_steps;
-	p->last_draw = 0;
-	p->drawn = 0;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->wake, NULL);
 }
 
-static void
-fmt_eta(char *buf, size_t size, double s)
+void
+dt_progress_fmt_span(char *buf, size_t size, double s)
 {
-	long t = s < 0 ? 0 : (long)(s + 0.5);
+	long t = s < 0 || s != s ? 0 : (long)(s + 0.5);
 
 	if (t >= 3600)
 		snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
@@ -34,56 +48,156 @@ fmt_eta(char *buf, size_t size, double s)
 		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
 }
 
+/* The current UTC time as ISO 8601 ("2026-12-01T10:00:00Z"). */
+static void
+fmt_utc(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Draws the TTY line for the last logged step as of now (monotonic), the
+ * elapsed time and the ETA moved on by the time since it was logged. With
+ * p->lock held. */
+static void
+draw_line(struct dt_progress *p, double now)
+{
+	char eta[32], elapsed[32];
+	double since = now - p->t_step;
+	double left = p->per_step * (double)(p->total_steps - p->step) -
+		      since;
+
+	dt_progress_fmt_span(elapsed, sizeof elapsed, p->elapsed + since);
+	dt_progress_fmt_span(eta, sizeof eta, left);
+	fprintf(p->out, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f"
+		"  %.0f samples/s  %s  ETA %s", (long long)p->step,
+		(long long)p->total_steps, (long long)p->epoch, p->loss,
+		p->rate, elapsed, eta);
+	fflush(p->out);
+	p->last_draw = now;
+	p->drawn = 1;
+}
+
+static void *
+ticker_main(void *arg)
+{
+	struct dt_progress *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	while (!p->stopping) {
+		struct timespec until;
+		double now;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 1;
+		pthread_cond_timedwait(&p->wake, &p->lock, &until);
+		now = dt_now();
+		if (!p->stopping && p->drawn &&
+		    now - p->last_draw >= DT_PROGRESS_TICK_S - 0.05)
+			draw_line(p, now);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Starts the ticker, with SIGINT and SIGTERM blocked in it so that they
+ * reach the training thread as before. Without a thread the line is
+ * simply redrawn at logged steps only. With p->lock held. */
+static void
+start_ticker(struct dt_progress *p)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	p->stopping = 0;
+	p->ticking = pthread_create(&p->ticker, NULL, ticker_main, p) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 void
 dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 		 double loss, double lr, double rate, double elapsed,
 		 int force)
 {
-	char eta[32];
+	char eta[32], when[32];
 	double now = dt_now();
 	double per_step = step > 0 ? elapsed / (double)step : 0;
 
 	if (p->out == NULL)
 		return;
-	fmt_eta(eta, sizeof eta, per_step * (double)(p->total_steps - step));
+	pthread_mutex_lock(&p->lock);
+	p->step = step;
+	p->epoch = epoch;
+	p->loss = loss;
+	p->rate = rate;
+	p->per_step = per_step;
+	p->elapsed = elapsed;
+	p->t_step = now;
 	if (p->tty) {
-		if (!force && now - p->last_draw < 0.2)
-			return;
-		p->last_draw = now;
-		fprintf(p->out, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f"
-			"  %.0f samples/s  ETA %s", (long long)step,
-			(long long)p->total_steps, (long long)epoch, loss,
-			rate, eta);
-		p->drawn = 1;
+		if (!p->ticking)
+			start_ticker(p);
+		if (force || now - p->last_draw >= 0.2)
+			draw_line(p, now);
 	} else {
-		fprintf(p->out, "step %lld/%lld epoch %lld loss %.6f lr %.6g "
-			"samples/s %.0f eta %s\n", (long long)step,
+		dt_progress_fmt_span(eta, sizeof eta, per_step *
+				     (double)(p->total_steps - step));
+		fmt_utc(when, sizeof when);
+		fprintf(p->out, "%s step %lld/%lld epoch %lld loss %.6f lr "
+			"%.6g samples/s %.0f eta %s\n", when, (long long)step,
 			(long long)p->total_steps, (long long)epoch, loss, lr,
 			rate, eta);
+		fflush(p->out);
 	}
-	fflush(p->out);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void
 dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 		 double accuracy)
 {
+	char when[32];
+
 	if (p->out == NULL)
 		return;
+	pthread_mutex_lock(&p->lock);
 	if (p->tty && p->drawn)
 		fputs("\r\033[K", p->out);
+	if (!p->tty) {
+		fmt_utc(when, sizeof when);
+		fprintf(p->out, "%s ", when);
+	}
 	fprintf(p->out, "eval at step %lld: loss %.4f accuracy %.4f\n",
 		(long long)step, loss, accuracy);
 	p->drawn = 0;
 	fflush(p->out);
+	pthread_mutex_unlock(&p->lock);
 }
 
 void
 dt_progress_end(struct dt_progress *p)
 {
+	int ticking;
+
+	pthread_mutex_lock(&p->lock);
+	ticking = p->ticking;
+	p->stopping = 1;
+	pthread_cond_signal(&p->wake);
+	pthread_mutex_unlock(&p->lock);
+	if (ticking)
+		pthread_join(p->ticker, NULL);
+	pthread_mutex_lock(&p->lock);
+	p->ticking = 0;
 	if (p->out != NULL && p->tty && p->drawn)
 		fputc('\n', p->out);
 	p->drawn = 0;
 	if (p->out != NULL)
 		fflush(p->out);
+	pthread_mutex_unlock(&p->lock);
 }

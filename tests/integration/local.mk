@@ -16,10 +16,14 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
-	tests/integration/usage-man.sh \
 	tests/integration/train-function-length.sh \
 	tests/integration/eval-predict.sh \
-	tests/integration/torch-loader.sh
+	tests/integration/torch-loader.sh \
+	tests/integration/launch-stop.sh \
+	tests/integration/launchers.sh \
+	tests/integration/install.sh \
+	tests/integration/progress-tty.sh \
+	tests/integration/usage-man.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
