@@ -1,9 +1,13 @@
-/* fuzz_job.c - the job parser (dt_job_parse) on arbitrary YAML.
+/* fuzz_job.c - the job parser (dt_job_parse) on arbitrary YAML and --set
+ * overrides.
  *
- * Any text must give DT_OK or DT_ERR_JOB with a message, never a crash;
- * a job that parses must write (dt_job_write) YAML that parses again and
- * writes the same text again: the resolved job a run stores in its run
- * directory is what resume and export read back. */
+ * The input is the job text up to its first NUL byte; what follows are
+ * overrides ("key.path=value"), one per NUL-separated piece, at most
+ * MAX_SETS. Any input must give DT_OK or DT_ERR_JOB with a message, never
+ * a crash; a job that parses must write (dt_job_write) YAML that parses
+ * again without the overrides and writes the same text again: the
+ * resolved job a run stores in its run directory is what resume and
+ * export read back. */
 #include "fuzz.h"
 
 #include <stdio.h>
@@ -12,6 +16,8 @@
 
 #include "job/job.h"
 #include "util/status.h"
+
+#define MAX_SETS 8
 
 /* dt_job_write's text of job (heap, NUL-terminated; *len its length). */
 static char *
@@ -39,10 +45,30 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *t1, *t2;
 	size_t n1, n2;
 
+	const char *text = (const char *)data;
+	const char *nul = memchr(text, '\0', size);
+	size_t len = nul != NULL ? (size_t)(nul - text) : size;
+	char *sets_buf = NULL;
+	const char *sets[MAX_SETS];
+	int n_sets = 0;
+
 	dt_fuzz_check(job != NULL && again != NULL, "out of memory");
+	if (nul != NULL) {
+		/* The pieces after the first NUL, each NUL-terminated. */
+		size_t rest = size - len - 1;
+		char *p;
+
+		sets_buf = malloc(rest + 1);
+		dt_fuzz_check(sets_buf != NULL, "out of memory");
+		memcpy(sets_buf, nul + 1, rest);
+		sets_buf[rest] = '\0';
+		for (p = sets_buf; n_sets < MAX_SETS && p <= sets_buf + rest;
+		     p += strlen(p) + 1)
+			sets[n_sets++] = p;
+	}
 	dt_error_clear(&err);
-	st = dt_job_parse("/fuzz/job.yaml", (const char *)data, size, NULL, 0,
-			  job, &err);
+	st = dt_job_parse("/fuzz/job.yaml", text, len, sets, n_sets, job,
+			  &err);
 	dt_fuzz_check(st == DT_OK || st == DT_ERR_JOB,
 		      "dt_job_parse returned neither DT_OK nor DT_ERR_JOB");
 	dt_fuzz_check(st == DT_OK || err.msg[0] != '\0',
@@ -61,6 +87,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(t1);
 		free(t2);
 	}
+	free(sets_buf);
 	free(job);
 	free(again);
 	return 0;

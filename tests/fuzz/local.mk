@@ -89,7 +89,9 @@ tests_fuzz_replay_sniff_SOURCES = tests/fuzz/fuzz_sniff.c tests/fuzz/replay.c \
 tests_fuzz_replay_sniff_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"sniff"'
 tests_fuzz_replay_sniff_LDADD = libdtrain.la $(DT_LIBS)
 
-EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/regress
+EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/regress \
+	tests/fuzz/job.dict tests/fuzz/ckpt.dict tests/fuzz/safetensors.dict \
+	tests/fuzz/npy.dict tests/fuzz/http_header.dict
 
 fuzz:
 	$(SHELL) $(srcdir)/tests/fuzz/run.sh $(FUZZ_SECONDS)

@@ -6,14 +6,15 @@
 # their own ($DTRAIN_FUZZ_BUILD, default /tmp/dtrain-fuzz; the source tree
 # is left as it is), then runs each target for SECONDS_PER_TARGET seconds
 # (default 60) from its seed corpus, tests/fuzz/corpus/NAME/, and its past
-# crashes, tests/fuzz/regress/NAME/. New inputs go to BUILD/corpus/NAME/,
-# which later runs start from too. $DTRAIN_FUZZ_TARGETS picks targets
-# (default: all of them).
+# crashes, tests/fuzz/regress/NAME/, with the words of its format
+# (tests/fuzz/NAME.dict) where there is a dictionary. New inputs go to
+# BUILD/corpus/NAME/, which later runs start from too.
+# $DTRAIN_FUZZ_TARGETS picks targets (default: all of them).
 #
 # Exits 0 when no target found anything; 1 after a crash, a leak, a
 # timeout (10 s for one input) or running out of memory, naming the
 # target and the reproducer (BUILD/artifacts/NAME-crash-...), which
-# `BUILD/tests/fuzz/fuzz_NAME FILE` replays; 2 when it cannot build.
+# `BUILD/obj/tests/fuzz/fuzz_NAME FILE` replays; 2 when it cannot build.
 # Needs clang and libFuzzer (Debian: apt-get install clang
 # libclang-rt-14-dev).
 set -eu
@@ -122,6 +123,12 @@ for t in $targets; do
 	mkdir -p "$build/corpus/$t"
 	set -- "$build/corpus/$t" "$seeds"
 	[ -d "$src/tests/fuzz/regress/$t" ] && set -- "$@" "$src/tests/fuzz/regress/$t"
+	# A dictionary of the format's words, where there is one.
+	case $t in
+	ckpt_*) dict=$src/tests/fuzz/ckpt.dict ;;
+	*) dict=$src/tests/fuzz/$t.dict ;;
+	esac
+	[ -f "$dict" ] && set -- -dict="$dict" "$@"
 	rm -f "$build/artifacts/$t-"*
 	echo "run.sh: fuzzing $t for ${secs}s"
 	rc=0
