@@ -83,6 +83,8 @@ mkdir -p "$obj"
 if [ ! -f "$obj/Makefile" ] ||
    [ "$(cat "$obj/.flags" 2>/dev/null)" != "$cc $flags $top" ]; then
 	echo "run.sh: configuring in $obj ($cc, libFuzzer, ASan, UBSan)"
+	# Objects of another source tree or other flags must not survive.
+	rm -rf "$obj" && mkdir -p "$obj"
 	(cd "$obj" && "$top/configure" CC="$cc" CFLAGS="$flags" \
 		LDFLAGS="-fsanitize=address,undefined" >configure.out 2>&1) || {
 		tail -30 "$obj/configure.out" >&2
