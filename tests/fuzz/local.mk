@@ -114,4 +114,5 @@ fuzz-targets: libdtrain.la
 			tests/fuzz/lf-fuzz_file.o libdtrain.la $(DT_LIBS) || \
 			exit 1; \
 	done
+CLEANFILES += tests/fuzz/lf-*.o $(FUZZ_TARGETS:%=tests/fuzz/fuzz_%)
 .PHONY: fuzz fuzz-targets

@@ -768,6 +768,8 @@ START_TEST(test_sniff_kinds)
 				   "</body></html>\n";
 	static const char csv[] = "label,x0,x1\n3,0.5,0.25\n";
 	static const unsigned char nul[] = { 'a', ',', 0, 'b', '\n' };
+	static const unsigned char bad_gz[] = { 0x1f, 0x8b, 0, 0, 0x70, 0x60,
+						0, 0 };
 	char path[PATH_MAX], gz[PATH_MAX + 8], cmd[3 * PATH_MAX];
 	struct dt_error err;
 
@@ -809,6 +811,17 @@ START_TEST(test_sniff_kinds)
 			 DT_ERR_DATA);
 	assert_msg_has(&err, "a NUL byte");
 	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_BINARY, "u", &err), DT_OK);
+
+	/* The gzip magic with a bad method byte: zlib's message was read
+	 * after gzclose freed it (fuzz_sniff; AddressSanitizer's
+	 * heap-use-after-free). tests/fuzz/regress/sniff/ has the input. */
+	write_bytes(path, bad_gz, sizeof bad_gz);
+	for (int k = DT_DATA_IDX; k <= DT_DATA_BINARY; k++) {
+		ck_assert_int_eq(dt_data_sniff(path, (enum dt_data_kind)k, "u",
+					       &err), DT_ERR_DATA);
+		assert_msg_has(&err, "it is not valid gzip (");
+		assert_msg_has(&err, "sniff: unknown compression method)");
+	}
 }
 END_TEST
 
