@@ -240,7 +240,9 @@ parse(const char *path, const unsigned char *text, size_t len,
       const struct dt_csv_opts *o, struct rows *r, int64_t *n_cols_out,
       struct dt_error *err)
 {
-	const char *s = (const char *)text, *end = s + len;
+	/* An empty file comes without a buffer (text NULL), and NULL + 0
+	 * is undefined behaviour (C11 6.5.6p8). */
+	const char *s = (const char *)text, *end = len > 0 ? s + len : s;
 	char delim = o->delimiter ? o->delimiter : ',';
 	struct cell *cells = NULL;
 	size_t cap = 0;

@@ -27,6 +27,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
+#include "data/priv.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
 
@@ -479,14 +480,7 @@ struct xfer {
 	int64_t limit;		/* max file size; 0 = none */
 	int limit_is_size;	/* limit comes from src->size */
 
-	long status;
-	char reason[96];
-	int64_t content_length;	/* -1 = not sent */
-	int64_t range_start;	/* Content-Range: bytes START-..., or -1 */
-	int64_t range_total;	/* Content-Range: .../TOTAL, or -1 */
-	long retry_after_s;	/* Retry-After: SECONDS, or -1 */
-	char etag[128];		/* ETag (strong only), or "" */
-	char last_modified[64];	/* Last-Modified, or "" */
+	struct dt_fetch_header h;	/* what the latest response said */
 
 	/* What the .part file's bytes are a prefix of (NAME.part.meta),
 	 * kept across the attempts of one download and across runs. */
@@ -510,92 +504,14 @@ elapsed_ns(const struct timespec *a, const struct timespec *b)
 	       (b->tv_nsec - a->tv_nsec);
 }
 
-/* Parses a decimal int64 at s (after spaces); -1 if there is none. */
-static int64_t
-parse_i64(const char *s, const char **end)
-{
-	int64_t v = 0;
-	const char *p = s;
-
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (!isdigit((unsigned char)*p)) {
-		*end = s;
-		return -1;
-	}
-	for (; isdigit((unsigned char)*p); p++) {
-		if (v > (INT64_MAX - 9) / 10) {
-			*end = s;
-			return -1;
-		}
-		v = v * 10 + (*p - '0');
-	}
-	*end = p;
-	return v;
-}
-
+/* curl hands over one header line at a time (not NUL-terminated). */
 static size_t
 on_header(char *data, size_t size, size_t count, void *ud)
 {
 	struct xfer *x = ud;
 	size_t len = size * count;
-	char line[256];
-	size_t n = len < sizeof line - 1 ? len : sizeof line - 1;
-	const char *p, *e;
 
-	memcpy(line, data, n);
-	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-		n--;
-	line[n] = '\0';
-
-	if (strncmp(line, "HTTP/", 5) == 0) {
-		/* A new response: "HTTP/1.1 206 Partial Content". */
-		p = line + strcspn(line, " ");
-		x->status = parse_i64(p, &e);
-		while (*e == ' ')
-			e++;
-		snprintf(x->reason, sizeof x->reason, "%s", e);
-		x->content_length = -1;
-		x->range_start = -1;
-		x->range_total = -1;
-		x->retry_after_s = -1;
-		x->etag[0] = '\0';
-		x->last_modified[0] = '\0';
-	} else if (strncasecmp(line, "etag:", 5) == 0) {
-		p = line + 5;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		/* A weak tag cannot make a range conditional. */
-		if (*p == '"' && strlen(p) < sizeof x->etag)
-			snprintf(x->etag, sizeof x->etag, "%s", p);
-	} else if (strncasecmp(line, "last-modified:", 14) == 0) {
-		p = line + 14;
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (strlen(p) < sizeof x->last_modified)
-			snprintf(x->last_modified, sizeof x->last_modified,
-				 "%s", p);
-	} else if (strncasecmp(line, "content-length:", 15) == 0) {
-		x->content_length = parse_i64(line + 15, &e);
-	} else if (strncasecmp(line, "retry-after:", 12) == 0) {
-		int64_t v = parse_i64(line + 12, &e);
-
-		/* Bounded so that the wait in milliseconds cannot overflow;
-		 * opts->retry_max_delay_ms caps it further. */
-		x->retry_after_s = v > 86400 ? 86400 : (long)v;
-	} else if (strncasecmp(line, "content-range:", 14) == 0) {
-		/* "bytes 100-199/200"; with a 416, "bytes (star)/200". */
-		p = line + 14;
-		while (*p == ' ')
-			p++;
-		if (strncasecmp(p, "bytes ", 6) == 0) {
-			p += 6;
-			x->range_start = parse_i64(p, &e);
-			p = strchr(p, '/');
-			if (p != NULL)
-				x->range_total = parse_i64(p + 1, &e);
-		}
-	}
+	dt_fetch_parse_header_line(&x->h, data, len);
 	return len;
 }
 
@@ -605,8 +521,8 @@ begin_limits(struct xfer *x)
 {
 	/* Content-Length comes from the server: compared by subtraction,
 	 * as have + a length near INT64_MAX would overflow. */
-	if (x->limit > 0 && x->content_length >= 0 &&
-	    x->content_length > x->limit - x->have) {
+	if (x->limit > 0 && x->h.content_length >= 0 &&
+	    x->h.content_length > x->limit - x->have) {
 		x->stop = STOP_TOO_BIG;
 		return -1;
 	}
@@ -619,13 +535,14 @@ static int
 begin_body(struct xfer *x)
 {
 	x->started = 1;
-	if (x->status < 200 || x->status >= 300) {
+	if (x->h.status < 200 || x->h.status >= 300) {
 		x->stop = STOP_HTTP;
 		return -1;
 	}
-	if (x->status == 206) {
-		if (x->range_start != x->have ||
-		    (x->meta->total >= 0 && x->range_total != x->meta->total)) {
+	if (x->h.status == 206) {
+		if (x->h.range_start != x->have ||
+		    (x->meta->total >= 0 &&
+		     x->h.range_total != x->meta->total)) {
 			x->stop = STOP_BAD_RANGE;
 			return -1;
 		}
@@ -633,8 +550,8 @@ begin_body(struct xfer *x)
 	}
 	/* A whole body: record what the .part bytes will be a prefix of. */
 	snprintf(x->meta->validator, sizeof x->meta->validator, "%s",
-		 x->etag[0] != '\0' ? x->etag : x->last_modified);
-	x->meta->total = x->content_length;
+		 x->h.etag[0] != '\0' ? x->h.etag : x->h.last_modified);
+	x->meta->total = x->h.content_length;
 	x->meta->known = 1;
 	if (part_meta_write(x->meta_path, x->meta) != 0) {
 		x->saved_errno = errno;
@@ -858,12 +775,12 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 	}
 	if (x->stop == STOP_TOO_BIG) {
 		x->discard = 1;
-		if (x->content_length >= 0)
+		if (x->h.content_length >= 0)
 			dt_errorf(err, DT_ERR_NET, "%s: the server announces "
 				  "%lld bytes, more than the %s of %lld bytes",
-				  url, ll(x->content_length > INT64_MAX - x->have ?
-					  INT64_MAX :
-					  x->have + x->content_length),
+				  url, ll(x->h.content_length >
+					  INT64_MAX - x->have ? INT64_MAX :
+					  x->have + x->h.content_length),
 				  x->limit_is_size ? "expected size" :
 				  "limit (max_bytes)", ll(x->limit));
 		else
@@ -874,23 +791,23 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 		return OUT_FAIL;
 	}
 	if (x->stop == STOP_BAD_RANGE) {
-		if (x->range_start == x->have)
+		if (x->h.range_start == x->have)
 			snprintf(why, whysz, "the file is now %lld bytes, not "
-				 "%lld", ll(x->range_total),
+				 "%lld", ll(x->h.range_total),
 				 ll(x->meta->total));
 		else
 			snprintf(why, whysz, "asked for bytes from %lld, the "
 				 "server sent them from %lld", ll(x->have),
-				 ll(x->range_start));
+				 ll(x->h.range_start));
 		x->meta->total = -1;
 		return OUT_RESTART;
 	}
 	if (rc == CURLE_OK && !x->started)
 		begin_body(x);	/* an empty body */
 	if (x->stop == STOP_HTTP) {
-		long s = x->status;
+		long s = x->h.status;
 
-		if (s == 416 && x->have > 0 && x->range_total == x->have)
+		if (s == 416 && x->have > 0 && x->h.range_total == x->have)
 			return OUT_DONE;	/* .part was already whole */
 		if (s == 416) {
 			snprintf(why, whysz, "HTTP 416 for bytes from %lld",
@@ -898,17 +815,17 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 			return OUT_RESTART;
 		}
 		if (s >= 500 && s < 600) {
-			snprintf(why, whysz, "HTTP %ld %s", s, x->reason);
+			snprintf(why, whysz, "HTTP %ld %s", s, x->h.reason);
 			return OUT_RETRY;
 		}
 		x->discard = 1;
 		if (s >= 400 && s < 500)
 			dt_errorf(err, DT_ERR_NET, "%s: HTTP %ld %s (the server "
 				  "refused the request; check the URL)", url, s,
-				  x->reason);
+				  x->h.reason);
 		else
 			dt_errorf(err, DT_ERR_NET, "%s: unexpected HTTP status "
-				  "%ld %s", url, s, x->reason);
+				  "%ld %s", url, s, x->h.reason);
 		return OUT_FAIL;
 	}
 	if (rc == CURLE_OK)
@@ -1098,9 +1015,9 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 		{
 			long wait = delay;
 
-			if (x.retry_after_s > 0 &&
-			    x.retry_after_s * 1000 > wait)
-				wait = x.retry_after_s * 1000;
+			if (x.h.retry_after_s > 0 &&
+			    x.h.retry_after_s * 1000 > wait)
+				wait = x.h.retry_after_s * 1000;
 			if (wait > o->retry_max_delay_ms)
 				wait = o->retry_max_delay_ms;
 			if (o->progress)

@@ -2,7 +2,8 @@
  * src/data/ includes it.
  *
  *   blob.c    a whole file in memory: inflated (gzip), read, or mapped
- *   tokens.c  cutting a token stream into samples (also used by text.c) */
+ *   tokens.c  cutting a token stream into samples (also used by text.c)
+ *   header.c  one HTTP response header line (for fetch.c; fuzzed alone) */
 #ifndef DT_DATA_PRIV_H
 #define DT_DATA_PRIV_H
 
@@ -40,5 +41,30 @@ unsigned char *dt_blob_take(struct dt_blob *b);
 enum dt_status dt_tokens_window(struct dt_token_data *td, const char *path,
 				int64_t context, int64_t stride,
 				struct dt_error *err);
+
+/* What the header lines of the latest HTTP response said (RFC 9110). A
+ * status line resets every field but status and reason, so a redirect's
+ * headers never leak into the next response's. Zeroed before the first
+ * line (as fetch.c's memset leaves it). */
+struct dt_fetch_header {
+	long status;		/* "HTTP/1.1 206 ...": 206; -1 if unreadable */
+	char reason[96];	/* "Partial Content", cut to fit */
+	int64_t content_length;	/* -1 = not sent */
+	int64_t range_start;	/* Content-Range: bytes START-..., or -1 */
+	int64_t range_total;	/* Content-Range: .../TOTAL, or -1 */
+	long retry_after_s;	/* Retry-After: SECONDS (<= 86400), or -1 */
+	char etag[128];		/* ETag (strong only), or "" */
+	char last_modified[64];	/* Last-Modified, or "" */
+};
+
+/* Reads one header line (len bytes at line, not NUL-terminated, with or
+ * without its CR LF; only its first 255 bytes are looked at) into *h: a
+ * status line, ETag, Last-Modified, Content-Length, Retry-After (seconds
+ * only, bounded to a day so that the wait in milliseconds cannot
+ * overflow) or Content-Range; any other line leaves *h as it was. A
+ * number that is missing or above INT64_MAX - 8 reads as -1. Never
+ * fails; keeps no pointer into line. */
+void dt_fetch_parse_header_line(struct dt_fetch_header *h, const char *line,
+				size_t len);
 
 #endif

@@ -141,11 +141,15 @@ dt_data_sniff(const char *path, enum dt_data_kind kind, const char *what,
 	if (n < 0) {
 		int zerr = 0;
 		const char *msg = gzerror(f, &zerr);
+		enum dt_status st;
 
+		/* msg lives in f's state, which gzclose frees: the message is
+		 * made first (found by tests/fuzz/fuzz_sniff). */
+		st = dt_errorf(err, DT_ERR_DATA, "%s: the download is not %s: "
+			       "it is not valid gzip (%s)", what,
+			       kind_name(kind), msg != NULL ? msg : "?");
 		gzclose(f);
-		return dt_errorf(err, DT_ERR_DATA, "%s: the download is not "
-				 "%s: it is not valid gzip (%s)", what,
-				 kind_name(kind), msg != NULL ? msg : "?");
+		return st;
 	}
 	gzclose(f);
 	why = verdict(buf, (size_t)n, kind);

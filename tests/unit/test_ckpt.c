@@ -911,6 +911,13 @@ START_TEST(test_reader_checks)
 		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
 		  "\"data_offsets\":[0,18446744073709551615]}}", 6, "",
 		  "data_offsets" },
+		/* Data near INT64_MAX bytes (shape and offsets agree):
+		 * 8 + hlen + size would overflow (UBSan's report before the
+		 * fix; tests/fuzz/regress/safetensors/ has it too). */
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":"
+		  "[2305843009213693951],\"data_offsets\":"
+		  "[0,9223372036854775804]}}", 6, "",
+		  "header describes 9223372036854775804 bytes" },
 		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[6],"
 		  "\"data_offsets\":[0,24]},\"__metadata__\":"
 		  "{\"crc32:a\":\"xyz\"}}", 6, "", "8 hex digits" },

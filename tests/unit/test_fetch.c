@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "data/fetch.h"
+#include "data/priv.h"
 #include "util/alloc.h"
 
 #define DATA_LEN 300000
@@ -672,6 +673,91 @@ START_TEST(test_dropped_connection_resumes)
 }
 END_TEST
 
+/* One header line at a time, as libcurl hands them over (with CR LF,
+ * not NUL-terminated): what each line sets, and what a status line
+ * resets. */
+static void
+header(struct dt_fetch_header *h, const char *line)
+{
+	char buf[512];
+	size_t n = strlen(line);
+
+	/* No terminator after the line: the parser must not look for one. */
+	memcpy(buf, line, n);
+	memset(buf + n, 'x', sizeof buf - n);
+	dt_fetch_parse_header_line(h, buf, n);
+}
+
+START_TEST(test_header_lines)
+{
+	struct dt_fetch_header h;
+	char longline[400];
+
+	memset(&h, 0, sizeof h);
+	header(&h, "HTTP/1.1 206 Partial Content\r\n");
+	ck_assert_int_eq(h.status, 206);
+	ck_assert_str_eq(h.reason, "Partial Content");
+	ck_assert_int_eq(h.content_length, -1);
+	ck_assert_int_eq(h.range_start, -1);
+	ck_assert_int_eq(h.range_total, -1);
+	ck_assert_int_eq(h.retry_after_s, -1);
+	header(&h, "content-length:  100\r\n");
+	ck_assert_int_eq(h.content_length, 100);
+	header(&h, "Content-Range: bytes 100-199/200\r\n");
+	ck_assert_int_eq(h.range_start, 100);
+	ck_assert_int_eq(h.range_total, 200);
+	header(&h, "ETag: \"v1\"\r\n");
+	ck_assert_str_eq(h.etag, "\"v1\"");
+	header(&h, "ETag: W/\"weak\"\r\n");	/* kept: the strong one */
+	ck_assert_str_eq(h.etag, "\"v1\"");
+	header(&h, "Last-Modified:\tTue, 01 Dec 2026 10:00:00 GMT\r\n");
+	ck_assert_str_eq(h.last_modified, "Tue, 01 Dec 2026 10:00:00 GMT");
+	header(&h, "X-Other: 5\r\n");
+	ck_assert_int_eq(h.content_length, 100);
+
+	/* A redirect's or an earlier answer's fields do not survive the
+	 * next status line. */
+	header(&h, "HTTP/2 503\r\n");
+	ck_assert_int_eq(h.status, 503);
+	ck_assert_str_eq(h.reason, "");
+	ck_assert_int_eq(h.content_length, -1);
+	ck_assert_int_eq(h.range_start, -1);
+	ck_assert_str_eq(h.etag, "");
+	ck_assert_str_eq(h.last_modified, "");
+
+	/* Numbers past INT64_MAX - 8, or none, read as -1; a
+	 * Retry-After is bounded to a day (86400 s). */
+	header(&h, "Retry-After: 120\r\n");
+	ck_assert_int_eq(h.retry_after_s, 120);
+	header(&h, "Retry-After: 99999999999\r\n");
+	ck_assert_int_eq(h.retry_after_s, 86400);
+	header(&h, "Retry-After: Wed, 21 Oct 2026 07:28:00 GMT\r\n");
+	ck_assert_int_eq(h.retry_after_s, -1);
+	header(&h, "Content-Length: 9223372036854775799\r\n");
+	ck_assert_int_eq(h.content_length, INT64_MAX - 8);
+	header(&h, "Content-Length: 9223372036854775800\r\n");
+	ck_assert_int_eq(h.content_length, -1);
+	header(&h, "Content-Range: bytes */200\r\n");
+	ck_assert_int_eq(h.range_start, -1);
+	ck_assert_int_eq(h.range_total, 200);
+	header(&h, "HTTP/1.1 abc\r\n");
+	ck_assert_int_eq(h.status, -1);
+
+	/* Only the first 255 bytes of a line count: an ETag that does not
+	 * fit is dropped rather than cut. */
+	memset(&h, 0, sizeof h);
+	memset(longline, 'a', sizeof longline);
+	memcpy(longline, "ETag: \"", 7);
+	longline[sizeof longline - 1] = '\0';
+	header(&h, longline);
+	ck_assert_str_eq(h.etag, "");
+	memcpy(longline, "HTTP/1.1 200 ", 13);
+	header(&h, longline);
+	ck_assert_int_eq(h.status, 200);
+	ck_assert_uint_eq(strlen(h.reason), sizeof h.reason - 1);
+}
+END_TEST
+
 /* dt_data_sniff on files made here: each kind's first bytes, gzip
  * wrapped or not, and the pages and bytes each kind must refuse. */
 START_TEST(test_sniff_kinds)
@@ -682,6 +768,8 @@ START_TEST(test_sniff_kinds)
 				   "</body></html>\n";
 	static const char csv[] = "label,x0,x1\n3,0.5,0.25\n";
 	static const unsigned char nul[] = { 'a', ',', 0, 'b', '\n' };
+	static const unsigned char bad_gz[] = { 0x1f, 0x8b, 0, 0, 0x70, 0x60,
+						0, 0 };
 	char path[PATH_MAX], gz[PATH_MAX + 8], cmd[3 * PATH_MAX];
 	struct dt_error err;
 
@@ -723,6 +811,17 @@ START_TEST(test_sniff_kinds)
 			 DT_ERR_DATA);
 	assert_msg_has(&err, "a NUL byte");
 	ck_assert_int_eq(dt_data_sniff(path, DT_DATA_BINARY, "u", &err), DT_OK);
+
+	/* The gzip magic with a bad method byte: zlib's message was read
+	 * after gzclose freed it (fuzz_sniff; AddressSanitizer's
+	 * heap-use-after-free). tests/fuzz/regress/sniff/ has the input. */
+	write_bytes(path, bad_gz, sizeof bad_gz);
+	for (int k = DT_DATA_IDX; k <= DT_DATA_BINARY; k++) {
+		ck_assert_int_eq(dt_data_sniff(path, (enum dt_data_kind)k, "u",
+					       &err), DT_ERR_DATA);
+		assert_msg_has(&err, "it is not valid gzip (");
+		assert_msg_has(&err, "sniff: unknown compression method)");
+	}
 }
 END_TEST
 
@@ -1241,6 +1340,7 @@ fetch_suite(void)
 	tcase_add_test(tc, test_server_errors_retried);
 	tcase_add_test(tc, test_dropped_connection_resumes);
 	tcase_add_test(tc, test_resume_from_part);
+	tcase_add_test(tc, test_header_lines);
 	tcase_add_test(tc, test_sniff_kinds);
 	tcase_add_test(tc, test_html_page_not_cached);
 	tcase_add_test(tc, test_wrong_content);
