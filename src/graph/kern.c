@@ -13,3 +13,13 @@ dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
 		    (int)ldc);
 }
+
+int
+dt_kern_set_threads(int n)
+{
+	int before = openblas_get_num_threads();
+
+	if (n != before)
+		openblas_set_num_threads(n);
+	return before;
+}

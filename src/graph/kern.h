@@ -25,4 +25,10 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   float alpha, const float *a, int64_t lda, const float *b,
 		   int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* Sets the threads the BLAS runs the following products on (n >= 1) and
+ * returns the count before, so that a caller that runs products inside
+ * threads of its own can have each run on its calling thread alone and
+ * then put the count back. One thread at a time may call it. */
+int dt_kern_set_threads(int n);
+
 #endif

@@ -26,6 +26,8 @@ struct dt_run {
 	struct dt_comm *wcomm;		/* the data-parallel workers: comm,
 					 * or the parameter servers' workers */
 	struct dt_ps *ps;		/* parameter_server sync, else NULL */
+	struct dt_pool *pool;		/* the rank's threads for the layers'
+					 * and the optimizer's loops */
 	int ps_async;
 	struct dt_plan plan;
 	int rank;

@@ -28,6 +28,7 @@
 #include "train/signals.h"
 #include "train/state.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
@@ -853,6 +854,7 @@ run_fini(struct dt_run *r)
 		dt_pipe_fini(r);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);
+	dt_pool_free(r->pool);
 	dt_source_fini(&r->train);
 	dt_source_fini(&r->eval);
 	dt_vocab_fini(&r->vocab);
@@ -1055,6 +1057,10 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 				       job->parallel.blas_threads,
 				       getenv("OPENBLAS_NUM_THREADS"));
 	openblas_set_num_threads(threads);
+	/* As many threads of our own as of OpenBLAS's: they take turns
+	 * (our loops run between the products), and the pool's split never
+	 * changes the bits (util/pool.h), so one knob serves both. */
+	r.pool = dt_pool_new(threads);
 
 	if (r.plan.pp_size > 1 || r.plan.tp_size > 1) {
 		/* Every rank reaches the same verdict on the layout. */
@@ -1069,7 +1075,9 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 		r.acc = dt_xcalloc(dt_model_n_trained(r.model) + 1,
 				   sizeof *r.acc);
 	}
+	dt_model_set_pool(r.model, r.pool);
 	r.optim = dt_optim_new(job, dt_model_n_trained(r.model));
+	dt_optim_set_pool(r.optim, r.pool);
 	/* The per-step reduction: loss, stop, checkpoint clock, and with
 	 * model parallelism each tensor's squared gradient norm. */
 	r.n_stats = 3 + (r.mp ? r.n_tensors_all : 0);
