@@ -638,6 +638,49 @@ START_TEST(test_batchnorm_pool)
 }
 END_TEST
 
+/* Each activation over 3 x 20000 values (15 blocks of 4096) on pools of
+ * 2 and 3 threads gives the one-thread output and input gradient, added
+ * and written. */
+START_TEST(test_activation_pool)
+{
+	static const enum dt_activation acts[] = {
+		DT_ACT_RELU, DT_ACT_TANH, DT_ACT_SIGMOID, DT_ACT_GELU,
+	};
+	struct dt_layer_spec spec = {
+		.kind = DT_LAYER_ACTIVATION, .activation = acts[_i],
+	};
+	struct dt_shape in = shape_of(1, 20000, 0, 0);
+	const int64_t batch = 3;
+	struct rig r;
+
+	rig_init(&r, &dt_layer_activation, &spec, 1, &in, batch);
+	const size_t len = (size_t)(batch * r.n.out_size);
+	float *out1 = dt_xalloc_floats(len), *dx1 = dt_xalloc_floats(len);
+
+	for (int add = 0; add <= 1; add++) {
+		for (size_t i = 0; i < len; i++)
+			r.dx[0][i] = 0.5f;
+		rig_backward(&r, add);
+		memcpy(out1, r.n.out, len * sizeof(float));
+		memcpy(dx1, r.dx[0], len * sizeof(float));
+		for (int threads = 2; threads <= 3; threads++) {
+			r.pool = dt_pool_new(threads);
+			for (size_t i = 0; i < len; i++)
+				r.dx[0][i] = 0.5f;
+			memset(r.n.out, 0, len * sizeof(float));
+			rig_backward(&r, add);
+			ck_assert_mem_eq(r.n.out, out1, len * sizeof(float));
+			ck_assert_mem_eq(r.dx[0], dx1, len * sizeof(float));
+			dt_pool_free(r.pool);
+			r.pool = NULL;
+		}
+	}
+	free(out1);
+	free(dx1);
+	rig_free(&r);
+}
+END_TEST
+
 /* ---- pooling -------------------------------------------------------- */
 
 struct pool_case {
@@ -1743,6 +1786,7 @@ graph_layers_suite(void)
 	tcase_add_loop_test(layers, test_conv2d_gradient, 0,
 			    sizeof conv_cases / sizeof conv_cases[0]);
 	tcase_add_test(layers, test_batchnorm_pool);
+	tcase_add_loop_test(layers, test_activation_pool, 0, 4);
 	tcase_add_loop_test(layers, test_conv2d_batched, 0,
 			    sizeof conv_batched_cases /
 				    sizeof conv_batched_cases[0]);
