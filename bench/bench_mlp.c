@@ -36,6 +36,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 
 #define WARMUP_STEPS 10
 
@@ -236,6 +237,7 @@ main(int argc, char **argv)
 	int32_t *y;
 	double *ph[N_PH], med[N_PH], mean_step = 0, gemm_flops;
 	int threads = openblas_get_num_threads(), n_prod, n_calls;
+	struct dt_pool *pool;
 	clockid_t clk = threads == 1 ? CLOCK_THREAD_CPUTIME_ID
 				     : CLOCK_MONOTONIC;
 
@@ -260,6 +262,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	o = dt_optim_new(&job, dt_model_n_trained(m));
+	/* The rank's own threads, as dtrain run gives them. */
+	pool = dt_pool_new(threads);
+	dt_model_set_pool(m, pool);
+	dt_optim_set_pool(o, pool);
 	in = dt_model_input_size(m);
 	idx = dt_xmalloc((size_t)mb, sizeof *idx);
 	x = dt_xalloc_floats((size_t)(mb * in));
@@ -360,6 +366,7 @@ main(int argc, char **argv)
 	products_free(prod, n_prod);
 	dt_optim_free(o);
 	dt_model_free(m);
+	dt_pool_free(pool);
 	dt_dataset_fini(&ds);
 	free(idx);
 	free(x);

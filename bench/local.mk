@@ -1,16 +1,20 @@
-EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers
+EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak
 bench_bench_mlp_SOURCES = bench/bench_mlp.c
 bench_bench_mlp_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_layers_SOURCES = bench/bench_layers.c
 bench_bench_layers_LDADD = libdtrain.la $(DT_LIBS)
-CLEANFILES += bench/bench_mlp bench/bench_layers
+bench_sgemm_peak_SOURCES = bench/sgemm_peak.c
+bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
+CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak
 
-# make bench: single-rank throughput against the sgemm peak on all cores,
-# then the data-parallel run at 2 ranks (1 thread each) for sync overhead,
-# then every 2-rank layout (data, pipeline, tensor) of the MLP and the
-# char-GPT job; first the per-layer time of a char-GPT micro-batch at one
-# thread (bench/README).
-bench: bench/bench_mlp bench/bench_layers dtrain
+# make bench: the shipped jobs next to their PyTorch twins at 1 thread, 2
+# threads and 2 ranks (bench/side-by-side.sh, about 5 minutes), the
+# per-layer time of a char-GPT micro-batch at one thread (bench/README),
+# then single-rank throughput against the sgemm peak on all cores, the
+# data-parallel run at 2 ranks (1 thread each) for sync overhead, and
+# every 2-rank layout (data, pipeline, tensor) of the MLP and the char-GPT
+# job. make bench-side-by-side runs the first part alone.
+bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	OPENBLAS_NUM_THREADS=1 ./bench/bench_layers $(srcdir)/jobs/char-gpt.yaml 50
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$$(nproc)} \
 	  ./bench/bench_mlp $(srcdir)/jobs/fashion-mnist-mlp.yaml 300
@@ -21,6 +25,9 @@ bench: bench/bench_mlp bench/bench_layers dtrain
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 96 400
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
-.PHONY: bench
+bench-side-by-side: bench/sgemm_peak dtrain
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak
+.PHONY: bench bench-side-by-side
 EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh bench/compare-losses.sh \
-	bench/README
+	bench/README bench/side-by-side.sh bench/torch_twin.py

@@ -9,13 +9,15 @@
  * vectorises at -O2 (DT_VEC_LOOP); gelu's go through the kernel seam
  * (kern.h: x / (1 + e^(-2u)), the same function with one vectorised exp
  * instead of libm's tanhf, which cost 20 ns a value and half of a
- * char-GPT step); tanh and sigmoid forward call libm per value.
+ * char-GPT step); tanh and sigmoid forward call libm per value. The
+ * loop is split over the pass's thread pool, which never changes a bit.
  * FLOPs: counted as 1 per element (nominal; libm calls are not counted). */
 #include <assert.h>
 #include <math.h>
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 
 const char *
 dt_activation_name(enum dt_activation act)
@@ -62,14 +64,10 @@ activation_infer(struct dt_node *n, const struct dt_job *job,
 	return DT_OK;
 }
 
+/* y = f(x) over len values. */
 static void
-activation_forward(struct dt_node *n, struct dt_pass *p,
-		   const float *const *in)
+forward_range(const struct dt_node *n, const float *x, float *y, int64_t len)
 {
-	const int64_t len = p->batch * n->out_size;
-	const float *x = in[0];	/* (B, size) */
-	float *y = n->out;	/* (B, size) */
-
 	switch (n->spec.activation) {
 	case DT_ACT_RELU:
 		relu_forward(x, y, len);
@@ -135,35 +133,87 @@ sigmoid_backward(const float *restrict y, const float *restrict dy,
 	EMIT(dx, add, len, dy[i] * y[i] * (1.0f - y[i]));
 }
 
+/* dx = (or +=) f'(x) dy over len values. */
+static void
+backward_range(const struct dt_node *n, const float *x, const float *y,
+	       const float *dy, float *dx, int64_t len, bool add)
+{
+	switch (n->spec.activation) {
+	case DT_ACT_RELU:
+		relu_backward(y, dy, dx, len, add);
+		break;
+	case DT_ACT_TANH:
+		tanh_backward(y, dy, dx, len, add);
+		break;
+	case DT_ACT_SIGMOID:
+		sigmoid_backward(y, dy, dx, len, add);
+		break;
+	case DT_ACT_GELU:
+		dt_kern_gelu_grad(x, dy, dx, len, add);
+		break;
+	default:
+		assert(!"activation_infer let an unknown activation through");
+	}
+}
+
+/* The passes split the values over the pass's thread pool in blocks of
+ * DT_ACT_BLOCK (a multiple of the vector loops' 8, so every value gets
+ * the arithmetic of a block wherever the parts fall): elementwise, so the
+ * pool size never changes the bits. */
+#define DT_ACT_BLOCK 4096
+
+struct act_job {
+	const struct dt_node *n;
+	int64_t len;
+	const float *x;		/* (B, size) */
+	const float *y;		/* (B, size) */
+	float *out;		/* (B, size): forward's y */
+	const float *dy;	/* (B, size) */
+	float *dx;		/* (B, size) */
+	bool add;
+};
+
+static void
+act_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct act_job *j = ctx;
+	int64_t a = lo * DT_ACT_BLOCK;
+	int64_t b = hi * DT_ACT_BLOCK < j->len ? hi * DT_ACT_BLOCK : j->len;
+
+	if (j->out != NULL)
+		forward_range(j->n, j->x + a, j->out + a, b - a);
+	else
+		backward_range(j->n, j->x + a, j->y + a, j->dy + a, j->dx + a,
+			       b - a, j->add);
+}
+
+static void
+activation_forward(struct dt_node *n, struct dt_pass *p,
+		   const float *const *in)
+{
+	struct act_job j = {
+		.n = n, .len = p->batch * n->out_size, .x = in[0],
+		.out = n->out,
+	};
+
+	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
+		    act_part, &j);
+}
+
 static void
 activation_backward(struct dt_node *n, struct dt_pass *p,
 		    const float *const *in, float *const *din,
 		    const bool *din_add)
 {
-	const int64_t len = p->batch * n->out_size;
-	const float *x = in[0];		/* (B, size) */
-	const float *y = n->out;	/* (B, size) */
-	const float *dy = n->dout;	/* (B, size) */
-	float *dx = din[0];		/* (B, size) */
+	struct act_job j = {
+		.n = n, .len = p->batch * n->out_size, .x = in[0],
+		.y = n->out, .dy = n->dout, .dx = din[0], .add = din_add[0],
+	};
 
-	if (dx == NULL)
+	if (din[0] == NULL)
 		return;
-	switch (n->spec.activation) {
-	case DT_ACT_RELU:
-		relu_backward(y, dy, dx, len, din_add[0]);
-		break;
-	case DT_ACT_TANH:
-		tanh_backward(y, dy, dx, len, din_add[0]);
-		break;
-	case DT_ACT_SIGMOID:
-		sigmoid_backward(y, dy, dx, len, din_add[0]);
-		break;
-	case DT_ACT_GELU:
-		dt_kern_gelu_grad(x, dy, dx, len, din_add[0]);
-		break;
-	default:
-		assert(!"activation_infer let an unknown activation through");
-	}
+	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
+		    act_part, &j);
 }
 
 static double

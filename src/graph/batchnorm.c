@@ -34,11 +34,14 @@
  * forward did, instead of keeping 2*C floats for the whole batch that the
  * per-sample scratch accounting could only charge as 2*C per sample. The
  * channel sums are accumulated in double, as N = B*H*W can be large.
+ * The channels are split over the pass's thread pool, which never changes
+ * the bits (each channel is summed whole, in one order, by one thread).
  * FLOPs per sample, nominal: 8 per element (mean 1, variance 3, normalise
  * 2, scale and shift 2), as layernorm. */
 #include <math.h>
 
 #include "graph/layer.h"
+#include "util/pool.h"
 
 enum { BN_GAMMA, BN_BETA, BN_RUNNING_MEAN, BN_RUNNING_VAR };
 
@@ -128,10 +131,24 @@ bn_batch_stats(const float *x, int64_t batch, int64_t c, int64_t s,
 	*var = sq / count;
 }
 
+/* The passes split their work by channels: each channel's statistics,
+ * outputs, input gradients and parameter gradients belong to it alone,
+ * summed in the same order on any thread, so the pool size never changes
+ * the bits. */
+struct bn_job {
+	struct dt_node *n;
+	struct dt_pass *p;
+	const float *x;		/* (B, C, S) */
+	float *dx;		/* (B, C, S) or NULL */
+	bool add;
+};
+
 static void
-batchnorm_forward(struct dt_node *n, struct dt_pass *p,
-		  const float *const *in)
+forward_part(void *ctx, int64_t lo, int64_t hi)
 {
+	const struct bn_job *j = ctx;
+	struct dt_node *n = j->n;
+	const struct dt_pass *p = j->p;
 	const int64_t c = bn_channels(n), s = bn_spatial(n);
 	const int64_t count = p->batch * s;
 	const double eps = n->spec.eps, mom = n->spec.momentum;
@@ -140,11 +157,11 @@ batchnorm_forward(struct dt_node *n, struct dt_pass *p,
 	float *run_mean = n->tensor[BN_RUNNING_MEAN].data;	/* (C) */
 	float *run_var = n->tensor[BN_RUNNING_VAR].data;	/* (C) */
 
-	for (int64_t ch = 0; ch < c; ch++) {
+	for (int64_t ch = lo; ch < hi; ch++) {
 		double mean, var;
 
 		if (p->training) {
-			bn_batch_stats(in[0], p->batch, c, s, ch, &mean, &var);
+			bn_batch_stats(j->x, p->batch, c, s, ch, &mean, &var);
 			run_mean[ch] = (float)((1.0 - mom) * run_mean[ch] +
 					       mom * mean);
 			if (count > 1)
@@ -162,7 +179,7 @@ batchnorm_forward(struct dt_node *n, struct dt_pass *p,
 		const float shift = beta[ch] - (float)mean * scale;
 
 		for (int64_t b = 0; b < p->batch; b++) {
-			const float *x = in[0] + (b * c + ch) * s;	/* (S) */
+			const float *x = j->x + (b * c + ch) * s;	/* (S) */
 			float *y = n->out + (b * c + ch) * s;		/* (S) */
 
 			for (int64_t i = 0; i < s; i++)
@@ -171,22 +188,42 @@ batchnorm_forward(struct dt_node *n, struct dt_pass *p,
 	}
 }
 
-static void
-batchnorm_backward(struct dt_node *n, struct dt_pass *p,
-		   const float *const *in, float *const *din,
-		   const bool *din_add)
+/* Channels per thread below which the pass stays on one: about 8k values. */
+static int64_t
+bn_grain(const struct dt_node *n, int64_t batch)
 {
+	int64_t per = batch * bn_spatial(n);
+
+	return per >= 8192 ? 1 : 8192 / per;
+}
+
+static void
+batchnorm_forward(struct dt_node *n, struct dt_pass *p,
+		  const float *const *in)
+{
+	struct bn_job j = { .n = n, .p = p, .x = in[0] };
+
+	dt_pool_for(p->pool, bn_channels(n), bn_grain(n, p->batch),
+		    forward_part, &j);
+}
+
+static void
+backward_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct bn_job *j = ctx;
+	struct dt_node *n = j->n;
+	const struct dt_pass *p = j->p;
 	const int64_t c = bn_channels(n), s = bn_spatial(n);
 	const double count = (double)(p->batch * s);
 	const float *gamma = n->tensor[BN_GAMMA].data;		/* (C) */
 	float *dgamma = n->tensor[BN_GAMMA].grad;		/* (C) */
 	float *dbeta = n->tensor[BN_BETA].grad;			/* (C) */
 
-	for (int64_t ch = 0; ch < c; ch++) {
+	for (int64_t ch = lo; ch < hi; ch++) {
 		double mean, var, sum_dy = 0.0, sum_dy_xhat = 0.0;
 
 		if (p->training) {
-			bn_batch_stats(in[0], p->batch, c, s, ch, &mean, &var);
+			bn_batch_stats(j->x, p->batch, c, s, ch, &mean, &var);
 		} else {
 			mean = n->tensor[BN_RUNNING_MEAN].data[ch];
 			var = n->tensor[BN_RUNNING_VAR].data[ch];
@@ -196,7 +233,7 @@ batchnorm_backward(struct dt_node *n, struct dt_pass *p,
 		const float m = (float)mean;
 
 		for (int64_t b = 0; b < p->batch; b++) {
-			const float *x = in[0] + (b * c + ch) * s;	/* (S) */
+			const float *x = j->x + (b * c + ch) * s;	/* (S) */
 			const float *dy = n->dout + (b * c + ch) * s;	/* (S) */
 
 			for (int64_t i = 0; i < s; i++) {
@@ -206,7 +243,7 @@ batchnorm_backward(struct dt_node *n, struct dt_pass *p,
 		}
 		dgamma[ch] += (float)sum_dy_xhat;
 		dbeta[ch] += (float)sum_dy;
-		if (din[0] == NULL)
+		if (j->dx == NULL)
 			continue;
 
 		/* In evaluation the statistics are constants: only the
@@ -217,18 +254,31 @@ batchnorm_backward(struct dt_node *n, struct dt_pass *p,
 					     : 0.0f;
 
 		for (int64_t b = 0; b < p->batch; b++) {
-			const float *x = in[0] + (b * c + ch) * s;	/* (S) */
+			const float *x = j->x + (b * c + ch) * s;	/* (S) */
 			const float *dy = n->dout + (b * c + ch) * s;	/* (S) */
-			float *dx = din[0] + (b * c + ch) * s;		/* (S) */
+			float *dx = j->dx + (b * c + ch) * s;		/* (S) */
 
 			for (int64_t i = 0; i < s; i++) {
 				float xhat = (x[i] - m) * rstd;
 				float g = k * (dy[i] - a - xhat * bb);
 
-				dx[i] = din_add[0] ? dx[i] + g : g;
+				dx[i] = j->add ? dx[i] + g : g;
 			}
 		}
 	}
+}
+
+static void
+batchnorm_backward(struct dt_node *n, struct dt_pass *p,
+		   const float *const *in, float *const *din,
+		   const bool *din_add)
+{
+	struct bn_job j = {
+		.n = n, .p = p, .x = in[0], .dx = din[0], .add = din_add[0],
+	};
+
+	dt_pool_for(p->pool, bn_channels(n), bn_grain(n, p->batch),
+		    backward_part, &j);
 }
 
 static double

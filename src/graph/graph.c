@@ -794,6 +794,12 @@ dt_model_set_position(struct dt_model *m, uint64_t step, int64_t first_sample)
 	m->slot_first[m->slot] = first_sample;
 }
 
+void
+dt_model_set_pool(struct dt_model *m, struct dt_pool *pool)
+{
+	m->pool = pool;
+}
+
 /* The input buffers of node n: the model input x or other nodes' outputs. */
 static void
 gather_inputs(const struct dt_model *m, const struct dt_node *n,
@@ -878,6 +884,7 @@ make_pass(const struct dt_model *m, struct dt_pass *p, const int32_t *labels,
 	p->step = m->slot_step[m->slot];
 	p->first_sample = m->slot_first[m->slot];
 	p->tp = m->tp.size > 1 ? &m->tp : NULL;
+	p->pool = m->pool;
 }
 
 /* One pass: forward, and backward when training; labels or targets (not

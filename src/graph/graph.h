@@ -52,6 +52,7 @@
 #include "util/status.h"
 
 struct dt_model;
+struct dt_pool;
 
 /* Builds the model of job for micro-batches of at most max_batch samples.
  * Shapes are inferred from job->model.input_shape; a layer that cannot take
@@ -116,6 +117,12 @@ int64_t dt_model_targets_per_sample(const struct dt_model *m);
  * Evaluation draws nothing. */
 void dt_model_set_position(struct dt_model *m, uint64_t step,
 			   int64_t first_sample);
+
+/* The thread pool the layers split their loops over (util/pool.h), or
+ * NULL for one thread (the default). Not owned: the caller keeps it alive
+ * while the model runs and frees it after. The pool size never changes
+ * the bits a pass computes (each loop is split by its outputs). */
+void dt_model_set_pool(struct dt_model *m, struct dt_pool *pool);
 
 /* One micro-batch of training with softmax cross-entropy: x is (batch,
  * input_size), labels (batch, labels_per_sample) with values in

@@ -440,3 +440,13 @@ dt_kern_mul(const float *x, const float *s, float *y, int64_t n, int add)
 {
 	mul2(x, s, y, n, add);
 }
+
+int
+dt_kern_set_threads(int n)
+{
+	int before = openblas_get_num_threads();
+
+	if (n != before)
+		openblas_set_num_threads(n);
+	return before;
+}

@@ -118,4 +118,10 @@ void dt_kern_acc(const float *x, float *y, int64_t n);
 void dt_kern_mul(const float *x, const float *s, float *y, int64_t n,
 		 int add);
 
+/* Sets the threads the BLAS runs the following products on (n >= 1) and
+ * returns the count before, so that a caller that runs products inside
+ * threads of its own can have each run on its calling thread alone and
+ * then put the count back. One thread at a time may call it. */
+int dt_kern_set_threads(int n);
+
 #endif

@@ -111,6 +111,8 @@ struct dt_tp {
 	void *ctx;
 };
 
+struct dt_pool;
+
 /* What one forward or backward pass is about; filled by graph.c. */
 struct dt_pass {
 	int64_t batch;		/* rows in every buffer, <= max_batch */
@@ -128,6 +130,10 @@ struct dt_pass {
 	int64_t first_sample;	/* global index of row 0 of the batch */
 	/* The tensor-parallel group, or NULL (no split nodes run split). */
 	const struct dt_tp *tp;
+	/* The rank's thread pool for the loops of a layer (util/pool.h), or
+	 * NULL: one thread. A layer splits a loop by its outputs only, so
+	 * the pool size never changes the bits. */
+	struct dt_pool *pool;
 	/* outputs of loss nodes: */
 	double loss_sum;	/* sum over the batch (and tokens) of losses */
 	int64_t n_correct;	/* argmax == label, counted per token */

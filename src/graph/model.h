@@ -54,6 +54,8 @@ struct dt_model {
 	/* Tensor parallelism (tensor.c): the group the split nodes use,
 	 * tp.size == 1 without. */
 	struct dt_tp tp;
+
+	struct dt_pool *pool;	/* dt_model_set_pool; not owned, may be NULL */
 };
 
 #endif

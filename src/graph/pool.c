@@ -8,7 +8,10 @@
  * into the sample's input, in the node's scratch; backward routes each
  * output gradient to that one input (the first maximal position wins a
  * tie). Without padding, a plane at a time with selects instead of
- * branches. Average pooling divides the window's sum by K*K, padding counting
+ * branches, and a 2x2 window at stride 2 vectorised over each output
+ * row. Every pass is split over the pass's thread pool by (sample, channel)
+ * planes, which gives the same bits with any number of threads. Average
+ * pooling divides the window's sum by K*K, padding counting
  * as zeros (PyTorch's count_include_pad); backward spreads dY/(K*K) over
  * the window.
  * FLOPs: K*K per output value (compares or adds), nominally. */
@@ -17,6 +20,7 @@
 #include <string.h>
 
 #include "graph/layer.h"
+#include "util/pool.h"
 
 struct pgeom {
 	int64_t c, h, w, k, s, pad, oh, ow;
@@ -124,56 +128,130 @@ maxpool_plane(const struct pgeom *g, const float *restrict x,
 		}
 }
 
+/* One output row of a 2x2 window at stride 2 (the common case): input
+ * rows r0 and r1, the four candidates taken in the order of the general
+ * loop (row by row, left to right; the first maximum wins), vectorised
+ * over the row. at0 is r0's offset in the sample, w the row stride. */
+static void
+maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
+	     float *restrict y, int32_t *restrict arg, int32_t at0, int32_t w)
+{
+	DT_VEC_LOOP(j, ow, {
+		float a = r0[2 * j];
+		float b = r0[2 * j + 1];
+		float c = r1[2 * j];
+		float d = r1[2 * j + 1];
+		bool mb = b > a;
+		float v = mb ? b : a;
+		int32_t off = mb ? 1 : 0;
+		bool mc = c > v;
+
+		v = mc ? c : v;
+		off = mc ? w : off;
+		bool md = d > v;
+
+		v = md ? d : v;
+		off = md ? w + 1 : off;
+		y[j] = v;
+		arg[j] = at0 + 2 * (int32_t)j + off;
+	});
+}
+
+/* The passes split their work by (sample, channel) planes, t = b*C + c:
+ * every output, argmax and input gradient of a plane belongs to it alone
+ * (a window never leaves its channel), so any split over the pool gives
+ * the same bits. */
+struct pool_job {
+	const struct dt_node *n;
+	struct pgeom g;
+	const float *x;		/* (B, C, H, W) */
+	float *y;		/* (B, C, OH, OW) */
+	int32_t *arg;		/* (B, C, OH, OW) */
+	const float *dy;	/* (B, C, OH, OW) */
+	float *dx;		/* (B, C, H, W) */
+	bool add;
+};
+
+static void
+maxpool_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pool_job *j = ctx;
+	const struct pgeom *g = &j->g;
+	const int64_t plane = g->h * g->w, out_plane = g->oh * g->ow;
+
+	for (int64_t t = lo; t < hi; t++) {
+		const int64_t c = t % g->c;
+		const float *x = j->x + t * plane;		/* (H, W) */
+		float *y = j->y + t * out_plane;		/* (OH, OW) */
+		int32_t *a = j->arg + t * out_plane;	/* (OH, OW) */
+
+		if (g->pad == 0 && g->k == 2 && g->s == 2) {
+			for (int64_t oh = 0; oh < g->oh; oh++)
+				maxpool2_row(g->ow, x + 2 * oh * g->w,
+					     x + (2 * oh + 1) * g->w,
+					     y + oh * g->ow, a + oh * g->ow,
+					     (int32_t)(c * plane +
+						       2 * oh * g->w),
+					     (int32_t)g->w);
+			continue;
+		}
+		if (g->pad == 0) {
+			maxpool_plane(g, x, y, a, c * plane);
+			continue;
+		}
+		x -= c * plane;		/* indices below are in the sample */
+		for (int64_t oh = 0; oh < g->oh; oh++)
+			for (int64_t ow = 0; ow < g->ow; ow++) {
+				int64_t h0, h1, w0, w1;
+				int64_t best = -1;
+				float v = -FLT_MAX;
+
+				window(g, oh, ow, &h0, &h1, &w0, &w1);
+				for (int64_t ih = h0; ih < h1; ih++)
+					for (int64_t iw = w0; iw < w1; iw++) {
+						int64_t i = (c * g->h + ih) *
+							    g->w + iw;
+
+						if (best < 0 || x[i] > v) {
+							v = x[i];
+							best = i;
+						}
+					}
+				*y++ = v;
+				*a++ = (int32_t)best;
+			}
+	}
+}
+
 static void
 maxpool_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	struct pgeom g;
-	int32_t *arg = (int32_t *)n->scratch;	/* (B, C, OH, OW) */
+	struct pool_job j = {
+		.n = n, .x = in[0], .y = n->out,
+		.arg = (int32_t *)n->scratch,
+	};
 
-	pgeom_of(n, &g);
-	if (g.pad == 0) {
-		const int64_t plane = g.h * g.w, out_plane = g.oh * g.ow;
+	pgeom_of(n, &j.g);
+	dt_pool_for(p->pool, p->batch * j.g.c, 16, maxpool_part, &j);
+}
 
-		for (int64_t b = 0; b < p->batch; b++)
-			for (int64_t c = 0; c < g.c; c++)
-				maxpool_plane(&g, in[0] + b * n->in_size[0] +
-						  c * plane,
-					      n->out + b * n->out_size +
-						  c * out_plane,
-					      arg + b * n->out_size +
-						  c * out_plane,
-					      c * plane);
-		return;
-	}
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *x = in[0] + b * n->in_size[0];	/* (C, H, W) */
-		float *y = n->out + b * n->out_size;	/* (C, OH, OW) */
-		int32_t *a = arg + b * n->out_size;
+static void
+maxpool_back_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pool_job *j = ctx;
+	const struct pgeom *g = &j->g;
+	const int64_t plane = g->h * g->w, out_plane = g->oh * g->ow;
 
-		for (int64_t c = 0; c < g.c; c++)
-			for (int64_t oh = 0; oh < g.oh; oh++)
-				for (int64_t ow = 0; ow < g.ow; ow++) {
-					int64_t h0, h1, w0, w1;
-					int64_t best = -1;
-					float v = -FLT_MAX;
+	for (int64_t t = lo; t < hi; t++) {
+		const int64_t b = t / g->c, c = t % g->c;
+		const float *dy = j->dy + t * out_plane;	/* (OH, OW) */
+		const int32_t *a = j->arg + t * out_plane;	/* (OH, OW) */
+		float *dx = j->dx + b * g->c * plane;	/* the sample */
 
-					window(&g, oh, ow, &h0, &h1, &w0, &w1);
-					for (int64_t ih = h0; ih < h1; ih++)
-						for (int64_t iw = w0; iw < w1;
-						     iw++) {
-							int64_t i = (c * g.h +
-								     ih) * g.w +
-								    iw;
-
-							if (best < 0 ||
-							    x[i] > v) {
-								v = x[i];
-								best = i;
-							}
-						}
-					*y++ = v;
-					*a++ = (int32_t)best;
-				}
+		if (!j->add)
+			memset(dx + c * plane, 0, (size_t)plane * sizeof(float));
+		for (int64_t i = 0; i < out_plane; i++)
+			dx[a[i]] += dy[i];
 	}
 }
 
@@ -181,53 +259,77 @@ static void
 maxpool_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		 float *const *din, const bool *din_add)
 {
-	const int32_t *arg = (const int32_t *)n->scratch;
+	struct pool_job j = {
+		.n = n, .arg = (int32_t *)n->scratch, .dy = n->dout,
+		.dx = din[0], .add = din_add[0],
+	};
 
 	(void)in;
 	if (din[0] == NULL)
 		return;
-	if (!din_add[0])
-		memset(din[0], 0,
-		       (size_t)(p->batch * n->in_size[0]) * sizeof(float));
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *dy = n->dout + b * n->out_size;
-		const int32_t *a = arg + b * n->out_size;
-		float *dx = din[0] + b * n->in_size[0];
+	pgeom_of(n, &j.g);
+	dt_pool_for(p->pool, p->batch * j.g.c, 16, maxpool_back_part, &j);
+}
 
-		for (int64_t j = 0; j < n->out_size; j++)
-			dx[a[j]] += dy[j];
+static void
+avgpool_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pool_job *j = ctx;
+	const struct pgeom *g = &j->g;
+	const float inv = 1.0f / (float)(g->k * g->k);
+	const int64_t plane = g->h * g->w, out_plane = g->oh * g->ow;
+
+	for (int64_t t = lo; t < hi; t++) {
+		const float *x = j->x + t * plane;	/* (H, W) */
+		float *y = j->y + t * out_plane;	/* (OH, OW) */
+
+		for (int64_t oh = 0; oh < g->oh; oh++)
+			for (int64_t ow = 0; ow < g->ow; ow++) {
+				int64_t h0, h1, w0, w1;
+				float sum = 0.0f;
+
+				window(g, oh, ow, &h0, &h1, &w0, &w1);
+				for (int64_t ih = h0; ih < h1; ih++)
+					for (int64_t iw = w0; iw < w1; iw++)
+						sum += x[ih * g->w + iw];
+				*y++ = sum * inv;
+			}
 	}
 }
 
 static void
 avgpool_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	struct pgeom g;
+	struct pool_job j = { .n = n, .x = in[0], .y = n->out };
 
-	pgeom_of(n, &g);
-	const float inv = 1.0f / (float)(g.k * g.k);
+	pgeom_of(n, &j.g);
+	dt_pool_for(p->pool, p->batch * j.g.c, 16, avgpool_part, &j);
+}
 
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *x = in[0] + b * n->in_size[0];	/* (C, H, W) */
-		float *y = n->out + b * n->out_size;	/* (C, OH, OW) */
+static void
+avgpool_back_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pool_job *j = ctx;
+	const struct pgeom *g = &j->g;
+	const float inv = 1.0f / (float)(g->k * g->k);
+	const int64_t plane = g->h * g->w, out_plane = g->oh * g->ow;
 
-		for (int64_t c = 0; c < g.c; c++)
-			for (int64_t oh = 0; oh < g.oh; oh++)
-				for (int64_t ow = 0; ow < g.ow; ow++) {
-					int64_t h0, h1, w0, w1;
-					float sum = 0.0f;
+	for (int64_t t = lo; t < hi; t++) {
+		const float *dy = j->dy + t * out_plane;	/* (OH, OW) */
+		float *dx = j->dx + t * plane;		/* (H, W) */
 
-					window(&g, oh, ow, &h0, &h1, &w0, &w1);
-					for (int64_t ih = h0; ih < h1; ih++) {
-						const float *row = x +
-							(c * g.h + ih) * g.w;
+		if (!j->add)
+			memset(dx, 0, (size_t)plane * sizeof(float));
+		for (int64_t oh = 0; oh < g->oh; oh++)
+			for (int64_t ow = 0; ow < g->ow; ow++) {
+				int64_t h0, h1, w0, w1;
+				float d = *dy++ * inv;
 
-						for (int64_t iw = w0; iw < w1;
-						     iw++)
-							sum += row[iw];
-					}
-					*y++ = sum * inv;
-				}
+				window(g, oh, ow, &h0, &h1, &w0, &w1);
+				for (int64_t ih = h0; ih < h1; ih++)
+					for (int64_t iw = w0; iw < w1; iw++)
+						dx[ih * g->w + iw] += d;
+			}
 	}
 }
 
@@ -235,38 +337,15 @@ static void
 avgpool_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		 float *const *din, const bool *din_add)
 {
-	struct pgeom g;
+	struct pool_job j = {
+		.n = n, .dy = n->dout, .dx = din[0], .add = din_add[0],
+	};
 
 	(void)in;
 	if (din[0] == NULL)
 		return;
-	pgeom_of(n, &g);
-	const float inv = 1.0f / (float)(g.k * g.k);
-
-	if (!din_add[0])
-		memset(din[0], 0,
-		       (size_t)(p->batch * n->in_size[0]) * sizeof(float));
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *dy = n->dout + b * n->out_size;
-		float *dx = din[0] + b * n->in_size[0];
-
-		for (int64_t c = 0; c < g.c; c++)
-			for (int64_t oh = 0; oh < g.oh; oh++)
-				for (int64_t ow = 0; ow < g.ow; ow++) {
-					int64_t h0, h1, w0, w1;
-					float d = *dy++ * inv;
-
-					window(&g, oh, ow, &h0, &h1, &w0, &w1);
-					for (int64_t ih = h0; ih < h1; ih++) {
-						float *row = dx +
-							(c * g.h + ih) * g.w;
-
-						for (int64_t iw = w0; iw < w1;
-						     iw++)
-							row[iw] += d;
-					}
-				}
-	}
+	pgeom_of(n, &j.g);
+	dt_pool_for(p->pool, p->batch * j.g.c, 16, avgpool_back_part, &j);
 }
 
 static double

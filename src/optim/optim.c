@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "util/alloc.h"
+#include "util/pool.h"
 
 struct dt_optim {
 	enum dt_optim_kind kind;
@@ -31,6 +32,7 @@ struct dt_optim {
 	float beta1, beta2, eps;
 	int n_bufs;
 	float *bufs[2];		/* sgd: momentum (n); adam: m (n), v (n) */
+	struct dt_pool *pool;	/* not owned; NULL: one thread */
 };
 
 struct dt_optim *
@@ -157,35 +159,80 @@ adam(size_t n, float *restrict p, const float *restrict g,
 	});
 }
 
-void
-dt_optim_step(struct dt_optim *o, float *params, const float *grads, float lr)
+/* One update over a range of the arena, for the pool: the range's
+ * parameters in chunks of DT_OPTIM_CHUNK floats (a multiple of the vector
+ * blocks, so only the arena's last chunk has a scalar rest, wherever the
+ * parts fall; the bits are the same either way). */
+#define DT_OPTIM_CHUNK 2048
+
+struct update {
+	const struct dt_optim *o;
+	float *params;
+	const float *grads;
+	float lr;
+	float step, rc, l2, keep;	/* Adam's folded scalars */
+};
+
+static void
+update_part(void *ctx, int64_t lo, int64_t hi)
 {
-	double t, bc1, bc2;
+	const struct update *u = ctx;
+	const struct dt_optim *o = u->o;
+	size_t a = (size_t)lo * DT_OPTIM_CHUNK;
+	size_t b = (size_t)hi * DT_OPTIM_CHUNK < o->n
+			   ? (size_t)hi * DT_OPTIM_CHUNK : o->n;
+	size_t len = b - a;
+	float *p = u->params + a;
+	const float *g = u->grads + a;
 
 	switch (o->kind) {
 	case DT_OPTIM_SGD:
 		if (o->n_bufs == 0)
-			sgd_plain(o->n, params, grads, lr, o->weight_decay);
+			sgd_plain(len, p, g, u->lr, o->weight_decay);
 		else
-			sgd_momentum(o->n, params, grads, o->bufs[0], lr,
+			sgd_momentum(len, p, g, o->bufs[0] + a, u->lr,
 				     o->weight_decay, o->momentum, o->nesterov);
 		break;
 	case DT_OPTIM_ADAM:
 	case DT_OPTIM_ADAMW:
-		/* The corrections in double: 1 - b2^t is tiny for small t
-		 * and b2 near 1, where float loses digits. */
-		t = (double)(o->steps + 1);
-		bc1 = 1.0 - pow(o->beta1, t);
-		bc2 = 1.0 - pow(o->beta2, t);
-		adam(o->n, params, grads, o->bufs[0], o->bufs[1],
-		     (float)(lr / bc1), (float)(1.0 / sqrt(bc2)), o->beta1,
-		     o->beta2, o->eps,
-		     o->kind == DT_OPTIM_ADAM ? o->weight_decay : 0.0f,
-		     o->kind == DT_OPTIM_ADAMW
-			     ? (float)(1.0 - (double)lr * o->weight_decay)
-			     : 1.0f);
+		adam(len, p, g, o->bufs[0] + a, o->bufs[1] + a, u->step,
+		     u->rc, o->beta1, o->beta2, o->eps, u->l2, u->keep);
 		break;
 	}
+}
+
+void
+dt_optim_set_pool(struct dt_optim *o, struct dt_pool *pool)
+{
+	o->pool = pool;
+}
+
+void
+dt_optim_step(struct dt_optim *o, float *params, const float *grads, float lr)
+{
+	struct update u = {
+		.o = o, .params = params, .grads = grads, .lr = lr,
+	};
+
+	if (o->kind == DT_OPTIM_ADAM || o->kind == DT_OPTIM_ADAMW) {
+		/* The corrections in double: 1 - b2^t is tiny for small t
+		 * and b2 near 1, where float loses digits. */
+		double t = (double)(o->steps + 1);
+		double bc1 = 1.0 - pow(o->beta1, t);
+		double bc2 = 1.0 - pow(o->beta2, t);
+
+		u.step = (float)(lr / bc1);
+		u.rc = (float)(1.0 / sqrt(bc2));
+		u.l2 = o->kind == DT_OPTIM_ADAM ? o->weight_decay : 0.0f;
+		u.keep = o->kind == DT_OPTIM_ADAMW
+				 ? (float)(1.0 - (double)lr * o->weight_decay)
+				 : 1.0f;
+	}
+	/* Each part gets at least 16 chunks: a thread's wake-up costs
+	 * about what 32k parameters' update does. */
+	dt_pool_for(o->pool,
+		    (int64_t)((o->n + DT_OPTIM_CHUNK - 1) / DT_OPTIM_CHUNK), 16,
+		    update_part, &u);
 	o->steps++;
 }
 

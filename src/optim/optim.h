@@ -15,6 +15,7 @@
 #include "job/job.h"
 
 struct dt_optim;
+struct dt_pool;
 
 /* An optimizer for n parameters, configured from job->train (optimizer,
  * momentum, nesterov, weight_decay, beta1, beta2, eps). State starts at zero
@@ -24,6 +25,12 @@ struct dt_optim;
 struct dt_optim *dt_optim_new(const struct dt_job *job, size_t n);
 /* Frees o and its state; accepts NULL. */
 void dt_optim_free(struct dt_optim *o);
+
+/* Splits the updates over pool's threads from now on (NULL: one thread,
+ * the default); not owned, kept alive by the caller while o runs. Every
+ * parameter's update reads only its own elements, so the pool size never
+ * changes the bits. */
+void dt_optim_set_pool(struct dt_optim *o, struct dt_pool *pool);
 
 /* Applies one update with learning rate lr to params (n floats) from grads
  * (n floats, the mean-loss gradient of the global batch; not modified).

@@ -328,10 +328,16 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	openblas_set_num_threads(r->plan.blas_threads);
+	/* As many threads of our own as of OpenBLAS's: they take turns
+	 * (our loops run between the products), and the pool's split never
+	 * changes the bits (util/pool.h), so one knob serves both. */
+	r->pool = dt_pool_new(r->plan.blas_threads);
 	st = dt_layout_setup(r, err);
 	if (st != DT_OK)
 		return st;
+	dt_model_set_pool(r->model, r->pool);
 	r->optim = dt_optim_new(r->job, dt_model_n_trained(r->model));
+	dt_optim_set_pool(r->optim, r->pool);
 	r->labels_per_sample = dt_model_labels_per_sample(r->model);
 	if (r->labels_per_sample < 1)
 		return dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
@@ -440,6 +446,7 @@ run_fini(struct dt_run *r)
 	dt_layout_fini(&r->layout);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);
+	dt_pool_free(r->pool);
 	dt_source_fini(&r->train);
 	dt_source_fini(&r->eval);
 	dt_vocab_fini(&r->vocab);

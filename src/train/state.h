@@ -19,6 +19,7 @@
 #include "train/report.h"
 #include "train/source.h"
 #include "train/sync.h"
+#include "util/pool.h"
 #include "util/status.h"
 
 /* Where a run stands: all that a checkpoint must restore besides the
@@ -50,6 +51,8 @@ struct dt_run {
 	struct dt_model *model;		/* the whole model, or this rank's
 					 * stage of it */
 	struct dt_optim *optim;
+	struct dt_pool *pool;		/* the rank's threads for the layers'
+					 * and the optimizer's loops */
 	struct dt_layout layout;	/* the executor's */
 	struct dt_grad_sync *sync;
 	struct dt_step_report *report;	/* (DT_STEP_REPORT_FIXED + n_norms

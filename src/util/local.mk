@@ -2,7 +2,8 @@ libdtrain_la_SOURCES += src/util/status.h src/util/error.c \
 	src/util/alloc.h src/util/alloc.c src/util/rng.h src/util/rng.c \
 	src/util/fileio.h src/util/fileio.c src/util/endian.h src/util/endian.c \
 	src/util/gz.h src/util/gz.c \
-	src/util/sysmem.h src/util/sysmem.c src/util/tfevents.h src/util/tfevents.c
+	src/util/sysmem.h src/util/sysmem.c src/util/tfevents.h src/util/tfevents.c \
+	src/util/pool.h src/util/pool.c
 
 check_PROGRAMS += tests/unit/test_tfevents
 TESTS += tests/unit/test_tfevents
@@ -15,3 +16,9 @@ TESTS += tests/unit/test_util
 tests_unit_test_util_SOURCES = tests/unit/test_util.c
 tests_unit_test_util_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_util_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_pool
+TESTS += tests/unit/test_pool
+tests_unit_test_pool_SOURCES = tests/unit/test_pool.c
+tests_unit_test_pool_CFLAGS = $(UNIT_CFLAGS) -pthread
+tests_unit_test_pool_LDADD = $(UNIT_LDADD) -lpthread

@@ -162,6 +162,7 @@ gc_pass(const struct gc_rig *r)
 		.seed = 77,
 		.step = r->step,
 		.first_sample = r->first_sample,
+		.pool = r->pool,
 	};
 
 	if (r->n.ops == &dt_layer_softmax_xent)

@@ -19,6 +19,7 @@
 
 #include "graph/graph.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/status.h"
 
 /* The grad_scale of a rig's passes: loss gradients are checked scaled. */
@@ -38,6 +39,8 @@ struct gc_rig {
 	int32_t *labels;		/* (B, out_size / last axis): class ids
 					 * for softmax cross-entropy */
 	float *targets;			/* (B, out_size): for mse */
+	struct dt_pool *pool;		/* the passes' threads; NULL: none
+					 * (the caller owns it) */
 };
 
 /* Where a rig's inputs come from and which values it draws; each suite

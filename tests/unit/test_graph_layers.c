@@ -20,6 +20,7 @@
 #include "graph/layer.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 static struct dt_shape
@@ -81,7 +82,7 @@ struct conv_case {
 static const struct conv_case conv_cases[] = {
 	{ 2, 5, 6, 3, 3, 1, 1, true },	/* padding keeps the size */
 	{ 0, 7, 7, 2, 3, 2, 0, true },	/* one channel, stride 2 */
-	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1: no columns */
+	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1 */
 	{ 2, 6, 5, 2, 2, 3, 1, false },	/* stride 3, padding, no bias */
 	{ 1, 4, 4, 1, 4, 1, 0, true },	/* kernel = image */
 };
@@ -174,6 +175,131 @@ START_TEST(test_conv2d_values)
 }
 END_TEST
 
+/* The batched im2col path against direct convolution by the definition,
+ * forward and backward, on 20 samples: several channels, strides and
+ * padding. Then the same pass on pools of 2 and 3 threads, which must
+ * give the one-thread bits exactly. The last case is large enough for
+ * conv2d.c to cut the batch (7 chunks of 3 samples, 3 groups of 9), so
+ * its threads split forward, backward and the sum of the partials. */
+static const struct conv_case conv_batched_cases[] = {
+	{ 3, 7, 6, 4, 3, 2, 1, true },	/* stride 2, padding 1, 3 -> 4 maps */
+	{ 2, 5, 5, 3, 3, 1, 1, true },	/* padding keeps the size */
+	{ 4, 6, 7, 2, 2, 2, 0, false },	/* 2x2 stride 2, no bias */
+	{ 0, 9, 8, 5, 4, 3, 2, true },	/* one channel, 4x4 stride 3 pad 2 */
+	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1 */
+	{ 4, 20, 20, 8, 3, 1, 1, true },	/* 400 positions */
+};
+
+/* The upstream gradient (o, y, x) of sample b. */
+static double
+grad_at(const struct gc_rig *r, const struct conv_case *cc, int64_t b,
+	int64_t o, int64_t y, int64_t x)
+{
+	return r->g[((b * cc->oc + o) * r->n.out_shape.dim[1] + y) *
+		    r->n.out_shape.dim[2] + x];
+}
+
+START_TEST(test_conv2d_batched)
+{
+	const struct conv_case *cc = &conv_batched_cases[_i];
+	const int64_t batch = 20, c = cc->c > 0 ? cc->c : 1;
+	struct gc_rig r;
+
+	conv_setup(&r, cc, batch);
+	const int64_t oh = r.n.out_shape.dim[1], ow = r.n.out_shape.dim[2];
+	const int64_t n_out = batch * r.n.out_size;
+	const int64_t n_in = batch * r.n.in_size[0];
+	const float *wt = r.n.tensor[0].data;	/* (OC, C, K, K) */
+	float *out1 = dt_xalloc_floats((size_t)n_out);
+	float *dx1 = dt_xalloc_floats((size_t)n_in);
+	float *gr1 = dt_xalloc_floats((size_t)r.n.n_params);
+
+	gc_backward(&r, true, false);
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t o = 0; o < cc->oc; o++)
+			for (int64_t y = 0; y < oh; y++)
+				for (int64_t x = 0; x < ow; x++)
+					ck_assert_double_eq_tol(
+						r.n.out[((b * cc->oc + o) * oh +
+							 y) * ow + x],
+						ref_conv(&r, cc, b, o, y, x),
+						1e-5);
+	/* dW[o, ci, i, j] = sum over b, y, x of g * x(shifted) */
+	for (int64_t o = 0; o < cc->oc; o++)
+		for (int64_t ci = 0; ci < c; ci++)
+			for (int64_t i = 0; i < cc->k; i++)
+				for (int64_t j = 0; j < cc->k; j++) {
+					double sum = 0.0;
+
+					for (int64_t b = 0; b < batch; b++)
+						for (int64_t y = 0; y < oh; y++)
+							for (int64_t x = 0;
+							     x < ow; x++)
+								sum += grad_at(&r, cc, b, o, y, x) *
+								       pixel(&r, b, ci, y * cc->s - cc->pad + i,
+									     x * cc->s - cc->pad + j);
+					ck_assert_double_eq_tol(
+						r.n.tensor[0].grad[((o * c + ci) *
+								    cc->k + i) *
+								   cc->k + j],
+						sum, 1e-4);
+				}
+	if (cc->bias)
+		for (int64_t o = 0; o < cc->oc; o++) {
+			double sum = 0.0;
+
+			for (int64_t b = 0; b < batch; b++)
+				for (int64_t y = 0; y < oh; y++)
+					for (int64_t x = 0; x < ow; x++)
+						sum += grad_at(&r, cc, b, o, y, x);
+			ck_assert_double_eq_tol(r.n.tensor[1].grad[o], sum,
+						1e-4);
+		}
+	/* dX[b, ci, ih, iw] = sum of g * w over the outputs that read it */
+	for (int64_t b = 0; b < batch; b++)
+		for (int64_t ci = 0; ci < c; ci++)
+			for (int64_t ih = 0; ih < cc->h; ih++)
+				for (int64_t iw = 0; iw < cc->w; iw++) {
+					double sum = 0.0;
+
+					for (int64_t o = 0; o < cc->oc; o++)
+						for (int64_t y = 0; y < oh; y++)
+							for (int64_t x = 0;
+							     x < ow; x++) {
+								int64_t i = ih - (y * cc->s - cc->pad);
+								int64_t j = iw - (x * cc->s - cc->pad);
+
+								if (i < 0 || i >= cc->k || j < 0 || j >= cc->k)
+									continue;
+								sum += grad_at(&r, cc, b, o, y, x) *
+								       wt[((o * c + ci) * cc->k + i) * cc->k + j];
+							}
+					ck_assert_double_eq_tol(
+						r.dx[0][((b * c + ci) * cc->h +
+							 ih) * cc->w + iw],
+						sum, 1e-4);
+				}
+
+	memcpy(out1, r.n.out, (size_t)n_out * sizeof(float));
+	memcpy(dx1, r.dx[0], (size_t)n_in * sizeof(float));
+	memcpy(gr1, r.grads, (size_t)r.n.n_params * sizeof(float));
+	for (int threads = 2; threads <= 3; threads++) {
+		r.pool = dt_pool_new(threads);
+		gc_backward(&r, true, false);
+		ck_assert_mem_eq(r.n.out, out1, (size_t)n_out * sizeof(float));
+		ck_assert_mem_eq(r.dx[0], dx1, (size_t)n_in * sizeof(float));
+		ck_assert_mem_eq(r.grads, gr1,
+				 (size_t)r.n.n_params * sizeof(float));
+		dt_pool_free(r.pool);
+		r.pool = NULL;
+	}
+	free(out1);
+	free(dx1);
+	free(gr1);
+	gc_free(&r);
+}
+END_TEST
+
 START_TEST(test_conv2d_counts)
 {
 	struct gc_rig r;
@@ -187,7 +313,11 @@ START_TEST(test_conv2d_counts)
 	/* 2*K*K*Cin*Cout*Hout*Wout + Cout*Hout*Wout */
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
 			    2.0 * 9 * 1 * 32 * 28 * 28 + 32 * 28 * 28);
-	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 9 * 28 * 28);
+	/* the columns (C*K*K, L) and the product (OC, L) per sample, and
+	 * an eighth of a group's partial dW and db (2 samples fit a chunk,
+	 * groups are 8 samples): (32*9 + 32) / 8 */
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n),
+			 9 * 28 * 28 + 32 * 28 * 28 + 40);
 	ck_assert_str_eq(r.n.tensor[0].name, "weight");
 	ck_assert_int_eq(r.n.tensor[0].n_dims, 4);
 	ck_assert_int_eq(r.n.tensor[0].shape[0], 32);
@@ -211,6 +341,102 @@ START_TEST(test_conv2d_counts)
 }
 END_TEST
 
+/* ---- batchnorm on the pool ------------------------------------------ */
+
+/* Batchnorm over 40 channels of 30 samples splits its channels over pools
+ * of 2 and 3 threads and gives the one-thread bits: outputs, running
+ * statistics, input and parameter gradients. (Its values and gradients
+ * are checked in test_graph_nlp.c.) */
+START_TEST(test_batchnorm_pool)
+{
+	struct dt_layer_spec spec = {
+		.kind = DT_LAYER_BATCHNORM, .eps = 1e-5, .momentum = 0.1,
+	};
+	struct dt_shape in = shape_of(3, 40, 6, 6);
+	const int64_t batch = 30;
+	struct gc_rig r;
+
+	rig_init(&r, &dt_layer_batchnorm, &spec, 1, &in, batch);
+	for (int64_t j = 0; j < r.n.tensor[3].size; j++)
+		r.n.tensor[3].data[j] = 0.5f + 0.25f * (float)j;
+	const size_t n_out = (size_t)(batch * r.n.out_size);
+	const size_t np = (size_t)r.n.n_params;
+	float *start = dt_xalloc_floats(np), *params1 = dt_xalloc_floats(np);
+	float *grads1 = dt_xalloc_floats(np), *out1 = dt_xalloc_floats(n_out);
+	float *dx1 = dt_xalloc_floats(n_out);
+
+	memcpy(start, r.params, np * sizeof(float));
+	gc_backward(&r, true, false);
+	memcpy(params1, r.params, np * sizeof(float));
+	memcpy(grads1, r.grads, np * sizeof(float));
+	memcpy(out1, r.n.out, n_out * sizeof(float));
+	memcpy(dx1, r.dx[0], n_out * sizeof(float));
+	/* the running statistics moved */
+	ck_assert_int_ne(memcmp(params1, start, np * sizeof(float)), 0);
+	for (int threads = 2; threads <= 3; threads++) {
+		r.pool = dt_pool_new(threads);
+		memcpy(r.params, start, np * sizeof(float));
+		gc_backward(&r, true, false);
+		ck_assert_mem_eq(r.params, params1, np * sizeof(float));
+		ck_assert_mem_eq(r.grads, grads1, np * sizeof(float));
+		ck_assert_mem_eq(r.n.out, out1, n_out * sizeof(float));
+		ck_assert_mem_eq(r.dx[0], dx1, n_out * sizeof(float));
+		dt_pool_free(r.pool);
+		r.pool = NULL;
+	}
+	free(start);
+	free(params1);
+	free(grads1);
+	free(out1);
+	free(dx1);
+	gc_free(&r);
+}
+END_TEST
+
+/* Each activation over 3 x 20000 values (15 blocks of 4096) on pools of
+ * 2 and 3 threads gives the one-thread output and input gradient, added
+ * and written. */
+START_TEST(test_activation_pool)
+{
+	static const enum dt_activation acts[] = {
+		DT_ACT_RELU, DT_ACT_TANH, DT_ACT_SIGMOID, DT_ACT_GELU,
+	};
+	struct dt_layer_spec spec = {
+		.kind = DT_LAYER_ACTIVATION, .activation = acts[_i],
+	};
+	struct dt_shape in = shape_of(1, 20000, 0, 0);
+	const int64_t batch = 3;
+	struct gc_rig r;
+
+	rig_init(&r, &dt_layer_activation, &spec, 1, &in, batch);
+	const size_t len = (size_t)(batch * r.n.out_size);
+	float *out1 = dt_xalloc_floats(len), *dx1 = dt_xalloc_floats(len);
+
+	for (int add = 0; add <= 1; add++) {
+		for (size_t i = 0; i < len; i++)
+			r.dx[0][i] = 0.5f;
+		gc_backward(&r, true, add);
+		memcpy(out1, r.n.out, len * sizeof(float));
+		memcpy(dx1, r.dx[0], len * sizeof(float));
+		for (int threads = 2; threads <= 3; threads++) {
+			r.pool = dt_pool_new(threads);
+			for (size_t i = 0; i < len; i++)
+				r.dx[0][i] = 0.5f;
+			memset(r.n.out, 0, len * sizeof(float));
+			gc_backward(&r, true, add);
+			ck_assert_mem_eq(r.n.out, out1, len * sizeof(float));
+			ck_assert_mem_eq(r.dx[0], dx1, len * sizeof(float));
+			dt_pool_free(r.pool);
+			r.pool = NULL;
+		}
+	}
+	free(out1);
+	free(dx1);
+	gc_free(&r);
+}
+END_TEST
+
+
 /* ---- pooling -------------------------------------------------------- */
 
 struct pool_case {
@@ -222,6 +448,8 @@ static const struct pool_case pool_cases[] = {
 	{ true, 2, 4, 6, 2, 0, 0 },	/* stride defaults to the kernel */
 	{ true, 1, 5, 5, 3, 2, 1 },
 	{ true, 0, 5, 4, 2, 1, 0 },	/* 2-D input, overlapping windows */
+	{ true, 2, 5, 7, 2, 0, 0 },	/* 2x2 stride 2 leaving a row over */
+	{ true, 3, 6, 9, 3, 0, 0 },	/* 3x3 windows tiling the image */
 	{ false, 2, 4, 6, 2, 0, 0 },
 	{ false, 1, 5, 5, 3, 2, 1 },
 	{ false, 0, 4, 5, 2, 1, 1 },
@@ -754,13 +982,15 @@ START_TEST(test_cnn_counts)
 	ck_assert_int_eq(dt_model_labels_per_sample(m), 1);
 	ck_assert_int_eq(dt_model_targets_per_sample(m), 0);
 	/* Outputs of every node, gradients of all but the loss (nothing
-	 * reads it), conv columns (9*64 and 18*4) and the maxpool argmax
-	 * (32). */
+	 * reads it), conv columns (9*64 and 18*4), products (2*64 and 3*4)
+	 * and shares of the partial sums (1 each: one chunk takes 93 and
+	 * 372 samples), and the maxpool argmax (32). */
 	int64_t outs_sum = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3 + 3;
 	int64_t douts = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3;
 
 	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
-			 outs_sum + douts + 9 * 64 + 18 * 4 + 32);
+			 outs_sum + douts + 9 * 64 + 18 * 4 + 2 * 64 + 3 * 4 +
+				 1 + 1 + 32);
 	ck_assert_str_eq(info.kind, "softmax_cross_entropy");
 	dt_model_layer_info(m, 2, &info);
 	ck_assert_str_eq(info.kind, "maxpool2d");
@@ -1301,6 +1531,11 @@ graph_layers_suite(void)
 
 	tcase_add_loop_test(layers, test_conv2d_gradient, 0,
 			    sizeof conv_cases / sizeof conv_cases[0]);
+	tcase_add_test(layers, test_batchnorm_pool);
+	tcase_add_loop_test(layers, test_activation_pool, 0, 4);
+	tcase_add_loop_test(layers, test_conv2d_batched, 0,
+			    sizeof conv_batched_cases /
+				    sizeof conv_batched_cases[0]);
 	tcase_add_loop_test(layers, test_conv2d_values, 0,
 			    sizeof conv_cases / sizeof conv_cases[0]);
 	tcase_add_test(layers, test_conv2d_counts);

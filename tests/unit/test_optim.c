@@ -9,6 +9,7 @@
 #include "optim/optim.h"
 #include "optim/schedule.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 
 #define TOL 2e-6f
 
@@ -321,6 +322,72 @@ START_TEST(test_optim_empty)
 }
 END_TEST
 
+/* Every optimizer on pools of 2 and 3 threads gives the one-thread bits:
+ * 100003 parameters make 49 chunks of 2048, three parts on three threads
+ * (the last with the scalar rest), and the updates read no neighbour. */
+START_TEST(test_optim_pool)
+{
+	static const struct {
+		enum dt_optim_kind kind;
+		double momentum;
+		bool nesterov;
+		double wd;
+	} kinds[] = {
+		{ DT_OPTIM_SGD, 0, false, 0.01 },
+		{ DT_OPTIM_SGD, 0.9, true, 0.01 },
+		{ DT_OPTIM_ADAM, 0, false, 0.01 },
+		{ DT_OPTIM_ADAMW, 0, false, 0.1 },
+	};
+	const size_t n = 100003;
+	float *p1 = dt_xalloc_floats(n), *pt = dt_xalloc_floats(n);
+	float *g = dt_xalloc_floats(n);
+
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+		for (int threads = 2; threads <= 3; threads++) {
+			struct dt_job *job = job_with(kinds[k].kind,
+						      kinds[k].momentum,
+						      kinds[k].nesterov,
+						      kinds[k].wd, 0.9, 0.999,
+						      1e-8);
+			struct dt_optim *a = dt_optim_new(job, n);
+			struct dt_optim *b = dt_optim_new(job, n);
+			struct dt_pool *pool = dt_pool_new(threads);
+			float **sa, **sb;
+			int na, nb;
+
+			dt_optim_set_pool(b, pool);
+			for (size_t i = 0; i < n; i++) {
+				p1[i] = pt[i] = (float)((i * 37) % 101) / 50.0f -
+						1.0f;
+			}
+			for (int step = 0; step < 3; step++) {
+				for (size_t i = 0; i < n; i++)
+					g[i] = (float)((i * 13 + (size_t)step) %
+						       29) / 14.0f - 1.0f;
+				dt_optim_step(a, p1, g, 0.01f);
+				dt_optim_step(b, pt, g, 0.01f);
+			}
+			ck_assert_int_eq(memcmp(p1, pt, n * sizeof(float)), 0);
+			/* and the parameters moved */
+			ck_assert_float_ne(p1[5], (float)((5 * 37) % 101) /
+							  50.0f - 1.0f);
+			sa = dt_optim_state(a, &na);
+			sb = dt_optim_state(b, &nb);
+			ck_assert_int_eq(na, nb);
+			for (int i = 0; i < na; i++)
+				ck_assert_int_eq(memcmp(sa[i], sb[i],
+							n * sizeof(float)), 0);
+			dt_optim_free(a);
+			dt_optim_free(b);
+			dt_pool_free(pool);
+			free(job);
+		}
+	free(p1);
+	free(pt);
+	free(g);
+}
+END_TEST
+
 /* ---- schedules ----------------------------------------------------------- */
 
 #define LR_TOL 1e-12
@@ -456,6 +523,7 @@ optim_suite(void)
 	tcase_add_test(tc, test_adamw);
 	tcase_add_test(tc, test_adam_resume);
 	tcase_add_test(tc, test_optim_empty);
+	tcase_add_test(tc, test_optim_pool);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("schedules");

@@ -1,0 +1,186 @@
+/* pool.c - the deterministic thread pool of pool.h: POSIX threads, one
+ * mutex and two condition variables; a loop is published as a
+ * generation number the workers wait for. */
+#include "util/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+/* How many times the caller polls for the workers before it sleeps: a few
+ * microseconds, about what a worker's part of a short loop takes. */
+#define DT_POOL_SPIN 4000
+
+struct dt_pool;
+
+struct worker {
+	struct dt_pool *pool;
+	int id;			/* 1 .. threads - 1 */
+	pthread_t thread;
+};
+
+struct dt_pool {
+	int threads;
+	struct worker *workers;	/* (threads - 1) */
+	pthread_mutex_t mu;
+	pthread_cond_t wake;	/* a new generation or stop */
+	pthread_cond_t done;	/* pending reached 0 */
+	/* The loop of the current generation, written under mu: */
+	uint64_t gen;
+	bool stop;
+	int parts;
+	int64_t n;
+	dt_pool_fn *fn;
+	void *ctx;
+	atomic_int pending;	/* workers' parts not yet done */
+	atomic_bool busy;	/* a dt_pool_for is running */
+};
+
+static void
+part_range(int64_t n, int parts, int t, int64_t *lo, int64_t *hi)
+{
+	/* n * t fits: n is an index count below 2^62 in practice, and
+	 * parts <= threads <= 4096 (job/ bounds it). */
+	*lo = n * t / parts;
+	*hi = n * (t + 1) / parts;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct dt_pool *p = w->pool;
+	uint64_t seen = 0;
+
+	for (;;) {
+		int64_t lo, hi, n;
+		dt_pool_fn *fn;
+		void *ctx;
+		int parts;
+
+		pthread_mutex_lock(&p->mu);
+		while (p->gen == seen && !p->stop)
+			pthread_cond_wait(&p->wake, &p->mu);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		seen = p->gen;
+		parts = p->parts;
+		n = p->n;
+		fn = p->fn;
+		ctx = p->ctx;
+		pthread_mutex_unlock(&p->mu);
+		if (w->id >= parts)
+			continue;
+		part_range(n, parts, w->id, &lo, &hi);
+		fn(ctx, lo, hi);
+		if (atomic_fetch_sub(&p->pending, 1) == 1) {
+			pthread_mutex_lock(&p->mu);
+			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mu);
+		}
+	}
+}
+
+struct dt_pool *
+dt_pool_new(int threads)
+{
+	struct dt_pool *p = dt_xcalloc(1, sizeof *p);
+
+	p->threads = threads > 1 ? threads : 1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->wake, NULL);
+	pthread_cond_init(&p->done, NULL);
+	atomic_init(&p->pending, 0);
+	atomic_init(&p->busy, false);
+	if (p->threads > 1)
+		p->workers = dt_xcalloc((size_t)p->threads - 1,
+					sizeof *p->workers);
+	for (int i = 0; i + 1 < p->threads; i++) {
+		struct worker *w = &p->workers[i];
+		int rc;
+
+		w->pool = p;
+		w->id = i + 1;
+		rc = pthread_create(&w->thread, NULL, worker_main, w);
+		if (rc != 0) {
+			fprintf(stderr, "dtrain: cannot start thread %d of "
+				"%d: %s\n", i + 1, p->threads, strerror(rc));
+			abort();
+		}
+	}
+	return p;
+}
+
+void
+dt_pool_free(struct dt_pool *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i + 1 < p->threads; i++)
+		pthread_join(p->workers[i].thread, NULL);
+	pthread_cond_destroy(&p->done);
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->mu);
+	free(p->workers);
+	free(p);
+}
+
+int
+dt_pool_threads(const struct dt_pool *p)
+{
+	return p != NULL ? p->threads : 1;
+}
+
+void
+dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
+	    void *ctx)
+{
+	int64_t parts, lo, hi;
+	bool idle = false;
+
+	if (n <= 0)
+		return;
+	if (grain < 1)
+		grain = 1;
+	parts = (n + grain - 1) / grain;
+	if (p == NULL || p->threads < parts)
+		parts = p != NULL ? p->threads : 1;
+	if (parts <= 1 ||
+	    !atomic_compare_exchange_strong(&p->busy, &idle, true)) {
+		fn(ctx, 0, n);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->parts = (int)parts;
+	p->n = n;
+	p->fn = fn;
+	p->ctx = ctx;
+	atomic_store(&p->pending, (int)parts - 1);
+	p->gen++;
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+
+	part_range(n, (int)parts, 0, &lo, &hi);
+	fn(ctx, lo, hi);
+
+	for (int i = 0; i < DT_POOL_SPIN && atomic_load(&p->pending) > 0; i++)
+		__asm__ __volatile__("" ::: "memory");
+	if (atomic_load(&p->pending) > 0) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->pending) > 0)
+			pthread_cond_wait(&p->done, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
+	atomic_store(&p->busy, false);
+}
