@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_layers.c - where a training step's time goes: the forward and
  * backward time of every node of a job's model, against the sgemm peak
  * measured in the same process.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_mlp.c - training throughput of a job's model against the OpenBLAS
  * sgemm peak measured in the same process on the same thread count.
  *

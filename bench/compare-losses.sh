@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # compare-losses.sh [-k] [BASELINE] - the guard of a refactor that must
 # change no bit: runs the three shipped jobs (jobs/fashion-mnist-mlp.yaml,
 # jobs/fashion-mnist-cnn.yaml, jobs/char-gpt.yaml) for their first STEPS

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # layouts.sh DTRAIN JOB GLOBAL_BATCH [STEPS]: samples/s of JOB on 2 ranks x
 # 1 BLAS thread in each 2-rank layout (data-parallel, pipeline with GPipe
 # and 1F1B, tensor-parallel), next to 1 rank, with micro-batches of a

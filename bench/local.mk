@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak
 bench_bench_mlp_SOURCES = bench/bench_mlp.c
 bench_bench_mlp_LDADD = libdtrain.la $(DT_LIBS)

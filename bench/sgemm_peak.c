@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sgemm_peak.c - the sgemm peak of this machine, for bench/side-by-side.sh.
  *
  *   sgemm_peak THREADS [SECONDS]

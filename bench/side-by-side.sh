@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # side-by-side.sh DTRAIN SGEMM_PEAK [REPS]: the three shipped jobs trained by
 # dtrain and by their PyTorch twins (bench/torch_twin.py), side by side.
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # sync-overhead.sh DTRAIN JOB: samples/s of the job for a few hundred steps
 # at 1 rank x 1 thread and 2 ranks x 1 thread; the shortfall of the 2-rank
 # rate from twice the 1-rank rate is the cost of the gradient all-reduce

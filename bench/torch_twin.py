@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """torch_twin.py JOB THREADS BATCH MICRO SECONDS: PyTorch twins of the
 shipped jobs, for bench/side-by-side.sh.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gen.c - writes dtrain's bash completion script to stdout; run by the
  * build (completion/local.mk), not installed. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 ## The bash completion script, written at build time from dtrain's own
 ## tables (src/cmd/complete.c) and installed where bash-completion looks.
 noinst_PROGRAMS += completion/gen

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """dtrain_torch.py - load `dtrain export --format torch` files into PyTorch.
 
     import dtrain_torch

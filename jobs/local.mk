@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The example jobs, installed with the README so that dtrain(1)'s
 # examples run after `make install` (docdir/examples).
 examplesdir = $(docdir)/examples

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c - dtrain's entry: dispatch to a subcommand from the table
  * (cmd/cmd.h); each command parses its own options from its table. */
 #include <signal.h>

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """http_server.py - a small HTTP(S) server for dtrain's download tests.
 
 Serves the files under --root on 127.0.0.1 (or on --bind, an address of

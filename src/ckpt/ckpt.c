@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ckpt.c - checkpoint directories: atomic save (temporary directory, fsync
  * of every file, manifest last, read-back verification, rename, fsync of
  * the parent), verification and load through one reader that checks every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ckpt.h - checkpoints: the on-disk format, atomic save, verification,
  * finding the newest good checkpoint, load, pruning, and safetensors export.
  *

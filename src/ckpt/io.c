@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.c - the file layer of checkpoints: writes that go straight to write(2)
  * while counting bytes and running zlib's CRC-32 over what reaches the
  * disk, optionally through a gzip stream (RFC 1952, zlib's deflate with a

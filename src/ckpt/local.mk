@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # src/ckpt: checkpoint format (safetensors + JSON), atomic save, verify,
 # find latest, load, prune, export
 libdtrain_la_SOURCES += src/ckpt/ckpt.h src/ckpt/priv.h src/ckpt/ckpt.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* meta.c - the two JSON files of a checkpoint, written and read with
  * json-c: meta.json (struct dt_ckpt_meta) and MANIFEST.json (every file
  * with its size and CRC-32). Readers check every key: each one known,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* priv.h - what the files of src/ckpt/ share and nobody else uses: files
  * written and read with a running size and CRC-32 (optionally through
  * gzip), the safetensors header and data streams, and the two JSON files

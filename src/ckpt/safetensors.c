@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* safetensors.c - writing and reading tensor files in the safetensors
  * format (https://github.com/huggingface/safetensors, "Format"; see
  * ckpt.h): the header built and parsed with json-c, every field of a read

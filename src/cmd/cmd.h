@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd.h - the subcommand table (tmux's cmd_table): one file per command,
  * each with an entry here and a table of its options (cmd/opt.h). */
 #ifndef DT_CMD_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c - helpers shared by the subcommands, and the command table. */
 #include "cmd/cmd.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* complete.c - the bash completion script for dtrain, written from the
  * command table (cmd/cmd.h), each command's option table (cmd/opt.h) and
  * the job key table (job/schema.c), so it cannot fall behind either. The

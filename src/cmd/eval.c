@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* eval.c - `dtrain eval RUN_DIR`: the loss and accuracy of a checkpoint
  * on a split of the run's job or on another source in its format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* export.c - `dtrain export RUN_DIR [-o FILE] [--format dtrain|torch]`:
  * the newest valid checkpoint's parameters as one safetensors file, in
  * dtrain's names and layouts (the checkpoint's own file, the default) or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fetch.c - `dtrain fetch`: make every data source of a job local (download
  * the URLs into the cache, check sizes and digests) without training, so a
  * cluster job can start from a warm cache and a bad URL or digest shows up

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* help.c - `dtrain help [command]`: the list of commands from the command
  * table, or one command's options from its option table (the same text as
  * `dtrain COMMAND --help`). */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
 libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
 libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c

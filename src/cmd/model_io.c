@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model_io.c - a trained run's model, ready to run (model_io.h). */
 #include "cmd/model_io.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model_io.h - a trained run's model, ready to run: its saved job, the
  * model built from it, the parameters of one checkpoint and, for a text
  * model, its vocabulary. Shared by `dtrain eval`, `predict` and `export`. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opt.c - the one parser of every command's option table (cmd/opt.h), and
  * the synopsis and --help made from the same table. getopt_long does the
  * scanning (GNU order: options and the operand in any order, "--" ends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* opt.h - the option tables of the subcommands and their one parser.
  *
  * Each command declares its options once, as a table (tmux's options

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.c - `dtrain plan --dry-run`: what a job would do on N ranks, without
  * allocating the model or reading the data (only the data files' headers,
  * for the sample counts), and whether each data source is already local.

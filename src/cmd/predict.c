@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* predict.c - `dtrain predict RUN_DIR --input FILE -o FILE`: the model of
  * a run's checkpoint on new inputs, written as one NPY array.
  *

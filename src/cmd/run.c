@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.c - `dtrain run` and `dtrain resume`: train a job on the ranks that
  * mpirun/srun started, or (-n N) start mpirun; with --max-restarts K,
  * supervise the job and restart it from its newest checkpoint when it dies.

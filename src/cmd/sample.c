@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sample.c - `dtrain sample`: text from a trained character model.
  *
  * Loads a run's saved job, its vocabulary (vocab.bin, written by the run

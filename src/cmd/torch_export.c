@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torch_export.c - a run's parameters as PyTorch modules hold them.
  *
  * Each job layer becomes one torch module named by the layer's name with

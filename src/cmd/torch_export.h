@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* torch_export.h - `dtrain export --format torch`: a run's parameters in
  * PyTorch's layouts and names, with the job and the layer graph. */
 #ifndef DT_CMD_TORCH_EXPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* version.c - `dtrain --version`: the version, the licence and the build
  * configuration (each library's version as it runs, not only as it was
  * compiled against, since a shared library can be swapped under dtrain). */

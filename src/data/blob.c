@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* blob.c - a whole file in memory, for the readers that want one (NPY,
  * CSV, tokens, text): inflated through zlib when it is gzip, mapped
  * read-only when the caller can use the file's bytes as they are, read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* csv.c - a labelled dataset from a CSV file of numbers (RFC 4180's
  * syntax: delimited cells, double quotes around a cell, "" for a quote
  * inside one; a quoted cell may not span lines). One row per sample, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h - training data: IDX files (the MNIST family, LeCun et al.'s
  * format: magic 0x0000TTDD, big-endian dimensions, raw data), CSV, NPY,
  * raw token files and text, plain or gzip (zlib reads both), the epoch

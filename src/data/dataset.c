@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dataset.c - a labelled dataset from an IDX images file and an IDX labels
  * file, and the gather that turns sample indices into a batch. */
 #include "data/data.h"

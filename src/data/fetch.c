@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fetch.c - local and remote data sources (see fetch.h for the contract).
  *
  * The download is libcurl's easy interface with our own header and body

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fetch.h - data sources: a local path, or an http:// or https:// URL
  * downloaded once with libcurl into a cache directory and verified.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* header.c - one line of an HTTP response header (RFC 9110), read into
  * struct dt_fetch_header for fetch.c's libcurl header callback. Apart
  * from libcurl, so that a fuzz target can feed it hostile lines

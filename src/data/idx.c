@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idx.c - the IDX reader (the MNIST family's format, described by LeCun,
  * Cortes and Burges at http://yann.lecun.com/exdb/mnist/):
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # src/data: IDX reading, datasets, shuffle and sharding
 libdtrain_la_SOURCES += src/data/data.h src/data/idx.c src/data/dataset.c \
 	src/data/shuffle.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* npy.c - the NPY reader (NumPy's format, as numpy/lib/format.py and
  * NEP 1 describe it):
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* priv.h - what the format readers of src/data/ share; nothing outside
  * src/data/ includes it.
  *

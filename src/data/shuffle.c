@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shuffle.c - the epoch order and each rank's share of a global batch.
  *
  * The shuffle is Fisher-Yates (Knuth, TAOCP vol. 2, 3.4.2, Algorithm P)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sniff.c - is a downloaded file plausibly data of the kind a job expects?
  *
  * A server that answers 200 with an HTML page (a login wall, a captive

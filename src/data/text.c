@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* text.c - character-level language-model data (as in Karpathy's
  * char-rnn and nanoGPT's shakespeare_char): a text read as bytes or as
  * UTF-8 code points, a vocabulary of the distinct units in ascending

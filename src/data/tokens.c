@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tokens.c - language-model data: a flat file of little-endian uint16 or
  * uint32 token ids (the layout nanoGPT's prepare.py writes with
  * np.array(ids, dtype=np.uint16).tofile), cut into windows of `context`

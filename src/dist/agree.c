@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agree.c - before training, every rank proves it holds rank 0's job,
  * plan, data and build: a record of each (dt_agree_record) is compared
  * byte for byte (dt_comm_check_same, lengths first), and on a mismatch the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agree.h - ranks prove they hold the same job, plan, data and build
  * before they train (issue 13): a rank started with another --set, a
  * node-local job file that differs, other data or another dtrain would

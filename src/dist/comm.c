@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm.c - type-safe front of the communicator vtable. */
 #include "dist/comm.h"
 #include "dist/watch.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm.h - the communicator: every byte between ranks goes through here.
  *
  * Two implementations sit behind one small vtable (as ggml puts backends

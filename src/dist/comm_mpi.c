@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm_mpi.c - the Open MPI communicator; the one file that includes mpi.h.
  * Errors return (MPI_ERRORS_RETURN) and are reported with MPI_Error_string,
  * the call and the rank. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* comm_self.c - a world of one rank without MPI, for unit tests. */
 #include "dist/comm.h"
 

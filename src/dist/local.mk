@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/dist/comm.h src/dist/comm.c src/dist/comm_self.c \
 	src/dist/comm_mpi.c src/dist/mpi_priv.h src/dist/watch.h src/dist/watchdog.c \
 	src/dist/ps.h src/dist/ps_priv.h src/dist/ps.c src/dist/ps_server.c \

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mpi_priv.h - for src/dist/ only: the MPI communicator behind a dt_comm,
  * for the dist/ modules that speak point-to-point MPI themselves (the
  * parameter server). Includes mpi.h, so no header outside src/dist/ may

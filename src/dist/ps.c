@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps.c - parameter-server data parallelism: layout, roles, set-up, the
  * statistics request and the dispatch of resume to either role. The server
  * loop is in ps_server.c, the worker's steps in ps_worker.c; ps.h explains

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps.h - data parallelism through parameter-server ranks.
  *
  * Follows Li et al., "Scaling Distributed Machine Learning with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps_priv.h - private to ps.c, ps_server.c and ps_worker.c: the state of a
  * parameter-server rank and the wire format between workers and servers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps_server.c - the server side of the parameter server (ps.h): one loop
  * that waits on every worker's next push and on control messages, applies
  * update k once all W step-k gradients of its shard are in (summed in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps_worker.c - the worker side of the parameter server (ps.h): push each
  * shard of a step's gradient (MPI_Isend from a copy, so the caller's
  * arena is free at once), keep one pull per server in flight (MPI_Irecv),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* version.c - which MPI library dtrain runs on, for `dtrain --version`.
  * Here because only src/dist/ includes mpi.h. */
 #include "dist/comm.h"

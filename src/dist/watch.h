@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watch.h - for src/dist/ only: the marks the communicator puts around
  * every blocking call for the watchdog of parallel.timeout_s
  * (watchdog.c). No MPI types here, so comm.c can use it. */

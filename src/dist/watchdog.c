@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* watchdog.c - finds a rank that stopped making progress (parallel.
  * timeout_s): a peer that was SIGSTOPped, whose host or link went down,
  * or that is stuck outside communication, and names it instead of

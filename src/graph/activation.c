@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* activation.c - elementwise activations: relu, tanh, sigmoid, gelu.
  *
  * relu(x) = max(0, x); tanh; sigmoid(x) = 1 / (1 + e^-x); gelu in the tanh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* add.c - elementwise sum of 2 to 4 inputs of one shape (residual
  * connections: `inputs: [block_in, attn]`).
  *

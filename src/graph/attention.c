@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* attention.c - multi-head self-attention with its input and output
  * projections (Vaswani et al., "Attention Is All You Need", NIPS 2017), in
  * GPT-2's layout (Radford et al., 2019; llm.c's attention_forward and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batchnorm.c - batch normalisation per channel (Ioffe & Szegedy, "Batch
  * Normalization: Accelerating Deep Network Training by Reducing Internal
  * Covariate Shift", ICML 2015), with PyTorch's conventions.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* concat.c - joins 2 to 4 inputs along their last axis: (T, a) and (T, b)
  * give (T, a + b); vectors (a) and (b) give (a + b).
  *

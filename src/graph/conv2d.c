@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conv2d.c - 2-D convolution (cross-correlation, as in every framework)
  * over (C, H, W) samples, a (H, W) input being one channel.
  *

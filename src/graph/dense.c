@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dense.c - fully connected layer, Y = X W + b.
  *
  * W is (in, out) row-major and b (out), left out with `bias: false`. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dropout.c - inverted dropout (Srivastava et al., "Dropout: A Simple Way
  * to Prevent Neural Networks from Overfitting", JMLR 2014).
  *

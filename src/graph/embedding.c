@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* embedding.c - token embedding: a table lookup from token ids to vectors
  * (GPT-2's wte: Radford et al., "Language Models are Unsupervised Multitask
  * Learners", 2019).

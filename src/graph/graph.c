@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* graph.c - building the node list from a job, laying out the arenas,
  * initialising parameters, and running forward and backward over the
  * nodes in order (see graph.h and layer.h). */

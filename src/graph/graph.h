@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* graph.h - the model: a graph of layers built from job->model, with all
  * parameters in one arena and all gradients in another (llm.c's layout), so
  * gradient sync is one all-reduce and a checkpoint one write.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kern.c - the OpenBLAS backend of the kernel seam (kern.h), and the
  * transformer layers' hot loops in portable C.
  *

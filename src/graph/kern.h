@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kern.h - the kernel seam: every matrix product and every hot loop of the
  * layers goes through the functions declared here, so that another backend
  * (bf16 on AVX-512, a GPU) is one new file behind this header instead of

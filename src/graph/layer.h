@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layer.h - the inside of the model graph: nodes and the layer vtable.
  *
  * A model is a list of named nodes in topological order. Each node has a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layernorm.c - layer normalisation over the last axis (Ba, Kiros, Hinton,
  * "Layer Normalization", 2016).
  *

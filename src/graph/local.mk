@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # src/graph: the model graph, one file per layer type (see layer.h).
 libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/stage.c src/graph/stage.h src/graph/tensor.c \

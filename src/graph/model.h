@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* model.h - the inside of struct dt_model, for graph/ files that work on
  * the whole model (graph.c, stage.c, tensor.c) and graph/'s tests. The
  * rest of dtrain sees only graph.h. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mse.c - mean squared error loss against float targets.
  *
  * The loss of a sample is the mean over its N outputs of (y - t)^2; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - 2-D max and average pooling over (C, H, W) samples, a (H, W)
  * input being one channel.
  *

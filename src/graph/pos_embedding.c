@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pos_embedding.c - learned absolute position embedding (GPT-2's wpe:
  * Radford et al., "Language Models are Unsupervised Multitask Learners",
  * 2019; the learned variant of Vaswani et al., "Attention Is All You

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c - which layer type implements each layer and loss kind of the
  * job file. Both tables come from the lists in job/layer_types.h, so a new
  * layer type needs no line here. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* shape.c - flatten and reshape: the same values per sample under another
  * shape.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softmax.c - softmax over the last axis, as a layer of its own (the loss
  * has its own fused softmax; this one is for models that use
  * probabilities inside, e.g. as weights).

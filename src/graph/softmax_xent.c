@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* softmax_xent.c - softmax cross-entropy loss over the classes of each
  * sample, or of each token.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stage.c - pipeline stages of a model: layouts, what a stage holds and
  * sends (graph.h), and the live sets graph.c binds buffers for.
  *

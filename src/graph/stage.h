@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stage.h - what graph.c and stage.c share about pipeline stages.
  * Internal to graph/. */
 #ifndef DT_GRAPH_STAGE_H

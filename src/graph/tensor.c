@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tensor.c - tensor parallelism over the model graph: which nodes split and
  * how (Megatron-LM's layout: Shoeybi et al., "Megatron-LM: Training
  * Multi-Billion Parameter Language Models Using Model Parallelism", 2019),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apply.c - puts the values of a YAML node tree into struct dt_job, section
  * by section and key by key, against the schema: unknown and duplicate
  * keys are refused here (error.c words the messages), and each key's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* apply.h - job/ only: apply.c puts a node tree into the job, section by
  * section and key by key. */
 #ifndef DT_JOB_APPLY_H

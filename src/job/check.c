@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.c - the checks that need more than one key, run once the file and
  * every --set are applied: keys used only with some value of another key
  * (data.header with format csv), keys required only then, then the rules

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check.h - job/ only: check.c runs the checks that need the whole job. */
 #ifndef DT_JOB_CHECK_H
 #define DT_JOB_CHECK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c - where a value of the job came from and what is wrong with it:
  * positions (of a node, a key, a list item, a --set), the messages with the
  * source line and a caret under the column (after jq's error locations),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.h - job/ only: what error.c gives the files above it: the context
  * of the values being applied, positions, the message maker and the common
  * complaints. Includes keys.h and yaml.h, nothing above them. */

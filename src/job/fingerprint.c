@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fingerprint.c - the job as text in memory, and its SHA-256 (FIPS 180-4)
  * fingerprint: what ranks compare to prove they hold the same job
  * (dist/agree.c). The text is dt_job_write's, which holds every resolved

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job.c - dt_job_load and dt_job_parse: defaults from the schema, then the
  * file, then each --set override in order, then the checks that need the
  * whole job (check.c). Nothing here writes a file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job.h - the job file: YAML (read with libyaml) -> struct dt_job.
  *
  * A schema table (job/schema.c) lists every scalar key with its type,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keys.c - questions about the key tables: finding a key, which keys a
  * value of another key brings into use, the words that describe a key's
  * type and range, "did you mean", and the list of every key for the man

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keys.h - job/ only: what keys.c reads from the tables: key lookup,
  * type and range texts, "did you mean", the keys of a section or type. */
 #ifndef DT_JOB_KEYS_H

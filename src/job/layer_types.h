@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layer_types.h - the layer types, losses and activations of the job file,
  * each listed once (X-macros).
  *

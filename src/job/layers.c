@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layers.c - model.layers: each entry is a layer mapping, or a repeat block
  * {repeat: N, name: B, layers: [...]} that is expanded here, at parse time,
  * into N copies of its layers. The layer of copy C whose own name is L is

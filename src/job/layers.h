@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* layers.h - job/ only: layers.c applies and checks model.layers. */
 #ifndef DT_JOB_LAYERS_H
 #define DT_JOB_LAYERS_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # src/job: the job file (YAML -> struct dt_job), its schema, --set, writing.
 libdtrain_la_SOURCES += src/job/job.h src/job/layer_types.h \
 	src/job/yaml.h src/job/yaml.c src/job/schema.h src/job/schema.c \

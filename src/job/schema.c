@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schema.c - the tables of job-file keys (after redis's config table and
  * tmux's options table): one row per key with its type, where it lives in
  * struct dt_job, its default, its range, the key it depends on and a line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schema.h - job/ only: the tables (schema.c) of job keys, layer keys and
  * layer types. Above job.h only. */
 #ifndef DT_JOB_SCHEMA_H

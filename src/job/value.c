@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* value.c - one value of one key: checks a node against the key's type and
  * range and stores it, with its position. Scalars (numbers read by the
  * YAML 1.2 core schema, true/false, enum words, names, paths, "auto" or a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* value.h - job/ only: value.c stores one value of a key, checked against
  * its type and range. */
 #ifndef DT_JOB_VALUE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* write.c - the job going out: dt_job_write prints the resolved job as
  * YAML that reads back to the same job. */
 #include "job/keys.h"

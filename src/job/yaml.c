@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* yaml.c - libyaml's event stream turned into a small tree with positions,
  * plus the YAML 1.2 core-schema rules for scalars (null, booleans, numbers;
  * see "YAML Ain't Markup Language Version 1.2", section 10.3.2).

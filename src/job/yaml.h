@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* yaml.h - job/ only: libyaml events -> a small node tree with 1-based
  * positions, and the YAML 1.2 scalar rules (null, bool, numbers). The
  * bottom of job/: it includes no other header of job/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim.c - SGD (plain, momentum, Nesterov), Adam and AdamW over a flat
  * parameter arena.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* optim.h - optimizers over a flat parameter arena.
  *
  * SGD with momentum and Nesterov momentum (Sutskever et al., "On the

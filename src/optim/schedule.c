@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule.c - learning-rate schedules; see schedule.h for the formulas
  * and their sources. */
 #include "optim/schedule.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* schedule.h - learning-rate schedules as a pure function of the step.
  *
  * Constant, step decay (PyTorch's StepLR) and cosine decay (Loshchilov &

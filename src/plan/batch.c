@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch.c - batch arithmetic and BLAS threads per rank (see plan.h). */
 #include "plan/plan.h"
 

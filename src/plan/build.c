@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* build.c - the one plan constructor (see plan.h): every number of a
  * job's run worked out once, from the job, the world size, the host and
  * the data's sizes. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/plan/plan.h src/plan/batch.c src/plan/report.c \
 	src/plan/pipeline.c src/plan/stages.c src/plan/build.c
 check_PROGRAMS += tests/unit/test_plan

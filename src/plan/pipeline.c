@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.c - the rank grid and the pipeline schedules (see plan.h). */
 #include "plan/plan.h"
 

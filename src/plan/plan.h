@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* plan.h - what a job will do on a given world size, derived purely from
  * struct dt_job (no data read, nothing allocated beyond the struct): the
  * data-parallel degree, the batch arithmetic and the BLAS threads per rank.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.c - what `dtrain plan --dry-run` shows (see plan.h). The text is
  * printed from the JSON description, so the two always agree. */
 #include "plan/plan.h"

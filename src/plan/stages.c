@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stages.c - cutting a model's nodes into pipeline stages (see plan.h):
  * the exact linear partition of the nodes' costs (the "painter's
  * partition"; Skiena, "The Algorithm Design Manual", 2nd ed., section 8.5),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.c - the run's data (data.h): the sources fetched, the vocabulary
  * of a text, the splits opened and checked against the model. */
 #include "train/data.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data.h - loading a run's data. Internal to train/. */
 #ifndef DT_TRAIN_DATA_H
 #define DT_TRAIN_DATA_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* eval.c - evaluation over the whole eval set (eval.h). */
 #include "train/eval.h"
 

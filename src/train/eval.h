@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* eval.h - evaluation over the whole eval set. Internal to train/. */
 #ifndef DT_TRAIN_EVAL_H
 #define DT_TRAIN_EVAL_H

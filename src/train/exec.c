@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec.c - the executor (exec.h): every layout's step over the plan's
  * schedule.
  *

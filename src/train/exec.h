@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exec.h - the executor: one optimizer step, and the evaluation forward
  * passes, of any layout (data parallel, pipeline stages, tensor-parallel
  * groups and their products) over the plan's schedule. Data parallelism

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gather.c - the whole model on one rank, for checkpoints of a model
  * cut into stages (gather.h): rank 0 collects every stage's parameters,
  * buffers and optimizer state at their one-rank offsets, and a restore

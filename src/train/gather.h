@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gather.h - the whole model of a run whose model is cut into stages,
  * assembled for checkpoints and taken apart on restore. Internal to
  * train/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.c - the prefetching loader thread (see loader.h). A ring of
  * slots; the producer fills slot (head % n), the consumer empties slot
  * (tail % n), a mutex and two condition variables hand them over. */

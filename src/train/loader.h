@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loader.h - a thread per rank that prepares the next micro-batches while
  * the current step computes (data.prefetch optimizer steps ahead).
  *

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # train/: the run (run.c: set-up and teardown), its data (data.c), the
 # loop's cadence (loop.c), the executor (exec.c), the gradient sync
 # (sync.c, sync_ps.c), evaluation (eval.c), what is written (metrics.c),

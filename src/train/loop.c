@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.c - the training loop's cadence (loop.h).
  *
  * Gradient averaging: every micro-batch's backward adds

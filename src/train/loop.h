@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.h - the training loop's cadence: one optimizer step after
  * another, and between them the log lines, evaluations, checkpoints and
  * the stop on a signal. Internal to train/. */

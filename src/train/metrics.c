@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c - metrics.jsonl, summary.json and plan.json (metrics.h). */
 #include "train/metrics.h"
 

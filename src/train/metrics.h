@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.h - what a run writes for people and programs to read: the
  * JSON lines of metrics.jsonl, summary.json and plan.json. Internal to
  * train/. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.c - progress line and log lines (see progress.h). The ticker
  * thread only writes to the terminal: it reads no training state but the
  * numbers the loop handed over, so results do not depend on it. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.h - what a person at the terminal sees: a progress line that
  * redraws in place on a TTY (and once a second between logged steps, so
  * that the elapsed time and the ETA move during a long step), plain log

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* report.h - what the ranks tell each other once per optimizer step.
  * Internal to train/. */
 #ifndef DT_TRAIN_REPORT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* run.c - a run's set-up and teardown (train.h): the plan, the layout
  * and its model, the gradient sync, the run directory, the data, the
  * resume, the loop (loop.c), and at the end the final evaluation,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rundir.c - run-directory creation and atomic file writes. */
 #include "train/rundir.h"
 

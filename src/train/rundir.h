@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rundir.h - the run directory: refuse to overwrite results, write files
  * atomically (temporary name, fsync, rename, fsync of the directory). */
 #ifndef DT_TRAIN_RUNDIR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* signals.c - graceful stop on SIGINT/SIGTERM (see signals.h). */
 #include "train/signals.h"
 

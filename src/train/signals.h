@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* signals.h - SIGINT/SIGTERM: the first asks the run to stop after the
  * current step with a checkpoint; a second one stops the process at once
  * (nothing is half-written: checkpoints are built under temporary names). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* source.c - one interface over the data formats (see source.h). */
 #include "train/source.h"
 

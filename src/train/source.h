@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* source.h - the training loop's view of a data split, whatever its format:
  * n samples, each x_size floats of input and y_size int32 labels (1 for a
  * classifier, context for a next-token language model). Internal to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state.c - checkpoints of the training loop's state, and their restore.
  *
  * Only rank 0 writes: in data parallelism every rank holds the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* state.h - what one run holds: the resumable position, the layout of
  * this rank (exec.h), the gradient sync (sync.h), the step report, and
  * the checkpoints of it all. Internal to train/. */

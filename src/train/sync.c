@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sync.c - the gradient-sync seam (sync.h) and its all-reduce
  * implementations: float, exact (double), and both over pipeline stages.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sync.h - the gradient-sync seam: how the gradient of one optimizer step
  * reaches every rank that updates with it, behind one interface chosen
  * once at setup (dt_grad_sync_new), so the loop and the executor never

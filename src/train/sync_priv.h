@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sync_priv.h - what the gradient-sync implementations share (sync.c,
  * sync_ps.c). Internal to train/sync*. */
 #ifndef DT_TRAIN_SYNC_PRIV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sync_ps.c - the parameter-server implementation of the gradient-sync
  * seam (sync.h, dist/ps.h): a worker pushes its float gradient to the
  * server ranks, each holding a shard of the parameters and the optimizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* train.h - the training run and what a person sees of it.
  *
  * One call runs a whole job on the ranks of a communicator: it builds the

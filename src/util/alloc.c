@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* alloc.c - allocation that aborts on exhaustion (STYLE.md: one rule). */
 #include "util/alloc.h"
 

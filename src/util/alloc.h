@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* alloc.h - checked allocation: out of memory aborts with a message, and
  * n * size is checked for overflow. Never returns NULL for size > 0. */
 #ifndef DT_UTIL_ALLOC_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* endian.c - little- and big-endian fields and arrays (see endian.h). */
 #include "util/endian.h"
 

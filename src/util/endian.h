@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* endian.h - byte order for the binary files dtrain reads and writes:
  * checkpoints and the text vocabulary (little-endian, STYLE.md), NPY and
  * token files (little-endian), IDX (big-endian). The conversions are the

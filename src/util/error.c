@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c - status names, dt_errorf and the status -> exit code map. */
 #include "util/status.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fileio.c - atomic file replacement: temporary name, fsync, rename,
  * fsync of the directory (see fileio.h). */
 #include "util/fileio.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fileio.h - replacing a file so that a crash leaves the old file or the
  * new one, never a torn one: write a temporary name next to it, fsync,
  * rename over the file, fsync the directory (rename(2) is atomic within a

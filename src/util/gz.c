@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gz.c - zlib's gz* errors as dtrain statuses (see gz.h). */
 #include "util/gz.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gz.h - what zlib's gz* interface (zlib.h, "gzip file access
  * functions") reports, in dtrain's terms: a short or failed gzread becomes
  * a status naming the file and the byte offset, a failed gzclose_r a close

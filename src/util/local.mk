@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/util/status.h src/util/error.c \
 	src/util/alloc.h src/util/alloc.c src/util/rng.h src/util/rng.c \
 	src/util/fileio.h src/util/fileio.c src/util/endian.h src/util/endian.c \

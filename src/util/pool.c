@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.c - the deterministic thread pool of pool.h: POSIX threads, one
  * mutex and two condition variables; a loop is published as a
  * generation number the workers wait for. */

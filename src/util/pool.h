@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pool.h - a small deterministic thread pool for the loops inside a rank.
  *
  * dt_pool_for splits an index range [0, n) into at most `threads`

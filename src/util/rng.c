@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rng.c - counter-based generator; see rng.h for the reference. */
 #include "util/rng.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rng.h - counter-based random numbers.
  *
  * Every draw is a pure function of (seed, purpose, a, b): no hidden state,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.h - dtrain's one error convention.
  *
  * Out of memory aborts (dt_xmalloc and friends); everything else returns an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sysmem.c - memory this process may still take (see sysmem.h). */
 #include "util/sysmem.h"
 

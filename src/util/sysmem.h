@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sysmem.h - how much memory this process may still take. */
 #ifndef DT_UTIL_SYSMEM_H
 #define DT_UTIL_SYSMEM_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tfevents.c - TensorBoard event files (see tfevents.h for the format and
  * its sources). */
 #include "util/tfevents.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tfevents.h - TensorBoard event files with scalar summaries.
  *
  * An event file is a sequence of TFRecord records (TensorFlow's

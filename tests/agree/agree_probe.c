@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* agree_probe.c - dt_agree_check under mpirun, for
  * tests/integration/agree.sh: every rank loads JOB with the overrides
  * given to it and checks that all ranks agree.

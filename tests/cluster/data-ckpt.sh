@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Data and checkpoints across simulated hosts.
 #   (a) A job whose four Fashion-MNIST sources are URLs, served by
 #       tests/http_server.py from a host of its own on the bridge

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Faults across simulated hosts, on 2 hosts x 1 rank of a 1500-step job
 # with parallel.timeout_s 10 (the watchdog): each case ends within 60 s
 # with a message naming the lost rank, never a hang.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Layouts across simulated hosts train the model of one rank: the MLP job
 # of tests/integration/layouts.sh (20 steps, every loss logged, the same
 # micro-batch in every run) on 2 hosts x 1 rank (data parallel, pp2 with

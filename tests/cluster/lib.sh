@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh - a simulated cluster for the tests in tests/cluster/ (sourced,
 # after tests/integration/lib.sh's helpers). cluster_up N makes N hosts:
 # network namespaces $DTC_PREFIX-h1..hN, each with a veth link (eth0,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The simulated-cluster tests: network namespaces on a bridge, Open MPI
 # over TCP between them (tests/cluster/lib.sh). They need root and
 # iproute2; elsewhere they are skipped (exit 77), never passed.

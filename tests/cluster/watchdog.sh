@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The watchdog of parallel.timeout_s on one host (no namespaces, no root):
 # a healthy run with it on gives the losses of one without it, bit for
 # bit, and says nothing; rank 1 of 2 (shared memory) SIGSTOPped mid-run

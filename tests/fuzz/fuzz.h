@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz.h - what the libFuzzer targets in tests/fuzz/ share.
  *
  * Each fuzz_NAME.c defines LLVMFuzzerTestOneInput, the entry point of

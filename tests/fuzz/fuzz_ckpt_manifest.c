@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_ckpt_manifest.c - a checkpoint's MANIFEST.json
  * (dt_ck_manifest_decode).
  *

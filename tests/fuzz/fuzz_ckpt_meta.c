@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_ckpt_meta.c - a checkpoint's meta.json (dt_ck_meta_decode).
  *
  * Any text must decode or fail with DT_ERR_FORMAT and a message. What

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_csv.c - the CSV reader (dt_dataset_load_csv), plain or gzip.
  *
  * Byte 0 of the input picks the options, the rest is the file:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_file.c - scratch files for the fuzz targets whose readers take a
  * path (see fuzz.h). */
 #include "fuzz.h"

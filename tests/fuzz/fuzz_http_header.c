@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_http_header.c - the HTTP response header lines of a download
  * (dt_fetch_parse_header_line, what fetch.c's libcurl callback calls).
  *

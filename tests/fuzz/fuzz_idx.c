@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_idx.c - the IDX reader (dt_idx_peek, dt_idx_read) and the dataset
  * built from it (dt_dataset_load_idx, dt_dataset_gather), plain or gzip.
  *

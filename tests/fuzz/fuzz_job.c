@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_job.c - the job parser (dt_job_parse) on arbitrary YAML and --set
  * overrides.
  *

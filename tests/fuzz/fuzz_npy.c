@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_npy.c - the NPY reader (dt_npy_read) and the dataset built from it
  * (dt_dataset_load_npy, dt_dataset_gather), plain or gzip.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_safetensors.c - the safetensors readers of checkpoints and
  * exports: dt_ck_st_read_header, dt_ck_st_read_data and dt_ck_rfinish
  * through dt_ck_rfile (plain or gzip), then dt_ckpt_import.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_sniff.c - the check of a download's first bytes against its format
  * (dt_data_sniff), plain or gzip.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_tokens.c - the token file reader (dt_tokens_load, dt_tokens_gather),
  * plain (mapped) or gzip (inflated).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_vocab.c - the text readers: dt_vocab_build and dt_text_encode on
  * arbitrary text, and dt_vocab_load on arbitrary vocabulary files, plain
  * or gzip.

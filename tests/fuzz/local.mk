@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # tests/fuzz: libFuzzer targets for the readers of untrusted input (the
 # job parser, every data format, the checkpoint and safetensors readers,
 # the HTTP header lines and the download sniffer), with seed corpora.

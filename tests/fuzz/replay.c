@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c - a main for a fuzz target without libFuzzer: runs
  * LLVMFuzzerTestOneInput once on each file given, or, with no argument,
  * on every file of $top_srcdir/tests/fuzz/corpus/NAME/ and

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # run.sh [SECONDS_PER_TARGET] - fuzz dtrain's readers of untrusted input.
 #
 # Builds the library and the libFuzzer targets of tests/fuzz/ with clang,

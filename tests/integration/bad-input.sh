@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Bad job files and bad options exit 2 with a message naming the place,
 # under plain runs and under mpirun, and nothing is written.
 . "${top_srcdir}/tests/integration/lib.sh"

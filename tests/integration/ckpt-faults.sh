@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Damaged checkpoints are skipped with the reason; a write limit during a
 # checkpoint fails clearly and leaves the previous checkpoint loadable; an
 # exported file reads back with numpy alone.

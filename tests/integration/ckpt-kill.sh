@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # SIGKILL at random moments while checkpoints are being written (one every
 # step): a resume always finds a valid checkpoint (or none, and starts
 # over) and ends with the parameters of the uninterrupted run. Also the

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # A checkpoint directory is untrusted input: a FIFO or a symbolic link in
 # place of a file the manifest lists is refused at once (never waited on,
 # never followed), and resume and export fall back to the checkpoint

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Same job, same seed, same world size: byte-identical losses; and
 # `dtrain run -n 2` (which starts mpirun itself) equals mpirun -np 2.
 . "${top_srcdir}/tests/integration/lib.sh"

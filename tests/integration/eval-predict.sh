@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # dtrain eval and predict on a short Fashion-MNIST MLP run with an eval
 # split and a checkpoint every 10 steps:
 # - eval of the last checkpoint gives the eval_loss and eval_accuracy of

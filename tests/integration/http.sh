@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Data over HTTP: a job whose four Fashion-MNIST sources are URLs (with
 # sha256 and size) served by tests/http_server.py on 127.0.0.1.
 #   (a) np=4 downloads each file exactly once (one rank per node fetches,

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # `make install DESTDIR=...`: the program, the manual pages, the README and
 # the example jobs under the docdir (where dtrain(1) says), the bash
 # completion script where bash-completion looks; the installed example
@@ -37,7 +38,8 @@ complete_words() {
 }
 [ "$(complete_words dtrain res)" = resume ] ||
 	fail "res completes to '$(complete_words dtrain res)'"
-[ "$(complete_words dtrain p)" = plan ] || fail "p: $(complete_words dtrain p)"
+[ "$(complete_words dtrain p)" = "plan predict" ] || fail "p: $(complete_words dtrain p)"
+[ "$(complete_words dtrain pl)" = plan ] || fail "pl: $(complete_words dtrain pl)"
 [ "$(complete_words dtrain run --max)" = --max-restarts ] ||
 	fail "run --max: $(complete_words dtrain run --max)"
 [ "$(complete_words dtrain plan --print)" = --print-job ] ||

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every shipped job goes through `dtrain plan --dry-run` (text and JSON) at
 # 1 and 2 ranks; and the plan's FLOPs for the MLP match a hand count.
 . "${top_srcdir}/tests/integration/lib.sh"

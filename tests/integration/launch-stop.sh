@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # A SIGINT to `dtrain run -n 2` (what Ctrl-C at a terminal sends it) reaches
 # the ranks, which finish their step, checkpoint and exit 3, and the
 # launcher exits 3 too, even though each step and its checkpoint take

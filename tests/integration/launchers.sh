@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # What a user of mpirun, srun and scripts relies on: `dtrain --version`
 # names the licence and the build; the exit status of `run -n` is the
 # ranks' (3 after a clean stop, not mpirun's); --mpi-args reaches mpirun;

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Model-parallel layouts keep what data parallelism promises:
 # - a pp2 x dp2 run stopped by SIGTERM and resumed under the same layout
 #   ends with parameters byte-identical to the uninterrupted run and the

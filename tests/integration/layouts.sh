@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every layout with up to 4 ranks trains the same model as one rank: for
 # the MLP, the CNN and the char-GPT jobs as shipped (20 steps, every loss
 # logged), data-parallel, pipeline (GPipe and 1F1B), tensor-parallel and

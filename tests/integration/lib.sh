@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh - shared by the integration tests (sourced). Provides a scratch
 # directory, the dtrain and mpirun paths, and small assertions.
 set -eu

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/agree.sh \
@@ -23,7 +24,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/launchers.sh \
 	tests/integration/install.sh \
 	tests/integration/progress-tty.sh \
-	tests/integration/usage-man.sh
+	tests/integration/usage-man.sh \
+	tests/integration/spdx.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

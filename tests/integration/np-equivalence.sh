@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The same job at np=1, 2 and 3 (oversubscribed), same global batch, gives
 # the same loss at every step to 1e-5 relative; every rank ends with the
 # same parameters (checked by the loss staying equal step after step).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The plan is the contract: the peak resident memory of a real run (GNU
 # time's maximum RSS) is within 25% of the plan's per-rank total, for the
 # shipped jobs (a few steps each).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # `dtrain run -n 2` at a terminal (a tmux pane) draws the progress line
 # although mpirun pipes the ranks' stderr, and redraws it in place: two
 # captures of the pane a while apart show one progress line each, with

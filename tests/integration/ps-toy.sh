@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The parameter server (src/dist/ps.h) on the toy least-squares problem of
 # tests/ps/ps_toy.c, under mpirun:
 #  - sync PS with 1 and 2 servers equals the all-reduce formulation to 1e-6

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Parameter-server data parallelism in whole runs: sync mode with 1 and 2
 # servers gives the all-reduce losses (same global batch, same number of
 # workers) to 1e-5 relative over 30 steps; async with max_staleness 0

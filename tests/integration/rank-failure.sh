@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # One rank that cannot read its data ends the whole job quickly, the
 # message naming the rank; the others do not hang.
 . "${top_srcdir}/tests/integration/lib.sh"

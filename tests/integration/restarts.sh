@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # dtrain run -n 2 --max-restarts 2: one rank SIGKILLed mid-run; the job is
 # restarted from its newest checkpoint and ends with the parameters of the
 # uninterrupted run.

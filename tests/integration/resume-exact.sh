@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # A run stopped by SIGTERM at a given step (in the warmup, mid-epoch, at an
 # epoch boundary) and resumed ends with parameters byte-identical to the
 # uninterrupted run and the same loss lines, at np=1 and np=2; a run

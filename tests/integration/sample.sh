@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # A tiny character model (one transformer block) trained for a few dozen
 # steps on 2 ranks on a text written here: the held-out loss falls, and
 # `dtrain sample` prints the prompt and then exactly the characters asked

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Every source file of the tree carries an SPDX licence line near its top
 # (COPYING: MIT): C sources and headers, shell and Python scripts, the
 # make fragments, configure.ac, the man pages and the example jobs. Test

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # contrib/dtrain_torch.py against dtrain: short runs of the shipped MLP,
 # CNN and char-GPT jobs (few steps, small batches, through --set) and of
 # a job made here of the remaining layer types and settings, each

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # train-function-length.sh - no function in src/train/*.c is longer than
 # 80 lines, counted from the line that names it (at the start of a line,
 # the style's definition form) to its closing brace at the start of a

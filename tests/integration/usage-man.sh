@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # The usage that dtrain prints against dtrain(1): the commands of `dtrain
 # help` are the commands of the SYNOPSIS; each command's usage line (from
 # its option table) equals its SYNOPSIS entry and its COMMANDS heading

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ps_toy.c - the parameter server (src/dist/ps.h) on a toy problem, under
  * mpirun (tests/integration/ps-toy.sh runs it).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gradcheck.c - the finite-difference gradient rig of the layer tests (see
  * gradcheck.h): one node alone through its vtable, a whole model through
  * graph.h, and the record of the types that passed. Central differences

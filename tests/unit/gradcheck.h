@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* gradcheck.h - the finite-difference gradient rig that every layer test
  * shares (test_graph.c, test_graph_layers.c, test_graph_nlp.c), and the
  * record of which layer types have passed a check, which

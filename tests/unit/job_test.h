@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job_test.h - what the files of the job test share. */
 #ifndef DT_JOB_TEST_H
 #define DT_JOB_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_agree.c - Check suite for the start-up agreement (src/dist/agree.c,
  * dt_comm_check_same and friends in src/dist/comm.c) and the job
  * fingerprint (src/job/fingerprint.c), on the single-process

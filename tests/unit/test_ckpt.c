@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ckpt.c - Check suite for src/ckpt: bit-exact save/load round trips
  * (parameters, optimizer state plain and gzip'd, metadata, job text), every
  * kind of damage detected with its reason and skipped by find-latest,

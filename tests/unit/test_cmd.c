@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_cmd.c - the option parser of the commands (cmd/opt.c) on a table
  * made for the test: every kind of value, its range and its refusals by
  * name, --set in order, the operand count, options after the operand, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data.c - Check suite for src/data: the IDX reader (plain and gzip,
  * good files and every kind of damage), datasets, gather, the shuffle and
  * the shard arithmetic. Every test writes its own small files into a

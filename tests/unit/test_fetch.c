@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_fetch.c - Check suite for src/data/fetch.c: local sources, cache
  * names and places, and every way a download can go wrong, against
  * tests/http_server.py on 127.0.0.1 (started here with fork/exec; it

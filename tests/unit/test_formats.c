@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_formats.c - Check suite for the CSV, NPY, token and text readers
  * of src/data/: good files (plain and gzip), then truncated, mistyped and
  * malformed ones, each with the exact message a user would read. Every

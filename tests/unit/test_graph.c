@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_graph.c - Check suite for src/graph/: finite-difference gradient
  * checks of every layer type (alone, through layer.h, and together, through
  * graph.h), the softmax cross-entropy value against a hand computation,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_graph_kern.c - Check suite for the kernel seam (src/graph/kern.h):
  * every loop against a plain double-precision reference written from the
  * formula, at lengths that are and are not multiples of the 8 lanes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_graph_layers.c - Check suite for the image, shape, combining and
  * regularising layers of src/graph/ (conv2d.c, pool.c, shape.c,
  * dropout.c, softmax.c, add.c, concat.c, mse.c, and dense.c and

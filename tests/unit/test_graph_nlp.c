@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_graph_nlp.c - Check suite for the normalisation, embedding and
  * attention layers of src/graph/ (layernorm.c, batchnorm.c, embedding.c,
  * pos_embedding.c, attention.c): finite-difference gradient checks of the

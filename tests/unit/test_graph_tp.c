@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_graph_tp.c - Check suite for tensor parallelism in src/graph/
  * (tensor.c and the split kernels of dense.c and attention.c): a tensor
  * group of 2 or 4 ranks simulated in one process, one thread and one model

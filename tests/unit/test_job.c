@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job.c - Check suite for src/job/: a full job parses to the expected
  * fields, defaults, paths, --set overrides, the write/read round trip,
  * positions, loading a file, and every schema key and every layer type

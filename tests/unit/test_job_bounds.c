@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job_bounds.c - the upper bounds of the integer keys: a value at
  * the bound is taken, one past it is refused with the bound and the
  * number as written (also numbers that do not fit 32 bits, which used to

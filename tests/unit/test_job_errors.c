@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job_errors.c - every kind of job-file error gives its exact message:
  * FILE:LINE:COL, the key, what was expected and what was found, the source
  * line and a caret under the column; YAML 1.2 numbers; --set errors. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job_layers.c - model.layers: every layer type with its keys and
  * defaults, inputs, repeat blocks (names, inputs, count, positions, --set
  * by expanded index) and the exact message of each layer error. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job_sections.c - the data formats and their keys, data sources (paths,
  * URLs, sha256 and size), train.clip_norm/on_nonfinite/schedule, the
  * parallel layout and checkpoint: values, defaults, positions and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_job_utf8.c - every string dt_job_write puts into job.yaml reads
  * back to the same bytes, and a path that is not valid UTF-8 (which
  * libyaml could not read back) is refused at load, naming the key, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_layer_registry.c - every registered layer type has a gradient check.
  *
  * Walks the layer and loss lists of job/layer_types.h: each entry must have

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_optim.c - Check suite for src/optim: the first updates of every
  * optimizer and the learning-rate schedules, against values worked out by
  * hand (the arithmetic is in the comments; numbers rounded to 7 digits). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_plan.c - batch arithmetic, the rank grid and its refusals, the
  * pipeline schedules, stage partitions, the plan's per-rank figures, BLAS
  * threads, the single-process communicator's agreement and the run

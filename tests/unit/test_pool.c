@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pool.c - Check suite for src/util/pool.c: every index of a loop
  * runs exactly once, in the parts pool.h promises, on any pool size and
  * grain; a NULL pool and nested loops run on the calling thread; many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_progress.c - the progress line and log lines (train/progress.c):
  * the one time-span format, the plain line with its ISO 8601 UTC time,
  * DTRAIN_PROGRESS_TTY over the caller's choice, and the ticker that

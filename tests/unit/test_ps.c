@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_ps.c - Check suite for the parts of src/dist/ps.h that need no
  * mpirun: the shard layout, the layout checks, the plan's byte counts and
  * dt_comm_split on a single-process communicator. The protocol itself runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tfevents.c - Check suite for src/util/tfevents.c: CRC-32C against
  * the published check values, and an event file read back by a decoder
  * written here from the format description (tfevents.h), field by field. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_util.c - the shared helpers of src/util/: byte order (endian.h),
  * atomic file replacement (fileio.h) and zlib's gz* errors (gz.h). */
 #include <check.h>
