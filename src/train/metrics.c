@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "train/rundir.h"
+#include "util/jsonnum.h"
 
 #define ADD(o, key, val) json_object_object_add(o, key, val)
 
@@ -35,7 +36,7 @@ add_staleness(struct dt_ps *ps, struct json_object *o)
 
 	if (ps == NULL || dt_ps_stats(ps, &st, &e) != DT_OK)
 		return;
-	ADD(o, "staleness_mean", json_object_new_double(st.staleness_mean));
+	ADD(o, "staleness_mean", dt_json_number(st.staleness_mean));
 	ADD(o, "staleness_max", json_object_new_int64(st.staleness_max));
 }
 
@@ -46,10 +47,10 @@ dt_metrics_log(struct dt_run *r, const struct dt_log_line *line)
 
 	ADD(o, "step", json_object_new_int64(r->position.step));
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
-	ADD(o, "loss", json_object_new_double(line->loss));
-	ADD(o, "lr", json_object_new_double(line->lr));
-	ADD(o, "samples_per_s", json_object_new_double(line->samples_per_s));
-	ADD(o, "data_wait_s", json_object_new_double(line->data_wait_s));
+	ADD(o, "loss", dt_json_number(line->loss));
+	ADD(o, "lr", dt_json_number(line->lr));
+	ADD(o, "samples_per_s", dt_json_number(line->samples_per_s));
+	ADD(o, "data_wait_s", dt_json_number(line->data_wait_s));
 	add_staleness(dt_grad_sync_servers(r->sync), o);
 	if (r->position.skipped > 0)
 		ADD(o, "skipped_steps",
@@ -64,8 +65,8 @@ dt_metrics_eval(struct dt_run *r, double loss, double accuracy)
 
 	ADD(o, "step", json_object_new_int64(r->position.step));
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
-	ADD(o, "eval_loss", json_object_new_double(loss));
-	ADD(o, "eval_accuracy", json_object_new_double(accuracy));
+	ADD(o, "eval_loss", dt_json_number(loss));
+	ADD(o, "eval_accuracy", dt_json_number(accuracy));
 	metrics_line(r, o);
 }
 
@@ -145,7 +146,7 @@ add_servers(struct json_object *o, const struct dt_run *r)
 	 * counts any staler than the bound (always 0). */
 	ADD(o, "staleness_histogram", h);
 	ADD(o, "server_bytes_per_step",
-	    json_object_new_double(ps.server_bytes_per_step));
+	    dt_json_number(ps.server_bytes_per_step));
 }
 
 static void
@@ -202,13 +203,13 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	ADD(o, "name", json_object_new_string(r->job->name));
 	ADD(o, "steps", json_object_new_int64(res->steps));
 	ADD(o, "samples", json_object_new_int64(res->samples));
-	ADD(o, "train_loss", json_object_new_double(res->train_loss));
+	ADD(o, "train_loss", dt_json_number(res->train_loss));
 	ADD(o, "eval_loss", r->have_eval ?
-	    json_object_new_double(res->eval_loss) : NULL);
+	    dt_json_number(res->eval_loss) : NULL);
 	ADD(o, "eval_accuracy", r->have_eval ?
-	    json_object_new_double(res->eval_accuracy) : NULL);
-	ADD(o, "wall_s", json_object_new_double(res->wall_s));
-	ADD(o, "samples_per_s", json_object_new_double(res->samples_per_s));
+	    dt_json_number(res->eval_accuracy) : NULL);
+	ADD(o, "wall_s", dt_json_number(res->wall_s));
+	ADD(o, "samples_per_s", dt_json_number(res->samples_per_s));
 	ADD(o, "world_size", json_object_new_int(r->plan.world_size));
 	ADD(o, "data_parallel", json_object_new_int(r->plan.dp_size));
 	ADD(o, "global_batch", json_object_new_int64(r->plan.global_batch));
