@@ -131,11 +131,17 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 		return dt_errorf(err, DT_ERR_IO, "checkpoint path too long");
 	if (r->rank != 0)
 		return DT_OK;
-	if (opts->resume)
-		return DT_OK;	/* job.yaml once there is something to do */
-	st = dt_rundir_prepare(r->dir, err);
-	if (st == DT_OK)
-		st = save_job(r, err);
+	/* One run per directory, from here to the end of the run: taken
+	 * before anything in it is looked at when it exists, so that a
+	 * second run is told who holds it, and right after it is made. */
+	if (access(r->dir, F_OK) == 0)
+		st = dt_rundir_lock(r->dir, &r->dir_lock, err);
+	if (st == DT_OK && !opts->resume)
+		st = dt_rundir_prepare(r->dir, err);
+	if (st == DT_OK && r->dir_lock < 0)
+		st = dt_rundir_lock(r->dir, &r->dir_lock, err);
+	if (st == DT_OK && !opts->resume)
+		st = save_job(r, err);	/* resume: once there is work */
 	return st;
 }
 
@@ -455,6 +461,8 @@ run_fini(struct dt_run *r)
 	free(r->perm);
 	free(r->report);
 	dt_plan_fini(&r->plan);
+	if (r->dir_lock >= 0)
+		close(r->dir_lock);	/* releases the run directory */
 }
 
 static void
@@ -473,6 +481,7 @@ run_init(struct dt_run *r, const struct dt_job *job, struct dt_comm *comm,
 	r->perm_epoch = -1;
 	r->last_ckpt_step = -1;
 	r->resumed_from = -1;
+	r->dir_lock = -1;
 }
 
 enum dt_status

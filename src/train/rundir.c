@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -83,4 +84,50 @@ dt_rundir_write_atomic(const char *path,
 		       void *ctx, struct dt_error *err)
 {
 	return dt_file_write_atomic(path, fn, ctx, err);
+}
+
+enum dt_status
+dt_rundir_lock(const char *dir, int *fd_out, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 16], holder[256], host[128] = "?";
+	ssize_t n;
+	int fd, len;
+
+	*fd_out = -1;
+	if (snprintf(path, sizeof path, "%s/lock", dir) >= (int)sizeof path)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0)
+				     : -1;
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s",
+					 path, strerror(e));
+		holder[n > 0 ? n : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		return dt_errorf(err, DT_ERR_EXISTS, "%s is in use by another "
+				 "dtrain (%s; %s): wait for it to end, or give "
+				 "this run another --run-dir", dir,
+				 holder[0] != '\0' ? holder : "holder unknown",
+				 path);
+	}
+	gethostname(host, sizeof host);
+	host[sizeof host - 1] = '\0';
+	len = snprintf(holder, sizeof holder, "pid %ld on host %s\n",
+		       (long)getpid(), host);
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, holder, (size_t)len, 0) != len) {
+		int e = errno;
+
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", path,
+				 strerror(e));
+	}
+	*fd_out = fd;
+	return DT_OK;
 }

@@ -14,6 +14,18 @@
  * how to choose another. DT_ERR_IO naming the path if it cannot be made. */
 enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 
+/* Takes the run directory dir (which must exist) for this process: an
+ * exclusive flock(2) on dir/lock, held until *fd_out is closed (or the
+ * process ends, however it ends), into which "pid PID on host HOST" is
+ * written for whoever finds it taken. Two runs or resumes into one
+ * directory would otherwise both succeed and interleave their files.
+ * On success *fd_out is the open lock file (the caller closes it).
+ * Errors: DT_ERR_EXISTS "DIR is in use by another dtrain (pid P on host
+ * H; DIR/lock): ..." when another process holds it, at once (no wait);
+ * DT_ERR_IO naming the path. *fd_out is then -1. */
+enum dt_status dt_rundir_lock(const char *dir, int *fd_out,
+			      struct dt_error *err);
+
 /* Writes a file atomically: fn(out, ctx) fills a temporary file next to
  * path, which is fsync'd and renamed over path, then the directory is
  * fsync'd. Nothing is left at path (or at the temporary name) on failure. */

@@ -44,6 +44,8 @@ struct dt_run {
 	int rank;
 	struct dt_plan plan;		/* the plan this run executes */
 	char dir[DT_JOB_PATH_MAX];
+	int dir_lock;			/* rank 0: the run directory's lock
+					 * (dt_rundir_lock), else -1 */
 	char ckpt_dir[DT_JOB_PATH_MAX];
 	struct dt_batch_source train, eval;
 	int have_eval;
