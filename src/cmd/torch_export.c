@@ -39,29 +39,20 @@
 #include "train/rundir.h"
 #include "util/alloc.h"
 
+/* The type word of a layer kind, from the one list of layer types
+ * (job/layer_types.h), so a new type needs no line here. */
+#define KIND_WORD_CASE(NAME, word, ...) \
+	case DT_LAYER_##NAME:           \
+		return #word;
 static const char *
 kind_word(enum dt_layer_kind k)
 {
 	switch (k) {
-	case DT_LAYER_DENSE: return "dense";
-	case DT_LAYER_CONV2D: return "conv2d";
-	case DT_LAYER_MAXPOOL2D: return "maxpool2d";
-	case DT_LAYER_AVGPOOL2D: return "avgpool2d";
-	case DT_LAYER_FLATTEN: return "flatten";
-	case DT_LAYER_RESHAPE: return "reshape";
-	case DT_LAYER_DROPOUT: return "dropout";
-	case DT_LAYER_LAYERNORM: return "layernorm";
-	case DT_LAYER_BATCHNORM: return "batchnorm";
-	case DT_LAYER_EMBEDDING: return "embedding";
-	case DT_LAYER_POS_EMBEDDING: return "pos_embedding";
-	case DT_LAYER_ATTENTION: return "attention";
-	case DT_LAYER_ACTIVATION: return "activation";
-	case DT_LAYER_SOFTMAX: return "softmax";
-	case DT_LAYER_ADD: return "add";
-	case DT_LAYER_CONCAT: return "concat";
+		DT_LAYER_TYPES(KIND_WORD_CASE)
 	}
 	return "unknown";
 }
+#undef KIND_WORD_CASE
 
 /* The torch module name of a layer name. */
 static void

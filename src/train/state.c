@@ -140,9 +140,9 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		st = dt_ps_gather_state(servers, dt_model_params(r->model),
 					r->rank == 0 ? bufs : NULL,
 					r->rank == 0 ? &steps : NULL, err);
-		if (st != DT_OK)
-			return st;
-		if (r->rank == 0)
+		/* A failure goes on to the agreement below, so that every
+		 * worker learns of it instead of waiting there. */
+		if (st == DT_OK && r->rank == 0)
 			dt_optim_set_steps(r->optim, steps);
 	}
 	if (r->rank == 0 && st == DT_OK) {
