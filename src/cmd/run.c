@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -488,6 +489,33 @@ precheck(const struct run_args *a, const struct dt_job *job,
 	return dt_rundir_prepare(dir, err);
 }
 
+/* Waits (at most a minute) until no process holds the run directory's
+ * lock (train/rundir.h): mpirun can return while the failed job's rank 0,
+ * which holds it, is still finishing its step and checkpoint, and the
+ * restarted job's rank 0 would then be refused. After the minute the
+ * restart goes ahead and is refused with the holder named. */
+static void
+wait_rundir_free(const char *dir)
+{
+	char path[DT_JOB_PATH_MAX + 16];
+	struct timespec nap = { 0, 100 * 1000 * 1000 };
+	int fd;
+
+	if (snprintf(path, sizeof path, "%s/lock", dir) >= (int)sizeof path)
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;		/* never taken: nothing to wait for */
+	for (int i = 0; i < 600 && stop_count == 0; i++) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			flock(fd, LOCK_UN);
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+	close(fd);
+}
+
 /* With the watchdog on (parallel.timeout_s T), Open MPI's daemons probe
  * their idle TCP links every T/2 s and give up after three unanswered
  * probes, so that mpirun ends a job whose host went away within (1.5T,
@@ -584,6 +612,7 @@ launch(int argc, char **argv, const struct run_args *a,
 		fprintf(stderr, "dtrain: the job failed (exit %d); restarting "
 			"from the newest checkpoint in %s (restart %d of %d)\n",
 			rc, dir, attempt + 1, a->max_restarts);
+		wait_rundir_free(dir);
 		args = child_argv(argc, argv, a, self, np, sizeof np, 1, dir,
 				  &mpi_words);
 	}
