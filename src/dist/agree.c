@@ -269,8 +269,9 @@ static void
 where_text(const struct dt_job *job, const char *key, char *buf,
 	   size_t size)
 {
-	char w[1024], tail[300];
+	char w[1024], tail[600];
 	size_t n, t;
+	int k;
 
 	buf[0] = '\0';
 	if (job == NULL || strncmp(key, "build.", 6) == 0 ||
@@ -278,7 +279,9 @@ where_text(const struct dt_job *job, const char *key, char *buf,
 	    strcmp(key, "job.sha256") == 0)
 		return;
 	dt_job_where(job, key, w, sizeof w);
-	snprintf(tail, sizeof tail, ": %s: ", key);
+	k = snprintf(tail, sizeof tail, ": %s: ", key);
+	if (k < 0 || (size_t)k >= sizeof tail)
+		return;		/* no key is that long (the schema's) */
 	n = strlen(w);
 	t = strlen(tail);
 	if (n >= t && strcmp(w + n - t, tail) == 0)
