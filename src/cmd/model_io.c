@@ -50,11 +50,11 @@ find_checkpoint(const char *dir, int64_t step, struct dt_cmd_model *cm,
 	return st;
 }
 
-/* Loads cm->ckpt/params.safetensors into the model's arena. */
-static enum dt_status
-load_params(struct dt_cmd_model *cm, struct dt_error *err)
+/* See model_io.h. */
+enum dt_status
+dt_cmd_import_params(struct dt_model *m, const char *ckpt,
+		     struct dt_error *err)
 {
-	struct dt_model *m = cm->model;
 	int n = dt_model_n_tensors(m);
 	struct dt_ckpt_target *t = dt_xcalloc((size_t)n, sizeof *t);
 	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n,
@@ -63,7 +63,7 @@ load_params(struct dt_cmd_model *cm, struct dt_error *err)
 	float *params = dt_model_params(m);
 	enum dt_status st;
 
-	snprintf(file, sizeof file, "%s/params.safetensors", cm->ckpt);
+	snprintf(file, sizeof file, "%s/params.safetensors", ckpt);
 	for (int i = 0; i < n; i++) {
 		struct dt_tensor_info ti;
 
@@ -111,7 +111,7 @@ dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 	if (st == DT_OK)
 		st = dt_model_new(cm->job, max_batch, &cm->model, err);
 	if (st == DT_OK)
-		st = load_params(cm, err);
+		st = dt_cmd_import_params(cm->model, cm->ckpt, err);
 	if (st != DT_OK)
 		dt_cmd_model_close(cm);
 	return st;
@@ -168,4 +168,19 @@ dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err)
 			return dt_comm_mpi_new(out, err);
 	*out = dt_comm_self_new();
 	return DT_OK;
+}
+
+int
+dt_cmd_comm_finish(struct dt_comm *comm, enum dt_status st,
+		   struct dt_error *err)
+{
+	if (st != DT_OK && comm != NULL && dt_comm_size(comm) > 1) {
+		fprintf(stderr, "dtrain: rank %d: %s\n", dt_comm_rank(comm),
+			err->msg);
+		dt_comm_abort(comm, dt_status_exit_code(st));
+	}
+	dt_comm_free(comm);
+	if (st != DT_OK)
+		return dt_cmd_fail(st, err);
+	return 0;
 }

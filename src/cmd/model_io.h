@@ -51,10 +51,26 @@ const float *dt_cmd_model_logits(const struct dt_cmd_model *cm,
 void dt_cmd_model_logits_shape(const struct dt_cmd_model *cm, int *n_dims,
 			       int64_t dims[4]);
 
+/* Loads the parameters in CKPT/params.safetensors (a checkpoint
+ * directory) into m, tensor by tensor under their "node.tensor" names and
+ * shapes (the checkpoint's optimizer state is not needed). Errors as
+ * dt_ckpt_import's: DT_ERR_FORMAT naming the tensor and both shapes,
+ * DT_ERR_IO naming the file; m's parameters are then partly loaded. */
+struct dt_model;
+enum dt_status dt_cmd_import_params(struct dt_model *m, const char *ckpt,
+				    struct dt_error *err);
+
 /* The communicator for a command that may run on many ranks: MPI when
  * the process was started by a launcher (mpirun, srun), else a single
  * process without MPI. Never NULL on DT_OK. */
 struct dt_comm;
 enum dt_status dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err);
+
+/* The end of eval and predict: a failure on one of several ranks is
+ * printed with the rank and ends the job with MPI_Abort (the others may
+ * be inside a collective); then comm is freed (NULL is fine) and the
+ * command's exit code returned: 0, or dt_cmd_fail's for st and err. */
+int dt_cmd_comm_finish(struct dt_comm *comm, enum dt_status st,
+		       struct dt_error *err);
 
 #endif

@@ -441,15 +441,7 @@ cmd_predict(int argc, char **argv)
 	free(ids);
 	free(in.x);
 	dt_cmd_model_close(&cm);
-	if (st != DT_OK && comm != NULL && dt_comm_size(comm) > 1) {
-		fprintf(stderr, "dtrain: rank %d: %s\n", dt_comm_rank(comm),
-			err.msg);
-		dt_comm_abort(comm, dt_status_exit_code(st));
-	}
-	dt_comm_free(comm);
-	if (st != DT_OK)
-		return dt_cmd_fail(st, &err);
-	return 0;
+	return dt_cmd_comm_finish(comm, st, &err);
 }
 
 const struct dt_cmd dt_cmd_predict = {

@@ -21,6 +21,7 @@
  * and the index of the generated token), so a seed gives the same text on
  * any machine with the same parameters and BLAS. */
 #include "cmd/cmd.h"
+#include "cmd/model_io.h"
 
 #include <errno.h>
 #include <math.h>
@@ -233,11 +234,6 @@ load_params(const char *dir, struct dt_model *m, int64_t *step,
 	    struct dt_error *err)
 {
 	char ckpt_dir[DT_JOB_PATH_MAX], latest[DT_JOB_PATH_MAX + 64];
-	char file[DT_JOB_PATH_MAX + 96];
-	int n = dt_model_n_tensors(m);
-	struct dt_ckpt_target *t;
-	char (*names)[DT_CKPT_NAME_MAX];
-	float *params = dt_model_params(m);
 	enum dt_status st;
 
 	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, err);
@@ -252,26 +248,9 @@ load_params(const char *dir, struct dt_model *m, int64_t *step,
 			       "an interrupted run", dir, ckpt_dir, dir);
 	if (st != DT_OK)
 		return st;
-	snprintf(file, sizeof file, "%s/params.safetensors", latest);
 	/* The checkpoint's own loader wants the optimizer state listed too;
 	 * the parameters file alone is a plain safetensors file. */
-	t = dt_xcalloc((size_t)n, sizeof *t);
-	names = dt_xcalloc((size_t)n, sizeof *names);
-	for (int i = 0; i < n; i++) {
-		struct dt_tensor_info ti;
-
-		dt_model_tensor_info(m, i, &ti);
-		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
-		t[i].name = names[i];
-		t[i].data = params + ti.offset;
-		t[i].n_dims = ti.n_dims;
-		for (int d = 0; d < ti.n_dims; d++)
-			t[i].shape[d] = ti.shape[d];
-	}
-	st = dt_ckpt_import(file, t, (size_t)n, err);
-	free(t);
-	free(names);
-	return st;
+	return dt_cmd_import_params(m, latest, err);
 }
 
 /* The next token from probs (n values, n >= 1): the argmax at temperature
