@@ -25,6 +25,11 @@ main(int argc, char **argv)
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		if (argc > 2) {
+			fprintf(stderr, "dtrain: %s takes no arguments, "
+				"found \"%s\"\n", argv[1], argv[2]);
+			return 2;
+		}
 		dt_cmd_print_version(stdout);
 		return 0;
 	}

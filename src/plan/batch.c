@@ -140,6 +140,39 @@ place(const struct dt_job *job, const char *key, char *buf, size_t size)
 		buf[len - klen - 4] = '\0';
 }
 
+/* When the data-parallel degree dp came from the rank count (the job
+ * gives none), the degrees that would fit a global batch g of per-rank
+ * multiple `per` (micro_batch, or grad_accum_steps), into buf as
+ * "; data-parallel degrees that fit: 1, 2, 3, 4, 6, 8 (-n sets the
+ * degree: ranks / (pipeline x tensor))", or "" when the job fixes dp or
+ * no degree up to 2 x dp + 8 fits. */
+static void
+dp_hint(const struct dt_job *job, int64_t g, int64_t per, int64_t dp,
+	char *buf, size_t size)
+{
+	size_t used;
+	int found = 0;
+
+	buf[0] = '\0';
+	if (job->parallel.data_parallel > 0 || per <= 0)
+		return;
+	used = (size_t)snprintf(buf, size, "; data-parallel degrees that fit:");
+	for (int64_t d = 1; d <= 2 * dp + 8 && found < 8 && used < size; d++) {
+		if (g % (per * d) != 0)
+			continue;
+		used += (size_t)snprintf(buf + used, size - used, "%s %lld",
+					 found ? "," : "", (long long)d);
+		found++;
+	}
+	if (found == 0) {
+		buf[0] = '\0';
+		return;
+	}
+	if (used < size)
+		snprintf(buf + used, size - used, " (-n sets the degree: "
+			 "ranks / (pipeline x tensor))");
+}
+
 /* With a pipeline, parallel.micro_batches is grad_accum_steps: fixes *k
  * when the job gives it, after checking it against train.grad_accum_steps
  * and against the value train.global_batch and train.micro_batch give. */
@@ -190,6 +223,7 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 	int64_t k = job->train.grad_accum_steps, dp = world_size;
 	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
 	const char *pipe = "";
+	char hint[160];
 	char where[512];
 	enum dt_status st;
 
@@ -291,30 +325,32 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 		}
 	} else if (g != 0 && m != 0) {
 		if (g % (m * dp) != 0) {
+			dp_hint(job, g, m, dp, hint, sizeof hint);
 			dt_job_where(job, "train.global_batch", where,
 				     sizeof where);
 			return dt_errorf(err, DT_ERR_PLAN,
 					 "%sglobal batch %lld is not a multiple "
 					 "of micro_batch %lld x data-parallel "
-					 "degree %lld = %lld%s",
+					 "degree %lld = %lld%s%s",
 					 where, (long long)g, (long long)m,
 					 (long long)dp, (long long)(m * dp),
-					 pipe);
+					 hint, pipe);
 		}
 		k = g / (m * dp);
 	} else if (g != 0) {
 		if (k == 0)
 			k = 1;
 		if (g % (k * dp) != 0) {
+			dp_hint(job, g, k, dp, hint, sizeof hint);
 			dt_job_where(job, "train.global_batch", where,
 				     sizeof where);
 			return dt_errorf(err, DT_ERR_PLAN,
 					 "%sglobal batch %lld is not a multiple "
 					 "of grad_accum_steps %lld x "
-					 "data-parallel degree %lld = %lld%s",
+					 "data-parallel degree %lld = %lld%s%s",
 					 where, (long long)g, (long long)k,
 					 (long long)dp, (long long)(k * dp),
-					 pipe);
+					 hint, pipe);
 		}
 		m = g / (k * dp);
 	} else {

@@ -580,9 +580,10 @@ dt_plan_print(const struct json_object *d, FILE *out)
 
 	json_object_object_get_ex(d, "name", &x);
 	fprintf(out, "plan for %s\n\n", json_object_get_string(x));
-	fprintf(out, "grid: %lld ranks = data-parallel %lld x pipeline %lld x "
-		"tensor %lld; %lld BLAS thread(s) per rank\n",
+	fprintf(out, "grid: %lld rank%s = data-parallel %lld x pipeline %lld "
+		"x tensor %lld; %lld BLAS thread(s) per rank\n",
 		(long long)get_i(d, "grid", "world_size"),
+		get_i(d, "grid", "world_size") == 1 ? "" : "s",
 		(long long)get_i(d, "grid", "data_parallel"),
 		(long long)pp,
 		(long long)get_i(d, "grid", "tensor_parallel"),

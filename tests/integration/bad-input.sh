@@ -17,6 +17,12 @@ expect_fail 2 'global batch 96 is not a multiple of grad_accum_steps 2 x data-pa
 	mpi 5 "$DTRAIN" run good.yaml
 expect_fail 2 'global batch 96 is not a multiple' \
 	"$DTRAIN" run -n 5 good.yaml
+# The degree comes from -n: the message lists the degrees that fit 96 / 2.
+expect_fail 2 'data-parallel degrees that fit: 1, 2, 3, 4, 6, 8, 12, 16 \(-n sets' \
+	"$DTRAIN" run -n 5 good.yaml
+# A job that fixes the degree gets no such list.
+expect_fail 2 'degree 5 = 10$' \
+	"$DTRAIN" run -n 5 --set parallel.data_parallel=5 good.yaml
 expect_fail 2 'usage: dtrain run' "$DTRAIN" run
 expect_fail 2 'unknown command' "$DTRAIN" frobnicate
 expect_fail 2 'No such file|cannot' "$DTRAIN" run missing.yaml

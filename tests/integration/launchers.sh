@@ -25,6 +25,8 @@ if command -v ompi_info >/dev/null 2>&1; then
 fi
 zv=$("$PYTHON" -c 'import zlib; print(zlib.ZLIB_RUNTIME_VERSION)')
 grep -qx "zlib: $zv" version.txt || fail "zlib: want $zv, got $(grep ^zlib version.txt)"
+expect_fail 2 '^dtrain: --version takes no arguments, found "extra"$' \
+	"$DTRAIN" --version extra
 grep -Eqx 'sanitizers: (yes|no)' version.txt || fail "sanitizers is not yes or no"
 # The configure switch, as config.h records it.
 cfg="$(dirname "$DTRAIN")/config.h"
