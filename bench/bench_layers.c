@@ -41,6 +41,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 
 #define WARMUP_ITERS 5
 #define PEAK_N 1024
@@ -154,6 +155,7 @@ main(int argc, char **argv)
 	struct dt_error err;
 	struct dt_model *m;
 	struct dt_optim *o;
+	struct dt_pool *pool;
 	struct dt_pass p;
 	int64_t iters = argc > 2 ? atoll(argv[2]) : 50, mb, in, per, classes;
 	int64_t n_peak = 0, bound;
@@ -187,6 +189,10 @@ main(int argc, char **argv)
 	}
 	nn = m->n_nodes;
 	o = dt_optim_new(&job, dt_model_n_trained(m));
+	/* The rank's own threads, as dtrain run gives them. */
+	pool = dt_pool_new(threads);
+	dt_model_set_pool(m, pool);
+	dt_optim_set_pool(o, pool);
 	in = dt_model_input_size(m);
 	per = dt_model_labels_per_sample(m);
 	classes = dt_model_n_classes(m);
@@ -223,6 +229,7 @@ main(int argc, char **argv)
 	p.labels = labels;
 	p.grad_scale = 1.0f / (float)mb;
 	p.seed = m->seed;
+	p.pool = pool;
 	for (int64_t s = 0; s < iters + WARMUP_ITERS; s++) {
 		int64_t k = s - WARMUP_ITERS;
 		double t0, t1;
@@ -338,5 +345,6 @@ main(int argc, char **argv)
 	free(labels);
 	dt_optim_free(o);
 	dt_model_free(m);
+	dt_pool_free(pool);
 	return 0;
 }

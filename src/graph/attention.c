@@ -68,6 +68,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 #define ATTENTION_INIT_STD 0.02f
@@ -185,15 +186,14 @@ attn_group(const struct dt_node *n, const struct dt_pass *p)
 	return p->tp;
 }
 
-/* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL. */
+/* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL;
+ * the bias broadcast on the pool. */
 static void
-affine(const float *x, const float *w, const float *b, float *y, int rows,
-       int inner, int cols)
+affine(struct dt_pool *pool, const float *x, const float *w, const float *b,
+       float *y, int rows, int inner, int cols)
 {
 	if (b != NULL)
-		for (int r = 0; r < rows; r++)
-			memcpy(y + (size_t)r * cols, b,
-			       (size_t)cols * sizeof(float));
+		dt_kern_par_broadcast(pool, b, y, rows, cols);
 	dt_kern_sgemm(0, 0, rows, cols,
 		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
 		    cols);
@@ -361,6 +361,68 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
 		       (size_t)hs * sizeof(float));
 }
 
+/* The heads of a micro-batch, forward or backward, split over the pass's
+ * thread pool by samples: a part takes whole samples, each of whose heads
+ * [h0, h1) runs as head_forward or head_backward does alone, on one BLAS
+ * thread (its own threads would compete for the same cores; the count
+ * goes back afterwards). Every head reads and writes only its sample's
+ * rows of qkv, att, y and (backward) ds, so the pool size changes no bit;
+ * nor do the BLAS threads, as long as OpenBLAS would have run the
+ * per-head products on one thread anyway (below its threading threshold,
+ * as at the char-GPT job's T = 64; dtrain-job(5)). */
+struct heads_job {
+	const struct dt_node *n;
+	int64_t batch;
+	int h0, h1;
+	bool backward;
+};
+
+static void
+heads_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct heads_job *j = ctx;
+	const struct dt_node *n = j->n;
+	const int t = (int)n->in_shape[0].dim[0];
+	const int c = (int)n->in_shape[0].dim[1];
+	const int heads = (int)n->spec.heads, hs = c / heads;
+	const float scale = 1.0f / sqrtf((float)hs);
+	float *qkv = n->scratch;			/* (B, T, 3C) */
+	float *att = qkv + j->batch * t * 3 * c;	/* (B, h, T, T) */
+	float *y = att + j->batch * heads * t * t;	/* (B, T, C) */
+	float *ds = y + j->batch * t * c;		/* (B, T, T) */
+
+	for (int64_t b = lo; b < hi; b++) {
+		for (int h = j->h0; h < j->h1; h++) {
+			float *q = qkv + b * t * 3 * c + h * hs;
+			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+			float *a = att + (b * heads + h) * t * t; /* (T, T) */
+			float *yh = y + b * t * c + h * hs;	/* ld C */
+
+			if (j->backward)
+				head_backward(q, k, v, a, yh, ds + b * t * t,
+					      t, hs, 3 * c, c, scale,
+					      n->spec.causal);
+			else
+				head_forward(q, k, v, a, yh, t, hs, 3 * c, c,
+					     scale, n->spec.causal);
+		}
+	}
+}
+
+static void
+heads_run(const struct dt_node *n, const struct dt_pass *p, int h0, int h1,
+	  bool backward)
+{
+	struct heads_job j = {
+		.n = n, .batch = p->batch, .h0 = h0, .h1 = h1,
+		.backward = backward,
+	};
+	int blas = dt_kern_set_threads(1);
+
+	dt_pool_for(p->pool, p->batch, 1, heads_part, &j);
+	dt_kern_set_threads(blas);
+}
+
 static void
 attention_forward(struct dt_node *n, struct dt_pass *p,
 		  const float *const *in)
@@ -370,7 +432,6 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 	const int t = (int)n->in_shape[0].dim[0];
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
-	const float scale = 1.0f / sqrtf((float)hs);
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
@@ -382,22 +443,13 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 
 	assert(batch * t <= INT_MAX);
 	if (tp == NULL)
-		affine(in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
+		affine(p->pool, in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
 		       qkv, (int)(batch * t), c, 3 * c);
 	else
 		share_qkv_forward(&w, in[0], qkv, (int)(batch * t), c, c0, cl);
-	for (int64_t b = 0; b < batch; b++) {
-		for (int h = h0; h < h1; h++) {
-			const float *q = qkv + b * t * 3 * c + h * hs;
-			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-
-			head_forward(q, k, v, att + (b * heads + h) * t * t,
-				     y + b * t * c + h * hs, t, hs, 3 * c, c,
-				     scale, n->spec.causal);
-		}
-	}
+	heads_run(n, p, h0, h1, false);
 	if (tp == NULL)
-		affine(y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
+		affine(p->pool, y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
 		       n->out, (int)(batch * t), c, c);
 	else
 		share_proj_forward(&w, tp, y, n->out, (int)(batch * t), c, c0,
@@ -448,12 +500,10 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
 	const int rows = (int)(batch * t);
-	const float scale = 1.0f / sqrtf((float)hs);
 	const float *dout = n->dout;			/* (B, T, C) */
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
-	float *ds = y + batch * t * c;			/* (B, T, T) */
 	const struct dt_tp *tp = attn_group(n, p);
 	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
 	const int h0 = tp ? h1 - heads / tp->size : 0;
@@ -465,21 +515,12 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
-		add_column_sums(dout, c, w.b_proj->grad, rows, c);
+		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
 	dt_kern_sgemm(0, 1, rows, cl, c, 1.0f,
 		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
 		    c);
 
-	for (int64_t b = 0; b < batch; b++) {
-		for (int h = h0; h < h1; h++) {
-			float *q = qkv + b * t * 3 * c + h * hs;
-			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-
-			head_backward(q, k, v, att + (b * heads + h) * t * t,
-				      y + b * t * c + h * hs, ds + b * t * t,
-				      t, hs, 3 * c, c, scale, n->spec.causal);
-		}
-	}
+	heads_run(n, p, h0, h1, true);
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
@@ -487,7 +528,8 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
 			    w.w_qkv->grad, 3 * c);
 		if (w.b_qkv != NULL)
-			add_column_sums(qkv, 3 * c, w.b_qkv->grad, rows, 3 * c);
+			dt_kern_par_col_sums(p->pool, qkv, 3 * c,
+					     w.b_qkv->grad, rows, 3 * c);
 		if (din[0] != NULL)
 			dt_kern_sgemm(0, 1,
 				    rows, c, 3 * c, 1.0f, qkv, 3 * c,

@@ -179,10 +179,8 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	/* Broadcasting b into Y first lets the sgemm add the product with
 	 * beta = 1, saving a second pass over Y. */
 	if (n->n_tensors > 1) {
-		const float *b = n->tensor[1].data;	/* (out) */
-
-		for (int64_t r = 0; r < rows; r++)
-			memcpy(y + r * n_out, b, (size_t)n_out * sizeof(float));
+		dt_kern_par_broadcast(p->pool, n->tensor[1].data, y, rows,
+				      n_out);
 		beta = 1.0f;
 	}
 	dt_kern_sgemm(0, 0, (int)rows,
@@ -285,7 +283,8 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	dt_kern_sgemm(1, 0, n_in, n_out,
 		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
 	if (n->n_tensors > 1)
-		bias_grad(dy, n->tensor[1].grad, rows, n_out);
+		dt_kern_par_col_sums(p->pool, dy, n_out, n->tensor[1].grad,
+				     rows, n_out);
 	if (din[0] != NULL)
 		dt_kern_sgemm(0, 1, (int)rows,
 			    n_in, n_out, 1.0f, dy, n_out, w, n_out,

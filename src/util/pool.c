@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* pool.c - the deterministic thread pool of pool.h: POSIX threads, one
  * mutex and two condition variables; a loop is published as a
- * generation number the workers wait for. */
+ * generation number the workers wait for.
+ *
+ * Waking a sleeping thread costs tens of microseconds, about what a
+ * layer's elementwise loop takes, and a step runs a few hundred loops
+ * back to back. So a worker that finishes its part, and the caller
+ * waiting for the workers, first poll for a while (DT_POOL_SPIN_NS),
+ * yielding the core at every poll so that a runnable thread (OpenBLAS's,
+ * another rank's) is not kept from it, and only then sleep. */
 #include "util/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/alloc.h"
 
-/* How many times the caller polls for the workers before it sleeps: a few
- * microseconds, about what a worker's part of a short loop takes. */
-#define DT_POOL_SPIN 4000
+/* How long a worker polls for the next loop, and the caller for the
+ * workers' parts, before sleeping: about the gap between two loops of a
+ * layer, or between the loops of consecutive layers (nanoseconds). */
+#define DT_POOL_SPIN_NS 60000
 
 struct dt_pool;
 
@@ -31,9 +41,10 @@ struct dt_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t wake;	/* a new generation or stop */
 	pthread_cond_t done;	/* pending reached 0 */
-	/* The loop of the current generation, written under mu: */
-	uint64_t gen;
-	bool stop;
+	/* The loop of the current generation, written under mu (gen and stop
+	 * are also polled without it): */
+	atomic_uint_fast64_t gen;
+	atomic_bool stop;
 	int parts;
 	int64_t n;
 	dt_pool_fn *fn;
@@ -51,6 +62,51 @@ part_range(int64_t n, int parts, int t, int64_t *lo, int64_t *hi)
 	*hi = n * (t + 1) / parts;
 }
 
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Polls until ready(p, arg) or DT_POOL_SPIN_NS pass; true when ready. */
+static bool
+spin_until(struct dt_pool *p, bool (*ready)(struct dt_pool *, uint64_t),
+	   uint64_t arg)
+{
+	int64_t end = 0;
+
+	for (int i = 0;; i++) {
+		if (ready(p, arg))
+			return true;
+		if ((i & 15) == 0) {
+			int64_t t = now_ns();
+
+			if (end == 0)
+				end = t + DT_POOL_SPIN_NS;
+			else if (t >= end)
+				return false;
+		}
+		sched_yield();
+	}
+}
+
+/* A new generation after seen, or stop. */
+static bool
+next_loop(struct dt_pool *p, uint64_t seen)
+{
+	return atomic_load(&p->gen) != seen || atomic_load(&p->stop);
+}
+
+static bool
+parts_done(struct dt_pool *p, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&p->pending) == 0;
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -64,14 +120,15 @@ worker_main(void *arg)
 		void *ctx;
 		int parts;
 
+		spin_until(p, next_loop, seen);
 		pthread_mutex_lock(&p->mu);
-		while (p->gen == seen && !p->stop)
+		while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
 			pthread_cond_wait(&p->wake, &p->mu);
-		if (p->stop) {
+		if (atomic_load(&p->stop)) {
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
 		}
-		seen = p->gen;
+		seen = atomic_load(&p->gen);
 		parts = p->parts;
 		n = p->n;
 		fn = p->fn;
@@ -100,6 +157,8 @@ dt_pool_new(int threads)
 	pthread_cond_init(&p->done, NULL);
 	atomic_init(&p->pending, 0);
 	atomic_init(&p->busy, false);
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->stop, false);
 	if (p->threads > 1)
 		p->workers = dt_xcalloc((size_t)p->threads - 1,
 					sizeof *p->workers);
@@ -125,7 +184,7 @@ dt_pool_free(struct dt_pool *p)
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->stop = true;
+	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i + 1 < p->threads; i++)
@@ -168,16 +227,14 @@ dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
 	p->fn = fn;
 	p->ctx = ctx;
 	atomic_store(&p->pending, (int)parts - 1);
-	p->gen++;
+	atomic_fetch_add(&p->gen, 1);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 
 	part_range(n, (int)parts, 0, &lo, &hi);
 	fn(ctx, lo, hi);
 
-	for (int i = 0; i < DT_POOL_SPIN && atomic_load(&p->pending) > 0; i++)
-		__asm__ __volatile__("" ::: "memory");
-	if (atomic_load(&p->pending) > 0) {
+	if (!spin_until(p, parts_done, 0)) {
 		pthread_mutex_lock(&p->mu);
 		while (atomic_load(&p->pending) > 0)
 			pthread_cond_wait(&p->done, &p->mu);

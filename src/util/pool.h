@@ -11,9 +11,10 @@
  * what it partitions). The pool does not call BLAS; OpenBLAS's own threads
  * run the products in between (see dtrain-job(5), parallel.blas_threads).
  *
- * Workers sleep on a condition variable between loops, so that they leave
- * the cores to OpenBLAS's threads during a product; the caller spins a
- * little before it sleeps while it waits for the workers. */
+ * Between loops a worker polls for the next one for a few tens of
+ * microseconds, yielding the core at every poll (so that OpenBLAS's
+ * threads get it during a product), and then sleeps on a condition
+ * variable; the caller waits for the workers the same way. */
 #ifndef DT_UTIL_POOL_H
 #define DT_UTIL_POOL_H
 
