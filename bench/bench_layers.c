@@ -87,7 +87,7 @@ inputs_of(const struct dt_model *m, const struct dt_node *n, const float *x,
  * backward time into tb[i] (seconds; nodes that do not run get 0). */
 static void
 timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
-	   clockid_t clk, double *tf, double *tb)
+	   clockid_t clk, double *tf, double *tb, double *pooled)
 {
 	const float *in[DT_NODE_MAX_INPUTS];
 	float *din[DT_NODE_MAX_INPUTS];
@@ -98,9 +98,11 @@ timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
 		double t0;
 
 		inputs_of(m, n, x, in);
+		pooled[i] -= dt_pool_time(p->pool, NULL);
 		t0 = clock_now(clk);
 		n->ops->forward(n, p, in);
 		tf[i] = clock_now(clk) - t0;
+		pooled[i] += dt_pool_time(p->pool, NULL);
 		tb[i] = 0.0;
 	}
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
@@ -122,9 +124,11 @@ timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
 			din_add[k] = m->dout_written[src];
 			m->dout_written[src] = true;
 		}
+		pooled[i] -= dt_pool_time(p->pool, NULL);
 		t0 = clock_now(clk);
 		n->ops->backward(n, p, in, din, din_add);
 		tb[i] = clock_now(clk) - t0;
+		pooled[i] += dt_pool_time(p->pool, NULL);
 	}
 }
 
@@ -145,6 +149,7 @@ id_bound(const struct dt_model *m, int64_t classes)
 struct kind_sum {
 	const char *kind;
 	double fwd, bwd, flops;	/* seconds, seconds, forward FLOPs */
+	double pooled, spent;	/* seconds in the pool, in all, summed */
 	int nodes;
 };
 
@@ -165,6 +170,9 @@ main(int argc, char **argv)
 	float *x, *pa, *pb, *pc;
 	int32_t *labels;
 	double **tf, **tb, *rf, *rb, *fmed, *bmed, *step, *peak, total = 0.0;
+	/* The pool's time inside each node and in the whole steps, and the
+	 * nodes' and steps' summed times, over the timed iterations: */
+	double *pooled, *spent, step_pooled = 0.0, step_sum = 0.0;
 	struct kind_sum *ks;
 	int n_kinds = 0, nn;
 
@@ -193,6 +201,7 @@ main(int argc, char **argv)
 	pool = dt_pool_new(threads);
 	dt_model_set_pool(m, pool);
 	dt_optim_set_pool(o, pool);
+	dt_pool_set_timing(pool, 1);
 	in = dt_model_input_size(m);
 	per = dt_model_labels_per_sample(m);
 	classes = dt_model_n_classes(m);
@@ -209,6 +218,8 @@ main(int argc, char **argv)
 		tf[i] = dt_xmalloc((size_t)iters, sizeof **tf);
 		tb[i] = dt_xmalloc((size_t)iters, sizeof **tb);
 	}
+	pooled = dt_xcalloc((size_t)nn, sizeof *pooled);
+	spent = dt_xcalloc((size_t)nn, sizeof *spent);
 	rf = dt_xmalloc((size_t)nn, sizeof *rf);
 	rb = dt_xmalloc((size_t)nn, sizeof *rb);
 	fmed = dt_xmalloc((size_t)nn, sizeof *fmed);
@@ -237,6 +248,7 @@ main(int argc, char **argv)
 		/* The whole step, as the trainer runs it (a small learning
 		 * rate keeps the weights near their start). */
 		dt_model_set_position(m, (uint64_t)s, 0);
+		double pool0 = dt_pool_time(pool, NULL);
 		t0 = clock_now(clk);
 		dt_model_zero_grads(m);
 		dt_model_train_step(m, x, labels, mb, 1.0f / (float)mb, NULL,
@@ -244,18 +256,28 @@ main(int argc, char **argv)
 		dt_optim_step(o, dt_model_params(m), dt_model_grads(m),
 			      (float)job.train.lr * 1e-3f);
 		t1 = clock_now(clk);
+		if (k >= 0) {
+			step_pooled += dt_pool_time(pool, NULL) - pool0;
+			step_sum += t1 - t0;
+		}
 		/* The same pass node by node. */
 		dt_model_zero_grads(m);
 		p.step = (uint64_t)s;
 		p.loss_sum = 0.0;
 		p.n_correct = 0;
-		timed_pass(m, &p, x, clk, rf, rb);
-		if (k < 0)
+		if (k < 0) {
+			double *junk = dt_xcalloc((size_t)nn, sizeof *junk);
+
+			timed_pass(m, &p, x, clk, rf, rb, junk);
+			free(junk);
 			continue;
+		}
+		timed_pass(m, &p, x, clk, rf, rb, pooled);
 		step[k] = t1 - t0;
 		for (int i = 0; i < nn; i++) {
 			tf[i][k] = rf[i];
 			tb[i][k] = rb[i];
+			spent[i] += rf[i] + rb[i];
 		}
 		if (k % PEAK_EVERY == 0) {
 			t0 = clock_now(clk);
@@ -281,19 +303,20 @@ main(int argc, char **argv)
 	       threads == 1 ? "the thread's CPU time" : "wall clock");
 	printf("micro-batch     %lld, %lld iterations, medians\n",
 	       (long long)mb, (long long)iters);
-	printf("\n%-22s %-22s %8s %8s %8s %8s %6s\n", "node", "kind", "fwd ms",
-	       "GFLOP/s", "bwd ms", "GFLOP/s", "share");
+	printf("\n%-22s %-22s %8s %8s %8s %8s %6s %5s\n", "node", "kind",
+	       "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s", "share", "pool");
 	ks = dt_xcalloc((size_t)nn, sizeof *ks);
 	for (int i = 0; i < nn; i++) {
 		const struct dt_node *n = &m->nodes[i];
 		double f = n->ops->fwd_flops(n) * (double)mb;
 		int j;
 
-		printf("%-22s %-22s %8.3f %8.2f %8.3f %8.2f %5.1f%%\n",
+		printf("%-22s %-22s %8.3f %8.2f %8.3f %8.2f %5.1f%% %4.0f%%\n",
 		       n->name, n->kind, 1e3 * fmed[i],
 		       fmed[i] > 0 ? f / fmed[i] * 1e-9 : 0.0, 1e3 * bmed[i],
 		       bmed[i] > 0 ? 2.0 * f / bmed[i] * 1e-9 : 0.0,
-		       100.0 * (fmed[i] + bmed[i]) / total);
+		       100.0 * (fmed[i] + bmed[i]) / total,
+		       spent[i] > 0 ? 100.0 * pooled[i] / spent[i] : 0.0);
 		for (j = 0; j < n_kinds; j++)
 			if (strcmp(ks[j].kind, n->kind) == 0)
 				break;
@@ -301,22 +324,29 @@ main(int argc, char **argv)
 			ks[n_kinds++].kind = n->kind;
 		ks[j].fwd += fmed[i];
 		ks[j].bwd += bmed[i];
+		ks[j].pooled += pooled[i];
+		ks[j].spent += spent[i];
 		ks[j].flops += f;
 		ks[j].nodes++;
 	}
-	printf("\n%-22s %5s %8s %8s %8s %8s %6s\n", "kind", "nodes", "fwd ms",
-	       "GFLOP/s", "bwd ms", "GFLOP/s", "share");
+	printf("\n%-22s %5s %8s %8s %8s %8s %6s %5s\n", "kind", "nodes",
+	       "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s", "share", "pool");
 	for (int j = 0; j < n_kinds; j++)
-		printf("%-22s %5d %8.3f %8.2f %8.3f %8.2f %5.1f%%\n",
+		printf("%-22s %5d %8.3f %8.2f %8.3f %8.2f %5.1f%% %4.0f%%\n",
 		       ks[j].kind, ks[j].nodes, 1e3 * ks[j].fwd,
 		       ks[j].fwd > 0 ? ks[j].flops / ks[j].fwd * 1e-9 : 0.0,
 		       1e3 * ks[j].bwd,
 		       ks[j].bwd > 0 ? 2.0 * ks[j].flops / ks[j].bwd * 1e-9
 				     : 0.0,
-		       100.0 * (ks[j].fwd + ks[j].bwd) / total);
+		       100.0 * (ks[j].fwd + ks[j].bwd) / total,
+		       ks[j].spent > 0 ? 100.0 * ks[j].pooled / ks[j].spent
+				       : 0.0);
 	printf("\nnodes summed    %.3f ms per micro-batch\n", 1e3 * total);
 	printf("step            %.3f ms (zero grads, forward+backward, "
 	       "optimizer)\n", 1e3 * step_med);
+	printf("in the pool     %.1f%% of the step (loops split over the "
+	       "rank's threads; the rest is BLAS and serial code)\n",
+	       step_sum > 0 ? 100.0 * step_pooled / step_sum : 0.0);
 	printf("train           %.1f samples/s, %.2f GFLOP/s model "
 	       "(%.1f MFLOP/sample)\n", rate, model_gf,
 	       dt_model_flops_per_sample(m) * 1e-6);
@@ -333,6 +363,8 @@ main(int argc, char **argv)
 	free(tb);
 	free(rf);
 	free(rb);
+	free(pooled);
+	free(spent);
 	free(fmed);
 	free(bmed);
 	free(step);

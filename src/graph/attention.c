@@ -194,7 +194,7 @@ affine(struct dt_pool *pool, const float *x, const float *w, const float *b,
 {
 	if (b != NULL)
 		dt_kern_par_broadcast(pool, b, y, rows, cols);
-	dt_kern_sgemm(0, 0, rows, cols,
+	dt_kern_par_sgemm(pool, 0, 0, rows, cols,
 		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
 		    cols);
 }
@@ -213,8 +213,8 @@ add_column_sums(const float *dy, int64_t ld, float *db, int64_t rows,
  * k, v, the cl columns from its third's offset c0, as affine does for all
  * 3C. */
 static void
-share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
-		  int rows, int c, int c0, int cl)
+share_qkv_forward(struct dt_pool *pool, const struct attn_params *w,
+		  const float *x, float *qkv, int rows, int c, int c0, int cl)
 {
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
@@ -224,7 +224,7 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 				memcpy(qkv + (size_t)r * 3 * c + o,
 				       w->b_qkv->data + o,
 				       (size_t)cl * sizeof(float));
-		dt_kern_sgemm(0, 0, rows,
+		dt_kern_par_sgemm(pool, 0, 0, rows,
 			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
 			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
 	}
@@ -233,10 +233,11 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 /* out (rows, C) = the sum over the group of y[:, c0..c0+cl)
  * proj_weight[c0..c0+cl, :], then + proj_bias. */
 static void
-share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
-		   const float *y, float *out, int rows, int c, int c0, int cl)
+share_proj_forward(struct dt_pool *pool, const struct attn_params *w,
+		   const struct dt_tp *tp, const float *y, float *out,
+		   int rows, int c, int c0, int cl)
 {
-	dt_kern_sgemm(0, 0, rows, c, cl,
+	dt_kern_par_sgemm(pool, 0, 0, rows, c, cl,
 		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
 		    0.0f, out, c);
 	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
@@ -446,14 +447,15 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 		affine(p->pool, in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
 		       qkv, (int)(batch * t), c, 3 * c);
 	else
-		share_qkv_forward(&w, in[0], qkv, (int)(batch * t), c, c0, cl);
+		share_qkv_forward(p->pool, &w, in[0], qkv, (int)(batch * t), c,
+				  c0, cl);
 	heads_run(n, p, h0, h1, false);
 	if (tp == NULL)
 		affine(p->pool, y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
 		       n->out, (int)(batch * t), c, c);
 	else
-		share_proj_forward(&w, tp, y, n->out, (int)(batch * t), c, c0,
-				   cl);
+		share_proj_forward(p->pool, &w, tp, y, n->out,
+				   (int)(batch * t), c, c0, cl);
 }
 
 /* The input projection of the share, qkv holding dqkv in its columns:
@@ -461,14 +463,14 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
  * NULL) summed over the group. With din_add, rank 0 adds its part to what
  * din holds and the others overwrite it, so the sum counts that once. */
 static void
-share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
-		   const float *x, const float *qkv, float *din, bool din_add,
-		   int rows, int c, int c0, int cl)
+share_qkv_backward(struct dt_pool *pool, const struct attn_params *w,
+		   const struct dt_tp *tp, const float *x, const float *qkv,
+		   float *din, bool din_add, int rows, int c, int c0, int cl)
 {
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
 
-		dt_kern_sgemm(1, 0, c, cl,
+		dt_kern_par_sgemm(pool, 1, 0, c, cl,
 			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
 			    w->w_qkv->grad + o, 3 * c);
 		if (w->b_qkv != NULL)
@@ -482,7 +484,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 		float beta = part > 0 || (din_add && tp->rank == 0) ? 1.0f
 								    : 0.0f;
 
-		dt_kern_sgemm(0, 1, rows, c,
+		dt_kern_par_sgemm(pool, 0, 1, rows, c,
 			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
 			    3 * c, beta, din, c);
 	}
@@ -511,12 +513,12 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* The output projection (this rank's rows of it); y is dead
 	 * afterwards and takes dy. */
-	dt_kern_sgemm(1, 0, cl, c, rows, 1.0f,
+	dt_kern_par_sgemm(p->pool, 1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
 		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
-	dt_kern_sgemm(0, 1, rows, cl, c, 1.0f,
+	dt_kern_par_sgemm(p->pool, 0, 1, rows, cl, c, 1.0f,
 		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
 		    c);
 
@@ -524,21 +526,21 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
-		dt_kern_sgemm(1, 0, c, 3 * c,
+		dt_kern_par_sgemm(p->pool, 1, 0, c, 3 * c,
 			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
 			    w.w_qkv->grad, 3 * c);
 		if (w.b_qkv != NULL)
 			dt_kern_par_col_sums(p->pool, qkv, 3 * c,
 					     w.b_qkv->grad, rows, 3 * c);
 		if (din[0] != NULL)
-			dt_kern_sgemm(0, 1,
+			dt_kern_par_sgemm(p->pool, 0, 1,
 				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
 				    w.w_qkv->data, 3 * c,
 				    din_add[0] ? 1.0f : 0.0f, din[0], c);
 		return;
 	}
-	share_qkv_backward(&w, tp, in[0], qkv, din[0], din_add[0], rows, c,
-			   c0, cl);
+	share_qkv_backward(p->pool, &w, tp, in[0], qkv, din[0], din_add[0],
+			   rows, c, c0, cl);
 }
 
 static double

@@ -537,6 +537,53 @@ dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y, int64_t n)
 	ew_run(pool, &j);
 }
 
+/* Rows of C per part of dt_kern_par_sgemm at the least. */
+#define KERN_GRAIN_GEMM_ROWS 32
+
+struct gemm_job {
+	int trans_a, trans_b;
+	int64_t n, k;
+	float alpha, beta;
+	const float *a, *b;	/* op(A) (m, k), op(B) (k, n) */
+	int64_t lda, ldb, ldc;
+	float *c;		/* (m, n) */
+};
+
+static void
+gemm_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct gemm_job *j = ctx;
+	/* rows [lo, hi) of op(A): rows of A, or columns of A stored (k, m) */
+	const float *a = j->a + (j->trans_a ? lo : lo * j->lda);
+
+	dt_kern_sgemm(j->trans_a, j->trans_b, hi - lo, j->n, j->k, j->alpha, a,
+		      j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc,
+		      j->ldc);
+}
+
+void
+dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
+		  int64_t n, int64_t k, float alpha, const float *a,
+		  int64_t lda, const float *b, int64_t ldb, float beta,
+		  float *c, int64_t ldc)
+{
+	struct gemm_job j = {
+		.trans_a = trans_a, .trans_b = trans_b, .n = n, .k = k,
+		.alpha = alpha, .beta = beta, .a = a, .b = b, .lda = lda,
+		.ldb = ldb, .ldc = ldc, .c = c,
+	};
+	int blas;
+
+	if (dt_pool_threads(pool) <= 1) {
+		dt_kern_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+			      beta, c, ldc);
+		return;
+	}
+	blas = dt_kern_set_threads(1);
+	dt_pool_for(pool, m, KERN_GRAIN_GEMM_ROWS, gemm_part, &j);
+	dt_kern_set_threads(blas);
+}
+
 struct bcast_job {
 	const float *b;		/* (n) */
 	float *y;		/* (rows, n) */

@@ -148,6 +148,22 @@ void dt_kern_par_mul(struct dt_pool *pool, const float *x, const float *s,
 void dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y,
 		      int64_t n);
 
+/* dt_kern_sgemm with the rows of C split over the pool: part t of C's
+ * rows, [m*t/p, m*(t+1)/p) with p = min(threads, ceil(m / 32)), is one
+ * dt_kern_sgemm on the matching rows of op(A), run on one BLAS thread
+ * (the BLAS thread count is put back afterwards), even when p is 1.
+ * Nothing is summed across parts: each element of C is one BLAS dot
+ * product over all of k. That a row of C gets the same bits whichever rows share its call
+ * is a property of the BLAS, not of this split: OpenBLAS 0.3.21's
+ * one-thread kernels have it (tests/unit/test_graph_threads.c checks
+ * the shipped jobs' shapes), so on it every pool size gives the bits of
+ * one unsplit one-thread call. A NULL or one-thread pool makes the one
+ * call, on the BLAS threads as set. */
+void dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b,
+		       int64_t m, int64_t n, int64_t k, float alpha,
+		       const float *a, int64_t lda, const float *b,
+		       int64_t ldb, float beta, float *c, int64_t ldc);
+
 /* Row r of y (rows, n) = b (n), for every r: a bias broadcast. */
 void dt_kern_par_broadcast(struct dt_pool *pool, const float *b, float *y,
 			   int64_t rows, int64_t n);

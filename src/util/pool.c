@@ -51,6 +51,9 @@ struct dt_pool {
 	void *ctx;
 	atomic_int pending;	/* workers' parts not yet done */
 	atomic_bool busy;	/* a dt_pool_for is running */
+	/* dt_pool_set_timing, written by the driving thread only: */
+	bool timing;
+	int64_t loop_ns, loops;
 };
 
 static void
@@ -202,11 +205,66 @@ dt_pool_threads(const struct dt_pool *p)
 	return p != NULL ? p->threads : 1;
 }
 
+static int64_t
+cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+dt_pool_set_timing(struct dt_pool *p, int on)
+{
+	if (p == NULL)
+		return;
+	p->timing = on != 0;
+	p->loop_ns = 0;
+	p->loops = 0;
+}
+
+double
+dt_pool_time(const struct dt_pool *p, int64_t *loops)
+{
+	if (loops != NULL)
+		*loops = p != NULL ? p->loops : 0;
+	return p != NULL ? (double)p->loop_ns * 1e-9 : 0.0;
+}
+
+/* The loop of dt_pool_for in parts (parts >= 2), from the thread that
+ * holds p->busy. */
+static void
+run_parts(struct dt_pool *p, int64_t n, int parts, dt_pool_fn *fn, void *ctx)
+{
+	int64_t lo, hi;
+
+	pthread_mutex_lock(&p->mu);
+	p->parts = parts;
+	p->n = n;
+	p->fn = fn;
+	p->ctx = ctx;
+	atomic_store(&p->pending, parts - 1);
+	atomic_fetch_add(&p->gen, 1);
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+
+	part_range(n, parts, 0, &lo, &hi);
+	fn(ctx, lo, hi);
+
+	if (!spin_until(p, parts_done, 0)) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->pending) > 0)
+			pthread_cond_wait(&p->done, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
 void
 dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
 	    void *ctx)
 {
-	int64_t parts, lo, hi;
+	int64_t parts, t0 = 0;
 	bool idle = false;
 
 	if (n <= 0)
@@ -216,29 +274,22 @@ dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
 	parts = (n + grain - 1) / grain;
 	if (p == NULL || p->threads < parts)
 		parts = p != NULL ? p->threads : 1;
-	if (parts <= 1 ||
+	/* Not p, or a loop inside a loop of p (on any of its threads):
+	 * inline, and timed as part of the outer loop. */
+	if (p == NULL ||
 	    !atomic_compare_exchange_strong(&p->busy, &idle, true)) {
 		fn(ctx, 0, n);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
-	p->parts = (int)parts;
-	p->n = n;
-	p->fn = fn;
-	p->ctx = ctx;
-	atomic_store(&p->pending, (int)parts - 1);
-	atomic_fetch_add(&p->gen, 1);
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->mu);
-
-	part_range(n, (int)parts, 0, &lo, &hi);
-	fn(ctx, lo, hi);
-
-	if (!spin_until(p, parts_done, 0)) {
-		pthread_mutex_lock(&p->mu);
-		while (atomic_load(&p->pending) > 0)
-			pthread_cond_wait(&p->done, &p->mu);
-		pthread_mutex_unlock(&p->mu);
+	if (p->timing)
+		t0 = cpu_ns();
+	if (parts <= 1)
+		fn(ctx, 0, n);
+	else
+		run_parts(p, n, (int)parts, fn, ctx);
+	if (p->timing) {
+		p->loop_ns += cpu_ns() - t0;
+		p->loops++;
 	}
 	atomic_store(&p->busy, false);
 }

@@ -46,4 +46,13 @@ int dt_pool_threads(const struct dt_pool *pool);
 void dt_pool_for(struct dt_pool *pool, int64_t n, int64_t grain,
 		 dt_pool_fn *fn, void *ctx);
 
+/* Timing for benchmarks (bench/bench_layers): with on, every loop the
+ * pool's driving thread runs (a loop inside a loop counts as part of the
+ * outer one) adds that thread's CPU time over the whole loop, its own
+ * part and its wait for the workers, to a sum; dt_pool_time returns the
+ * sum in seconds and the number of loops since timing was last switched
+ * on. Off (the default) costs nothing. NULL is ignored (0 for time). */
+void dt_pool_set_timing(struct dt_pool *pool, int on);
+double dt_pool_time(const struct dt_pool *pool, int64_t *loops);
+
 #endif

@@ -198,6 +198,80 @@ START_TEST(test_par_layernorm)
 }
 END_TEST
 
+/* The pool-split product of the shipped jobs' dense and attention shapes
+ * (rows of C, inner, columns; each forward product, its dW = X^T dY and
+ * its dX = dY W^T) on pools of 2 to 4 threads against one unsplit call
+ * on one BLAS thread, bit for bit, with beta 0 and 1. This is the BLAS
+ * property kern.h's dt_kern_par_sgemm relies on for those shapes
+ * (OpenBLAS 0.3.21 has it for them; not for every shape: a (300, 50) x
+ * (7, 50)^T product split by rows rounds differently). */
+START_TEST(test_par_sgemm)
+{
+	static const int64_t shapes[][3] = {
+		{ 512, 128, 512 },	/* char-GPT fc */
+		{ 512, 512, 128 },	/* char-GPT proj */
+		{ 512, 128, 384 },	/* char-GPT attention qkv */
+		{ 512, 128, 128 },	/* char-GPT attention proj */
+		{ 512, 128, 96 },	/* char-GPT head */
+		{ 128, 3136, 128 },	/* CNN fc1 */
+		{ 128, 128, 10 },	/* CNN fc2 */
+		{ 96, 784, 512 },	/* MLP */
+		{ 96, 512, 256 },
+		{ 96, 256, 10 },
+	};
+	const int64_t m = shapes[_i][0], k = shapes[_i][1], n = shapes[_i][2];
+	/* forward (m, k) x (k, n); dW (k, m)^T x (m, n); dX (m, n) x (k, n)^T */
+	float *x = filled(m * k, 11), *w = filled(k * n, 12);
+	float *dy = filled(m * n, 13), *c0 = filled(m * k > k * n ? m * k
+						      : k * n, 14);
+	const size_t big = (size_t)(m * n > k * n ? m * n : k * n) +
+			   (size_t)(m * k);
+	float *ref = dt_xalloc_floats(big), *got = dt_xalloc_floats(big);
+
+	for (int threads = 2; threads <= 4; threads++) {
+		struct dt_pool *pool = dt_pool_new(threads);
+
+		for (int beta = 0; beta <= 1; beta++) {
+			memcpy(ref, c0, (size_t)(m * n) * sizeof(float));
+			memcpy(got, c0, (size_t)(m * n) * sizeof(float));
+			dt_kern_sgemm(0, 0, m, n, k, 1.0f, x, k, w, n,
+				      (float)beta, ref, n);
+			dt_kern_par_sgemm(pool, 0, 0, m, n, k, 1.0f, x, k, w,
+					  n, (float)beta, got, n);
+			ck_assert_mem_eq(got, ref,
+					 (size_t)(m * n) * sizeof(float));
+
+			memcpy(ref, c0, (size_t)(k * n) * sizeof(float));
+			memcpy(got, c0, (size_t)(k * n) * sizeof(float));
+			dt_kern_sgemm(1, 0, k, n, m, 1.0f, x, k, dy, n,
+				      (float)beta, ref, n);
+			dt_kern_par_sgemm(pool, 1, 0, k, n, m, 1.0f, x, k, dy,
+					  n, (float)beta, got, n);
+			ck_assert_mem_eq(got, ref,
+					 (size_t)(k * n) * sizeof(float));
+
+			memcpy(ref, c0, (size_t)(m * k) * sizeof(float));
+			memcpy(got, c0, (size_t)(m * k) * sizeof(float));
+			dt_kern_sgemm(0, 1, m, k, n, 1.0f, dy, n, w, n,
+				      (float)beta, ref, k);
+			dt_kern_par_sgemm(pool, 0, 1, m, k, n, 1.0f, dy, n, w,
+					  n, (float)beta, got, k);
+			ck_assert_mem_eq(got, ref,
+					 (size_t)(m * k) * sizeof(float));
+		}
+		dt_pool_free(pool);
+	}
+	/* not a product of zeros */
+	ck_assert_float_ne(ref[0], c0[0]);
+	free(x);
+	free(w);
+	free(dy);
+	free(c0);
+	free(ref);
+	free(got);
+}
+END_TEST
+
 /* ---- the layers ------------------------------------------------------ */
 
 /* What one training pass of a rig's node leaves: its output, the
@@ -381,17 +455,18 @@ START_TEST(test_layernorm_pools)
 }
 END_TEST
 
-/* A dense layer of 50 units on (30, 7) per sample, batch 10: 300 rows
- * (the bias broadcast's grain is 82 rows: 4 parts), 50 bias sums (grain
- * 32: 2 parts). */
+/* The char-GPT job's fc layer: 512 units on (64, 128) per sample, batch
+ * 8: 512 rows (the bias broadcast's grain is 8 rows, the products' 32),
+ * 512 bias sums (grain 32). Its products split as test_par_sgemm
+ * checks. */
 START_TEST(test_dense_pools)
 {
 	struct dt_layer_spec s = spec_of(DT_LAYER_DENSE);
-	struct dt_shape in = shape2(30, 7);
+	struct dt_shape in = shape2(64, 128);
 	struct gc_rig r;
 
-	s.units = 50;
-	gc_init(&r, &gc_node_inputs, &dt_layer_dense, &s, 1, &in, 10);
+	s.units = 512;
+	gc_init(&r, &gc_node_inputs, &dt_layer_dense, &s, 1, &in, 8);
 	same_on_pools(&r);
 	gc_free(&r);
 }
@@ -455,6 +530,7 @@ threads_suite(void)
 	tcase_add_test(tc, test_par_elementwise);
 	tcase_add_test(tc, test_par_columns);
 	tcase_add_test(tc, test_par_layernorm);
+	tcase_add_loop_test(tc, test_par_sgemm, 0, 10);
 	tcase_add_loop_test(tc, test_attention_pools, 0, 4);
 	tcase_add_loop_test(tc, test_dropout_pools, 0, 2);
 	tcase_add_loop_test(tc, test_add_pools, 0, 2);
@@ -473,6 +549,9 @@ main(void)
 	SRunner *sr = srunner_create(threads_suite());
 	int failed;
 
+	/* The one-thread references run on one BLAS thread, as dtrain's
+	 * pool products do. */
+	dt_kern_set_threads(1);
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
