@@ -20,12 +20,23 @@
  * and every 8th iteration a 1024^3 sgemm through dt_kern_sgemm, the peak.
  * It prints, per node, the medians of its forward and backward times in
  * ms, their GFLOP/s (forward: the node's fwd_flops x batch; backward: 2x
- * that, graph.h's convention) and the node's share of the summed pass;
- * then a line per layer kind; then the whole step's samples/s, model
- * GFLOP/s (graph.h's 3x forward count) and that as a share of the peak.
+ * that, graph.h's convention), the node's share of the summed pass and
+ * the share of the node's time spent in loops of the rank's thread pool
+ * (util/pool.h: the loops that split over the threads; the rest runs on
+ * one thread whatever the thread count, the serial fraction of Amdahl's
+ * law); then a line per layer kind; then the whole step's share in the
+ * pool and its pool loops, samples/s, model GFLOP/s (graph.h's 3x
+ * forward count) and that as a share of the peak. The model gets a pool
+ * of as many threads as OpenBLAS has (OPENBLAS_NUM_THREADS), as dtrain
+ * run gives it.
  * With one BLAS thread times are the thread's CPU time, so that time spent
  * waiting for a core on a shared machine does not count (bench_mlp.c does
- * the same); otherwise wall clock. A benchmark: it asserts nothing.
+ * the same); otherwise wall clock, or with BENCH_CLOCK=cpu the calling
+ * thread's CPU time: its own part of every split loop and its waits for
+ * the other threads while it holds a core, which estimates the step on
+ * a machine where every thread has a core of its own (the 1024^3 sgemm,
+ * on OpenBLAS's threads, is then not a peak). A benchmark: it asserts
+ * nothing.
  *
  * It reads the model's insides (graph/model.h), as graph/'s tests do. */
 #include <cblas.h>
@@ -165,14 +176,16 @@ main(int argc, char **argv)
 	int64_t iters = argc > 2 ? atoll(argv[2]) : 50, mb, in, per, classes;
 	int64_t n_peak = 0, bound;
 	int threads = openblas_get_num_threads();
-	clockid_t clk = threads == 1 ? CLOCK_THREAD_CPUTIME_ID
-				     : CLOCK_MONOTONIC;
+	const char *want = getenv("BENCH_CLOCK");
+	bool cpu = threads == 1 || (want != NULL && strcmp(want, "cpu") == 0);
+	clockid_t clk = cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
 	float *x, *pa, *pb, *pc;
 	int32_t *labels;
 	double **tf, **tb, *rf, *rb, *fmed, *bmed, *step, *peak, total = 0.0;
 	/* The pool's time inside each node and in the whole steps, and the
 	 * nodes' and steps' summed times, over the timed iterations: */
 	double *pooled, *spent, step_pooled = 0.0, step_sum = 0.0;
+	int64_t step_loops = 0;
 	struct kind_sum *ks;
 	int n_kinds = 0, nn;
 
@@ -248,7 +261,8 @@ main(int argc, char **argv)
 		/* The whole step, as the trainer runs it (a small learning
 		 * rate keeps the weights near their start). */
 		dt_model_set_position(m, (uint64_t)s, 0);
-		double pool0 = dt_pool_time(pool, NULL);
+		int64_t loops0, loops1;
+		double pool0 = dt_pool_time(pool, &loops0);
 		t0 = clock_now(clk);
 		dt_model_zero_grads(m);
 		dt_model_train_step(m, x, labels, mb, 1.0f / (float)mb, NULL,
@@ -257,8 +271,9 @@ main(int argc, char **argv)
 			      (float)job.train.lr * 1e-3f);
 		t1 = clock_now(clk);
 		if (k >= 0) {
-			step_pooled += dt_pool_time(pool, NULL) - pool0;
+			step_pooled += dt_pool_time(pool, &loops1) - pool0;
 			step_sum += t1 - t0;
+			step_loops += loops1 - loops0;
 		}
 		/* The same pass node by node. */
 		dt_model_zero_grads(m);
@@ -300,7 +315,9 @@ main(int argc, char **argv)
 	}
 	printf("job             %s\n", argv[1]);
 	printf("blas threads    %d (times: %s)\n", threads,
-	       threads == 1 ? "the thread's CPU time" : "wall clock");
+	       !cpu ? "wall clock" : threads == 1 ? "the thread's CPU time"
+	       : "the calling thread's CPU time: the critical path when "
+		 "every thread has a core");
 	printf("micro-batch     %lld, %lld iterations, medians\n",
 	       (long long)mb, (long long)iters);
 	printf("\n%-22s %-22s %8s %8s %8s %8s %6s %5s\n", "node", "kind",
@@ -344,9 +361,11 @@ main(int argc, char **argv)
 	printf("\nnodes summed    %.3f ms per micro-batch\n", 1e3 * total);
 	printf("step            %.3f ms (zero grads, forward+backward, "
 	       "optimizer)\n", 1e3 * step_med);
-	printf("in the pool     %.1f%% of the step (loops split over the "
-	       "rank's threads; the rest is BLAS and serial code)\n",
-	       step_sum > 0 ? 100.0 * step_pooled / step_sum : 0.0);
+	printf("in the pool     %.1f%% of the step, %lld loops (split over "
+	       "the rank's threads, products included; the rest runs on "
+	       "one thread)\n",
+	       step_sum > 0 ? 100.0 * step_pooled / step_sum : 0.0,
+	       (long long)(step_loops / iters));
 	printf("train           %.1f samples/s, %.2f GFLOP/s model "
 	       "(%.1f MFLOP/sample)\n", rate, model_gf,
 	       dt_model_flops_per_sample(m) * 1e-6);
