@@ -20,12 +20,23 @@
  * and every 8th iteration a 1024^3 sgemm through dt_kern_sgemm, the peak.
  * It prints, per node, the medians of its forward and backward times in
  * ms, their GFLOP/s (forward: the node's fwd_flops x batch; backward: 2x
- * that, graph.h's convention) and the node's share of the summed pass;
- * then a line per layer kind; then the whole step's samples/s, model
- * GFLOP/s (graph.h's 3x forward count) and that as a share of the peak.
+ * that, graph.h's convention), the node's share of the summed pass and
+ * the share of the node's time spent in loops of the rank's thread pool
+ * (util/pool.h: the loops that split over the threads; the rest runs on
+ * one thread whatever the thread count, the serial fraction of Amdahl's
+ * law); then a line per layer kind; then the whole step's share in the
+ * pool and its pool loops, samples/s, model GFLOP/s (graph.h's 3x
+ * forward count) and that as a share of the peak. The model gets a pool
+ * of as many threads as OpenBLAS has (OPENBLAS_NUM_THREADS), as dtrain
+ * run gives it.
  * With one BLAS thread times are the thread's CPU time, so that time spent
  * waiting for a core on a shared machine does not count (bench_mlp.c does
- * the same); otherwise wall clock. A benchmark: it asserts nothing.
+ * the same); otherwise wall clock, or with BENCH_CLOCK=cpu the calling
+ * thread's CPU time: its own part of every split loop and its waits for
+ * the other threads while it holds a core, which estimates the step on
+ * a machine where every thread has a core of its own (the 1024^3 sgemm,
+ * on OpenBLAS's threads, is then not a peak). A benchmark: it asserts
+ * nothing.
  *
  * It reads the model's insides (graph/model.h), as graph/'s tests do. */
 #include <cblas.h>
@@ -41,6 +52,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
+#include "util/pool.h"
 
 #define WARMUP_ITERS 5
 #define PEAK_N 1024
@@ -86,7 +98,7 @@ inputs_of(const struct dt_model *m, const struct dt_node *n, const float *x,
  * backward time into tb[i] (seconds; nodes that do not run get 0). */
 static void
 timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
-	   clockid_t clk, double *tf, double *tb)
+	   clockid_t clk, double *tf, double *tb, double *pooled)
 {
 	const float *in[DT_NODE_MAX_INPUTS];
 	float *din[DT_NODE_MAX_INPUTS];
@@ -97,9 +109,11 @@ timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
 		double t0;
 
 		inputs_of(m, n, x, in);
+		pooled[i] -= dt_pool_time(p->pool, NULL);
 		t0 = clock_now(clk);
 		n->ops->forward(n, p, in);
 		tf[i] = clock_now(clk) - t0;
+		pooled[i] += dt_pool_time(p->pool, NULL);
 		tb[i] = 0.0;
 	}
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
@@ -121,9 +135,11 @@ timed_pass(struct dt_model *m, struct dt_pass *p, const float *x,
 			din_add[k] = m->dout_written[src];
 			m->dout_written[src] = true;
 		}
+		pooled[i] -= dt_pool_time(p->pool, NULL);
 		t0 = clock_now(clk);
 		n->ops->backward(n, p, in, din, din_add);
 		tb[i] = clock_now(clk) - t0;
+		pooled[i] += dt_pool_time(p->pool, NULL);
 	}
 }
 
@@ -144,6 +160,7 @@ id_bound(const struct dt_model *m, int64_t classes)
 struct kind_sum {
 	const char *kind;
 	double fwd, bwd, flops;	/* seconds, seconds, forward FLOPs */
+	double pooled, spent;	/* seconds in the pool, in all, summed */
 	int nodes;
 };
 
@@ -154,15 +171,21 @@ main(int argc, char **argv)
 	struct dt_error err;
 	struct dt_model *m;
 	struct dt_optim *o;
+	struct dt_pool *pool;
 	struct dt_pass p;
 	int64_t iters = argc > 2 ? atoll(argv[2]) : 50, mb, in, per, classes;
 	int64_t n_peak = 0, bound;
 	int threads = openblas_get_num_threads();
-	clockid_t clk = threads == 1 ? CLOCK_THREAD_CPUTIME_ID
-				     : CLOCK_MONOTONIC;
+	const char *want = getenv("BENCH_CLOCK");
+	bool cpu = threads == 1 || (want != NULL && strcmp(want, "cpu") == 0);
+	clockid_t clk = cpu ? CLOCK_THREAD_CPUTIME_ID : CLOCK_MONOTONIC;
 	float *x, *pa, *pb, *pc;
 	int32_t *labels;
 	double **tf, **tb, *rf, *rb, *fmed, *bmed, *step, *peak, total = 0.0;
+	/* The pool's time inside each node and in the whole steps, and the
+	 * nodes' and steps' summed times, over the timed iterations: */
+	double *pooled, *spent, step_pooled = 0.0, step_sum = 0.0;
+	int64_t step_loops = 0;
 	struct kind_sum *ks;
 	int n_kinds = 0, nn;
 
@@ -187,6 +210,11 @@ main(int argc, char **argv)
 	}
 	nn = m->n_nodes;
 	o = dt_optim_new(&job, dt_model_n_trained(m));
+	/* The rank's own threads, as dtrain run gives them. */
+	pool = dt_pool_new(threads);
+	dt_model_set_pool(m, pool);
+	dt_optim_set_pool(o, pool);
+	dt_pool_set_timing(pool, 1);
 	in = dt_model_input_size(m);
 	per = dt_model_labels_per_sample(m);
 	classes = dt_model_n_classes(m);
@@ -203,6 +231,8 @@ main(int argc, char **argv)
 		tf[i] = dt_xmalloc((size_t)iters, sizeof **tf);
 		tb[i] = dt_xmalloc((size_t)iters, sizeof **tb);
 	}
+	pooled = dt_xcalloc((size_t)nn, sizeof *pooled);
+	spent = dt_xcalloc((size_t)nn, sizeof *spent);
 	rf = dt_xmalloc((size_t)nn, sizeof *rf);
 	rb = dt_xmalloc((size_t)nn, sizeof *rb);
 	fmed = dt_xmalloc((size_t)nn, sizeof *fmed);
@@ -223,6 +253,7 @@ main(int argc, char **argv)
 	p.labels = labels;
 	p.grad_scale = 1.0f / (float)mb;
 	p.seed = m->seed;
+	p.pool = pool;
 	for (int64_t s = 0; s < iters + WARMUP_ITERS; s++) {
 		int64_t k = s - WARMUP_ITERS;
 		double t0, t1;
@@ -230,6 +261,8 @@ main(int argc, char **argv)
 		/* The whole step, as the trainer runs it (a small learning
 		 * rate keeps the weights near their start). */
 		dt_model_set_position(m, (uint64_t)s, 0);
+		int64_t loops0, loops1;
+		double pool0 = dt_pool_time(pool, &loops0);
 		t0 = clock_now(clk);
 		dt_model_zero_grads(m);
 		dt_model_train_step(m, x, labels, mb, 1.0f / (float)mb, NULL,
@@ -237,18 +270,29 @@ main(int argc, char **argv)
 		dt_optim_step(o, dt_model_params(m), dt_model_grads(m),
 			      (float)job.train.lr * 1e-3f);
 		t1 = clock_now(clk);
+		if (k >= 0) {
+			step_pooled += dt_pool_time(pool, &loops1) - pool0;
+			step_sum += t1 - t0;
+			step_loops += loops1 - loops0;
+		}
 		/* The same pass node by node. */
 		dt_model_zero_grads(m);
 		p.step = (uint64_t)s;
 		p.loss_sum = 0.0;
 		p.n_correct = 0;
-		timed_pass(m, &p, x, clk, rf, rb);
-		if (k < 0)
+		if (k < 0) {
+			double *junk = dt_xcalloc((size_t)nn, sizeof *junk);
+
+			timed_pass(m, &p, x, clk, rf, rb, junk);
+			free(junk);
 			continue;
+		}
+		timed_pass(m, &p, x, clk, rf, rb, pooled);
 		step[k] = t1 - t0;
 		for (int i = 0; i < nn; i++) {
 			tf[i][k] = rf[i];
 			tb[i][k] = rb[i];
+			spent[i] += rf[i] + rb[i];
 		}
 		if (k % PEAK_EVERY == 0) {
 			t0 = clock_now(clk);
@@ -271,22 +315,25 @@ main(int argc, char **argv)
 	}
 	printf("job             %s\n", argv[1]);
 	printf("blas threads    %d (times: %s)\n", threads,
-	       threads == 1 ? "the thread's CPU time" : "wall clock");
+	       !cpu ? "wall clock" : threads == 1 ? "the thread's CPU time"
+	       : "the calling thread's CPU time: the critical path when "
+		 "every thread has a core");
 	printf("micro-batch     %lld, %lld iterations, medians\n",
 	       (long long)mb, (long long)iters);
-	printf("\n%-22s %-22s %8s %8s %8s %8s %6s\n", "node", "kind", "fwd ms",
-	       "GFLOP/s", "bwd ms", "GFLOP/s", "share");
+	printf("\n%-22s %-22s %8s %8s %8s %8s %6s %5s\n", "node", "kind",
+	       "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s", "share", "pool");
 	ks = dt_xcalloc((size_t)nn, sizeof *ks);
 	for (int i = 0; i < nn; i++) {
 		const struct dt_node *n = &m->nodes[i];
 		double f = n->ops->fwd_flops(n) * (double)mb;
 		int j;
 
-		printf("%-22s %-22s %8.3f %8.2f %8.3f %8.2f %5.1f%%\n",
+		printf("%-22s %-22s %8.3f %8.2f %8.3f %8.2f %5.1f%% %4.0f%%\n",
 		       n->name, n->kind, 1e3 * fmed[i],
 		       fmed[i] > 0 ? f / fmed[i] * 1e-9 : 0.0, 1e3 * bmed[i],
 		       bmed[i] > 0 ? 2.0 * f / bmed[i] * 1e-9 : 0.0,
-		       100.0 * (fmed[i] + bmed[i]) / total);
+		       100.0 * (fmed[i] + bmed[i]) / total,
+		       spent[i] > 0 ? 100.0 * pooled[i] / spent[i] : 0.0);
 		for (j = 0; j < n_kinds; j++)
 			if (strcmp(ks[j].kind, n->kind) == 0)
 				break;
@@ -294,22 +341,31 @@ main(int argc, char **argv)
 			ks[n_kinds++].kind = n->kind;
 		ks[j].fwd += fmed[i];
 		ks[j].bwd += bmed[i];
+		ks[j].pooled += pooled[i];
+		ks[j].spent += spent[i];
 		ks[j].flops += f;
 		ks[j].nodes++;
 	}
-	printf("\n%-22s %5s %8s %8s %8s %8s %6s\n", "kind", "nodes", "fwd ms",
-	       "GFLOP/s", "bwd ms", "GFLOP/s", "share");
+	printf("\n%-22s %5s %8s %8s %8s %8s %6s %5s\n", "kind", "nodes",
+	       "fwd ms", "GFLOP/s", "bwd ms", "GFLOP/s", "share", "pool");
 	for (int j = 0; j < n_kinds; j++)
-		printf("%-22s %5d %8.3f %8.2f %8.3f %8.2f %5.1f%%\n",
+		printf("%-22s %5d %8.3f %8.2f %8.3f %8.2f %5.1f%% %4.0f%%\n",
 		       ks[j].kind, ks[j].nodes, 1e3 * ks[j].fwd,
 		       ks[j].fwd > 0 ? ks[j].flops / ks[j].fwd * 1e-9 : 0.0,
 		       1e3 * ks[j].bwd,
 		       ks[j].bwd > 0 ? 2.0 * ks[j].flops / ks[j].bwd * 1e-9
 				     : 0.0,
-		       100.0 * (ks[j].fwd + ks[j].bwd) / total);
+		       100.0 * (ks[j].fwd + ks[j].bwd) / total,
+		       ks[j].spent > 0 ? 100.0 * ks[j].pooled / ks[j].spent
+				       : 0.0);
 	printf("\nnodes summed    %.3f ms per micro-batch\n", 1e3 * total);
 	printf("step            %.3f ms (zero grads, forward+backward, "
 	       "optimizer)\n", 1e3 * step_med);
+	printf("in the pool     %.1f%% of the step, %lld loops (split over "
+	       "the rank's threads, products included; the rest runs on "
+	       "one thread)\n",
+	       step_sum > 0 ? 100.0 * step_pooled / step_sum : 0.0,
+	       (long long)(step_loops / iters));
 	printf("train           %.1f samples/s, %.2f GFLOP/s model "
 	       "(%.1f MFLOP/sample)\n", rate, model_gf,
 	       dt_model_flops_per_sample(m) * 1e-6);
@@ -326,6 +382,8 @@ main(int argc, char **argv)
 	free(tb);
 	free(rf);
 	free(rb);
+	free(pooled);
+	free(spent);
 	free(fmed);
 	free(bmed);
 	free(step);
@@ -338,5 +396,6 @@ main(int argc, char **argv)
 	free(labels);
 	dt_optim_free(o);
 	dt_model_free(m);
+	dt_pool_free(pool);
 	return 0;
 }

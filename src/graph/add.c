@@ -4,6 +4,8 @@
  *
  * Shapes must match exactly (no broadcasting); a mismatch names both
  * inputs and their shapes. Backward hands dY to every input unchanged.
+ * Both passes split the values over the pass's thread pool in blocks
+ * (kern.h), which never changes a bit.
  * FLOPs: 1 per value per input after the first. */
 #include <string.h>
 
@@ -47,9 +49,9 @@ add_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const int64_t len = p->batch * n->out_size;
 	float *y = n->out;
 
-	dt_kern_add(in[0], in[1], y, len);
+	dt_kern_par_add(p->pool, in[0], in[1], y, len);
 	for (int k = 2; k < n->n_inputs; k++)
-		dt_kern_acc(in[k], y, len);
+		dt_kern_par_acc(p->pool, in[k], y, len);
 }
 
 static void
@@ -66,9 +68,9 @@ add_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		if (dx == NULL)
 			continue;
 		if (din_add[k])
-			dt_kern_acc(dy, dx, len);
+			dt_kern_par_acc(p->pool, dy, dx, len);
 		else
-			memcpy(dx, dy, (size_t)len * sizeof(float));
+			dt_kern_par_copy(p->pool, dy, dx, len);
 	}
 }
 

@@ -68,6 +68,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 #define ATTENTION_INIT_STD 0.02f
@@ -185,16 +186,15 @@ attn_group(const struct dt_node *n, const struct dt_pass *p)
 	return p->tp;
 }
 
-/* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL. */
+/* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL;
+ * the bias broadcast on the pool. */
 static void
-affine(const float *x, const float *w, const float *b, float *y, int rows,
-       int inner, int cols)
+affine(struct dt_pool *pool, const float *x, const float *w, const float *b,
+       float *y, int rows, int inner, int cols)
 {
 	if (b != NULL)
-		for (int r = 0; r < rows; r++)
-			memcpy(y + (size_t)r * cols, b,
-			       (size_t)cols * sizeof(float));
-	dt_kern_sgemm(0, 0, rows, cols,
+		dt_kern_par_broadcast(pool, b, y, rows, cols);
+	dt_kern_par_sgemm(pool, 0, 0, rows, cols,
 		    inner, 1.0f, x, inner, w, cols, b != NULL ? 1.0f : 0.0f, y,
 		    cols);
 }
@@ -213,8 +213,8 @@ add_column_sums(const float *dy, int64_t ld, float *db, int64_t rows,
  * k, v, the cl columns from its third's offset c0, as affine does for all
  * 3C. */
 static void
-share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
-		  int rows, int c, int c0, int cl)
+share_qkv_forward(struct dt_pool *pool, const struct attn_params *w,
+		  const float *x, float *qkv, int rows, int c, int c0, int cl)
 {
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
@@ -224,7 +224,7 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 				memcpy(qkv + (size_t)r * 3 * c + o,
 				       w->b_qkv->data + o,
 				       (size_t)cl * sizeof(float));
-		dt_kern_sgemm(0, 0, rows,
+		dt_kern_par_sgemm(pool, 0, 0, rows,
 			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
 			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
 	}
@@ -233,10 +233,11 @@ share_qkv_forward(const struct attn_params *w, const float *x, float *qkv,
 /* out (rows, C) = the sum over the group of y[:, c0..c0+cl)
  * proj_weight[c0..c0+cl, :], then + proj_bias. */
 static void
-share_proj_forward(const struct attn_params *w, const struct dt_tp *tp,
-		   const float *y, float *out, int rows, int c, int c0, int cl)
+share_proj_forward(struct dt_pool *pool, const struct attn_params *w,
+		   const struct dt_tp *tp, const float *y, float *out,
+		   int rows, int c, int c0, int cl)
 {
-	dt_kern_sgemm(0, 0, rows, c, cl,
+	dt_kern_par_sgemm(pool, 0, 0, rows, c, cl,
 		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
 		    0.0f, out, c);
 	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
@@ -361,6 +362,68 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
 		       (size_t)hs * sizeof(float));
 }
 
+/* The heads of a micro-batch, forward or backward, split over the pass's
+ * thread pool by samples: a part takes whole samples, each of whose heads
+ * [h0, h1) runs as head_forward or head_backward does alone, on one BLAS
+ * thread (its own threads would compete for the same cores; the count
+ * goes back afterwards). Every head reads and writes only its sample's
+ * rows of qkv, att, y and (backward) ds, so the pool size changes no bit;
+ * nor do the BLAS threads, as long as OpenBLAS would have run the
+ * per-head products on one thread anyway (below its threading threshold,
+ * as at the char-GPT job's T = 64; dtrain-job(5)). */
+struct heads_job {
+	const struct dt_node *n;
+	int64_t batch;
+	int h0, h1;
+	bool backward;
+};
+
+static void
+heads_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct heads_job *j = ctx;
+	const struct dt_node *n = j->n;
+	const int t = (int)n->in_shape[0].dim[0];
+	const int c = (int)n->in_shape[0].dim[1];
+	const int heads = (int)n->spec.heads, hs = c / heads;
+	const float scale = 1.0f / sqrtf((float)hs);
+	float *qkv = n->scratch;			/* (B, T, 3C) */
+	float *att = qkv + j->batch * t * 3 * c;	/* (B, h, T, T) */
+	float *y = att + j->batch * heads * t * t;	/* (B, T, C) */
+	float *ds = y + j->batch * t * c;		/* (B, T, T) */
+
+	for (int64_t b = lo; b < hi; b++) {
+		for (int h = j->h0; h < j->h1; h++) {
+			float *q = qkv + b * t * 3 * c + h * hs;
+			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+			float *a = att + (b * heads + h) * t * t; /* (T, T) */
+			float *yh = y + b * t * c + h * hs;	/* ld C */
+
+			if (j->backward)
+				head_backward(q, k, v, a, yh, ds + b * t * t,
+					      t, hs, 3 * c, c, scale,
+					      n->spec.causal);
+			else
+				head_forward(q, k, v, a, yh, t, hs, 3 * c, c,
+					     scale, n->spec.causal);
+		}
+	}
+}
+
+static void
+heads_run(const struct dt_node *n, const struct dt_pass *p, int h0, int h1,
+	  bool backward)
+{
+	struct heads_job j = {
+		.n = n, .batch = p->batch, .h0 = h0, .h1 = h1,
+		.backward = backward,
+	};
+	int blas = dt_kern_set_threads(1);
+
+	dt_pool_for(p->pool, p->batch, 1, heads_part, &j);
+	dt_kern_set_threads(blas);
+}
+
 static void
 attention_forward(struct dt_node *n, struct dt_pass *p,
 		  const float *const *in)
@@ -370,7 +433,6 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 	const int t = (int)n->in_shape[0].dim[0];
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
-	const float scale = 1.0f / sqrtf((float)hs);
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
@@ -382,26 +444,18 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 
 	assert(batch * t <= INT_MAX);
 	if (tp == NULL)
-		affine(in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
+		affine(p->pool, in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
 		       qkv, (int)(batch * t), c, 3 * c);
 	else
-		share_qkv_forward(&w, in[0], qkv, (int)(batch * t), c, c0, cl);
-	for (int64_t b = 0; b < batch; b++) {
-		for (int h = h0; h < h1; h++) {
-			const float *q = qkv + b * t * 3 * c + h * hs;
-			const float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-
-			head_forward(q, k, v, att + (b * heads + h) * t * t,
-				     y + b * t * c + h * hs, t, hs, 3 * c, c,
-				     scale, n->spec.causal);
-		}
-	}
+		share_qkv_forward(p->pool, &w, in[0], qkv, (int)(batch * t), c,
+				  c0, cl);
+	heads_run(n, p, h0, h1, false);
 	if (tp == NULL)
-		affine(y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
+		affine(p->pool, y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
 		       n->out, (int)(batch * t), c, c);
 	else
-		share_proj_forward(&w, tp, y, n->out, (int)(batch * t), c, c0,
-				   cl);
+		share_proj_forward(p->pool, &w, tp, y, n->out,
+				   (int)(batch * t), c, c0, cl);
 }
 
 /* The input projection of the share, qkv holding dqkv in its columns:
@@ -409,14 +463,14 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
  * NULL) summed over the group. With din_add, rank 0 adds its part to what
  * din holds and the others overwrite it, so the sum counts that once. */
 static void
-share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
-		   const float *x, const float *qkv, float *din, bool din_add,
-		   int rows, int c, int c0, int cl)
+share_qkv_backward(struct dt_pool *pool, const struct attn_params *w,
+		   const struct dt_tp *tp, const float *x, const float *qkv,
+		   float *din, bool din_add, int rows, int c, int c0, int cl)
 {
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
 
-		dt_kern_sgemm(1, 0, c, cl,
+		dt_kern_par_sgemm(pool, 1, 0, c, cl,
 			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
 			    w->w_qkv->grad + o, 3 * c);
 		if (w->b_qkv != NULL)
@@ -430,7 +484,7 @@ share_qkv_backward(const struct attn_params *w, const struct dt_tp *tp,
 		float beta = part > 0 || (din_add && tp->rank == 0) ? 1.0f
 								    : 0.0f;
 
-		dt_kern_sgemm(0, 1, rows, c,
+		dt_kern_par_sgemm(pool, 0, 1, rows, c,
 			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
 			    3 * c, beta, din, c);
 	}
@@ -448,12 +502,10 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
 	const int rows = (int)(batch * t);
-	const float scale = 1.0f / sqrtf((float)hs);
 	const float *dout = n->dout;			/* (B, T, C) */
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
 	float *y = att + batch * heads * t * t;		/* (B, T, C) */
-	float *ds = y + batch * t * c;			/* (B, T, T) */
 	const struct dt_tp *tp = attn_group(n, p);
 	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
 	const int h0 = tp ? h1 - heads / tp->size : 0;
@@ -461,42 +513,34 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* The output projection (this rank's rows of it); y is dead
 	 * afterwards and takes dy. */
-	dt_kern_sgemm(1, 0, cl, c, rows, 1.0f,
+	dt_kern_par_sgemm(p->pool, 1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
-		add_column_sums(dout, c, w.b_proj->grad, rows, c);
-	dt_kern_sgemm(0, 1, rows, cl, c, 1.0f,
+		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
+	dt_kern_par_sgemm(p->pool, 0, 1, rows, cl, c, 1.0f,
 		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
 		    c);
 
-	for (int64_t b = 0; b < batch; b++) {
-		for (int h = h0; h < h1; h++) {
-			float *q = qkv + b * t * 3 * c + h * hs;
-			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-
-			head_backward(q, k, v, att + (b * heads + h) * t * t,
-				      y + b * t * c + h * hs, ds + b * t * t,
-				      t, hs, 3 * c, c, scale, n->spec.causal);
-		}
-	}
+	heads_run(n, p, h0, h1, true);
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
-		dt_kern_sgemm(1, 0, c, 3 * c,
+		dt_kern_par_sgemm(p->pool, 1, 0, c, 3 * c,
 			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
 			    w.w_qkv->grad, 3 * c);
 		if (w.b_qkv != NULL)
-			add_column_sums(qkv, 3 * c, w.b_qkv->grad, rows, 3 * c);
+			dt_kern_par_col_sums(p->pool, qkv, 3 * c,
+					     w.b_qkv->grad, rows, 3 * c);
 		if (din[0] != NULL)
-			dt_kern_sgemm(0, 1,
+			dt_kern_par_sgemm(p->pool, 0, 1,
 				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
 				    w.w_qkv->data, 3 * c,
 				    din_add[0] ? 1.0f : 0.0f, din[0], c);
 		return;
 	}
-	share_qkv_backward(&w, tp, in[0], qkv, din[0], din_add[0], rows, c,
-			   c0, cl);
+	share_qkv_backward(p->pool, &w, tp, in[0], qkv, din[0], din_add[0],
+			   rows, c, c0, cl);
 }
 
 static double

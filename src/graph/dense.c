@@ -112,8 +112,8 @@ dense_share(const struct dt_node *n, const struct dt_pass *p, int width,
 
 /* Column share: Y(R, out) gets X W[:, lo..lo+len) + b there, 0 elsewhere. */
 static void
-column_forward(struct dt_node *n, const float *x, int64_t rows, int lo,
-	       int len)
+column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
+	       int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)n->tensor[0].shape[0];
@@ -126,7 +126,7 @@ column_forward(struct dt_node *n, const float *x, int64_t rows, int lo,
 			memcpy(y + r * n_out + lo, b + lo,
 			       (size_t)len * sizeof(float));
 	}
-	dt_kern_sgemm(0, 0, (int)rows, len,
+	dt_kern_par_sgemm(pool, 0, 0, (int)rows, len,
 		    n_in, 1.0f, x, n_in, n->tensor[0].data + lo, n_out,
 		    b != NULL ? 1.0f : 0.0f, y + lo, n_out);
 }
@@ -134,14 +134,14 @@ column_forward(struct dt_node *n, const float *x, int64_t rows, int lo,
 /* Row share: Y(R, out) = sum over the group of X[:, lo..) W[lo.., :], then
  * + b on every rank. */
 static void
-row_forward(struct dt_node *n, const struct dt_tp *tp, const float *x,
-	    int64_t rows, int lo, int len)
+row_forward(struct dt_pool *pool, struct dt_node *n, const struct dt_tp *tp,
+	    const float *x, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)n->tensor[0].shape[0];
 	float *y = n->out;			/* (R, out) */
 
-	dt_kern_sgemm(0, 0, (int)rows,
+	dt_kern_par_sgemm(pool, 0, 0, (int)rows,
 		    n_out, len, 1.0f, x + lo, n_in,
 		    n->tensor[0].data + (size_t)lo * n_out, n_out, 0.0f, y,
 		    n_out);
@@ -162,16 +162,17 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	const int n_in = (int)n->tensor[0].shape[0];
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	float *y = n->out;			/* (R, out) */
+	struct dt_pool *pool = p->pool;
 	float beta = 0.0f;
 	int lo = 0, len = 0;
 
 	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
 			    &len)) {
 	case DT_TP_COLUMN:
-		column_forward(n, in[0], rows, lo, len);
+		column_forward(pool, n, in[0], rows, lo, len);
 		return;
 	case DT_TP_ROW:
-		row_forward(n, p->tp, in[0], rows, lo, len);
+		row_forward(pool, n, p->tp, in[0], rows, lo, len);
 		return;
 	default:
 		break;
@@ -179,13 +180,11 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	/* Broadcasting b into Y first lets the sgemm add the product with
 	 * beta = 1, saving a second pass over Y. */
 	if (n->n_tensors > 1) {
-		const float *b = n->tensor[1].data;	/* (out) */
-
-		for (int64_t r = 0; r < rows; r++)
-			memcpy(y + r * n_out, b, (size_t)n_out * sizeof(float));
+		dt_kern_par_broadcast(pool, n->tensor[1].data, y, rows,
+				      n_out);
 		beta = 1.0f;
 	}
-	dt_kern_sgemm(0, 0, (int)rows,
+	dt_kern_par_sgemm(pool, 0, 0, (int)rows,
 		    n_out, n_in, 1.0f, in[0], n_in, w, n_out, beta, y, n_out);
 }
 
@@ -209,15 +208,16 @@ bias_grad(const float *restrict dy, float *restrict db, int64_t rows,
  * written din already (din_add), rank 0 adds its part to it and the others
  * overwrite it with theirs, so the sum counts that gradient once. */
 static void
-column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
-		float *din, bool din_add, int64_t rows, int lo, int len)
+column_backward(struct dt_pool *pool, struct dt_node *n,
+		const struct dt_tp *tp, const float *x, float *din,
+		bool din_add, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)n->tensor[0].shape[0];
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
-	dt_kern_sgemm(1, 0, n_in, len,
+	dt_kern_par_sgemm(pool, 1, 0, n_in, len,
 		    (int)rows, 1.0f, x, n_in, dy + lo, n_out, 1.0f,
 		    n->tensor[0].grad + lo, n_out);
 	if (n->n_tensors > 1)
@@ -226,7 +226,7 @@ column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
 				len);
 	if (din == NULL)
 		return;
-	dt_kern_sgemm(0, 1, (int)rows, n_in,
+	dt_kern_par_sgemm(pool, 0, 1, (int)rows, n_in,
 		    len, 1.0f, dy + lo, n_out, w + lo, n_out,
 		    din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
 	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
@@ -236,15 +236,15 @@ column_backward(struct dt_node *n, const struct dt_tp *tp, const float *x,
  * and dX of those columns only, the others 0 (or left as they are with
  * din_add). */
 static void
-row_backward(struct dt_node *n, const float *x, float *din, bool din_add,
-	     int64_t rows, int lo, int len)
+row_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
+	     float *din, bool din_add, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)n->tensor[0].shape[0];
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
-	dt_kern_sgemm(1, 0, len, n_out,
+	dt_kern_par_sgemm(pool, 1, 0, len, n_out,
 		    (int)rows, 1.0f, x + lo, n_in, dy, n_out, 1.0f,
 		    n->tensor[0].grad + (size_t)lo * n_out, n_out);
 	if (n->n_tensors > 1)
@@ -253,7 +253,7 @@ row_backward(struct dt_node *n, const float *x, float *din, bool din_add,
 		return;
 	if (!din_add)
 		memset(din, 0, (size_t)(rows * n_in) * sizeof(float));
-	dt_kern_sgemm(0, 1, (int)rows, len,
+	dt_kern_par_sgemm(pool, 0, 1, (int)rows, len,
 		    n_out, 1.0f, dy, n_out, w + (size_t)lo * n_out, n_out,
 		    din_add ? 1.0f : 0.0f, din + lo, n_in);
 }
@@ -268,26 +268,29 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 	float *dw = n->tensor[0].grad;		/* (in, out) */
+	struct dt_pool *pool = p->pool;
 	int lo = 0, len = 0;
 
 	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
 			    &len)) {
 	case DT_TP_COLUMN:
-		column_backward(n, p->tp, in[0], din[0], din_add[0], rows, lo,
-				len);
+		column_backward(pool, n, p->tp, in[0], din[0], din_add[0],
+				rows, lo, len);
 		return;
 	case DT_TP_ROW:
-		row_backward(n, in[0], din[0], din_add[0], rows, lo, len);
+		row_backward(pool, n, in[0], din[0], din_add[0], rows, lo,
+			     len);
 		return;
 	default:
 		break;
 	}
-	dt_kern_sgemm(1, 0, n_in, n_out,
+	dt_kern_par_sgemm(pool, 1, 0, n_in, n_out,
 		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
 	if (n->n_tensors > 1)
-		bias_grad(dy, n->tensor[1].grad, rows, n_out);
+		dt_kern_par_col_sums(pool, dy, n_out, n->tensor[1].grad,
+				     rows, n_out);
 	if (din[0] != NULL)
-		dt_kern_sgemm(0, 1, (int)rows,
+		dt_kern_par_sgemm(pool, 0, 1, (int)rows,
 			    n_in, n_out, 1.0f, dy, n_out, w, n_out,
 			    din_add[0] ? 1.0f : 0.0f, din[0], n_in);
 }

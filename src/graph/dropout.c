@@ -13,11 +13,15 @@
  * and i come from dt_model_set_position, so a sample gets the same mask
  * on any number of ranks and in any micro-batch. The mask (0 or
  * 1/(1-rate) per value) stays in the node's scratch for backward.
+ * The values are split over the pass's thread pool in blocks (kern.h):
+ * each value's draw depends on its global index alone, so the pool size
+ * never changes the mask.
  * FLOPs: 1 per value (the multiply). */
 #include <string.h>
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 /* Draws made at a time, on the stack. */
@@ -48,30 +52,30 @@ fill_mask(const uint64_t *restrict bits, float *restrict mask, int64_t nw,
 	}
 }
 
-static void
-dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
-{
-	const int64_t len = p->batch * n->out_size;
-	const float *x = in[0];		/* (B, N) */
-	float *y = n->out;		/* (B, N) */
-	float *mask = n->scratch;	/* (B, N) */
+/* The mask of a micro-batch's values [lo, hi), the first of which is
+ * global element e0 (dropout_forward's e0 + lo), into mask (hi - lo). */
+struct mask_job {
+	uint64_t key, step, cut, e0;
+	float keep;
+	const float *x;		/* (B, N) */
+	float *y, *mask;	/* (B, N) */
+	int64_t len;
+};
 
-	if (!p->training || n->spec.rate == 0.0) {
-		memcpy(y, x, (size_t)len * sizeof(float));
-		return;
-	}
-	const uint64_t key = dt_rng_u64(p->seed, DT_RNG_DROPOUT, UINT64_MAX,
-					(uint64_t)n->layer);
-	/* Drop when the 32 bits fall below rate * 2^32. */
-	const uint64_t cut = (uint64_t)(n->spec.rate * 4294967296.0);
-	const float keep = (float)(1.0 / (1.0 - n->spec.rate));
-	const uint64_t e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size;
+static void
+mask_range(const struct mask_job *j, int64_t lo, int64_t hi)
+{
+	const uint64_t key = j->key, cut = j->cut;
+	const uint64_t e0 = j->e0 + (uint64_t)lo;
+	const float keep = j->keep;
+	const int64_t len = hi - lo;
+	float *mask = j->mask + lo;
 	uint64_t bits[DROPOUT_RUN];	/* the draws of a run of words */
 	int64_t i = 0;
 
 	/* An odd first element is the high half of its word. */
 	if (len > 0 && (e0 & 1)) {
-		uint64_t b = dt_rng_u64(key, DT_RNG_DROPOUT, p->step, e0 >> 1);
+		uint64_t b = dt_rng_u64(key, DT_RNG_DROPOUT, j->step, e0 >> 1);
 
 		mask[0] = keep * (float)((b >> 32) >= cut);
 		i = 1;
@@ -84,7 +88,7 @@ dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 
 		if (nw > DROPOUT_RUN)
 			nw = DROPOUT_RUN;
-		dt_rng_u64_run(key, DT_RNG_DROPOUT, p->step, w0, nw, bits);
+		dt_rng_u64_run(key, DT_RNG_DROPOUT, j->step, w0, nw, bits);
 		if (i + 2 * nw > len) {
 			/* the lone last element: its word is bits[nw - 1] */
 			mask[len - 1] = keep * (float)((bits[nw - 1] &
@@ -95,7 +99,42 @@ dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 		fill_mask(bits, mask + i, nw, cut, keep);
 		i += 2 * nw;
 	}
-	dt_kern_mul(x, mask, y, len, 0);
+}
+
+/* Blocks [lo, hi) of DT_KERN_BLOCK values: their mask, then y. */
+static void
+mask_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct mask_job *j = ctx;
+	int64_t a = lo * DT_KERN_BLOCK;
+	int64_t b = hi * DT_KERN_BLOCK < j->len ? hi * DT_KERN_BLOCK : j->len;
+
+	mask_range(j, a, b);
+	dt_kern_mul(j->x + a, j->mask + a, j->y + a, b - a, 0);
+}
+
+static void
+dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
+{
+	const int64_t len = p->batch * n->out_size;
+
+	if (!p->training || n->spec.rate == 0.0) {
+		dt_kern_par_copy(p->pool, in[0], n->out, len);
+		return;
+	}
+	/* Drop when the 32 bits fall below rate * 2^32. */
+	struct mask_job j = {
+		.key = dt_rng_u64(p->seed, DT_RNG_DROPOUT, UINT64_MAX,
+				  (uint64_t)n->layer),
+		.step = p->step,
+		.cut = (uint64_t)(n->spec.rate * 4294967296.0),
+		.keep = (float)(1.0 / (1.0 - n->spec.rate)),
+		.e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size,
+		.x = in[0], .y = n->out, .mask = n->scratch, .len = len,
+	};
+
+	dt_pool_for(p->pool, (len + DT_KERN_BLOCK - 1) / DT_KERN_BLOCK, 2,
+		    mask_part, &j);
 }
 
 static void
@@ -112,12 +151,12 @@ dropout_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		return;
 	if (n->spec.rate == 0.0) {
 		if (din_add[0])
-			dt_kern_acc(dy, dx, len);
+			dt_kern_par_acc(p->pool, dy, dx, len);
 		else
-			memcpy(dx, dy, (size_t)len * sizeof(float));
+			dt_kern_par_copy(p->pool, dy, dx, len);
 		return;
 	}
-	dt_kern_mul(dy, mask, dx, len, din_add[0]);
+	dt_kern_par_mul(p->pool, dy, mask, dx, len, din_add[0]);
 }
 
 static double

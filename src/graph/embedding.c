@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 #define EMBEDDING_MAX_VOCAB (INT64_C(1) << 24)	/* float ids are exact */
@@ -81,16 +82,26 @@ embedding_row(float v, int64_t vocab)
 	return (int64_t)v;
 }
 
+/* Both passes run on the pass's thread pool: forward by tokens (each
+ * output row is one table row), backward by the table's columns (each
+ * column of dweight takes the tokens in order, as one thread would), so
+ * the pool size never changes the bits. */
+struct emb_job {
+	const struct dt_node *n;
+	const float *ids;	/* (B * T) */
+	int64_t batch;
+};
+
 static void
-embedding_forward(struct dt_node *n, struct dt_pass *p,
-		  const float *const *in)
+gather_part(void *ctx, int64_t lo, int64_t hi)
 {
-	const int64_t tokens = p->batch * n->in_size[0];
+	const struct emb_job *j = ctx;
+	const struct dt_node *n = j->n;
 	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
 	const float *w = n->tensor[0].data;	/* (vocab, dim) */
 
-	for (int64_t t = 0; t < tokens; t++) {
-		int64_t row = embedding_row(in[0][t], vocab);
+	for (int64_t t = lo; t < hi; t++) {
+		int64_t row = embedding_row(j->ids[t], vocab);
 		float *y = n->out + t * dim;	/* (dim) */
 
 		if (row >= 0)
@@ -101,23 +112,45 @@ embedding_forward(struct dt_node *n, struct dt_pass *p,
 }
 
 static void
+embedding_forward(struct dt_node *n, struct dt_pass *p,
+		  const float *const *in)
+{
+	struct emb_job j = { .n = n, .ids = in[0] };
+
+	dt_pool_for(p->pool, p->batch * n->in_size[0],
+		    (1024 + n->spec.dim - 1) / n->spec.dim, gather_part, &j);
+}
+
+/* The scatter-add of the columns [lo, hi) of every token's dy. */
+static void
+scatter_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct emb_job *j = ctx;
+	const struct dt_node *n = j->n;
+	const int64_t tokens = n->in_size[0] * j->batch;
+	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
+	float *dw = n->tensor[0].grad;	/* (vocab, dim) */
+
+	for (int64_t t = 0; t < tokens; t++) {
+		int64_t row = embedding_row(j->ids[t], vocab);
+		const float *dy = n->dout + t * dim;	/* (dim) */
+
+		if (row < 0)
+			continue;
+		for (int64_t c = lo; c < hi; c++)
+			dw[row * dim + c] += dy[c];
+	}
+}
+
+static void
 embedding_backward(struct dt_node *n, struct dt_pass *p,
 		   const float *const *in, float *const *din,
 		   const bool *din_add)
 {
 	const int64_t tokens = p->batch * n->in_size[0];
-	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
-	float *dw = n->tensor[0].grad;	/* (vocab, dim) */
+	struct emb_job j = { .n = n, .ids = in[0], .batch = p->batch };
 
-	for (int64_t t = 0; t < tokens; t++) {
-		int64_t row = embedding_row(in[0][t], vocab);
-		const float *dy = n->dout + t * dim;	/* (dim) */
-
-		if (row < 0)
-			continue;
-		for (int64_t j = 0; j < dim; j++)
-			dw[row * dim + j] += dy[j];
-	}
+	dt_pool_for(p->pool, n->spec.dim, 16, scatter_part, &j);
 	if (din[0] != NULL && !din_add[0])
 		memset(din[0], 0, (size_t)tokens * sizeof(float));
 }

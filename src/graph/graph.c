@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "graph/model.h"
 #include "graph/stage.h"
@@ -744,7 +745,7 @@ void
 dt_model_zero_grads(struct dt_model *m)
 {
 	assert(m->grads != NULL);
-	memset(m->grads, 0, m->n_params * sizeof(float));
+	dt_kern_par_copy(m->pool, NULL, m->grads, (int64_t)m->n_params);
 }
 
 int64_t

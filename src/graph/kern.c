@@ -14,8 +14,10 @@
 #include <cblas.h>
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "graph/layer.h"
+#include "util/pool.h"
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && \
 	!defined(__clang__)
@@ -440,6 +442,334 @@ void
 dt_kern_mul(const float *x, const float *s, float *y, int64_t n, int add)
 {
 	mul2(x, s, y, n, add);
+}
+
+/* The pool-split loops of kern.h. A part of an elementwise loop is a run
+ * of whole blocks; the fewest blocks worth a thread of their own: */
+#define KERN_GRAIN_BLOCKS 2
+/* Rows of layer normalisation, and columns of a column sum, per part at
+ * the least. */
+#define KERN_GRAIN_ROWS 32
+#define KERN_GRAIN_COLS 32
+
+enum kern_ew {
+	KERN_EW_ADD,
+	KERN_EW_ACC,
+	KERN_EW_MUL,
+	KERN_EW_COPY,
+};
+
+struct ew_job {
+	enum kern_ew op;
+	const float *a, *b;	/* (n) inputs; b only for add and mul */
+	float *y;		/* (n) output */
+	int64_t n;
+	int add;
+};
+
+static void
+ew_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct ew_job *j = ctx;
+	int64_t a = lo * DT_KERN_BLOCK;
+	int64_t len = (hi * DT_KERN_BLOCK < j->n ? hi * DT_KERN_BLOCK : j->n) -
+		      a;
+
+	switch (j->op) {
+	case KERN_EW_ADD:
+		add2(j->a + a, j->b + a, j->y + a, len);
+		break;
+	case KERN_EW_ACC:
+		acc1(j->a + a, j->y + a, len);
+		break;
+	case KERN_EW_MUL:
+		mul2(j->a + a, j->b + a, j->y + a, len, j->add);
+		break;
+	case KERN_EW_COPY:
+		if (j->a != NULL)
+			memcpy(j->y + a, j->a + a, (size_t)len * sizeof(float));
+		else
+			memset(j->y + a, 0, (size_t)len * sizeof(float));
+		break;
+	}
+}
+
+static void
+ew_run(struct dt_pool *pool, struct ew_job *j)
+{
+	dt_pool_for(pool, (j->n + DT_KERN_BLOCK - 1) / DT_KERN_BLOCK,
+		    KERN_GRAIN_BLOCKS, ew_part, j);
+}
+
+void
+dt_kern_par_add(struct dt_pool *pool, const float *a, const float *b,
+		float *y, int64_t n)
+{
+	struct ew_job j = { .op = KERN_EW_ADD, .a = a, .b = b, .y = y, .n = n };
+
+	ew_run(pool, &j);
+}
+
+void
+dt_kern_par_acc(struct dt_pool *pool, const float *x, float *y, int64_t n)
+{
+	struct ew_job j = { .op = KERN_EW_ACC, .a = x, .y = y, .n = n };
+
+	ew_run(pool, &j);
+}
+
+void
+dt_kern_par_mul(struct dt_pool *pool, const float *x, const float *s,
+		float *y, int64_t n, int add)
+{
+	struct ew_job j = {
+		.op = KERN_EW_MUL, .a = x, .b = s, .y = y, .n = n, .add = add,
+	};
+
+	ew_run(pool, &j);
+}
+
+void
+dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y, int64_t n)
+{
+	struct ew_job j = { .op = KERN_EW_COPY, .a = x, .y = y, .n = n };
+
+	ew_run(pool, &j);
+}
+
+/* Rows of C per part of dt_kern_par_sgemm at the least. */
+#define KERN_GRAIN_GEMM_ROWS 32
+
+struct gemm_job {
+	int trans_a, trans_b;
+	int64_t n, k;
+	float alpha, beta;
+	const float *a, *b;	/* op(A) (m, k), op(B) (k, n) */
+	int64_t lda, ldb, ldc;
+	float *c;		/* (m, n) */
+};
+
+static void
+gemm_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct gemm_job *j = ctx;
+	/* rows [lo, hi) of op(A): rows of A, or columns of A stored (k, m) */
+	const float *a = j->a + (j->trans_a ? lo : lo * j->lda);
+
+	dt_kern_sgemm(j->trans_a, j->trans_b, hi - lo, j->n, j->k, j->alpha, a,
+		      j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc,
+		      j->ldc);
+}
+
+void
+dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
+		  int64_t n, int64_t k, float alpha, const float *a,
+		  int64_t lda, const float *b, int64_t ldb, float beta,
+		  float *c, int64_t ldc)
+{
+	struct gemm_job j = {
+		.trans_a = trans_a, .trans_b = trans_b, .n = n, .k = k,
+		.alpha = alpha, .beta = beta, .a = a, .b = b, .lda = lda,
+		.ldb = ldb, .ldc = ldc, .c = c,
+	};
+	int blas;
+
+	if (dt_pool_threads(pool) <= 1) {
+		/* one part, through the pool so that its timing counts it */
+		dt_pool_for(pool, m, m, gemm_part, &j);
+		return;
+	}
+	blas = dt_kern_set_threads(1);
+	dt_pool_for(pool, m, KERN_GRAIN_GEMM_ROWS, gemm_part, &j);
+	dt_kern_set_threads(blas);
+}
+
+struct bcast_job {
+	const float *b;		/* (n) */
+	float *y;		/* (rows, n) */
+	int64_t n;
+};
+
+static void
+bcast_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct bcast_job *j = ctx;
+
+	for (int64_t r = lo; r < hi; r++)
+		memcpy(j->y + r * j->n, j->b, (size_t)j->n * sizeof(float));
+}
+
+void
+dt_kern_par_broadcast(struct dt_pool *pool, const float *b, float *y,
+		      int64_t rows, int64_t n)
+{
+	struct bcast_job j = { .b = b, .y = y, .n = n };
+
+	dt_pool_for(pool, rows, n > 0 ? (DT_KERN_BLOCK + n - 1) / n : 1,
+		    bcast_part, &j);
+}
+
+/* db[j0..j1) += the rows of dy[., j0..j1) in order. */
+KERN_CLONES static void
+col_sums(const float *restrict dy, int64_t ld, float *restrict db,
+	 int64_t rows, int64_t len)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *row = dy + r * ld;
+
+		DT_VEC_LOOP(j, len, db[j] += row[j]);
+	}
+}
+
+struct cols_job {
+	const float *dy;	/* (rows, ld) */
+	int64_t ld, rows;
+	float *db;		/* (cols) */
+};
+
+static void
+cols_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct cols_job *j = ctx;
+
+	col_sums(j->dy + lo, j->ld, j->db + lo, j->rows, hi - lo);
+}
+
+void
+dt_kern_par_col_sums(struct dt_pool *pool, const float *dy, int64_t ld,
+		     float *db, int64_t rows, int64_t cols)
+{
+	struct cols_job j = { .dy = dy, .ld = ld, .rows = rows, .db = db };
+
+	dt_pool_for(pool, cols, KERN_GRAIN_COLS, cols_part, &j);
+}
+
+struct ln_job {
+	const float *x, *dy;		/* (rows, c) */
+	const float *gain, *bias;	/* (c) */
+	float *y, *dx;			/* (rows, c) */
+	float *mean, *rstd;		/* (rows): forward writes them */
+	const float *smean, *srstd;	/* (rows): backward reads them */
+	float *dgain, *dbias;		/* (c) */
+	int64_t rows, c;
+	float eps;
+	int add;
+};
+
+static void
+ln_fwd_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct ln_job *j = ctx;
+
+	dt_kern_layernorm(j->x + lo * j->c, j->gain, j->bias, j->y + lo * j->c,
+			  j->mean + lo, j->rstd + lo, hi - lo, j->c, j->eps);
+}
+
+void
+dt_kern_par_layernorm(struct dt_pool *pool, const float *x, const float *gain,
+		      const float *bias, float *y, float *mean, float *rstd,
+		      int64_t rows, int64_t c, float eps)
+{
+	struct ln_job j = {
+		.x = x, .gain = gain, .bias = bias, .y = y, .mean = mean,
+		.rstd = rstd, .rows = rows, .c = c, .eps = eps,
+	};
+
+	dt_pool_for(pool, rows, KERN_GRAIN_ROWS, ln_fwd_part, &j);
+}
+
+/* The two row means of ln_grad_params (the same lanes, the same order),
+ * without the parameter gradients. */
+KERN_CLONES static void
+ln_grad_sums(const float *restrict x, const float *restrict dy,
+	     const float *restrict gain, int64_t c, float m, float s,
+	     float *restrict sums)
+{
+	float l0[KERN_LANES] = { 0 }, l1[KERN_LANES] = { 0 };
+	int64_t k = 0;
+
+	for (; k + KERN_LANES <= c; k += KERN_LANES)
+		for (int j = 0; j < KERN_LANES; j++) {
+			float xhat = (x[k + j] - m) * s;
+			float dn = gain[k + j] * dy[k + j];
+
+			l0[j] += dn;
+			l1[j] += dn * xhat;
+		}
+	for (int j = 0; k < c; k++, j++) {
+		float xhat = (x[k] - m) * s;
+		float dn = gain[k] * dy[k];
+
+		l0[j] += dn;
+		l1[j] += dn * xhat;
+	}
+	sums[0] = lanes_sum(l0);
+	sums[1] = lanes_sum(l1);
+}
+
+static void
+ln_dx_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct ln_job *j = ctx;
+	const int64_t c = j->c;
+
+	for (int64_t r = lo; r < hi; r++) {
+		float sums[2];
+
+		ln_grad_sums(j->x + r * c, j->dy + r * c, j->gain, c,
+			     j->smean[r], j->srstd[r], sums);
+		ln_grad_x(j->x + r * c, j->dy + r * c, j->gain, j->dx + r * c,
+			  c, j->smean[r], j->srstd[r], sums[0] / (float)c,
+			  sums[1] / (float)c, j->add);
+	}
+}
+
+/* dgain[k] += dy * xhat and dbias[k] += dy for the columns [0, len) of
+ * x and dy (row stride c), row after row, as ln_grad_params adds them. */
+KERN_CLONES static void
+ln_grad_cols(const float *restrict x, const float *restrict dy,
+	     const float *restrict mean, const float *restrict rstd,
+	     float *restrict dgain, float *restrict dbias, int64_t rows,
+	     int64_t c, int64_t len)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * c, *dr = dy + r * c;
+		const float m = mean[r], s = rstd[r];
+
+		DT_VEC_LOOP(k, len, {
+			float xhat = (xr[k] - m) * s;
+
+			dgain[k] += dr[k] * xhat;
+			dbias[k] += dr[k];
+		});
+	}
+}
+
+static void
+ln_cols_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct ln_job *j = ctx;
+
+	ln_grad_cols(j->x + lo, j->dy + lo, j->smean, j->srstd, j->dgain + lo,
+		     j->dbias + lo, j->rows, j->c, hi - lo);
+}
+
+void
+dt_kern_par_layernorm_grad(struct dt_pool *pool, const float *x,
+			   const float *dy, const float *gain,
+			   const float *mean, const float *rstd, float *dx,
+			   int add, float *dgain, float *dbias, int64_t rows,
+			   int64_t c)
+{
+	struct ln_job j = {
+		.x = x, .dy = dy, .gain = gain, .dx = dx, .smean = mean,
+		.srstd = rstd, .dgain = dgain, .dbias = dbias, .rows = rows,
+		.c = c, .add = add,
+	};
+
+	if (dx != NULL)
+		dt_pool_for(pool, rows, KERN_GRAIN_ROWS, ln_dx_part, &j);
+	dt_pool_for(pool, c, KERN_GRAIN_COLS, ln_cols_part, &j);
 }
 
 int

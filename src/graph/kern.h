@@ -119,6 +119,76 @@ void dt_kern_acc(const float *x, float *y, int64_t n);
 void dt_kern_mul(const float *x, const float *s, float *y, int64_t n,
 		 int add);
 
+/* The same loops split over a thread pool (util/pool.h; NULL: the
+ * calling thread alone), in parts fixed by n and the pool size. None of
+ * them sums across elements (each output element gets exactly the
+ * arithmetic of the serial loop above, in the same order), so every pool
+ * size gives the bits of the serial loop. Elementwise loops go in blocks
+ * of DT_KERN_BLOCK values; the row loops (layer normalisation) by rows;
+ * the column sums and the layer-normalisation parameter gradients by
+ * columns, each column summed over the rows in row order. Nothing is
+ * allocated. */
+#define DT_KERN_BLOCK 4096
+
+struct dt_pool;
+
+/* y[i] = a[i] + b[i] over n values (dt_kern_add). */
+void dt_kern_par_add(struct dt_pool *pool, const float *a, const float *b,
+		     float *y, int64_t n);
+
+/* y[i] += x[i] over n values (dt_kern_acc). */
+void dt_kern_par_acc(struct dt_pool *pool, const float *x, float *y,
+		     int64_t n);
+
+/* y[i] = x[i] * s[i], or += with add, over n values (dt_kern_mul). */
+void dt_kern_par_mul(struct dt_pool *pool, const float *x, const float *s,
+		     float *y, int64_t n, int add);
+
+/* y[i] = x[i] over n values (memcpy), or y[i] = 0 when x is NULL. */
+void dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y,
+		      int64_t n);
+
+/* dt_kern_sgemm with the rows of C split over the pool: part t of C's
+ * rows, [m*t/p, m*(t+1)/p) with p = min(threads, ceil(m / 32)), is one
+ * dt_kern_sgemm on the matching rows of op(A), run on one BLAS thread
+ * (the BLAS thread count is put back afterwards), even when p is 1.
+ * Nothing is summed across parts: each element of C is one BLAS dot
+ * product over all of k. That a row of C gets the same bits whichever rows share its call
+ * is a property of the BLAS, not of this split: OpenBLAS 0.3.21's
+ * one-thread kernels have it (tests/unit/test_graph_threads.c checks
+ * the shipped jobs' shapes), so on it every pool size gives the bits of
+ * one unsplit one-thread call. A NULL or one-thread pool makes the one
+ * call, on the BLAS threads as set. */
+void dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b,
+		       int64_t m, int64_t n, int64_t k, float alpha,
+		       const float *a, int64_t lda, const float *b,
+		       int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* Row r of y (rows, n) = b (n), for every r: a bias broadcast. */
+void dt_kern_par_broadcast(struct dt_pool *pool, const float *b, float *y,
+			   int64_t rows, int64_t n);
+
+/* db[j] += dy[r * ld + j], for r = 0, 1, ..., rows - 1 in that order,
+ * for each of the cols columns: the column sums of dy (rows, cols) at
+ * row stride ld, added to db (cols). */
+void dt_kern_par_col_sums(struct dt_pool *pool, const float *dy, int64_t ld,
+			  float *db, int64_t rows, int64_t cols);
+
+/* dt_kern_layernorm split by rows. */
+void dt_kern_par_layernorm(struct dt_pool *pool, const float *x,
+			   const float *gain, const float *bias, float *y,
+			   float *mean, float *rstd, int64_t rows, int64_t c,
+			   float eps);
+
+/* dt_kern_layernorm_grad in two loops: dx by rows, then dgain and dbias
+ * by columns (each column's rows in order, as the serial kernel adds
+ * them), which gives its bits. */
+void dt_kern_par_layernorm_grad(struct dt_pool *pool, const float *x,
+				const float *dy, const float *gain,
+				const float *mean, const float *rstd,
+				float *dx, int add, float *dgain,
+				float *dbias, int64_t rows, int64_t c);
+
 /* Sets the threads the BLAS runs the following products on (n >= 1) and
  * returns the count before, so that a caller that runs products inside
  * threads of its own can have each run on its calling thread alone and

@@ -14,7 +14,9 @@
  *   dgain += sum over rows of dy * xhat,  dbias += sum over rows of dy
  * Scratch: mean and rstd of every row, 2*R floats per sample, so backward
  * does not recompute the statistics. Both passes run in the kernel seam
- * (kern.h), its row sums in 8 lanes.
+ * (kern.h), its row sums in 8 lanes, split over the pass's thread pool:
+ * forward and dx by rows, dgain and dbias by features (each summed over
+ * the rows in order), so the pool size never changes the bits.
  * FLOPs per sample, nominal: 8 per element (mean 1, variance 3, normalise
  * 2, scale and shift 2); the per-row square root and division are not
  * counted. */
@@ -70,7 +72,7 @@ layernorm_forward(struct dt_node *n, struct dt_pass *p,
 
 	/* Two passes for the variance: the one-pass E[x^2] - E[x]^2
 	 * cancels badly when the mean is large next to the spread. */
-	dt_kern_layernorm(in[0], n->tensor[0].data, n->tensor[1].data, n->out,
+	dt_kern_par_layernorm(p->pool, in[0], n->tensor[0].data, n->tensor[1].data, n->out,
 			  mean, rstd, rows, c, (float)n->spec.eps);
 }
 
@@ -84,9 +86,10 @@ layernorm_backward(struct dt_node *n, struct dt_pass *p,
 	const float *mean = n->scratch;		/* (B*R) */
 	const float *rstd = n->scratch + rows;	/* (B*R) */
 
-	dt_kern_layernorm_grad(in[0], n->dout, n->tensor[0].data, mean, rstd,
-			       din[0], din_add[0], n->tensor[0].grad,
-			       n->tensor[1].grad, rows, c);
+	dt_kern_par_layernorm_grad(p->pool, in[0], n->dout, n->tensor[0].data,
+				   mean, rstd, din[0], din_add[0],
+				   n->tensor[0].grad, n->tensor[1].grad,
+				   rows, c);
 }
 
 static double

@@ -60,3 +60,10 @@ TESTS += tests/unit/test_graph_kern
 tests_unit_test_graph_kern_SOURCES = tests/unit/test_graph_kern.c
 tests_unit_test_graph_kern_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_graph_kern_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_graph_threads
+TESTS += tests/unit/test_graph_threads
+tests_unit_test_graph_threads_SOURCES = tests/unit/test_graph_threads.c \
+	$(GRADCHECK_SOURCES)
+tests_unit_test_graph_threads_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_graph_threads_LDADD = $(UNIT_LDADD)

@@ -16,6 +16,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/pool.h"
 #include "util/rng.h"
 
 #define POS_EMBEDDING_INIT_STD 0.02f
@@ -70,19 +71,37 @@ pos_embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
 					   (uint64_t)j);
 }
 
+/* Forward runs on the pass's thread pool by samples, backward's dweight
+ * by its elements (each summing the samples in order), so the pool size
+ * never changes the bits. */
+struct pos_job {
+	const struct dt_node *n;
+	const float *x;		/* (B, T, dim) */
+};
+
+static void
+pos_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pos_job *j = ctx;
+	const int64_t size = j->n->out_size;	/* T * dim */
+	const float *w = j->n->tensor[0].data;	/* (length, dim); first T rows */
+
+	for (int64_t b = lo; b < hi; b++) {
+		const float *x = j->x + b * size;	/* (T, dim) */
+		float *y = j->n->out + b * size;	/* (T, dim) */
+
+		dt_kern_add(x, w, y, size);
+	}
+}
+
 static void
 pos_embedding_forward(struct dt_node *n, struct dt_pass *p,
 		      const float *const *in)
 {
-	const int64_t size = n->out_size;	/* T * dim */
-	const float *w = n->tensor[0].data;	/* (length, dim); first T rows */
+	struct pos_job j = { .n = n, .x = in[0] };
 
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *x = in[0] + b * size;	/* (T, dim) */
-		float *y = n->out + b * size;		/* (T, dim) */
-
-		dt_kern_add(x, w, y, size);
-	}
+	dt_pool_for(p->pool, p->batch, (8192 + n->out_size - 1) / n->out_size,
+		    pos_part, &j);
 }
 
 static void
@@ -94,18 +113,13 @@ pos_embedding_backward(struct dt_node *n, struct dt_pass *p,
 	float *dw = n->tensor[0].grad;		/* (length, dim); first T rows */
 
 	(void)in;
-	for (int64_t b = 0; b < p->batch; b++) {
-		const float *dy = n->dout + b * size;	/* (T, dim) */
-
-		dt_kern_acc(dy, dw, size);
-	}
+	dt_kern_par_col_sums(p->pool, n->dout, size, dw, p->batch, size);
 	if (din[0] == NULL)
 		return;
 	if (din_add[0])
-		dt_kern_acc(n->dout, din[0], p->batch * size);
+		dt_kern_par_acc(p->pool, n->dout, din[0], p->batch * size);
 	else
-		memcpy(din[0], n->dout, (size_t)(p->batch * size) *
-					sizeof(float));
+		dt_kern_par_copy(p->pool, n->dout, din[0], p->batch * size);
 }
 
 static double

@@ -5,10 +5,12 @@
  * flatten gives one dimension, reshape the job's `shape:` (one dimension
  * may be -1: whatever the others leave). Row-major order is kept, so both
  * are a copy forward (the graph gives every node its own output buffer)
- * and a copy, or an add, backward.
+ * and a copy, or an add, backward, split over the pass's thread pool in
+ * blocks (kern.h).
  * FLOPs: 0. */
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 
 static enum dt_status
@@ -77,7 +79,7 @@ reshape_infer(struct dt_node *n, const struct dt_job *job,
 static void
 copy_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	memcpy(n->out, in[0], (size_t)(p->batch * n->out_size) * sizeof(float));
+	dt_kern_par_copy(p->pool, in[0], n->out, p->batch * n->out_size);
 }
 
 static void
@@ -90,12 +92,10 @@ copy_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	(void)in;
 	if (din[0] == NULL)
 		return;
-	if (!din_add[0]) {
-		memcpy(din[0], dy, (size_t)len * sizeof(float));
-		return;
-	}
-	for (int64_t i = 0; i < len; i++)
-		din[0][i] += dy[i];
+	if (!din_add[0])
+		dt_kern_par_copy(p->pool, dy, din[0], len);
+	else
+		dt_kern_par_acc(p->pool, dy, din[0], len);
 }
 
 static double

@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* pool.c - the deterministic thread pool of pool.h: POSIX threads, one
  * mutex and two condition variables; a loop is published as a
- * generation number the workers wait for. */
+ * generation number the workers wait for.
+ *
+ * Waking a sleeping thread costs tens of microseconds, about what a
+ * layer's elementwise loop takes, and a step runs a few hundred loops
+ * back to back. So a worker that finishes its part, and the caller
+ * waiting for the workers, first poll for a while (DT_POOL_SPIN_NS),
+ * yielding the core at every poll so that a runnable thread (OpenBLAS's,
+ * another rank's) is not kept from it, and only then sleep. */
 #include "util/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "util/alloc.h"
 
-/* How many times the caller polls for the workers before it sleeps: a few
- * microseconds, about what a worker's part of a short loop takes. */
-#define DT_POOL_SPIN 4000
+/* How long a worker polls for the next loop, and the caller for the
+ * workers' parts, before sleeping: about the gap between two loops of a
+ * layer, or between the loops of consecutive layers (nanoseconds). */
+#define DT_POOL_SPIN_NS 60000
 
 struct dt_pool;
 
@@ -31,15 +41,19 @@ struct dt_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t wake;	/* a new generation or stop */
 	pthread_cond_t done;	/* pending reached 0 */
-	/* The loop of the current generation, written under mu: */
-	uint64_t gen;
-	bool stop;
+	/* The loop of the current generation, written under mu (gen and stop
+	 * are also polled without it): */
+	atomic_uint_fast64_t gen;
+	atomic_bool stop;
 	int parts;
 	int64_t n;
 	dt_pool_fn *fn;
 	void *ctx;
 	atomic_int pending;	/* workers' parts not yet done */
 	atomic_bool busy;	/* a dt_pool_for is running */
+	/* dt_pool_set_timing, written by the driving thread only: */
+	bool timing;
+	int64_t loop_ns, loops;
 };
 
 static void
@@ -49,6 +63,51 @@ part_range(int64_t n, int parts, int t, int64_t *lo, int64_t *hi)
 	 * parts <= threads <= 4096 (job/ bounds it). */
 	*lo = n * t / parts;
 	*hi = n * (t + 1) / parts;
+}
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Polls until ready(p, arg) or DT_POOL_SPIN_NS pass; true when ready. */
+static bool
+spin_until(struct dt_pool *p, bool (*ready)(struct dt_pool *, uint64_t),
+	   uint64_t arg)
+{
+	int64_t end = 0;
+
+	for (int i = 0;; i++) {
+		if (ready(p, arg))
+			return true;
+		if ((i & 15) == 0) {
+			int64_t t = now_ns();
+
+			if (end == 0)
+				end = t + DT_POOL_SPIN_NS;
+			else if (t >= end)
+				return false;
+		}
+		sched_yield();
+	}
+}
+
+/* A new generation after seen, or stop. */
+static bool
+next_loop(struct dt_pool *p, uint64_t seen)
+{
+	return atomic_load(&p->gen) != seen || atomic_load(&p->stop);
+}
+
+static bool
+parts_done(struct dt_pool *p, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&p->pending) == 0;
 }
 
 static void *
@@ -64,14 +123,15 @@ worker_main(void *arg)
 		void *ctx;
 		int parts;
 
+		spin_until(p, next_loop, seen);
 		pthread_mutex_lock(&p->mu);
-		while (p->gen == seen && !p->stop)
+		while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
 			pthread_cond_wait(&p->wake, &p->mu);
-		if (p->stop) {
+		if (atomic_load(&p->stop)) {
 			pthread_mutex_unlock(&p->mu);
 			return NULL;
 		}
-		seen = p->gen;
+		seen = atomic_load(&p->gen);
 		parts = p->parts;
 		n = p->n;
 		fn = p->fn;
@@ -100,6 +160,8 @@ dt_pool_new(int threads)
 	pthread_cond_init(&p->done, NULL);
 	atomic_init(&p->pending, 0);
 	atomic_init(&p->busy, false);
+	atomic_init(&p->gen, 0);
+	atomic_init(&p->stop, false);
 	if (p->threads > 1)
 		p->workers = dt_xcalloc((size_t)p->threads - 1,
 					sizeof *p->workers);
@@ -125,7 +187,7 @@ dt_pool_free(struct dt_pool *p)
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mu);
-	p->stop = true;
+	atomic_store(&p->stop, true);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mu);
 	for (int i = 0; i + 1 < p->threads; i++)
@@ -143,11 +205,66 @@ dt_pool_threads(const struct dt_pool *p)
 	return p != NULL ? p->threads : 1;
 }
 
+static int64_t
+cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+dt_pool_set_timing(struct dt_pool *p, int on)
+{
+	if (p == NULL)
+		return;
+	p->timing = on != 0;
+	p->loop_ns = 0;
+	p->loops = 0;
+}
+
+double
+dt_pool_time(const struct dt_pool *p, int64_t *loops)
+{
+	if (loops != NULL)
+		*loops = p != NULL ? p->loops : 0;
+	return p != NULL ? (double)p->loop_ns * 1e-9 : 0.0;
+}
+
+/* The loop of dt_pool_for in parts (parts >= 2), from the thread that
+ * holds p->busy. */
+static void
+run_parts(struct dt_pool *p, int64_t n, int parts, dt_pool_fn *fn, void *ctx)
+{
+	int64_t lo, hi;
+
+	pthread_mutex_lock(&p->mu);
+	p->parts = parts;
+	p->n = n;
+	p->fn = fn;
+	p->ctx = ctx;
+	atomic_store(&p->pending, parts - 1);
+	atomic_fetch_add(&p->gen, 1);
+	pthread_cond_broadcast(&p->wake);
+	pthread_mutex_unlock(&p->mu);
+
+	part_range(n, parts, 0, &lo, &hi);
+	fn(ctx, lo, hi);
+
+	if (!spin_until(p, parts_done, 0)) {
+		pthread_mutex_lock(&p->mu);
+		while (atomic_load(&p->pending) > 0)
+			pthread_cond_wait(&p->done, &p->mu);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
 void
 dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
 	    void *ctx)
 {
-	int64_t parts, lo, hi;
+	int64_t parts, t0 = 0;
 	bool idle = false;
 
 	if (n <= 0)
@@ -157,31 +274,22 @@ dt_pool_for(struct dt_pool *p, int64_t n, int64_t grain, dt_pool_fn *fn,
 	parts = (n + grain - 1) / grain;
 	if (p == NULL || p->threads < parts)
 		parts = p != NULL ? p->threads : 1;
-	if (parts <= 1 ||
+	/* Not p, or a loop inside a loop of p (on any of its threads):
+	 * inline, and timed as part of the outer loop. */
+	if (p == NULL ||
 	    !atomic_compare_exchange_strong(&p->busy, &idle, true)) {
 		fn(ctx, 0, n);
 		return;
 	}
-	pthread_mutex_lock(&p->mu);
-	p->parts = (int)parts;
-	p->n = n;
-	p->fn = fn;
-	p->ctx = ctx;
-	atomic_store(&p->pending, (int)parts - 1);
-	p->gen++;
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->mu);
-
-	part_range(n, (int)parts, 0, &lo, &hi);
-	fn(ctx, lo, hi);
-
-	for (int i = 0; i < DT_POOL_SPIN && atomic_load(&p->pending) > 0; i++)
-		__asm__ __volatile__("" ::: "memory");
-	if (atomic_load(&p->pending) > 0) {
-		pthread_mutex_lock(&p->mu);
-		while (atomic_load(&p->pending) > 0)
-			pthread_cond_wait(&p->done, &p->mu);
-		pthread_mutex_unlock(&p->mu);
+	if (p->timing)
+		t0 = cpu_ns();
+	if (parts <= 1)
+		fn(ctx, 0, n);
+	else
+		run_parts(p, n, (int)parts, fn, ctx);
+	if (p->timing) {
+		p->loop_ns += cpu_ns() - t0;
+		p->loops++;
 	}
 	atomic_store(&p->busy, false);
 }

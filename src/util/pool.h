@@ -11,9 +11,10 @@
  * what it partitions). The pool does not call BLAS; OpenBLAS's own threads
  * run the products in between (see dtrain-job(5), parallel.blas_threads).
  *
- * Workers sleep on a condition variable between loops, so that they leave
- * the cores to OpenBLAS's threads during a product; the caller spins a
- * little before it sleeps while it waits for the workers. */
+ * Between loops a worker polls for the next one for a few tens of
+ * microseconds, yielding the core at every poll (so that OpenBLAS's
+ * threads get it during a product), and then sleeps on a condition
+ * variable; the caller waits for the workers the same way. */
 #ifndef DT_UTIL_POOL_H
 #define DT_UTIL_POOL_H
 
@@ -44,5 +45,14 @@ int dt_pool_threads(const struct dt_pool *pool);
  * runs on the calling thread. One thread at a time may drive a pool. */
 void dt_pool_for(struct dt_pool *pool, int64_t n, int64_t grain,
 		 dt_pool_fn *fn, void *ctx);
+
+/* Timing for benchmarks (bench/bench_layers): with on, every loop the
+ * pool's driving thread runs (a loop inside a loop counts as part of the
+ * outer one) adds that thread's CPU time over the whole loop, its own
+ * part and its wait for the workers, to a sum; dt_pool_time returns the
+ * sum in seconds and the number of loops since timing was last switched
+ * on. Off (the default) costs nothing. NULL is ignored (0 for time). */
+void dt_pool_set_timing(struct dt_pool *pool, int on);
+double dt_pool_time(const struct dt_pool *pool, int64_t *loops);
 
 #endif
