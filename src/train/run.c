@@ -19,6 +19,7 @@
 #include "dist/agree.h"
 #include "train/data.h"
 #include "train/eval.h"
+#include "train/init_from.h"
 #include "train/loop.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
@@ -406,6 +407,8 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 		st = plan_data(r, err);
 	if (st == DT_OK && opts->resume)
 		st = dt_run_restore(r, err);
+	if (st == DT_OK)
+		st = dt_run_init_from(r, err);	/* a new start only */
 	if (st != DT_OK || !opts->resume)
 		return st;
 	/* Every rank holds the same position: no agreement needed. */

@@ -28,7 +28,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
 	tests/integration/rundir-lock.sh \
-	tests/integration/report.sh
+	tests/integration/report.sh \
+	tests/integration/init-from.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
