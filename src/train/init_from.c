@@ -5,6 +5,8 @@
  * for any new run. */
 #include "train/init_from.h"
 
+#include <json.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,51 @@
 #include "train/gather.h"
 #include "train/state.h"
 #include "util/alloc.h"
+
+/* DT_ERR_FORMAT when the safetensors file at path says in its
+ * __metadata__ that `dtrain export --format torch` wrote it
+ * ("dtrain_format": "torch-1"): its tensors are in PyTorch's layouts,
+ * and a square weight would pass the shape check transposed. A header
+ * that cannot be read is left to dt_ckpt_import to report. */
+static enum dt_status
+refuse_torch(const char *path, struct dt_error *err)
+{
+	unsigned char len8[8];
+	uint64_t n = 0;
+	char *text;
+	struct json_object *o, *meta, *fmt;
+	enum dt_status st = DT_OK;
+	FILE *f = fopen(path, "rb");
+
+	if (f == NULL)
+		return DT_OK;
+	if (fread(len8, 1, 8, f) == 8)
+		for (int i = 7; i >= 0; i--)
+			n = n << 8 | len8[i];
+	if (n == 0 || n > (100u << 20)) {
+		fclose(f);
+		return DT_OK;
+	}
+	text = dt_xmalloc((size_t)n + 1, 1);
+	if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(text);
+		return DT_OK;
+	}
+	fclose(f);
+	text[n] = '\0';
+	o = json_tokener_parse(text);
+	free(text);
+	if (o != NULL && json_object_object_get_ex(o, "__metadata__", &meta) &&
+	    json_object_object_get_ex(meta, "dtrain_format", &fmt) &&
+	    json_object_is_type(fmt, json_type_string) &&
+	    strncmp(json_object_get_string(fmt), "torch", 5) == 0)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: written by dtrain export "
+			       "--format torch, in PyTorch's layouts; export "
+			       "without --format for model.init_from", path);
+	json_object_put(o);
+	return st;
+}
 
 enum dt_status
 dt_init_import(const struct dt_model *m, float *params, const char *path,
@@ -35,7 +82,9 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 		for (int d = 0; d < ti.n_dims; d++)
 			t[i].shape[d] = ti.shape[d];
 	}
-	st = dt_ckpt_import(path, t, (size_t)n, err);
+	st = refuse_torch(path, err);
+	if (st == DT_OK)
+		st = dt_ckpt_import(path, t, (size_t)n, err);
 	free(t);
 	free(names);
 	return st;
@@ -75,14 +124,6 @@ dt_run_init_from(struct dt_run *r, struct dt_error *err)
 			dt_job_where(r->job, "model.init_from", where,
 				     sizeof where);
 			dt_error_prefix(err, "%s", where);
-			if (v.status == DT_ERR_FORMAT) {
-				size_t len = strlen(err->msg);
-
-				snprintf(err->msg + len, sizeof err->msg - len,
-					 " (model.init_from takes the default "
-					 "format of dtrain export, not "
-					 "--format torch)");
-			}
 			snprintf(v.msg, sizeof v.msg, "%s", err->msg);
 		}
 	}

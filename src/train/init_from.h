@@ -13,7 +13,10 @@ struct dt_run;
  * (dt_model_n_params(m) floats) laid out as m's tensors: each tensor
  * i named "NODE.NAME" (dt_model_tensor_info), float32, of m's shape, as
  * checkpoints and `dtrain export` (its default format) write them. The
- * file must hold exactly these tensors. Returns DT_OK; DT_ERR_FORMAT
+ * file must hold exactly these tensors; a file that `dtrain export
+ * --format torch` wrote (PyTorch's layouts) is refused as such, since a
+ * square weight would pass the shape check transposed. Returns DT_OK;
+ * DT_ERR_FORMAT
  * naming the file and the tensor for a shape that differs (with both
  * shapes), a tensor missing or one the model does not have; DT_ERR_IO.
  * On error params holds unspecified values. */
