@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ckpt/ckpt.h"
 #include "train/gather.h"
@@ -29,8 +30,13 @@ refuse_torch(const char *path, struct dt_error *err)
 	char *text;
 	struct json_object *o, *meta, *fmt;
 	enum dt_status st = DT_OK;
-	FILE *f = fopen(path, "rb");
+	struct stat sb;
+	FILE *f;
 
+	/* Only a regular file is opened here (a FIFO would block). */
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return DT_OK;
+	f = fopen(path, "rb");
 	if (f == NULL)
 		return DT_OK;
 	if (fread(len8, 1, 8, f) == 8)
