@@ -27,6 +27,7 @@ struct dt_cmd {
 extern const struct dt_cmd dt_cmd_run;
 extern const struct dt_cmd dt_cmd_resume;
 extern const struct dt_cmd dt_cmd_export;
+extern const struct dt_cmd dt_cmd_report;
 extern const struct dt_cmd dt_cmd_eval;
 extern const struct dt_cmd dt_cmd_predict;
 extern const struct dt_cmd dt_cmd_plan;

@@ -17,6 +17,7 @@ const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_eval,
 	&dt_cmd_predict,
 	&dt_cmd_export,
+	&dt_cmd_report,
 	&dt_cmd_sample,
 	&dt_cmd_help,
 	NULL,

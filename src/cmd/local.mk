@@ -5,6 +5,7 @@ libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c
 libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c
 libdtrain_la_SOURCES += src/cmd/torch_export.h src/cmd/torch_export.c
 libdtrain_la_SOURCES += src/cmd/plan.c
+libdtrain_la_SOURCES += src/cmd/report.h src/cmd/report.c src/cmd/report_script.c
 libdtrain_la_SOURCES += src/cmd/fetch.c
 libdtrain_la_SOURCES += src/cmd/sample.c
 libdtrain_la_SOURCES += src/cmd/version.c src/cmd/complete.c

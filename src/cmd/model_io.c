@@ -12,6 +12,7 @@
 #include "dist/comm.h"
 #include "graph/graph.h"
 #include "graph/model.h"
+#include "train/init_from.h"
 #include "util/alloc.h"
 
 /* The checkpoint directory of `step` (-1: the newest valid) into cm->ckpt
@@ -55,30 +56,10 @@ enum dt_status
 dt_cmd_import_params(struct dt_model *m, const char *ckpt,
 		     struct dt_error *err)
 {
-	int n = dt_model_n_tensors(m);
-	struct dt_ckpt_target *t = dt_xcalloc((size_t)n, sizeof *t);
-	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n,
-						     sizeof *names);
 	char file[DT_JOB_PATH_MAX + 96];
-	float *params = dt_model_params(m);
-	enum dt_status st;
 
 	snprintf(file, sizeof file, "%s/params.safetensors", ckpt);
-	for (int i = 0; i < n; i++) {
-		struct dt_tensor_info ti;
-
-		dt_model_tensor_info(m, i, &ti);
-		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
-		t[i].name = names[i];
-		t[i].data = params + ti.offset;
-		t[i].n_dims = ti.n_dims;
-		for (int d = 0; d < ti.n_dims; d++)
-			t[i].shape[d] = ti.shape[d];
-	}
-	st = dt_ckpt_import(file, t, (size_t)n, err);
-	free(t);
-	free(names);
-	return st;
+	return dt_init_import(m, dt_model_params(m), file, err);
 }
 
 enum dt_status

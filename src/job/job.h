@@ -37,7 +37,7 @@
 #define DT_JOB_MAX_DIMS 4
 #define DT_JOB_NAME_MAX 128
 #define DT_JOB_PATH_MAX 4096
-#define DT_JOB_MAX_KEYS 96	/* room in the position table, >= schema size */
+#define DT_JOB_MAX_KEYS 128	/* room in the position table, >= schema size */
 #define DT_JOB_LAYER_KEYS 19	/* type, units, ..., name, inputs */
 #define DT_JOB_SOURCES 6	/* data.{train,eval}.{images,labels,file} */
 #define DT_JOB_MAX_SETS 64	/* --set overrides remembered for messages */
@@ -82,6 +82,15 @@ enum dt_schedule_kind {
 enum dt_on_nonfinite {
 	DT_NONFINITE_ABORT = 0,
 	DT_NONFINITE_SKIP_STEP,
+};
+
+/* eval.monitor: what "better" means for eval.keep_best and eval.patience:
+ * a lower eval loss, a higher eval accuracy, a lower perplexity
+ * (exp(loss)). */
+enum dt_eval_monitor {
+	DT_MONITOR_LOSS = 0,
+	DT_MONITOR_ACCURACY,
+	DT_MONITOR_PERPLEXITY,
 };
 
 enum dt_optim_kind {
@@ -217,6 +226,9 @@ struct dt_job {
 		int n_layers;
 		struct dt_layer_spec layers[DT_JOB_MAX_LAYERS];
 		enum dt_loss_kind loss;
+		char init_from[DT_JOB_PATH_MAX];	/* "" = random init; else
+						 * a safetensors file to
+						 * start from */
 	} model;
 
 	struct {
@@ -277,6 +289,11 @@ struct dt_job {
 
 	struct {
 		int64_t every_steps;	/* 0 = only at the end */
+		bool keep_best;		/* keep the best evaluation's checkpoint
+					 * in CKPT_DIR/best (default false) */
+		int64_t patience;	/* stop after this many evaluations
+					 * without improvement; 0 = off */
+		enum dt_eval_monitor monitor;	/* default loss */
 	} eval;
 
 	struct {

@@ -62,6 +62,9 @@ static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
 static const char *const loss_names[] = { DT_LOSS_TYPES(LOSS_WORD) NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
+static const char *const monitor_names[] = {
+	"loss", "accuracy", "perplexity", NULL,
+};
 static const char *const schedule_names[] = {
 	"constant", "step", "cosine", NULL
 };
@@ -168,6 +171,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "model.loss", .type = DT_KEY_ENUM, .off = OFF(model.loss),
 	  .def = "softmax_cross_entropy", .names = loss_names,
 	  .doc = "loss on the last layer's output" },
+	{ .key = "model.init_from", .type = DT_KEY_PATH,
+	  .off = OFF(model.init_from), .size = SZ(model.init_from),
+	  .def_doc = "random init",
+	  .doc = "safetensors file (dtrain export) to start from" },
 
 	{ .key = "train", .type = DT_KEY_SECTION,
 	  .doc = "batches, length and optimizer" },
@@ -313,6 +320,15 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "eval.every_steps", .type = DT_KEY_INT,
 	  .off = OFF(eval.every_steps), .def = "0", IN(0, DT_JOB_STEPS_MAX),
 	  .doc = "evaluate every this many steps; 0: at the end only" },
+	{ .key = "eval.keep_best", .type = DT_KEY_BOOL,
+	  .off = OFF(eval.keep_best), .def = "false",
+	  .doc = "keep the best evaluation's checkpoint in CKPT_DIR/best" },
+	{ .key = "eval.patience", .type = DT_KEY_INT,
+	  .off = OFF(eval.patience), .def = "0", IN(0, DT_JOB_STEPS_MAX),
+	  .doc = "stop after this many evaluations without improvement; 0: off" },
+	{ .key = "eval.monitor", .type = DT_KEY_ENUM, .off = OFF(eval.monitor),
+	  .def = "loss", .names = monitor_names,
+	  .doc = "what improves: lower loss, higher accuracy, lower perplexity" },
 
 	{ .key = "log", .type = DT_KEY_SECTION, .doc = "logging cadence" },
 	{ .key = "log.every_steps", .type = DT_KEY_INT,

@@ -14,6 +14,8 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/eval.h src/train/eval.c \
 	src/train/metrics.h src/train/metrics.c \
 	src/train/gather.h src/train/gather.c \
+	src/train/init_from.h src/train/init_from.c \
+	src/train/best.h src/train/best.c \
 	src/train/source.h src/train/source.c \
 	src/train/loader.h src/train/loader.c \
 	src/train/signals.h src/train/signals.c \

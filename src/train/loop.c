@@ -213,6 +213,7 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 	const struct dt_job *job = r->job;
 	int64_t step = r->position.step;
 	int stop = r->report->stop > 0, ckpt;
+	enum dt_status st;
 	double el, ea;
 
 	*last = is_done(r) || step == r->plan.total_steps;
@@ -229,14 +230,20 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 			dt_metrics_eval(r, el, ea);
 			dt_progress_eval(&r->progress, step, el, ea);
 		}
+		st = dt_best_after_eval(r, el, ea, err);
+		if (st != DT_OK)
+			return st;
+		/* eval.patience used up: this is the last step (a signal
+		 * still gets its checkpoint and exit 3 first). */
+		if (!stop && dt_best_stop_now(r))
+			*last = 1;
 		c->t_window = dt_now();
 	}
 	ckpt = (job->checkpoint.every_steps > 0 &&
 		step % job->checkpoint.every_steps == 0) ||
 	       r->report->ckpt_due > 0 || stop;
 	if (ckpt && !*last) {
-		enum dt_status st = dt_run_checkpoint(r, err);
-
+		st = dt_run_checkpoint(r, err);
 		if (st != DT_OK)
 			return st;
 		r->last_ckpt_time = dt_now();

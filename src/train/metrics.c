@@ -223,6 +223,7 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	ADD(o, "bytes_sent_rank0", json_object_new_int64((int64_t)sent_bytes(r)));
 	add_grid(o, r);
 	add_bytes(o, r, bytes);
+	dt_best_summary(r, o);
 	st = write_file(r, "summary.json", o, err);
 	json_object_put(o);
 	return st;

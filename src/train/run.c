@@ -19,6 +19,7 @@
 #include "dist/agree.h"
 #include "train/data.h"
 #include "train/eval.h"
+#include "train/init_from.h"
 #include "train/loop.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
@@ -102,6 +103,17 @@ resume_point(struct dt_run *r, int *done, struct dt_error *err)
 	}
 	*done = job->train.steps > 0 ? at->step >= job->train.steps :
 		ep >= job->train.epochs;
+	if (!*done && dt_best_should_stop(r)) {
+		/* Stopped early, and eval.patience (maybe another now) is
+		 * still used up. */
+		*done = 1;
+		if (r->rank == 0)
+			fprintf(stderr, "dtrain: the run stopped early at "
+				"step %lld (eval.patience %lld); raise "
+				"eval.patience to go on\n",
+				(long long)at->step,
+				(long long)job->eval.patience);
+	}
 	return DT_OK;
 }
 
@@ -245,10 +257,18 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	enum dt_status st;
 	double *bytes = bytes_per_step(r, &st, err);
 
-	if (st == DT_OK && r->have_eval) {
+	if (st == DT_OK && r->have_eval &&
+	    r->best.eval_step == r->position.step) {
+		/* Evaluated at this step already (an early stop). */
+		res->eval_loss = r->best.eval_loss;
+		res->eval_accuracy = r->best.eval_accuracy;
+	} else if (st == DT_OK && r->have_eval) {
 		st = dt_eval_run(r, &res->eval_loss, &res->eval_accuracy, err);
 		if (st == DT_OK && r->rank == 0)
 			dt_metrics_eval(r, res->eval_loss, res->eval_accuracy);
+		if (st == DT_OK)
+			st = dt_best_after_eval(r, res->eval_loss,
+						res->eval_accuracy, err);
 	}
 	if (st == DT_OK && dt_grad_sync_servers(r->sync) == NULL &&
 	    r->job->checkpoint.at_end &&
@@ -404,8 +424,12 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 			   err);
 	if (st == DT_OK)
 		st = plan_data(r, err);
+	if (st == DT_OK)
+		st = dt_best_check(r, err);	/* the same on every rank */
 	if (st == DT_OK && opts->resume)
 		st = dt_run_restore(r, err);
+	if (st == DT_OK)
+		st = dt_run_init_from(r, err);	/* a new start only */
 	if (st != DT_OK || !opts->resume)
 		return st;
 	/* Every rank holds the same position: no agreement needed. */
@@ -482,6 +506,7 @@ run_init(struct dt_run *r, const struct dt_job *job, struct dt_comm *comm,
 	r->last_ckpt_step = -1;
 	r->resumed_from = -1;
 	r->dir_lock = -1;
+	dt_best_init(&r->best);
 }
 
 enum dt_status

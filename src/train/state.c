@@ -119,6 +119,19 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 enum dt_status
 dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
+	enum dt_status st = dt_run_checkpoint_to(r, r->ckpt_dir,
+						 r->job->checkpoint.keep_last,
+						 err);
+
+	if (st == DT_OK)
+		r->last_ckpt_step = r->position.step;
+	return st;
+}
+
+enum dt_status
+dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
+		     struct dt_error *err)
+{
 	enum dt_status st = DT_OK;
 	struct dt_full f;
 
@@ -147,7 +160,7 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 	}
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
-		struct dt_ckpt_scalar extra[4];
+		struct dt_ckpt_scalar extra[4 + DT_BEST_N_EXTRA];
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
 		int n_bufs = 0;
@@ -178,24 +191,22 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 			  r->position.window_samples, 1);
 		set_extra(&extra[3], "skipped_steps", 0, r->position.skipped,
 			  1);
+		dt_best_meta_put(&r->best, &extra[4]);
 		meta.extra = extra;
-		meta.n_extra = 4;
+		meta.n_extra = 4 + DT_BEST_N_EXTRA;
 		memset(&opts, 0, sizeof opts);
-		opts.keep_last = r->job->checkpoint.keep_last;
+		opts.keep_last = keep_last;
 		opts.compress_optim = r->job->checkpoint.compress;
 		opts.report = dt_ckpt_report_file;
 		opts.report_ctx = stderr;
-		st = dt_ckpt_save(r->ckpt_dir, &opts, &meta, t.params,
+		st = dt_ckpt_save(dir, &opts, &meta, t.params,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
 		free(meta.job_text);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);
-	st = dt_comm_agree(dt_grad_sync_workers(r->sync), st, err);
-	if (st == DT_OK)
-		r->last_ckpt_step = r->position.step;
-	return st;
+	return dt_comm_agree(dt_grad_sync_workers(r->sync), st, err);
 }
 
 static int64_t
@@ -223,6 +234,7 @@ struct position {
 	int64_t step, epoch, epoch_off, optim_steps;
 	int64_t window_steps, window_samples, skipped;
 	double window_loss;
+	struct dt_best best;
 };
 
 /* Rank 0: the newest checkpoint that verifies into params and bufs (the
@@ -273,6 +285,7 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 		pos->window_steps = extra_int(&meta, "window_steps");
 		pos->window_samples = extra_int(&meta, "window_samples");
 		pos->skipped = extra_int(&meta, "skipped_steps");
+		dt_best_meta_get(&pos->best, &meta);
 		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n", path,
 			(long long)meta.step);
 	}
@@ -343,6 +356,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	r->position.window_steps = pos.window_steps;
 	r->position.window_samples = pos.window_samples;
 	r->position.skipped = pos.skipped;
+	r->best = pos.best;
 	r->resumed_from = pos.step;
 	r->last_ckpt_step = pos.step;
 	return DT_OK;

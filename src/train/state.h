@@ -14,6 +14,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "plan/plan.h"
+#include "train/best.h"
 #include "train/exec.h"
 #include "train/loader.h"
 #include "train/progress.h"
@@ -63,6 +64,7 @@ struct dt_run {
 	int n_norms;			/* dt_grad_sync_n_norms */
 
 	struct dt_position position;
+	struct dt_best best;		/* eval.keep_best, eval.patience */
 	int64_t *perm;		/* (n_train) order of the epoch perm_epoch */
 	int64_t perm_epoch;
 	FILE *metrics;		/* rank 0 only */
@@ -78,6 +80,12 @@ struct dt_run {
 /* Writes a checkpoint of r at its current step (collective: rank 0 writes,
  * every rank returns the same status). */
 enum dt_status dt_run_checkpoint(struct dt_run *r, struct dt_error *err);
+
+/* dt_run_checkpoint into the checkpoint directory dir, keeping keep_last
+ * there (0: all), without counting it as the run's last checkpoint (the
+ * best one, best.h). */
+enum dt_status dt_run_checkpoint_to(struct dt_run *r, const char *dir,
+				    int64_t keep_last, struct dt_error *err);
 
 /* Restores r from the newest valid checkpoint in r->ckpt_dir (collective:
  * rank 0 reads and verifies, then broadcasts). Sets r->resumed_from to its

@@ -49,6 +49,9 @@ complete_words() {
 got=$(complete_words dtrain run --set checkpoint.k)
 [ "$got" = checkpoint.keep_last= ] || fail "--set checkpoint.k: $got"
 [ "$(complete_words dtrain help sam)" = sample ] || fail "help sam"
+[ "$(complete_words dtrain rep)" = report ] || fail "rep: $(complete_words dtrain rep)"
+[ "$(complete_words dtrain report --o)" = --output ] ||
+	fail "report --o: $(complete_words dtrain report --o)"
 # Every command of `dtrain help` completes, and nothing else does.
 want=$("$DTRAIN" help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z]*\) .*/\1/p' | sort | tr '\n' ' ')
 got=$(complete_words dtrain '' | tr ' ' '\n' | grep -v '^-' | sort | tr '\n' ' ')

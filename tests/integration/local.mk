@@ -27,7 +27,10 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/usage-man.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
-	tests/integration/rundir-lock.sh
+	tests/integration/rundir-lock.sh \
+	tests/integration/report.sh \
+	tests/integration/init-from.sh \
+	tests/integration/best.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/* init_from.c - model.init_from (init_from.h): the parameters of an
+ * exported run as the start of a new one. Only the parameters are taken:
+ * the optimizer state, the step and the data position start afresh, as
+ * for any new run. */
+#include "train/init_from.h"
+
+#include <json.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ckpt/ckpt.h"
+#include "train/gather.h"
+#include "train/state.h"
+#include "util/alloc.h"
+
+/* DT_ERR_FORMAT when the safetensors file at path says in its
+ * __metadata__ that `dtrain export --format torch` wrote it
+ * ("dtrain_format": "torch-1"): its tensors are in PyTorch's layouts,
+ * and a square weight would pass the shape check transposed. A header
+ * that cannot be read is left to dt_ckpt_import to report. */
+static enum dt_status
+refuse_torch(const char *path, struct dt_error *err)
+{
+	unsigned char len8[8];
+	uint64_t n = 0;
+	char *text;
+	struct json_object *o, *meta, *fmt;
+	enum dt_status st = DT_OK;
+	struct stat sb;
+	FILE *f;
+
+	/* Only a regular file is opened here (a FIFO would block). */
+	if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+		return DT_OK;
+	f = fopen(path, "rb");
+	if (f == NULL)
+		return DT_OK;
+	if (fread(len8, 1, 8, f) == 8)
+		for (int i = 7; i >= 0; i--)
+			n = n << 8 | len8[i];
+	if (n == 0 || n > (100u << 20)) {
+		fclose(f);
+		return DT_OK;
+	}
+	text = dt_xmalloc((size_t)n + 1, 1);
+	if (fread(text, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		free(text);
+		return DT_OK;
+	}
+	fclose(f);
+	text[n] = '\0';
+	o = json_tokener_parse(text);
+	free(text);
+	if (o != NULL && json_object_object_get_ex(o, "__metadata__", &meta) &&
+	    json_object_object_get_ex(meta, "dtrain_format", &fmt) &&
+	    json_object_is_type(fmt, json_type_string) &&
+	    strncmp(json_object_get_string(fmt), "torch", 5) == 0)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: written by dtrain export "
+			       "--format torch, in PyTorch's layouts; export "
+			       "without --format for model.init_from", path);
+	json_object_put(o);
+	return st;
+}
+
+enum dt_status
+dt_init_import(const struct dt_model *m, float *params, const char *path,
+	       struct dt_error *err)
+{
+	int n = dt_model_n_tensors(m);
+	struct dt_ckpt_target *t = dt_xcalloc((size_t)n + 1, sizeof *t);
+	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n + 1,
+						     sizeof *names);
+	enum dt_status st;
+
+	for (int i = 0; i < n; i++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, i, &ti);
+		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
+		t[i].name = names[i];
+		t[i].data = params + ti.offset;
+		t[i].n_dims = ti.n_dims;
+		for (int d = 0; d < ti.n_dims; d++)
+			t[i].shape[d] = ti.shape[d];
+	}
+	st = refuse_torch(path, err);
+	if (st == DT_OK)
+		st = dt_ckpt_import(path, t, (size_t)n, err);
+	free(t);
+	free(names);
+	return st;
+}
+
+/* What rank 0 tells the others before the parameters. */
+struct verdict {
+	int32_t status;
+	char msg[sizeof ((struct dt_error *)0)->msg];
+};
+
+enum dt_status
+dt_run_init_from(struct dt_run *r, struct dt_error *err)
+{
+	const char *path = r->job->model.init_from;
+	struct dt_model *whole = r->model;
+	float *params = dt_model_params(r->model);
+	struct verdict v = { DT_OK, "" };
+	struct dt_full f = { 0 };
+	char where[DT_JOB_PATH_MAX + 64];
+	enum dt_status st;
+
+	if (path[0] == '\0' || r->resumed_from >= 0)
+		return DT_OK;
+	if (r->layout.split) {
+		/* The file holds the whole model: read it whole, then each
+		 * rank keeps its stage (as a restore does). */
+		st = dt_full_alloc(r, &f, err);
+		if (st != DT_OK)
+			return st;	/* every rank fails alike */
+		whole = f.shapes;
+		params = f.params;
+	}
+	if (r->rank == 0) {
+		v.status = (int32_t)dt_init_import(whole, params, path, err);
+		if (v.status != DT_OK) {
+			dt_job_where(r->job, "model.init_from", where,
+				     sizeof where);
+			dt_error_prefix(err, "%s", where);
+			snprintf(v.msg, sizeof v.msg, "%s", err->msg);
+		}
+	}
+	st = dt_comm_bcast(r->comm, &v, sizeof v, 0, err);
+	if (st == DT_OK && v.status != DT_OK)
+		st = dt_errorf(err, (enum dt_status)v.status, "%s", v.msg);
+	if (st == DT_OK)
+		st = dt_comm_bcast(r->comm, params,
+				   dt_model_n_params(whole) * sizeof(float), 0,
+				   err);
+	if (st == DT_OK && r->layout.split)
+		dt_full_scatter(r, &f);
+	dt_full_free(&f);
+	if (st == DT_OK && r->rank == 0)
+		fprintf(stderr, "dtrain: parameters from %s\n", path);
+	return st;
+}
