@@ -221,12 +221,13 @@ START_TEST(test_par_sgemm)
 	};
 	const int64_t m = shapes[_i][0], k = shapes[_i][1], n = shapes[_i][2];
 	/* forward (m, k) x (k, n); dW (k, m)^T x (m, n); dX (m, n) x (k, n)^T */
+	/* the largest C: (m, n), (k, n) or (m, k) */
+	const int64_t big = m * n > k * n ? (m * n > m * k ? m * n : m * k)
+					  : (k * n > m * k ? k * n : m * k);
 	float *x = filled(m * k, 11), *w = filled(k * n, 12);
-	float *dy = filled(m * n, 13), *c0 = filled(m * k > k * n ? m * k
-						      : k * n, 14);
-	const size_t big = (size_t)(m * n > k * n ? m * n : k * n) +
-			   (size_t)(m * k);
-	float *ref = dt_xalloc_floats(big), *got = dt_xalloc_floats(big);
+	float *dy = filled(m * n, 13), *c0 = filled(big, 14);
+	float *ref = dt_xalloc_floats((size_t)big);
+	float *got = dt_xalloc_floats((size_t)big);
 
 	for (int threads = 2; threads <= 4; threads++) {
 		struct dt_pool *pool = dt_pool_new(threads);
