@@ -27,7 +27,11 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/usage-man.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
-	tests/integration/rundir-lock.sh
+	tests/integration/rundir-lock.sh \
+	tests/integration/plan-link.sh \
+	tests/integration/breakdown.sh \
+	tests/integration/outputs-full.sh \
+	tests/integration/tensorboard.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
