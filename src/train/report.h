@@ -39,6 +39,8 @@ struct dt_time_breakdown {
 
 /* The doubles of struct dt_time_breakdown. */
 enum { DT_TIME_PARTS = 4 };
+_Static_assert(sizeof(struct dt_time_breakdown) ==
+	       DT_TIME_PARTS * sizeof(double), "a breakdown is a (4) vector");
 
 /* One worker's row of the table the loop gathers on logged steps: its
  * world rank, then its window's and its run's breakdowns. */
