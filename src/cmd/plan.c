@@ -7,11 +7,13 @@
  * is `dtrain fetch`'s and `run`'s business, not a dry run's. */
 #include "cmd/cmd.h"
 
+#include <cblas.h>
 #include <errno.h>
 #include <json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "data/data.h"
@@ -221,7 +223,80 @@ struct plan_args {
 	int ranks;
 	int json;
 	int print_job;
+	const char *link;	/* RATE,LATENCY, or NULL */
+	double gflops;		/* stated per-rank GFLOP/s; 0: measure */
 };
+
+static double
+seconds_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* GFLOP/s of OpenBLAS's sgemm on this machine at threads threads: square
+ * products of order 512 (2 x 512^3 FLOPs each) for at least 0.2 s. The
+ * model's layers reach less than this (not all of their work is a large
+ * product), so the compute time it gives is a lower bound. */
+static double
+measure_gflops(int threads)
+{
+	enum { N = 512 };
+	float *a = dt_xcalloc((size_t)N * N * 3, sizeof *a);
+	float *b = a + N * N, *c = b + N * N;	/* (N, N) each */
+	double t0, t;
+	int reps = 0;
+
+	for (size_t i = 0; i < (size_t)N * N; i++) {
+		a[i] = (float)(i % 7) * 0.25f;
+		b[i] = (float)(i % 5) * 0.5f;
+	}
+	openblas_set_num_threads(threads);
+	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1, a,
+		    N, b, N, 0, c, N);	/* warm up */
+	t0 = seconds_now();
+	do {
+		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N,
+			    N, 1, a, N, b, N, 0, c, N);
+		reps++;
+		t = seconds_now() - t0;
+	} while (t < 0.2 || reps < 3);
+	free(a);
+	return 2.0 * N * N * N * reps / t * 1e-9;
+}
+
+/* --link: the per-step estimate added to desc. */
+static enum dt_status
+add_link(const struct plan_args *a, const struct dt_plan *plan,
+	 struct json_object *desc, struct dt_error *err)
+{
+	struct dt_plan_link link;
+	char source[96];
+	double gflops = a->gflops;
+	enum dt_status st;
+
+	if (a->link == NULL)
+		return a->gflops > 0 ? dt_errorf(err, DT_ERR_USAGE, "--gflops "
+						 "needs --link") : DT_OK;
+	st = dt_plan_link_parse(a->link, &link, err);
+	if (st != DT_OK)
+		return st;
+	if (gflops > 0) {
+		snprintf(source, sizeof source, "stated (--gflops)");
+	} else {
+		gflops = measure_gflops(plan->blas_threads);
+		snprintf(source, sizeof source, "measured here (sgemm of order "
+			 "512, %d BLAS thread%s)", plan->blas_threads,
+			 plan->blas_threads == 1 ? "" : "s");
+	}
+	/* parallel.overlap is not a key of this build: the estimate takes
+	 * the sync as overlapped with backward, as the bucketed sync does. */
+	dt_plan_link_estimate(desc, &link, gflops, source, 1,
+			      "assumed, parallel.overlap is not in this build");
+	return DT_OK;
+}
 
 static const struct dt_cmd_opt plan_opts[] = {
 	{ .name = "dry-run", .kind = DT_CMD_ARG_FLAG, .flags = DT_CMD_OPT_BARE,
@@ -237,6 +312,12 @@ static const struct dt_cmd_opt plan_opts[] = {
 	{ .name = "print-job", .kind = DT_CMD_ARG_FLAG,
 	  .offset = offsetof(struct plan_args, print_job),
 	  .doc = "print the resolved job as YAML instead" },
+	{ .name = "link", .kind = DT_CMD_ARG_STRING, .arg = "rate,latency",
+	  .offset = offsetof(struct plan_args, link),
+	  .doc = "estimate a step on this link (10gbit,50us)" },
+	{ .name = "gflops", .kind = DT_CMD_ARG_NUMBER, .arg = "rate",
+	  .offset = offsetof(struct plan_args, gflops), .min = 0,
+	  .doc = "per-rank GFLOP/s for --link (default: measure)" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .kind = DT_CMD_ARG_END },
 };
@@ -306,6 +387,12 @@ cmd_plan(int argc, char **argv)
 	desc = json_object_get(plan.desc);
 	json_object_object_add(desc, "sources",
 			       describe_sources(srcs, n_srcs));
+	st = add_link(&a, &plan, desc, &err);
+	if (st != DT_OK) {
+		json_object_put(desc);
+		dt_plan_fini(&plan);
+		return dt_cmd_fail(st, &err);
+	}
 	if (json) {
 		printf("%s\n", json_object_to_json_string_ext(
 			       desc, JSON_C_TO_STRING_PRETTY |

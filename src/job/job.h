@@ -298,6 +298,7 @@ struct dt_job {
 
 	struct {
 		int64_t every_steps;	/* default 10 */
+		bool tensorboard;	/* RUN_DIR/tb/events.out.tfevents.* */
 	} log;
 
 	/* Private to job/ (read it through dt_job_pos and dt_job_where):

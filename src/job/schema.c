@@ -334,6 +334,9 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "log.every_steps", .type = DT_KEY_INT,
 	  .off = OFF(log.every_steps), .def = "10", IN(1, DT_JOB_STEPS_MAX),
 	  .doc = "log a line every this many steps" },
+	{ .key = "log.tensorboard", .type = DT_KEY_BOOL,
+	  .off = OFF(log.tensorboard), .def = "false",
+	  .doc = "also write the logged scalars as TensorBoard events" },
 };
 const int dt_job_schema_len = sizeof dt_job_schema / sizeof dt_job_schema[0];
 

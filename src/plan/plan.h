@@ -259,4 +259,34 @@ struct json_object *dt_plan_describe(const struct dt_job *job,
 /* Prints the description made by dt_plan_describe as text. */
 void dt_plan_print(const struct json_object *desc, FILE *out);
 
+/* A network link for plan --link: its rate and per-message latency. */
+struct dt_plan_link {
+	double bytes_per_s;	/* > 0 */
+	double latency_s;	/* >= 0 */
+};
+
+/* Parses "RATE,LATENCY" (10gbit,50us; 1gbit,0.2ms; 125MB,1ms): RATE a
+ * number > 0, an optional SI prefix k, m, g or t (powers of 1000, either
+ * case) and bit(s), byte(s) or B, with an optional "/s"; LATENCY a number
+ * >= 0 and s, ms, us or ns. DT_ERR_USAGE quoting text and the grammar;
+ * *out is then unspecified. */
+enum dt_status dt_plan_link_parse(const char *text, struct dt_plan_link *out,
+				  struct dt_error *err);
+
+/* Adds "link_estimate" to desc (made by dt_plan_describe): per optimizer
+ * step on the busiest rank, the compute time at gflops GFLOP/s (> 0;
+ * gflops_source says where the figure came from), its backward part, the
+ * gradient sync's time on link (ring all-reduce, Patarasuk & Yuan 2009,
+ * or the parameter servers' push and pull; link.c), the part of it that
+ * overlap (1: the sync runs during backward; overlap_source says why it
+ * is assumed or where it was read) hides, min(sync, backward), what stays
+ * exposed, and the step time compute + exposed. Seconds throughout. */
+void dt_plan_link_estimate(struct json_object *desc,
+			   const struct dt_plan_link *link, double gflops,
+			   const char *gflops_source, int overlap,
+			   const char *overlap_source);
+
+/* Prints desc's link_estimate as text (nothing when it has none). */
+void dt_plan_link_print(const struct json_object *desc, FILE *out);
+
 #endif

@@ -699,4 +699,5 @@ dt_plan_print(const struct json_object *d, FILE *out)
 				"ranks of the largest stage" : "");
 		}
 	}
+	dt_plan_link_print(d, out);
 }

@@ -16,19 +16,25 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "train/eval.h"
 #include "train/metrics.h"
 #include "train/signals.h"
+#include "util/alloc.h"
 
 /* The loop's clocks and sums between log lines. */
 struct cadence {
 	double t0;		/* training began */
 	double t_window;	/* the log window began */
-	double data_wait;	/* seconds waiting for data in the window */
+	struct dt_time_breakdown win, total;	/* this rank's, of the log
+						 * window and of the run */
+	double grad_norm;	/* of the step just run, before clipping */
+	double test_delay;	/* DTRAIN_TEST_DATA_DELAY on this rank, s */
 	double pending_loss;	/* loss not yet reduced (lazy sync) */
 	double lr;		/* of the step just run */
-	double now;		/* after the step's report */
+	double now;		/* after the step's report, then after its
+				 * update (the window's end) */
 	int64_t first_step;
 	float grad_scale;	/* 1 / (global_batch x labels per sample) */
 };
@@ -38,6 +44,33 @@ test_signal_hook(const struct dt_run *r)
 {
 	if (r->test_signal_step == r->position.step + 1)
 		raise(SIGTERM);
+}
+
+/* Test aid, documented in dtrain(1): DTRAIN_TEST_DATA_DELAY=R:MS makes
+ * rank R wait MS milliseconds for each step's data, as a slow loader
+ * would, so tests can see where the time breakdown puts it. */
+static double
+test_delay_setup(const struct dt_run *r)
+{
+	const char *v = getenv("DTRAIN_TEST_DATA_DELAY");
+	const char *colon = v != NULL ? strchr(v, ':') : NULL;
+
+	if (colon == NULL || strtol(v, NULL, 10) != r->rank)
+		return 0;
+	return strtod(colon + 1, NULL) * 1e-3;
+}
+
+static double
+test_delay(double seconds)
+{
+	struct timespec ts = { (time_t)seconds,
+			       (long)((seconds - floor(seconds)) * 1e9) };
+	double t = dt_now();
+
+	if (seconds <= 0)
+		return 0;
+	nanosleep(&ts, NULL);
+	return dt_now() - t;
 }
 
 static int
@@ -148,19 +181,27 @@ update(struct dt_run *r, double norm2, double lr)
 static enum dt_status
 run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 {
-	double step_loss = 0, norm2;
+	double step_loss = 0, norm2, wait = 0, begin, t[4];
 
 	c->lr = dt_lr_at(&r->plan.lr_schedule, r->position.step);
-	if (dt_exec_step(r, c->grad_scale, &step_loss, &c->data_wait,
-			 err) != DT_OK)
+	t[0] = dt_now();
+	wait = test_delay(c->test_delay);
+	if (dt_exec_step(r, c->grad_scale, &step_loss, &wait, err) != DT_OK)
 		dt_run_die(r, err);
+	if (r->loader != NULL)
+		wait += dt_loader_take_wait(r->loader);
+	t[1] = dt_now();
+	begin = dt_grad_sync_take_begin(r->sync);
 	test_signal_hook(r);
 	if (dt_grad_sync_finish(r->sync, step_loss, r->report, err) != DT_OK)
 		dt_run_die(r, err);
 	r->steps_counted++;
 	if (exchange_report(r, c, step_loss, err) != DT_OK)
 		dt_run_die(r, err);
+	t[2] = dt_now();
 	norm2 = dt_grad_sync_norm2(r->sync, r->report);
+	c->grad_norm = dt_grad_sync_servers(r->sync) == NULL ? sqrt(norm2) :
+		       NAN;
 	if (!isfinite(r->report->loss_sum) || !isfinite(norm2)) {
 		if (r->job->train.on_nonfinite == DT_NONFINITE_ABORT)
 			return nonfinite_error(r, step_loss, err);
@@ -168,16 +209,47 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 	} else {
 		update(r, norm2, c->lr);
 	}
+	t[3] = dt_now();
+	c->win.compute_s += t[1] - t[0] - wait - begin;
+	c->win.data_wait_s += wait;
+	c->win.comm_wait_s += t[2] - t[1] + begin;
+	c->win.optim_s += t[3] - t[2];
+	c->now = t[3];
 	r->position.step++;
 	r->position.epoch_off += r->plan.global_batch;
 	r->position.window_steps++;
 	return DT_OK;
 }
 
-/* The log line of the window that ends at this step, and a new window. */
+/* The workers' breakdowns of the window and the run, into
+ * r->rank_times, every worker's row (a sum of rows that are zero but
+ * for their owner's: one small all-reduce, on logged steps only). */
 static void
+gather_times(struct dt_run *r, struct cadence *c)
+{
+	struct dt_comm *w = dt_grad_sync_workers(r->sync);
+	double *row = r->rank_times + DT_RANK_TIMES * dt_comm_rank(w);
+	struct dt_error err;
+
+	memset(r->rank_times, 0, (size_t)r->n_workers * DT_RANK_TIMES *
+	       sizeof *r->rank_times);
+	c->total.compute_s += c->win.compute_s;
+	c->total.comm_wait_s += c->win.comm_wait_s;
+	c->total.data_wait_s += c->win.data_wait_s;
+	c->total.optim_s += c->win.optim_s;
+	row[0] = r->rank;
+	memcpy(row + 1, &c->win, sizeof c->win);
+	memcpy(row + 1 + DT_TIME_PARTS, &c->total, sizeof c->total);
+	if (dt_comm_allreduce_sum_f64(w, r->rank_times, (size_t)r->n_workers *
+				      DT_RANK_TIMES, &err) != DT_OK)
+		dt_run_die(r, &err);
+	memset(&c->win, 0, sizeof c->win);
+}
+
+/* The log line of the window that ends at this step, and a new window. */
+static enum dt_status
 log_window(struct dt_run *r, struct cadence *c, int last,
-	   struct dt_train_result *res)
+	   struct dt_train_result *res, struct dt_error *err)
 {
 	struct dt_position *at = &r->position;
 	double span = c->now - c->t_window > 0 ? c->now - c->t_window : 1e-9;
@@ -187,12 +259,20 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 		.lr = c->lr,
 		.samples_per_s = (double)(at->window_steps *
 					  r->plan.global_batch) / span,
-		.data_wait_s = c->data_wait,
+		.data_wait_s = c->win.data_wait_s,
+		.elapsed_s = c->now - c->t0,
+		.grad_norm = c->grad_norm,
 	};
+	enum dt_status st = DT_OK;
 
+	line.tokens_per_s = r->job->data.format == DT_FORMAT_TOKENS ||
+			    r->job->data.format == DT_FORMAT_TEXT ?
+			    line.samples_per_s * (double)r->labels_per_sample :
+			    NAN;
+	gather_times(r, c);
 	res->train_loss = line.loss;
 	if (r->rank == 0) {
-		dt_metrics_log(r, &line);
+		st = dt_metrics_log(r, &line, err);
 		dt_progress_step(&r->progress, at->step, at->epoch, line.loss,
 				 line.lr, line.samples_per_s, c->now - c->t0,
 				 last);
@@ -200,8 +280,30 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 	at->window_loss = 0;
 	at->window_steps = 0;
 	at->window_samples = 0;
-	c->data_wait = 0;
 	c->t_window = dt_now();
+	return st;
+}
+
+/* Rank 0 failed to write an output (st, err): every worker learns of it;
+ * then the checkpoint, when one can be written, and the error naming the
+ * file. DT_OK when every write succeeded. */
+static enum dt_status
+output_failed(struct dt_run *r, enum dt_status st, struct dt_error *err)
+{
+	struct dt_comm *w = dt_grad_sync_workers(r->sync);
+	struct dt_error e2;
+	char what[sizeof err->msg];
+	const char *saved;
+
+	if (dt_comm_agree(w, st, NULL) == DT_OK)
+		return DT_OK;
+	snprintf(what, sizeof what, "%s", r->rank == 0 ? err->msg :
+		 "rank 0 could not write an output");
+	saved = dt_run_checkpoint(r, &e2) == DT_OK ? "checkpoint written; "
+		"make room, then continue with dtrain resume" :
+		"no checkpoint written";
+	return dt_errorf(err, DT_ERR_IO, "%s; stopping at step %lld (%s)",
+			 what, (long long)r->position.step, saved);
 }
 
 /* After a step: the log line, the evaluation and the checkpoint that are
@@ -212,22 +314,24 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 {
 	const struct dt_job *job = r->job;
 	int64_t step = r->position.step;
-	int stop = r->report->stop > 0, ckpt;
+	int stop = r->report->stop > 0, ckpt, wrote = 0;
 	enum dt_status st;
 	double el, ea;
+	enum dt_status out = DT_OK;
 
 	*last = is_done(r) || step == r->plan.total_steps;
-	if (r->loader != NULL)
-		c->data_wait += dt_loader_take_wait(r->loader);
 	if ((job->log.every_steps > 0 && step % job->log.every_steps == 0) ||
-	    *last)
-		log_window(r, c, *last, res);
+	    *last) {
+		out = log_window(r, c, *last, res, err);
+		wrote = 1;
+	}
 	if (r->have_eval && job->eval.every_steps > 0 &&
 	    step % job->eval.every_steps == 0 && !*last) {
 		if (dt_eval_run(r, &el, &ea, err) != DT_OK)
 			dt_run_die(r, err);
 		if (r->rank == 0) {
-			dt_metrics_eval(r, el, ea);
+			if (out == DT_OK)
+				out = dt_metrics_eval(r, el, ea, err);
 			dt_progress_eval(&r->progress, step, el, ea);
 		}
 		st = dt_best_after_eval(r, el, ea, err);
@@ -238,7 +342,10 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 		if (!stop && dt_best_stop_now(r))
 			*last = 1;
 		c->t_window = dt_now();
+		wrote = 1;
 	}
+	if (wrote && output_failed(r, out, err) != DT_OK)
+		return err->status;
 	ckpt = (job->checkpoint.every_steps > 0 &&
 		step % job->checkpoint.every_steps == 0) ||
 	       r->report->ckpt_due > 0 || stop;
@@ -312,7 +419,12 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	c.grad_scale = 1.0f / (float)(p->global_batch * r->labels_per_sample);
 	c.first_step = r->position.step;
 	c.t0 = c.t_window = dt_now();
+	c.grad_norm = NAN;
+	c.test_delay = test_delay_setup(r);
 	r->last_ckpt_time = c.t0;
+	r->n_workers = dt_comm_size(dt_grad_sync_workers(r->sync));
+	r->rank_times = dt_xcalloc((size_t)r->n_workers * DT_RANK_TIMES,
+				   sizeof *r->rank_times);
 	start_loader(r);
 	for (;;) {
 		turn_epoch(r);

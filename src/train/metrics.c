@@ -4,26 +4,111 @@
 
 #include <errno.h>
 #include <json.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "train/rundir.h"
 #include "util/jsonnum.h"
 
 #define ADD(o, key, val) json_object_object_add(o, key, val)
 
-static void
-metrics_line(struct dt_run *r, struct json_object *o)
+/* One line of metrics.jsonl (o is consumed), flushed to the kernel and
+ * checked: a full disk must stop the run, not cut the file mid-line. */
+static enum dt_status
+metrics_line(struct dt_run *r, struct json_object *o, struct dt_error *err)
 {
+	const char *text = json_object_to_json_string_ext(
+		o, JSON_C_TO_STRING_PLAIN);
+	int bad;
+
 	if (r->metrics == NULL) {
 		json_object_put(o);
-		return;
+		return DT_OK;
 	}
-	fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
-	      r->metrics);
-	fputc('\n', r->metrics);
-	fflush(r->metrics);
+	errno = 0;
+	bad = fputs(text, r->metrics) == EOF ||
+	      fputc('\n', r->metrics) == EOF ||
+	      fflush(r->metrics) == EOF || ferror(r->metrics);
 	json_object_put(o);
+	if (bad)
+		return dt_errorf(err, DT_ERR_IO, "%s/metrics.jsonl: write "
+				 "failed: %s", r->dir, strerror(errno != 0 ?
+							       errno : EIO));
+	return DT_OK;
+}
+
+/* The wall-clock time now, ISO 8601 in UTC to the millisecond
+ * ("2026-12-02T01:02:03.456Z"). */
+static struct json_object *
+iso_time_now(void)
+{
+	struct timespec ts;
+	struct tm tm;
+	char buf[40];
+	size_t n;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, sizeof buf - n, ".%03ldZ", ts.tv_nsec / 1000000);
+	return json_object_new_string(buf);
+}
+
+/* One breakdown as a JSON object; row: DT_TIME_PARTS doubles in the
+ * order of struct dt_time_breakdown. rank >= 0 adds "rank". */
+static struct json_object *
+breakdown_object(int rank, const double *row)
+{
+	static const char *const names[DT_TIME_PARTS] = {
+		"compute_s", "comm_wait_s", "data_wait_s", "optim_s"
+	};
+	struct json_object *o = json_object_new_object();
+
+	if (rank >= 0)
+		ADD(o, "rank", json_object_new_int(rank));
+	for (int i = 0; i < DT_TIME_PARTS; i++)
+		ADD(o, names[i], dt_json_seconds(row[i]));
+	return o;
+}
+
+/* The row of r->rank_times with the largest window sum (the lowest rank
+ * on a tie). */
+static const double *
+slowest_row(const struct dt_run *r)
+{
+	const double *best = r->rank_times;
+	double best_sum = -1;
+
+	for (int w = 0; w < r->n_workers; w++) {
+		const double *row = r->rank_times + DT_RANK_TIMES * w;
+		double sum = 0;
+
+		for (int i = 0; i < DT_TIME_PARTS; i++)
+			sum += row[1 + i];
+		if (sum > best_sum) {
+			best_sum = sum;
+			best = row;
+		}
+	}
+	return best;
+}
+
+/* log.tensorboard: the scalar under tag, when finite (metrics.jsonl has
+ * null for the others). */
+static enum dt_status
+tb_scalar(struct dt_run *r, const char *tag, double v, struct dt_error *err)
+{
+	struct timespec ts;
+
+	if (r->tb == NULL || !isfinite(v))
+		return DT_OK;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return dt_tfevents_scalar(r->tb, tag, r->position.step,
+				  (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9,
+				  v, err);
 }
 
 /* The staleness of the gradients the servers applied since the last
@@ -40,34 +125,67 @@ add_staleness(struct dt_ps *ps, struct json_object *o)
 	ADD(o, "staleness_max", json_object_new_int64(st.staleness_max));
 }
 
-void
-dt_metrics_log(struct dt_run *r, const struct dt_log_line *line)
+enum dt_status
+dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
+	       struct dt_error *err)
 {
 	struct json_object *o = json_object_new_object();
+	const double *slow = slowest_row(r);
+	int lm = isfinite(line->tokens_per_s);
+	enum dt_status st;
 
 	ADD(o, "step", json_object_new_int64(r->position.step));
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
+	ADD(o, "time", iso_time_now());
+	ADD(o, "elapsed_s", dt_json_seconds(line->elapsed_s));
 	ADD(o, "loss", dt_json_number(line->loss));
 	ADD(o, "lr", dt_json_number(line->lr));
-	ADD(o, "samples_per_s", dt_json_number(line->samples_per_s));
-	ADD(o, "data_wait_s", dt_json_number(line->data_wait_s));
+	ADD(o, "grad_norm", dt_json_number(line->grad_norm));
+	ADD(o, "samples_per_s", dt_json_seconds(line->samples_per_s));
+	if (lm)
+		ADD(o, "tokens_per_s", dt_json_seconds(line->tokens_per_s));
+	ADD(o, "data_wait_s", dt_json_seconds(line->data_wait_s));
+	/* Rank 0 is row 0: the workers' communicator keeps world order. */
+	ADD(o, "breakdown", breakdown_object(-1, r->rank_times + 1));
+	ADD(o, "slowest", breakdown_object((int)slow[0], slow + 1));
 	add_staleness(dt_grad_sync_servers(r->sync), o);
 	if (r->position.skipped > 0)
 		ADD(o, "skipped_steps",
 		    json_object_new_int64(r->position.skipped));
-	metrics_line(r, o);
+	st = metrics_line(r, o, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "train/loss", line->loss, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "train/lr", line->lr, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "train/grad_norm", line->grad_norm, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "train/samples_per_s", line->samples_per_s,
+			       err);
+	if (st == DT_OK && lm)
+		st = tb_scalar(r, "train/tokens_per_s", line->tokens_per_s,
+			       err);
+	return st;
 }
 
-void
-dt_metrics_eval(struct dt_run *r, double loss, double accuracy)
+enum dt_status
+dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
+		struct dt_error *err)
 {
 	struct json_object *o = json_object_new_object();
+	enum dt_status st;
 
 	ADD(o, "step", json_object_new_int64(r->position.step));
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
+	ADD(o, "time", iso_time_now());
 	ADD(o, "eval_loss", dt_json_number(loss));
 	ADD(o, "eval_accuracy", dt_json_number(accuracy));
-	metrics_line(r, o);
+	st = metrics_line(r, o, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "eval/loss", loss, err);
+	if (st == DT_OK)
+		st = tb_scalar(r, "eval/accuracy", accuracy, err);
+	return st;
 }
 
 struct json_file {
@@ -190,6 +308,26 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 	ADD(o, "bytes_per_step", a);
 }
 
+/* Each worker's time breakdown over the whole run (this run or resume),
+ * as gathered on the last logged step. */
+static void
+add_ranks(struct json_object *o, const struct dt_run *r)
+{
+	struct json_object *a;
+
+	if (r->rank_times == NULL)
+		return;
+	a = json_object_new_array();
+	for (int w = 0; w < r->n_workers; w++) {
+		const double *row = r->rank_times + DT_RANK_TIMES * w;
+
+		json_object_array_add(a, breakdown_object(
+					      (int)row[0],
+					      row + 1 + DT_TIME_PARTS));
+	}
+	ADD(o, "ranks", a);
+}
+
 enum dt_status
 dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 			 const double *bytes, struct dt_error *err)
@@ -224,6 +362,7 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	add_grid(o, r);
 	add_bytes(o, r, bytes);
 	dt_best_summary(r, o);
+	add_ranks(o, r);
 	st = write_file(r, "summary.json", o, err);
 	json_object_put(o);
 	return st;
@@ -293,4 +432,21 @@ dt_metrics_reopen(struct dt_run *r, int64_t step, struct dt_error *err)
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
 				 strerror(errno));
 	return DT_OK;
+}
+
+enum dt_status
+dt_metrics_open_tb(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0 || !r->job->log.tensorboard)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "tb", err);
+	if (st != DT_OK)
+		return st;
+	if (mkdir(path, 0777) != 0 && errno != EEXIST)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", path,
+				 strerror(errno));
+	return dt_tfevents_open(path, &r->tb, err);
 }

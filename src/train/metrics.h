@@ -14,13 +14,28 @@ struct dt_log_line {
 	double lr;
 	double samples_per_s;
 	double data_wait_s;	/* since the last log line */
+	double elapsed_s;	/* since this run (or resume) began training */
+	double grad_norm;	/* the last step's, before clipping; NAN with
+				 * parameter servers */
+	double tokens_per_s;	/* a language model's; NAN for others */
 };
 
-/* Rank 0: one metrics.jsonl line for the step r is at. */
-void dt_metrics_log(struct dt_run *r, const struct dt_log_line *line);
+/* Rank 0: one metrics.jsonl line for the step r is at, with the time
+ * breakdowns of r->rank_times (rank 0's and the slowest worker's), and
+ * with log.tensorboard its scalars in r->tb. Each write is checked:
+ * DT_ERR_IO naming the file when one fails. */
+enum dt_status dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
+			      struct dt_error *err);
 
-/* Rank 0: the metrics.jsonl line of an evaluation. */
-void dt_metrics_eval(struct dt_run *r, double loss, double accuracy);
+/* Rank 0: the metrics.jsonl line (and the scalars) of an evaluation;
+ * errors as dt_metrics_log. */
+enum dt_status dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
+			       struct dt_error *err);
+
+/* Rank 0, with log.tensorboard: opens RUN_DIR/tb/events.out.tfevents.*
+ * (a new file on each resume) into r->tb. Otherwise DT_OK. DT_ERR_IO
+ * naming the directory or file. */
+enum dt_status dt_metrics_open_tb(struct dt_run *r, struct dt_error *err);
 
 /* Rank 0: rewrites RUN_DIR/metrics.jsonl keeping only the lines of steps
  * <= step (all of them dropped for step < 0), then opens it for appending

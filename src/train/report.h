@@ -21,4 +21,29 @@ struct dt_step_report {
  * DT_STEP_REPORT_FIXED + n doubles. */
 enum { DT_STEP_REPORT_FIXED = 3 };
 
+/* Where one rank's wall-clock time went (seconds of CLOCK_MONOTONIC) over
+ * a log window or a whole run. The parts do not overlap; what is in none
+ * of them (evaluation, checkpoints, writing the log line) is not counted.
+ * Four doubles in this order, so that it travels as a (4) vector. */
+struct dt_time_breakdown {
+	double compute_s;	/* the executor's forward and backward passes,
+				 * pipeline sends and tensor-parallel sums
+				 * included, data_wait_s excluded */
+	double comm_wait_s;	/* exposed communication: blocked in the
+				 * gradient sync's finish and the step
+				 * report's all-reduce */
+	double data_wait_s;	/* waiting for the next micro-batch (the
+				 * loader's queue, or the gather) */
+	double optim_s;		/* gradient norm, clipping, the update */
+};
+
+/* The doubles of struct dt_time_breakdown. */
+enum { DT_TIME_PARTS = 4 };
+_Static_assert(sizeof(struct dt_time_breakdown) ==
+	       DT_TIME_PARTS * sizeof(double), "a breakdown is a (4) vector");
+
+/* One worker's row of the table the loop gathers on logged steps: its
+ * world rank, then its window's and its run's breakdowns. */
+enum { DT_RANK_TIMES = 1 + 2 * DT_TIME_PARTS };
+
 #endif

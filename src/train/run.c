@@ -257,6 +257,9 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	enum dt_status st;
 	double *bytes = bytes_per_step(r, &st, err);
 
+	enum dt_status out = DT_OK;
+	struct dt_error out_err;
+
 	if (st == DT_OK && r->have_eval &&
 	    r->best.eval_step == r->position.step) {
 		/* Evaluated at this step already (an early stop). */
@@ -265,7 +268,8 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	} else if (st == DT_OK && r->have_eval) {
 		st = dt_eval_run(r, &res->eval_loss, &res->eval_accuracy, err);
 		if (st == DT_OK && r->rank == 0)
-			dt_metrics_eval(r, res->eval_loss, res->eval_accuracy);
+			out = dt_metrics_eval(r, res->eval_loss,
+					      res->eval_accuracy, &out_err);
 		if (st == DT_OK)
 			st = dt_best_after_eval(r, res->eval_loss,
 						res->eval_accuracy, err);
@@ -274,8 +278,13 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	    r->job->checkpoint.at_end &&
 	    r->last_ckpt_step != r->position.step)
 		st = dt_run_checkpoint(r, err);
+	/* A metrics line that could not be written fails the run after the
+	 * checkpoint, instead of a summary over a cut file. */
 	if (st == DT_OK) {
-		st = dt_metrics_write_summary(r, res, bytes, err);
+		if (out != DT_OK)
+			st = dt_errorf(err, out, "%s", out_err.msg);
+		else
+			st = dt_metrics_write_summary(r, res, bytes, err);
 		st = agree_on(r, dt_grad_sync_workers(r->sync), st, err);
 	}
 	free(bytes);
@@ -474,6 +483,8 @@ run_fini(struct dt_run *r)
 	dt_grad_sync_free(r->sync);
 	if (r->metrics != NULL)
 		fclose(r->metrics);
+	dt_tfevents_close(r->tb, NULL);
+	free(r->rank_times);
 	dt_layout_fini(&r->layout);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);
@@ -539,6 +550,8 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	st = agree(&r, dt_metrics_write_plan(&r, err), err);
 	if (st == DT_OK)
 		st = agree(&r, dt_metrics_reopen(&r, r.resumed_from, err), err);
+	if (st == DT_OK)
+		st = agree(&r, dt_metrics_open_tb(&r, err), err);
 	if (st != DT_OK)
 		goto out;
 	ps = dt_grad_sync_servers(r.sync);

@@ -23,6 +23,7 @@
 #include "train/sync.h"
 #include "util/pool.h"
 #include "util/status.h"
+#include "util/tfevents.h"
 
 /* Where a run stands: all that a checkpoint must restore besides the
  * parameters and the optimizer state. */
@@ -75,6 +76,12 @@ struct dt_run {
 	int64_t resumed_from;
 	int64_t test_signal_step;	/* DTRAIN_TEST_SIGNAL_AT_STEP, or -1 */
 	int64_t steps_counted;		/* training steps of the byte counts */
+	double *rank_times;		/* (n_workers, DT_RANK_TIMES) the
+					 * workers' time breakdowns as of
+					 * the last logged step (loop.c) */
+	int n_workers;
+	struct dt_tfevents *tb;		/* rank 0, log.tensorboard: the
+					 * events file; else NULL */
 };
 
 /* Writes a checkpoint of r at its current step (collective: rank 0 writes,

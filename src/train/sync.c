@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/progress.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 
@@ -287,7 +288,20 @@ dt_grad_sync_backward_end(struct dt_grad_sync *s)
 enum dt_status
 dt_grad_sync_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
-	return s->ops->begin(s, bucket, err);
+	double t = dt_now();
+	enum dt_status st = s->ops->begin(s, bucket, err);
+
+	s->begin_s += dt_now() - t;
+	return st;
+}
+
+double
+dt_grad_sync_take_begin(struct dt_grad_sync *s)
+{
+	double t = s->begin_s;
+
+	s->begin_s = 0;
+	return t;
 }
 
 enum dt_status

@@ -108,6 +108,12 @@ void dt_grad_sync_backward_end(struct dt_grad_sync *s);
 enum dt_status dt_grad_sync_begin(struct dt_grad_sync *s, int bucket,
 				  struct dt_error *err);
 
+/* Seconds this rank spent inside dt_grad_sync_begin since the last
+ * call (and resets the count): communication the time breakdown counts
+ * as exposed when begin blocks (a blocking sum), near 0 when it only
+ * starts one. */
+double dt_grad_sync_take_begin(struct dt_grad_sync *s);
+
 /* Completes every begun bucket, so the float gradient holds the sum, and
  * writes this rank's share of the per-tensor squared norms into
  * report->tensor_norm2 (stages). step_loss is this rank's loss sum of

@@ -31,6 +31,8 @@ struct dt_grad_sync {
 	struct dt_comm *workers;	/* the ranks that train */
 	struct dt_ps *ps;		/* parameter servers, else NULL */
 	int lazy;			/* asynchronous servers */
+	double begin_s;			/* seconds inside begin, not yet
+					 * taken (dt_grad_sync_take_begin) */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

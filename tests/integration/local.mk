@@ -30,7 +30,11 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/rundir-lock.sh \
 	tests/integration/report.sh \
 	tests/integration/init-from.sh \
-	tests/integration/best.sh
+	tests/integration/best.sh \
+	tests/integration/plan-link.sh \
+	tests/integration/breakdown.sh \
+	tests/integration/outputs-full.sh \
+	tests/integration/tensorboard.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

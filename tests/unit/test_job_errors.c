@@ -23,7 +23,7 @@ START_TEST(test_err_unknown_key)
 	/* Nothing close: list what the section takes. */
 	expect_error("log:\n  every: 5\n", NULL, 0,
 		     "job.yaml:2:3: log.every: unknown key; log takes "
-		     "every_steps\n  every: 5\n  ^");
+		     "every_steps, tensorboard\n  every: 5\n  ^");
 	expect_error("model:\n  layers:\n    - {type: dense, unit: 3}\n",
 		     NULL, 0,
 		     "job.yaml:3:21: model.layers.0.unit: unknown key; did "

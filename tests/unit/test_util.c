@@ -3,6 +3,8 @@
  * atomic file replacement (fileio.h) and zlib's gz* errors (gz.h). */
 #include <check.h>
 #include <errno.h>
+#include <json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include "util/endian.h"
 #include "util/fileio.h"
 #include "util/gz.h"
+#include "util/jsonnum.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define HOST_IS_LE 0
@@ -307,6 +310,56 @@ START_TEST(gz_errors)
 }
 END_TEST
 
+/* The text json-c writes for o (which is consumed), into buf. */
+static const char *
+json_text(struct json_object *o, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", json_object_to_json_string_ext(
+			 o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return buf;
+}
+
+/* Numbers in the fewest digits that read back as the same double: the
+ * texts are Python's repr of each value (its own shortest round trip,
+ * David Gay's algorithm), but for 3e15, which Python writes out in full,
+ * each read back bit for bit; times to 6 digits; not finite: NULL, which
+ * json-c writes as null. */
+START_TEST(json_numbers)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+		{ 0.1, "0.1" }, { 2.5, "2.5" }, { 1e-3, "0.001" },
+		{ 1e300, "1e+300" }, { 100, "100.0" }, { -0.75, "-0.75" },
+		{ 3e15, "3e+15" }, { 123456, "123456.0" },
+		{ 1.0 / 3, "0.3333333333333333" },
+		{ 2.3025850929940459, "2.302585092994046" },
+		{ 5e-324, "5e-324" },
+		{ (double)0.1f, "0.10000000149011612" },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json_text(dt_json_number(cases[i].v), buf, sizeof buf);
+		ck_assert_str_eq(buf, cases[i].text);
+		ck_assert(strtod(buf, NULL) == cases[i].v);
+	}
+	ck_assert_str_eq(json_text(dt_json_seconds(12.3456789), buf,
+				   sizeof buf), "12.3457");
+	ck_assert_str_eq(json_text(dt_json_seconds(0.000123456789), buf,
+				   sizeof buf), "0.000123457");
+	ck_assert_str_eq(json_text(dt_json_seconds(1234567.0), buf,
+				   sizeof buf), "1.23457e+06");
+	ck_assert_str_eq(json_text(dt_json_seconds(2.0), buf, sizeof buf),
+			 "2.0");
+	ck_assert_ptr_null(dt_json_number(NAN));
+	ck_assert_ptr_null(dt_json_number(INFINITY));
+	ck_assert_ptr_null(dt_json_seconds(-INFINITY));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -320,6 +373,7 @@ main(void)
 	tcase_add_test(tc, atomic_write);
 	tcase_add_test(tc, dir_of);
 	tcase_add_test(tc, gz_errors);
+	tcase_add_test(tc, json_numbers);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,66 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A full disk under metrics.jsonl stops the run (issue 13, "outputs that
+# never lie"): the run directory is a 64 KiB tmpfs, the checkpoints go
+# elsewhere (checkpoint.dir), and a line a step fills it within a few
+# hundred steps. The run must exit 1 naming metrics.jsonl, write a
+# checkpoint at the step it stopped, and leave no summary.json; on 2 ranks
+# too (rank 0 writes, every rank stops). Needs mount(8) of a tmpfs (root);
+# skipped with a message elsewhere.
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+mkdir full
+if ! mount -t tmpfs -o size=64k dtrain-test-full full 2>mount.err; then
+	echo "SKIP: cannot mount a tmpfs here ($(cat mount.err))"
+	exit 77
+fi
+trap 'umount "$SCRATCH/full" 2>/dev/null; rm -rf "$SCRATCH"' EXIT
+cat >job.yaml <<YAML
+name: full
+seed: 2
+data:
+  train:
+    images: $FMNIST/train-images-idx3-ubyte.gz
+    labels: $FMNIST/train-labels-idx1-ubyte.gz
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: dense, units: 10}
+train:
+  global_batch: 32
+  steps: 2000
+  optimizer: sgd
+  lr: 0.01
+log:
+  every_steps: 1
+YAML
+
+# check_full RUN_DIR CKPT_DIR: the run stopped on the full disk.
+check_full() {
+	grep -q "metrics.jsonl: write failed: No space left on device" err ||
+		{ cat err >&2; fail "the error does not name metrics.jsonl and ENOSPC"; }
+	step=$(sed -n 's/.*stopping at step \([0-9]*\) (checkpoint written;.*/\1/p' err)
+	[ -n "$step" ] || { cat err >&2; fail "no checkpoint at the stop"; }
+	[ "$step" -lt 2000 ] || fail "stopped at step $step, after the end"
+	ls "$2" | grep -qx "step-0*$step" ||
+		{ ls "$2" >&2; fail "no checkpoint of step $step in $2"; }
+	[ ! -e "$1/summary.json" ] || fail "summary.json written after the failure"
+	# Every whole line before the cut parses; the steps go up to the stop.
+	"$PYTHON" - "$1/metrics.jsonl" "$step" <<'PY' || fail "metrics.jsonl is wrong"
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+whole = [json.loads(l) for l in lines[:-1]]
+if not whole or whole[-1]["step"] > int(sys.argv[2]):
+    sys.exit("last whole line %r, stopped at %s" % (whole[-1:], sys.argv[2]))
+print("%d whole lines, stopped at step %s" % (len(whole), sys.argv[2]))
+PY
+}
+
+expect_fail 1 "metrics.jsonl" "$DTRAIN" run -q --run-dir full/r1 \
+	--set checkpoint.dir="$SCRATCH/ckpt1" job.yaml
+check_full full/r1 ckpt1
+rm -rf full/r1
+expect_fail 1 "metrics.jsonl" mpi 2 "$DTRAIN" run -q --run-dir full/r2 \
+	--set checkpoint.dir="$SCRATCH/ckpt2" job.yaml
+check_full full/r2 ckpt2
+echo "a full disk under metrics.jsonl: exit 1, named, checkpointed"
