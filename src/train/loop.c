@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/diverge.h"
 #include "train/eval.h"
 #include "train/metrics.h"
 #include "train/signals.h"
@@ -165,6 +166,12 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 		if (r->job->train.on_nonfinite == DT_NONFINITE_ABORT)
 			return nonfinite_error(r, step_loss, err);
 		r->position.skipped++;
+	} else if (dt_diverge_check(&r->diverge, r->position.step + 1,
+				    dt_grad_sync_lazy(r->sync) ? NAN :
+				    r->report->loss_sum * c->grad_scale,
+				    sqrt(norm2), r->rank == 0 ? stderr : NULL,
+				    err) != DT_OK) {
+		return DT_ERR_NUMERIC;	/* before the update, unsaved */
 	} else {
 		update(r, norm2, c->lr);
 	}

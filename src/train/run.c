@@ -18,6 +18,7 @@
 
 #include "dist/agree.h"
 #include "train/data.h"
+#include "train/decay.h"
 #include "train/eval.h"
 #include "train/loop.h"
 #include "train/metrics.h"
@@ -344,6 +345,14 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 		return st;
 	dt_model_set_pool(r->model, r->pool);
 	r->optim = dt_optim_new(r->job, dt_model_n_trained(r->model));
+	if (dt_decay_restricted(r->job)) {
+		size_t n_spans;
+		struct dt_optim_span *spans =
+			dt_decay_spans(r->model, r->job->train.decay, &n_spans);
+
+		dt_optim_set_decay(r->optim, spans, n_spans, 0);
+		free(spans);
+	}
 	dt_optim_set_pool(r->optim, r->pool);
 	r->labels_per_sample = dt_model_labels_per_sample(r->model);
 	if (r->labels_per_sample < 1)
@@ -351,6 +360,8 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 				 "float targets, which none of the data "
 				 "formats provides yet; use "
 				 "softmax_cross_entropy", r->job->path);
+	dt_diverge_init(&r->diverge, r->job->train.on_divergence,
+			r->job->model.loss, dt_model_n_classes(r->plan.shapes));
 	memset(&cfg, 0, sizeof cfg);
 	cfg.job = r->job;
 	cfg.plan = &r->plan;

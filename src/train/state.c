@@ -116,6 +116,25 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 	e->i = i;
 }
 
+#define N_EXTRA 8
+
+/* The position's values besides meta.json's own keys, into extra
+ * (N_EXTRA of them); returns their number. */
+static size_t
+position_extras(const struct dt_run *r, struct dt_ckpt_scalar *extra)
+{
+	set_extra(&extra[0], "window_loss", r->position.window_loss, 0, 0);
+	set_extra(&extra[1], "window_steps", 0, r->position.window_steps, 1);
+	set_extra(&extra[2], "window_samples", 0,
+		  r->position.window_samples, 1);
+	set_extra(&extra[3], "skipped_steps", 0, r->position.skipped, 1);
+	set_extra(&extra[4], "diverge_loss_sum", r->diverge.loss_sum, 0, 0);
+	set_extra(&extra[5], "diverge_loss_n", 0, r->diverge.loss_n, 1);
+	set_extra(&extra[6], "diverge_norm_sum", r->diverge.norm_sum, 0, 0);
+	set_extra(&extra[7], "diverge_norm_n", 0, r->diverge.norm_n, 1);
+	return N_EXTRA;
+}
+
 enum dt_status
 dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
@@ -147,7 +166,7 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 	}
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
-		struct dt_ckpt_scalar extra[4];
+		struct dt_ckpt_scalar extra[N_EXTRA];
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
 		int n_bufs = 0;
@@ -170,16 +189,8 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 		meta.pp_size = r->plan.pp_size;
 		meta.tp_size = r->plan.tp_size;
 		meta.job_text = job_text(r->job);
-		set_extra(&extra[0], "window_loss", r->position.window_loss,
-			  0, 0);
-		set_extra(&extra[1], "window_steps", 0,
-			  r->position.window_steps, 1);
-		set_extra(&extra[2], "window_samples", 0,
-			  r->position.window_samples, 1);
-		set_extra(&extra[3], "skipped_steps", 0, r->position.skipped,
-			  1);
+		meta.n_extra = position_extras(r, extra);
 		meta.extra = extra;
-		meta.n_extra = 4;
 		memset(&opts, 0, sizeof opts);
 		opts.keep_last = r->job->checkpoint.keep_last;
 		opts.compress_optim = r->job->checkpoint.compress;
@@ -223,6 +234,8 @@ struct position {
 	int64_t step, epoch, epoch_off, optim_steps;
 	int64_t window_steps, window_samples, skipped;
 	double window_loss;
+	double diverge_loss_sum, diverge_norm_sum;
+	int64_t diverge_loss_n, diverge_norm_n;
 };
 
 /* Rank 0: the newest checkpoint that verifies into params and bufs (the
@@ -273,6 +286,12 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 		pos->window_steps = extra_int(&meta, "window_steps");
 		pos->window_samples = extra_int(&meta, "window_samples");
 		pos->skipped = extra_int(&meta, "skipped_steps");
+		pos->diverge_loss_sum = extra_double(&meta,
+						     "diverge_loss_sum");
+		pos->diverge_loss_n = extra_int(&meta, "diverge_loss_n");
+		pos->diverge_norm_sum = extra_double(&meta,
+						     "diverge_norm_sum");
+		pos->diverge_norm_n = extra_int(&meta, "diverge_norm_n");
 		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n", path,
 			(long long)meta.step);
 	}
@@ -343,6 +362,10 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	r->position.window_steps = pos.window_steps;
 	r->position.window_samples = pos.window_samples;
 	r->position.skipped = pos.skipped;
+	r->diverge.loss_sum = pos.diverge_loss_sum;
+	r->diverge.loss_n = pos.diverge_loss_n;
+	r->diverge.norm_sum = pos.diverge_norm_sum;
+	r->diverge.norm_n = pos.diverge_norm_n;
 	r->resumed_from = pos.step;
 	r->last_ckpt_step = pos.step;
 	return DT_OK;

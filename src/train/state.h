@@ -14,6 +14,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "plan/plan.h"
+#include "train/diverge.h"
 #include "train/exec.h"
 #include "train/loader.h"
 #include "train/progress.h"
@@ -63,6 +64,8 @@ struct dt_run {
 	int n_norms;			/* dt_grad_sync_n_norms */
 
 	struct dt_position position;
+	struct dt_diverge diverge;	/* train.on_divergence; its early
+					 * sums travel in checkpoints */
 	int64_t *perm;		/* (n_train) order of the epoch perm_epoch */
 	int64_t perm_epoch;
 	FILE *metrics;		/* rank 0 only */
