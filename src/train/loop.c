@@ -142,6 +142,7 @@ update(struct dt_run *r, double norm2, double lr)
 	r->position.window_loss += r->report->loss_sum;
 	r->position.window_samples += r->plan.global_batch *
 				      r->labels_per_sample;
+	r->position.samples += r->plan.global_batch;
 }
 
 /* One optimizer step: the executor, the gradient sync, the report, the
@@ -327,7 +328,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 			break;
 	}
 	res->steps = r->position.step;
-	res->samples = r->position.step * p->global_batch;
+	res->samples = r->position.samples;
 	res->wall_s = dt_now() - c.t0;
 	res->samples_per_s = (double)((r->position.step - c.first_step) *
 				      p->global_batch) /

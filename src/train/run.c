@@ -10,6 +10,7 @@
 #include "train/train.h"
 
 #include <cblas.h>
+#include <json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,41 @@ resume_point(struct dt_run *r, int *done, struct dt_error *err)
 	}
 	*done = job->train.steps > 0 ? at->step >= job->train.steps :
 		ep >= job->train.epochs;
+	return DT_OK;
+}
+
+/* An epochs-based run resumed at another global batch: its length is
+ * what the loop will do, the steps done plus those left at this batch
+ * (the rest of this epoch's samples, then whole epochs; each epoch's
+ * last partial batch is dropped, as always), so that the run ends at its
+ * epochs whatever the batch, and the schedule spans that length. At the
+ * batch it was saved with this is epochs x steps per epoch, unchanged. */
+static enum dt_status
+resumed_length(struct dt_run *r, struct dt_error *err)
+{
+	const struct dt_position *at = &r->position;
+	int64_t gb = r->plan.global_batch, n = r->train.n;
+	int64_t ep = at->epoch, off = at->epoch_off, total;
+	enum dt_status st;
+
+	if (r->resumed_from < 0 || r->job->train.steps > 0)
+		return DT_OK;
+	if (off + gb > n) {
+		ep++;
+		off = 0;
+	}
+	if (ep >= r->job->train.epochs)
+		return DT_OK;
+	total = at->step + (n - off) / gb +
+		(r->job->train.epochs - ep - 1) * r->plan.steps_per_epoch;
+	if (total == r->plan.total_steps)
+		return DT_OK;
+	r->plan.total_steps = total;
+	st = dt_plan_schedule(r->job, total, &r->plan.lr_schedule, err);
+	if (st != DT_OK)
+		return st;
+	json_object_put(r->plan.desc);
+	r->plan.desc = dt_plan_describe(r->job, &r->plan);
 	return DT_OK;
 }
 
@@ -421,6 +457,8 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 		return st;
 	/* Every rank holds the same position: no agreement needed. */
 	st = resume_point(r, done, err);
+	if (st == DT_OK && !*done)
+		st = resumed_length(r, err);
 	if (st == DT_OK && !*done)
 		st = agree(r, save_job(r, err), err);
 	return st;

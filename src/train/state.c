@@ -118,7 +118,7 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 	e->i = i;
 }
 
-#define N_EXTRA 8
+#define N_EXTRA 9
 
 /* The position's values besides meta.json's own keys, into extra
  * (N_EXTRA of them); returns their number. */
@@ -134,6 +134,7 @@ position_extras(const struct dt_run *r, struct dt_ckpt_scalar *extra)
 	set_extra(&extra[5], "diverge_loss_n", 0, r->diverge.loss_n, 1);
 	set_extra(&extra[6], "diverge_norm_sum", r->diverge.norm_sum, 0, 0);
 	set_extra(&extra[7], "diverge_norm_n", 0, r->diverge.norm_n, 1);
+	set_extra(&extra[8], "samples", 0, r->position.samples, 1);
 	return N_EXTRA;
 }
 
@@ -240,6 +241,15 @@ extra_get(const struct dt_ckpt_meta *m, const char *file, const char *key,
 	return DT_OK;
 }
 
+static int
+has_extra(const struct dt_ckpt_meta *m, const char *key)
+{
+	for (size_t k = 0; k < m->n_extra; k++)
+		if (strcmp(m->extra[k].key, key) == 0)
+			return 1;
+	return 0;
+}
+
 /* Refuses an integer of meta.json outside [lo, hi], naming file and key
  * and why hi is the bound. */
 static enum dt_status
@@ -273,6 +283,7 @@ struct position {
 	double window_loss;
 	double diverge_loss_sum, diverge_norm_sum;
 	int64_t diverge_loss_n, diverge_norm_n;
+	int64_t samples;
 };
 
 /* The position of meta (read from checkpoint directory dir, named for
@@ -330,8 +341,11 @@ checked_position(const struct dt_run *r, const char *dir, int64_t dir_step,
 	    (st = extra_get(m, file, "diverge_norm_sum", NULL,
 			    &pos->diverge_norm_sum, err)) ||
 	    (st = extra_get(m, file, "diverge_norm_n", &pos->diverge_norm_n,
-			    NULL, err)))
+			    NULL, err)) ||
+	    (st = extra_get(m, file, "samples", &pos->samples, NULL, err)))
 		return st;
+	if (!has_extra(m, "samples"))	/* from before the key */
+		pos->samples = (step - pos->skipped) * r->plan.global_batch;
 	max_samples = (double)pos->window_steps * DT_JOB_BATCH_MAX *
 		      (double)(r->labels_per_sample > 0 ?
 			       r->labels_per_sample : 1);
@@ -344,6 +358,9 @@ checked_position(const struct dt_run *r, const char *dir, int64_t dir_step,
 			    "the window's steps x the largest batch", err)) ||
 	    (st = bound_int(file, "extra.skipped_steps", pos->skipped, 0, step,
 			    "no more than the steps", err)) ||
+	    (st = bound_int(file, "extra.samples", pos->samples, 0,
+			    step * DT_JOB_BATCH_MAX,
+			    "the steps x the largest batch", err)) ||
 	    (st = bound_int(file, "extra.diverge_loss_n", pos->diverge_loss_n,
 			    0, step < DT_DIVERGE_WINDOW ? step :
 			    DT_DIVERGE_WINDOW, "the guard's early window",
@@ -474,6 +491,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	r->position.window_steps = pos.window_steps;
 	r->position.window_samples = pos.window_samples;
 	r->position.skipped = pos.skipped;
+	r->position.samples = pos.samples;
 	r->diverge.loss_sum = pos.diverge_loss_sum;
 	r->diverge.loss_n = pos.diverge_loss_n;
 	r->diverge.norm_sum = pos.diverge_norm_sum;

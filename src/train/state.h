@@ -34,6 +34,9 @@ struct dt_position {
 	int64_t window_steps;
 	int64_t window_samples;
 	int64_t skipped;	/* updates dropped as non-finite */
+	int64_t samples;	/* trained: the samples of the updates applied
+				 * over the whole run, at each step's global
+				 * batch (summary.json's samples) */
 };
 
 /* Everything one run holds; allocated before the first step. */
