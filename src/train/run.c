@@ -22,6 +22,7 @@
 #include "train/decay.h"
 #include "train/eval.h"
 #include "train/loop.h"
+#include "train/memcheck.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
 #include "train/signals.h"
@@ -369,6 +370,11 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 
 	st = dt_plan_build(r->job, dt_comm_size(r->comm), &host, NULL,
 			   &r->plan, err);
+	if (st != DT_OK)
+		return st;
+	/* Before the first arena: each rank measures its node (they agree,
+	 * since the figure moves between their reads). */
+	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);
 	if (st != DT_OK)
 		return st;
 	openblas_set_num_threads(r->plan.blas_threads);

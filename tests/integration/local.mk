@@ -29,7 +29,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/json-strict.sh \
 	tests/integration/rundir-lock.sh \
 	tests/integration/diverge.sh \
-	tests/integration/resume-batch.sh
+	tests/integration/resume-batch.sh \
+	tests/integration/mem-precheck.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
