@@ -128,9 +128,13 @@ def setup(job):
         _, ids = np.unique(data, return_inverse=True)
         ids = torch.from_numpy(np.minimum(ids, 95).astype(np.int64))
         model = Gpt()
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-3,
-                                betas=(0.9, 0.99), eps=1e-8,
-                                weight_decay=0.1)
+        # dtrain's train.decay: weights: decay the tensors of rank >= 2
+        # only (nanoGPT's grouping).
+        decay = [p for p in model.parameters() if p.dim() >= 2]
+        rest = [p for p in model.parameters() if p.dim() < 2]
+        opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                                 {"params": rest, "weight_decay": 0.0}],
+                                lr=3e-3, betas=(0.9, 0.99), eps=1e-8)
 
         def batch(n):
             i = torch.randint(0, ids.shape[0] - 65, (n, 1)) + \

@@ -214,7 +214,7 @@ dt_ps_new(struct dt_comm *world, const struct dt_ps_cfg *cfg,
 		return st;
 	}
 	if (ps->server)
-		ps_server_init(ps, cfg->job);
+		ps_server_init(ps, cfg);
 	else
 		ps_worker_init(ps);
 	*out = ps;

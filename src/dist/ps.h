@@ -91,6 +91,7 @@
 
 #include "dist/comm.h"
 #include "job/job.h"
+#include "optim/optim.h"
 #include "util/status.h"
 
 struct dt_ps;
@@ -102,6 +103,10 @@ struct dt_ps_cfg {
 	size_t n_params;	/* floats in the parameter arena */
 	const struct dt_job *job;	/* optimizer settings for dt_optim_new;
 					 * read in dt_ps_new, not kept */
+	struct dt_optim_span *decay;	/* (n_decay) the arena's decayed
+					 * spans (dt_optim_set_decay), NULL:
+					 * all; read in dt_ps_new, not kept */
+	size_t n_decay;
 };
 
 /* Statistics; see dt_ps_stats. */

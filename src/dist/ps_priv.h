@@ -157,7 +157,7 @@ enum dt_status ps_worker_scatter(struct dt_ps *ps, float *params,
 				 int64_t optim_steps, struct dt_error *err);
 
 /* Allocation and release of the role's state (ps_server.c, ps_worker.c). */
-void ps_server_init(struct dt_ps *ps, const struct dt_job *job);
+void ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg);
 void ps_server_fini(struct dt_ps *ps);
 void ps_worker_init(struct dt_ps *ps);
 void ps_worker_fini(struct dt_ps *ps);

@@ -54,8 +54,9 @@ protocol(const struct dt_ps *ps, struct dt_error *err, const char *what,
 }
 
 void
-ps_server_init(struct dt_ps *ps, const struct dt_job *job)
+ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg)
 {
+	const struct dt_job *job = cfg->job;
 	struct ps_server *v = dt_xcalloc(1, sizeof *v);
 	size_t w_count = (size_t)ps->n_workers, n_slot;
 
@@ -63,6 +64,8 @@ ps_server_init(struct dt_ps *ps, const struct dt_job *job)
 		    &v->len);
 	v->params = dt_xalloc_floats(v->len);
 	v->optim = dt_optim_new(job, v->len);
+	if (cfg->decay != NULL)
+		dt_optim_set_decay(v->optim, cfg->decay, cfg->n_decay, v->off);
 	v->acc = dt_xalloc_floats(v->len);
 	v->n_slots = (int)ps->bound + 1;
 	n_slot = w_count * (size_t)v->n_slots;

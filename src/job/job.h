@@ -93,6 +93,17 @@ enum dt_eval_monitor {
 	DT_MONITOR_PERPLEXITY,
 };
 
+enum dt_on_divergence {
+	DT_DIVERGENCE_ABORT = 0,
+	DT_DIVERGENCE_WARN,
+	DT_DIVERGENCE_OFF,
+};
+
+enum dt_decay_set {
+	DT_DECAY_WEIGHTS = 0,	/* tensors of rank >= 2 only */
+	DT_DECAY_ALL,
+};
+
 enum dt_optim_kind {
 	DT_OPTIM_SGD = 0,
 	DT_OPTIM_ADAM,
@@ -247,6 +258,8 @@ struct dt_job {
 		double beta1, beta2, eps;	/* adam/adamw */
 		double clip_norm;	/* global-norm clipping, 0 = off */
 		enum dt_on_nonfinite on_nonfinite;	/* default abort */
+		enum dt_on_divergence on_divergence;	/* default abort */
+		enum dt_decay_set decay;	/* default weights */
 		struct {
 			enum dt_schedule_kind kind;	/* default constant */
 			int64_t warmup_steps;	/* linear from lr/warmup */

@@ -47,6 +47,8 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_job_text_unit) == sizeof(int) &&
 	       sizeof(enum dt_schedule_kind) == sizeof(int) &&
 	       sizeof(enum dt_on_nonfinite) == sizeof(int) &&
+	       sizeof(enum dt_on_divergence) == sizeof(int) &&
+	       sizeof(enum dt_decay_set) == sizeof(int) &&
 	       sizeof(enum dt_pipeline_schedule) == sizeof(int) &&
 	       sizeof(enum dt_stage_balance) == sizeof(int) &&
 	       sizeof(enum dt_sync_kind) == sizeof(int) &&
@@ -58,13 +60,22 @@ static const char *const format_names[] = {
 	"idx", "csv", "npy", "tokens", "text", NULL
 };
 static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
-#define LOSS_WORD(NAME, word, ops) #word,
-static const char *const loss_names[] = { DT_LOSS_TYPES(LOSS_WORD) NULL };
+/* model.loss: the words of DT_LOSS_TYPES that a job may name. mse is
+ * left out until a data format gives float targets: the graph's mse node
+ * (graph/mse.c) is there and gradient-checked, but every reader gives
+ * class labels, and a job naming it could only be refused at run time. */
+static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
+_Static_assert(DT_LOSS_SOFTMAX_CROSS_ENTROPY == 0,
+	       "loss_names is in the order of enum dt_loss_kind");
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
 static const char *const monitor_names[] = {
 	"loss", "accuracy", "perplexity", NULL,
 };
+static const char *const divergence_names[] = {
+	"abort", "warn", "off", NULL
+};
+static const char *const decay_names[] = { "weights", "all", NULL };
 static const char *const schedule_names[] = {
 	"constant", "step", "cosine", NULL
 };
@@ -208,6 +219,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "train.weight_decay", .type = DT_KEY_FLOAT,
 	  .off = OFF(train.weight_decay), .def = "0", GE(0),
 	  .doc = "L2 penalty (sgd, adam) or decoupled decay (adamw)" },
+	{ .key = "train.decay", .type = DT_KEY_ENUM, .off = OFF(train.decay),
+	  .def = "weights", .names = decay_names,
+	  .doc = "which tensors weight_decay applies to: weights (rank >= 2) "
+		 "or all" },
 	{ .key = "train.beta1", .type = DT_KEY_FLOAT, .off = OFF(train.beta1),
 	  .def = "0.9", UNIT_OPEN,
 	  .doc = "adam, adamw: decay of the first moment" },
@@ -223,6 +238,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(train.on_nonfinite), .def = "abort",
 	  .names = nonfinite_names,
 	  .doc = "what a NaN or infinite loss or gradient does" },
+	{ .key = "train.on_divergence", .type = DT_KEY_ENUM,
+	  .off = OFF(train.on_divergence), .def = "abort",
+	  .names = divergence_names,
+	  .doc = "what a loss or gradient norm far above its early level "
+		 "does" },
 	{ .key = "train.schedule", .type = DT_KEY_SECTION,
 	  .doc = "how the learning rate changes over the steps" },
 	{ .key = "train.schedule.kind", .type = DT_KEY_ENUM,

@@ -34,6 +34,9 @@ struct dt_optim {
 	int n_bufs;
 	float *bufs[2];		/* sgd: momentum (n); adam: m (n), v (n) */
 	struct dt_pool *pool;	/* not owned; NULL: one thread */
+	struct dt_optim_span *decay;	/* (n_decay) in o's own coordinates,
+					 * sorted; NULL: decay everything */
+	size_t n_decay;
 };
 
 struct dt_optim *
@@ -70,6 +73,7 @@ dt_optim_free(struct dt_optim *o)
 		return;
 	for (int i = 0; i < o->n_bufs; i++)
 		free(o->bufs[i]);
+	free(o->decay);
 	free(o);
 }
 
@@ -174,6 +178,32 @@ struct update {
 	float step, rc, l2, keep;	/* Adam's folded scalars */
 };
 
+/* The update of [a, a + len), decayed or not. */
+static void
+update_range(const struct update *u, size_t a, size_t len, int decayed)
+{
+	const struct dt_optim *o = u->o;
+	float *p = u->params + a;
+	const float *g = u->grads + a;
+	float wd = decayed ? o->weight_decay : 0.0f;
+
+	switch (o->kind) {
+	case DT_OPTIM_SGD:
+		if (o->n_bufs == 0)
+			sgd_plain(len, p, g, u->lr, wd);
+		else
+			sgd_momentum(len, p, g, o->bufs[0] + a, u->lr, wd,
+				     o->momentum, o->nesterov);
+		break;
+	case DT_OPTIM_ADAM:
+	case DT_OPTIM_ADAMW:
+		adam(len, p, g, o->bufs[0] + a, o->bufs[1] + a, u->step,
+		     u->rc, o->beta1, o->beta2, o->eps,
+		     decayed ? u->l2 : 0.0f, decayed ? u->keep : 1.0f);
+		break;
+	}
+}
+
 static void
 update_part(void *ctx, int64_t lo, int64_t hi)
 {
@@ -182,23 +212,53 @@ update_part(void *ctx, int64_t lo, int64_t hi)
 	size_t a = (size_t)lo * DT_OPTIM_CHUNK;
 	size_t b = (size_t)hi * DT_OPTIM_CHUNK < o->n
 			   ? (size_t)hi * DT_OPTIM_CHUNK : o->n;
-	size_t len = b - a;
-	float *p = u->params + a;
-	const float *g = u->grads + a;
 
-	switch (o->kind) {
-	case DT_OPTIM_SGD:
-		if (o->n_bufs == 0)
-			sgd_plain(len, p, g, u->lr, o->weight_decay);
-		else
-			sgd_momentum(len, p, g, o->bufs[0] + a, u->lr,
-				     o->weight_decay, o->momentum, o->nesterov);
-		break;
-	case DT_OPTIM_ADAM:
-	case DT_OPTIM_ADAMW:
-		adam(len, p, g, o->bufs[0] + a, o->bufs[1] + a, u->step,
-		     u->rc, o->beta1, o->beta2, o->eps, u->l2, u->keep);
-		break;
+	if (o->decay == NULL) {
+		update_range(u, a, b - a, 1);
+		return;
+	}
+	/* Alternate undecayed gaps and decayed spans across [a, b). */
+	for (size_t k = 0; k < o->n_decay && a < b; k++) {
+		size_t s0 = o->decay[k].offset;
+		size_t s1 = s0 + o->decay[k].len;
+
+		if (s1 <= a)
+			continue;
+		if (s0 > a) {
+			size_t e = s0 < b ? s0 : b;
+
+			update_range(u, a, e - a, 0);
+			a = e;
+		}
+		if (a < b && a >= s0) {
+			size_t e = s1 < b ? s1 : b;
+
+			update_range(u, a, e - a, 1);
+			a = e;
+		}
+	}
+	if (a < b)
+		update_range(u, a, b - a, 0);
+}
+
+void
+dt_optim_set_decay(struct dt_optim *o, const struct dt_optim_span *spans,
+		   size_t n_spans, size_t base)
+{
+	free(o->decay);
+	o->decay = dt_xcalloc(n_spans + 1, sizeof *o->decay);
+	o->n_decay = 0;
+	for (size_t k = 0; k < n_spans; k++) {
+		size_t s0 = spans[k].offset, s1 = s0 + spans[k].len;
+
+		s0 = s0 > base ? s0 - base : 0;
+		s1 = s1 > base ? s1 - base : 0;
+		if (s1 > o->n)
+			s1 = o->n;
+		if (s0 < s1) {
+			o->decay[o->n_decay].offset = s0;
+			o->decay[o->n_decay++].len = s1 - s0;
+		}
 	}
 }
 

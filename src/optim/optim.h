@@ -33,6 +33,20 @@ void dt_optim_free(struct dt_optim *o);
  * changes the bits. */
 void dt_optim_set_pool(struct dt_optim *o, struct dt_pool *pool);
 
+/* A run [offset, offset + len) of parameters in an arena. */
+struct dt_optim_span {
+	size_t offset, len;
+};
+
+/* Restricts the weight decay (train.weight_decay: L2 for sgd and adam,
+ * decoupled for adamw) to the parameters in spans[0..n_spans) (sorted by
+ * offset, disjoint, in the coordinates of an arena whose element base is
+ * o's first parameter): the others are updated as with weight_decay 0,
+ * bit for bit. Spans or parts of spans outside [base, base + n) are
+ * ignored. spans is copied. Without a call every parameter is decayed. */
+void dt_optim_set_decay(struct dt_optim *o, const struct dt_optim_span *spans,
+			size_t n_spans, size_t base);
+
 /* Applies one update with learning rate lr to params (n floats) from grads
  * (n floats, the mean-loss gradient of the global batch; not modified).
  * Increments the step count used for Adam's bias correction. */

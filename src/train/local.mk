@@ -7,6 +7,9 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/state.h src/train/state.c \
 	src/train/data.h src/train/data.c \
 	src/train/loop.h src/train/loop.c \
+	src/train/diverge.h src/train/diverge.c \
+	src/train/decay.h src/train/decay.c \
+	src/train/memcheck.h src/train/memcheck.c \
 	src/train/exec.h src/train/exec.c \
 	src/train/report.h \
 	src/train/sync.h src/train/sync_priv.h src/train/sync.c \

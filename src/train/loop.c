@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "train/diverge.h"
 #include "train/eval.h"
 #include "train/metrics.h"
 #include "train/signals.h"
@@ -174,6 +175,7 @@ update(struct dt_run *r, double norm2, double lr)
 	r->position.window_loss += r->report->loss_sum;
 	r->position.window_samples += r->plan.global_batch *
 				      r->labels_per_sample;
+	r->position.samples += r->plan.global_batch;
 }
 
 /* One optimizer step: the executor, the gradient sync, the report, the
@@ -206,6 +208,12 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 		if (r->job->train.on_nonfinite == DT_NONFINITE_ABORT)
 			return nonfinite_error(r, step_loss, err);
 		r->position.skipped++;
+	} else if (dt_diverge_check(&r->diverge, r->position.step + 1,
+				    dt_grad_sync_lazy(r->sync) ? NAN :
+				    r->report->loss_sum * c->grad_scale,
+				    sqrt(norm2), r->rank == 0 ? stderr : NULL,
+				    err) != DT_OK) {
+		return DT_ERR_NUMERIC;	/* before the update, unsaved */
 	} else {
 		update(r, norm2, c->lr);
 	}
@@ -439,7 +447,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 			break;
 	}
 	res->steps = r->position.step;
-	res->samples = r->position.step * p->global_batch;
+	res->samples = r->position.samples;
 	res->wall_s = dt_now() - c.t0;
 	res->samples_per_s = (double)((r->position.step - c.first_step) *
 				      p->global_batch) /

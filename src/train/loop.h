@@ -11,7 +11,9 @@
 /* Trains r from its position to the end of the plan (collective over the
  * workers). Fills res's steps, samples, train_loss, wall_s,
  * samples_per_s and skipped_steps. DT_ERR_NUMERIC for a non-finite step
- * under train.on_nonfinite abort, DT_ERR_INTERRUPTED after the
+ * under train.on_nonfinite abort or a diverging one under
+ * train.on_divergence abort (diverge.h; before its update, with no
+ * checkpoint of it), DT_ERR_INTERRUPTED after the
  * checkpoint of a signal; a failure inside a step ends the job
  * (dt_run_die). */
 enum dt_status dt_loop_run(struct dt_run *r, struct dt_train_result *res,

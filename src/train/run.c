@@ -10,6 +10,7 @@
 #include "train/train.h"
 
 #include <cblas.h>
+#include <json.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,11 @@
 
 #include "dist/agree.h"
 #include "train/data.h"
+#include "train/decay.h"
 #include "train/eval.h"
 #include "train/init_from.h"
 #include "train/loop.h"
+#include "train/memcheck.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
 #include "train/signals.h"
@@ -114,6 +117,41 @@ resume_point(struct dt_run *r, int *done, struct dt_error *err)
 				(long long)at->step,
 				(long long)job->eval.patience);
 	}
+	return DT_OK;
+}
+
+/* An epochs-based run resumed at another global batch: its length is
+ * what the loop will do, the steps done plus those left at this batch
+ * (the rest of this epoch's samples, then whole epochs; each epoch's
+ * last partial batch is dropped, as always), so that the run ends at its
+ * epochs whatever the batch, and the schedule spans that length. At the
+ * batch it was saved with this is epochs x steps per epoch, unchanged. */
+static enum dt_status
+resumed_length(struct dt_run *r, struct dt_error *err)
+{
+	const struct dt_position *at = &r->position;
+	int64_t gb = r->plan.global_batch, n = r->train.n;
+	int64_t ep = at->epoch, off = at->epoch_off, total;
+	enum dt_status st;
+
+	if (r->resumed_from < 0 || r->job->train.steps > 0)
+		return DT_OK;
+	if (off + gb > n) {
+		ep++;
+		off = 0;
+	}
+	if (ep >= r->job->train.epochs)
+		return DT_OK;
+	total = at->step + (n - off) / gb +
+		(r->job->train.epochs - ep - 1) * r->plan.steps_per_epoch;
+	if (total == r->plan.total_steps)
+		return DT_OK;
+	r->plan.total_steps = total;
+	st = dt_plan_schedule(r->job, total, &r->plan.lr_schedule, err);
+	if (st != DT_OK)
+		return st;
+	json_object_put(r->plan.desc);
+	r->plan.desc = dt_plan_describe(r->job, &r->plan);
 	return DT_OK;
 }
 
@@ -363,6 +401,11 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 			   &r->plan, err);
 	if (st != DT_OK)
 		return st;
+	/* Before the first arena: each rank measures its node (they agree,
+	 * since the figure moves between their reads). */
+	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);
+	if (st != DT_OK)
+		return st;
 	openblas_set_num_threads(r->plan.blas_threads);
 	/* As many threads of our own as of OpenBLAS's: they take turns
 	 * (our loops run between the products), and the pool's split never
@@ -373,6 +416,14 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 		return st;
 	dt_model_set_pool(r->model, r->pool);
 	r->optim = dt_optim_new(r->job, dt_model_n_trained(r->model));
+	if (dt_decay_restricted(r->job)) {
+		size_t n_spans;
+		struct dt_optim_span *spans =
+			dt_decay_spans(r->model, r->job->train.decay, &n_spans);
+
+		dt_optim_set_decay(r->optim, spans, n_spans, 0);
+		free(spans);
+	}
 	dt_optim_set_pool(r->optim, r->pool);
 	r->labels_per_sample = dt_model_labels_per_sample(r->model);
 	if (r->labels_per_sample < 1)
@@ -380,6 +431,8 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 				 "float targets, which none of the data "
 				 "formats provides yet; use "
 				 "softmax_cross_entropy", r->job->path);
+	dt_diverge_init(&r->diverge, r->job->train.on_divergence,
+			r->job->model.loss, dt_model_n_classes(r->plan.shapes));
 	memset(&cfg, 0, sizeof cfg);
 	cfg.job = r->job;
 	cfg.plan = &r->plan;
@@ -443,6 +496,8 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 		return st;
 	/* Every rank holds the same position: no agreement needed. */
 	st = resume_point(r, done, err);
+	if (st == DT_OK && !*done)
+		st = resumed_length(r, err);
 	if (st == DT_OK && !*done)
 		st = agree(r, save_job(r, err), err);
 	return st;

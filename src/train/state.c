@@ -8,10 +8,12 @@
 
 #include <errno.h>
 #include <json.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/ckpt.h"
+#include "job/schema.h"
 #include "train/gather.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
@@ -116,6 +118,26 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 	e->i = i;
 }
 
+#define N_EXTRA 9
+
+/* The position's values besides meta.json's own keys, into extra
+ * (N_EXTRA of them); returns their number. */
+static size_t
+position_extras(const struct dt_run *r, struct dt_ckpt_scalar *extra)
+{
+	set_extra(&extra[0], "window_loss", r->position.window_loss, 0, 0);
+	set_extra(&extra[1], "window_steps", 0, r->position.window_steps, 1);
+	set_extra(&extra[2], "window_samples", 0,
+		  r->position.window_samples, 1);
+	set_extra(&extra[3], "skipped_steps", 0, r->position.skipped, 1);
+	set_extra(&extra[4], "diverge_loss_sum", r->diverge.loss_sum, 0, 0);
+	set_extra(&extra[5], "diverge_loss_n", 0, r->diverge.loss_n, 1);
+	set_extra(&extra[6], "diverge_norm_sum", r->diverge.norm_sum, 0, 0);
+	set_extra(&extra[7], "diverge_norm_n", 0, r->diverge.norm_n, 1);
+	set_extra(&extra[8], "samples", 0, r->position.samples, 1);
+	return N_EXTRA;
+}
+
 enum dt_status
 dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
@@ -160,7 +182,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	}
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
-		struct dt_ckpt_scalar extra[4 + DT_BEST_N_EXTRA];
+		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
 		int n_bufs = 0;
@@ -183,17 +205,10 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		meta.pp_size = r->plan.pp_size;
 		meta.tp_size = r->plan.tp_size;
 		meta.job_text = job_text(r->job);
-		set_extra(&extra[0], "window_loss", r->position.window_loss,
-			  0, 0);
-		set_extra(&extra[1], "window_steps", 0,
-			  r->position.window_steps, 1);
-		set_extra(&extra[2], "window_samples", 0,
-			  r->position.window_samples, 1);
-		set_extra(&extra[3], "skipped_steps", 0, r->position.skipped,
-			  1);
-		dt_best_meta_put(&r->best, &extra[4]);
+		meta.n_extra = position_extras(r, extra);
+		dt_best_meta_put(&r->best, &extra[meta.n_extra]);
+		meta.n_extra += DT_BEST_N_EXTRA;
 		meta.extra = extra;
-		meta.n_extra = 4 + DT_BEST_N_EXTRA;
 		memset(&opts, 0, sizeof opts);
 		opts.keep_last = keep_last;
 		opts.compress_optim = r->job->checkpoint.compress;
@@ -209,22 +224,66 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	return dt_comm_agree(dt_grad_sync_workers(r->sync), st, err);
 }
 
-static int64_t
-extra_int(const struct dt_ckpt_meta *m, const char *key)
+/* meta.json's extra value `key` into *i or *d (the other is untouched):
+ * 0 when absent (a checkpoint from before the key), DT_ERR_FORMAT naming
+ * the file and key when it has the other type. */
+static enum dt_status
+extra_get(const struct dt_ckpt_meta *m, const char *file, const char *key,
+	  int64_t *i, double *d, struct dt_error *err)
 {
-	for (size_t i = 0; i < m->n_extra; i++)
-		if (strcmp(m->extra[i].key, key) == 0)
-			return m->extra[i].i;
+	enum dt_ckpt_scalar_type want = i != NULL ? DT_CKPT_INT64 :
+						    DT_CKPT_DOUBLE;
+
+	if (i != NULL)
+		*i = 0;
+	else
+		*d = 0;
+	for (size_t k = 0; k < m->n_extra; k++) {
+		if (strcmp(m->extra[k].key, key) != 0)
+			continue;
+		if (m->extra[k].type != want)
+			return dt_errorf(err, DT_ERR_FORMAT, "%s: extra.%s: "
+					 "expected %s", file, key,
+					 i != NULL ? "an int64" : "a double");
+		if (i != NULL)
+			*i = m->extra[k].i;
+		else
+			*d = m->extra[k].d;
+	}
+	return DT_OK;
+}
+
+static int
+has_extra(const struct dt_ckpt_meta *m, const char *key)
+{
+	for (size_t k = 0; k < m->n_extra; k++)
+		if (strcmp(m->extra[k].key, key) == 0)
+			return 1;
 	return 0;
 }
 
-static double
-extra_double(const struct dt_ckpt_meta *m, const char *key)
+/* Refuses an integer of meta.json outside [lo, hi], naming file and key
+ * and why hi is the bound. */
+static enum dt_status
+bound_int(const char *file, const char *key, int64_t v, int64_t lo,
+	  int64_t hi, const char *why, struct dt_error *err)
 {
-	for (size_t i = 0; i < m->n_extra; i++)
-		if (strcmp(m->extra[i].key, key) == 0)
-			return m->extra[i].d;
-	return 0;
+	if (v >= lo && v <= hi)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: %s: %lld is outside [%lld, "
+			 "%lld] (%s); the checkpoint does not belong to this "
+			 "job and data", file, key, (long long)v, (long long)lo,
+			 (long long)hi, why);
+}
+
+static enum dt_status
+bound_double(const char *file, const char *key, double v,
+	     struct dt_error *err)
+{
+	if (isfinite(v) && v >= 0)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: %s: %g is not a finite "
+			 "number >= 0", file, key, v);
 }
 
 /* What rank 0 broadcasts besides the arenas. */
@@ -235,7 +294,133 @@ struct position {
 	int64_t window_steps, window_samples, skipped;
 	double window_loss;
 	struct dt_best best;
+	double diverge_loss_sum, diverge_norm_sum;
+	int64_t diverge_loss_n, diverge_norm_n;
+	int64_t samples;
 };
+
+/* The position of meta (read from checkpoint directory dir, named for
+ * step dir_step) into *pos, every number checked against the job and the
+ * data before anything uses it: a crafted meta.json whose manifest was
+ * recomputed verifies, and its numbers index the data set (the gather
+ * reads perm[epoch_samples...]) and size the loop's sums. The bounds are
+ * what a run of this job can reach: the data position inside the
+ * training set, no more epochs or skipped steps than steps, no more
+ * optimizer updates than steps x ranks (asynchronous servers update once
+ * per push), no more logged samples than steps x the largest batch. (Every
+ * random draw is keyed by (seed, step, sample), checked here through
+ * the seed and the step: there is no generator state to check.) The
+ * tensors' names and shapes are checked against the model by
+ * dt_ckpt_load. */
+static enum dt_status
+checked_position(const struct dt_run *r, const char *dir, int64_t dir_step,
+		 const struct dt_ckpt_meta *m, struct position *pos,
+		 struct dt_error *err)
+{
+	char file[DT_JOB_PATH_MAX + 80];
+	int64_t step = m->step, n = r->train.n;
+	double max_samples;
+	enum dt_status st;
+
+	snprintf(file, sizeof file, "%s/meta.json", dir);
+	if ((st = bound_int(file, "step", step, dir_step, dir_step,
+			    "the directory's name", err)) ||
+	    (st = bound_int(file, "step", step, 0, DT_JOB_STEPS_MAX,
+			    "train.steps' bound", err)) ||
+	    (st = bound_int(file, "epoch", m->epoch, 0, step,
+			    "every epoch takes a step", err)) ||
+	    (st = bound_int(file, "epoch_samples", m->epoch_samples, 0, n,
+			    "the training set's samples", err)) ||
+	    (st = bound_int(file, "optim_steps", m->optim_steps, 0,
+			    step * (int64_t)m->world_size,
+			    "one update per step and rank at most", err)))
+		return st;
+	pos->step = step;
+	pos->epoch = m->epoch;
+	pos->epoch_off = m->epoch_samples;
+	pos->optim_steps = m->optim_steps;
+	if ((st = extra_get(m, file, "window_loss", NULL, &pos->window_loss,
+			    err)) ||
+	    (st = extra_get(m, file, "window_steps", &pos->window_steps, NULL,
+			    err)) ||
+	    (st = extra_get(m, file, "window_samples", &pos->window_samples,
+			    NULL, err)) ||
+	    (st = extra_get(m, file, "skipped_steps", &pos->skipped, NULL,
+			    err)) ||
+	    (st = extra_get(m, file, "diverge_loss_sum", NULL,
+			    &pos->diverge_loss_sum, err)) ||
+	    (st = extra_get(m, file, "diverge_loss_n", &pos->diverge_loss_n,
+			    NULL, err)) ||
+	    (st = extra_get(m, file, "diverge_norm_sum", NULL,
+			    &pos->diverge_norm_sum, err)) ||
+	    (st = extra_get(m, file, "diverge_norm_n", &pos->diverge_norm_n,
+			    NULL, err)) ||
+	    (st = extra_get(m, file, "samples", &pos->samples, NULL, err)))
+		return st;
+	if (!has_extra(m, "samples"))	/* from before the key */
+		pos->samples = (step - pos->skipped) * r->plan.global_batch;
+	max_samples = (double)pos->window_steps * DT_JOB_BATCH_MAX *
+		      (double)(r->labels_per_sample > 0 ?
+			       r->labels_per_sample : 1);
+	if ((st = bound_int(file, "extra.window_steps", pos->window_steps, 0,
+			    step, "no more than the steps", err)) ||
+	    (st = bound_int(file, "extra.window_samples",
+			    pos->window_samples, 0,
+			    max_samples < (double)INT64_MAX / 2 ?
+			    (int64_t)max_samples : INT64_MAX / 2,
+			    "the window's steps x the largest batch", err)) ||
+	    (st = bound_int(file, "extra.skipped_steps", pos->skipped, 0, step,
+			    "no more than the steps", err)) ||
+	    (st = bound_int(file, "extra.samples", pos->samples, 0,
+			    step * DT_JOB_BATCH_MAX,
+			    "the steps x the largest batch", err)) ||
+	    (st = bound_int(file, "extra.diverge_loss_n", pos->diverge_loss_n,
+			    0, step < DT_DIVERGE_WINDOW ? step :
+			    DT_DIVERGE_WINDOW, "the guard's early window",
+			    err)) ||
+	    (st = bound_int(file, "extra.diverge_norm_n", pos->diverge_norm_n,
+			    0, step < DT_DIVERGE_WINDOW ? step :
+			    DT_DIVERGE_WINDOW, "the guard's early window",
+			    err)) ||
+	    (st = bound_double(file, "extra.window_loss", pos->window_loss,
+			       err)) ||
+	    (st = bound_double(file, "extra.diverge_loss_sum",
+			       pos->diverge_loss_sum, err)) ||
+	    (st = bound_double(file, "extra.diverge_norm_sum",
+			       pos->diverge_norm_sum, err)))
+		return st;
+	return DT_OK;
+}
+
+/* The best-checkpoint state of meta (eval.keep_best, eval.patience) into
+ * *b, checked like the position: the right types, a best step of -1 (none
+ * yet) up to the checkpoint's step, no more evaluations without
+ * improvement than steps, and a finite value >= 0 once there is a best
+ * (loss, accuracy and perplexity all are). */
+static enum dt_status
+checked_best(const char *dir, const struct dt_ckpt_meta *m,
+	     struct dt_best *b, struct dt_error *err)
+{
+	char file[DT_JOB_PATH_MAX + 80];
+	int64_t i;
+	double d;
+	enum dt_status st;
+
+	snprintf(file, sizeof file, "%s/meta.json", dir);
+	if ((st = extra_get(m, file, "best_value", NULL, &d, err)) ||
+	    (st = extra_get(m, file, "best_step", &i, NULL, err)) ||
+	    (st = extra_get(m, file, "best_bad_evals", &i, NULL, err)))
+		return st;
+	dt_best_meta_get(b, m);
+	if ((st = bound_int(file, "extra.best_step", b->step, -1, m->step,
+			    "no later than the checkpoint", err)) ||
+	    (st = bound_int(file, "extra.best_bad_evals", b->bad_evals, 0,
+			    m->step, "no more than the steps", err)))
+		return st;
+	if (b->step >= 0)
+		return bound_double(file, "extra.best_value", b->value, err);
+	return DT_OK;
+}
 
 /* Rank 0: the newest checkpoint that verifies into params and bufs (the
  * arrays of whole, the whole model), its position into *pos (found 0
@@ -275,17 +460,12 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 			       "the job has %llu", path,
 			       (unsigned long long)meta.seed,
 			       (unsigned long long)r->job->seed);
+	if (st == DT_OK)
+		st = checked_position(r, path, step, &meta, pos, err);
+	if (st == DT_OK)
+		st = checked_best(path, &meta, &pos->best, err);
 	if (st == DT_OK) {
 		pos->found = 1;
-		pos->step = meta.step;
-		pos->epoch = meta.epoch;
-		pos->epoch_off = meta.epoch_samples;
-		pos->optim_steps = meta.optim_steps;
-		pos->window_loss = extra_double(&meta, "window_loss");
-		pos->window_steps = extra_int(&meta, "window_steps");
-		pos->window_samples = extra_int(&meta, "window_samples");
-		pos->skipped = extra_int(&meta, "skipped_steps");
-		dt_best_meta_get(&pos->best, &meta);
 		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n", path,
 			(long long)meta.step);
 	}
@@ -357,6 +537,11 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	r->position.window_samples = pos.window_samples;
 	r->position.skipped = pos.skipped;
 	r->best = pos.best;
+	r->position.samples = pos.samples;
+	r->diverge.loss_sum = pos.diverge_loss_sum;
+	r->diverge.loss_n = pos.diverge_loss_n;
+	r->diverge.norm_sum = pos.diverge_norm_sum;
+	r->diverge.norm_n = pos.diverge_norm_n;
 	r->resumed_from = pos.step;
 	r->last_ckpt_step = pos.step;
 	return DT_OK;

@@ -15,6 +15,7 @@
 #include "optim/optim.h"
 #include "plan/plan.h"
 #include "train/best.h"
+#include "train/diverge.h"
 #include "train/exec.h"
 #include "train/loader.h"
 #include "train/progress.h"
@@ -35,6 +36,9 @@ struct dt_position {
 	int64_t window_steps;
 	int64_t window_samples;
 	int64_t skipped;	/* updates dropped as non-finite */
+	int64_t samples;	/* trained: the samples of the updates applied
+				 * over the whole run, at each step's global
+				 * batch (summary.json's samples) */
 };
 
 /* Everything one run holds; allocated before the first step. */
@@ -66,6 +70,8 @@ struct dt_run {
 
 	struct dt_position position;
 	struct dt_best best;		/* eval.keep_best, eval.patience */
+	struct dt_diverge diverge;	/* train.on_divergence; its early
+					 * sums travel in checkpoints */
 	int64_t *perm;		/* (n_train) order of the epoch perm_epoch */
 	int64_t perm_epoch;
 	FILE *metrics;		/* rank 0 only */

@@ -5,7 +5,9 @@
  * state, and pulls back the updated parameters; synchronous, or
  * asynchronous with a staleness bound. */
 #include <math.h>
+#include <stdlib.h>
 
+#include "train/decay.h"
 #include "train/sync_priv.h"
 
 static void
@@ -75,7 +77,13 @@ dt_sync_ps_init(struct dt_grad_sync *s, struct dt_error *err)
 		.n_params = dt_model_n_trained(s->cfg.model),
 		.job = job,
 	};
-	enum dt_status st = dt_ps_new(s->cfg.world, &cfg, &s->ps, err);
+	enum dt_status st;
+
+	if (dt_decay_restricted(job))
+		cfg.decay = dt_decay_spans(s->cfg.model, job->train.decay,
+					   &cfg.n_decay);
+	st = dt_ps_new(s->cfg.world, &cfg, &s->ps, err);
+	free(cfg.decay);
 
 	s->ops = &ps_ops;
 	if (st != DT_OK)

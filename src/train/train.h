@@ -56,6 +56,10 @@ struct dt_train_result {
  * A non-finite loss or gradient returns DT_ERR_NUMERIC naming the step (and
  * the rank whose loss it was) with train.on_nonfinite = abort, never
  * checkpointing it; with skip_step the update is dropped and counted.
+ * A finite loss or gradient norm far above the run's early level
+ * (train.on_divergence abort, train/diverge.h) returns DT_ERR_NUMERIC
+ * likewise. A plan that does not fit this node's memory returns
+ * DT_ERR_PLAN before anything is allocated or written (memcheck.h).
  * Returns DT_OK and fills *res; DT_ERR_EXISTS if the run directory already
  * holds results (nothing is written); DT_ERR_PLAN for an impossible batch
  * layout; DT_ERR_IO / DT_ERR_FORMAT / DT_ERR_DATA when a rank cannot load

@@ -16,7 +16,7 @@ enum dt_status {
 	DT_ERR_IO = 3,		/* open/read/write/rename failed */
 	DT_ERR_FORMAT = 4,	/* a data or checkpoint file is malformed */
 	DT_ERR_DATA = 5,	/* well-formed data with bad values (label range) */
-	DT_ERR_NUMERIC = 6,	/* non-finite loss or gradient */
+	DT_ERR_NUMERIC = 6,	/* non-finite or diverging loss or gradient */
 	DT_ERR_MPI = 7,		/* an MPI call failed */
 	DT_ERR_EXISTS = 8,	/* refusing to overwrite a run directory */
 	DT_ERR_INTERRUPTED = 9,	/* SIGINT/SIGTERM */

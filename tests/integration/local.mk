@@ -34,7 +34,10 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/plan-link.sh \
 	tests/integration/breakdown.sh \
 	tests/integration/outputs-full.sh \
-	tests/integration/tensorboard.sh
+	tests/integration/tensorboard.sh \
+	tests/integration/diverge.sh \
+	tests/integration/resume-batch.sh \
+	tests/integration/mem-precheck.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

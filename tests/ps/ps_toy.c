@@ -240,7 +240,7 @@ run_ps(struct dt_comm *world, const struct dt_job *job, int n_servers,
        float (*trace)[D], float *ck_theta, float (*ck_state)[D],
        int *bufs_out)
 {
-	struct dt_ps_cfg cfg = { n_servers, async, 0, D, job };
+	struct dt_ps_cfg cfg = { n_servers, async, 0, D, job, NULL, 0 };
 	struct dt_ps *ps;
 	struct dt_error err;
 	float theta[D], g[D];
@@ -423,7 +423,7 @@ static void
 stale(struct dt_comm *world, int n_servers, int64_t bound, int64_t steps)
 {
 	struct dt_job *job = dt_xcalloc(1, sizeof *job);
-	struct dt_ps_cfg cfg = { n_servers, true, bound, D, job };
+	struct dt_ps_cfg cfg = { n_servers, true, bound, D, job, NULL, 0 };
 	struct sched sc = { 0.05, steps };
 	const char *slow_env = getenv("DTRAIN_TEST_DELAY_RANK");
 	int slow = slow_env != NULL ? atoi(slow_env) : -1;

@@ -324,6 +324,17 @@ write_text(const struct dt_job *j)
 	return buf;
 }
 
+/* model.loss: mse is refused where the job is read, in the file and
+ * with --set, not at run time after the data is loaded. */
+START_TEST(test_mse_refused)
+{
+	const char *sets[] = { "model.loss=mse" };
+
+	expect_error(min_job, sets, 1, "--set model.loss=mse: model.loss: "
+		     "expected one of softmax_cross_entropy, found \"mse\"");
+}
+END_TEST
+
 START_TEST(test_round_trip)
 {
 	static struct dt_job first;
@@ -424,7 +435,7 @@ static const char everything_job[] =
 	"    - {type: flatten}\n"
 	"    - {type: dense, units: 50, name: logits}\n"
 	"    - {type: tanh}\n"
-	"  loss: mse\n"
+	"  loss: softmax_cross_entropy\n"
 	"train:\n"
 	"  global_batch: 32\n"
 	"  micro_batch: 8\n"
@@ -720,9 +731,12 @@ START_TEST(test_each_key)
 	i = find_key(&kl, "model.layers.N.type");
 	snprintf(want, sizeof want, "one of %s", layer_type_words());
 	ck_assert_str_eq(kl.types[i], want);
+	/* Every loss of DT_LOSS_TYPES but mse, which no data format can
+	 * feed yet (job/schema.c). */
 	join_words(loss_words, words, sizeof words);
-	snprintf(want, sizeof want, "one of %s", words);
-	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")], want);
+	ck_assert_str_eq(words, "softmax_cross_entropy, mse");
+	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")],
+			 "one of softmax_cross_entropy");
 	ck_assert_str_eq(kl.defs[i], "required");
 	i = find_key(&kl, "model.layers.N.stride");
 	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
@@ -854,6 +868,7 @@ job_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_set);
+	tcase_add_test(tc, test_mse_refused);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_round_trip_everything);
 	tcase_add_test(tc, test_pos_and_where);

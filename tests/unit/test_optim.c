@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/graph.h"
 #include "optim/optim.h"
 #include "optim/schedule.h"
+#include "train/decay.h"
 #include "util/alloc.h"
 #include "util/pool.h"
 
@@ -508,6 +510,133 @@ START_TEST(test_sched_check)
 }
 END_TEST
 
+/* ---- train.decay ------------------------------------------------------ */
+
+/* One AdamW step on a dense layer, 2 inputs x 2 units with a bias (lr 0.1,
+ * weight_decay 0.1, betas 0.9 and 0.999), every parameter 1 and the
+ * gradient +0.5 or -1 on the weight, +0.25 on the bias. At step 1 the
+ * bias corrections make mhat = g and vhat = g^2, so the Adam step is
+ * lr g / (|g| + eps) = 0.1 sign(g) (to 2e-8), after the decoupled decay
+ * p (1 - lr wd) = 0.99 where it applies:
+ *   weight g = +0.5: 0.99 - 0.1 = 0.89;  g = -1: 0.99 + 0.1 = 1.09
+ *   bias, decay weights (rank 1, not decayed): 1 - 0.1 = 0.9
+ *   bias, decay all: 0.99 - 0.1 = 0.89 */
+static void
+adamw_dense_step(enum dt_decay_set set, double bias_expect)
+{
+	struct dt_job *job = job_with(DT_OPTIM_ADAMW, 0, false, 0.1, 0.9,
+				      0.999, 1e-8);
+	struct dt_model *m = NULL;
+	struct dt_error err;
+	struct dt_optim_span *spans;
+	struct dt_optim *o;
+	size_t n, n_spans;
+	float *p, *g;
+	int seen = 0;
+
+	snprintf(job->path, sizeof job->path, "job.yaml");
+	job->train.decay = set;
+	job->model.n_input_dims = 1;
+	job->model.input_shape[0] = 2;
+	job->model.n_layers = 1;
+	job->model.loss = DT_LOSS_SOFTMAX_CROSS_ENTROPY;
+	job->model.layers[0].kind = DT_LAYER_DENSE;
+	snprintf(job->model.layers[0].name, sizeof job->model.layers[0].name,
+		 "dense0");
+	job->model.layers[0].units = 2;
+	job->model.layers[0].bias = true;
+	ck_assert_int_eq(dt_model_new(job, 1, &m, &err), DT_OK);
+	n = dt_model_n_trained(m);
+	ck_assert_uint_eq(n, 6);
+	p = dt_xalloc_floats(n);
+	g = dt_xalloc_floats(n);
+	for (size_t i = 0; i < n; i++)
+		p[i] = 1.0f;
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, t, &ti);
+		for (int64_t i = 0; i < ti.size; i++)
+			g[ti.offset + (size_t)i] = ti.n_dims == 1 ? 0.25f :
+						   i % 2 == 0 ? 0.5f : -1.0f;
+	}
+	o = dt_optim_new(job, n);
+	spans = dt_decay_spans(m, set, &n_spans);
+	ck_assert_uint_eq(n_spans, 1);
+	dt_optim_set_decay(o, spans, n_spans, 0);
+	free(spans);
+	dt_optim_step(o, p, g, 0.1f);
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, t, &ti);
+		for (int64_t i = 0; i < ti.size; i++) {
+			float v = p[ti.offset + (size_t)i];
+
+			if (ti.n_dims == 1)
+				ck_assert_float_eq_tol(v, (float)bias_expect,
+						       TOL);
+			else
+				ck_assert_float_eq_tol(v, i % 2 == 0 ? 0.89f :
+						       1.09f, TOL);
+			seen++;
+		}
+	}
+	ck_assert_int_eq(seen, 6);
+	dt_optim_free(o);
+	free(p);
+	free(g);
+	dt_model_free(m);
+	free(job);
+}
+
+START_TEST(test_adamw_decay_weights)
+{
+	adamw_dense_step(DT_DECAY_WEIGHTS, 0.9);
+}
+END_TEST
+
+START_TEST(test_adamw_decay_all)
+{
+	adamw_dense_step(DT_DECAY_ALL, 0.89);
+}
+END_TEST
+
+/* Spans cut the arena into decayed and undecayed runs, also across the
+ * pool's chunks (2048 floats): SGD with wd 0.5, lr 1, g 0, p 1 leaves
+ * p = 0.5 inside a span and 1 outside, at every element. */
+START_TEST(test_decay_spans_chunks)
+{
+	struct dt_job *job = job_with(DT_OPTIM_SGD, 0, false, 0.5, 0, 0, 0);
+	enum { N = 5000 };
+	const struct dt_optim_span spans[] = {
+		{ 10, 20 }, { 2040, 20 }, { 4096, 1000 },
+	};
+	struct dt_pool *pool = dt_pool_new(2);
+	struct dt_optim *o = dt_optim_new(job, N - 100);
+	float *p = dt_xalloc_floats(N), *g = dt_xalloc_floats(N);
+
+	for (size_t i = 0; i < N; i++)
+		p[i] = 1.0f;
+	/* Arena base 100: this optimizer holds elements [100, 5000). */
+	dt_optim_set_pool(o, pool);
+	dt_optim_set_decay(o, spans, 3, 100);
+	dt_optim_step(o, p, g, 1.0f);
+	for (size_t i = 0; i < N - 100; i++) {
+		size_t a = i + 100;
+		int in = (a >= 2040 && a < 2060) || a >= 4096;
+
+		ck_assert_msg(p[i] == (in ? 0.5f : 1.0f), "element %zu: %g",
+			      i, (double)p[i]);
+	}
+	dt_optim_free(o);
+	dt_pool_free(pool);
+	free(p);
+	free(g);
+	free(job);
+}
+END_TEST
+
 static Suite *
 optim_suite(void)
 {
@@ -525,6 +654,9 @@ optim_suite(void)
 	tcase_add_test(tc, test_adam_resume);
 	tcase_add_test(tc, test_optim_empty);
 	tcase_add_test(tc, test_optim_pool);
+	tcase_add_test(tc, test_adamw_decay_weights);
+	tcase_add_test(tc, test_adamw_decay_all);
+	tcase_add_test(tc, test_decay_spans_chunks);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("schedules");

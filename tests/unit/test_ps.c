@@ -140,7 +140,7 @@ START_TEST(test_new_self_world)
 	/* One rank cannot be both a server and a worker. */
 	struct dt_comm *c = dt_comm_self_new();
 	struct dt_job *job = dt_xcalloc(1, sizeof *job);
-	struct dt_ps_cfg cfg = { 1, false, 0, 10, job };
+	struct dt_ps_cfg cfg = { 1, false, 0, 10, job, NULL, 0 };
 	struct dt_ps *ps = NULL;
 	struct dt_error err;
 

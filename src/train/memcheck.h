@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* memcheck.h - the memory check before a run allocates (issue 13: an
+ * out-of-memory at allocation ended in SIGABRT with an MPI backtrace).
+ * Internal to train/. */
+#ifndef DT_TRAIN_MEMCHECK_H
+#define DT_TRAIN_MEMCHECK_H
+
+#include "plan/plan.h"
+#include "util/status.h"
+
+/* Compares what plan says a rank needs (the busiest rank's
+ * memory_per_rank total less the runtime term, which is resident by the
+ * time this runs; the dataset's term counts once the plan knows its
+ * size) times local_ranks, the ranks on this node, with the memory this
+ * process may still take (util/sysmem.h: the node's MemAvailable, or
+ * the cgroup's limit less its usage where that is less). Returns DT_OK
+ * when it fits or when neither figure can be read; DT_ERR_PLAN (exit
+ * status 2) with both figures, in bytes and MiB, and which limit binds,
+ * when it does not. Allocates nothing. */
+enum dt_status dt_memcheck(const struct dt_plan *plan, int local_ranks,
+			   struct dt_error *err);
+
+#endif
