@@ -193,6 +193,7 @@ static void
 announce(const struct dt_run *r)
 {
 	const struct dt_plan *p = &r->plan;
+	int hosts, per_host;
 
 	fprintf(stderr, "dtrain: %s: %d rank%s x %d BLAS thread%s, global "
 		"batch %lld = micro-batch %lld x %lld accumulation x %d "
@@ -204,6 +205,11 @@ announce(const struct dt_run *r)
 		(long long)p->grad_accum_steps, p->dp_size,
 		(long long)p->total_steps, (long long)p->steps_per_epoch,
 		(long long)p->samples_dropped, whole_params(r));
+	if (dt_grad_sync_hier(r->sync, &hosts, &per_host) || hosts > 1)
+		fprintf(stderr, "dtrain: gradient sum over %d hosts, at most "
+			"%d ranks on one: %s\n", hosts, per_host,
+			dt_grad_sync_hier(r->sync, &hosts, &per_host) ?
+			"hierarchical (each host's ranks first)" : "flat");
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "

@@ -31,6 +31,10 @@ struct dt_grad_sync {
 	struct dt_comm *workers;	/* the ranks that train */
 	struct dt_ps *ps;		/* parameter servers, else NULL */
 	int lazy;			/* asynchronous servers */
+	struct dt_comm *hier;		/* the per-host sum in front of
+					 * cfg.sum_comm (then cfg.sum_comm),
+					 * or NULL */
+	int hosts, max_per_host;	/* among the summing ranks */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/* hier.c - the hierarchical (per-host) sum behind a dt_comm (hier.h).
+ *
+ * Across hosts the link is the slow part, and a flat all-reduce over
+ * H hosts of L ranks each puts L streams on every host's link. Summing
+ * the node's ranks first over shared memory, then all-reducing among one
+ * rank per host, then broadcasting the sum back on the node puts one
+ * stream per host on the wire: the bytes each link carries drop from
+ * about L x 2(HL-1)/(HL) x N to 2(H-1)/H x N (ring all-reduce volume,
+ * Patarasuk and Yuan, JPDC 69(2), 2009). This is the reduce / all-reduce
+ * / broadcast form of the two-level scheme (as in Open MPI's coll/han,
+ * Luo et al., "HAN: a hierarchical autotuned collective communication
+ * framework", IEEE Cluster 2020). The reduce-scatter / all-reduce /
+ * all-gather form moves fewer bytes inside the node, but needs every host
+ * to hold the same number of ranks and the node phases are shared memory,
+ * a small part of the time on a network link (bench/README has the
+ * measurement that chose this form).
+ *
+ * The element order of the sum is fixed by the hosts and ranks (the
+ * node's reduce, then the leaders' all-reduce), so it is deterministic
+ * from run to run, but it is not the flat all-reduce's order. */
+#include "dist/hier.h"
+#include "dist/mpi_priv.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "util/alloc.h"
+
+struct hier_impl {
+	struct dt_comm *flat;	/* borrowed: every call but the sums */
+	MPI_Comm node;		/* flat's ranks on this host */
+	MPI_Comm leaders;	/* the first rank of each host (MPI_COMM_NULL
+				 * on the others) */
+	int hosts, host;	/* hosts among flat's ranks; this one's index */
+};
+
+static struct hier_impl *
+impl_of(const struct dt_comm *c)
+{
+	return c->impl;
+}
+
+static struct dt_comm *
+flat_of(const struct dt_comm *c)
+{
+	return impl_of(c)->flat;
+}
+
+static enum dt_status
+check(struct dt_comm *c, int rc, const char *call, struct dt_error *err)
+{
+	return dt_comm_mpi_check(c->rank, rc, call, err);
+}
+
+/* One chunk (count <= INT_MAX elements of dt at p) through the three
+ * phases. The node's first rank reduces in place; on the others the
+ * reduce only reads p, and the broadcast overwrites it with the sum. */
+static enum dt_status
+hier_sum_chunk(struct dt_comm *c, void *p, int count, MPI_Datatype dt,
+	       struct dt_error *err)
+{
+	struct hier_impl *h = impl_of(c);
+	int lead = c->local_rank == 0;
+	int rc = MPI_SUCCESS;
+
+	if (c->local_size > 1) {
+		rc = MPI_Reduce(lead ? MPI_IN_PLACE : p, lead ? p : NULL,
+				count, dt, MPI_SUM, 0, h->node);
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Reduce (node)", err);
+	}
+	if (lead && h->hosts > 1) {
+		rc = MPI_Allreduce(MPI_IN_PLACE, p, count, dt, MPI_SUM,
+				   h->leaders);
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Allreduce (one rank per "
+				     "host)", err);
+	}
+	if (c->local_size > 1) {
+		rc = MPI_Bcast(p, count, dt, 0, h->node);
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Bcast (node)", err);
+	}
+	return DT_OK;
+}
+
+static enum dt_status
+hier_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
+	       struct dt_error *err)
+{
+	struct dt_comm *flat = flat_of(c);
+	MPI_Datatype dt = type == DT_COMM_F32 ? MPI_FLOAT : MPI_DOUBLE;
+	size_t elem = type == DT_COMM_F32 ? sizeof(float) : sizeof(double);
+	char *p = buf;
+
+	if (op != DT_COMM_SUM || (type != DT_COMM_F32 && type != DT_COMM_F64)) {
+		uint64_t b0 = flat->bytes_sent;
+		enum dt_status st = flat->ops->allreduce(flat, buf, n, type, op,
+							 err);
+
+		c->bytes_sent += flat->bytes_sent - b0;
+		return st;
+	}
+	/* MPI counts are int: go in chunks for very large buffers. */
+	while (n > 0) {
+		int count = n > (1u << 30) ? (1 << 30) : (int)n;
+		enum dt_status st = hier_sum_chunk(c, p, count, dt, err);
+
+		if (st != DT_OK)
+			return st;
+		/* The payload, as the flat sum counts it, on both. */
+		c->bytes_sent += (uint64_t)count * elem;
+		flat->bytes_sent += (uint64_t)count * elem;
+		p += (size_t)count * elem;
+		n -= (size_t)count;
+	}
+	return DT_OK;
+}
+
+static enum dt_status
+hier_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	   struct dt_error *err)
+{
+	struct dt_comm *flat = flat_of(c);
+	uint64_t b0 = flat->bytes_sent;
+	enum dt_status st = flat->ops->bcast(flat, buf, bytes, root, err);
+
+	c->bytes_sent += flat->bytes_sent - b0;
+	return st;
+}
+
+static enum dt_status
+hier_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return flat_of(c)->ops->barrier(flat_of(c), err);
+}
+
+static enum dt_status
+hier_node_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	return check(c, MPI_Barrier(impl_of(c)->node), "MPI_Barrier (node)",
+		     err);
+}
+
+static void
+hier_abort(struct dt_comm *c, int code)
+{
+	flat_of(c)->ops->abort(flat_of(c), code);
+	exit(code);
+}
+
+static void
+hier_free(struct dt_comm *c)
+{
+	struct hier_impl *h = impl_of(c);
+
+	if (h != NULL && h->leaders != MPI_COMM_NULL)
+		MPI_Comm_free(&h->leaders);
+	if (h != NULL && h->node != MPI_COMM_NULL)
+		MPI_Comm_free(&h->node);
+	free(h);
+	free(c);
+}
+
+static enum dt_status
+hier_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
+	   struct dt_error *err)
+{
+	return flat_of(c)->ops->split(flat_of(c), color, key, out, err);
+}
+
+static enum dt_status
+hier_isend(struct dt_comm *c, const float *buf, int n, int dest, int tag,
+	   int *req, struct dt_error *err)
+{
+	return flat_of(c)->ops->isend(flat_of(c), buf, n, dest, tag, req,
+				      err);
+}
+
+static enum dt_status
+hier_recv(struct dt_comm *c, float *buf, int n, int src, int tag,
+	  struct dt_error *err)
+{
+	return flat_of(c)->ops->recv(flat_of(c), buf, n, src, tag, err);
+}
+
+static enum dt_status
+hier_wait(struct dt_comm *c, int req, int all, struct dt_error *err)
+{
+	return flat_of(c)->ops->wait(flat_of(c), req, all, err);
+}
+
+static const struct dt_comm_ops hier_ops = {
+	.allreduce = hier_allreduce,
+	.bcast = hier_bcast,
+	.barrier = hier_barrier,
+	.node_barrier = hier_node_barrier,
+	.abort = hier_abort,
+	.free = hier_free,
+	.split = hier_split,
+	.isend = hier_isend,
+	.recv = hier_recv,
+	.wait = hier_wait,
+};
+
+/* The node and leader communicators of flat's MPI communicator fc into
+ * h, and c's node rank and size; then the number of hosts, the largest
+ * node and this host's index. Returns the first failing MPI call's code
+ * and names it in *call. */
+static int
+hier_setup(struct dt_comm *c, MPI_Comm fc, struct hier_impl *h, int *max_l,
+	   const char **call)
+{
+	int lead, rc;
+
+	*call = "MPI_Comm_split_type (MPI_COMM_TYPE_SHARED)";
+	rc = MPI_Comm_split_type(fc, MPI_COMM_TYPE_SHARED, c->rank,
+				 MPI_INFO_NULL, &h->node);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_set_errhandler(h->node, MPI_ERRORS_RETURN);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_size(h->node, &c->local_size);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_rank(h->node, &c->local_rank);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	lead = c->local_rank == 0;
+	*call = "MPI_Comm_split (one rank per host)";
+	rc = MPI_Comm_split(fc, lead ? 0 : MPI_UNDEFINED, c->rank,
+			    &h->leaders);
+	if (rc == MPI_SUCCESS && h->leaders != MPI_COMM_NULL)
+		rc = MPI_Comm_set_errhandler(h->leaders, MPI_ERRORS_RETURN);
+	if (rc == MPI_SUCCESS && lead)
+		rc = MPI_Comm_rank(h->leaders, &h->host);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	*call = "MPI_Allreduce (hosts)";
+	rc = MPI_Allreduce(&lead, &h->hosts, 1, MPI_INT, MPI_SUM, fc);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Allreduce(&c->local_size, max_l, 1, MPI_INT, MPI_MAX,
+				   fc);
+	if (rc != MPI_SUCCESS)
+		return rc;
+	*call = "MPI_Bcast (host index)";
+	return MPI_Bcast(&h->host, 1, MPI_INT, 0, h->node);
+}
+
+enum dt_status
+dt_comm_hier_new(struct dt_comm *flat, enum dt_hier_mode mode,
+		 struct dt_comm **out, int *hosts, int *max_per_host,
+		 struct dt_error *err)
+{
+	MPI_Comm fc = dt_comm_mpi_handle(flat);
+	struct dt_comm *c;
+	struct hier_impl *h;
+	const char *call = "";
+	int max_l = 1, on, rc;
+
+	*out = NULL;
+	if (hosts != NULL)
+		*hosts = 1;
+	if (max_per_host != NULL)
+		*max_per_host = 1;
+	if (fc == MPI_COMM_NULL || dt_comm_size(flat) == 1)
+		return DT_OK;
+	c = dt_xcalloc(1, sizeof *c);
+	h = dt_xcalloc(1, sizeof *h);
+	c->ops = &hier_ops;
+	c->impl = h;
+	c->rank = dt_comm_rank(flat);
+	c->size = dt_comm_size(flat);
+	c->watch = flat->watch;
+	h->flat = flat;
+	h->node = MPI_COMM_NULL;
+	h->leaders = MPI_COMM_NULL;
+	rc = hier_setup(c, fc, h, &max_l, &call);
+	if (rc != MPI_SUCCESS) {
+		enum dt_status st = check(c, rc, call, err);
+
+		hier_free(c);
+		return st;
+	}
+	if (hosts != NULL)
+		*hosts = h->hosts;
+	if (max_per_host != NULL)
+		*max_per_host = max_l;
+	/* With one rank per host the leaders are all of flat's ranks and
+	 * the sum is the flat one: nothing to gain. */
+	on = max_l > 1 && (mode == DT_HIER_ON ||
+			   (mode == DT_HIER_AUTO && h->hosts > 1));
+	if (!on) {
+		hier_free(c);
+		return DT_OK;
+	}
+	*out = c;
+	return DT_OK;
+}
+
+int
+dt_comm_hier_hosts(const struct dt_comm *c)
+{
+	return c->ops == &hier_ops ? impl_of(c)->hosts : 1;
+}
+
+int
+dt_comm_hier_host(const struct dt_comm *c)
+{
+	return c->ops == &hier_ops ? impl_of(c)->host : 0;
+}
