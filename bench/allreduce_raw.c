@@ -3,16 +3,17 @@
  * bench/cluster.sh: the same bytes as a training step sums, on the same
  * ranks and links, with no training around it.
  *
- *   mpirun ... allreduce_raw [--hier] [--iters N] BYTES f32|f64
+ *   mpirun ... allreduce_raw [--hier|--hier-scatter] [--iters N] BYTES f32|f64
  *
  * Sums BYTES / 4 floats (f32) or BYTES / 8 doubles (f64) in place over
  * every rank, N times (default 10) after 2 untimed warm-up sums. Flat:
  * dt_comm_allreduce_sum_*, which is one MPI_Allreduce (MPI_IN_PLACE) per
  * 2^30 elements and nothing else (src/dist/comm_mpi.c), so this is the
  * raw MPI time; run it under `--mca coll_han_priority 100` for Open MPI's
- * coll/han. --hier: through dt_comm_hier_new in mode on (src/dist/hier.c:
- * node reduce, one rank per host, node broadcast), as
- * parallel.hierarchical: on sums. Every sum starts after a barrier; its
+ * coll/han. --hier: through dt_comm_hier_new_form in mode on with the
+ * reduce form (src/dist/hier.c: node reduce, one rank per host, node
+ * broadcast); --hier-scatter: the scatter form (node reduce-scatter, a
+ * rank per host and part, node all-gather). Every sum starts after a barrier; its
  * time is the slowest rank's (a maximum over the ranks, not timed).
  * Rank 0 prints one line:
  *   "allreduce BYTES bytes f32 ranks P hosts H flat: median M ms min m ms
@@ -49,8 +50,8 @@ cmp_double(const void *a, const void *b)
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: allreduce_raw [--hier] [--iters N] BYTES "
-		"f32|f64\n");
+	fprintf(stderr, "usage: allreduce_raw [--hier|--hier-scatter] "
+		"[--iters N] BYTES f32|f64\n");
 	return 1;
 }
 
@@ -68,6 +69,8 @@ main(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (strcmp(argv[i], "--hier") == 0)
 			hier = 1;
+		else if (strcmp(argv[i], "--hier-scatter") == 0)
+			hier = 2;
 		else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
 			iters = atoi(argv[++i]);
 		else
@@ -86,8 +89,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "allreduce_raw: %s\n", err.msg);
 		return 1;
 	}
-	if (dt_comm_hier_new(world, hier ? DT_HIER_ON : DT_HIER_OFF, &h,
-			     &hosts, &per_host, &err) != DT_OK) {
+	if (dt_comm_hier_new_form(world, hier ? DT_HIER_ON : DT_HIER_OFF,
+				  hier == 2 ? DT_HIER_FORM_SCATTER :
+					      DT_HIER_FORM_REDUCE,
+				  &h, &hosts, &per_host, &err) != DT_OK) {
 		fprintf(stderr, "allreduce_raw: %s\n", err.msg);
 		dt_comm_abort(world, 1);
 	}
@@ -122,7 +127,9 @@ main(int argc, char **argv)
 		printf("allreduce %lld bytes %s ranks %d hosts %d %s: median "
 		       "%.3f ms min %.3f ms (%d sums)\n", bytes,
 		       f64 ? "f64" : "f32", dt_comm_size(world), hosts,
-		       h != NULL ? "hier" : "flat", t[iters / 2], t[0], iters);
+		       h == NULL ? "flat" :
+		       dt_comm_hier_form(h) == DT_HIER_FORM_SCATTER ?
+		       "hier-scatter" : "hier", t[iters / 2], t[0], iters);
 	dt_comm_free(h);
 	dt_comm_free(world);
 	free(buf);

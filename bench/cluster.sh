@@ -22,8 +22,8 @@
 #    same bytes on the same link (bench/allreduce_raw, measured just
 #    before) and to the same ranks on one host (shared memory).
 # 3. Several ranks per host: 2 hosts x 2 ranks at 1 Gbit/s, the raw sum
-#    flat, host first (src/dist/hier.c) and under Open MPI's coll/han,
-#    and the MLP with parallel.hierarchical on and off.
+#    flat, host first (src/dist/hier.c, both forms) and under Open MPI's
+#    coll/han, and the MLP with parallel.hierarchical on and off.
 # 4. For each job: the link rate at which the raw all-reduce of its
 #    gradient takes about its backward time (one rank's step on 2 hosts),
 #    found by shaping and measuring; at that rate on 2 hosts: forward,
@@ -145,10 +145,12 @@ raw_ms() {
 	grep -q ' median [0-9.]* ms' raw.out || { cat raw.out >&2; fail "allreduce_raw printed no median"; }
 	sed -n 's/.* median \([0-9.]*\) ms.*/\1/p' raw.out
 }
-# raw_hier H R BYTES TYPE: the same through dt_comm_hier_new (on).
+# raw_hier H R BYTES TYPE FORM: the same host first (src/dist/hier.c) in
+# FORM: hier (reduce / all-reduce / broadcast) or hier-scatter
+# (reduce-scatter / all-reduce / all-gather).
 raw_hier() {
-	cmpi "$1" "$2" -t 300 "$RAW" --hier --iters "$ITERS" "$3" "$4" \
-		>raw.out 2>&1 || { cat raw.out >&2; fail "allreduce_raw --hier"; }
+	cmpi "$1" "$2" -t 300 "$RAW" --"$5" --iters "$ITERS" "$3" "$4" \
+		>raw.out 2>&1 || { cat raw.out >&2; fail "allreduce_raw --$5"; }
 	raw_ms
 }
 
@@ -257,7 +259,8 @@ shape 1gbit
 bytes=$(plan_get "$MLP" 4 gradient_bytes)
 type=$(wire_type "$MLP" 4)
 flat=$(raw 2 2 "$bytes" "$type")
-hier=$(raw_hier 2 2 "$bytes" "$type")
+hier=$(raw_hier 2 2 "$bytes" "$type" hier)
+scat=$(raw_hier 2 2 "$bytes" "$type" hier-scatter)
 # Open MPI 4.1.4's coll/han crashed in its node reduce over vader's
 # single-copy reads on these hosts (a segfault after "Read -1, expected
 # 65536, errno = 14"): it runs with vader's copy-in/copy-out, and a
@@ -269,7 +272,8 @@ if cmpi 2 2 -t 300 --mca coll_han_priority 100 \
 else
 	han="failed (Open MPI: $(grep -m1 -E 'Signal:|error|Error' raw.out || echo "exit status $?"))"
 fi
-echo "raw sum of $bytes B $type: flat $flat ms, host first (src/dist/hier.c) $hier ms," \
+echo "raw sum of $bytes B $type: flat $flat ms; host first (src/dist/hier.c):" \
+     "reduce form $hier ms, scatter form (the default) $scat ms;" \
      "coll/han (vader single copy off) $han"
 gb=$(plan_get "$MLP" 1 global_batch)
 ov0=$(echo $OVERLAPS | cut -d' ' -f1)

@@ -1,28 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /* hier.c - the hierarchical (per-host) sum behind a dt_comm (hier.h).
  *
- * Across hosts the link is the slow part, and a flat all-reduce over
- * H hosts of L ranks each puts L streams on every host's link. Summing
- * the node's ranks first over shared memory, then all-reducing among one
- * rank per host, then broadcasting the sum back on the node puts one
- * stream per host on the wire: the bytes each link carries drop from
- * about L x 2(HL-1)/(HL) x N to 2(H-1)/H x N (ring all-reduce volume,
- * Patarasuk and Yuan, JPDC 69(2), 2009). This is the reduce / all-reduce
- * / broadcast form of the two-level scheme (as in Open MPI's coll/han,
- * Luo et al., "HAN: a hierarchical autotuned collective communication
- * framework", IEEE Cluster 2020). The reduce-scatter / all-reduce /
- * all-gather form moves fewer bytes inside the node, but needs every host
- * to hold the same number of ranks and the node phases are shared memory,
- * a small part of the time on a network link (bench/README has the
- * measurement that chose this form).
+ * Across hosts the link is the slow part, and a flat all-reduce over H
+ * hosts of L ranks each runs its ring (or its halving and doubling)
+ * through every rank, so a host's link carries the data of all its
+ * ranks' hops that leave the host. Summing the node's ranks first over
+ * shared memory puts each byte of the gradient on a host's link once per
+ * direction: 2(H-1)/H x N bytes in all (ring all-reduce volume, Patarasuk
+ * and Yuan, JPDC 69(2), 2009). Two forms of the two-level scheme (the one
+ * Open MPI's coll/han automates: Luo et al., "HAN: a hierarchical
+ * autotuned collective communication framework", IEEE Cluster 2020):
+ *   scatter  reduce-scatter over the node, all-reduce of each part among
+ *            the node ranks that hold it on every host (L streams of N/L
+ *            per host), all-gather over the node;
+ *   reduce   reduce to the node's first rank, all-reduce among the first
+ *            ranks (one stream of N per host), broadcast over the node.
+ * The scatter form moves fewer bytes inside the node and spreads the
+ * network part over the node's ranks; it needs every host to hold the
+ * same number of ranks, and the reduce form serves the others. On 2
+ * simulated hosts x 2 ranks the scatter form was faster than the reduce
+ * form at 1 and 10 Gbit/s, f32 and f64 (bench/README), so it is the
+ * default.
  *
  * The element order of the sum is fixed by the hosts and ranks (the
- * node's reduce, then the leaders' all-reduce), so it is deterministic
- * from run to run, but it is not the flat all-reduce's order. */
+ * node's phase, then the all-reduce across hosts), so it is the same from
+ * run to run, but it is not the flat all-reduce's order. */
 #include "dist/hier.h"
 #include "dist/mpi_priv.h"
 
 #include <mpi.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "util/alloc.h"
@@ -32,7 +39,13 @@ struct hier_impl {
 	MPI_Comm node;		/* flat's ranks on this host */
 	MPI_Comm leaders;	/* the first rank of each host (MPI_COMM_NULL
 				 * on the others) */
+	MPI_Comm peers;		/* the ranks of this node rank on every host
+				 * (scatter form only, else MPI_COMM_NULL) */
 	int hosts, host;	/* hosts among flat's ranks; this one's index */
+	enum dt_hier_form form;
+	int *counts, *displs;	/* (local_size) the node's parts of a chunk */
+	char *part;		/* (part_cap bytes) this rank's part */
+	size_t part_cap;
 };
 
 static struct hier_impl *
@@ -85,6 +98,46 @@ hier_sum_chunk(struct dt_comm *c, void *p, int count, MPI_Datatype dt,
 	return DT_OK;
 }
 
+/* The scatter form of one chunk: the node's ranks reduce-scatter the
+ * chunk into one part each (part k: elements [k count / L, (k + 1) count /
+ * L) of the node's L ranks), rank k of every host all-reduces part k with
+ * the others' rank k, and the node all-gathers the parts. */
+static enum dt_status
+hier_scatter_chunk(struct dt_comm *c, void *p, int count, MPI_Datatype dt,
+		   size_t elem, struct dt_error *err)
+{
+	struct hier_impl *h = impl_of(c);
+	int L = c->local_size, k = c->local_rank, rc;
+	size_t mine;
+
+	for (int j = 0; j < L; j++) {
+		h->displs[j] = (int)((int64_t)count * j / L);
+		h->counts[j] = (int)((int64_t)count * (j + 1) / L) -
+			       h->displs[j];
+	}
+	mine = (size_t)h->counts[k] * elem;
+	if (mine > h->part_cap) {
+		free(h->part);
+		h->part = dt_xmalloc(mine, 1);
+		h->part_cap = mine;
+	}
+	rc = MPI_Reduce_scatter(p, h->part, h->counts, dt, MPI_SUM, h->node);
+	if (rc != MPI_SUCCESS)
+		return check(c, rc, "MPI_Reduce_scatter (node)", err);
+	if (h->hosts > 1) {
+		rc = MPI_Allreduce(MPI_IN_PLACE, h->part, h->counts[k], dt,
+				   MPI_SUM, h->peers);
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Allreduce (one rank per "
+				     "host and part)", err);
+	}
+	rc = MPI_Allgatherv(h->part, h->counts[k], dt, p, h->counts,
+			    h->displs, dt, h->node);
+	if (rc != MPI_SUCCESS)
+		return check(c, rc, "MPI_Allgatherv (node)", err);
+	return DT_OK;
+}
+
 static enum dt_status
 hier_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
 	       struct dt_error *err)
@@ -105,7 +158,9 @@ hier_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
 	/* MPI counts are int: go in chunks for very large buffers. */
 	while (n > 0) {
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
-		enum dt_status st = hier_sum_chunk(c, p, count, dt, err);
+		enum dt_status st = impl_of(c)->form == DT_HIER_FORM_SCATTER ?
+			hier_scatter_chunk(c, p, count, dt, elem, err) :
+			hier_sum_chunk(c, p, count, dt, err);
 
 		if (st != DT_OK)
 			return st;
@@ -157,6 +212,13 @@ hier_free(struct dt_comm *c)
 
 	if (h != NULL && h->leaders != MPI_COMM_NULL)
 		MPI_Comm_free(&h->leaders);
+	if (h != NULL && h->peers != MPI_COMM_NULL)
+		MPI_Comm_free(&h->peers);
+	if (h != NULL) {
+		free(h->counts);
+		free(h->displs);
+		free(h->part);
+	}
 	if (h != NULL && h->node != MPI_COMM_NULL)
 		MPI_Comm_free(&h->node);
 	free(h);
@@ -204,15 +266,15 @@ static const struct dt_comm_ops hier_ops = {
 	.wait = hier_wait,
 };
 
-/* The node and leader communicators of flat's MPI communicator fc into
- * h, and c's node rank and size; then the number of hosts, the largest
- * node and this host's index. Returns the first failing MPI call's code
- * and names it in *call. */
+/* The node, leader and peer communicators of flat's MPI communicator fc
+ * into h, and c's node rank and size; then the number of hosts, the
+ * largest and smallest node and this host's index. Returns the first
+ * failing MPI call's code and names it in *call. */
 static int
 hier_setup(struct dt_comm *c, MPI_Comm fc, struct hier_impl *h, int *max_l,
-	   const char **call)
+	   int *min_l, const char **call)
 {
-	int lead, rc;
+	int lead, rc, neg;
 
 	*call = "MPI_Comm_split_type (MPI_COMM_TYPE_SHARED)";
 	rc = MPI_Comm_split_type(fc, MPI_COMM_TYPE_SHARED, c->rank,
@@ -235,13 +297,23 @@ hier_setup(struct dt_comm *c, MPI_Comm fc, struct hier_impl *h, int *max_l,
 		rc = MPI_Comm_rank(h->leaders, &h->host);
 	if (rc != MPI_SUCCESS)
 		return rc;
+	*call = "MPI_Comm_split (one rank per host and node rank)";
+	rc = MPI_Comm_split(fc, c->local_rank, c->rank, &h->peers);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_set_errhandler(h->peers, MPI_ERRORS_RETURN);
+	if (rc != MPI_SUCCESS)
+		return rc;
 	*call = "MPI_Allreduce (hosts)";
+	neg = -c->local_size;
 	rc = MPI_Allreduce(&lead, &h->hosts, 1, MPI_INT, MPI_SUM, fc);
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Allreduce(&c->local_size, max_l, 1, MPI_INT, MPI_MAX,
 				   fc);
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Allreduce(&neg, min_l, 1, MPI_INT, MPI_MAX, fc);
 	if (rc != MPI_SUCCESS)
 		return rc;
+	*min_l = -*min_l;
 	*call = "MPI_Bcast (host index)";
 	return MPI_Bcast(&h->host, 1, MPI_INT, 0, h->node);
 }
@@ -251,11 +323,20 @@ dt_comm_hier_new(struct dt_comm *flat, enum dt_hier_mode mode,
 		 struct dt_comm **out, int *hosts, int *max_per_host,
 		 struct dt_error *err)
 {
+	return dt_comm_hier_new_form(flat, mode, DT_HIER_FORM_DEFAULT, out,
+				     hosts, max_per_host, err);
+}
+
+enum dt_status
+dt_comm_hier_new_form(struct dt_comm *flat, enum dt_hier_mode mode,
+		      enum dt_hier_form form, struct dt_comm **out,
+		      int *hosts, int *max_per_host, struct dt_error *err)
+{
 	MPI_Comm fc = dt_comm_mpi_handle(flat);
 	struct dt_comm *c;
 	struct hier_impl *h;
 	const char *call = "";
-	int max_l = 1, on, rc;
+	int max_l = 1, min_l = 1, on, rc;
 
 	*out = NULL;
 	if (hosts != NULL)
@@ -274,7 +355,8 @@ dt_comm_hier_new(struct dt_comm *flat, enum dt_hier_mode mode,
 	h->flat = flat;
 	h->node = MPI_COMM_NULL;
 	h->leaders = MPI_COMM_NULL;
-	rc = hier_setup(c, fc, h, &max_l, &call);
+	h->peers = MPI_COMM_NULL;
+	rc = hier_setup(c, fc, h, &max_l, &min_l, &call);
 	if (rc != MPI_SUCCESS) {
 		enum dt_status st = check(c, rc, call, err);
 
@@ -293,8 +375,20 @@ dt_comm_hier_new(struct dt_comm *flat, enum dt_hier_mode mode,
 		hier_free(c);
 		return DT_OK;
 	}
+	/* The parts line up across hosts only when every host holds as
+	 * many of the ranks. */
+	h->form = form == DT_HIER_FORM_SCATTER && min_l == max_l ?
+		  DT_HIER_FORM_SCATTER : DT_HIER_FORM_REDUCE;
+	h->counts = dt_xcalloc((size_t)c->local_size, sizeof *h->counts);
+	h->displs = dt_xcalloc((size_t)c->local_size, sizeof *h->displs);
 	*out = c;
 	return DT_OK;
+}
+
+enum dt_hier_form
+dt_comm_hier_form(const struct dt_comm *c)
+{
+	return c->ops == &hier_ops ? impl_of(c)->form : DT_HIER_FORM_REDUCE;
 }
 
 int

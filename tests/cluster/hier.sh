@@ -5,8 +5,11 @@
 # host of 4 ranks and stays flat, on sums host first; on 2 simulated hosts
 # x 2 ranks every rank finds 2 hosts, its host's 2 ranks, its place among
 # them and its host's index (ranks 0-1 on host 0, 2-3 on host 1), auto is
-# on, off is flat, and the sums through it are the exact sums worked out
-# by the probe. Then dtrain itself on 2 hosts x 2 ranks: the MLP job of
+# on, off is flat, and the sums through it, in either form (reduce /
+# all-reduce / broadcast, or reduce-scatter / all-reduce / all-gather),
+# are the exact sums worked out by the probe (3 ranks on one host split
+# the 1000 values into unequal parts; on hosts of 2 and 1 ranks the
+# scatter form gives way to the reduce form). Then dtrain itself on 2 hosts x 2 ranks: the MLP job of
 # tests/cluster/layouts.sh (20 steps, every loss logged, the same
 # micro-batch in every run) data-parallel over 4 ranks with
 # parallel.hierarchical on, off and auto says which sum it used and gives
@@ -19,21 +22,23 @@ J="$top_srcdir/jobs"
 mlp=fashion-mnist-mlp
 COMMON="--set train.steps=20 --set log.every_steps=1 --set eval.every_steps=0 --set checkpoint.at_end=false"
 
-# probe_check FILE MODE HOSTS PER_HOST: every rank's line of FILE says
-# HOSTS hosts, PER_HOST ranks on its host at place rank % PER_HOST, host
-# rank / PER_HOST (when the sum is hierarchical), hier MODE, sums ok.
+# probe_check FILE MODE HOSTS PER_HOST [FORM]: every rank's line of FILE
+# says HOSTS hosts, PER_HOST ranks on its host at place rank % PER_HOST,
+# host rank / PER_HOST (when the sum is hierarchical), hier MODE, the
+# form FORM (the default, scatter, unless given), sums ok.
 probe_check() {
 	"$PYTHON" - "$@" <<'PY' || { cat "$1" >&2; fail "probe: $1"; }
 import re, sys
 path, mode, hosts, per = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+form = sys.argv[5] if len(sys.argv) > 5 else "scatter"
 text = open(path).read()
 seen = {}
-for m in re.finditer(r"rank (\d+): hosts (\d+) max_per_host (\d+) local (\d+)/(\d+) host (\d+) hier (\w+)", text):
-    r, h, mx, lr, ls, host, hier = m.groups()
+for m in re.finditer(r"rank (\d+): hosts (\d+) max_per_host (\d+) local (\d+)/(\d+) host (\d+) hier (\w+) form (\w+)", text):
+    r, h, mx, lr, ls, host, hier, fm = m.groups()
     r = int(r)
     seen[r] = True
-    want = (hosts, per, r % per, per, mode)
-    got = (int(h), int(mx), int(lr), int(ls), hier)
+    want = (hosts, per, r % per, per, mode, form if mode == "on" else "reduce")
+    got = (int(h), int(mx), int(lr), int(ls), hier, fm)
     if got != want:
         sys.exit("rank %d: found %r, expected %r" % (r, got, want))
     if mode == "on" and int(host) != r // per:
@@ -52,17 +57,38 @@ mpi 4 "$PROBE" auto >probe-1x4-auto.out 2>&1 || { cat probe-1x4-auto.out >&2; fa
 probe_check probe-1x4-auto.out off 1 4
 mpi 4 "$PROBE" on >probe-1x4-on.out 2>&1 || { cat probe-1x4-on.out >&2; fail "probe 1x4 on"; }
 probe_check probe-1x4-on.out on 1 4
-echo "ok: one host x 4 ranks: auto flat, on hierarchical, sums exact"
+mpi 4 "$PROBE" reduce >probe-1x4-reduce.out 2>&1 || { cat probe-1x4-reduce.out >&2; fail "probe 1x4 reduce"; }
+probe_check probe-1x4-reduce.out on 1 4 reduce
+# 3 ranks: parts of 333, 333 and 334 of the 1000.
+mpi 3 "$PROBE" scatter >probe-1x3-scatter.out 2>&1 || { cat probe-1x3-scatter.out >&2; fail "probe 1x3 scatter"; }
+probe_check probe-1x3-scatter.out on 1 3 scatter
+echo "ok: one host x 4 ranks: auto flat, on hierarchical (both forms), sums exact"
 
 cluster_up 2
-for mode in auto on off; do
+for mode in auto on off reduce; do
 	cmpi 2 2 "$PROBE" $mode >probe-2x2-$mode.out 2>&1 ||
 		{ cat probe-2x2-$mode.out >&2; fail "probe 2x2 $mode"; }
 done
 probe_check probe-2x2-auto.out on 2 2
 probe_check probe-2x2-on.out on 2 2
 probe_check probe-2x2-off.out off 2 2
-echo "ok: 2 hosts x 2 ranks: detected, auto and on hierarchical, off flat, sums exact"
+probe_check probe-2x2-reduce.out on 2 2 reduce
+echo "ok: 2 hosts x 2 ranks: detected, auto and on hierarchical (both forms), off flat, sums exact"
+
+# Hosts of 2 and 1 ranks: the parts would not line up across hosts, so
+# the scatter form gives way to the reduce form, and the sums stay exact.
+printf '198.18.0.1 slots=2\n198.18.0.2 slots=1\n' >hosts.2+1
+# shellcheck disable=SC2046
+on 1 env TMPDIR="$DTC_TMP_ROOT/h1" timeout -k 5 120 "$MPIRUN" -np 3 \
+	--hostfile hosts.2+1 $(cluster_mca 2) "$PROBE" scatter \
+	>probe-2+1.out 2>&1 || { cat probe-2+1.out >&2; fail "probe 2+1"; }
+for want in "rank 0: hosts 2 max_per_host 2 local 0/2 host 0 hier on form reduce" \
+	    "rank 1: hosts 2 max_per_host 2 local 1/2 host 0 hier on form reduce" \
+	    "rank 2: hosts 2 max_per_host 2 local 0/1 host 1 hier on form reduce" \
+	    "rank 0: sums ok" "rank 1: sums ok" "rank 2: sums ok"; do
+	grep -qx "$want" probe-2+1.out || { cat probe-2+1.out >&2; fail "probe 2+1: no \"$want\""; }
+done
+echo "ok: hosts of 2 and 1 ranks: the reduce form, sums exact"
 
 # The reference: one rank on one host, 4 micro-batches a step.
 mpi 1 "$DTRAIN" run -q --run-dir mlp-1 "$J/$mlp.yaml" $COMMON \

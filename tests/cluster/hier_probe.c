@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* hier_probe.c - dt_comm_hier_new under mpirun, for tests/cluster/hier.sh:
  *
- *   hier_probe auto|on|off
+ *   hier_probe auto|on|off|scatter|reduce
  *
+ * (auto, on, off: that mode in the default form; scatter, reduce: on in
+ * that form)
  * Every rank prints what it found, one line:
  *   "rank R: hosts H max_per_host M local L/S host K hier on|off"
  * (S ranks on this rank's host, L its place among them, K its host's
@@ -30,33 +32,41 @@ main(int argc, char **argv)
 	struct dt_error err = { 0 };
 	struct dt_comm *world, *h = NULL, *c;
 	enum dt_hier_mode mode;
+	enum dt_hier_form form;
 	int rank, size, hosts = 0, per_host = 0, mx, bad = 0;
 	uint64_t b0;
 
 	if (argc != 2 || (strcmp(argv[1], "auto") != 0 &&
 			  strcmp(argv[1], "on") != 0 &&
-			  strcmp(argv[1], "off") != 0)) {
-		fprintf(stderr, "usage: hier_probe auto|on|off\n");
+			  strcmp(argv[1], "off") != 0 &&
+			  strcmp(argv[1], "scatter") != 0 &&
+			  strcmp(argv[1], "reduce") != 0)) {
+		fprintf(stderr, "usage: hier_probe "
+			"auto|on|off|scatter|reduce\n");
 		return 1;
 	}
 	mode = argv[1][0] == 'a' ? DT_HIER_AUTO :
-	       argv[1][1] == 'n' ? DT_HIER_ON : DT_HIER_OFF;
+	       argv[1][1] == 'f' ? DT_HIER_OFF : DT_HIER_ON;
+	form = argv[1][0] == 's' ? DT_HIER_FORM_SCATTER :
+	       argv[1][0] == 'r' ? DT_HIER_FORM_REDUCE : DT_HIER_FORM_DEFAULT;
 	if (dt_comm_mpi_new(&world, &err) != DT_OK) {
 		fprintf(stderr, "hier_probe: %s\n", err.msg);
 		return 1;
 	}
 	rank = dt_comm_rank(world);
 	size = dt_comm_size(world);
-	if (dt_comm_hier_new(world, mode, &h, &hosts, &per_host, &err) !=
-	    DT_OK) {
+	if (dt_comm_hier_new_form(world, mode, form, &h, &hosts, &per_host,
+				  &err) != DT_OK) {
 		fprintf(stderr, "hier_probe: %s\n", err.msg);
 		dt_comm_abort(world, 1);
 	}
 	c = h != NULL ? h : world;
 	printf("rank %d: hosts %d max_per_host %d local %d/%d host %d "
-	       "hier %s\n", rank, hosts, per_host, dt_comm_local_rank(c),
-	       dt_comm_local_size(c), dt_comm_hier_host(c),
-	       h != NULL ? "on" : "off");
+	       "hier %s form %s\n", rank, hosts, per_host,
+	       dt_comm_local_rank(c), dt_comm_local_size(c),
+	       dt_comm_hier_host(c), h != NULL ? "on" : "off",
+	       dt_comm_hier_form(c) == DT_HIER_FORM_SCATTER ? "scatter" :
+							      "reduce");
 	for (int i = 0; i < N; i++) {
 		f[i] = (float)((rank + 1) * (i % 7 + 1));
 		d[i] = (double)((rank + 1) * (i % 7 + 1));
