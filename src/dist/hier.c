@@ -40,7 +40,8 @@ struct hier_impl {
 	MPI_Comm leaders;	/* the first rank of each host (MPI_COMM_NULL
 				 * on the others) */
 	MPI_Comm peers;		/* the ranks of this node rank on every host
-				 * (scatter form only, else MPI_COMM_NULL) */
+				 * (made by every rank while the form is
+				 * not yet known; the scatter form's) */
 	int hosts, host;	/* hosts among flat's ranks; this one's index */
 	enum dt_hier_form form;
 	int *counts, *displs;	/* (local_size) the node's parts of a chunk */
