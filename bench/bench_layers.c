@@ -3,8 +3,10 @@
  * backward time of every node of a job's model, against the sgemm peak
  * measured in the same process.
  *
- *   bench_layers JOB.yaml [ITERS]
+ *   bench_layers JOB.yaml [ITERS [KEY=VALUE...]]
  *
+ * KEY=VALUE pairs are --set overrides of the job (train.micro_batch=128:
+ * the micro-batch a rank of a data-parallel run gets).
  * Builds the job's model for one micro-batch (train.micro_batch, else the
  * global batch) through the graph API and runs ITERS (default 50)
  * training passes on synthetic inputs (token ids below the vocabulary for
@@ -190,10 +192,13 @@ main(int argc, char **argv)
 	int n_kinds = 0, nn;
 
 	if (argc < 2 || iters < 1) {
-		fprintf(stderr, "usage: bench_layers JOB.yaml [ITERS]\n");
+		fprintf(stderr, "usage: bench_layers JOB.yaml [ITERS "
+			"[KEY=VALUE...]]\n");
 		return 2;
 	}
-	if (dt_job_load(argv[1], NULL, 0, &job, &err) != DT_OK) {
+	if (dt_job_load(argv[1], argc > 3 ? (const char *const *)argv + 3
+					  : NULL,
+			argc > 3 ? argc - 3 : 0, &job, &err) != DT_OK) {
 		fprintf(stderr, "bench_layers: %s\n", err.msg);
 		return 2;
 	}
@@ -359,6 +364,16 @@ main(int argc, char **argv)
 		       ks[j].spent > 0 ? 100.0 * ks[j].pooled / ks[j].spent
 				       : 0.0);
 	printf("\nnodes summed    %.3f ms per micro-batch\n", 1e3 * total);
+	{
+		double fw = 0, bw = 0;
+
+		for (int i = 0; i < nn; i++) {
+			fw += fmed[i];
+			bw += bmed[i];
+		}
+		printf("pass            forward %.3f ms, backward %.3f ms per "
+		       "micro-batch\n", 1e3 * fw, 1e3 * bw);
+	}
 	printf("step            %.3f ms (zero grads, forward+backward, "
 	       "optimizer)\n", 1e3 * step_med);
 	printf("in the pool     %.1f%% of the step, %lld loops (split over "

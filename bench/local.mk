@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: MIT
-EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak
+EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak \
+	bench/allreduce_raw
 bench_bench_mlp_SOURCES = bench/bench_mlp.c
 bench_bench_mlp_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_layers_SOURCES = bench/bench_layers.c
 bench_bench_layers_LDADD = libdtrain.la $(DT_LIBS)
 bench_sgemm_peak_SOURCES = bench/sgemm_peak.c
 bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
-CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak
+bench_allreduce_raw_SOURCES = bench/allreduce_raw.c
+bench_allreduce_raw_LDADD = libdtrain.la $(DT_LIBS)
+CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
+	bench/allreduce_raw
 
 # make bench: the shipped jobs next to their PyTorch twins at 1 thread, 2
 # threads and 2 ranks (bench/side-by-side.sh, about 5 minutes), the
@@ -14,7 +18,10 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak
 # then single-rank throughput against the sgemm peak on all cores, the
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
 # every 2-rank layout (data, pipeline, tensor) of the MLP and the char-GPT
-# job. make bench-side-by-side runs the first part alone.
+# job; last the simulated cluster (bench/cluster.sh, as root, about 10
+# minutes; skipped with a message elsewhere). make bench-side-by-side and
+# make bench-cluster run those parts alone; BENCH_CLUSTER_ARGS=--quick
+# makes the cluster part a few minutes.
 bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	OPENBLAS_NUM_THREADS=1 ./bench/bench_layers $(srcdir)/jobs/char-gpt.yaml 50
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$$(nproc)} \
@@ -26,9 +33,14 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 96 400
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
+	$(MAKE) $(AM_MAKEFLAGS) bench-cluster
+bench-cluster: bench/allreduce_raw bench/bench_layers dtrain
+	$(srcdir)/bench/cluster.sh $(BENCH_CLUSTER_ARGS) ./dtrain \
+	  ./bench/allreduce_raw ./bench/bench_layers || test $$? -eq 77
 bench-side-by-side: bench/sgemm_peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak
-.PHONY: bench bench-side-by-side
+.PHONY: bench bench-side-by-side bench-cluster
 EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh bench/compare-losses.sh \
+	bench/cluster.sh bench/mlp-1m.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py

@@ -2,7 +2,8 @@
 libdtrain_la_SOURCES += src/dist/comm.h src/dist/comm.c src/dist/comm_self.c \
 	src/dist/comm_mpi.c src/dist/mpi_priv.h src/dist/watch.h src/dist/watchdog.c \
 	src/dist/ps.h src/dist/ps_priv.h src/dist/ps.c src/dist/ps_server.c \
-	src/dist/ps_worker.c src/dist/agree.h src/dist/agree.c src/dist/version.c
+	src/dist/ps_worker.c src/dist/agree.h src/dist/agree.c src/dist/version.c \
+	src/dist/hier.h src/dist/hier.c
 libdtrain_la_CPPFLAGS += $(MPI_CFLAGS)
 
 # Check suite (no MPI: layout checks, shards, split on one process)

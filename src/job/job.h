@@ -136,6 +136,14 @@ enum dt_ps_mode {
 	DT_PS_ASYNC,
 };
 
+/* parallel.hierarchical: the per-host gradient sum; in the order of
+ * dist/hier.h's enum dt_hier_mode (train/sync.c casts one to the other). */
+enum dt_hierarchical {
+	DT_HIERARCHICAL_AUTO = 0,	/* on across hosts with > 1 rank on one */
+	DT_HIERARCHICAL_ON,
+	DT_HIERARCHICAL_OFF,
+};
+
 enum dt_data_format {
 	DT_FORMAT_IDX = 0,	/* images + labels */
 	DT_FORMAT_CSV,		/* file; label_column; header */
@@ -288,6 +296,7 @@ struct dt_job {
 		int64_t max_staleness;	/* async bound (default 4) */
 		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
 		double timeout_s;	/* watchdog; 0 = off */
+		enum dt_hierarchical hierarchical;	/* auto (default) */
 	} parallel;
 
 	struct {

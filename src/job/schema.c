@@ -52,7 +52,8 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_pipeline_schedule) == sizeof(int) &&
 	       sizeof(enum dt_stage_balance) == sizeof(int) &&
 	       sizeof(enum dt_sync_kind) == sizeof(int) &&
-	       sizeof(enum dt_ps_mode) == sizeof(int),
+	       sizeof(enum dt_ps_mode) == sizeof(int) &&
+	       sizeof(enum dt_hierarchical) == sizeof(int),
 	       "enum keys are stored through int");
 
 /* Each list is in the order of its enum. */
@@ -88,6 +89,7 @@ static const char *const sync_names[] = {
 	"allreduce", "parameter_server", NULL
 };
 static const char *const mode_names[] = { "sync", "async", NULL };
+static const char *const hier_names[] = { "auto", "on", "off", NULL };
 #define ACT_WORD(NAME, word, ...) #word,
 static const char *const act_names[] = {
 	"none", DT_ACTIVATIONS(ACT_WORD) NULL
@@ -314,6 +316,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "parallel.timeout_s", .type = DT_KEY_FLOAT,
 	  .off = OFF(parallel.timeout_s), .def = "0", GE(0),
 	  .doc = "watchdog: name a stalled peer after this long; 0: off" },
+	{ .key = "parallel.hierarchical", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.hierarchical), .def = "auto",
+	  .names = hier_names,
+	  .doc = "sum gradients on each host first, then across hosts" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

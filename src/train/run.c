@@ -243,6 +243,7 @@ static void
 announce(const struct dt_run *r)
 {
 	const struct dt_plan *p = &r->plan;
+	int hosts, per_host, hier;
 
 	fprintf(stderr, "dtrain: %s: %d rank%s x %d BLAS thread%s, global "
 		"batch %lld = micro-batch %lld x %lld accumulation x %d "
@@ -254,6 +255,12 @@ announce(const struct dt_run *r)
 		(long long)p->grad_accum_steps, p->dp_size,
 		(long long)p->total_steps, (long long)p->steps_per_epoch,
 		(long long)p->samples_dropped, whole_params(r));
+	hier = dt_grad_sync_hier(r->sync, &hosts, &per_host);
+	if (hier || hosts > 1)
+		fprintf(stderr, "dtrain: gradient sum over %d host%s, at most "
+			"%d rank%s on one: %s\n", hosts, hosts == 1 ? "" : "s",
+			per_host, per_host == 1 ? "" : "s",
+			hier ? "hierarchical (each host's ranks first)" : "flat");
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "

@@ -21,9 +21,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist/hier.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
+
+_Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
+	       (int)DT_HIER_ON == DT_HIERARCHICAL_ON &&
+	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
+	       "parallel.hierarchical's words are dist/hier.h's modes");
 
 /* Sum of squares of n floats in double, in eight lanes. */
 static double
@@ -211,6 +217,7 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 {
 	struct dt_grad_sync *s = dt_xcalloc(1, sizeof *s);
 	int exact = cfg->plan->exact_accum;
+	enum dt_status st;
 
 	s->cfg = *cfg;
 	s->n = dt_model_n_trained(cfg->model);
@@ -224,7 +231,13 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		s->ops = exact ? &exact_ops : &allreduce_ops;
 	if (exact)
 		s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);
-	return DT_OK;
+	/* Collective over sum_comm: the per-host sum where it applies. */
+	st = dt_comm_hier_new(cfg->sum_comm,
+			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
+			      &s->hier, &s->hosts, &s->max_per_host, err);
+	if (s->hier != NULL)
+		s->cfg.sum_comm = s->hier;
+	return st;
 }
 
 void
@@ -233,6 +246,7 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	if (s == NULL)
 		return;
 	dt_ps_free(s->ps);
+	dt_comm_free(s->hier);
 	free(s->acc);
 	free(s);
 }
@@ -259,6 +273,14 @@ struct dt_comm *
 dt_grad_sync_workers(const struct dt_grad_sync *s)
 {
 	return s->workers;
+}
+
+int
+dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts, int *max_per_host)
+{
+	*hosts = s->hosts > 0 ? s->hosts : 1;
+	*max_per_host = s->max_per_host > 0 ? s->max_per_host : 1;
+	return s->hier != NULL;
 }
 
 uint64_t

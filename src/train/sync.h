@@ -131,6 +131,12 @@ enum dt_status dt_grad_sync_finish(struct dt_grad_sync *s, double step_loss,
 double dt_grad_sync_norm2(struct dt_grad_sync *s,
 			  const struct dt_step_report *report);
 
+/* 1 when the sums go host first (parallel.hierarchical, dist/hier.h),
+ * else 0; *hosts and *max_per_host get the hosts among the summing ranks
+ * and the most of them on one host (1 and 1 with parameter servers). */
+int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,
+		      int *max_per_host);
+
 /* Gradient bytes this rank has handed to MPI in the sums. */
 uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
 

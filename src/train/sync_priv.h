@@ -33,6 +33,10 @@ struct dt_grad_sync {
 	int lazy;			/* asynchronous servers */
 	double begin_s;			/* seconds inside begin, not yet
 					 * taken (dt_grad_sync_take_begin) */
+	struct dt_comm *hier;		/* the per-host sum in front of
+					 * cfg.sum_comm (then cfg.sum_comm),
+					 * or NULL */
+	int hosts, max_per_host;	/* among the summing ranks */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

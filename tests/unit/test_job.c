@@ -214,6 +214,7 @@ START_TEST(test_defaults)
 	ck_assert(job.train.eps == 1e-8);
 	ck_assert(job.train.weight_decay == 0.0);
 	ck_assert_int_eq(job.parallel.data_parallel, 0);
+	ck_assert_int_eq(job.parallel.hierarchical, DT_HIERARCHICAL_AUTO);
 	ck_assert_int_eq(job.eval.every_steps, 0);
 	ck_assert_int_eq(job.log.every_steps, 10);
 
@@ -458,6 +459,7 @@ static const char everything_job[] =
 	"  servers: 2\n"
 	"  mode: async\n"
 	"  max_staleness: 3\n"
+	"  hierarchical: off\n"
 	"checkpoint:\n"
 	"  every_steps: 100\n"
 	"  every_seconds: 60.5\n"
@@ -510,6 +512,7 @@ START_TEST(test_round_trip_everything)
 	ck_assert_str_eq(l[9].inputs[0], "blk.0.dropout4");
 	ck_assert_int_eq(l[5].units, 12);
 	ck_assert_int_eq(l[10].units, 8);
+	ck_assert_int_eq(first.parallel.hierarchical, DT_HIERARCHICAL_OFF);
 	ck_assert_str_eq(first.data.train.file.sha256,
 			 "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d"
 			 "6c15b0f00a08");
