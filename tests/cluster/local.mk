@@ -4,6 +4,7 @@
 # iproute2; elsewhere they are skipped (exit 77), never passed.
 # watchdog.sh runs on one host, without namespaces.
 CLUSTER_TESTS = tests/cluster/watchdog.sh tests/cluster/layouts.sh \
-	tests/cluster/data-ckpt.sh tests/cluster/faults.sh
+	tests/cluster/data-ckpt.sh tests/cluster/faults.sh \
+	tests/cluster/elastic.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += $(CLUSTER_TESTS) tests/cluster/lib.sh tests/cluster/netns-rsh
