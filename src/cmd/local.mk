@@ -23,3 +23,11 @@ TESTS += tests/unit/test_progress
 tests_unit_test_progress_SOURCES = tests/unit/test_progress.c
 tests_unit_test_progress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_progress_LDADD = $(UNIT_LDADD)
+
+# cmd/hosts.c: the hostfile, the placement of ranks and the probe of an
+# elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
+check_PROGRAMS += tests/unit/test_hosts
+TESTS += tests/unit/test_hosts
+tests_unit_test_hosts_SOURCES = tests/unit/test_hosts.c
+tests_unit_test_hosts_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_hosts_LDADD = $(UNIT_LDADD)

@@ -13,7 +13,8 @@
 #       uninterrupted 2-rank run, byte for byte;
 #   (b) the same with --elastic 2: the supervisor stops within 60 s of the
 #       link going down, exit status not 0, naming the lost host.
-# Before the cluster: the usage errors of --elastic (these run anywhere).
+# Before the cluster (these run anywhere): the usage errors of --elastic,
+# and jobs/char-gpt.yaml resumed on fewer ranks with the same bits.
 . "${top_srcdir}/tests/cluster/lib.sh"
 need_fmnist
 
@@ -64,6 +65,40 @@ for d in u1 u2 u3 u4 u5; do
 	[ ! -e $d ] || fail "a refused --elastic left $d"
 done
 echo "ok: --elastic usage errors"
+
+# What (a) relies on, for jobs/char-gpt.yaml itself (dropout, attention,
+# its fixed global batch and micro-batch, blas_threads 1), on one host:
+# stopped at step 6 on 2 ranks (2 micro-batches each) and resumed on 1
+# (4 micro-batches), it ends with the parameters and loss lines of the
+# uninterrupted 2-rank run, byte for byte.
+G=$top_srcdir/jobs/char-gpt.yaml
+if [ -f /usr/share/games/fortunes/cookie ]; then
+	GS="--set train.steps=12 --set train.global_batch=8 --set train.micro_batch=2
+	    --set train.schedule.warmup_steps=3 --set log.every_steps=1
+	    --set eval.every_steps=0 --set checkpoint.every_steps=4"
+	# shellcheck disable=SC2086
+	mpi 2 "$DTRAIN" run -q --run-dir gfull "$G" $GS >/dev/null
+	set +e
+	# shellcheck disable=SC2086
+	DTRAIN_TEST_SIGNAL_AT_STEP=6 mpi 2 -x DTRAIN_TEST_SIGNAL_AT_STEP \
+		"$DTRAIN" run -q --run-dir gstop "$G" $GS >/dev/null 2>gstop.err
+	rc=$?
+	set -e
+	[ "$rc" -eq 3 ] || { cat gstop.err >&2; fail "char-gpt: the stopped run exited $rc"; }
+	"$DTRAIN" resume -q gstop >/dev/null 2>gstop.err2
+	grep -q 'resuming from .*(step 6)' gstop.err2 || { cat gstop.err2 >&2; fail "char-gpt: not resumed at step 6"; }
+	grep -q '"world_size": 1' gstop/summary.json || fail "char-gpt: the resume did not run on 1 rank"
+	export_of gfull gfull.st
+	export_of gstop gstop.st
+	cmp gfull.st gstop.st || fail "char-gpt: 2 ranks -> 1 changed the parameters"
+	losses gfull >gfull.losses
+	losses gstop >gstop.losses
+	[ "$(wc -l <gfull.losses)" -eq 12 ] || fail "char-gpt: expected 12 loss lines"
+	cmp gfull.losses gstop.losses || fail "char-gpt: 2 ranks -> 1 changed the loss lines"
+	echo "ok: char-gpt stopped on 2 ranks, resumed on 1: the same bits"
+else
+	echo "char-gpt: /usr/share/games/fortunes/cookie missing; that part not run"
+fi
 
 cluster_up 2
 H2=$DTC_PREFIX-h2
