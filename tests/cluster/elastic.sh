@@ -12,7 +12,9 @@
 #       a step, and ends with the parameters and the loss lines of an
 #       uninterrupted 2-rank run, byte for byte;
 #   (b) the same with --elastic 2: the supervisor stops within 60 s of the
-#       link going down, exit status not 0, naming the lost host.
+#       link going down, exit status not 0, naming the lost host;
+#   (c) with --elastic 1, rank 1 SIGKILLed while host 2 stays up: the probe
+#       finds both hosts, and the run restarts on both (no host lost).
 # Before the cluster (these run anywhere): the usage errors of --elastic,
 # and jobs/char-gpt.yaml resumed on fewer ranks with the same bits.
 . "${top_srcdir}/tests/cluster/lib.sh"
@@ -168,6 +170,38 @@ losses a >a.losses
 cmp full.losses a.losses || fail "(a) the loss lines differ from the uninterrupted run"
 echo "ok: (a) link down at $(grep -Eo 'resuming from .*' a.err | head -n 1);" \
 	"finished on host 1 in $(( $(date +%s) - t0 )) s, the bits of the uninterrupted run"
+clean_h2
+
+# (c) --elastic 1, rank 1 SIGKILLed with its host still up: both hosts
+# answer the probe, and the restart runs on both again, at the full size.
+t0=$(date +%s)
+on 1 env TMPDIR="$DTC_TMP_ROOT/h1" timeout 200 "$DTRAIN" run -q -n 2 \
+	--max-restarts 2 --elastic 1 --run-dir c \
+	--mpi-args "--hostfile $hosts $mca" job.yaml >c.out 2>c.err &
+sup=$!
+wait_ckpt c $sup
+p=
+for q in $(ip netns pids "$H2"); do
+	[ "$(cat /proc/$q/comm 2>/dev/null)" = dtrain ] && p=$q
+done
+[ -n "$p" ] || fail "(c) no dtrain process on host 2"
+kill -KILL "$p"
+set +e
+wait $sup
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || { cat c.err >&2; fail "(c) the elastic run failed (exit $rc)"; }
+grep -q '^dtrain: restart 1: 2 ranks on 2 hosts: 198.18.0.1 (rank 0), 198.18.0.2 (rank 1)$' c.err ||
+	{ cat c.err >&2; fail "(c) the restart did not run on both hosts"; }
+if grep -q 'lost 198' c.err; then
+	cat c.err >&2
+	fail "(c) a host that answers was counted lost"
+fi
+grep -q '"world_size": 2' c/summary.json || fail "(c) the run did not end on 2 ranks"
+export_of c c.st
+cmp full.st c.st || fail "(c) the parameters differ from the uninterrupted run"
+echo "ok: (c) rank 1 killed, host 2 up: restarted on both hosts, the same bits" \
+	"($(( $(date +%s) - t0 )) s in all)"
 clean_h2
 
 # (b) --elastic 2, the hostfile in OMPI_MCA_orte_default_hostfile: the
