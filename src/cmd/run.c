@@ -720,7 +720,8 @@ plan_fits(const struct dt_job *job, int n)
 
 /* After a failed launch of *n ranks: probes every host of the hostfile,
  * and sets *n to the most ranks, up to -n, that the alive hosts' slots
- * hold and the job's plan takes, and writes their hostfile. Returns 0 to
+ * hold (with -n above all the slots, -n times the share of the slots
+ * left) and the job's plan takes, and writes their hostfile. Returns 0 to
  * restart, or (fewer than --elastic MIN ranks left, or no hostfile
  * written) the exit code fail_rc after naming the hosts lost. */
 static int
@@ -733,7 +734,7 @@ elastic_resize(const struct run_args *a, const struct dt_job *job,
 	const char **args;
 	char *mpi_words;
 	struct dt_error err;
-	int host_arg, slots, fit;
+	int host_arg, slots, total = 0, cap, fit;
 
 	before.h = dt_xmalloc((size_t)el->hosts.n, sizeof *before.h);
 	memcpy(before.h, el->hosts.h, (size_t)el->hosts.n * sizeof *before.h);
@@ -746,20 +747,25 @@ elastic_resize(const struct run_args *a, const struct dt_job *job,
 	dt_hosts_lost(&el->hosts, &before, *n, lost, sizeof lost);
 	free(before.h);
 	slots = dt_hosts_slots(&el->hosts);
-	fit = slots < a->n_ranks ? slots : a->n_ranks;
+	for (int i = 0; i < el->hosts.n; i++)
+		total += el->hosts.h[i].slots;
+	/* -n beyond the slots (oversubscribed) keeps its ratio to them. */
+	cap = a->n_ranks <= total ? slots :
+	      (int)((long long)a->n_ranks * slots / total);
+	fit = cap < a->n_ranks ? cap : a->n_ranks;
 	while (fit >= a->elastic && !plan_fits(job, fit))
 		fit--;
 	if (fit < a->elastic) {
 		char why[256];
 
 		dt_hosts_placement(&el->hosts, slots, where, sizeof where);
-		if (slots < a->elastic)
+		if (cap < a->elastic)
 			snprintf(why, sizeof why, "fewer than --elastic %d",
 				 a->elastic);
 		else
 			snprintf(why, sizeof why, "and the job's plan takes "
 				 "no rank count from %d down to --elastic %d",
-				 slots < a->n_ranks ? slots : a->n_ranks,
+				 cap < a->n_ranks ? cap : a->n_ranks,
 				 a->elastic);
 		fprintf(stderr, "dtrain: --elastic %d: %s%s%s; the hosts that "
 			"answered (%s) hold %d slot%s, %s; stopping (exit "
