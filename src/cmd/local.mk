@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
+libdtrain_la_SOURCES += src/cmd/hosts.h src/cmd/hosts.c
 libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
 libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c
 libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c
@@ -23,3 +24,11 @@ TESTS += tests/unit/test_progress
 tests_unit_test_progress_SOURCES = tests/unit/test_progress.c
 tests_unit_test_progress_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_progress_LDADD = $(UNIT_LDADD)
+
+# cmd/hosts.c: the hostfile, the placement of ranks and the probe of an
+# elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
+check_PROGRAMS += tests/unit/test_hosts
+TESTS += tests/unit/test_hosts
+tests_unit_test_hosts_SOURCES = tests/unit/test_hosts.c
+tests_unit_test_hosts_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_hosts_LDADD = $(UNIT_LDADD)

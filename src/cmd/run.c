@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* run.c - `dtrain run` and `dtrain resume`: train a job on the ranks that
  * mpirun/srun started, or (-n N) start mpirun; with --max-restarts K,
- * supervise the job and restart it from its newest checkpoint when it dies.
+ * supervise the job and restart it from its newest checkpoint when it dies,
+ * with --elastic MIN on the hosts of its hostfile still alive.
  */
 #include "cmd/cmd.h"
 
@@ -20,6 +21,7 @@
 
 #include <sys/stat.h>
 
+#include "cmd/hosts.h"
 #include "config.h"
 #include "dist/comm.h"
 #include "job/job.h"
@@ -41,6 +43,7 @@ struct run_args {
 	int resume;		/* `resume`: arg is a run directory */
 	int n_ranks;		/* 0: as launched */
 	int max_restarts;
+	int elastic;		/* --elastic MIN; 0: restart at -n ranks */
 	int quiet;
 	const char *run_dir;
 	const char *mpi_args;	/* more mpirun options for -n, blank-separated */
@@ -65,6 +68,11 @@ struct run_args {
 	  .offset = offsetof(struct run_args, max_restarts),                 \
 	  .min = 0, .max = 1 << 20,                                          \
 	  .doc = "resume a failed job up to k times" }
+#define RUN_OPT_ELASTIC                                                     \
+	{ .name = "elastic", .kind = DT_CMD_ARG_INT, .arg = "min",           \
+	  .offset = offsetof(struct run_args, elastic),                      \
+	  .min = 1, .max = 1 << 20,                                          \
+	  .doc = "restart on the hosts still up, >= min ranks" }
 #define RUN_OPT_MPI_ARGS                                                    \
 	{ .name = "mpi-args", .kind = DT_CMD_ARG_STRING, .arg = "args",      \
 	  .offset = offsetof(struct run_args, mpi_args),                     \
@@ -74,6 +82,7 @@ static const struct dt_cmd_opt run_opts[] = {
 	RUN_OPT_QUIET,
 	RUN_OPT_RANKS,
 	RUN_OPT_RESTARTS,
+	RUN_OPT_ELASTIC,
 	RUN_OPT_MPI_ARGS,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_STRING, .arg = "dir",
 	  .offset = offsetof(struct run_args, run_dir),
@@ -86,6 +95,7 @@ static const struct dt_cmd_opt resume_opts[] = {
 	RUN_OPT_QUIET,
 	RUN_OPT_RANKS,
 	RUN_OPT_RESTARTS,
+	RUN_OPT_ELASTIC,
 	RUN_OPT_MPI_ARGS,
 	DT_CMD_OPT_SET_ENTRY,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_REFUSED, .arg = "dir",
@@ -165,7 +175,7 @@ static int
 launcher_option(const char *s)
 {
 	static const char *const opts[] = { "--ranks", "--max-restarts",
-					    "--mpi-args" };
+					    "--mpi-args", "--elastic" };
 
 	if (strcmp(s, "-n") == 0)
 		return 2;
@@ -184,29 +194,112 @@ launcher_option(const char *s)
 	return 0;
 }
 
+/* Whether words[i] of an mpirun command line (n words) names a hostfile
+ * (--hostfile, --machinefile, --default-hostfile, with one dash or two):
+ * the number of words it spans, 2 for "--hostfile FILE" and 1 for
+ * "--hostfile=FILE", with the file in *file; else 0. */
+static int
+hostfile_option(const char *const *words, int n, int i, const char **file)
+{
+	static const char *const opts[] = { "hostfile", "machinefile",
+					    "default-hostfile" };
+	const char *w = words[i];
+
+	if (w[0] != '-')
+		return 0;
+	w += w[1] == '-' ? 2 : 1;
+	for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+		size_t len = strlen(opts[k]);
+
+		if (strncmp(w, opts[k], len) != 0)
+			continue;
+		if (w[len] == '=') {
+			*file = w + len + 1;
+			return 1;
+		}
+		if (w[len] == '\0' && i + 1 < n) {
+			*file = words[i + 1];
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* --mpi-args split at blanks into words (room for strlen / 2 + 1 of
+ * them, the caller's); the text they point into is returned (heap, the
+ * caller frees it), NULL without --mpi-args. */
+static char *
+split_mpi_args(const struct run_args *a, const char **words, int *n)
+{
+	char *w, *save = NULL, *tok;
+
+	*n = 0;
+	if (a->mpi_args == NULL)
+		return NULL;
+	w = dt_xstrdup(a->mpi_args);
+	for (tok = strtok_r(w, " \t\n", &save); tok != NULL;
+	     tok = strtok_r(NULL, " \t\n", &save))
+		words[(*n)++] = tok;
+	return w;
+}
+
+/* Appends the words of --mpi-args to args at *n; with hostfile, the
+ * words that name a hostfile are left out and "--hostfile HOSTFILE" put
+ * in their place. Returns the text of the words (heap, the caller frees
+ * it once args is done with). */
+static char *
+add_mpi_args(const struct run_args *a, const char *hostfile,
+	     const char **args, int *n)
+{
+	size_t cap = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 1;
+	const char **words = dt_xmalloc(cap, sizeof *words);
+	const char *file;
+	int n_words;
+	char *text = split_mpi_args(a, words, &n_words);
+
+	for (int i = 0; i < n_words; i++) {
+		int skip = hostfile != NULL ?
+			   hostfile_option(words, n_words, i, &file) : 0;
+
+		if (skip > 0)
+			i += skip - 1;
+		else
+			args[(*n)++] = words[i];
+	}
+	if (hostfile != NULL) {
+		args[(*n)++] = "--hostfile";
+		args[(*n)++] = hostfile;
+	}
+	free(words);
+	return text;
+}
+
 /* The command line of one launch: mpirun -np N [--oversubscribe] -x VAR...
- * [MPI_ARGS] SELF CMD ARGS, or SELF CMD ARGS; -n, --max-restarts and
- * --mpi-args are not passed on. After a failure the command becomes
- * `resume RUN_DIR`. mpi_words (heap, the caller frees it and the result)
- * holds the split copy of --mpi-args. */
+ * [MPI_ARGS] SELF CMD ARGS, or SELF CMD ARGS; -n, --max-restarts,
+ * --elastic and --mpi-args are not passed on. n_ranks is N (0: no
+ * mpirun); with hostfile, that file replaces the one --mpi-args names.
+ * After a failure the command becomes `resume RUN_DIR`. mpi_words (heap,
+ * the caller frees it and the result) holds the split copy of
+ * --mpi-args. */
 static const char **
 child_argv(int argc, char **argv, const struct run_args *a,
-	   const char *self, char *np, size_t np_size, int as_resume,
-	   const char *run_dir, char **mpi_words)
+	   const char *self, int n_ranks, const char *hostfile, char *np,
+	   size_t np_size, int as_resume, const char *run_dir,
+	   char **mpi_words)
 {
 	size_t n_mpi = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 0;
-	const char **args = dt_xmalloc((size_t)argc + 20 + n_mpi,
+	const char **args = dt_xmalloc((size_t)argc + 22 + n_mpi,
 				       sizeof *args);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	int n = 0;
 
 	*mpi_words = NULL;
-	if (a->n_ranks > 0) {
-		snprintf(np, np_size, "%d", a->n_ranks);
+	if (n_ranks > 0) {
+		snprintf(np, np_size, "%d", n_ranks);
 		args[n++] = DT_MPIRUN;
 		args[n++] = "-np";
 		args[n++] = np;
-		if (cores > 0 && a->n_ranks > cores)
+		if (cores > 0 && n_ranks > cores)
 			args[n++] = "--oversubscribe";
 		/* Open MPI passes the environment on to the ranks of this
 		 * node only; -x takes these to every node. */
@@ -216,16 +309,7 @@ child_argv(int argc, char **argv, const struct run_args *a,
 			args[n++] = "-x";
 			args[n++] = DT_PROGRESS_TTY_ENV;
 		}
-		if (a->mpi_args != NULL) {
-			char *w = dt_xmalloc(strlen(a->mpi_args) + 1, 1);
-			char *save = NULL, *tok;
-
-			strcpy(w, a->mpi_args);
-			*mpi_words = w;
-			for (tok = strtok_r(w, " \t\n", &save); tok != NULL;
-			     tok = strtok_r(NULL, " \t\n", &save))
-				args[n++] = tok;
-		}
+		*mpi_words = add_mpi_args(a, hostfile, args, &n);
 	}
 	args[n++] = self;
 	if (as_resume) {
@@ -538,6 +622,187 @@ set_keepalive(const struct dt_job *job)
 	setenv("OMPI_MCA_oob_tcp_keepalive_probes", "3", 0);
 }
 
+/* The hostfile Open MPI's default hostfile variable names (the
+ * orte_default_hostfile MCA parameter of Open MPI 4). */
+#define DT_DEFAULT_HOSTFILE_ENV "OMPI_MCA_orte_default_hostfile"
+
+/* What --elastic keeps between launches: the hosts of the user's
+ * hostfile (alive or not after the last probe), the hostfile of the
+ * alive ones that each launch gets, and how long a probe may take. */
+struct elastic {
+	struct dt_hosts hosts;
+	char file[PATH_MAX + 16];	/* LAUNCH_DIR/hosts */
+	double probe_s;
+};
+
+/* A host that answers takes mpirun a second or two to start a process on
+ * (more on a loaded machine); one that does not answer never does. */
+#define DT_ELASTIC_PROBE_MIN_S 10.0
+
+/* Reads the hostfile that --mpi-args (--hostfile FILE) or the
+ * environment names into el, and writes its copy to LAUNCH_DIR/hosts,
+ * which every launch then uses in its place (the variable is unset so
+ * that Open MPI sees the one file). Returns 0, or the exit code after
+ * saying why (2: no hostfile or a bad one). */
+static int
+elastic_init(const struct run_args *a, const struct dt_job *job,
+	     const char *launch_dir, struct elastic *el)
+{
+	size_t cap = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 1;
+	const char **words = dt_xmalloc(cap, sizeof *words);
+	const char *file = NULL;
+	struct dt_error err;
+	int n_words, rc = 0;
+	char *text = split_mpi_args(a, words, &n_words);
+
+	for (int i = 0; i < n_words && file == NULL; i++)
+		hostfile_option(words, n_words, i, &file);
+	if (file == NULL)
+		file = getenv(DT_DEFAULT_HOSTFILE_ENV);
+	el->probe_s = job->parallel.timeout_s > DT_ELASTIC_PROBE_MIN_S ?
+		      job->parallel.timeout_s : DT_ELASTIC_PROBE_MIN_S;
+	snprintf(el->file, sizeof el->file, "%s/hosts", launch_dir);
+	memset(&el->hosts, 0, sizeof el->hosts);
+	if (file == NULL || *file == '\0') {
+		fprintf(stderr, "dtrain: --elastic needs a hostfile, to know "
+			"the hosts: --mpi-args \"--hostfile FILE\" or %s=FILE\n",
+			DT_DEFAULT_HOSTFILE_ENV);
+		rc = 2;
+	} else if (dt_hosts_read(file, &el->hosts, &err) != DT_OK ||
+		   dt_hosts_write(&el->hosts, el->file, &err) != DT_OK) {
+		fprintf(stderr, "dtrain: --elastic: %s\n", err.msg);
+		rc = err.status == DT_ERR_IO ? 1 : 2;
+	} else {
+		unsetenv(DT_DEFAULT_HOSTFILE_ENV);
+	}
+	free(text);
+	free(words);
+	return rc;
+}
+
+/* The command line of a probe: mpirun -np 1 [MPI_ARGS without their
+ * hostfile] --hostfile (set per host) SELF --version; the hostfile's
+ * place in *host_arg. Heap, as child_argv's. */
+static const char **
+probe_argv(const struct run_args *a, const char *self, int *host_arg,
+	   char **mpi_words)
+{
+	size_t n_mpi = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 0;
+	const char **args = dt_xmalloc(n_mpi + 10, sizeof *args);
+	int n = 0;
+
+	args[n++] = DT_MPIRUN;
+	args[n++] = "-np";
+	args[n++] = "1";
+	*mpi_words = add_mpi_args(a, "", args, &n);
+	*host_arg = n - 1;
+	args[n++] = self;
+	args[n++] = "--version";
+	args[n] = NULL;
+	return args;
+}
+
+/* Whether n ranks can run the job: its plan builds for them (with a fixed
+ * global batch and micro-batch, n must divide global / micro). */
+static int
+plan_fits(const struct dt_job *job, int n)
+{
+	struct dt_plan_host host = { .cores = 1, .local_ranks = n };
+	struct dt_plan plan;
+	struct dt_error err;
+	enum dt_status st;
+
+	memset(&plan, 0, sizeof plan);
+	st = dt_plan_build(job, n, &host, NULL, &plan, &err);
+	dt_plan_fini(&plan);
+	return st == DT_OK;
+}
+
+/* After a failed launch of *n ranks: probes every host of the hostfile,
+ * and sets *n to the most ranks, up to -n, that the alive hosts' slots
+ * hold (with -n above all the slots, -n times the share of the slots
+ * left) and the job's plan takes, and writes their hostfile. Returns 0 to
+ * restart, or (fewer than --elastic MIN ranks left, or no hostfile
+ * written) the exit code fail_rc after naming the hosts lost. */
+static int
+elastic_resize(const struct run_args *a, const struct dt_job *job,
+	       const char *self, const char *launch_dir, struct elastic *el,
+	       int *n, int fail_rc)
+{
+	struct dt_hosts before = { .n = el->hosts.n };
+	char lost[1024], where[1024];
+	const char **args;
+	char *mpi_words;
+	struct dt_error err;
+	int host_arg, slots, total = 0, cap, fit;
+
+	before.h = dt_xmalloc((size_t)el->hosts.n, sizeof *before.h);
+	memcpy(before.h, el->hosts.h, (size_t)el->hosts.n * sizeof *before.h);
+	for (int i = 0; i < el->hosts.n; i++)
+		el->hosts.h[i].alive = 1;	/* a lost host may be back */
+	args = probe_argv(a, self, &host_arg, &mpi_words);
+	dt_hosts_probe(&el->hosts, args, host_arg, launch_dir, el->probe_s);
+	free(args);
+	free(mpi_words);
+	dt_hosts_lost(&el->hosts, &before, *n, lost, sizeof lost);
+	free(before.h);
+	slots = dt_hosts_slots(&el->hosts);
+	for (int i = 0; i < el->hosts.n; i++)
+		total += el->hosts.h[i].slots;
+	/* -n beyond the slots (oversubscribed) keeps its ratio to them. */
+	cap = a->n_ranks <= total ? slots :
+	      (int)((long long)a->n_ranks * slots / total);
+	fit = cap < a->n_ranks ? cap : a->n_ranks;
+	while (fit >= a->elastic && !plan_fits(job, fit))
+		fit--;
+	if (fit < a->elastic) {
+		char why[256];
+
+		dt_hosts_placement(&el->hosts, slots, where, sizeof where);
+		if (cap < a->elastic)
+			snprintf(why, sizeof why, "fewer than --elastic %d",
+				 a->elastic);
+		else
+			snprintf(why, sizeof why, "and the job's plan takes "
+				 "no rank count from %d down to --elastic %d",
+				 cap < a->n_ranks ? cap : a->n_ranks,
+				 a->elastic);
+		fprintf(stderr, "dtrain: --elastic %d: %s%s%s; the hosts that "
+			"answered (%s) hold %d slot%s, %s; stopping (exit "
+			"%d)\n", a->elastic,
+			lost[0] != '\0' ? "lost " : "no host lost", lost,
+			lost[0] != '\0' ? ", which did not answer a probe" : "",
+			where[0] != '\0' ? where : "none", slots,
+			slots == 1 ? "" : "s", why, fail_rc);
+		return fail_rc;
+	}
+	if (dt_hosts_write(&el->hosts, el->file, &err) != DT_OK) {
+		fprintf(stderr, "dtrain: --elastic: %s\n", err.msg);
+		return fail_rc;
+	}
+	if (lost[0] != '\0')
+		fprintf(stderr, "dtrain: --elastic: lost %s (no answer to a "
+			"probe within %.0f s)\n", lost, el->probe_s);
+	*n = fit;
+	return 0;
+}
+
+/* The line that says where a launch of n ranks runs. */
+static void
+say_placement(const struct elastic *el, int n, int restart)
+{
+	char where[1024];
+	int used = dt_hosts_placement(&el->hosts, n, where, sizeof where);
+
+	if (restart > 0)
+		fprintf(stderr, "dtrain: restart %d: %d rank%s on %d host%s: "
+			"%s\n", restart, n, n == 1 ? "" : "s", used,
+			used == 1 ? "" : "s", where);
+	else
+		fprintf(stderr, "dtrain: %d rank%s on %d host%s: %s\n", n,
+			n == 1 ? "" : "s", used, used == 1 ? "" : "s", where);
+}
+
 /* -n N and/or --max-restarts K: check the job as N ranks would see it, then
  * start mpirun (or, with --max-restarts alone, one rank) and wait for it,
  * passing a SIGINT or SIGTERM on to the ranks (forward_stop) and restarting
@@ -551,6 +816,8 @@ launch(int argc, char **argv, const struct run_args *a,
 	char self[PATH_MAX], np[16], dir[DT_JOB_PATH_MAX + 16];
 	char launch_dir[PATH_MAX];
 	const char *tmpdir = getenv("TMPDIR");
+	struct elastic el;
+	int n = a->n_ranks;
 	const char **args;
 	char *mpi_words;
 	struct dt_error err;
@@ -581,6 +848,16 @@ launch(int argc, char **argv, const struct run_args *a,
 		return 1;
 	}
 	setenv(DT_LAUNCH_DIR_ENV, launch_dir, 1);
+	memset(&el, 0, sizeof el);
+	if (a->elastic > 0) {
+		rc = elastic_init(a, job, launch_dir, &el);
+		if (rc != 0) {
+			unlink(el.file);
+			clean_launch_dir(launch_dir, a->n_ranks, 1);
+			return rc;
+		}
+		say_placement(&el, n, 0);
+	}
 	/* mpirun hands the ranks' stderr to a pipe: tell rank 0 that it ends
 	 * on a terminal (train/progress.c). */
 	if (isatty(STDERR_FILENO) && getenv(DT_PROGRESS_TTY_ENV) == NULL)
@@ -593,10 +870,10 @@ launch(int argc, char **argv, const struct run_args *a,
 	/* A closed terminal hangs up this process group only: stop the job
 	 * cleanly then too. */
 	sigaction(SIGHUP, &sa, NULL);
-	args = child_argv(argc, argv, a, self, np, sizeof np, 0, dir,
-			  &mpi_words);
+	args = child_argv(argc, argv, a, self, n, a->elastic > 0 ? el.file :
+			  NULL, np, sizeof np, 0, dir, &mpi_words);
 	for (int attempt = 0;; attempt++) {
-		rc = run_child(args, a->n_ranks, launch_dir);
+		rc = run_child(args, n, launch_dir);
 		free(args);
 		free(mpi_words);
 		/* Done, bad input, or stopped on request: nothing to retry. */
@@ -609,14 +886,23 @@ launch(int argc, char **argv, const struct run_args *a,
 					a->max_restarts);
 			break;
 		}
+		if (a->elastic > 0 &&
+		    elastic_resize(a, job, self, launch_dir, &el, &n, rc) != 0)
+			break;
 		fprintf(stderr, "dtrain: the job failed (exit %d); restarting "
 			"from the newest checkpoint in %s (restart %d of %d)\n",
 			rc, dir, attempt + 1, a->max_restarts);
+		if (a->elastic > 0)
+			say_placement(&el, n, attempt + 1);
 		wait_rundir_free(dir);
-		args = child_argv(argc, argv, a, self, np, sizeof np, 1, dir,
+		args = child_argv(argc, argv, a, self, n, a->elastic > 0 ?
+				  el.file : NULL, np, sizeof np, 1, dir,
 				  &mpi_words);
 	}
+	if (a->elastic > 0)
+		unlink(el.file);
 	clean_launch_dir(launch_dir, a->n_ranks, 1);
+	dt_hosts_fini(&el.hosts);
 	return rc;
 }
 
@@ -658,6 +944,13 @@ train_cmd(int argc, char **argv, int resume)
 		free(a.sets);
 		return usage_error(&a, "%s", "--mpi-args goes with -n (the "
 				   "options are for the mpirun it starts)");
+	}
+	if (a.elastic > 0 && (a.n_ranks == 0 || a.max_restarts == 0 ||
+			      a.elastic > a.n_ranks)) {
+		free(a.sets);
+		return usage_error(&a, "%s", "--elastic MIN goes with -n N "
+				   "(N >= MIN), --max-restarts and a hostfile "
+				   "(a restart runs on the hosts still alive)");
 	}
 	if (a.n_ranks > 0 || a.max_restarts > 0) {
 		const char *launcher = dt_cmd_launcher();

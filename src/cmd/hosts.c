@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/* hosts.c - the hosts of an elastic launch (see hosts.h): Open MPI's
+ * hostfile format as its mpirun(1) page describes it (a name, then
+ * key=value words; only slots= matters here), and a probe of each host by
+ * the same mpirun, bounded by a timeout. */
+#include "cmd/hosts.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/alloc.h"
+
+static struct dt_host *
+find_host(struct dt_hosts *hosts, const char *name)
+{
+	for (int i = 0; i < hosts->n; i++)
+		if (strcmp(hosts->h[i].name, name) == 0)
+			return &hosts->h[i];
+	return NULL;
+}
+
+/* One line of a hostfile, comments already cut: adds its host. */
+static enum dt_status
+read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
+	  int line_no, struct dt_error *err)
+{
+	char *save = NULL, *name = strtok_r(line, " \t\r\n", &save);
+	char *word;
+	long slots = 1;
+	struct dt_host *h;
+
+	if (name == NULL)
+		return DT_OK;
+	if (strlen(name) >= DT_HOST_NAME_MAX)
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: host name longer "
+				 "than %d bytes", path, line_no,
+				 DT_HOST_NAME_MAX - 1);
+	while ((word = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
+		char *end;
+
+		if (strncmp(word, "slots=", 6) != 0)
+			continue;	/* max_slots= and the like */
+		errno = 0;
+		slots = strtol(word + 6, &end, 10);
+		if (errno != 0 || end == word + 6 || *end != '\0' ||
+		    slots < 1 || slots > 1 << 20)
+			return dt_errorf(err, DT_ERR_USAGE, "%s:%d: %s: "
+					 "expected slots=N with N from 1 to "
+					 "1048576", path, line_no, word);
+	}
+	h = find_host(hosts, name);
+	if (h != NULL) {
+		h->slots += (int)slots;
+		return DT_OK;
+	}
+	if (hosts->n == *cap) {
+		*cap = *cap > 0 ? 2 * *cap : 8;
+		hosts->h = dt_xrealloc(hosts->h, (size_t)*cap, sizeof *hosts->h);
+	}
+	h = &hosts->h[hosts->n++];
+	snprintf(h->name, sizeof h->name, "%s", name);
+	h->slots = (int)slots;
+	h->alive = 1;
+	return DT_OK;
+}
+
+enum dt_status
+dt_hosts_read(const char *path, struct dt_hosts *hosts, struct dt_error *err)
+{
+	FILE *f = fopen(path, "r");
+	char line[4096];
+	int cap = 0, line_no = 0;
+	enum dt_status st = DT_OK;
+
+	hosts->h = NULL;
+	hosts->n = 0;
+	if (f == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: %s", path,
+				 strerror(errno));
+	while (st == DT_OK && fgets(line, sizeof line, f) != NULL) {
+		char *hash = strchr(line, '#');
+
+		line_no++;
+		if (hash != NULL)
+			*hash = '\0';
+		st = read_line(hosts, &cap, line, path, line_no, err);
+	}
+	if (st == DT_OK && ferror(f))
+		st = dt_errorf(err, DT_ERR_IO, "%s: read error", path);
+	fclose(f);
+	if (st == DT_OK && hosts->n == 0)
+		st = dt_errorf(err, DT_ERR_USAGE, "%s: names no host", path);
+	if (st != DT_OK)
+		dt_hosts_fini(hosts);
+	return st;
+}
+
+void
+dt_hosts_fini(struct dt_hosts *hosts)
+{
+	free(hosts->h);
+	hosts->h = NULL;
+	hosts->n = 0;
+}
+
+/* Writes the alive hosts, or host `only` alone when it is >= 0. */
+static enum dt_status
+write_file(const struct dt_hosts *hosts, int only, const char *path,
+	   struct dt_error *err)
+{
+	FILE *f = fopen(path, "w");
+	int bad;
+
+	if (f == NULL)
+		return dt_errorf(err, DT_ERR_IO, "%s: %s", path,
+				 strerror(errno));
+	for (int i = 0; i < hosts->n; i++) {
+		const struct dt_host *h = &hosts->h[i];
+
+		if (only >= 0 ? i == only : h->alive)
+			fprintf(f, "%s slots=%d\n", h->name,
+				only >= 0 ? 1 : h->slots);
+	}
+	bad = ferror(f);
+	if (fclose(f) != 0 || bad)
+		return dt_errorf(err, DT_ERR_IO, "%s: write failed", path);
+	return DT_OK;
+}
+
+enum dt_status
+dt_hosts_write(const struct dt_hosts *hosts, const char *path,
+	       struct dt_error *err)
+{
+	return write_file(hosts, -1, path, err);
+}
+
+int
+dt_hosts_slots(const struct dt_hosts *hosts)
+{
+	int n = 0;
+
+	for (int i = 0; i < hosts->n; i++)
+		if (hosts->h[i].alive)
+			n += hosts->h[i].slots;
+	return n;
+}
+
+/* Appends printf-style text at *len in buf, never past size - 1. */
+static void
+append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void
+append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*len + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(buf + *len, size - *len, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*len += (size_t)w < size - *len ? (size_t)w : size - *len - 1;
+}
+
+/* The ranks host i gets when n_ranks fill the alive hosts' slots in
+ * order: their number, the first in *first. */
+static int
+host_ranks(const struct dt_hosts *hosts, int n_ranks, int i, int *first)
+{
+	int next = 0;
+
+	*first = 0;
+	for (int k = 0; k < hosts->n; k++) {
+		int take;
+
+		if (!hosts->h[k].alive)
+			continue;
+		take = n_ranks - next < hosts->h[k].slots ? n_ranks - next :
+		       hosts->h[k].slots;
+		if (take < 0)
+			take = 0;
+		if (k == i) {
+			*first = next;
+			return take;
+		}
+		next += take;
+	}
+	return 0;
+}
+
+/* Appends "NAME (rank F)" or "NAME (ranks F-L)" for host i of hosts under
+ * n_ranks, after a comma unless it is the first. */
+static void
+append_host(const struct dt_hosts *hosts, int n_ranks, int i, int first_item,
+	    char *buf, size_t size, size_t *len)
+{
+	int first, take = host_ranks(hosts, n_ranks, i, &first);
+	const char *sep = first_item ? "" : ", ";
+
+	if (take == 0)
+		append(buf, size, len, "%s%s (no rank)", sep, hosts->h[i].name);
+	else if (take == 1)
+		append(buf, size, len, "%s%s (rank %d)", sep, hosts->h[i].name,
+		       first);
+	else
+		append(buf, size, len, "%s%s (ranks %d-%d)", sep,
+		       hosts->h[i].name, first, first + take - 1);
+}
+
+int
+dt_hosts_placement(const struct dt_hosts *hosts, int n_ranks, char *buf,
+		   size_t size)
+{
+	size_t len = 0;
+	int used = 0, first;
+
+	if (size > 0)
+		buf[0] = '\0';
+	for (int i = 0; i < hosts->n; i++)
+		if (hosts->h[i].alive &&
+		    host_ranks(hosts, n_ranks, i, &first) > 0)
+			append_host(hosts, n_ranks, i, used++ == 0, buf, size,
+				    &len);
+	return used;
+}
+
+int
+dt_hosts_lost(const struct dt_hosts *now, const struct dt_hosts *before,
+	      int n_before, char *buf, size_t size)
+{
+	size_t len = 0;
+	int lost = 0;
+
+	if (size > 0)
+		buf[0] = '\0';
+	for (int i = 0; i < now->n && i < before->n; i++)
+		if (!now->h[i].alive && before->h[i].alive)
+			append_host(before, n_before, i, lost++ == 0, buf,
+				    size, &len);
+	return lost;
+}
+
+/* Starts argv with its output on /dev/null in a process group of its own;
+ * returns the pid, or -1. */
+static pid_t
+start_quiet(const char **argv)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR);
+
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (fd >= 0) {
+			dup2(fd, STDIN_FILENO);
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+			if (fd > STDERR_FILENO)
+				close(fd);
+		}
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+void
+dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
+	       const char *dir, double timeout_s)
+{
+	pid_t *pids = dt_xcalloc((size_t)hosts->n + 1, sizeof *pids);
+	char path[4096];
+	struct timespec t0, now;
+	int left = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < hosts->n; i++) {
+		pids[i] = -1;
+		if (!hosts->h[i].alive)
+			continue;
+		snprintf(path, sizeof path, "%s/probe-%d", dir, i);
+		if (write_file(hosts, i, path, NULL) != DT_OK) {
+			hosts->h[i].alive = 0;
+			continue;
+		}
+		argv[host_arg] = path;
+		pids[i] = start_quiet(argv);
+		if (pids[i] < 0)
+			hosts->h[i].alive = 0;
+		else
+			left++;
+	}
+	while (left > 0) {
+		struct timespec nap = { 0, 50 * 1000 * 1000 };
+		double waited;
+
+		for (int i = 0; i < hosts->n; i++) {
+			int status;
+
+			if (pids[i] <= 0 || waitpid(pids[i], &status,
+						    WNOHANG) != pids[i])
+				continue;
+			hosts->h[i].alive = WIFEXITED(status) &&
+					    WEXITSTATUS(status) == 0;
+			kill(-pids[i], SIGKILL);	/* what it left */
+			pids[i] = 0;
+			left--;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (double)(now.tv_sec - t0.tv_sec) +
+			 (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+		if (left > 0 && waited >= timeout_s) {
+			for (int i = 0; i < hosts->n; i++) {
+				if (pids[i] <= 0)
+					continue;
+				kill(-pids[i], SIGKILL);
+				waitpid(pids[i], NULL, 0);
+				hosts->h[i].alive = 0;
+				pids[i] = 0;
+			}
+			left = 0;
+		}
+		if (left > 0)
+			nanosleep(&nap, NULL);
+	}
+	for (int i = 0; i < hosts->n; i++) {
+		snprintf(path, sizeof path, "%s/probe-%d", dir, i);
+		unlink(path);
+	}
+	argv[host_arg] = NULL;
+	free(pids);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/* hosts.h - the hosts of a `dtrain run -n ... --elastic MIN` launch: the
+ * hostfile read and written back, a probe of each host through mpirun, and
+ * where Open MPI puts the ranks (it fills each host's slots in the file's
+ * order). */
+#ifndef DT_CMD_HOSTS_H
+#define DT_CMD_HOSTS_H
+
+#include <stddef.h>
+
+#include "util/status.h"
+
+#define DT_HOST_NAME_MAX 256
+
+struct dt_host {
+	char name[DT_HOST_NAME_MAX];
+	int slots;		/* slots=N, 1 when the line gives none */
+	int alive;		/* 1 until a probe finds it gone */
+};
+
+/* The hosts of a hostfile, in its order; a name given twice is one host
+ * with the slots of both lines. */
+struct dt_hosts {
+	struct dt_host *h;	/* (n) */
+	int n;
+};
+
+/* Reads the hostfile at path (Open MPI's format: one host per line, its
+ * name first, then words such as slots=N; '#' starts a comment) into
+ * *hosts, every host alive. Returns DT_ERR_IO "PATH: ..." when it cannot
+ * be read, DT_ERR_USAGE "PATH:LINE: ..." for a bad slots count and for a
+ * file that names no host; *hosts is then empty. The caller frees it with
+ * dt_hosts_fini. */
+enum dt_status dt_hosts_read(const char *path, struct dt_hosts *hosts,
+			     struct dt_error *err);
+
+void dt_hosts_fini(struct dt_hosts *hosts);
+
+/* Writes the hosts still alive to path as a hostfile ("NAME slots=N" a
+ * line). Returns DT_ERR_IO "PATH: ..." on failure. */
+enum dt_status dt_hosts_write(const struct dt_hosts *hosts, const char *path,
+			      struct dt_error *err);
+
+/* The slots of the hosts still alive. */
+int dt_hosts_slots(const struct dt_hosts *hosts);
+
+/* Where n_ranks ranks run on the hosts still alive, filled in order, as
+ * "NAME (rank 0), NAME (ranks 1-2)" (hosts that get none are left out),
+ * into buf (size bytes, always terminated). Returns the number of hosts
+ * used. */
+int dt_hosts_placement(const struct dt_hosts *hosts, int n_ranks, char *buf,
+		       size_t size);
+
+/* The hosts alive in before but not in now (the same hosts, probed
+ * again), each with the ranks it had when n_before ranks ran on before,
+ * as "NAME (rank 1), NAME (ranks 2-3)", into buf (size bytes, always
+ * terminated). Returns their number. */
+int dt_hosts_lost(const struct dt_hosts *now, const struct dt_hosts *before,
+		  int n_before, char *buf, size_t size);
+
+/* Probes every host still alive at once: argv is an mpirun command line
+ * whose element host_arg is replaced by the path of a hostfile naming that
+ * host alone (written under dir as probe-K), run with standard input,
+ * output and error on /dev/null in a process group of its own. A host
+ * whose command has not exited 0 within timeout_s seconds (its process
+ * group is then killed) is marked not alive. A probe that cannot be
+ * started counts as lost. */
+void dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
+		    const char *dir, double timeout_s);
+
+#endif

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* test_hosts.c - the hosts of an elastic launch (cmd/hosts.c): a hostfile
+ * with comments, a host named twice and a line without slots=, its
+ * refusals, where the ranks go when hosts are lost, the hostfile written
+ * back, and the probe against a stand-in for mpirun (a shell script that
+ * answers, fails or never answers, by the host it is given). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cmd/hosts.h"
+
+static char dir[64];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/test_hosts.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Writes text to DIR/name; the path into path (256 bytes). */
+static void
+put(const char *name, const char *text, char *path)
+{
+	FILE *f;
+
+	snprintf(path, 256, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The file's text, at most 255 bytes. */
+static void
+slurp(const char *path, char *buf)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, 255, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* a: 2 + 1 slots over two lines, b: no slots= (1), c: 4. */
+static void
+read_abc(struct dt_hosts *h)
+{
+	char path[256];
+	struct dt_error err;
+
+	put("hosts", "# the cluster\na slots=2 max_slots=8\n\n"
+	    "b   # no slots\nc slots=4\na slots=1\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, h, &err), DT_OK);
+}
+
+START_TEST(read_merges_and_counts)
+{
+	struct dt_hosts h;
+
+	read_abc(&h);
+	ck_assert_int_eq(h.n, 3);
+	ck_assert_str_eq(h.h[0].name, "a");
+	ck_assert_int_eq(h.h[0].slots, 3);
+	ck_assert_str_eq(h.h[1].name, "b");
+	ck_assert_int_eq(h.h[1].slots, 1);
+	ck_assert_str_eq(h.h[2].name, "c");
+	ck_assert_int_eq(h.h[2].slots, 4);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(h.h[i].alive, 1);
+	ck_assert_int_eq(dt_hosts_slots(&h), 8);
+	dt_hosts_fini(&h);
+}
+END_TEST
+
+START_TEST(read_refusals)
+{
+	char path[256], want[300];
+	struct dt_hosts h;
+	struct dt_error err;
+
+	put("bad", "a slots=2\nb slots=0\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	snprintf(want, sizeof want, "%s:2: slots=0: expected slots=N", path);
+	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+	ck_assert_int_eq(h.n, 0);
+	put("word", "a slots=2x\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	put("empty", "# nobody\n\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	ck_assert_msg(strstr(err.msg, "names no host") != NULL, "%s",
+		      err.msg);
+	snprintf(path, sizeof path, "%s/missing", dir);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_IO);
+}
+END_TEST
+
+START_TEST(placement_fills_slots_in_order)
+{
+	struct dt_hosts h, before;
+	char buf[256];
+
+	read_abc(&h);
+	ck_assert_int_eq(dt_hosts_placement(&h, 5, buf, sizeof buf), 3);
+	ck_assert_str_eq(buf, "a (ranks 0-2), b (rank 3), c (rank 4)");
+	ck_assert_int_eq(dt_hosts_placement(&h, 2, buf, sizeof buf), 1);
+	ck_assert_str_eq(buf, "a (ranks 0-1)");
+	before.n = h.n;
+	before.h = malloc((size_t)h.n * sizeof *h.h);
+	memcpy(before.h, h.h, (size_t)h.n * sizeof *h.h);
+	h.h[1].alive = 0;
+	ck_assert_int_eq(dt_hosts_slots(&h), 7);
+	ck_assert_int_eq(dt_hosts_placement(&h, 7, buf, sizeof buf), 2);
+	ck_assert_str_eq(buf, "a (ranks 0-2), c (ranks 3-6)");
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, sizeof buf), 1);
+	ck_assert_str_eq(buf, "b (rank 3)");
+	h.h[2].alive = 0;
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, sizeof buf), 2);
+	ck_assert_str_eq(buf, "b (rank 3), c (ranks 4-7)");
+	/* A short buffer is cut, still terminated. */
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, 6), 2);
+	ck_assert_str_eq(buf, "b (ra");
+	free(before.h);
+	dt_hosts_fini(&h);
+}
+END_TEST
+
+START_TEST(write_keeps_the_alive)
+{
+	struct dt_hosts h;
+	struct dt_error err;
+	char path[256], text[256];
+
+	read_abc(&h);
+	h.h[1].alive = 0;
+	snprintf(path, sizeof path, "%s/out", dir);
+	ck_assert_int_eq(dt_hosts_write(&h, path, &err), DT_OK);
+	slurp(path, text);
+	ck_assert_str_eq(text, "a slots=3\nc slots=4\n");
+	dt_hosts_fini(&h);
+}
+END_TEST
+
+/* The stand-in for mpirun gets the probe's hostfile as $0: "dead" never
+ * answers, "bad" fails, the others answer. */
+START_TEST(probe_marks_silent_and_failing_hosts)
+{
+	static const char script[] =
+		"read h rest <\"$0\"; case $h in dead) exec sleep 30 ;; "
+		"bad) exit 1 ;; esac; exit 0";
+	const char *argv[] = { "/bin/sh", "-c", script, NULL, NULL };
+	char path[256];
+	struct dt_hosts h;
+	struct dt_error err;
+	struct timespec t0, t1;
+	double s;
+
+	put("hosts", "live1 slots=2\ndead\nlive2\nbad\nskipped\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_OK);
+	h.h[4].alive = 0;	/* lost before: not probed, stays lost */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	dt_hosts_probe(&h, argv, 3, dir, 1.0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) +
+	    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	ck_assert_int_eq(h.h[0].alive, 1);
+	ck_assert_int_eq(h.h[1].alive, 0);
+	ck_assert_int_eq(h.h[2].alive, 1);
+	ck_assert_int_eq(h.h[3].alive, 0);
+	ck_assert_int_eq(h.h[4].alive, 0);
+	/* Bounded by the timeout, not by the sleeper's 30 s. */
+	ck_assert_msg(s >= 1.0 && s < 10.0, "probe took %.2f s", s);
+	/* The probe's own hostfiles are gone. */
+	snprintf(path, sizeof path, "%s/probe-1", dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	dt_hosts_fini(&h);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("hosts");
+	TCase *tc = tcase_create("hosts");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, read_merges_and_counts);
+	tcase_add_test(tc, read_refusals);
+	tcase_add_test(tc, placement_fills_slots_in_order);
+	tcase_add_test(tc, write_keeps_the_alive);
+	tcase_add_test(tc, probe_marks_silent_and_failing_hosts);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
