@@ -116,6 +116,12 @@ enum dt_ps_mode {
 	DT_PS_ASYNC,
 };
 
+/* parallel.grad_wire: the gradient's element type on the wire. */
+enum dt_grad_wire {
+	DT_GRAD_WIRE_F32 = 0,
+	DT_GRAD_WIRE_BF16,
+};
+
 enum dt_data_format {
 	DT_FORMAT_IDX = 0,	/* images + labels */
 	DT_FORMAT_CSV,		/* file; label_column; header */
@@ -263,6 +269,10 @@ struct dt_job {
 		int64_t max_staleness;	/* async bound (default 4) */
 		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
 		double timeout_s;	/* watchdog; 0 = off */
+		bool overlap;		/* bucketed sums during backward
+					 * (default true) */
+		double bucket_mb;	/* bucket size, MiB (> 0) */
+		enum dt_grad_wire grad_wire;	/* f32 (default), bf16 */
 	} parallel;
 
 	struct {

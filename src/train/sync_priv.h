@@ -31,6 +31,14 @@ struct dt_grad_sync {
 	struct dt_comm *workers;	/* the ranks that train */
 	struct dt_ps *ps;		/* parameter servers, else NULL */
 	int lazy;			/* asynchronous servers */
+	int overlap;			/* dt_grad_sync_overlap */
+	enum dt_grad_wire wire;		/* f32, or bf16 over > 1 rank */
+	int n_buckets;
+	struct dt_grad_bucket *buckets;	/* (n_buckets) */
+	unsigned char *added;		/* exact: (n_buckets) this micro-
+					 * batch's gradient is in acc */
+	unsigned char *pending;		/* (n_buckets) started, unfinished */
+	uint16_t *wire16;		/* bf16: (n) the gradient as sent */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

@@ -27,7 +27,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/usage-man.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
-	tests/integration/rundir-lock.sh
+	tests/integration/rundir-lock.sh \
+	tests/integration/overlap.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
