@@ -3,11 +3,17 @@
  * implementations: float, exact (double), and both over pipeline stages.
  *
  * Float: the micro-batches' backward passes add into the float gradient
- * arena, and one MPI_SUM all-reduce over the summing ranks adds the
- * ranks' arenas. Exact (dt_plan_exact_accum): each micro-batch's float
- * gradient is added to a double accumulator, the accumulators are summed
- * in double (MPI_DOUBLE, 8 bytes a value) and rounded to float once, so
- * the gradient does not depend on how the global batch is split.
+ * arena, and MPI_SUM all-reduces over the summing ranks add the ranks'
+ * arenas, bucket by bucket (sync.h: started during the last backward
+ * with parallel.overlap; one blocking sum of the whole arena without).
+ * Exact (dt_plan_exact_accum): each micro-batch's float gradient is
+ * added to a double accumulator, the accumulators are summed in double
+ * (MPI_DOUBLE, 8 bytes a value) and rounded to float once, so the
+ * gradient does not depend on how the global batch is split; the last
+ * micro-batch goes into the accumulator bucket by bucket, as each is
+ * begun, so the double sums start as early as the float ones would. With
+ * the bf16 wire (util/bf16.h) each bucket is packed into wire16 before
+ * its sum and unpacked after.
  *
  * The squared norm for clipping is each tensor's sum of squares in
  * double, added in model order: a rank holding the whole model computes

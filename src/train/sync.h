@@ -10,6 +10,8 @@
  *                                           backward pass
  *   dt_grad_sync_begin(bucket)              when a bucket's gradient is
  *                                           final (its last backward ran)
+ *   dt_grad_sync_progress                   between the nodes of the last
+ *                                           backward (overlap)
  * and the loop, before the optimizer:
  *   dt_grad_sync_finish                     every bucket summed (waits)
  *   dt_grad_sync_norm2                      the squared gradient norm
@@ -38,8 +40,9 @@
  * A sum over one rank sends nothing, and bf16 then changes nothing.
  *
  * Implementations (sync.c, sync_ps.c):
- *   allreduce        float gradients summed by one MPI_SUM all-reduce
- *                    over the data-parallel ranks; the norm from the
+ *   allreduce        float gradients summed by MPI_SUM all-reduces
+ *                    (one a bucket) over the data-parallel ranks, in
+ *                    the wire's type; the norm from the
  *                    rank's own (whole) gradient
  *   exact            each micro-batch's gradient added to a double
  *                    accumulator, the accumulators summed in double and

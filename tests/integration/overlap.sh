@@ -7,7 +7,8 @@
 # gradients bucket by bucket); buckets of 0.01 MiB cut the small MLP's
 # six tensors into several buckets, and a tensor larger than a bucket.
 # The bf16 wire moves 2 bytes a gradient value (summary.json and plan
-# agree) and changes the losses, but only a little.
+# agree) and changes the losses, but by less than 5e-3 relative (7e-4
+# measured).
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 write_small_job job.yaml
@@ -59,8 +60,8 @@ a, b = losses("float-on"), losses("bf16")
 if a == b:
     sys.exit("bf16 gave the f32 losses: nothing was rounded")
 worst = max(abs(x - y) / abs(x) for x, y in zip(a, b))
-if worst > 1e-2:
-    sys.exit("bf16 losses %.3g relative from f32 (> 1e-2)" % worst)
+if worst > 5e-3:
+    sys.exit("bf16 losses %.3g relative from f32 (> 5e-3)" % worst)
 PY
 # The exact mode's cost is in the plan: 8 bytes a value.
 "$DTRAIN" plan --dry-run -n 2 job.yaml >plan.txt
