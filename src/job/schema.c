@@ -295,7 +295,7 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.overlap), .def = "true", ALLREDUCE,
 	  .doc = "allreduce: sum gradient buckets during backward" },
 	{ .key = "parallel.bucket_mb", .type = DT_KEY_FLOAT,
-	  .off = OFF(parallel.bucket_mb), .def = "4",
+	  .off = OFF(parallel.bucket_mb), .def = "1",
 	  .flags = DT_KEYF_MIN | DT_KEYF_MIN_OPEN | DT_KEYF_MAX, .min = 0,
 	  .max = 1048576, ALLREDUCE,
 	  .doc = "allreduce with overlap: MiB of gradient per bucket" },
