@@ -41,6 +41,6 @@ bench-side-by-side: bench/sgemm_peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak
 .PHONY: bench bench-side-by-side bench-cluster
-EXTRA_DIST += bench/sync-overhead.sh bench/layouts.sh bench/compare-losses.sh \
+EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py

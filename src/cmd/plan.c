@@ -269,9 +269,12 @@ measure_gflops(int threads)
 
 /* --link: the per-step estimate added to desc. */
 static enum dt_status
-add_link(const struct plan_args *a, const struct dt_plan *plan,
-	 struct json_object *desc, struct dt_error *err)
+add_link(const struct plan_args *a, const struct dt_job *job,
+	 const struct dt_plan *plan, struct json_object *desc,
+	 struct dt_error *err)
 {
+	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
+	int overlap = !ps && job->parallel.overlap;
 	struct dt_plan_link link;
 	char source[96];
 	double gflops = a->gflops;
@@ -291,10 +294,12 @@ add_link(const struct plan_args *a, const struct dt_plan *plan,
 			 "512, %d BLAS thread%s)", plan->blas_threads,
 			 plan->blas_threads == 1 ? "" : "s");
 	}
-	/* parallel.overlap is not a key of this build: the estimate takes
-	 * the sync as overlapped with backward, as the bucketed sync does. */
-	dt_plan_link_estimate(desc, &link, gflops, source, 1,
-			      "assumed, parallel.overlap is not in this build");
+	/* The bucketed sums of parallel.overlap run behind backward; the
+	 * parameter servers' push and pull do not. */
+	dt_plan_link_estimate(desc, &link, gflops, source, overlap,
+			      ps ? "parameter servers do not overlap" :
+			      overlap ? "parallel.overlap: true" :
+			      "parallel.overlap: false");
 	return DT_OK;
 }
 
@@ -387,7 +392,7 @@ cmd_plan(int argc, char **argv)
 	desc = json_object_get(plan.desc);
 	json_object_object_add(desc, "sources",
 			       describe_sources(srcs, n_srcs));
-	st = add_link(&a, &plan, desc, &err);
+	st = add_link(&a, &job, &plan, desc, &err);
 	if (st != DT_OK) {
 		json_object_put(desc);
 		dt_plan_fini(&plan);

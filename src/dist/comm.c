@@ -137,6 +137,62 @@ dt_comm_allreduce_sum_f64(struct dt_comm *c, double *buf, size_t n,
 }
 
 enum dt_status
+dt_comm_allreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
+			   struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_BF16, DT_COMM_SUM, err);
+}
+
+/* Starting a non-blocking sum does not wait: not watched. */
+static enum dt_status
+istart(struct dt_comm *c, void *buf, size_t n, int type, struct dt_error *err)
+{
+	if (c->ops->iallreduce == NULL)
+		return DT_OK;
+	return c->ops->iallreduce(c, buf, n, type, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_f32(struct dt_comm *c, float *buf, size_t n,
+			   struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_F32, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_f64(struct dt_comm *c, double *buf, size_t n,
+			   struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_F64, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
+			    struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_BF16, err);
+}
+
+enum dt_status
+dt_comm_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
+{
+	if (c->ops->coll_test == NULL) {
+		if (all_done != NULL)
+			*all_done = 1;
+		return DT_OK;
+	}
+	return c->ops->coll_test(c, all_done, err);
+}
+
+enum dt_status
+dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err)
+{
+	if (c->ops->coll_wait == NULL)
+		return DT_OK;
+	WATCHED(c, "MPI_Waitall (sums)", c->ops->coll_wait(c, err));
+}
+
+enum dt_status
 dt_comm_allreduce_max_int(struct dt_comm *c, int *buf, size_t n,
 			  struct dt_error *err)
 {

@@ -48,6 +48,37 @@ enum dt_status dt_comm_allreduce_sum_f32(struct dt_comm *c, float *buf,
 					 size_t n, struct dt_error *err);
 enum dt_status dt_comm_allreduce_sum_f64(struct dt_comm *c, double *buf,
 					 size_t n, struct dt_error *err);
+/* In-place sum over all ranks of n bfloat16 values (util/bf16.h): each
+ * pair of partial sums is widened to float, added in float and rounded
+ * back to bfloat16 (to nearest even) by a user-defined MPI operation, so
+ * 2 bytes a value cross the wire. Errors as for the other sums. */
+enum dt_status dt_comm_allreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
+					  size_t n, struct dt_error *err);
+/* Non-blocking in-place sums (MPI_Iallreduce): start the sum of n floats
+ * / doubles / bfloat16 values of buf over all ranks and return at once.
+ * buf belongs to MPI until dt_comm_coll_wait returns: neither read nor
+ * write it before. Every rank starts the same sums in the same order.
+ * The bytes are counted in dt_comm_bytes_sent when the sum starts. On a
+ * single-process communicator (or a world of one rank) buf already holds
+ * the sum and nothing is pending. Errors: DT_ERR_MPI naming the call and
+ * the rank; nothing is pending for this buffer then. */
+enum dt_status dt_comm_iallreduce_sum_f32(struct dt_comm *c, float *buf,
+					  size_t n, struct dt_error *err);
+enum dt_status dt_comm_iallreduce_sum_f64(struct dt_comm *c, double *buf,
+					  size_t n, struct dt_error *err);
+enum dt_status dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
+					   size_t n, struct dt_error *err);
+/* Drives the pending non-blocking sums of c forward without waiting
+ * (MPI_Testall: Open MPI moves a non-blocking collective on only inside
+ * MPI calls). *all_done (may be NULL) is 1 when none is pending any
+ * more. Errors: DT_ERR_MPI. */
+enum dt_status dt_comm_coll_test(struct dt_comm *c, int *all_done,
+				 struct dt_error *err);
+/* Waits until every pending non-blocking sum of c has completed; their
+ * buffers then hold the sums and are the caller's again. A no-op when
+ * none is pending. Errors: DT_ERR_MPI (the requests are released all the
+ * same). */
+enum dt_status dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err);
 /* In-place maximum over all ranks of n ints (used to agree on a status). */
 enum dt_status dt_comm_allreduce_max_int(struct dt_comm *c, int *buf,
 					 size_t n, struct dt_error *err);
@@ -167,9 +198,15 @@ struct dt_comm_ops {
 			       int tag, struct dt_error *err);
 	enum dt_status (*wait)(struct dt_comm *c, int req, int all,
 			       struct dt_error *err);
+	/* Optional (NULL: a world of one, where a sum is the identity). */
+	enum dt_status (*iallreduce)(struct dt_comm *c, void *buf, size_t n,
+				     int type, struct dt_error *err);
+	enum dt_status (*coll_test)(struct dt_comm *c, int *all_done,
+				    struct dt_error *err);
+	enum dt_status (*coll_wait)(struct dt_comm *c, struct dt_error *err);
 };
 
-enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT };
+enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT, DT_COMM_BF16 };
 enum { DT_COMM_SUM, DT_COMM_MAX };
 
 struct dt_comm {

@@ -847,8 +847,11 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 	for (int i = m->last; i >= m->first; i--) {
 		struct dt_node *n = &m->nodes[i];
 
-		if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i]))
+		if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i])) {
+			if (m->bwd_hook != NULL)
+				m->bwd_hook(m->bwd_ctx, i);
 			continue;
+		}
 		gather_inputs(m, n, x, in);
 		for (int k = 0; k < n->n_inputs; k++) {
 			int src = n->inputs[k];
@@ -862,6 +865,8 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 			m->dout_written[src] = true;
 		}
 		n->ops->backward(n, p, in, din, din_add);
+		if (m->bwd_hook != NULL)
+			m->bwd_hook(m->bwd_ctx, i);
 	}
 	for (int j = 0; j < m->n_recv; j++) {
 		const struct dt_node *n = &m->nodes[m->recv[j]];
@@ -1052,4 +1057,13 @@ dt_model_tensor_info(const struct dt_model *m, int i,
 		info->shape[d] = pt->shape[d];
 	info->offset = pt->offset;
 	info->size = pt->size;
+	info->node_index = m->tensor_node[i];
+}
+
+void
+dt_model_set_backward_hook(struct dt_model *m,
+			   void (*hook)(void *ctx, int node), void *ctx)
+{
+	m->bwd_hook = hook;
+	m->bwd_ctx = ctx;
 }

@@ -209,6 +209,7 @@ struct dt_tensor_info {
 	int64_t shape[4];
 	size_t offset;		/* floats from the start of the arenas */
 	int64_t size;		/* floats */
+	int node_index;		/* its node's index (dt_model_layer_info) */
 };
 void dt_model_tensor_info(const struct dt_model *m, int i,
 			  struct dt_tensor_info *info);
@@ -332,6 +333,28 @@ void dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 			       void (*allreduce)(void *ctx, float *buf,
 						 size_t n),
 			       void *ctx);
+
+/* Sets the hook a backward pass (dt_model_stage_backward and the
+ * training passes) calls after each node of the model (or stage) has
+ * finished: hook(ctx, i) for i from the stage's last node down to its
+ * first, also for a node whose backward is skipped (nothing behind it
+ * needs a gradient). Nodes run in reverse order and a node's backward is
+ * the only writer of its own tensors' gradients, so once hook(ctx, i)
+ * has been called, this pass has added all it adds to the gradient of
+ * every tensor of nodes >= i (dt_tensor_info's node_index): the hook may
+ * hand those floats to a non-blocking sum. The hook runs on the calling
+ * thread between nodes, must not touch the gradients of nodes < i, and
+ * cannot fail the pass (it keeps its own status in ctx). NULL hook
+ * removes it. The model keeps the pointers, not a copy of ctx. */
+void dt_model_set_backward_hook(struct dt_model *m,
+				void (*hook)(void *ctx, int node), void *ctx);
+
+/* dt_model_tp_prepare_grads restricted to the tensors whose gradients lie
+ * in floats [lo, hi) of the gradient arena (a tensor is inside or outside
+ * as a whole: lo and hi fall on tensor boundaries), for a sum that starts
+ * on part of the gradient (a bucket) while backward still runs. */
+void dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo,
+				     size_t hi);
 
 /* Before the gradients of a step are summed over the data-parallel x
  * tensor-parallel ranks: on tensor-parallel ranks other than 0, sets to 0

@@ -57,6 +57,11 @@ struct dt_model {
 	struct dt_tp tp;
 
 	struct dt_pool *pool;	/* dt_model_set_pool; not owned, may be NULL */
+
+	/* dt_model_set_backward_hook: called after each node of a backward
+	 * pass; NULL: none. ctx is not owned. */
+	void (*bwd_hook)(void *ctx, int node);
+	void *bwd_ctx;
 };
 
 #endif

@@ -145,17 +145,26 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 	m->tp.ctx = ctx;
 }
 
-/* Zeroes the gradient of tensor pt when it lies in the trained prefix. */
+/* Zeroes the gradient of tensor pt when it lies in the trained prefix,
+ * inside floats [lo, hi). */
 static void
-zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt)
+zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt,
+	  size_t lo, size_t hi)
 {
-	if (pt->buffer || pt->grad == NULL || pt->offset >= m->n_trained)
+	if (pt->buffer || pt->grad == NULL || pt->offset >= m->n_trained ||
+	    pt->offset < lo || pt->offset >= hi)
 		return;
 	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
 }
 
 void
 dt_model_tp_prepare_grads(struct dt_model *m)
+{
+	dt_model_tp_prepare_grads_range(m, 0, SIZE_MAX);
+}
+
+void
+dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo, size_t hi)
 {
 	if (m->tp.size <= 1 || m->tp.rank == 0 || m->grads == NULL)
 		return;
@@ -165,17 +174,18 @@ dt_model_tp_prepare_grads(struct dt_model *m)
 		switch (n->tp_size > 1 ? n->tp_mode : DT_TP_NONE) {
 		case DT_TP_NONE:
 			for (int k = 0; k < n->n_tensors; k++)
-				zero_grad(m, &n->tensor[k]);
+				zero_grad(m, &n->tensor[k], lo, hi);
 			break;
 		case DT_TP_COLUMN:
 			break;
 		case DT_TP_ROW:		/* the bias, if any */
 			if (n->n_tensors > 1)
-				zero_grad(m, &n->tensor[1]);
+				zero_grad(m, &n->tensor[1], lo, hi);
 			break;
 		case DT_TP_HEADS:	/* proj_bias, the last with bias */
 			if (n->spec.bias)
-				zero_grad(m, &n->tensor[n->n_tensors - 1]);
+				zero_grad(m, &n->tensor[n->n_tensors - 1], lo,
+					  hi);
 			break;
 		}
 	}

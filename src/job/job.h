@@ -144,6 +144,12 @@ enum dt_hierarchical {
 	DT_HIERARCHICAL_OFF,
 };
 
+/* parallel.grad_wire: the gradient's element type on the wire. */
+enum dt_grad_wire {
+	DT_GRAD_WIRE_F32 = 0,
+	DT_GRAD_WIRE_BF16,
+};
+
 enum dt_data_format {
 	DT_FORMAT_IDX = 0,	/* images + labels */
 	DT_FORMAT_CSV,		/* file; label_column; header */
@@ -297,6 +303,10 @@ struct dt_job {
 		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
 		double timeout_s;	/* watchdog; 0 = off */
 		enum dt_hierarchical hierarchical;	/* auto (default) */
+		bool overlap;		/* bucketed sums during backward
+					 * (default true) */
+		double bucket_mb;	/* bucket size, MiB (> 0) */
+		enum dt_grad_wire grad_wire;	/* f32 (default), bf16 */
 	} parallel;
 
 	struct {

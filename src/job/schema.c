@@ -34,6 +34,8 @@
 	.when_mask = 1u << DT_STRATEGY_MODEL | 1u << DT_STRATEGY_HYBRID
 #define SERVER .when = "parallel.sync", \
 	.when_mask = 1u << DT_SYNC_PARAMETER_SERVER
+#define ALLREDUCE .when = "parallel.sync", \
+	.when_mask = 1u << DT_SYNC_ALLREDUCE
 
 #define SOURCE(f, split) .type = DT_KEY_SOURCE, \
 	.off = OFF(data.split.f), .size = SZ(data.split.f.path)
@@ -53,7 +55,8 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_stage_balance) == sizeof(int) &&
 	       sizeof(enum dt_sync_kind) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
-	       sizeof(enum dt_hierarchical) == sizeof(int),
+	       sizeof(enum dt_hierarchical) == sizeof(int) &&
+	       sizeof(enum dt_grad_wire) == sizeof(int),
 	       "enum keys are stored through int");
 
 /* Each list is in the order of its enum. */
@@ -90,6 +93,7 @@ static const char *const sync_names[] = {
 };
 static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const hier_names[] = { "auto", "on", "off", NULL };
+static const char *const wire_names[] = { "f32", "bf16", NULL };
 #define ACT_WORD(NAME, word, ...) #word,
 static const char *const act_names[] = {
 	"none", DT_ACTIVATIONS(ACT_WORD) NULL
@@ -320,6 +324,17 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.hierarchical), .def = "auto",
 	  .names = hier_names,
 	  .doc = "sum gradients on each host first, then across hosts" },
+	{ .key = "parallel.overlap", .type = DT_KEY_BOOL,
+	  .off = OFF(parallel.overlap), .def = "true", ALLREDUCE,
+	  .doc = "allreduce: sum gradient buckets during backward" },
+	{ .key = "parallel.bucket_mb", .type = DT_KEY_FLOAT,
+	  .off = OFF(parallel.bucket_mb), .def = "1",
+	  .flags = DT_KEYF_MIN | DT_KEYF_MIN_OPEN | DT_KEYF_MAX, .min = 0,
+	  .max = 1048576, ALLREDUCE,
+	  .doc = "allreduce with overlap: MiB of gradient per bucket" },
+	{ .key = "parallel.grad_wire", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.grad_wire), .def = "f32", .names = wire_names,
+	  ALLREDUCE, .doc = "allreduce: gradient element type on the wire" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

@@ -47,6 +47,24 @@ struct stage_plan {
 static int64_t get_i(const struct json_object *o, const char *a,
 		     const char *b);
 
+/* Bytes a gradient value takes on the all-reduce's wire (train/sync.h):
+ * bf16 2; else the exact mode's double 8, twice float's 4. */
+static int64_t
+wire_bytes(const struct dt_job *job, const struct dt_plan *plan)
+{
+	if (job->parallel.grad_wire == DT_GRAD_WIRE_BF16)
+		return 2;
+	return plan->exact_accum ? 8 : 4;
+}
+
+static const char *
+wire_word(const struct dt_job *job, const struct dt_plan *plan)
+{
+	if (job->parallel.grad_wire == DT_GRAD_WIRE_BF16)
+		return "bf16";
+	return plan->exact_accum ? "f64" : "f32";
+}
+
 /* One stage's memory and bytes per step, for a rank of it (every rank of
  * a stage holds and moves the same). */
 static void
@@ -88,7 +106,7 @@ plan_stage(const struct dt_job *job, const struct dt_plan *plan,
 		  per_step;
 	sp->grad_allreduce = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
 			     plan->dp_size * plan->tp_size > 1 ?
-			     trained * (exact ? 8 : 4) : 0;
+			     trained * wire_bytes(job, plan) : 0;
 	sp->tp_allreduce = plan->tp_size > 1 ? sp->tp_floats * 4 * per_step :
 			   0;
 }
@@ -283,7 +301,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	} else {
 		/* The ring over the dp x tp ranks of the stage with the most
 		 * trained floats, in the precision they are summed in. */
-		int64_t elem = plan->exact_accum ? 8 : 4;
+		int64_t elem = wire_bytes(job, plan);
 
 		grad_bytes = 0;
 		for (int s = 0; s < pp; s++) {
@@ -297,6 +315,14 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 					      plan->tp_size : 1);
 		ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
 		ADD(comm, "algorithm", json_object_new_string("ring all-reduce"));
+		/* The wire's element (train/sync.h), whether buckets start
+		 * during backward, and their size. */
+		ADD(comm, "wire", json_object_new_string(wire_word(job, plan)));
+		ADD(comm, "wire_bytes_per_value", json_object_new_int64(elem));
+		ADD(comm, "overlap", json_object_new_boolean(
+			    job->parallel.overlap));
+		ADD(comm, "bucket_bytes", json_object_new_int64(
+			    (int64_t)(job->parallel.bucket_mb * 1048576.0)));
 		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
 		ADD(comm, "sent_per_step", json_object_new_int64(ring));
 		ADD(comm, "received_per_step", json_object_new_int64(ring));
@@ -474,6 +500,34 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 
 /* Per stage: its nodes, work, ranks, and what each of its ranks holds
  * and moves per optimizer step. */
+/* The all-reduce's wire: the element, what the exact mode costs, and
+ * the buckets. */
+static void
+print_wire(FILE *out, struct json_object *comm)
+{
+	struct json_object *w, *ov, *bb;
+	const char *word;
+	char b[32];
+
+	if (get_i(comm, "sent_per_step", NULL) == 0 ||
+	    !json_object_object_get_ex(comm, "wire", &w) ||
+	    !json_object_object_get_ex(comm, "overlap", &ov) ||
+	    !json_object_object_get_ex(comm, "bucket_bytes", &bb))
+		return;
+	word = json_object_get_string(w);
+	bytes_text(b, sizeof b, json_object_get_int64(bb));
+	fprintf(out, "gradients on the wire as %s (%s)", word,
+		strcmp(word, "f64") == 0 ? "the exact double sum, 8 bytes a "
+		"value: twice the bytes of f32" : strcmp(word, "bf16") == 0 ?
+		"2 bytes a value, summed in f32: half the bytes of f32" :
+		"4 bytes a value");
+	if (json_object_get_boolean(ov))
+		fprintf(out, "; summed in buckets of %s started during "
+			"backward\n", b);
+	else
+		fprintf(out, "; one blocking sum after backward\n");
+}
+
 static void
 print_stages(const struct json_object *d, FILE *out)
 {
@@ -697,6 +751,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 				json_object_get_string(alg), b3,
 				split ? " over the data- and tensor-parallel "
 				"ranks of the largest stage" : "");
+			print_wire(out, x);
 		}
 	}
 	dt_plan_link_print(d, out);

@@ -14,6 +14,7 @@
  * which is the plain data-parallel loop over micro-batches. */
 #include "train/exec.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,11 +297,46 @@ run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 	return move_live(r, 1, 0, 1, slot, mb, err);
 }
 
+/* The buckets of one step's gradient sync: begun in order, from the
+ * model's backward hook in the step's last micro-batch (overlap), and
+ * the rest after it. */
+struct bucket_feed {
+	struct dt_grad_sync *sync;
+	int next;			/* the first bucket not yet begun */
+	enum dt_status st;		/* the first failure, kept for after
+					 * the pass */
+	struct dt_error *err;
+};
+
+/* Begins buckets up to the first one whose ready node is below node
+ * (INT_MIN: all of them). */
+static void
+feed_upto(struct bucket_feed *f, int node)
+{
+	int n = dt_grad_sync_n_buckets(f->sync);
+
+	while (f->st == DT_OK && f->next < n &&
+	       dt_grad_sync_bucket_node(f->sync, f->next) >= node)
+		f->st = dt_grad_sync_begin(f->sync, f->next++, f->err);
+}
+
+/* dt_model_set_backward_hook's callback: node's backward has run. */
+static void
+node_final(void *ctx, int node)
+{
+	struct bucket_feed *f = ctx;
+
+	feed_upto(f, node);
+	if (f->st == DT_OK)
+		f->st = dt_grad_sync_progress(f->sync, f->err);
+}
+
 /* The backward pass of micro-batch op->micro, inside the gradient sync's
- * per-micro-batch calls. */
+ * per-micro-batch calls; feed (non-NULL in the step's last micro-batch
+ * with overlap) begins the buckets as their nodes finish. */
 static enum dt_status
 run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
-	     struct dt_error *err)
+	     struct bucket_feed *feed, struct dt_error *err)
 {
 	struct dt_layout *l = &r->layout;
 	int64_t mb = r->plan.micro_batch;
@@ -312,10 +348,15 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	if (st != DT_OK)
 		return st;
 	dt_grad_sync_backward_begin(r->sync);
+	if (feed != NULL)
+		dt_model_set_backward_hook(r->model, node_final, feed);
 	dt_model_stage_backward(r->model, l->slot_x[slot],
 				l->last_stage ? l->slot_y[slot] : NULL, mb,
 				grad_scale);
+	dt_model_set_backward_hook(r->model, NULL, NULL);
 	dt_grad_sync_backward_end(r->sync);
+	if (feed != NULL && feed->st != DT_OK)
+		return feed->st;
 	return move_live(r, 0, 1, 1, slot, mb, err);
 }
 
@@ -326,6 +367,9 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	struct dt_layout *l = &r->layout;
 	uint64_t p2p0 = dt_comm_p2p_bytes_sent(l->pipe_comm);
 	uint64_t tp0 = dt_comm_bytes_sent(l->tp_comm);
+	struct bucket_feed feed = { r->sync, 0, DT_OK, err };
+	int64_t last_micro = r->plan.grad_accum_steps - 1;
+	int overlap = dt_grad_sync_overlap(r->sync);
 	enum dt_status st = DT_OK;
 
 	*loss_sum = 0;
@@ -337,7 +381,9 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 		if (!op->backward)
 			st = run_forward(r, op, loss_sum, data_wait, err);
 		else
-			st = run_backward(r, op, grad_scale, err);
+			st = run_backward(r, op, grad_scale,
+					  overlap && op->micro == last_micro ?
+					  &feed : NULL, err);
 	}
 	if (st == DT_OK)
 		st = dt_comm_wait_all(l->pipe_comm, err);
@@ -345,9 +391,12 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 		l->slot_n_req[s] = 0;
 	l->bytes_p2p += dt_comm_p2p_bytes_sent(l->pipe_comm) - p2p0;
 	l->bytes_tp += dt_comm_bytes_sent(l->tp_comm) - tp0;
-	/* The step's last backward has run: the one bucket is final. */
-	if (st == DT_OK)
-		st = dt_grad_sync_begin(r->sync, 0, err);
+	/* The step's last backward has run: every bucket not begun inside
+	 * it (all of them without overlap) is final. */
+	if (st == DT_OK) {
+		feed_upto(&feed, INT_MIN);
+		st = feed.st;
+	}
 	return st;
 }
 

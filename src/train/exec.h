@@ -63,10 +63,22 @@ uint64_t dt_layout_bytes_sent(const struct dt_layout *l);
 
 /* One optimizer step's forward and backward passes on this rank, in the
  * schedule's order, with the gradient-sync calls of r->sync around each
- * backward and its begin once the gradient is final (sync.h). *loss_sum
+ * backward (sync.h). Every bucket of the sync is begun once, in order:
+ * with overlap (dt_grad_sync_overlap) from the model's backward hook in
+ * the step's last micro-batch (op micro == grad_accum_steps - 1), as soon
+ * as the node that makes the bucket final has run, with
+ * dt_grad_sync_progress after every node; without, all of them after the
+ * last backward. On DT_OK the sums of the begun buckets may still be in
+ * flight: the gradient arena (dt_model_grads, (n_trained) floats) is
+ * MPI's until dt_grad_sync_finish, which the caller must call before it
+ * reads or writes the gradient. grad_scale multiplies d(loss)/d(params)
+ * (1 / (global batch x labels per sample) for a mean loss). *loss_sum
  * gets this rank's share of the step's loss sum (the last stage's
  * tensor-parallel rank 0; 0 elsewhere); *data_wait grows by the seconds
- * spent gathering data. Errors: DT_ERR_MPI. */
+ * spent gathering data.
+ * Errors: DT_ERR_MPI with err naming the call and the rank (a failed
+ * begin inside backward ends the pass there; the buckets after it are
+ * not begun). */
 enum dt_status dt_exec_step(struct dt_run *r, float grad_scale,
 			    double *loss_sum, double *data_wait,
 			    struct dt_error *err);

@@ -24,3 +24,9 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/signals.h src/train/signals.c \
 	src/train/rundir.h src/train/rundir.c \
 	src/train/progress.h src/train/progress.c
+
+check_PROGRAMS += tests/unit/test_sync
+TESTS += tests/unit/test_sync
+tests_unit_test_sync_SOURCES = tests/unit/test_sync.c
+tests_unit_test_sync_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sync_LDADD = $(UNIT_LDADD)

@@ -3,11 +3,17 @@
  * implementations: float, exact (double), and both over pipeline stages.
  *
  * Float: the micro-batches' backward passes add into the float gradient
- * arena, and one MPI_SUM all-reduce over the summing ranks adds the
- * ranks' arenas. Exact (dt_plan_exact_accum): each micro-batch's float
- * gradient is added to a double accumulator, the accumulators are summed
- * in double (MPI_DOUBLE, 8 bytes a value) and rounded to float once, so
- * the gradient does not depend on how the global batch is split.
+ * arena, and MPI_SUM all-reduces over the summing ranks add the ranks'
+ * arenas, bucket by bucket (sync.h: started during the last backward
+ * with parallel.overlap; one blocking sum of the whole arena without).
+ * Exact (dt_plan_exact_accum): each micro-batch's float gradient is
+ * added to a double accumulator, the accumulators are summed in double
+ * (MPI_DOUBLE, 8 bytes a value) and rounded to float once, so the
+ * gradient does not depend on how the global batch is split; the last
+ * micro-batch goes into the accumulator bucket by bucket, as each is
+ * begun, so the double sums start as early as the float ones would. With
+ * the bf16 wire (util/bf16.h) each bucket is packed into wire16 before
+ * its sum and unpacked after.
  *
  * The squared norm for clipping is each tensor's sum of squares in
  * double, added in model order: a rank holding the whole model computes
@@ -18,6 +24,7 @@
  * reordering nothing, both give the same bits. */
 #include "train/sync.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +32,7 @@
 #include "train/progress.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
+#include "util/bf16.h"
 
 _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_ON == DT_HIERARCHICAL_ON &&
@@ -98,6 +106,43 @@ no_op(struct dt_grad_sync *s)
 	(void)s;
 }
 
+int
+dt_grad_buckets_make(const struct dt_model *m, size_t cap_floats,
+		     struct dt_grad_bucket *out)
+{
+	size_t n_trained = dt_model_n_trained(m);
+	int n = 0, open = 0;
+
+	if (cap_floats == 0)
+		cap_floats = SIZE_MAX;
+	for (int t = dt_model_n_tensors(m) - 1; t >= 0; t--) {
+		struct dt_tensor_info ti;
+		struct dt_grad_bucket *b = &out[n];
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset >= n_trained || ti.size == 0)
+			continue;
+		/* Arena order is tensor order; were a gap ever there, a bucket
+		 * would still be one range. */
+		if (open && ti.offset + (size_t)ti.size != b->lo) {
+			n++;
+			b = &out[n];
+			open = 0;
+		}
+		if (!open) {
+			b->hi = ti.offset + (size_t)ti.size;
+			open = 1;
+		}
+		b->lo = ti.offset;
+		b->ready_node = ti.node_index;
+		if (b->hi - b->lo >= cap_floats) {
+			n++;
+			open = 0;
+		}
+	}
+	return n + open;
+}
+
 static void
 exact_step_begin(struct dt_grad_sync *s)
 {
@@ -109,68 +154,150 @@ static void
 exact_backward_begin(struct dt_grad_sync *s)
 {
 	memset(dt_model_grads(s->cfg.model), 0, s->n * sizeof(float));
+	memset(s->added, 0, (size_t)s->n_buckets);
 }
 
+/* Adds bucket b of this micro-batch's float gradient into the double
+ * accumulator, once. */
 static void
-exact_backward_end(struct dt_grad_sync *s)
+exact_add(struct dt_grad_sync *s, int b)
 {
+	const struct dt_grad_bucket *k = &s->buckets[b];
 	const float *restrict g = dt_model_grads(s->cfg.model);
 	double *restrict a = s->acc;
 
-	dt_model_tp_prepare_grads(s->cfg.model);
-	for (size_t i = 0; i < s->n; i++)
+	if (s->added[b])
+		return;
+	dt_model_tp_prepare_grads_range(s->cfg.model, k->lo, k->hi);
+	for (size_t i = k->lo; i < k->hi; i++)
 		a[i] += (double)g[i];
+	s->added[b] = 1;
+}
+
+/* The buckets begin has not taken already (all of them but in the last
+ * micro-batch with overlap). */
+static void
+exact_backward_end(struct dt_grad_sync *s)
+{
+	for (int b = 0; b < s->n_buckets; b++)
+		exact_add(s, b);
+}
+
+/* After bucket b's sum has completed: the sum back into the float
+ * gradient, from the wire's bf16 or the exact mode's doubles. */
+static void
+bucket_done(struct dt_grad_sync *s, int b)
+{
+	const struct dt_grad_bucket *k = &s->buckets[b];
+	float *g = dt_model_grads(s->cfg.model);
+
+	if (s->wire == DT_GRAD_WIRE_BF16)
+		dt_bf16_unpack(g + k->lo, s->wire16 + k->lo, k->hi - k->lo);
+	else if (s->acc != NULL)
+		for (size_t i = k->lo; i < k->hi; i++)
+			g[i] = (float)s->acc[i];
+}
+
+/* Every sum of gradients over the summing ranks goes through here (one
+ * place for another path, such as a per-host one, to slot in): bucket b
+ * in the wire's type, started (overlap) or done. */
+static enum dt_status
+bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
+{
+	const struct dt_grad_bucket *k = &s->buckets[b];
+	struct dt_comm *c = s->cfg.sum_comm;
+	float *g = dt_model_grads(s->cfg.model) + k->lo;
+	size_t n = k->hi - k->lo;
+	uint64_t b0 = dt_comm_bytes_sent(c);
+	enum dt_status st;
+
+	if (s->wire == DT_GRAD_WIRE_BF16) {
+		uint16_t *w = s->wire16 + k->lo;
+
+		dt_bf16_pack(w, g, n);
+		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
+				  dt_comm_allreduce_sum_bf16(c, w, n, err);
+	} else if (s->acc != NULL) {
+		double *a = s->acc + k->lo;
+
+		st = s->overlap ? dt_comm_iallreduce_sum_f64(c, a, n, err) :
+				  dt_comm_allreduce_sum_f64(c, a, n, err);
+	} else {
+		st = s->overlap ? dt_comm_iallreduce_sum_f32(c, g, n, err) :
+				  dt_comm_allreduce_sum_f32(c, g, n, err);
+	}
+	s->bytes += dt_comm_bytes_sent(c) - b0;
+	if (st != DT_OK)
+		return st;
+	if (s->overlap)
+		s->pending[b] = 1;
+	else
+		bucket_done(s, b);
+	return DT_OK;
 }
 
 static enum dt_status
 float_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
-	struct dt_comm *c = s->cfg.sum_comm;
-	uint64_t b0 = dt_comm_bytes_sent(c);
-	enum dt_status st;
+	const struct dt_grad_bucket *k = &s->buckets[bucket];
 
-	(void)bucket;
-	dt_model_tp_prepare_grads(s->cfg.model);
-	st = dt_comm_allreduce_sum_f32(c, dt_model_grads(s->cfg.model), s->n,
-				       err);
-	s->bytes += dt_comm_bytes_sent(c) - b0;
-	return st;
+	dt_model_tp_prepare_grads_range(s->cfg.model, k->lo, k->hi);
+	return bucket_sum(s, bucket, err);
 }
 
+/* With the bf16 wire the accumulator is rounded to float once, here, and
+ * the float goes out as bf16. */
 static enum dt_status
 exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
-	struct dt_comm *c = s->cfg.sum_comm;
+	const struct dt_grad_bucket *k = &s->buckets[bucket];
 	float *g = dt_model_grads(s->cfg.model);
-	uint64_t b0 = dt_comm_bytes_sent(c);
-	enum dt_status st;
 
-	(void)bucket;
-	st = dt_comm_allreduce_sum_f64(c, s->acc, s->n, err);
-	s->bytes += dt_comm_bytes_sent(c) - b0;
-	for (size_t i = 0; i < s->n; i++)
-		g[i] = (float)s->acc[i];
+	exact_add(s, bucket);
+	if (s->wire == DT_GRAD_WIRE_BF16)
+		for (size_t i = k->lo; i < k->hi; i++)
+			g[i] = (float)s->acc[i];
+	return bucket_sum(s, bucket, err);
+}
+
+/* Waits for the buckets still in flight (none without overlap). */
+static enum dt_status
+settle(struct dt_grad_sync *s, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+	int any = 0;
+
+	for (int b = 0; b < s->n_buckets; b++)
+		any |= s->pending[b];
+	if (!any)
+		return DT_OK;
+	st = dt_comm_coll_wait(s->cfg.sum_comm, err);
+	for (int b = 0; b < s->n_buckets; b++) {
+		if (s->pending[b] && st == DT_OK)
+			bucket_done(s, b);
+		s->pending[b] = 0;
+	}
 	return st;
 }
 
-/* Today every bucket's sum is done in begin. */
 static enum dt_status
 whole_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
 {
-	(void)s;
 	(void)step_loss;
 	(void)report;
-	(void)err;
-	return DT_OK;
+	return settle(s, err);
 }
 
 static enum dt_status
 stage_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
 {
+	enum dt_status st = settle(s, err);
+
 	(void)step_loss;
-	(void)err;
+	if (st != DT_OK)
+		return st;
 	memset(report->tensor_norm2, 0,
 	       (size_t)s->cfg.n_tensors_all * sizeof *report->tensor_norm2);
 	if (s->cfg.norm_owner)
@@ -211,6 +338,41 @@ static const struct dt_grad_sync_ops stage_exact_ops = {
 	optim_apply,
 };
 
+/* The buckets, the overlap and the wire of s: buckets of
+ * parallel.bucket_mb MiB with overlap over more than one rank, else the
+ * one bucket of the whole gradient; bf16 only where something crosses
+ * the wire. */
+static void
+setup_buckets(struct dt_grad_sync *s)
+{
+	const struct dt_job *job = s->cfg.job;
+	int summed = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
+		     dt_comm_size(s->cfg.sum_comm) > 1;
+	size_t cap = 0;
+	int nt = dt_model_n_tensors(s->cfg.model);
+
+	s->overlap = summed && job->parallel.overlap;
+	s->wire = summed ? job->parallel.grad_wire : DT_GRAD_WIRE_F32;
+	if (s->overlap)
+		cap = (size_t)(job->parallel.bucket_mb * 1048576.0 /
+			       sizeof(float));
+	s->buckets = dt_xcalloc((size_t)nt + 1, sizeof *s->buckets);
+	s->n_buckets = dt_grad_buckets_make(s->cfg.model, cap > 0 ? cap : 1,
+					    s->buckets);
+	if (!s->overlap || s->n_buckets == 0) {
+		/* The whole arena as one bucket, also for the parameter
+		 * servers and a stage that trains nothing. */
+		s->n_buckets = 1;
+		s->buckets[0].lo = 0;
+		s->buckets[0].hi = s->n;
+		s->buckets[0].ready_node = 0;
+	}
+	s->added = dt_xcalloc((size_t)s->n_buckets, 1);
+	s->pending = dt_xcalloc((size_t)s->n_buckets, 1);
+	if (s->wire == DT_GRAD_WIRE_BF16)
+		s->wire16 = dt_xcalloc(s->n + 1, sizeof *s->wire16);
+}
+
 enum dt_status
 dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		 struct dt_grad_sync **out, struct dt_error *err)
@@ -223,6 +385,7 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	s->n = dt_model_n_trained(cfg->model);
 	s->workers = cfg->world;
 	*out = s;
+	setup_buckets(s);
 	if (cfg->job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
 		return dt_sync_ps_init(s, err);
 	if (cfg->split)
@@ -248,6 +411,10 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	dt_ps_free(s->ps);
 	dt_comm_free(s->hier);
 	free(s->acc);
+	free(s->buckets);
+	free(s->added);
+	free(s->pending);
+	free(s->wire16);
 	free(s);
 }
 
@@ -324,6 +491,32 @@ dt_grad_sync_take_begin(struct dt_grad_sync *s)
 
 	s->begin_s = 0;
 	return t;
+}
+
+int
+dt_grad_sync_n_buckets(const struct dt_grad_sync *s)
+{
+	return s->n_buckets;
+}
+
+int
+dt_grad_sync_overlap(const struct dt_grad_sync *s)
+{
+	return s->overlap;
+}
+
+int
+dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b)
+{
+	return s->buckets[b].ready_node;
+}
+
+enum dt_status
+dt_grad_sync_progress(struct dt_grad_sync *s, struct dt_error *err)
+{
+	if (!s->overlap)
+		return DT_OK;
+	return dt_comm_coll_test(s->cfg.sum_comm, NULL, err);
 }
 
 enum dt_status

@@ -10,22 +10,39 @@
  *                                           backward pass
  *   dt_grad_sync_begin(bucket)              when a bucket's gradient is
  *                                           final (its last backward ran)
+ *   dt_grad_sync_progress                   between the nodes of the last
+ *                                           backward (overlap)
  * and the loop, before the optimizer:
  *   dt_grad_sync_finish                     every bucket summed (waits)
  *   dt_grad_sync_norm2                      the squared gradient norm
  *   dt_grad_sync_apply                      the update
  *
- * Buckets: today one bucket holds every trained gradient of the rank and
- * is begun after the step's last backward. The interface takes the
- * bucket so that an implementation can start a bucket's sum while
- * backward still runs over earlier layers (the executor then calls begin
- * from a per-node "gradient final" point), and so that a reduce-scatter
- * of the gradient plus an all-gather of the updated parameters (sharded
- * optimizer state) is one more implementation of begin/finish/apply.
+ * Buckets (parallel.overlap, parallel.bucket_mb): the rank's trained
+ * gradient floats are cut into buckets of whole tensors, in reverse
+ * layer order (the order backward makes them final): bucket 0 holds the
+ * last tensors of the arena. With overlap the executor calls begin(b)
+ * from the backward pass of the step's last micro-batch as soon as node
+ * dt_grad_sync_bucket_node(b) has run (dt_model_set_backward_hook), and
+ * dt_grad_sync_progress between nodes; begin then only starts the sum
+ * (MPI_Iallreduce) and finish waits for what is still in flight. Without
+ * overlap (parallel.overlap: false, parameter servers, or a sum over one
+ * rank) there is one bucket, begun after the last backward, whose begin
+ * does the whole blocking sum, as before buckets existed. A reduce-
+ * scatter of the gradient plus an all-gather of the updated parameters
+ * (sharded optimizer state) would be one more implementation of
+ * begin/finish/apply.
+ *
+ * On the wire (parallel.grad_wire): f32 sends the float gradient (the
+ * exact mode: its double accumulator, 8 bytes a value); bf16 sends each
+ * value rounded to bfloat16 (2 bytes) and adds pairs in float, rounding
+ * back (util/bf16.h); the exact mode then rounds its double accumulator
+ * to float first, so its micro-batches still add up exactly on each rank.
+ * A sum over one rank sends nothing, and bf16 then changes nothing.
  *
  * Implementations (sync.c, sync_ps.c):
- *   allreduce        float gradients summed by one MPI_SUM all-reduce
- *                    over the data-parallel ranks; the norm from the
+ *   allreduce        float gradients summed by MPI_SUM all-reduces
+ *                    (one a bucket) over the data-parallel ranks, in
+ *                    the wire's type; the norm from the
  *                    rank's own (whole) gradient
  *   exact            each micro-batch's gradient added to a double
  *                    accumulator, the accumulators summed in double and
@@ -51,6 +68,26 @@
 #include "util/status.h"
 
 struct dt_grad_sync;
+
+/* One bucket: gradient floats [lo, hi) of the rank's arena, whole
+ * tensors, final in a backward pass once node ready_node has run (the
+ * lowest node index among its tensors). */
+struct dt_grad_bucket {
+	size_t lo, hi;
+	int ready_node;
+};
+
+/* Cuts the trained tensors of m (those below dt_model_n_trained) into
+ * buckets in reverse arena order, which is reverse layer order: walking
+ * from the last tensor down, a bucket takes tensors until it holds
+ * cap_floats floats or more, then the next one starts; a tensor is never
+ * split, so a tensor larger than cap_floats fills a bucket with what was
+ * gathered before it (DDP's and Horovod's rule). cap_floats 0: one bucket
+ * of every trained float. out needs room for dt_model_n_tensors(m)
+ * buckets; out[0] is the one at the top of the arena (made final first).
+ * Returns the number of buckets, 0 when m trains nothing. Pure. */
+int dt_grad_buckets_make(const struct dt_model *m, size_t cap_floats,
+			 struct dt_grad_bucket *out);
 
 /* What an implementation needs; every pointer is borrowed and must
  * outlive the sync. */
@@ -103,8 +140,25 @@ void dt_grad_sync_step_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_end(struct dt_grad_sync *s);
 
-/* Bucket `bucket` (0: the whole gradient, the only one today) is final
- * on this rank: starts (today: does) its sum. Errors: DT_ERR_MPI. */
+/* The number of buckets begin takes (>= 1), numbered in the order their
+ * gradients become final in backward. */
+int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);
+
+/* 1 when the executor should begin buckets from inside the step's last
+ * backward pass (overlap on, a sum over more than one rank, not
+ * parameter servers); 0: begin them all after it. */
+int dt_grad_sync_overlap(const struct dt_grad_sync *s);
+
+/* The node (dt_model_layer_info index) after whose backward, in the
+ * step's last micro-batch, bucket b (0 <= b < n_buckets) is final. */
+int dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b);
+
+/* Bucket b (0 <= b < dt_grad_sync_n_buckets, each once per step, after
+ * the last backward has added into it) is final on this rank: prepares
+ * its floats (the tensor-parallel zeroing, the exact mode's last
+ * accumulation, the bf16 conversion) and starts its sum (overlap: non-
+ * blocking; the floats then belong to MPI until finish) or does it
+ * (blocking). Errors: DT_ERR_MPI. */
 enum dt_status dt_grad_sync_begin(struct dt_grad_sync *s, int bucket,
 				  struct dt_error *err);
 
@@ -114,7 +168,13 @@ enum dt_status dt_grad_sync_begin(struct dt_grad_sync *s, int bucket,
  * starts one. */
 double dt_grad_sync_take_begin(struct dt_grad_sync *s);
 
-/* Completes every begun bucket, so the float gradient holds the sum, and
+/* Drives the begun, unfinished sums forward (MPI_Testall) without
+ * waiting; for between the nodes of backward. Errors: DT_ERR_MPI. */
+enum dt_status dt_grad_sync_progress(struct dt_grad_sync *s,
+				     struct dt_error *err);
+
+/* Completes every begun bucket (the one place that waits for gradient
+ * traffic), so the float gradient holds the sum, and
  * writes this rank's share of the per-tensor squared norms into
  * report->tensor_norm2 (stages). step_loss is this rank's loss sum of
  * the step (the parameter-server worker refuses a non-finite one, or a
@@ -137,7 +197,8 @@ double dt_grad_sync_norm2(struct dt_grad_sync *s,
 int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,
 		      int *max_per_host);
 
-/* Gradient bytes this rank has handed to MPI in the sums. */
+/* Gradient bytes this rank has handed to MPI in the sums (at the wire's
+ * size: 8 a value for the exact f32 wire, 4 float, 2 bf16). */
 uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
 
 /* The update with the summed gradient at learning rate lr: the

@@ -37,6 +37,14 @@ struct dt_grad_sync {
 					 * cfg.sum_comm (then cfg.sum_comm),
 					 * or NULL */
 	int hosts, max_per_host;	/* among the summing ranks */
+	int overlap;			/* dt_grad_sync_overlap */
+	enum dt_grad_wire wire;		/* f32, or bf16 over > 1 rank */
+	int n_buckets;
+	struct dt_grad_bucket *buckets;	/* (n_buckets) */
+	unsigned char *added;		/* exact: (n_buckets) this micro-
+					 * batch's gradient is in acc */
+	unsigned char *pending;		/* (n_buckets) started, unfinished */
+	uint16_t *wire16;		/* bf16: (n) the gradient as sent */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

@@ -7,9 +7,11 @@
 # host and dp2 across) and 4 hosts x 1 rank (dp2 x pp2, pp4 1F1B). The
 # losses equal the one-rank run's bit
 # for bit, or to 1e-5 relative where a layer is tensor-split, as on one
-# host. The parameter server (sync, one server) on 2 x 2 and 4 x 1 gives
-# the losses of the all-reduce run with the same three workers on one
-# host, to 1e-5 relative (tests/integration/ps-train.sh).
+# host; so do bucketed sums started during backward (parallel.overlap)
+# and the one blocking sum on 2 hosts. The parameter server (sync, one
+# server) on 2 x 2 and 4 x 1 gives the losses of the all-reduce run with
+# the same three workers on one host, to 1e-5 relative
+# (tests/integration/ps-train.sh).
 . "${top_srcdir}/tests/cluster/lib.sh"
 need_fmnist
 cluster_up 4
@@ -50,6 +52,10 @@ mpi 3 "$DTRAIN" run -q --run-dir mlp-ar3 "$J/$mlp.yaml" $COMMON \
 	--set train.global_batch=96 --set train.grad_accum_steps=1 >/dev/null
 
 clayout mlp-dp2 2 1 $mlp 2 mlp-1
+# Buckets of 0.1 MiB started during backward, over TCP between hosts,
+# and the one blocking sum: the same bits.
+clayout mlp-dp2-buckets 2 1 $mlp 2 mlp-1 --set parallel.bucket_mb=0.1
+clayout mlp-dp2-blocking 2 1 $mlp 2 mlp-1 --set parallel.overlap=false
 clayout mlp-pp2 2 1 $mlp 4 mlp-1 $M $(pp 2)
 clayout mlp-pp2-1f1b 2 1 $mlp 4 mlp-1 $M $(pp 2) $S1
 clayout mlp-tp2 2 1 $mlp 4 mlp-1 $M $(tp 2)

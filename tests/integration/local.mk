@@ -37,7 +37,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tensorboard.sh \
 	tests/integration/diverge.sh \
 	tests/integration/resume-batch.sh \
-	tests/integration/mem-precheck.sh
+	tests/integration/mem-precheck.sh \
+	tests/integration/overlap.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

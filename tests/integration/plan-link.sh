@@ -113,8 +113,18 @@ grep -q "on a link of 0.01 Gbit/s and 1 ms latency" plan.txt ||
 	{ cat plan.txt >&2; fail "the text plan does not name the link"; }
 grep -q "gradient sync 27.1 ms" plan.txt ||
 	{ cat plan.txt >&2; fail "the text plan does not give the sync time"; }
-grep -q "overlap on: assumed" plan.txt ||
-	{ cat plan.txt >&2; fail "the text plan does not say overlap is assumed"; }
+grep -q "overlap on: parallel.overlap: true" plan.txt ||
+	{ cat plan.txt >&2; fail "the text plan does not name parallel.overlap"; }
+# Blocking sums hide nothing: the whole sync is exposed.
+"$DTRAIN" plan --dry-run --json -n 2 --link 1gbit,0.2ms --gflops 0.5 \
+	--set parallel.overlap=false job.yaml >off.json || fail "plan --link, overlap off"
+"$PYTHON" - off.json <<'PY' || fail "overlap off: see above"
+import json, sys
+e = json.load(open(sys.argv[1]))["link_estimate"]
+assert e["overlap"] is False and e["hidden_s"] == 0, e
+assert e["exposed_s"] == e["comm_s"] > 0, e
+assert abs(e["step_s"] - (e["compute_s"] + e["comm_s"])) <= 1e-12, e
+PY
 
 for bad in 10g,50us 10gbit 10gbit,50 -1gbit,1us 0gbit,1us 10xbit,1us \
 	   10gbit,-1us 10b,1us ,1us; do
