@@ -3,6 +3,7 @@
  * optimizer and the learning-rate schedules, against values worked out by
  * hand (the arithmetic is in the comments; numbers rounded to 7 digits). */
 #include <check.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,56 @@ END_TEST
  * t = 1: 1 - 0.5 = 0.5 and 1 - 0.75 = 0.25;
  * t = 2: 1 - 0.25 = 0.75 and 1 - 0.5625 = 0.4375. */
 static const float g1[2] = { 2.0f, -1.0f }, g2[2] = { 1.0f, 3.0f };
+
+/* The state of a parameter whose gradient stays 0 decays towards 0; where
+ * it would turn subnormal (|x| < FLT_MIN = 1.1754944e-38) it is 0, for
+ * Adam's m and v and for SGD's momentum, while a normal value decays as
+ * before. m = 2e-38: b1 m = 1.8e-38 is normal and kept; next 1.62e-38,
+ * then 1.458e-38, 1.3122e-38, 1.18098e-38 (normal), then 1.062882e-38
+ * (subnormal): 0 at the sixth step. */
+START_TEST(test_state_flush_subnormal)
+{
+	struct dt_job *job = job_with(DT_OPTIM_ADAM, 0, false, 0, 0.9, 0.999,
+				      1e-8);
+	struct dt_optim *o = dt_optim_new(job, 2);
+	float p[2] = { 1.0f, 1.0f };
+	const float zero[2] = { 0.0f, 0.0f };
+	float **state;
+	float want = 2e-38f;
+	int n_bufs = -1;
+
+	state = dt_optim_state(o, &n_bufs);
+	state[0][0] = 2e-38f;		/* m */
+	state[1][0] = 1e-3f;		/* v, so the step is defined */
+	state[0][1] = 0.5f;
+	state[1][1] = 1e-3f;
+	for (int t = 1; t <= 5; t++) {
+		dt_optim_step(o, p, zero, 1e-3f);
+		want = 0.9f * want;
+		ck_assert_float_eq(state[0][0], want);
+		ck_assert(isnormal(state[0][0]));
+	}
+	dt_optim_step(o, p, zero, 1e-3f);
+	ck_assert(0.9f * want < FLT_MIN);
+	ck_assert_float_eq(state[0][0], 0.0f);
+	ck_assert(isnormal(state[0][1]));	/* 0.5 x 0.9^6 */
+	dt_optim_free(o);
+	free(job);
+
+	/* SGD momentum: buf = 0.5 buf + 0 from 3e-38: 1.5e-38, then 0. */
+	job = job_with(DT_OPTIM_SGD, 0.5, false, 0, 0, 0, 0);
+	o = dt_optim_new(job, 2);
+	state = dt_optim_state(o, &n_bufs);
+	ck_assert_int_eq(n_bufs, 1);
+	state[0][0] = 3e-38f;
+	dt_optim_step(o, p, zero, 0.1f);
+	ck_assert_float_eq(state[0][0], 1.5e-38f);
+	dt_optim_step(o, p, zero, 0.1f);
+	ck_assert_float_eq(state[0][0], 0.0f);
+	dt_optim_free(o);
+	free(job);
+}
+END_TEST
 
 START_TEST(test_adam)
 {
@@ -648,6 +699,7 @@ optim_suite(void)
 	tcase_add_test(tc, test_sgd_nesterov);
 	tcase_add_test(tc, test_sgd_weight_decay);
 	tcase_add_test(tc, test_adam);
+	tcase_add_test(tc, test_state_flush_subnormal);
 	tcase_add_test(tc, test_adam_bias_correction);
 	tcase_add_test(tc, test_adam_l2);
 	tcase_add_test(tc, test_adamw);
