@@ -10,8 +10,8 @@
 #include "config.h"
 
 /* The exit status `status` of a command, made 1 when what it wrote to
- * standard output did not all get there (a full disk, a closed pipe's
- * EPIPE, an I/O error), with a message on stderr: a plan, an evaluation
+ * standard output did not all get there (a full disk, an I/O error),
+ * with a message on stderr: a plan, an evaluation
  * or a version that was lost must not end with exit status 0. A status
  * that is already a failure is kept as it is, without a message (the
  * command has said what went wrong). */
