@@ -30,3 +30,9 @@ TESTS += tests/unit/test_sync
 tests_unit_test_sync_SOURCES = tests/unit/test_sync.c
 tests_unit_test_sync_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_sync_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test_diverge
+TESTS += tests/unit/test_diverge
+tests_unit_test_diverge_SOURCES = tests/unit/test_diverge.c
+tests_unit_test_diverge_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_diverge_LDADD = $(UNIT_LDADD)

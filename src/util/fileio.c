@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum dt_status
@@ -96,11 +97,26 @@ dt_file_write_atomic(const char *path,
 		     void *ctx, struct dt_error *err)
 {
 	char tmp[DT_FILE_PATH_MAX + 64], dir[DT_FILE_PATH_MAX + 64];
+	struct stat sb;
 	enum dt_status st;
 	FILE *out;
 
 	if (dt_file_tmp_name(tmp, sizeof tmp, path, err) != DT_OK)
 		return DT_ERR_IO;
+	/* The rename would put a regular file where a device, a FIFO or a
+	 * symbolic link was (dtrain export -o /dev/null, run as root,
+	 * replaced /dev/null): refuse before writing anything. */
+	if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+		return dt_errorf(err, DT_ERR_IO, "%s: exists and is not a "
+				 "regular file (%s); dtrain writes an output "
+				 "by replacing a regular file only: give "
+				 "another path, or remove it", path,
+				 S_ISLNK(sb.st_mode) ? "a symbolic link" :
+				 S_ISDIR(sb.st_mode) ? "a directory" :
+				 S_ISFIFO(sb.st_mode) ? "a FIFO" :
+				 S_ISCHR(sb.st_mode) ||
+				 S_ISBLK(sb.st_mode) ? "a device" :
+				 "a special file");
 	out = fopen(tmp, "w");
 	if (out == NULL)
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,

@@ -54,7 +54,10 @@ enum dt_status dt_file_fsync_dir(const char *dir, struct dt_error *err);
  * (its failure is not an error: the file is in place). On failure nothing
  * is left at the temporary name and path is as it was; the status is fn's
  * or DT_ERR_IO "TMP: cannot create: ...", "TMP: write failed: ..." or
- * dt_file_rename's. */
+ * dt_file_rename's. A path that exists and is not a regular file (a
+ * device, a FIFO, a directory, a symbolic link: lstat) is refused before
+ * anything is written, DT_ERR_IO "PATH: exists and is not a regular file
+ * (KIND); ...", and left as it is. */
 enum dt_status dt_file_write_atomic(const char *path,
 				    enum dt_status (*fn)(FILE *out, void *ctx,
 							 struct dt_error *err),

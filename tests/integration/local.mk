@@ -38,7 +38,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/diverge.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
-	tests/integration/overlap.sh
+	tests/integration/overlap.sh \
+	tests/integration/stdout-full.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -138,6 +139,7 @@ START_TEST(atomic_write)
 {
 	char path[128], tmp[160], want[256], small[16];
 	struct dt_error err;
+	struct stat sb;
 	int fds[2];
 
 	make_dir();
@@ -192,6 +194,32 @@ START_TEST(atomic_write)
 					    &err), DT_ERR_FORMAT);
 	ck_assert_str_eq(err.msg, "earlier");
 	ck_assert_int_eq(close(fds[1]), -1);
+
+	/* A path that is there but not a regular file is refused and left
+	 * as it is: a FIFO, a symbolic link (left dangling, not replaced by
+	 * a file), a directory. */
+	snprintf(want, sizeof want, "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(want, 0644), 0);
+	ck_assert_int_eq(dt_file_write_atomic(want, write_text, "x", &err),
+			 DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, "/fifo: exists and is not a regular "
+			     "file (a FIFO)") != NULL, "%s", err.msg);
+	ck_assert_int_eq(lstat(want, &sb), 0);
+	ck_assert(S_ISFIFO(sb.st_mode));
+	snprintf(want, sizeof want, "%s/link", dir);
+	ck_assert_int_eq(symlink(path, want), 0);
+	ck_assert_int_eq(dt_file_write_atomic(want, write_text, "x", &err),
+			 DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, "/link: exists and is not a regular "
+			     "file (a symbolic link)") != NULL, "%s", err.msg);
+	ck_assert_int_eq(lstat(want, &sb), 0);
+	ck_assert(S_ISLNK(sb.st_mode));
+	ck_assert_int_eq(dt_file_write_atomic(dir, write_text, "x", &err),
+			 DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, "exists and is not a regular file (a "
+			     "directory)") != NULL, "%s", err.msg);
+	snprintf(want, sizeof want, "%s.tmp.%ld", dir, (long)getpid());
+	ck_assert_int_eq(access(want, F_OK), -1);
 
 	ck_assert_int_eq(dt_file_fsync_dir(dir, &err), DT_OK);
 	snprintf(want, sizeof want, "%s/no/such", dir);
