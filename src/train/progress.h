@@ -59,9 +59,6 @@ void dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
  * ticker. Idempotent; p may be reported to again afterwards. */
 void dt_progress_end(struct dt_progress *p);
 
-/* Writes the time span s (seconds, rounded; negative counts as 0) in the
- * one format every ETA and elapsed time uses: "1h02m" from an hour up,
- * else "3m05s". */
-void dt_progress_fmt_span(char *buf, size_t size, double s);
+/* The elapsed time and the ETA are in util/span.h's format. */
 
 #endif
