@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How often the ticker redraws the line between logged steps. */
 #define DT_PROGRESS_TICK_S 1.0
@@ -23,15 +24,34 @@ dt_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* "1" or "0" from DTRAIN_PROGRESS_TTY, else -1. */
+static int
+tty_env(void)
+{
+	const char *env = getenv("DTRAIN_PROGRESS_TTY");
+
+	if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+		return env[0] == '1';
+	return -1;
+}
+
+int
+dt_progress_tty(void)
+{
+	int t = tty_env();
+
+	return t >= 0 ? t : isatty(STDERR_FILENO);
+}
+
 void
 dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 		 int64_t total_steps)
 {
-	const char *env = getenv("DTRAIN_PROGRESS_TTY");
+	int env = tty_env();
 
 	memset(p, 0, sizeof *p);
-	if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
-		tty = env[0] == '1';
+	if (env >= 0)
+		tty = env;
 	p->out = out;
 	p->tty = tty;
 	p->total_steps = total_steps;
