@@ -280,7 +280,7 @@ print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
 static int
 cmd_eval(int argc, char **argv)
 {
-	struct eval_args a = { .top_k = 5 };
+	struct eval_args a = { .top_k = 0 };	/* 0: not given */
 	struct dt_cmd_line line;
 	struct dt_cmd_model cm = { 0 };
 	struct dt_batch_source src;
@@ -347,6 +347,15 @@ cmd_eval(int argc, char **argv)
 	}
 	if (st == DT_OK) {
 		s.classes = dt_model_n_classes(cm.model);
+		/* Top-k of more than the classes would be 1 by definition. */
+		if (a.top_k == 0)
+			a.top_k = s.classes < 5 ? (int)s.classes : 5;
+		else if (a.top_k > s.classes)
+			st = dt_errorf(&err, DT_ERR_USAGE, "--top-k %d: the "
+				       "model has %lld classes", a.top_k,
+				       (long long)s.classes);
+	}
+	if (st == DT_OK) {
 		s.per_class = lps == 1 && s.classes <= EVAL_MAX_CONFUSION;
 		s.n = 4 + (s.per_class ? (size_t)(s.classes * (s.classes + 2))
 			   : 0);

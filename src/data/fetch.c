@@ -31,6 +31,7 @@
 #include "data/priv.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
+#include "util/span.h"
 
 #ifdef HAVE_CONFIG_H
 #include "config.h"
@@ -632,10 +633,11 @@ draw(struct xfer *x, int64_t now_bytes, int64_t total)
 	if (total > 0) {
 		human((double)total, b, sizeof b);
 		if (rate > 0 && total >= now_bytes) {
-			long s = (long)((double)(total - now_bytes) / rate);
+			char span[24];
 
-			snprintf(eta, sizeof eta, "  ETA %ld:%02ld:%02ld",
-				 s / 3600, s / 60 % 60, s % 60);
+			dt_fmt_span(span, sizeof span,
+				    (double)(total - now_bytes) / rate);
+			snprintf(eta, sizeof eta, "  ETA %s", span);
 		}
 		fprintf(stderr, "\r%-32.32s %10s / %-10s %3d%%  %10s/s%s\033[K",
 			x->label, a, b, (int)(100 * now_bytes / total), r,

@@ -3,12 +3,14 @@
  * thread only writes to the terminal: it reads no training state but the
  * numbers the loop handed over, so results do not depend on it. */
 #include "train/progress.h"
+#include "util/span.h"
 
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* How often the ticker redraws the line between logged steps. */
 #define DT_PROGRESS_TICK_S 1.0
@@ -22,31 +24,39 @@ dt_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* "1" or "0" from DTRAIN_PROGRESS_TTY, else -1. */
+static int
+tty_env(void)
+{
+	const char *env = getenv("DTRAIN_PROGRESS_TTY");
+
+	if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
+		return env[0] == '1';
+	return -1;
+}
+
+int
+dt_progress_tty(void)
+{
+	int t = tty_env();
+
+	return t >= 0 ? t : isatty(STDERR_FILENO);
+}
+
 void
 dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 		 int64_t total_steps)
 {
-	const char *env = getenv("DTRAIN_PROGRESS_TTY");
+	int env = tty_env();
 
 	memset(p, 0, sizeof *p);
-	if (env != NULL && (strcmp(env, "1") == 0 || strcmp(env, "0") == 0))
-		tty = env[0] == '1';
+	if (env >= 0)
+		tty = env;
 	p->out = out;
 	p->tty = tty;
 	p->total_steps = total_steps;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->wake, NULL);
-}
-
-void
-dt_progress_fmt_span(char *buf, size_t size, double s)
-{
-	long t = s < 0 || s != s ? 0 : (long)(s + 0.5);
-
-	if (t >= 3600)
-		snprintf(buf, size, "%ldh%02ldm", t / 3600, t / 60 % 60);
-	else
-		snprintf(buf, size, "%ldm%02lds", t / 60, t % 60);
 }
 
 /* The current UTC time as ISO 8601 ("2026-12-01T10:00:00Z"). */
@@ -72,8 +82,8 @@ draw_line(struct dt_progress *p, double now)
 	double left = p->per_step * (double)(p->total_steps - p->step) -
 		      since;
 
-	dt_progress_fmt_span(elapsed, sizeof elapsed, p->elapsed + since);
-	dt_progress_fmt_span(eta, sizeof eta, left);
+	dt_fmt_span(elapsed, sizeof elapsed, p->elapsed + since);
+	dt_fmt_span(eta, sizeof eta, left);
 	fprintf(p->out, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f"
 		"  %.0f samples/s  %s  ETA %s", (long long)p->step,
 		(long long)p->total_steps, (long long)p->epoch, p->loss,
@@ -147,7 +157,7 @@ dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 		if (force || now - p->last_draw >= 0.2)
 			draw_line(p, now);
 	} else {
-		dt_progress_fmt_span(eta, sizeof eta, per_step *
+		dt_fmt_span(eta, sizeof eta, per_step *
 				     (double)(p->total_steps - step));
 		fmt_utc(when, sizeof when);
 		fprintf(p->out, "%s step %lld/%lld epoch %lld loss %.6f lr "

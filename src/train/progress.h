@@ -41,6 +41,11 @@ double dt_now(void);
 void dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 		      int64_t total_steps);
 
+/* Whether this process's stderr counts as a terminal for progress output
+ * (the training line and the download bars): DTRAIN_PROGRESS_TTY when set
+ * to "1" or "0", else isatty(2). No errors. */
+int dt_progress_tty(void);
+
 /* Reports a logged step: step is 1-based (steps done), loss the mean over
  * the log window, rate in samples/s, elapsed seconds since training began.
  * On a TTY redraws at most 5 times a second unless force, and starts the
@@ -59,9 +64,6 @@ void dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
  * ticker. Idempotent; p may be reported to again afterwards. */
 void dt_progress_end(struct dt_progress *p);
 
-/* Writes the time span s (seconds, rounded; negative counts as 0) in the
- * one format every ETA and elapsed time uses: "1h02m" from an hour up,
- * else "3m05s". */
-void dt_progress_fmt_span(char *buf, size_t size, double s);
+/* The elapsed time and the ETA are in util/span.h's format. */
 
 #endif

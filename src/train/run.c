@@ -489,7 +489,7 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 	if (st == DT_OK)
 		st = agree(r, dt_run_load_data(r, opts->progress &&
 					       r->rank == 0 &&
-					       isatty(STDERR_FILENO), err),
+					       dt_progress_tty(), err),
 			   err);
 	if (st == DT_OK)
 		st = plan_data(r, err);

@@ -13,7 +13,8 @@
 #   and a CSV of its first 50 rows, the same file on 1, 2 and 3 ranks and
 #   probabilities that are the softmax of the logits;
 # - a missing checkpoint, inputs of the wrong size and bad options are
-#   refused.
+#   refused, --top-k above the classes too (it would count every label);
+#   without --top-k, a model of 3 classes counts the top 3, not 5.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
@@ -153,4 +154,30 @@ expect_fail 2 'exclude each other' "$DTRAIN" predict --input x.npy \
 expect_fail 1 'samples have 5 values but the model takes 784' \
 	"$DTRAIN" predict --input bad.npy -o a.npy runs/mlp
 [ ! -e a.npy ] || fail "a refused predict left a.npy"
+
+expect_fail 2 '--top-k 11: the model has 10 classes' \
+	"$DTRAIN" eval --top-k 11 runs/mlp
+i=0
+: >three.csv
+while [ $i -lt 30 ]; do
+	c=$((i % 3))
+	echo "$c.$i,-$c.$i,$c" >>three.csv
+	i=$((i + 1))
+done
+cat >three.yaml <<YAML
+name: three
+data: {format: csv, train: {file: three.csv}, eval: {file: three.csv}}
+model: {input_shape: [2], layers: [{type: dense, units: 3}]}
+train: {global_batch: 10, steps: 3, optimizer: sgd, lr: 0.01}
+YAML
+"$DTRAIN" run -q three.yaml >/dev/null 2>run.err ||
+	{ cat run.err >&2; fail "the 3-class run failed"; }
+"$DTRAIN" eval --json runs/three >e3.json
+"$NP_PY" -c 'import json, sys
+e = json.load(open("e3.json"))
+if e["top_k"] != 3 or e["top_k_accuracy"] != 1:
+    sys.exit("3 classes: top_k %r, top_k_accuracy %r, not 3 and 1"
+             % (e["top_k"], e["top_k_accuracy"]))' || fail "eval's default top-k"
+expect_fail 2 '--top-k 4: the model has 3 classes' \
+	"$DTRAIN" eval --top-k 4 runs/three
 echo "eval-predict: ok"

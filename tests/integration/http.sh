@@ -212,6 +212,19 @@ t1=$(date +%s)
 [ $((t1 - t0)) -lt 30 ] || fail "(e) a 404 took $((t1 - t0)) s to fail"
 [ ! -e cache-e/*-no-such-file.gz ] || fail "(e) a 404 body was stored"
 
+# (g) Under mpirun rank 0's stderr is a pipe: DTRAIN_PROGRESS_TTY (which
+# `run -n` sets on a terminal) decides whether the download bars are drawn.
+for tty in 1 0; do
+	DTRAIN_CACHE="$SCRATCH/cache-g$tty" DTRAIN_PROGRESS_TTY=$tty \
+		timeout 60 "$MPIRUN" -np 2 --oversubscribe --bind-to none \
+		"$DTRAIN" run --run-dir g$tty job.yaml >g.out 2>g$tty.err ||
+		{ cat g$tty.err >&2; fail "(g) run with DTRAIN_PROGRESS_TTY=$tty failed"; }
+done
+grep -q "$TRAIN_IMAGES .* 100%" g1.err ||
+	{ cat g1.err >&2; fail "(g) no download bar with DTRAIN_PROGRESS_TTY=1"; }
+! grep -q '100%' g0.err ||
+	{ cat g0.err >&2; fail "(g) a download bar with DTRAIN_PROGRESS_TTY=0"; }
+
 # (f) A 200 whose body is an HTML page, for a source with no digest:
 # exit 1 naming the URL and what it starts with; nothing cached.
 export DTRAIN_CACHE="$SCRATCH/cache-f"

@@ -1178,6 +1178,9 @@ START_TEST(test_progress_bar)
 	ck_assert_msg(strstr(text, "data.bin") != NULL, "%s", text);
 	ck_assert_msg(strstr(text, "293.0 KiB / 293.0 KiB  100%") != NULL,
 		      "%s", text);
+	/* The ETA in the format of the training progress line. */
+	ck_assert_msg(strstr(text, "  ETA 0m00s") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "ETA 0:") == NULL, "%s", text);
 	ck_assert_msg(strstr(text, "HTTP 500 Internal Server Error; "
 			     "retrying in 0.0 s (1 of 2)") != NULL, "%s",
 		      text);

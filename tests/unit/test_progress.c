@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "train/progress.h"
+#include "util/span.h"
 
 /* The whole of f as a NUL-terminated heap string. */
 static char *
@@ -42,7 +43,7 @@ START_TEST(span_format)
 	char buf[32];
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-		dt_progress_fmt_span(buf, sizeof buf, cases[i].s);
+		dt_fmt_span(buf, sizeof buf, cases[i].s);
 		ck_assert_str_eq(buf, cases[i].want);
 	}
 }
