@@ -299,6 +299,10 @@ struct position {
 	int64_t samples;
 };
 
+/* The most ranks a checkpoint's writer may have had (2^20): it bounds
+ * optim_steps below, so a crafted world_size cannot loosen that. */
+#define DT_CKPT_WORLD_MAX 1048576
+
 /* The position of meta (read from checkpoint directory dir, named for
  * step dir_step) into *pos, every number checked against the job and the
  * data before anything uses it: a crafted meta.json whose manifest was
@@ -331,6 +335,9 @@ checked_position(const struct dt_run *r, const char *dir, int64_t dir_step,
 			    "every epoch takes a step", err)) ||
 	    (st = bound_int(file, "epoch_samples", m->epoch_samples, 0, n,
 			    "the training set's samples", err)) ||
+	    (st = bound_int(file, "world_size", m->world_size, 1,
+			    DT_CKPT_WORLD_MAX, "the ranks a run may have",
+			    err)) ||
 	    (st = bound_int(file, "optim_steps", m->optim_steps, 0,
 			    step * (int64_t)m->world_size,
 			    "one update per step and rank at most", err)))

@@ -77,6 +77,7 @@ PY
 for c in "epoch_samples 1000000000000 0 60000" \
 	 "epoch 51 0 50" \
 	 "optim_steps 51 0 50" \
+	 "world_size 1048577 1 1048576" \
 	 "extra.window_steps 4611686018427387904 0 50" \
 	 "extra.skipped_steps 51 0 50" \
 	 "extra.diverge_loss_n 21 0 20" \
