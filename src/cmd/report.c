@@ -283,6 +283,14 @@ read_metrics(struct report *rep, struct dt_error *err)
 		lineno++;
 		if (strspn(line, " \t\r\n") == (size_t)n)
 			continue;
+		/* dtrain ends every line with a newline: a last line without
+		 * one is the line a running (or killed) trainer was writing. */
+		if (line[n - 1] != '\n') {
+			fprintf(stderr, "dtrain: %s:%d: an unfinished last line "
+				"(the run was writing it), left out\n", path,
+				lineno);
+			break;
+		}
 		st = take_line(rep, path, lineno, line, err);
 	}
 	if (st == DT_OK && ferror(f))

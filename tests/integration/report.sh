@@ -171,6 +171,15 @@ cp -r runs/rep broken
 rm -f broken/report.html
 sed -i '3s/.*/{"step": 4, "loss": 1.0,/' broken/metrics.jsonl
 expect_fail 1 'broken/metrics.jsonl:3: not JSON' "$DTRAIN" report broken
+# A last line cut short (the run is writing it, or was killed): left out,
+# saying so; the page is written from the lines before it.
+cp runs/rep/metrics.jsonl broken/metrics.jsonl
+printf '{"step": 99, "loss": 0.5' >>broken/metrics.jsonl
+"$DTRAIN" report broken >/dev/null 2>cut.err ||
+	{ cat cut.err >&2; fail "report refused a run whose last line is unfinished"; }
+grep -q "broken/metrics.jsonl:$(($(wc -l <runs/rep/metrics.jsonl) + 1)): an unfinished last line" cut.err ||
+	{ cat cut.err >&2; fail "no warning for the unfinished last line"; }
+rm -f broken/report.html
 cp runs/rep/metrics.jsonl broken/metrics.jsonl
 sed -i '4s/"loss"/"loss": "high", "x"/' broken/metrics.jsonl
 expect_fail 1 'broken/metrics.jsonl:4: loss: expected a number' \
