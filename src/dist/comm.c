@@ -189,7 +189,7 @@ dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err)
 {
 	if (c->ops->coll_wait == NULL)
 		return DT_OK;
-	WATCHED(c, "MPI_Waitall (sums)", c->ops->coll_wait(c, err));
+	WATCHED(c, "MPI_Waitall", c->ops->coll_wait(c, err));
 }
 
 enum dt_status

@@ -336,8 +336,7 @@ checked_position(const struct dt_run *r, const char *dir, int64_t dir_step,
 	    (st = bound_int(file, "epoch_samples", m->epoch_samples, 0, n,
 			    "the training set's samples", err)) ||
 	    (st = bound_int(file, "world_size", m->world_size, 1,
-			    DT_CKPT_WORLD_MAX, "the ranks a run may have",
-			    err)) ||
+			    DT_CKPT_WORLD_MAX, "2^20 ranks", err)) ||
 	    (st = bound_int(file, "optim_steps", m->optim_steps, 0,
 			    step * (int64_t)m->world_size,
 			    "one update per step and rank at most", err)))
