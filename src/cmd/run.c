@@ -573,6 +573,23 @@ precheck(const struct run_args *a, const struct dt_job *job,
 	return dt_rundir_prepare(dir, err);
 }
 
+/* Seconds between a failed job and its restart: a host whose link
+ * flapped, or whose daemons are still going down, gets that long to come
+ * back before mpirun starts daemons on it again (a daemon started while
+ * its host's link was still down never reached mpirun, and the restart
+ * hung: tests/cluster/faults.sh). */
+#define DT_RESTART_PAUSE_S 3
+
+/* The pause before a restart; a stop signal cuts it short. */
+static void
+restart_pause(void)
+{
+	struct timespec nap = { 0, 100 * 1000 * 1000 };
+
+	for (int i = 0; i < DT_RESTART_PAUSE_S * 10 && stop_count == 0; i++)
+		nanosleep(&nap, NULL);
+}
+
 /* Waits (at most a minute) until no process holds the run directory's
  * lock (train/rundir.h): mpirun can return while the failed job's rank 0,
  * which holds it, is still finishing its step and checkpoint, and the
@@ -894,6 +911,9 @@ launch(int argc, char **argv, const struct run_args *a,
 			rc, dir, attempt + 1, a->max_restarts);
 		if (a->elastic > 0)
 			say_placement(&el, n, attempt + 1);
+		restart_pause();
+		if (stop_count > 0)
+			break;
 		wait_rundir_free(dir);
 		args = child_argv(argc, argv, a, self, n, a->elastic > 0 ?
 				  el.file : NULL, np, sizeof np, 1, dir,
