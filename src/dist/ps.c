@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dist/ps_priv.h"
+#include "dist/watch.h"
 #include "util/alloc.h"
 
 void
@@ -102,6 +103,53 @@ ps_check(const struct dt_ps *ps, int rc, const char *call,
 	 struct dt_error *err)
 {
 	return dt_comm_mpi_check(ps->rank, rc, call, err);
+}
+
+int
+ps_send(const struct dt_ps *ps, const void *buf, int count, MPI_Datatype type,
+	int dest, int tag)
+{
+	int rc;
+
+	dt_watch_enter(ps->world->watch, "MPI_Send");
+	rc = MPI_Send(buf, count, type, dest, tag, ps->mc);
+	dt_watch_leave(ps->world->watch);
+	return rc;
+}
+
+int
+ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
+	int src, int tag, MPI_Status *status)
+{
+	int rc;
+
+	dt_watch_enter(ps->world->watch, "MPI_Recv");
+	rc = MPI_Recv(buf, count, type, src, tag, ps->mc, status);
+	dt_watch_leave(ps->world->watch);
+	return rc;
+}
+
+int
+ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status)
+{
+	int rc;
+
+	dt_watch_enter(ps->world->watch, "MPI_Wait");
+	rc = MPI_Wait(req, status);
+	dt_watch_leave(ps->world->watch);
+	return rc;
+}
+
+int
+ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
+	   MPI_Status *status)
+{
+	int rc;
+
+	dt_watch_enter(ps->world->watch, "MPI_Waitany");
+	rc = MPI_Waitany(n, reqs, idx, status);
+	dt_watch_leave(ps->world->watch);
+	return rc;
 }
 
 /* Reads a whole decimal number in [lo, hi] from environment variable name;
@@ -331,16 +379,15 @@ dt_ps_stats(struct dt_ps *ps, struct dt_ps_stats *s, struct dt_error *err)
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++) {
 		struct ps_ctrl c = { PS_CTRL_STATS, 0 };
 
-		st = ps_check(ps, MPI_Send(&c, (int)sizeof c, MPI_BYTE,
-					   ps_server_rank(ps, j), PS_TAG_CTRL,
-					   ps->mc),
+		st = ps_check(ps, ps_send(ps, &c, (int)sizeof c, MPI_BYTE,
+					  ps_server_rank(ps, j), PS_TAG_CTRL),
 			      "MPI_Send (stats request)", err);
 	}
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++)
-		st = ps_check(ps, MPI_Recv(rows + (size_t)j * (size_t)len, len,
-					   MPI_INT64_T, ps_server_rank(ps, j),
-					   PS_TAG_STATS, ps->mc,
-					   MPI_STATUS_IGNORE),
+		st = ps_check(ps, ps_recv(ps, rows + (size_t)j * (size_t)len,
+					  len, MPI_INT64_T,
+					  ps_server_rank(ps, j), PS_TAG_STATS,
+					  MPI_STATUS_IGNORE),
 			      "MPI_Recv (stats)", err);
 	if (st == DT_OK)
 		fold_stats(ps, rows, s);

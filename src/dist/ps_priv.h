@@ -144,6 +144,21 @@ int ps_stats_len(const struct dt_ps *ps);
 /* The world rank of server j. */
 int ps_server_rank(const struct dt_ps *ps, int j);
 
+/* The blocking calls of this traffic, on ps->mc, as MPI_Send, MPI_Recv,
+ * MPI_Wait and MPI_Waitany take them (the same return codes), each marked
+ * for the watchdog of parallel.timeout_s (dist/watch.h) under that MPI
+ * name: a server waits in ps_waitany for the workers' next message and a
+ * worker in ps_wait for a pull, so a peer that stopped or was cut off is
+ * named from either side. Point-to-point traffic that the communicator's
+ * own calls do not see would otherwise hang the job unnoticed. */
+int ps_send(const struct dt_ps *ps, const void *buf, int count,
+	    MPI_Datatype type, int dest, int tag);
+int ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
+	    int src, int tag, MPI_Status *status);
+int ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status);
+int ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
+	       MPI_Status *status);
+
 /* dt_comm_mpi_check with this rank. */
 enum dt_status ps_check(const struct dt_ps *ps, int rc, const char *call,
 			struct dt_error *err);

@@ -172,7 +172,7 @@ fill_reply(struct dt_ps *ps, int w, struct dt_error *err)
 	struct ps_hdr h = { v->version, v->version };
 	enum dt_status st;
 
-	st = ps_check(ps, MPI_Wait(&v->reply_req[w], MPI_STATUS_IGNORE),
+	st = ps_check(ps, ps_wait(ps, &v->reply_req[w], MPI_STATUS_IGNORE),
 		      "MPI_Wait (reply)", err);
 	if (st != DT_OK)
 		return st;
@@ -212,16 +212,16 @@ send_state(struct dt_ps *ps, int w, bool with_optim, struct dt_error *err)
 
 	if (st != DT_OK)
 		return st;
-	st = ps_check(ps, MPI_Send(v->reply[w], (int)msg_bytes(v), MPI_BYTE,
-				   w, PS_TAG_STATE, ps->mc),
+	st = ps_check(ps, ps_send(ps, v->reply[w], (int)msg_bytes(v), MPI_BYTE,
+				  w, PS_TAG_STATE),
 		      "MPI_Send (state)", err);
 	ps->world->bytes_sent += msg_bytes(v);
 	if (st != DT_OK || !with_optim)
 		return st;
 	bufs = dt_optim_state(v->optim, &n_bufs);
 	for (int b = 0; b < n_bufs && st == DT_OK; b++) {
-		st = ps_check(ps, MPI_Send(bufs[b], (int)v->len, MPI_FLOAT, w,
-					   PS_TAG_OPT, ps->mc),
+		st = ps_check(ps, ps_send(ps, bufs[b], (int)v->len, MPI_FLOAT,
+					  w, PS_TAG_OPT),
 			      "MPI_Send (optimizer state)", err);
 		ps->world->bytes_sent += v->len * sizeof(float);
 	}
@@ -243,8 +243,7 @@ send_stats(struct dt_ps *ps, int w, struct dt_error *err)
 	m[PS_STAT_BYTES] = (int64_t)v->bytes;
 	memcpy(m + PS_STAT_FIELDS, ps->hist,
 	       (size_t)ps->n_hist * sizeof *ps->hist);
-	st = ps_check(ps, MPI_Send(m, len, MPI_INT64_T, w, PS_TAG_STATS,
-				   ps->mc),
+	st = ps_check(ps, ps_send(ps, m, len, MPI_INT64_T, w, PS_TAG_STATS),
 		      "MPI_Send (stats)", err);
 	free(m);
 	return st;
@@ -494,8 +493,8 @@ finish(struct dt_ps *ps, struct dt_error *err)
 				      "MPI_Wait (cancelled receive)", err);
 	}
 	for (int w = 0; w < ps->n_workers && st == DT_OK; w++)
-		st = ps_check(ps, MPI_Wait(&v->reply_req[w],
-					   MPI_STATUS_IGNORE),
+		st = ps_check(ps, ps_wait(ps, &v->reply_req[w],
+					  MPI_STATUS_IGNORE),
 			      "MPI_Wait (reply)", err);
 	return st;
 }
@@ -533,8 +532,8 @@ dt_ps_serve(struct dt_ps *ps, const float *init_params, dt_ps_lr_fn lr_fn,
 		MPI_Status status;
 		int idx = MPI_UNDEFINED;
 
-		st = ps_check(ps, MPI_Waitany(w_count + 1, v->req, &idx,
-					      &status),
+		st = ps_check(ps, ps_waitany(ps, w_count + 1, v->req, &idx,
+					     &status),
 			      "MPI_Waitany", err);
 		if (st != DT_OK)
 			break;
@@ -565,8 +564,8 @@ ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
 	enum dt_status st;
 
 	/* The reply buffer of worker 0 is free before serving starts. */
-	st = ps_check(ps, MPI_Recv(v->reply[0], (int)msg_bytes(v), MPI_BYTE, 0,
-				   PS_TAG_STATE, ps->mc, &status),
+	st = ps_check(ps, ps_recv(ps, v->reply[0], (int)msg_bytes(v), MPI_BYTE,
+				  0, PS_TAG_STATE, &status),
 		      "MPI_Recv (resumed state)", err);
 	if (st != DT_OK)
 		return st;
@@ -579,9 +578,8 @@ ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
 	memcpy(v->params, msg_floats(v->reply[0]), v->len * sizeof(float));
 	bufs = dt_optim_state(v->optim, &n_bufs);
 	for (int b = 0; b < n_bufs && st == DT_OK; b++)
-		st = ps_check(ps, MPI_Recv(bufs[b], (int)v->len, MPI_FLOAT, 0,
-					   PS_TAG_OPT, ps->mc,
-					   MPI_STATUS_IGNORE),
+		st = ps_check(ps, ps_recv(ps, bufs[b], (int)v->len, MPI_FLOAT,
+					  0, PS_TAG_OPT, MPI_STATUS_IGNORE),
 			      "MPI_Recv (resumed optimizer state)", err);
 	if (st != DT_OK)
 		return st;

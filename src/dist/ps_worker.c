@@ -101,9 +101,8 @@ send_ctrl(struct dt_ps *ps, int j, int64_t kind, int64_t arg,
 {
 	struct ps_ctrl c = { kind, arg };
 
-	return ps_check(ps, MPI_Send(&c, (int)sizeof c, MPI_BYTE,
-				     ps->wk->link[j].server, PS_TAG_CTRL,
-				     ps->mc),
+	return ps_check(ps, ps_send(ps, &c, (int)sizeof c, MPI_BYTE,
+				    ps->wk->link[j].server, PS_TAG_CTRL),
 			"MPI_Send (control)", err);
 }
 
@@ -157,7 +156,7 @@ wait_pull(struct dt_ps *ps, int j, float *params, struct dt_error *err)
 	MPI_Status status;
 	enum dt_status st;
 
-	st = ps_check(ps, MPI_Wait(&l->pull_req, &status), "MPI_Wait (pull)",
+	st = ps_check(ps, ps_wait(ps, &l->pull_req, &status), "MPI_Wait (pull)",
 		      err);
 	if (st == DT_OK)
 		st = absorb(ps, l, l->pull, &status, params, err);
@@ -193,7 +192,7 @@ push(struct dt_ps *ps, int j, const float *grads, int64_t step,
 
 	/* The previous push's buffer: the server keeps a receive posted for
 	 * it (its slot is free by the bound), so this does not wait long. */
-	st = ps_check(ps, MPI_Wait(&l->push_req, MPI_STATUS_IGNORE),
+	st = ps_check(ps, ps_wait(ps, &l->push_req, MPI_STATUS_IGNORE),
 		      "MPI_Wait (push)", err);
 	if (st != DT_OK)
 		return st;
@@ -254,8 +253,8 @@ flush_pushes(struct dt_ps *ps, struct dt_error *err)
 	enum dt_status st = DT_OK;
 
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++)
-		st = ps_check(ps, MPI_Wait(&ps->wk->link[j].push_req,
-					   MPI_STATUS_IGNORE),
+		st = ps_check(ps, ps_wait(ps, &ps->wk->link[j].push_req,
+					  MPI_STATUS_IGNORE),
 			      "MPI_Wait (push)", err);
 	return st;
 }
@@ -273,8 +272,8 @@ recv_state(struct dt_ps *ps, int j, float *params, int64_t *version,
 	int count = 0;
 	enum dt_status st;
 
-	st = ps_check(ps, MPI_Recv(l->push, (int)msg_bytes(l), MPI_BYTE,
-				   l->server, PS_TAG_STATE, ps->mc, &status),
+	st = ps_check(ps, ps_recv(ps, l->push, (int)msg_bytes(l), MPI_BYTE,
+				  l->server, PS_TAG_STATE, &status),
 		      "MPI_Recv (state)", err);
 	if (st != DT_OK)
 		return st;
@@ -314,12 +313,12 @@ dt_ps_done(struct dt_ps *ps, float *params, struct dt_error *err)
 
 		st = recv_state(ps, j, params, &version, err);
 		if (st == DT_OK)
-			st = ps_check(ps, MPI_Recv(wk->final + (size_t)j *
-						   (size_t)len, len,
-						   MPI_INT64_T,
-						   wk->link[j].server,
-						   PS_TAG_STATS, ps->mc,
-						   MPI_STATUS_IGNORE),
+			st = ps_check(ps, ps_recv(ps, wk->final +
+						  (size_t)j * (size_t)len,
+						  len, MPI_INT64_T,
+						  wk->link[j].server,
+						  PS_TAG_STATS,
+						  MPI_STATUS_IGNORE),
 				      "MPI_Recv (final stats)", err);
 	}
 	if (st == DT_OK)
@@ -352,10 +351,10 @@ dt_ps_gather_state(struct dt_ps *ps, float *params, float **optim_bufs,
 				       (long long)wk->next_step);
 		for (int b = 0; b < ps->n_bufs && st == DT_OK && ps->rank == 0;
 		     b++)
-			st = ps_check(ps, MPI_Recv(optim_bufs[b] + l->off,
-						   (int)l->len, MPI_FLOAT,
-						   l->server, PS_TAG_OPT,
-						   ps->mc, MPI_STATUS_IGNORE),
+			st = ps_check(ps, ps_recv(ps, optim_bufs[b] + l->off,
+						  (int)l->len, MPI_FLOAT,
+						  l->server, PS_TAG_OPT,
+						  MPI_STATUS_IGNORE),
 				      "MPI_Recv (optimizer state)", err);
 	}
 	if (st == DT_OK && ps->rank == 0 && optim_steps != NULL)
@@ -384,17 +383,16 @@ ps_worker_scatter(struct dt_ps *ps, float *params, float *const *optim_bufs,
 			memcpy(l->push, &h, sizeof h);
 			memcpy(msg_floats(l->push), params + l->off,
 			       l->len * sizeof(float));
-			st = ps_check(ps, MPI_Send(l->push, (int)msg_bytes(l),
-						   MPI_BYTE, l->server,
-						   PS_TAG_STATE, ps->mc),
+			st = ps_check(ps, ps_send(ps, l->push,
+						  (int)msg_bytes(l), MPI_BYTE,
+						  l->server, PS_TAG_STATE),
 				      "MPI_Send (resumed state)", err);
 			for (int b = 0; b < ps->n_bufs && st == DT_OK; b++)
-				st = ps_check(ps, MPI_Send(optim_bufs[b] +
-							   l->off,
-							   (int)l->len,
-							   MPI_FLOAT,
-							   l->server,
-							   PS_TAG_OPT, ps->mc),
+				st = ps_check(ps, ps_send(ps, optim_bufs[b] +
+							  l->off,
+							  (int)l->len,
+							  MPI_FLOAT, l->server,
+							  PS_TAG_OPT),
 					      "MPI_Send (resumed optimizer "
 					      "state)", err);
 		}

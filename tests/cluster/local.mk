@@ -5,7 +5,8 @@
 # watchdog.sh runs on one host, without namespaces.
 CLUSTER_TESTS = tests/cluster/watchdog.sh tests/cluster/layouts.sh \
 	tests/cluster/data-ckpt.sh tests/cluster/faults.sh \
-	tests/cluster/hier.sh tests/cluster/elastic.sh
+	tests/cluster/hier.sh tests/cluster/elastic.sh \
+	tests/cluster/ps-faults.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += $(CLUSTER_TESTS) tests/cluster/lib.sh tests/cluster/netns-rsh
 

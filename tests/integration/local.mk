@@ -3,6 +3,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/agree.sh \
 	tests/integration/ps-train.sh \
+	tests/integration/ps-watchdog.sh \
 	tests/integration/jobs-plan.sh \
 	tests/integration/plan-memory.sh \
 	tests/integration/np-equivalence.sh \
