@@ -432,14 +432,140 @@ clean_launch_dir(const char *launch_dir, int n_ranks, int also_dir)
 		rmdir(launch_dir);
 }
 
+/* Whether a rank of the job has failed, as launch_dir tells: its exit
+ * note holds a code other than 0, or it ran on this host (its pid note)
+ * and is gone without a note (killed, or ended by MPI_Abort). Sets *rank
+ * and *code (-1 for none written). Ranks on other hosts are seen through
+ * their notes only, where the directory is shared. */
+static int
+rank_failed(const char *launch_dir, int n_ranks, int *rank, int *code)
+{
+	char host[256] = "", path[PATH_MAX + 64], rhost[256];
+
+	gethostname(host, sizeof host - 1);
+	for (int r = 0; r < n_ranks; r++) {
+		long v = 0, pid = 0;
+		int gone = 0;
+		FILE *f;
+
+		snprintf(path, sizeof path, "%s/rank-%d.pid", launch_dir, r);
+		f = fopen(path, "r");
+		if (f != NULL) {
+			gone = fscanf(f, "%ld %255s", &pid, rhost) == 2 &&
+			       pid > 1 && strcmp(rhost, host) == 0 &&
+			       kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+			fclose(f);
+		}
+		/* After the pid: a rank writes its note before it exits. */
+		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
+		f = fopen(path, "r");
+		if (f != NULL) {
+			if (fscanf(f, "%ld", &v) != 1)
+				v = 1;
+			fclose(f);
+			if (v == 0)
+				continue;
+			gone = 1;
+		} else {
+			v = -1;
+		}
+		if (gone) {
+			*rank = r;
+			*code = (int)v;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static double
+since_s(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) +
+	       (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* One round of run_child's teardown guard for mpirun pid: the notes are
+ * read once a second until a rank has failed (*bad_rank, *bad_code, from
+ * *t_bad on); grace_s after that, mpirun's process group gets SIGTERM,
+ * and 5 s later SIGKILL. Returns how far it went: 0 nothing sent, 1
+ * SIGTERM sent, 2 SIGKILL sent (ended, the value passed in, carries it
+ * between rounds). */
+static int
+guard_teardown(pid_t pid, int n_ranks, const char *launch_dir,
+	       double grace_s, struct timespec *t_check,
+	       struct timespec *t_bad, int *bad_rank, int *bad_code,
+	       int ended)
+{
+	if (*bad_rank < 0) {
+		if (t_check->tv_sec != 0 && since_s(t_check) < 1)
+			return ended;
+		clock_gettime(CLOCK_MONOTONIC, t_check);
+		if (rank_failed(launch_dir, n_ranks, bad_rank, bad_code))
+			clock_gettime(CLOCK_MONOTONIC, t_bad);
+		return ended;
+	}
+	if (ended == 0 && since_s(t_bad) >= grace_s) {
+		if (*bad_code >= 0)
+			fprintf(stderr, "dtrain: rank %d failed (exit %d) "
+				"%.0f s ago and mpirun has not ended the job "
+				"(a daemon on a host it cannot reach?); "
+				"ending mpirun\n", *bad_rank, *bad_code,
+				grace_s);
+		else
+			fprintf(stderr, "dtrain: rank %d ended without an "
+				"exit code %.0f s ago and mpirun has not "
+				"ended the job (a daemon on a host it cannot "
+				"reach?); ending mpirun\n", *bad_rank,
+				grace_s);
+		kill(-pid, SIGTERM);
+		clock_gettime(CLOCK_MONOTONIC, t_bad);
+		return 1;
+	}
+	if (ended == 1 && since_s(t_bad) >= 5) {
+		kill(-pid, SIGKILL);
+		return 2;
+	}
+	return ended;
+}
+
+/* Seconds the teardown guard of run_child leaves mpirun to end a job
+ * after one of its ranks failed: three watchdog timeouts (mpirun's
+ * daemons give up on an idle link within two, dtrain run -n sets their
+ * keepalive so), at least 10, or a minute without the watchdog. */
+static double
+teardown_grace_s(const struct dt_job *job)
+{
+	double t = job->parallel.timeout_s;
+
+	if (t <= 0)
+		return 60;
+	return 3 * t > 10 ? 3 * t : 10;
+}
+
 /* Runs args as a child in a process group of its own (so that a Ctrl-C
  * at the terminal reaches this launcher alone, which passes it on; see
  * forward_stop) with stdin from /dev/null, and returns its exit code (128
- * + signal when it was killed), the ranks' agreed one under mpirun. */
+ * + signal when it was killed), the ranks' agreed one under mpirun.
+ *
+ * Under mpirun (n_ranks > 0) a guard watches the ranks' notes: once a
+ * rank has failed (rank_failed), mpirun gets grace_s seconds to end the
+ * job; after that it is ended (SIGTERM to its process group, SIGKILL 5 s
+ * later), saying so, and the failed rank's code (1 if it left none) is
+ * returned. mpirun can wait for ever on a daemon whose host went down
+ * with a kill order in flight to it (TCP keepalive probes only an idle
+ * link; the unacknowledged order is retried for many minutes): seen in
+ * tests/cluster/elastic-kill.sh, where a rank on the lost host was
+ * killed just before its link went down. */
 static int
-run_child(const char **args, int n_ranks, const char *launch_dir)
+run_child(const char **args, int n_ranks, const char *launch_dir,
+	  double grace_s)
 {
-	int status, forwarded = 0;
+	int status, forwarded = 0, bad_rank = -1, bad_code = 0, ended = 0;
+	struct timespec t_bad = { 0, 0 }, t_check = { 0, 0 };
 	pid_t pid;
 
 	clean_launch_dir(launch_dir, n_ranks, 0);
@@ -484,8 +610,14 @@ run_child(const char **args, int n_ranks, const char *launch_dir)
 			else
 				kill(pid, SIGTERM);
 		}
+		if (n_ranks > 0)
+			ended = guard_teardown(pid, n_ranks, launch_dir,
+					       grace_s, &t_check, &t_bad,
+					       &bad_rank, &bad_code, ended);
 		nanosleep(&nap, NULL);
 	}
+	if (ended > 0)
+		return bad_code > 0 && bad_code < 256 ? bad_code : 1;
 	if (WIFEXITED(status))
 		return n_ranks > 0 ?
 		       ranks_exit_code(launch_dir, n_ranks,
@@ -890,7 +1022,7 @@ launch(int argc, char **argv, const struct run_args *a,
 	args = child_argv(argc, argv, a, self, n, a->elastic > 0 ? el.file :
 			  NULL, np, sizeof np, 0, dir, &mpi_words);
 	for (int attempt = 0;; attempt++) {
-		rc = run_child(args, n, launch_dir);
+		rc = run_child(args, n, launch_dir, teardown_grace_s(job));
 		free(args);
 		free(mpi_words);
 		/* Done, bad input, or stopped on request: nothing to retry. */
