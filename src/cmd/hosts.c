@@ -70,6 +70,7 @@ read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
 	snprintf(h->name, sizeof h->name, "%s", name);
 	h->slots = (int)slots;
 	h->alive = 1;
+	h->probe = 0;
 	return DT_OK;
 }
 
@@ -201,22 +202,25 @@ host_ranks(const struct dt_hosts *hosts, int n_ranks, int i, int *first)
 }
 
 /* Appends "NAME (rank F)" or "NAME (ranks F-L)" for host i of hosts under
- * n_ranks, after a comma unless it is the first. */
+ * n_ranks, after a comma unless it is the first; a note (NULL: none) goes
+ * inside the parenthesis, after ": ". */
 static void
 append_host(const struct dt_hosts *hosts, int n_ranks, int i, int first_item,
-	    char *buf, size_t size, size_t *len)
+	    const char *note, char *buf, size_t size, size_t *len)
 {
 	int first, take = host_ranks(hosts, n_ranks, i, &first);
 	const char *sep = first_item ? "" : ", ";
 
 	if (take == 0)
-		append(buf, size, len, "%s%s (no rank)", sep, hosts->h[i].name);
+		append(buf, size, len, "%s%s (no rank", sep, hosts->h[i].name);
 	else if (take == 1)
-		append(buf, size, len, "%s%s (rank %d)", sep, hosts->h[i].name,
+		append(buf, size, len, "%s%s (rank %d", sep, hosts->h[i].name,
 		       first);
 	else
-		append(buf, size, len, "%s%s (ranks %d-%d)", sep,
+		append(buf, size, len, "%s%s (ranks %d-%d", sep,
 		       hosts->h[i].name, first, first + take - 1);
+	append(buf, size, len, "%s%s)", note != NULL ? ": " : "",
+	       note != NULL ? note : "");
 }
 
 int
@@ -231,24 +235,38 @@ dt_hosts_placement(const struct dt_hosts *hosts, int n_ranks, char *buf,
 	for (int i = 0; i < hosts->n; i++)
 		if (hosts->h[i].alive &&
 		    host_ranks(hosts, n_ranks, i, &first) > 0)
-			append_host(hosts, n_ranks, i, used++ == 0, buf, size,
-				    &len);
+			append_host(hosts, n_ranks, i, used++ == 0, NULL, buf,
+				    size, &len);
 	return used;
 }
 
 int
 dt_hosts_lost(const struct dt_hosts *now, const struct dt_hosts *before,
-	      int n_before, char *buf, size_t size)
+	      int n_before, double timeout_s, char *buf, size_t size)
 {
 	size_t len = 0;
 	int lost = 0;
 
 	if (size > 0)
 		buf[0] = '\0';
-	for (int i = 0; i < now->n && i < before->n; i++)
-		if (!now->h[i].alive && before->h[i].alive)
-			append_host(before, n_before, i, lost++ == 0, buf,
-				    size, &len);
+	for (int i = 0; i < now->n && i < before->n; i++) {
+		int probe = now->h[i].probe;
+		char note[96];
+
+		if (now->h[i].alive || !before->h[i].alive)
+			continue;
+		if (probe == DT_HOST_SILENT)
+			snprintf(note, sizeof note, "no answer to a probe "
+				 "within %.0f s", timeout_s);
+		else if (probe == DT_HOST_UNPROBED)
+			snprintf(note, sizeof note, "no probe could be "
+				 "started");
+		else
+			snprintf(note, sizeof note, "its probe failed, exit "
+				 "%d", probe);
+		append_host(before, n_before, i, lost++ == 0, note, buf, size,
+			    &len);
+	}
 	return lost;
 }
 
@@ -299,16 +317,20 @@ dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
 		if (!hosts->h[i].alive)
 			continue;
 		snprintf(path, sizeof path, "%s/probe-%d", dir, i);
+		hosts->h[i].probe = 0;
 		if (write_file(hosts, i, path, NULL) != DT_OK) {
 			hosts->h[i].alive = 0;
+			hosts->h[i].probe = DT_HOST_UNPROBED;
 			continue;
 		}
 		argv[host_arg] = path;
 		pids[i] = start_quiet(argv);
-		if (pids[i] < 0)
+		if (pids[i] < 0) {
 			hosts->h[i].alive = 0;
-		else
+			hosts->h[i].probe = DT_HOST_UNPROBED;
+		} else {
 			left++;
+		}
 	}
 	while (left > 0) {
 		struct timespec nap = { 0, 50 * 1000 * 1000 };
@@ -322,6 +344,10 @@ dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
 				continue;
 			hosts->h[i].alive = WIFEXITED(status) &&
 					    WEXITSTATUS(status) == 0;
+			if (!hosts->h[i].alive)
+				hosts->h[i].probe = WIFEXITED(status) ?
+						    WEXITSTATUS(status) :
+						    128 + WTERMSIG(status);
 			kill(-pids[i], SIGKILL);	/* what it left */
 			pids[i] = 0;
 			left--;
@@ -336,6 +362,7 @@ dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
 				kill(-pids[i], SIGKILL);
 				waitpid(pids[i], NULL, 0);
 				hosts->h[i].alive = 0;
+				hosts->h[i].probe = DT_HOST_SILENT;
 				pids[i] = 0;
 			}
 			left = 0;

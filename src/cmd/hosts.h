@@ -12,10 +12,19 @@
 
 #define DT_HOST_NAME_MAX 256
 
+/* What a probe found of a host it marked not alive (struct dt_host's
+ * probe), when not the probe's own exit status. */
+#define DT_HOST_SILENT (-1)	/* no answer within the timeout */
+#define DT_HOST_UNPROBED (-2)	/* no probe could be started */
+
 struct dt_host {
 	char name[DT_HOST_NAME_MAX];
 	int slots;		/* slots=N, 1 when the line gives none */
 	int alive;		/* 1 until a probe finds it gone */
+	int probe;		/* the last probe that found it gone: its
+				 * exit status (128 + N: killed by signal
+				 * N), DT_HOST_SILENT or DT_HOST_UNPROBED;
+				 * 0 otherwise */
 };
 
 /* The hosts of a hostfile, in its order; a name given twice is one host
@@ -52,19 +61,22 @@ int dt_hosts_placement(const struct dt_hosts *hosts, int n_ranks, char *buf,
 		       size_t size);
 
 /* The hosts alive in before but not in now (the same hosts, probed
- * again), each with the ranks it had when n_before ranks ran on before,
- * as "NAME (rank 1), NAME (ranks 2-3)", into buf (size bytes, always
+ * again with timeout_s), each with the ranks it had when n_before ranks
+ * ran on before and what its probe found, as "NAME (rank 1: no answer to
+ * a probe within 10 s), NAME (ranks 2-3: its probe failed, exit 1)" (or
+ * ": no probe could be started"), into buf (size bytes, always
  * terminated). Returns their number. */
 int dt_hosts_lost(const struct dt_hosts *now, const struct dt_hosts *before,
-		  int n_before, char *buf, size_t size);
+		  int n_before, double timeout_s, char *buf, size_t size);
 
 /* Probes every host still alive at once: argv is an mpirun command line
  * whose element host_arg is replaced by the path of a hostfile naming that
  * host alone (written under dir as probe-K), run with standard input,
  * output and error on /dev/null in a process group of its own. A host
  * whose command has not exited 0 within timeout_s seconds (its process
- * group is then killed) is marked not alive. A probe that cannot be
- * started counts as lost. */
+ * group is then killed) is marked not alive, with its probe's exit status
+ * in probe (DT_HOST_SILENT when it did not end in time). A probe that
+ * cannot be started counts as lost (DT_HOST_UNPROBED). */
 void dt_hosts_probe(struct dt_hosts *hosts, const char **argv, int host_arg,
 		    const char *dir, double timeout_s);
 

@@ -626,6 +626,29 @@ run_child(const char **args, int n_ranks, const char *launch_dir,
 	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
+/* One launch of the job, attempt (0 for the first): the ranks' notes go
+ * to a directory of its own, launch_dir/ATTEMPT, so that a rank left
+ * over from an earlier attempt (cut off on a lost host, it can end long
+ * after) cannot speak for this one; returns run_child's code. */
+static int
+run_attempt(const char **args, int n_ranks, const char *launch_dir,
+	    int attempt, double grace_s)
+{
+	char notes[PATH_MAX + 16];
+	int rc;
+
+	snprintf(notes, sizeof notes, "%s/%d", launch_dir, attempt);
+	if (mkdir(notes, 0700) != 0) {
+		fprintf(stderr, "dtrain: cannot make %s: %s\n", notes,
+			strerror(errno));
+		return 1;
+	}
+	setenv(DT_LAUNCH_DIR_ENV, notes, 1);
+	rc = run_child(args, n_ranks, notes, grace_s);
+	clean_launch_dir(notes, n_ranks, 1);
+	return rc;
+}
+
 /* Under `run -n`, a rank tells the launcher what it would not learn from
  * mpirun: its pid (what: "pid") and its exit code ("exit"), one line "VALUE
  * HOST" in $DTRAIN_LAUNCH_DIR/rank-R.WHAT. Does nothing outside `run -n`;
@@ -893,7 +916,8 @@ elastic_resize(const struct run_args *a, const struct dt_job *job,
 	dt_hosts_probe(&el->hosts, args, host_arg, launch_dir, el->probe_s);
 	free(args);
 	free(mpi_words);
-	dt_hosts_lost(&el->hosts, &before, *n, lost, sizeof lost);
+	dt_hosts_lost(&el->hosts, &before, *n, el->probe_s, lost,
+		      sizeof lost);
 	free(before.h);
 	slots = dt_hosts_slots(&el->hosts);
 	for (int i = 0; i < el->hosts.n; i++)
@@ -916,11 +940,10 @@ elastic_resize(const struct run_args *a, const struct dt_job *job,
 				 "no rank count from %d down to --elastic %d",
 				 cap < a->n_ranks ? cap : a->n_ranks,
 				 a->elastic);
-		fprintf(stderr, "dtrain: --elastic %d: %s%s%s; the hosts that "
+		fprintf(stderr, "dtrain: --elastic %d: %s%s; the hosts that "
 			"answered (%s) hold %d slot%s, %s; stopping (exit "
 			"%d)\n", a->elastic,
 			lost[0] != '\0' ? "lost " : "no host lost", lost,
-			lost[0] != '\0' ? ", which did not answer a probe" : "",
 			where[0] != '\0' ? where : "none", slots,
 			slots == 1 ? "" : "s", why, fail_rc);
 		return fail_rc;
@@ -930,8 +953,7 @@ elastic_resize(const struct run_args *a, const struct dt_job *job,
 		return fail_rc;
 	}
 	if (lost[0] != '\0')
-		fprintf(stderr, "dtrain: --elastic: lost %s (no answer to a "
-			"probe within %.0f s)\n", lost, el->probe_s);
+		fprintf(stderr, "dtrain: --elastic: lost %s\n", lost);
 	*n = fit;
 	return 0;
 }
@@ -1022,7 +1044,8 @@ launch(int argc, char **argv, const struct run_args *a,
 	args = child_argv(argc, argv, a, self, n, a->elastic > 0 ? el.file :
 			  NULL, np, sizeof np, 0, dir, &mpi_words);
 	for (int attempt = 0;; attempt++) {
-		rc = run_child(args, n, launch_dir, teardown_grace_s(job));
+		rc = run_attempt(args, n, launch_dir, attempt,
+				 teardown_grace_s(job));
 		free(args);
 		free(mpi_words);
 		/* Done, bad input, or stopped on request: nothing to retry. */

@@ -127,13 +127,23 @@ START_TEST(placement_fills_slots_in_order)
 	ck_assert_int_eq(dt_hosts_slots(&h), 7);
 	ck_assert_int_eq(dt_hosts_placement(&h, 7, buf, sizeof buf), 2);
 	ck_assert_str_eq(buf, "a (ranks 0-2), c (ranks 3-6)");
-	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, sizeof buf), 1);
-	ck_assert_str_eq(buf, "b (rank 3)");
+	h.h[1].probe = DT_HOST_SILENT;
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, 10.0, buf, sizeof buf),
+			 1);
+	ck_assert_str_eq(buf, "b (rank 3: no answer to a probe within 10 s)");
 	h.h[2].alive = 0;
-	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, sizeof buf), 2);
-	ck_assert_str_eq(buf, "b (rank 3), c (ranks 4-7)");
+	h.h[2].probe = 255;
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, 10.0, buf, sizeof buf),
+			 2);
+	ck_assert_str_eq(buf, "b (rank 3: no answer to a probe within 10 s), "
+			 "c (ranks 4-7: its probe failed, exit 255)");
+	h.h[2].probe = DT_HOST_UNPROBED;
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, 12.0, buf, sizeof buf),
+			 2);
+	ck_assert_str_eq(buf, "b (rank 3: no answer to a probe within 12 s), "
+			 "c (ranks 4-7: no probe could be started)");
 	/* A short buffer is cut, still terminated. */
-	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, buf, 6), 2);
+	ck_assert_int_eq(dt_hosts_lost(&h, &before, 8, 10.0, buf, 6), 2);
 	ck_assert_str_eq(buf, "b (ra");
 	free(before.h);
 	dt_hosts_fini(&h);
@@ -183,6 +193,10 @@ START_TEST(probe_marks_silent_and_failing_hosts)
 	ck_assert_int_eq(h.h[2].alive, 1);
 	ck_assert_int_eq(h.h[3].alive, 0);
 	ck_assert_int_eq(h.h[4].alive, 0);
+	/* Why: the sleeper timed out, "bad" exited 1. */
+	ck_assert_int_eq(h.h[0].probe, 0);
+	ck_assert_int_eq(h.h[1].probe, DT_HOST_SILENT);
+	ck_assert_int_eq(h.h[3].probe, 1);
 	/* Bounded by the timeout, not by the sleeper's 30 s. */
 	ck_assert_msg(s >= 1.0 && s < 10.0, "probe took %.2f s", s);
 	/* The probe's own hostfiles are gone. */
