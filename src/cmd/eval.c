@@ -238,15 +238,15 @@ print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
 	json_object_object_add(o, "samples", json_object_new_int64(n));
 	json_object_object_add(o, "labels_per_sample",
 			       json_object_new_int64(lps));
-	json_object_object_add(o, "loss", dt_json_number(loss));
+	json_object_object_add(o, "loss", dt_json_float(loss));
 	json_object_object_add(o, "accuracy",
-			       dt_json_number(s->v[1] / labels));
+			       dt_json_float(s->v[1] / labels));
 	json_object_object_add(o, "top_k", json_object_new_int(top_k));
 	json_object_object_add(o, "top_k_accuracy",
-			       dt_json_number(s->v[2] / labels));
+			       dt_json_float(s->v[2] / labels));
 	if (lps > 1)
 		json_object_object_add(o, "perplexity",
-				       dt_json_number(exp(loss)));
+				       dt_json_float(exp(loss)));
 	if (s->per_class) {
 		struct json_object *acc = json_object_new_array();
 		struct json_object *cnt = json_object_new_array();
@@ -257,7 +257,7 @@ print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
 			struct json_object *row = json_object_new_array();
 
 			json_object_array_add(acc, k > 0 ?
-				dt_json_number(per_class_correct(s)[c] /
+				dt_json_float(per_class_correct(s)[c] /
 						       k) : NULL);
 			json_object_array_add(cnt,
 					      json_object_new_int64((int64_t)k));
