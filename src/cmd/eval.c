@@ -34,7 +34,7 @@
 
 struct eval_args {
 	const char *data;	/* NULL: "eval" */
-	uint64_t step_u;	/* as parsed */
+	const char *checkpoint;	/* NULL: the newest */
 	int top_k;
 	int json;
 };
@@ -43,9 +43,7 @@ static const struct dt_cmd_opt eval_opts[] = {
 	{ .name = "data", .kind = DT_CMD_ARG_STRING, .arg = "split_or_source",
 	  .offset = offsetof(struct eval_args, data),
 	  .doc = "train, eval (default) or a path or URL" },
-	{ .name = "checkpoint", .kind = DT_CMD_ARG_U64, .arg = "step",
-	  .offset = offsetof(struct eval_args, step_u),
-	  .doc = "the checkpoint of step (default: newest)" },
+	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct eval_args, checkpoint)),
 	{ .name = "top-k", .kind = DT_CMD_ARG_INT, .arg = "k",
 	  .offset = offsetof(struct eval_args, top_k), .min = 1,
 	  .max = 1000000, .doc = "also count the k most likely (default 5)" },
@@ -292,19 +290,16 @@ cmd_eval(int argc, char **argv)
 	enum dt_status st;
 	int which = 1, rc;
 
-	a.step_u = UINT64_MAX;
 	rc = dt_cmd_parse(&dt_cmd_eval, argc, argv, &a, &line);
 	if (rc >= 0)
 		return rc;
 	dt_error_clear(&err);
 	memset(&src, 0, sizeof src);
-	if (a.step_u != UINT64_MAX) {
-		if (a.step_u > INT64_MAX) {
-			free(line.sets);
-			return dt_cmd_usage_error(&dt_cmd_eval, "--checkpoint: "
-						  "%s", "step too large");
-		}
-		step = (int64_t)a.step_u;
+	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0) {
+		free(line.sets);
+		return dt_cmd_usage_error(&dt_cmd_eval, "--checkpoint %s: "
+					  "expected a step or best",
+					  a.checkpoint);
 	}
 	what = a.data != NULL ? a.data : "eval";
 	st = dt_cmd_comm_new(&comm, &err);

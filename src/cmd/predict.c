@@ -40,6 +40,7 @@ struct predict_args {
 	int probabilities;
 	int top_k;		/* 0: not asked */
 	int batch;
+	const char *checkpoint;	/* NULL: the newest */
 };
 
 static const struct dt_cmd_opt predict_opts[] = {
@@ -59,6 +60,8 @@ static const struct dt_cmd_opt predict_opts[] = {
 	{ .name = "batch", .kind = DT_CMD_ARG_INT, .arg = "n",
 	  .offset = offsetof(struct predict_args, batch), .min = 1,
 	  .max = 65536, .doc = "samples per batch (default 256)" },
+	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct predict_args,
+					     checkpoint)),
 	{ .kind = DT_CMD_ARG_END },
 };
 
@@ -323,7 +326,7 @@ cmd_predict(int argc, char **argv)
 	double *ids = NULL;	/* (n, rows, k) for --top-k */
 	int64_t width = 0, classes = 0, rows = 0;
 	int ld;
-	int64_t ldims[4];
+	int64_t ldims[4], step;
 	enum dt_status st;
 	int rc = dt_cmd_parse(&dt_cmd_predict, argc, argv, &a, &line);
 
@@ -338,11 +341,15 @@ cmd_predict(int argc, char **argv)
 		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
 					  "--top-k and --probabilities "
 					  "exclude each other");
+	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0)
+		return dt_cmd_usage_error(&dt_cmd_predict, "--checkpoint %s: "
+					  "expected a step or best",
+					  a.checkpoint);
 	dt_error_clear(&err);
 	st = dt_cmd_comm_new(&comm, &err);
 	if (st == DT_OK)
-		st = dt_cmd_model_open(line.operand, NULL, 0, -1, a.batch, &cm,
-				       &err);
+		st = dt_cmd_model_open(line.operand, NULL, 0, step, a.batch,
+				       &cm, &err);
 	if (st == DT_OK && (a.top_k > 0 || a.probabilities) &&
 	    cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
 		st = dt_errorf(&err, DT_ERR_USAGE, "%s: --probabilities and "
