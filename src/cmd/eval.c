@@ -25,7 +25,9 @@
 #include "data/fetch.h"
 #include "dist/comm.h"
 #include "graph/graph.h"
+#include "train/progress.h"
 #include "train/source.h"
+#include "util/meter.h"
 #include "util/alloc.h"
 #include "util/jsonnum.h"
 
@@ -146,11 +148,12 @@ count_batch(struct eval_sums *s, const float *probs, const int32_t *y,
 	}
 }
 
-/* Runs the model over this rank's share of src and sums into s. */
+/* Runs the model over this rank's share of src and sums into s; rank
+ * 0's share stands for all on the progress line. */
 static enum dt_status
 run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 	  struct dt_comm *comm, struct eval_sums *s, int top_k,
-	  struct dt_error *err)
+	  struct dt_progress *shown, struct dt_error *err)
 {
 	int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
 	int64_t n = src->n, lo = n * rank / size, hi = n * (rank + 1) / size;
@@ -161,6 +164,7 @@ run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 	/* (B, lps) */
 	int64_t *idx = dt_xmalloc(EVAL_BATCH, sizeof *idx);
 
+	dt_progress_task_begin(shown, "eval", n, 0);
 	for (int64_t i = lo; i < hi; i += EVAL_BATCH) {
 		int64_t count = hi - i < EVAL_BATCH ? hi - i : EVAL_BATCH;
 		int64_t correct = 0;
@@ -174,7 +178,10 @@ run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 		s->v[1] += (double)correct;
 		count_batch(s, dt_model_probs(cm->model), y, count * lps,
 			    top_k);
+		dt_progress_task_update(shown, (i + count - lo) * n /
+					(hi - lo));
 	}
+	dt_progress_task_end(shown);
 	free(x);
 	free(y);
 	free(idx);
@@ -284,6 +291,9 @@ cmd_eval(int argc, char **argv)
 	struct dt_batch_source src;
 	struct eval_sums s = { 0 };
 	struct dt_comm *comm = NULL;
+	struct dt_progress shown;
+	const struct dt_meter *old;
+	struct dt_meter m;
 	struct dt_error err;
 	const char *what;
 	int64_t step = -1, lps = 0;
@@ -320,10 +330,14 @@ cmd_eval(int argc, char **argv)
 	}
 	if (st == DT_OK)
 		st = dt_source_fetch_all(cm.job, comm, 0, &err);
+	dt_cmd_progress_init(&shown, comm);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = dt_source_open(&src, cm.job, which,
 				    dt_model_n_classes(cm.model), EVAL_BATCH,
 				    &cm.vocab, NULL, &err);
+	dt_meter_use(old);
 	if (st == DT_OK) {
 		lps = dt_model_labels_per_sample(cm.model);
 		if (src.n == 0)
@@ -355,8 +369,9 @@ cmd_eval(int argc, char **argv)
 		s.n = 4 + (s.per_class ? (size_t)(s.classes * (s.classes + 2))
 			   : 0);
 		s.v = dt_xcalloc(s.n, sizeof *s.v);
-		st = run_share(&cm, &src, comm, &s, a.top_k, &err);
+		st = run_share(&cm, &src, comm, &s, a.top_k, &shown, &err);
 	}
+	dt_progress_end(&shown);
 	if (st == DT_OK && dt_comm_rank(comm) == 0) {
 		if (a.json)
 			print_json(line.operand, what, &cm, &s, src.n, lps,

@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "graph/model.h"
 #include "train/init_from.h"
+#include "train/progress.h"
 #include "util/alloc.h"
 
 int
@@ -197,6 +198,15 @@ dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err)
 			return dt_comm_mpi_new(out, err);
 	*out = dt_comm_self_new();
 	return DT_OK;
+}
+
+void
+dt_cmd_progress_init(struct dt_progress *p, struct dt_comm *comm)
+{
+	int show = comm != NULL && dt_comm_rank(comm) == 0 &&
+		   dt_progress_tty();
+
+	dt_progress_init(p, show ? stderr : NULL, show, 0);
 }
 
 int

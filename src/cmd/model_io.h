@@ -96,6 +96,14 @@ enum dt_status dt_cmd_import_params(struct dt_model *m, const char *ckpt,
 struct dt_comm;
 enum dt_status dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err);
 
+struct dt_progress;
+/* Starts p (train/progress.h) for eval and predict: on launch rank 0's
+ * stderr, a terminal by dt_progress_tty (DTRAIN_PROGRESS_TTY, else
+ * isatty), where a task that takes more than a moment draws its line;
+ * nothing elsewhere. comm may be NULL (no output then). End it with
+ * dt_progress_end. */
+void dt_cmd_progress_init(struct dt_progress *p, struct dt_comm *comm);
+
 /* The end of eval and predict: a failure on one of several ranks is
  * printed with the rank and ends the job with MPI_Abort (the others may
  * be inside a collective); then comm is freed (NULL is fine) and the

@@ -31,8 +31,10 @@
 #include "data/data.h"
 #include "dist/comm.h"
 #include "graph/graph.h"
+#include "train/progress.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
+#include "util/meter.h"
 
 struct predict_args {
 	const char *input;
@@ -327,6 +329,9 @@ cmd_predict(int argc, char **argv)
 	int64_t width = 0, classes = 0, rows = 0;
 	int ld;
 	int64_t ldims[4], step;
+	struct dt_progress shown;
+	const struct dt_meter *old;
+	struct dt_meter m;
 	enum dt_status st;
 	int rc = dt_cmd_parse(&dt_cmd_predict, argc, argv, &a, &line);
 
@@ -355,8 +360,12 @@ cmd_predict(int argc, char **argv)
 		st = dt_errorf(&err, DT_ERR_USAGE, "%s: --probabilities and "
 			       "--top-k need a softmax_cross_entropy model",
 			       line.operand);
+	dt_cmd_progress_init(&shown, st == DT_OK ? comm : NULL);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = read_inputs(&cm, a.input, &in, &err);
+	dt_meter_use(old);
 	if (st == DT_OK) {
 		int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
 		/* Whole batches per rank: a batch is the same rows whatever
@@ -383,11 +392,15 @@ cmd_predict(int argc, char **argv)
 			out = dt_xcalloc((size_t)(in.n * width), sizeof *out);
 		if (hi > in.n)
 			hi = in.n;
+		/* Rank 0's share stands for all on the progress line. */
+		dt_progress_task_begin(&shown, "predict", in.n, 0);
 		for (int64_t i = lo; st == DT_OK && i < hi; i += a.batch) {
 			int64_t count = hi - i < a.batch ? hi - i : a.batch;
 			int64_t osz;
 			const float *res;
 
+			dt_progress_task_update(&shown, (i - lo) * in.n /
+						(hi - lo));
 			dt_model_eval(cm.model, in.x + i * in.size, NULL, count,
 				      NULL, NULL);
 			if (a.probabilities || a.top_k > 0)
@@ -403,7 +416,9 @@ cmd_predict(int argc, char **argv)
 				top_k(res + r * classes, classes, a.top_k,
 				      ids + (i * rows + r) * a.top_k);
 		}
+		dt_progress_task_end(&shown);
 	}
+	dt_progress_end(&shown);
 	if (st == DT_OK && out != NULL)
 		st = dt_comm_allreduce_sum_f32(comm, out,
 					       (size_t)(in.n * width), &err);

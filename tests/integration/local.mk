@@ -25,6 +25,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/launchers.sh \
 	tests/integration/install.sh \
 	tests/integration/progress-tty.sh \
+	tests/integration/progress-tasks.sh \
 	tests/integration/usage-man.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
