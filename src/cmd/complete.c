@@ -50,6 +50,32 @@ write_opts(const struct dt_cmd *cmd, FILE *out, int takes)
 	}
 }
 
+/* The case arms for the options whose values are words ("export
+ * --format" offers dtrain and torch, "eval --checkpoint" best; a step
+ * number is the user's to type). */
+static void
+write_words(FILE *out)
+{
+	fputs("\tcase \"${COMP_WORDS[1]} $prev\" in\n", out);
+	for (int i = 0; dt_cmd_table[i] != NULL; i++) {
+		const struct dt_cmd *c = dt_cmd_table[i];
+
+		for (const struct dt_cmd_opt *o = c->opts;
+		     o != NULL && o->kind != DT_CMD_ARG_END; o++) {
+			if (o->words == NULL || o->kind == DT_CMD_ARG_REFUSED)
+				continue;
+			fprintf(out, "\t\"%s --%s\"", c->name, o->name);
+			if (o->short_name != '\0')
+				fprintf(out, " | \"%s -%c\"", c->name,
+					o->short_name);
+			fprintf(out, ")\n\t\tCOMPREPLY=($(compgen -W '%s' "
+				"-- \"$cur\"))\n"
+				"\t\treturn 0\n\t\t;;\n", o->words);
+		}
+	}
+	fputs("\tesac\n", out);
+}
+
 void
 dt_cmd_write_completion(FILE *out)
 {
@@ -85,8 +111,9 @@ dt_cmd_write_completion(FILE *out)
 	      "\tif [ \"$prev\" = --set ]; then\n"
 	      "\t\tcompopt -o nospace 2>/dev/null\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"$_dtrain_keys\" -- \"$cur\"))\n"
-	      "\t\treturn 0\n\tfi\n"
-	      "\tcase \" $takes \" in\n"
+	      "\t\treturn 0\n\tfi\n", out);
+	write_words(out);
+	fputs("\tcase \" $takes \" in\n"
 	      "\t*\" $prev \"*)\n"
 	      "\t\tCOMPREPLY=($(compgen -f -- \"$cur\"))\n"
 	      "\t\treturn 0\n\t\t;;\n\tesac\n"

@@ -25,7 +25,9 @@
 #include "data/fetch.h"
 #include "dist/comm.h"
 #include "graph/graph.h"
+#include "train/progress.h"
 #include "train/source.h"
+#include "util/meter.h"
 #include "util/alloc.h"
 #include "util/jsonnum.h"
 
@@ -34,7 +36,7 @@
 
 struct eval_args {
 	const char *data;	/* NULL: "eval" */
-	uint64_t step_u;	/* as parsed */
+	const char *checkpoint;	/* NULL: the newest */
 	int top_k;
 	int json;
 };
@@ -43,9 +45,7 @@ static const struct dt_cmd_opt eval_opts[] = {
 	{ .name = "data", .kind = DT_CMD_ARG_STRING, .arg = "split_or_source",
 	  .offset = offsetof(struct eval_args, data),
 	  .doc = "train, eval (default) or a path or URL" },
-	{ .name = "checkpoint", .kind = DT_CMD_ARG_U64, .arg = "step",
-	  .offset = offsetof(struct eval_args, step_u),
-	  .doc = "the checkpoint of step (default: newest)" },
+	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct eval_args, checkpoint)),
 	{ .name = "top-k", .kind = DT_CMD_ARG_INT, .arg = "k",
 	  .offset = offsetof(struct eval_args, top_k), .min = 1,
 	  .max = 1000000, .doc = "also count the k most likely (default 5)" },
@@ -148,11 +148,12 @@ count_batch(struct eval_sums *s, const float *probs, const int32_t *y,
 	}
 }
 
-/* Runs the model over this rank's share of src and sums into s. */
+/* Runs the model over this rank's share of src and sums into s; rank
+ * 0's share stands for all on the progress line. */
 static enum dt_status
 run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 	  struct dt_comm *comm, struct eval_sums *s, int top_k,
-	  struct dt_error *err)
+	  struct dt_progress *shown, struct dt_error *err)
 {
 	int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
 	int64_t n = src->n, lo = n * rank / size, hi = n * (rank + 1) / size;
@@ -163,6 +164,7 @@ run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 	/* (B, lps) */
 	int64_t *idx = dt_xmalloc(EVAL_BATCH, sizeof *idx);
 
+	dt_progress_task_begin(shown, "eval", n, 0);
 	for (int64_t i = lo; i < hi; i += EVAL_BATCH) {
 		int64_t count = hi - i < EVAL_BATCH ? hi - i : EVAL_BATCH;
 		int64_t correct = 0;
@@ -176,7 +178,10 @@ run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
 		s->v[1] += (double)correct;
 		count_batch(s, dt_model_probs(cm->model), y, count * lps,
 			    top_k);
+		dt_progress_task_update(shown, (i + count - lo) * n /
+					(hi - lo));
 	}
+	dt_progress_task_end(shown);
 	free(x);
 	free(y);
 	free(idx);
@@ -238,15 +243,15 @@ print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
 	json_object_object_add(o, "samples", json_object_new_int64(n));
 	json_object_object_add(o, "labels_per_sample",
 			       json_object_new_int64(lps));
-	json_object_object_add(o, "loss", dt_json_number(loss));
+	json_object_object_add(o, "loss", dt_json_float(loss));
 	json_object_object_add(o, "accuracy",
-			       dt_json_number(s->v[1] / labels));
+			       dt_json_float(s->v[1] / labels));
 	json_object_object_add(o, "top_k", json_object_new_int(top_k));
 	json_object_object_add(o, "top_k_accuracy",
-			       dt_json_number(s->v[2] / labels));
+			       dt_json_float(s->v[2] / labels));
 	if (lps > 1)
 		json_object_object_add(o, "perplexity",
-				       dt_json_number(exp(loss)));
+				       dt_json_float(exp(loss)));
 	if (s->per_class) {
 		struct json_object *acc = json_object_new_array();
 		struct json_object *cnt = json_object_new_array();
@@ -257,7 +262,7 @@ print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
 			struct json_object *row = json_object_new_array();
 
 			json_object_array_add(acc, k > 0 ?
-				dt_json_number(per_class_correct(s)[c] /
+				dt_json_float(per_class_correct(s)[c] /
 						       k) : NULL);
 			json_object_array_add(cnt,
 					      json_object_new_int64((int64_t)k));
@@ -286,25 +291,25 @@ cmd_eval(int argc, char **argv)
 	struct dt_batch_source src;
 	struct eval_sums s = { 0 };
 	struct dt_comm *comm = NULL;
+	struct dt_progress shown;
+	const struct dt_meter *old;
+	struct dt_meter m;
 	struct dt_error err;
 	const char *what;
 	int64_t step = -1, lps = 0;
 	enum dt_status st;
 	int which = 1, rc;
 
-	a.step_u = UINT64_MAX;
 	rc = dt_cmd_parse(&dt_cmd_eval, argc, argv, &a, &line);
 	if (rc >= 0)
 		return rc;
 	dt_error_clear(&err);
 	memset(&src, 0, sizeof src);
-	if (a.step_u != UINT64_MAX) {
-		if (a.step_u > INT64_MAX) {
-			free(line.sets);
-			return dt_cmd_usage_error(&dt_cmd_eval, "--checkpoint: "
-						  "%s", "step too large");
-		}
-		step = (int64_t)a.step_u;
+	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0) {
+		free(line.sets);
+		return dt_cmd_usage_error(&dt_cmd_eval, "--checkpoint %s: "
+					  "expected a step or best",
+					  a.checkpoint);
 	}
 	what = a.data != NULL ? a.data : "eval";
 	st = dt_cmd_comm_new(&comm, &err);
@@ -325,10 +330,14 @@ cmd_eval(int argc, char **argv)
 	}
 	if (st == DT_OK)
 		st = dt_source_fetch_all(cm.job, comm, 0, &err);
+	dt_cmd_progress_init(&shown, comm);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = dt_source_open(&src, cm.job, which,
 				    dt_model_n_classes(cm.model), EVAL_BATCH,
 				    &cm.vocab, NULL, &err);
+	dt_meter_use(old);
 	if (st == DT_OK) {
 		lps = dt_model_labels_per_sample(cm.model);
 		if (src.n == 0)
@@ -360,8 +369,9 @@ cmd_eval(int argc, char **argv)
 		s.n = 4 + (s.per_class ? (size_t)(s.classes * (s.classes + 2))
 			   : 0);
 		s.v = dt_xcalloc(s.n, sizeof *s.v);
-		st = run_share(&cm, &src, comm, &s, a.top_k, &err);
+		st = run_share(&cm, &src, comm, &s, a.top_k, &shown, &err);
 	}
+	dt_progress_end(&shown);
 	if (st == DT_OK && dt_comm_rank(comm) == 0) {
 		if (a.json)
 			print_json(line.operand, what, &cm, &s, src.n, lps,

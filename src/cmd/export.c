@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* export.c - `dtrain export RUN_DIR [-o FILE] [--format dtrain|torch]`:
- * the newest valid checkpoint's parameters as one safetensors file, in
+/* export.c - `dtrain export RUN_DIR [-o FILE] [--format dtrain|torch]
+ * [--checkpoint step|best]`:
+ * a checkpoint's parameters (the newest valid one, that of --checkpoint
+ * STEP, or the kept best one) as one safetensors file, in
  * dtrain's names and layouts (the checkpoint's own file, the default) or
  * in PyTorch's (torch_export.c). */
 #include "cmd/cmd.h"
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "cmd/model_io.h"
 #include "cmd/torch_export.h"
 #include "job/job.h"
 #include "train/rundir.h"
@@ -67,6 +70,7 @@ dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size, struct dt_error *err)
 struct export_args {
 	const char *output;	/* NULL: RUN_DIR/model.safetensors */
 	const char *format;	/* NULL: "dtrain" */
+	const char *checkpoint;	/* NULL: the newest */
 };
 
 static const struct dt_cmd_opt export_opts[] = {
@@ -75,21 +79,23 @@ static const struct dt_cmd_opt export_opts[] = {
 	  .doc = "write to file (default run_dir/model.safetensors)" },
 	{ .name = "format", .kind = DT_CMD_ARG_STRING, .arg = "format",
 	  .offset = offsetof(struct export_args, format),
-	  .doc = "dtrain (default) or torch: PyTorch's layouts" },
+	  .doc = "dtrain (default) or torch: PyTorch's layouts",
+	  .words = "dtrain torch" },
+	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct export_args, checkpoint)),
 	{ .kind = DT_CMD_ARG_END },
 };
 
 static int
 cmd_export(int argc, char **argv)
 {
-	char ckpt_dir[DT_JOB_PATH_MAX], latest[DT_JOB_PATH_MAX + 64];
+	char latest[DT_JOB_PATH_MAX + 64];
 	char src[DT_JOB_PATH_MAX + 96], out[DT_JOB_PATH_MAX + 32];
 	struct export_args a = { 0 };
 	struct dt_cmd_line line;
 	const char *output, *dir;
 	struct dt_error err;
 	enum dt_status st;
-	int64_t step = -1;
+	int64_t step = -1, which;
 	int rc = dt_cmd_parse(&dt_cmd_export, argc, argv, &a, &line);
 
 	if (rc >= 0)
@@ -102,27 +108,25 @@ cmd_export(int argc, char **argv)
 		return dt_cmd_usage_error(&dt_cmd_export, "--format %s: "
 					  "expected dtrain or torch",
 					  a.format);
+	if (dt_cmd_checkpoint_arg(a.checkpoint, &which) != 0)
+		return dt_cmd_usage_error(&dt_cmd_export, "--checkpoint %s: "
+					  "expected a step or best",
+					  a.checkpoint);
 	if (output != NULL)
 		snprintf(out, sizeof out, "%s", output);
 	else
 		snprintf(out, sizeof out, "%s/model.safetensors", dir);
 	if (a.format != NULL && strcmp(a.format, "torch") == 0) {
 		dt_error_clear(&err);
-		st = dt_cmd_export_torch(dir, out, &step, &err);
+		st = dt_cmd_export_torch(dir, which, out, &step, &err);
 		if (st != DT_OK)
 			return dt_cmd_fail(st, &err);
 		printf("%s: parameters of step %lld in PyTorch's layout\n",
 		       out, (long long)step);
 		return 0;
 	}
-	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, &err);
-	if (st == DT_OK)
-		st = dt_ckpt_find_latest(ckpt_dir, latest, sizeof latest, &step,
-					 dt_ckpt_report_file, stderr, &err);
-	if (st == DT_OK && step < 0)
-		st = dt_errorf(&err, DT_ERR_USAGE, "%s: no checkpoint to export "
-			       "(is checkpoint.at_end off and no "
-			       "checkpoint.every_steps set?)", ckpt_dir);
+	st = dt_cmd_find_checkpoint(dir, which, latest, sizeof latest, &step,
+				    &err);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	snprintf(src, sizeof src, "%s/params.safetensors", latest);
@@ -136,7 +140,7 @@ cmd_export(int argc, char **argv)
 
 const struct dt_cmd dt_cmd_export = {
 	.name = "export",
-	.summary = "write a run's newest valid parameters as safetensors",
+	.summary = "write a run's parameters as safetensors",
 	.opts = export_opts,
 	.operand = "run_dir",
 	.operand_noun = "run directory",

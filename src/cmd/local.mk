@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
 libdtrain_la_SOURCES += src/cmd/hosts.h src/cmd/hosts.c
+libdtrain_la_SOURCES += src/cmd/banner.h src/cmd/banner.c
 libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
 libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c
 libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c

@@ -2,6 +2,7 @@
 /* model_io.c - a trained run's model, ready to run (model_io.h). */
 #include "cmd/model_io.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,59 @@
 #include "graph/graph.h"
 #include "graph/model.h"
 #include "train/init_from.h"
+#include "train/progress.h"
 #include "util/alloc.h"
 
-/* The checkpoint directory of `step` (-1: the newest valid) into cm->ckpt
- * and cm->step. */
+int
+dt_cmd_checkpoint_arg(const char *s, int64_t *step)
+{
+	uint64_t v = 0;
+
+	if (s == NULL) {
+		*step = DT_CMD_CKPT_NEWEST;
+		return 0;
+	}
+	if (strcmp(s, "best") == 0) {
+		*step = DT_CMD_CKPT_BEST;
+		return 0;
+	}
+	if (*s == '\0')
+		return -1;
+	for (const char *p = s; *p != '\0'; p++) {
+		if (*p < '0' || *p > '9' || v > (uint64_t)(INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*step = (int64_t)v;
+	return 0;
+}
+
+/* CKPT_DIR/best's one checkpoint (eval.keep_best keeps only the best
+ * there). */
 static enum dt_status
-find_checkpoint(const char *dir, int64_t step, struct dt_cmd_model *cm,
-		struct dt_error *err)
+find_best(const char *dir, const char *ckpt_dir, char *path, size_t size,
+	  int64_t *found, struct dt_error *err)
+{
+	char best[DT_JOB_PATH_MAX + 8];
+	enum dt_status st;
+
+	if ((size_t)snprintf(best, sizeof best, "%s/best", ckpt_dir) >=
+	    sizeof best)
+		return dt_errorf(err, DT_ERR_USAGE, "%s/best: path too long",
+				 ckpt_dir);
+	st = dt_ckpt_find_latest(best, path, size, found, dt_ckpt_report_file,
+				 stderr, err);
+	if (st == DT_OK && *found < 0)
+		st = dt_errorf(err, DT_ERR_USAGE, "%s: no best checkpoint (%s "
+			       "holds none): the run kept none; train it with "
+			       "eval.keep_best: true (and an evaluation split), "
+			       "or give --checkpoint STEP", dir, best);
+	return st;
+}
+
+enum dt_status
+dt_cmd_find_checkpoint(const char *dir, int64_t step, char *path,
+		       size_t size, int64_t *found, struct dt_error *err)
 {
 	char ckpt_dir[DT_JOB_PATH_MAX];
 	enum dt_status st;
@@ -27,11 +74,12 @@ find_checkpoint(const char *dir, int64_t step, struct dt_cmd_model *cm,
 	st = dt_cmd_ckpt_dir(dir, ckpt_dir, sizeof ckpt_dir, err);
 	if (st != DT_OK)
 		return st;
+	if (step == DT_CMD_CKPT_BEST)
+		return find_best(dir, ckpt_dir, path, size, found, err);
 	if (step < 0) {
-		st = dt_ckpt_find_latest(ckpt_dir, cm->ckpt, sizeof cm->ckpt,
-					 &cm->step, dt_ckpt_report_file,
-					 stderr, err);
-		if (st == DT_OK && cm->step < 0)
+		st = dt_ckpt_find_latest(ckpt_dir, path, size, found,
+					 dt_ckpt_report_file, stderr, err);
+		if (st == DT_OK && *found < 0)
 			st = dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint "
 				       "in %s; train the run to its end "
 				       "(checkpoint.at_end is on by default) "
@@ -39,15 +87,15 @@ find_checkpoint(const char *dir, int64_t step, struct dt_cmd_model *cm,
 				       dir, ckpt_dir);
 		return st;
 	}
-	st = dt_ckpt_path(cm->ckpt, sizeof cm->ckpt, ckpt_dir, step, err);
+	st = dt_ckpt_path(path, size, ckpt_dir, step, err);
 	if (st != DT_OK)
 		return st;
-	if (access(cm->ckpt, F_OK) != 0)
+	if (access(path, F_OK) != 0)
 		return dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint of step "
-				 "%lld (%s)", dir, (long long)step, cm->ckpt);
-	st = dt_ckpt_verify(cm->ckpt, err);
+				 "%lld (%s)", dir, (long long)step, path);
+	st = dt_ckpt_verify(path, err);
 	if (st == DT_OK)
-		cm->step = step;
+		*found = step;
 	return st;
 }
 
@@ -88,7 +136,8 @@ dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 			st = dt_vocab_load(path, &cm->vocab, err);
 	}
 	if (st == DT_OK)
-		st = find_checkpoint(dir, step, cm, err);
+		st = dt_cmd_find_checkpoint(dir, step, cm->ckpt,
+					    sizeof cm->ckpt, &cm->step, err);
 	if (st == DT_OK)
 		st = dt_model_new(cm->job, max_batch, &cm->model, err);
 	if (st == DT_OK)
@@ -149,6 +198,15 @@ dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err)
 			return dt_comm_mpi_new(out, err);
 	*out = dt_comm_self_new();
 	return DT_OK;
+}
+
+void
+dt_cmd_progress_init(struct dt_progress *p, struct dt_comm *comm)
+{
+	int show = comm != NULL && dt_comm_rank(comm) == 0 &&
+		   dt_progress_tty();
+
+	dt_progress_init(p, show ? stderr : NULL, show, 0);
 }
 
 int

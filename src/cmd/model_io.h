@@ -5,6 +5,7 @@
 #ifndef DT_CMD_MODEL_IO_H
 #define DT_CMD_MODEL_IO_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "data/data.h"
@@ -22,10 +23,39 @@ struct dt_cmd_model {
 	char ckpt[DT_JOB_PATH_MAX + 64];	/* the checkpoint directory */
 };
 
+/* The checkpoint --checkpoint names: the newest valid one (no option),
+ * the kept best one (CKPT_DIR/best, written with eval.keep_best) or that
+ * of a step (>= 0). */
+#define DT_CMD_CKPT_NEWEST ((int64_t)-1)
+#define DT_CMD_CKPT_BEST ((int64_t)-2)
+
+/* The --checkpoint option of eval, predict and export, one table entry
+ * (the value a const char * at offset off of the argument struct). */
+#define DT_CMD_OPT_CHECKPOINT_ENTRY(off)                                     \
+	{ .name = "checkpoint", .kind = DT_CMD_ARG_STRING,                   \
+	  .arg = "step|best", .offset = (off), .words = "best",              \
+	  .doc = "that step's checkpoint, or best (default: newest)" }
+
+/* --checkpoint's value s (NULL: the option was not given) as a step
+ * number or DT_CMD_CKPT_NEWEST / DT_CMD_CKPT_BEST into *step. Returns 0,
+ * or -1 (*step untouched) when s is neither "best" nor a decimal whole
+ * number from 0 to 2^63-1. */
+int dt_cmd_checkpoint_arg(const char *s, int64_t *step);
+
+/* The checkpoint directory of the run in dir that step names (a step,
+ * DT_CMD_CKPT_NEWEST or DT_CMD_CKPT_BEST) into path (size bytes), its
+ * step into *found, the one asked for verified first. DT_ERR_USAGE when
+ * dir is no run, has no checkpoint, none of that step, or, for best,
+ * no CKPT_DIR/best (naming the run, the directory and eval.keep_best,
+ * the key that keeps one); the verifier's errors for a damaged one. */
+enum dt_status dt_cmd_find_checkpoint(const char *dir, int64_t step,
+				      char *path, size_t size,
+				      int64_t *found, struct dt_error *err);
+
 /* Opens the run in dir: loads dir/job.yaml with sets[0..n_sets) applied,
  * builds the model for batches of 1 <= max_batch samples, and loads the
- * parameters of the checkpoint of `step` (-1: the newest valid one; the
- * one asked for is verified first), and vocab.bin for a text job.
+ * parameters of the checkpoint step names (dt_cmd_find_checkpoint), and
+ * vocab.bin for a text job.
  * Returns DT_OK with *cm owned by the caller (dt_cmd_model_close);
  * DT_ERR_USAGE when dir is no run, has no such checkpoint or no
  * checkpoint at all; the job's, the checkpoint's or the vocabulary's
@@ -65,6 +95,14 @@ enum dt_status dt_cmd_import_params(struct dt_model *m, const char *ckpt,
  * process without MPI. Never NULL on DT_OK. */
 struct dt_comm;
 enum dt_status dt_cmd_comm_new(struct dt_comm **out, struct dt_error *err);
+
+struct dt_progress;
+/* Starts p (train/progress.h) for eval and predict: on launch rank 0's
+ * stderr, a terminal by dt_progress_tty (DTRAIN_PROGRESS_TTY, else
+ * isatty), where a task that takes more than a moment draws its line;
+ * nothing elsewhere. comm may be NULL (no output then). End it with
+ * dt_progress_end. */
+void dt_cmd_progress_init(struct dt_progress *p, struct dt_comm *comm);
 
 /* The end of eval and predict: a failure on one of several ranks is
  * printed with the rank and ends the job with MPI_Abort (the others may

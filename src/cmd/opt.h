@@ -49,6 +49,9 @@ struct dt_cmd_opt {
 	long long min, max;	/* INT: the range; NUMBER: min only */
 	unsigned flags;		/* DT_CMD_OPT_* */
 	const char *doc;	/* one line for --help (under 50 chars) */
+	const char *words;	/* the words the value may be, blank-separated
+				 * ("best"): what the bash completion offers
+				 * for it; NULL: it completes file names */
 };
 
 /* The --set entry every command that takes a job shares. */

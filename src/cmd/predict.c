@@ -31,8 +31,10 @@
 #include "data/data.h"
 #include "dist/comm.h"
 #include "graph/graph.h"
+#include "train/progress.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
+#include "util/meter.h"
 
 struct predict_args {
 	const char *input;
@@ -40,6 +42,7 @@ struct predict_args {
 	int probabilities;
 	int top_k;		/* 0: not asked */
 	int batch;
+	const char *checkpoint;	/* NULL: the newest */
 };
 
 static const struct dt_cmd_opt predict_opts[] = {
@@ -59,6 +62,8 @@ static const struct dt_cmd_opt predict_opts[] = {
 	{ .name = "batch", .kind = DT_CMD_ARG_INT, .arg = "n",
 	  .offset = offsetof(struct predict_args, batch), .min = 1,
 	  .max = 65536, .doc = "samples per batch (default 256)" },
+	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct predict_args,
+					     checkpoint)),
 	{ .kind = DT_CMD_ARG_END },
 };
 
@@ -323,7 +328,10 @@ cmd_predict(int argc, char **argv)
 	double *ids = NULL;	/* (n, rows, k) for --top-k */
 	int64_t width = 0, classes = 0, rows = 0;
 	int ld;
-	int64_t ldims[4];
+	int64_t ldims[4], step;
+	struct dt_progress shown;
+	const struct dt_meter *old;
+	struct dt_meter m;
 	enum dt_status st;
 	int rc = dt_cmd_parse(&dt_cmd_predict, argc, argv, &a, &line);
 
@@ -338,18 +346,26 @@ cmd_predict(int argc, char **argv)
 		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
 					  "--top-k and --probabilities "
 					  "exclude each other");
+	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0)
+		return dt_cmd_usage_error(&dt_cmd_predict, "--checkpoint %s: "
+					  "expected a step or best",
+					  a.checkpoint);
 	dt_error_clear(&err);
 	st = dt_cmd_comm_new(&comm, &err);
 	if (st == DT_OK)
-		st = dt_cmd_model_open(line.operand, NULL, 0, -1, a.batch, &cm,
-				       &err);
+		st = dt_cmd_model_open(line.operand, NULL, 0, step, a.batch,
+				       &cm, &err);
 	if (st == DT_OK && (a.top_k > 0 || a.probabilities) &&
 	    cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
 		st = dt_errorf(&err, DT_ERR_USAGE, "%s: --probabilities and "
 			       "--top-k need a softmax_cross_entropy model",
 			       line.operand);
+	dt_cmd_progress_init(&shown, st == DT_OK ? comm : NULL);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = read_inputs(&cm, a.input, &in, &err);
+	dt_meter_use(old);
 	if (st == DT_OK) {
 		int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
 		/* Whole batches per rank: a batch is the same rows whatever
@@ -376,11 +392,15 @@ cmd_predict(int argc, char **argv)
 			out = dt_xcalloc((size_t)(in.n * width), sizeof *out);
 		if (hi > in.n)
 			hi = in.n;
+		/* Rank 0's share stands for all on the progress line. */
+		dt_progress_task_begin(&shown, "predict", in.n, 0);
 		for (int64_t i = lo; st == DT_OK && i < hi; i += a.batch) {
 			int64_t count = hi - i < a.batch ? hi - i : a.batch;
 			int64_t osz;
 			const float *res;
 
+			dt_progress_task_update(&shown, (i - lo) * in.n /
+						(hi - lo));
 			dt_model_eval(cm.model, in.x + i * in.size, NULL, count,
 				      NULL, NULL);
 			if (a.probabilities || a.top_k > 0)
@@ -396,7 +416,9 @@ cmd_predict(int argc, char **argv)
 				top_k(res + r * classes, classes, a.top_k,
 				      ids + (i * rows + r) * a.top_k);
 		}
+		dt_progress_task_end(&shown);
 	}
+	dt_progress_end(&shown);
 	if (st == DT_OK && out != NULL)
 		st = dt_comm_allreduce_sum_f32(comm, out,
 					       (size_t)(in.n * width), &err);

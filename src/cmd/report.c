@@ -21,6 +21,7 @@
 #include "cmd/report.h"
 #include "job/job.h"
 #include "train/rundir.h"
+#include "util/jsonnum.h"
 
 /* The charts of the page, in order. */
 enum chart {
@@ -221,7 +222,7 @@ take_point(const struct series_def *def, struct json_object *o, int64_t step,
 				 def->group ? "." : "", def->key);
 	p = json_object_new_array();
 	json_object_array_add(p, json_object_new_int64(step));
-	json_object_array_add(p, json_object_new_double(
+	json_object_array_add(p, dt_json_number(
 				      json_object_get_double(v)));
 	json_object_array_add(pts, p);
 	return DT_OK;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 
 #include <sys/stat.h>
 
+#include "cmd/banner.h"
 #include "cmd/hosts.h"
 #include "config.h"
 #include "dist/comm.h"
@@ -478,14 +480,14 @@ rank_failed(const char *launch_dir, int n_ranks, int *rank, int *code)
 	return 0;
 }
 
+/* Seconds on a monotonic clock. */
 static double
-since_s(const struct timespec *t0)
+mono_now(void)
 {
-	struct timespec now;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) +
-	       (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* One round of run_child's teardown guard for mpirun pid: the notes are
@@ -496,19 +498,18 @@ since_s(const struct timespec *t0)
  * between rounds). */
 static int
 guard_teardown(pid_t pid, int n_ranks, const char *launch_dir,
-	       double grace_s, struct timespec *t_check,
-	       struct timespec *t_bad, int *bad_rank, int *bad_code,
-	       int ended)
+	       double grace_s, double *t_check, double *t_bad, int *bad_rank,
+	       int *bad_code, int ended)
 {
 	if (*bad_rank < 0) {
-		if (t_check->tv_sec != 0 && since_s(t_check) < 1)
+		if (mono_now() - *t_check < 1)
 			return ended;
-		clock_gettime(CLOCK_MONOTONIC, t_check);
+		*t_check = mono_now();
 		if (rank_failed(launch_dir, n_ranks, bad_rank, bad_code))
-			clock_gettime(CLOCK_MONOTONIC, t_bad);
+			*t_bad = mono_now();
 		return ended;
 	}
-	if (ended == 0 && since_s(t_bad) >= grace_s) {
+	if (ended == 0 && mono_now() - *t_bad >= grace_s) {
 		if (*bad_code >= 0)
 			fprintf(stderr, "dtrain: rank %d failed (exit %d) "
 				"%.0f s ago and mpirun has not ended the job "
@@ -522,10 +523,10 @@ guard_teardown(pid_t pid, int n_ranks, const char *launch_dir,
 				"reach?); ending mpirun\n", *bad_rank,
 				grace_s);
 		kill(-pid, SIGTERM);
-		clock_gettime(CLOCK_MONOTONIC, t_bad);
+		*t_bad = mono_now();
 		return 1;
 	}
-	if (ended == 1 && since_s(t_bad) >= 5) {
+	if (ended == 1 && mono_now() - *t_bad >= 5) {
 		kill(-pid, SIGKILL);
 		return 2;
 	}
@@ -546,15 +547,81 @@ teardown_grace_s(const struct dt_job *job)
 	return 3 * t > 10 ? 3 * t : 10;
 }
 
+/* Waits up to ms for mpirun's stderr (fd; -1: none, just sleeps) and
+ * passes on what came through b. Returns 0 at the end of the stream (fd
+ * is then closed and set to -1), 1 otherwise. */
+static int
+relay(int *fd, struct dt_banner *b, int ms, double *last)
+{
+	struct pollfd p = { .fd = *fd, .events = POLLIN };
+	char buf[4096];
+	ssize_t got;
+
+	if (*fd < 0) {
+		struct timespec nap = { 0, (long)ms * 1000 * 1000 };
+
+		nanosleep(&nap, NULL);
+		return 0;
+	}
+	if (poll(&p, 1, ms) <= 0) {
+		/* A line of dashes that no block follows is not held long. */
+		if (dt_banner_pending(b) && mono_now() - *last > 1.0)
+			dt_banner_flush(b);
+		return 1;
+	}
+	got = read(*fd, buf, sizeof buf);
+	if (got < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (got <= 0) {
+		close(*fd);
+		*fd = -1;
+		return 0;
+	}
+	*last = mono_now();
+	dt_banner_feed(b, buf, (size_t)got);
+	return 1;
+}
+
+/* The child's side of run_child: its own process group, stdin from
+ * /dev/null, stderr into err_fd when it is >= 0; then args. */
+static _Noreturn void
+exec_child(const char **args, int err_fd)
+{
+	int fd = open("/dev/null", O_RDONLY);
+
+	setpgid(0, 0);
+	/* Out of the terminal's process group, the job would outlive a
+	 * launcher that is killed outright: let the kernel pass that on
+	 * as a SIGTERM. */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (fd >= 0 && fd != STDIN_FILENO) {
+		dup2(fd, STDIN_FILENO);
+		close(fd);
+	}
+	if (err_fd >= 0 && err_fd != STDERR_FILENO) {
+		dup2(err_fd, STDERR_FILENO);
+		close(err_fd);
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	execv(args[0], (char *const *)args);
+	fprintf(stderr, "dtrain: cannot start %s: %s\n", args[0],
+		strerror(errno));
+	_exit(1);
+}
+
 /* Runs args as a child in a process group of its own (so that a Ctrl-C
  * at the terminal reaches this launcher alone, which passes it on; see
  * forward_stop) with stdin from /dev/null, and returns its exit code (128
  * + signal when it was killed), the ranks' agreed one under mpirun.
+ * Under mpirun (n_ranks > 0) its stderr comes through a pipe and
+ * cmd/banner.h's filter: mpirun's failure banners are left out when every
+ * rank exited 3 after a stop, shown otherwise.
  *
- * Under mpirun (n_ranks > 0) a guard watches the ranks' notes: once a
- * rank has failed (rank_failed), mpirun gets grace_s seconds to end the
- * job; after that it is ended (SIGTERM to its process group, SIGKILL 5 s
- * later), saying so, and the failed rank's code (1 if it left none) is
+ * Under mpirun a guard also watches the ranks' notes: once a rank has
+ * failed (rank_failed), mpirun gets grace_s seconds to end the job; after
+ * that it is ended (SIGTERM to its process group, SIGKILL 5 s later),
+ * saying so, and the failed rank's code (1 if it left none) is
  * returned. mpirun can wait for ever on a daemon whose host went down
  * with a kill order in flight to it (TCP keepalive probes only an idle
  * link; the unacknowledged order is retried for many minutes): seen in
@@ -564,45 +631,45 @@ static int
 run_child(const char **args, int n_ranks, const char *launch_dir,
 	  double grace_s)
 {
-	int status, forwarded = 0, bad_rank = -1, bad_code = 0, ended = 0;
-	struct timespec t_bad = { 0, 0 }, t_check = { 0, 0 };
+	int status, forwarded = 0, pfd[2] = { -1, -1 }, rc;
+	int bad_rank = -1, bad_code = 0, ended = 0;
+	double last = 0, t_bad = 0, t_check = 0;
+	struct dt_banner b;
 	pid_t pid;
 
 	clean_launch_dir(launch_dir, n_ranks, 0);
+	if (n_ranks > 0 && pipe(pfd) != 0)
+		pfd[0] = pfd[1] = -1;	/* stderr goes straight on then */
+	if (pfd[0] >= 0) {
+		/* Only the child's fd 2 may hold the write end. */
+		fcntl(pfd[0], F_SETFD, FD_CLOEXEC);
+		fcntl(pfd[1], F_SETFD, FD_CLOEXEC);
+	}
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "dtrain: fork: %s\n", strerror(errno));
+		if (pfd[0] >= 0) {
+			close(pfd[0]);
+			close(pfd[1]);
+		}
 		return 1;
 	}
-	if (pid == 0) {
-		int fd = open("/dev/null", O_RDONLY);
-
-		setpgid(0, 0);
-		/* Out of the terminal's process group, the job would outlive
-		 * a launcher that is killed outright: let the kernel pass
-		 * that on as a SIGTERM. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (fd >= 0 && fd != STDIN_FILENO) {
-			dup2(fd, STDIN_FILENO);
-			close(fd);
-		}
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		execv(args[0], (char *const *)args);
-		fprintf(stderr, "dtrain: cannot start %s: %s\n", args[0],
-			strerror(errno));
-		_exit(1);
-	}
+	if (pid == 0)
+		exec_child(args, pfd[1]);
 	setpgid(pid, pid);	/* as the child does: whichever runs first */
+	if (pfd[1] >= 0)
+		close(pfd[1]);
+	dt_banner_init(&b, stderr);
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
-		struct timespec nap = { 0, 50 * 1000 * 1000 };
 
 		if (w == pid)
 			break;
-		if (w < 0 && errno != EINTR)
-			return 1;
+		if (w < 0 && errno != EINTR) {
+			status = 1 << 8;	/* as an exit 1 */
+			break;
+		}
 		if (stop_count > forwarded) {
 			forwarded = stop_count;
 			if (n_ranks > 0)
@@ -614,16 +681,26 @@ run_child(const char **args, int n_ranks, const char *launch_dir,
 			ended = guard_teardown(pid, n_ranks, launch_dir,
 					       grace_s, &t_check, &t_bad,
 					       &bad_rank, &bad_code, ended);
-		nanosleep(&nap, NULL);
+		relay(&pfd[0], &b, 50, &last);
 	}
-	if (ended > 0)
-		return bad_code > 0 && bad_code < 256 ? bad_code : 1;
+	/* What mpirun wrote before it ended; a daemon it started may hold
+	 * the pipe a little longer. */
+	for (double until = mono_now() + 2.0; pfd[0] >= 0 &&
+	     mono_now() < until;)
+		relay(&pfd[0], &b, 100, &last);
+	if (pfd[0] >= 0)
+		close(pfd[0]);
 	if (WIFEXITED(status))
-		return n_ranks > 0 ?
-		       ranks_exit_code(launch_dir, n_ranks,
-				       WEXITSTATUS(status)) :
-		       WEXITSTATUS(status);
-	return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		rc = n_ranks > 0 ? ranks_exit_code(launch_dir, n_ranks,
+						   WEXITSTATUS(status)) :
+		     WEXITSTATUS(status);
+	else
+		rc = 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	if (ended > 0)
+		rc = bad_code > 0 && bad_code < 256 ? bad_code : 1;
+	dt_banner_end(&b, n_ranks > 0 &&
+		      ranks_exit_code(launch_dir, n_ranks, -1) == 3);
+	return rc;
 }
 
 /* One launch of the job, attempt (0 for the first): the ranks' notes go

@@ -336,8 +336,8 @@ fail:
 }
 
 enum dt_status
-dt_cmd_export_torch(const char *dir, const char *out, int64_t *step,
-		    struct dt_error *err)
+dt_cmd_export_torch(const char *dir, int64_t which, const char *out,
+		    int64_t *step, struct dt_error *err)
 {
 	struct dt_cmd_model cm;
 	struct json_object *h, *meta;
@@ -346,7 +346,7 @@ dt_cmd_export_torch(const char *dir, const char *out, int64_t *step,
 	int64_t off = 0;
 	enum dt_status st;
 
-	st = dt_cmd_model_open(dir, NULL, 0, -1, 1, &cm, err);
+	st = dt_cmd_model_open(dir, NULL, 0, which, 1, &cm, err);
 	if (st != DT_OK)
 		return st;
 	*step = cm.step;

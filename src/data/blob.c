@@ -19,6 +19,7 @@
 
 #include "util/alloc.h"
 #include "util/gz.h"
+#include "util/meter.h"
 #include "util/sysmem.h"
 
 /* Bytes asked of gzread at once (it takes an unsigned count). */
@@ -26,7 +27,8 @@
 /* What a corrupt stream's message advises. */
 #define FIX "fetch the file again"
 
-/* Reads all of fd (which it takes over) through zlib. */
+/* Reads all of fd (which it takes over) through zlib; hint: the file's
+ * size + 1, the bytes of progress (compressed ones for gzip). */
 static enum dt_status
 read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 	struct dt_error *err)
@@ -54,6 +56,7 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 	}
 	gzbuffer(f, 1 << 17);
 	buf = dt_xmalloc(cap, 1);
+	dt_meter_begin("read", path, (int64_t)hint - 1);
 	for (;;) {
 		size_t want = cap - b->n;
 		int got;
@@ -82,6 +85,7 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 			break;
 		}
 		b->n += (size_t)got;
+		dt_meter_update((int64_t)gzoffset(f));
 		if ((size_t)got < want) {
 			st = dt_gz_read_status(f, path, (int64_t)b->n, errno,
 					       FIX, err);
@@ -89,6 +93,7 @@ read_gz(int fd, const char *path, size_t hint, struct dt_blob *b,
 				break;
 		}
 	}
+	dt_meter_end();
 	st = dt_gz_close(f, path, st, err);
 	if (st != DT_OK) {
 		free(buf);

@@ -15,6 +15,7 @@
 
 #include "data/priv.h"
 #include "util/alloc.h"
+#include "util/meter.h"
 
 /* Longest cell text parsed as a number. */
 #define CELL_MAX 128
@@ -254,6 +255,7 @@ parse(const char *path, const unsigned char *text, size_t len,
 
 	if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
 		s += 3;
+	dt_meter_begin("parse", path, (int64_t)len);
 	while (s < end) {
 		const char *nl = memchr(s, '\n', (size_t)(end - s));
 		const char *eol = nl != NULL ? nl : end;
@@ -316,7 +318,10 @@ next:
 		if (nl == NULL)
 			break;
 		s = nl + 1;
+		if ((at.line & 1023) == 0)
+			dt_meter_update((int64_t)(s - (const char *)text));
 	}
+	dt_meter_end();
 	free(cells);
 	if (st == DT_OK && r->n == 0)
 		st = dt_errorf(err, DT_ERR_DATA, "%s: no data rows%s", path,

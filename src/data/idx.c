@@ -21,11 +21,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "util/alloc.h"
 #include "util/endian.h"
 #include "util/gz.h"
+#include "util/meter.h"
 
 /* Bytes asked of gzread per call: small enough that an error offset is
  * close to the spot, and at least twice zlib's input buffer (GZ_BUFFER) so
@@ -79,6 +81,7 @@ read_some(struct reader *r, void *buf, size_t len, size_t *got,
 			return check_stream(r, err);
 		*got += (size_t)n;
 		r->off += n;
+		dt_meter_update((int64_t)gzoffset(r->f));
 		if (n == 0)
 			return check_stream(r, err);
 	}
@@ -251,6 +254,7 @@ dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 	struct reader r = { .path = path };
 	uint64_t body = 0;
 	void *data = NULL;
+	struct stat sb;
 	enum dt_status st;
 
 	memset(idx, 0, sizeof *idx);
@@ -265,12 +269,16 @@ dt_idx_read(const char *path, struct dt_idx *idx, struct dt_error *err)
 				 strerror(errno));
 	}
 	gzbuffer(r.f, GZ_BUFFER);
+	/* Progress in bytes of the file (compressed ones for .gz). */
+	if (stat(path, &sb) == 0)
+		dt_meter_begin("read", path, (int64_t)sb.st_size);
 
 	st = read_header(&r, idx, &body, err);
 	if (st == DT_OK)
 		st = read_body(&r, body, &data, err);
 	if (st == DT_OK)
 		st = expect_end(&r, err);
+	dt_meter_end();
 
 	st = dt_gz_close(r.f, path, st, err);
 	if (st != DT_OK) {

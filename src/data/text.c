@@ -22,11 +22,14 @@
 #include "util/alloc.h"
 #include "util/endian.h"
 #include "util/fileio.h"
+#include "util/meter.h"
 
 #define MAX_CODE_POINT 0x10FFFFu
 #define VOCAB_MAGIC "DTVOCAB\0"
 #define VOCAB_VERSION 1u
 #define VOCAB_HEADER 32u
+/* Bytes of text between two progress reports. */
+#define METER_STEP ((size_t)1 << 20)
 
 /* Decodes the character at s[i] (i < n) into *cp and returns its length,
  * or 0 with *why describing the fault. */
@@ -118,10 +121,16 @@ dt_vocab_build(const char *path, enum dt_text_unit unit, struct dt_vocab *v,
 				 "vocabulary to build", path);
 	}
 	seen = dt_xcalloc(bits / 8 + 1, 1);
-	for (size_t i = 0; i < b.n;) {
+	dt_meter_begin("scan", path, (int64_t)b.n);
+	for (size_t i = 0, next = 0; i < b.n;) {
 		uint32_t cp = b.p[i];
 		size_t len = 1;
 		char why[160];
+
+		if (i >= next) {
+			dt_meter_update((int64_t)i);
+			next = i + METER_STEP;
+		}
 
 		if (unit == DT_TEXT_CHARS) {
 			len = utf8_next(b.p, b.n, i, &cp, why, sizeof why);
@@ -133,6 +142,7 @@ dt_vocab_build(const char *path, enum dt_text_unit unit, struct dt_vocab *v,
 		seen[cp >> 3] |= (unsigned char)(1u << (cp & 7));
 		i += len;
 	}
+	dt_meter_end();
 	dt_blob_fini(&b);
 	if (st != DT_OK) {
 		free(seen);
@@ -394,11 +404,17 @@ dt_text_encode(const char *path, const struct dt_vocab *v, int64_t context,
 		table[v->units[i]] = (int32_t)i;
 	ids = dt_xmalloc(b.n, wide ? 4 : 2);
 
-	for (size_t i = 0; i < b.n;) {
+	dt_meter_begin("encode", path, (int64_t)b.n);
+	for (size_t i = 0, next = 0; i < b.n;) {
 		uint32_t cp = b.p[i];
 		size_t len = 1;
 		char why[160];
 		int32_t id;
+
+		if (i >= next) {
+			dt_meter_update((int64_t)i);
+			next = i + METER_STEP;
+		}
 
 		if (v->unit == DT_TEXT_CHARS) {
 			len = utf8_next(b.p, b.n, i, &cp, why, sizeof why);
@@ -427,6 +443,7 @@ dt_text_encode(const char *path, const struct dt_vocab *v, int64_t context,
 			((uint16_t *)ids)[n++] = (uint16_t)id;
 		i += len;
 	}
+	dt_meter_end();
 	free(table);
 	dt_blob_fini(&b);
 	if (st != DT_OK) {

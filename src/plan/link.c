@@ -28,6 +28,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/jsonnum.h"
+
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 
 /* The number at the start of s, finite and > 0; *end after it. */
@@ -206,23 +208,23 @@ dt_plan_link_estimate(struct json_object *desc,
 	int ps = member(member(desc, "communication_per_rank"),
 			"server_bytes_per_step") != NULL;
 
-	ADD(o, "rate_bytes_per_s", json_object_new_double(link->bytes_per_s));
-	ADD(o, "latency_s", json_object_new_double(link->latency_s));
-	ADD(o, "gflops", json_object_new_double(gflops));
+	ADD(o, "rate_bytes_per_s", dt_json_float(link->bytes_per_s));
+	ADD(o, "latency_s", dt_json_float(link->latency_s));
+	ADD(o, "gflops", dt_json_float(gflops));
 	ADD(o, "gflops_source", json_object_new_string(gflops_source));
-	ADD(o, "flops_per_rank_step", json_object_new_double(flops));
-	ADD(o, "compute_s", json_object_new_double(compute));
-	ADD(o, "backward_s", json_object_new_double(backward));
-	ADD(o, "comm_s", json_object_new_double(comm));
+	ADD(o, "flops_per_rank_step", dt_json_number(flops));
+	ADD(o, "compute_s", dt_json_float(compute));
+	ADD(o, "backward_s", dt_json_float(backward));
+	ADD(o, "comm_s", dt_json_float(comm));
 	ADD(o, "comm_model", json_object_new_string(
 		    ps ? "parameter server: (pushed + pulled) / rate + 2 x "
 		    "latency" : "ring all-reduce: 2(p-1)/p x bytes / rate + "
 		    "2(p-1) x latency"));
 	ADD(o, "overlap", json_object_new_boolean(overlap));
 	ADD(o, "overlap_source", json_object_new_string(overlap_source));
-	ADD(o, "hidden_s", json_object_new_double(hidden));
-	ADD(o, "exposed_s", json_object_new_double(comm - hidden));
-	ADD(o, "step_s", json_object_new_double(compute + comm - hidden));
+	ADD(o, "hidden_s", dt_json_float(hidden));
+	ADD(o, "exposed_s", dt_json_float(comm - hidden));
+	ADD(o, "step_s", dt_json_float(compute + comm - hidden));
 	ADD(desc, "link_estimate", o);
 }
 

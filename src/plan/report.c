@@ -10,6 +10,7 @@
 #include "dist/ps.h"
 #include "graph/graph.h"
 #include "util/alloc.h"
+#include "util/jsonnum.h"
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 
@@ -159,7 +160,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		    plan->pipe_schedule == DT_PIPE_1F1B ? "1f1b" : "gpipe"));
 	ADD(grid, "micro_batches", json_object_new_int64(
 		    plan->grad_accum_steps));
-	ADD(grid, "bubble_fraction", json_object_new_double(
+	ADD(grid, "bubble_fraction", dt_json_float(
 		    dt_plan_bubble(plan)));
 	ADD(grid, "blas_threads_per_rank", json_object_new_int(blas_threads));
 	ADD(grid, "balance", json_object_new_string(by_params ? "params" :
@@ -188,9 +189,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		ADD(l, "kind", json_object_new_string(li.kind));
 		ADD(l, "output_shape", shape_array(li.n_dims, li.out_shape));
 		ADD(l, "params", json_object_new_int64(li.n_params));
-		ADD(l, "fwd_flops_per_sample", json_object_new_double(li.fwd_flops));
+		ADD(l, "fwd_flops_per_sample", dt_json_number(li.fwd_flops));
 		ADD(l, "bwd_flops_per_sample",
-		    json_object_new_double(2 * li.fwd_flops));
+		    dt_json_number(2 * li.fwd_flops));
 		ADD(l, "stage", json_object_new_int(stage_of_node[i]));
 		json_object_array_add(layers, l);
 		fwd += li.fwd_flops;
@@ -198,10 +199,10 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(o, "layers", layers);
 	total_flops = dt_model_flops_per_sample(model);
 	ADD(o, "params", json_object_new_int64(n_params));
-	ADD(o, "flops_per_sample", json_object_new_double(total_flops));
-	ADD(o, "fwd_flops_per_sample", json_object_new_double(fwd));
+	ADD(o, "flops_per_sample", dt_json_number(total_flops));
+	ADD(o, "fwd_flops_per_sample", dt_json_number(fwd));
 	ADD(o, "flops_per_step",
-	    json_object_new_double(total_flops * (double)plan->global_batch));
+	    dt_json_number(total_flops * (double)plan->global_batch));
 
 	/* The loader thread's ring of prepared micro-batches (inputs and
 	 * labels) and its own copy of the epoch order. */
@@ -246,7 +247,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		ADD(x, "last_node", json_object_new_int(si->last_node));
 		ADD(x, "nodes", names);
 		ADD(x, "flops_per_sample",
-		    json_object_new_double(si->flops_per_sample));
+		    dt_json_number(si->flops_per_sample));
 		ADD(x, "params", json_object_new_int64(si->n_params));
 		ADD(x, "trained_params", json_object_new_int64(
 			    (int64_t)(si->trained_hi - si->trained_lo)));
@@ -272,7 +273,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 			    sp[s].si.flops_per_sample;
 	for (int s = 0; s < pp; s++)
 		ADD(json_object_array_get_idx(stages, (size_t)s), "share",
-		    json_object_new_double(balanced > 0 ? (by_params ?
+		    dt_json_number(balanced > 0 ? (by_params ?
 			(double)sp[s].si.n_params :
 			sp[s].si.flops_per_sample) / balanced : 0));
 	ADD(o, "stages", stages);

@@ -208,7 +208,7 @@ dt_best_summary(const struct dt_run *r, struct json_object *o)
 	json_object_object_add(best, "monitor", json_object_new_string(
 				       monitor_words[job->eval.monitor]));
 	json_object_object_add(best, "value", b->step >= 0 ?
-			       dt_json_number(b->value) : NULL);
+			       dt_json_float(b->value) : NULL);
 	json_object_object_add(best, "step", b->step >= 0 ?
 			       json_object_new_int64(b->step) : NULL);
 	path[0] = '\0';

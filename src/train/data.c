@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "train/progress.h"
 #include "train/rundir.h"
+#include "util/meter.h"
 
 /* Test aid, documented in dtrain(1): DTRAIN_TEST_FAIL_READ_RANK=R makes
  * rank R look for its training images under a name that does not exist, to
@@ -132,9 +134,17 @@ dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
 	int64_t classes = dt_model_n_classes(r->model);
 	int64_t mb = r->plan.micro_batch;
 	const struct dt_job *dj = r->data_job;
+	const struct dt_meter *old;
+	struct dt_progress shown;
+	struct dt_meter m;
 	enum dt_status st;
 
 	st = dt_source_fetch_all(r->data_job, r->comm, progress, err);
+	/* Reading and decoding the files: a task line on rank 0's terminal
+	 * (progress.h), through the readers' meter (util/meter.h). */
+	dt_progress_init(&shown, progress ? stderr : NULL, progress, 0);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = load_vocab(r, classes, err);
 	if (st == DT_OK)
@@ -144,6 +154,8 @@ dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
 	if (st == DT_OK)
 		st = dt_source_open(&r->eval, dj, 1, classes, mb, &r->vocab,
 				    NULL, err);
+	dt_meter_use(old);
+	dt_progress_end(&shown);
 	if (st != DT_OK)
 		return st;
 	r->have_eval = r->eval.n > 0;

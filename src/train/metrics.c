@@ -121,7 +121,7 @@ add_staleness(struct dt_ps *ps, struct json_object *o)
 
 	if (ps == NULL || dt_ps_stats(ps, &st, &e) != DT_OK)
 		return;
-	ADD(o, "staleness_mean", dt_json_number(st.staleness_mean));
+	ADD(o, "staleness_mean", dt_json_float(st.staleness_mean));
 	ADD(o, "staleness_max", json_object_new_int64(st.staleness_max));
 }
 
@@ -138,12 +138,12 @@ dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
 	ADD(o, "time", iso_time_now());
 	ADD(o, "elapsed_s", dt_json_seconds(line->elapsed_s));
-	ADD(o, "loss", dt_json_number(line->loss));
-	ADD(o, "lr", dt_json_number(line->lr));
-	ADD(o, "grad_norm", dt_json_number(line->grad_norm));
-	ADD(o, "samples_per_s", dt_json_seconds(line->samples_per_s));
+	ADD(o, "loss", dt_json_float(line->loss));
+	ADD(o, "lr", dt_json_float(line->lr));
+	ADD(o, "grad_norm", dt_json_float(line->grad_norm));
+	ADD(o, "samples_per_s", dt_json_float(line->samples_per_s));
 	if (lm)
-		ADD(o, "tokens_per_s", dt_json_seconds(line->tokens_per_s));
+		ADD(o, "tokens_per_s", dt_json_float(line->tokens_per_s));
 	ADD(o, "data_wait_s", dt_json_seconds(line->data_wait_s));
 	/* Rank 0 is row 0: the workers' communicator keeps world order. */
 	ADD(o, "breakdown", breakdown_object(-1, r->rank_times + 1));
@@ -178,8 +178,8 @@ dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
 	ADD(o, "step", json_object_new_int64(r->position.step));
 	ADD(o, "epoch", json_object_new_int64(r->position.epoch));
 	ADD(o, "time", iso_time_now());
-	ADD(o, "eval_loss", dt_json_number(loss));
-	ADD(o, "eval_accuracy", dt_json_number(accuracy));
+	ADD(o, "eval_loss", dt_json_float(loss));
+	ADD(o, "eval_accuracy", dt_json_float(accuracy));
 	st = metrics_line(r, o, err);
 	if (st == DT_OK)
 		st = tb_scalar(r, "eval/loss", loss, err);
@@ -341,13 +341,13 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	ADD(o, "name", json_object_new_string(r->job->name));
 	ADD(o, "steps", json_object_new_int64(res->steps));
 	ADD(o, "samples", json_object_new_int64(res->samples));
-	ADD(o, "train_loss", dt_json_number(res->train_loss));
+	ADD(o, "train_loss", dt_json_float(res->train_loss));
 	ADD(o, "eval_loss", r->have_eval ?
-	    dt_json_number(res->eval_loss) : NULL);
+	    dt_json_float(res->eval_loss) : NULL);
 	ADD(o, "eval_accuracy", r->have_eval ?
-	    dt_json_number(res->eval_accuracy) : NULL);
-	ADD(o, "wall_s", dt_json_number(res->wall_s));
-	ADD(o, "samples_per_s", dt_json_number(res->samples_per_s));
+	    dt_json_float(res->eval_accuracy) : NULL);
+	ADD(o, "wall_s", dt_json_seconds(res->wall_s));
+	ADD(o, "samples_per_s", dt_json_float(res->samples_per_s));
 	ADD(o, "world_size", json_object_new_int(r->plan.world_size));
 	ADD(o, "data_parallel", json_object_new_int(r->plan.dp_size));
 	ADD(o, "global_batch", json_object_new_int64(r->plan.global_batch));

@@ -3,6 +3,7 @@
  * thread only writes to the terminal: it reads no training state but the
  * numbers the loop handed over, so results do not depend on it. */
 #include "train/progress.h"
+#include "util/meter.h"
 #include "util/span.h"
 
 #include <errno.h>
@@ -93,6 +94,39 @@ draw_line(struct dt_progress *p, double now)
 	p->drawn = 1;
 }
 
+/* "12.3/45.6 MB" or "3200/10000" into buf. */
+static void
+fmt_count(const struct dt_progress *p, char *buf, size_t size)
+{
+	if (p->task_bytes)
+		snprintf(buf, size, "%.1f/%.1f MB", (double)p->task_done / 1e6,
+			 (double)p->task_total / 1e6);
+	else
+		snprintf(buf, size, "%lld/%lld", (long long)p->task_done,
+			 (long long)p->task_total);
+}
+
+/* Draws the task's line as of now (monotonic): its elapsed time, and the
+ * ETA at the rate so far once some of it is done. With p->lock held. */
+static void
+draw_task(struct dt_progress *p, double now)
+{
+	char count[64], elapsed[32], eta[32] = "";
+	double t = now - p->task_t0;
+
+	fmt_count(p, count, sizeof count);
+	dt_fmt_span(elapsed, sizeof elapsed, t);
+	if (p->task_done > 0) {
+		memcpy(eta, "  ETA ", 7);
+		dt_fmt_span(eta + 6, sizeof eta - 6, t / (double)p->task_done *
+			    (double)(p->task_total - p->task_done));
+	}
+	fprintf(p->out, "\r\033[K%s %s  %s%s", p->task, count, elapsed, eta);
+	fflush(p->out);
+	p->last_draw = now;
+	p->task_drawn = 1;
+}
+
 static void *
 ticker_main(void *arg)
 {
@@ -107,9 +141,15 @@ ticker_main(void *arg)
 		until.tv_sec += 1;
 		pthread_cond_timedwait(&p->wake, &p->lock, &until);
 		now = dt_now();
-		if (!p->stopping && p->drawn &&
-		    now - p->last_draw >= DT_PROGRESS_TICK_S - 0.05)
+		if (p->stopping || now - p->last_draw <
+		    DT_PROGRESS_TICK_S - 0.05)
+			continue;
+		if (p->in_task) {
+			if (now - p->task_t0 >= DT_PROGRESS_TASK_DELAY_S)
+				draw_task(p, now);
+		} else if (p->drawn) {
 			draw_line(p, now);
+		}
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -191,8 +231,9 @@ dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 	pthread_mutex_unlock(&p->lock);
 }
 
-void
-dt_progress_end(struct dt_progress *p)
+/* Stops the ticker and waits for it. Without p->lock held. */
+static void
+stop_ticker(struct dt_progress *p)
 {
 	int ticking;
 
@@ -205,10 +246,110 @@ dt_progress_end(struct dt_progress *p)
 		pthread_join(p->ticker, NULL);
 	pthread_mutex_lock(&p->lock);
 	p->ticking = 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+dt_progress_end(struct dt_progress *p)
+{
+	stop_ticker(p);
+	pthread_mutex_lock(&p->lock);
 	if (p->out != NULL && p->tty && p->drawn)
 		fputc('\n', p->out);
 	p->drawn = 0;
 	if (p->out != NULL)
 		fflush(p->out);
 	pthread_mutex_unlock(&p->lock);
+}
+
+void
+dt_progress_task_begin(struct dt_progress *p, const char *what,
+		       int64_t total, int bytes)
+{
+	if (p->out == NULL || !p->tty)
+		return;
+	pthread_mutex_lock(&p->lock);
+	snprintf(p->task, sizeof p->task, "%s", what);
+	p->task_done = 0;
+	p->task_total = total;
+	p->task_bytes = bytes;
+	p->task_t0 = dt_now();
+	p->task_drawn = 0;
+	p->in_task = 1;
+	p->task_ticker = !p->ticking;
+	if (!p->ticking)
+		start_ticker(p);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+dt_progress_task_update(struct dt_progress *p, int64_t done)
+{
+	double now;
+
+	if (p->out == NULL || !p->tty)
+		return;
+	now = dt_now();
+	pthread_mutex_lock(&p->lock);
+	if (p->in_task) {
+		p->task_done = done;
+		if (now - p->task_t0 >= DT_PROGRESS_TASK_DELAY_S &&
+		    now - p->last_draw >= 0.2)
+			draw_task(p, now);
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+dt_progress_task_end(struct dt_progress *p)
+{
+	int own;
+
+	if (p->out == NULL || !p->tty)
+		return;
+	pthread_mutex_lock(&p->lock);
+	own = p->in_task && p->task_ticker;
+	pthread_mutex_unlock(&p->lock);
+	/* A ticker the task started goes with it (a task after
+	 * dt_progress_end, as the run's final evaluation). */
+	if (own)
+		stop_ticker(p);
+	pthread_mutex_lock(&p->lock);
+	if (p->task_drawn) {
+		/* It was drawn over the step line: both are gone now. */
+		fputs("\r\033[K", p->out);
+		fflush(p->out);
+		p->drawn = 0;
+	}
+	p->in_task = 0;
+	p->task_drawn = 0;
+	p->task_ticker = 0;
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void
+meter_begin(void *ctx, const char *what, int64_t total)
+{
+	dt_progress_task_begin(ctx, what, total, 1);
+}
+
+static void
+meter_update(void *ctx, int64_t done)
+{
+	dt_progress_task_update(ctx, done);
+}
+
+static void
+meter_end(void *ctx)
+{
+	dt_progress_task_end(ctx);
+}
+
+void
+dt_progress_meter(struct dt_progress *p, struct dt_meter *m)
+{
+	m->begin = meter_begin;
+	m->update = meter_update;
+	m->end = meter_end;
+	m->ctx = p;
 }

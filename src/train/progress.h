@@ -22,6 +22,15 @@ struct dt_progress {
 	double per_step;	/* seconds a step took on average */
 	double elapsed;		/* seconds since training began, at t_step */
 	double t_step;		/* when it was logged, monotonic */
+	/* A counted task (an evaluation, a file being read), drawn in
+	 * place of the step line while it lasts; TTY only. */
+	int in_task;
+	char task[128];		/* "eval", "read t10k-images-idx3-ubyte.gz" */
+	int64_t task_done, task_total;
+	int task_bytes;		/* units are bytes: shown in MB */
+	double task_t0;		/* its start, monotonic */
+	int task_drawn;		/* its line is on screen */
+	int task_ticker;	/* it started the ticker, which ends with it */
 	/* The ticker thread (TTY only), started by the first step. */
 	pthread_mutex_t lock;	/* guards everything above and out */
 	pthread_cond_t wake;
@@ -63,6 +72,34 @@ void dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 /* Ends the progress line (newline on a TTY if one is drawn) and stops the
  * ticker. Idempotent; p may be reported to again afterwards. */
 void dt_progress_end(struct dt_progress *p);
+
+/* How long a task runs before its line appears: one that takes less
+ * than a moment shows nothing. Seconds. */
+#define DT_PROGRESS_TASK_DELAY_S 0.5
+
+/* Starts a counted task on a TTY (off one, and with out NULL, the task
+ * functions do nothing: the plain log lines stay as they are): what
+ * names it, total counts its units (samples, or bytes when bytes is
+ * set). From DT_PROGRESS_TASK_DELAY_S on, the line
+ * "eval 3200/10000  0m03s  ETA 0m07s" (bytes: "read NAME  12.3/45.6 MB
+ * ..."; the task's elapsed time, the ETA at the rate so far, in
+ * util/span.h's format) replaces the step line, redrawn by updates (at
+ * most 5 times a second) and by the ticker once a second. */
+void dt_progress_task_begin(struct dt_progress *p, const char *what,
+			    int64_t total, int bytes);
+
+/* done units of the task are finished (0 <= done <= total). */
+void dt_progress_task_update(struct dt_progress *p, int64_t done);
+
+/* Ends the task and clears its line; the step line comes back with the
+ * next logged step. */
+void dt_progress_task_end(struct dt_progress *p);
+
+struct dt_meter;
+/* Fills m (util/meter.h) so that the readers' byte counts become tasks
+ * of p (with bytes set). m points at p: neither may go before the other
+ * is out of use. */
+void dt_progress_meter(struct dt_progress *p, struct dt_meter *m);
 
 /* The elapsed time and the ETA are in util/span.h's format. */
 

@@ -2,6 +2,7 @@
 /* jsonnum.c - finite numbers or null, written compactly (see jsonnum.h). */
 #include "util/jsonnum.h"
 
+#include <float.h>
 #include <json.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,21 +18,42 @@ mark_float(char *buf, size_t size)
 		strcat(buf, ".0");
 }
 
+/* A whole number below 1e15 that %g gave an exponent (100 as 1e+02) is
+ * written out in full. */
+static void
+plain_whole(char *buf, size_t size, double v)
+{
+	if (strchr(buf, 'e') != NULL && fabs(v) < 1e15 && v == floor(v))
+		snprintf(buf, size, "%.0f", v);
+	mark_float(buf, size);
+}
+
 /* The fewest significant digits (1 to 17) whose %g text reads back as v:
  * 17 always do for an IEEE 754 double (its decimal round trip, as in
- * C11 DBL_DECIMAL_DIG), most values need far fewer. A whole number below
- * 1e15 that %g would give an exponent (100 as 1e+02) is written out. */
+ * C11 DBL_DECIMAL_DIG), most values need far fewer. */
 static void
 shortest(char *buf, size_t size, double v)
 {
-	for (int digits = 1; digits <= 17; digits++) {
+	for (int digits = 1; digits <= DBL_DECIMAL_DIG; digits++) {
 		snprintf(buf, size, "%.*g", digits, v);
 		if (strtod(buf, NULL) == v)
 			break;
 	}
-	if (strchr(buf, 'e') != NULL && fabs(v) < 1e15 && v == floor(v))
-		snprintf(buf, size, "%.0f", v);
-	mark_float(buf, size);
+	plain_whole(buf, size, v);
+}
+
+/* The same for the float f: 9 digits (FLT_DECIMAL_DIG) always read back
+ * both ways (strtof, and strtod then rounding), since the 9-digit text
+ * lies far nearer f than any midpoint between floats. */
+static void
+shortest_float(char *buf, size_t size, float f)
+{
+	for (int digits = 1; digits <= FLT_DECIMAL_DIG; digits++) {
+		snprintf(buf, size, "%.*g", digits, (double)f);
+		if (strtof(buf, NULL) == f && (float)strtod(buf, NULL) == f)
+			break;
+	}
+	plain_whole(buf, size, (double)f);
 }
 
 struct json_object *
@@ -46,13 +68,32 @@ dt_json_number(double v)
 }
 
 struct json_object *
-dt_json_seconds(double v)
+dt_json_float(double v)
 {
 	char buf[32];
+	float f;
 
 	if (!isfinite(v))
 		return NULL;
-	snprintf(buf, sizeof buf, "%.6g", v);
-	mark_float(buf, sizeof buf);
+	if (fabs(v) > FLT_MAX)
+		return dt_json_number(v);
+	f = (float)v;
+	shortest_float(buf, sizeof buf, f);
+	return json_object_new_double_s((double)f, buf);
+}
+
+struct json_object *
+dt_json_seconds(double v)
+{
+	char buf[48];
+
+	if (!isfinite(v))
+		return NULL;
+	if (fabs(v) >= 1e15)	/* beyond any run's length: no fixed form */
+		return dt_json_number(v);
+	snprintf(buf, sizeof buf, "%.6f", v);
+	/* -4e-7 would read "-0.000000". */
+	if (strcmp(buf, "-0.000000") == 0)
+		strcpy(buf, "0.000000");
 	return json_object_new_double_s(strtod(buf, NULL), buf);
 }

@@ -5,7 +5,8 @@ libdtrain_la_SOURCES += src/util/status.h src/util/error.c \
 	src/util/gz.h src/util/gz.c \
 	src/util/sysmem.h src/util/sysmem.c src/util/tfevents.h src/util/tfevents.c \
 	src/util/pool.h src/util/pool.c src/util/jsonnum.h src/util/jsonnum.c \
-	src/util/bf16.h src/util/bf16.c src/util/span.h src/util/span.c
+	src/util/bf16.h src/util/bf16.c src/util/span.h src/util/span.c \
+	src/util/meter.h src/util/meter.c
 
 check_PROGRAMS += tests/unit/test_tfevents
 TESTS += tests/unit/test_tfevents

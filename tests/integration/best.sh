@@ -8,8 +8,10 @@
 # - the run ends with exit 0 at that step, says why on stderr and in
 #   summary.json ("early_stop", "best"), evaluates that step once;
 # - CKPT_DIR/best holds the best step's checkpoint alone, though
-#   checkpoint.keep_last 1 pruned it from CKPT_DIR; `dtrain eval` of it
-#   gives the best eval loss;
+#   checkpoint.keep_last 1 pruned it from CKPT_DIR; `--checkpoint best`
+#   takes it: `dtrain eval` gives the best eval loss, `dtrain predict` the
+#   best step's accuracy, `dtrain export` (both formats) its parameters;
+#   a run without one is refused with exit 2 naming eval.keep_best;
 # - stopped by a signal at step 34 (after the best, one evaluation
 #   without improvement) and resumed, the run stops at the same step
 #   with the same best and the same metrics (the count is in the
@@ -63,8 +65,12 @@ if evals and evals[-1]["step"] != s["steps"]:
     errors.append("the last evaluation is at step %d, the run ended at %d"
                   % (evals[-1]["step"], s["steps"]))
 b = s.get("best") or {}
+# Both files write float32 texts (dtrain(1)): the loss and the accuracy
+# are the same float; the perplexity dtrain took from the unrounded loss,
+# exp() of the rounded one here, a few float32 steps apart at most.
+tol = 2.0**-21 if monitor == "perplexity" else 0
 if b.get("monitor") != monitor or b.get("step") != best_step or \
-   abs(b.get("value", float("nan")) - best) > 1e-12 * abs(best):
+   not abs(b.get("value", float("nan")) - best) <= tol * abs(best):
     errors.append("best %r, expected %s %r at step %r"
                   % (b, monitor, best, best_step))
 es = s.get("early_stop")
@@ -100,16 +106,63 @@ bdir=runs/u/checkpoints/best/$(printf 'step-%09d' "$best")
 "$PYTHON" -c 'import json, sys
 sys.exit(json.load(open("runs/u/summary.json"))["best"]["checkpoint"] != sys.argv[1])' \
 	"$bdir" || fail "summary.json does not name $bdir"
-mkdir -p e/checkpoints
-cp runs/u/job.yaml e/
-cp -r "$bdir" e/checkpoints/
-"$DTRAIN" eval --json e >e.json
-"$PYTHON" - <<'PY' || fail "the best checkpoint does not give the best loss"
-import json
+# --checkpoint best: eval, predict and export take CKPT_DIR/best, not the
+# newest checkpoint (that of the stop).
+"$DTRAIN" eval --json --checkpoint best runs/u >e.json
+"$DTRAIN" eval --json runs/u >newest.json
+"$PYTHON" - "$best" "$stop" <<'PY' || fail "eval --checkpoint best: see above"
+import json, sys
+best, stop = int(sys.argv[1]), int(sys.argv[2])
 b = json.load(open("runs/u/summary.json"))["best"]["value"]
-e = json.load(open("e.json"))["loss"]
-assert abs(e - b) <= 1e-9 * b, (e, b)
+e = json.load(open("e.json"))
+n = json.load(open("newest.json"))
+assert e["step"] == best and e["checkpoint"].endswith("best/step-%09d" % best), e
+assert abs(e["loss"] - b) <= 1e-9 * b, (e["loss"], b)
+assert n["step"] == stop, n
 PY
+"$DTRAIN" predict --checkpoint best --top-k 1 runs/u \
+	--input "$FMNIST/t10k-images-idx3-ubyte.gz" -o top1.npy 2>p1.err ||
+	{ cat p1.err >&2; fail "predict --checkpoint best failed"; }
+grep -q "(checkpoint of step $best)" p1.err ||
+	{ cat p1.err >&2; fail "predict --checkpoint best did not use step $best"; }
+"$PYTHON" - top1.npy "$FMNIST/t10k-labels-idx1-ubyte.gz" "$best" <<'PY' ||
+import ast, gzip, json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+hl = struct.unpack("<H", raw[8:10])[0]
+head = ast.literal_eval(raw[10:10 + hl].decode())
+assert head["descr"] == "<i8" and head["shape"] == (10000, 1), head
+ids = struct.unpack("<10000q", raw[10 + hl:])
+labels = gzip.open(sys.argv[2]).read()[8:]
+correct = sum(1 for i, y in zip(ids, labels) if int(i) == y)
+want = [json.loads(l) for l in open("runs/u/metrics.jsonl")
+        if '"eval_accuracy"' in l and json.loads(l)["step"] == int(sys.argv[3])]
+assert len(want) == 1, want
+# metrics.jsonl writes the float32 of correct / 10000 in its shortest text.
+assert round(want[0]["eval_accuracy"] * 10000) == correct, (want, correct)
+print("predict --checkpoint best: %d of 10000 right, as at step %s"
+      % (correct, sys.argv[3]))
+PY
+	fail "predict --checkpoint best does not give the best step's accuracy"
+"$DTRAIN" export --checkpoint best -o best.safetensors runs/u >x.out ||
+	fail "export --checkpoint best failed"
+cmp best.safetensors "$bdir/params.safetensors" ||
+	fail "export --checkpoint best did not write $bdir's parameters"
+grep -q "parameters of step $best ($bdir)" x.out || fail "export said: $(cat x.out)"
+"$DTRAIN" export --format torch --checkpoint best -o t.safetensors runs/u \
+	>t.out || fail "export --format torch --checkpoint best failed"
+grep -q "parameters of step $best in PyTorch" t.out || fail "export said: $(cat t.out)"
+# A run without a kept best: refused, naming the run and the key.
+cp -r runs/u nobest
+rm -r nobest/checkpoints/best
+for c in "eval" "predict --input x.npy -o y.npy" "export" \
+	 "export --format torch"; do
+	# shellcheck disable=SC2086
+	expect_fail 2 "^dtrain: nobest: no best checkpoint \(nobest/checkpoints/best holds none\).*eval.keep_best: true" \
+		"$DTRAIN" $c --checkpoint best nobest
+	# shellcheck disable=SC2086
+	expect_fail 2 "--checkpoint 4x: expected a step or best" \
+		"$DTRAIN" $c --checkpoint 4x runs/u
+done
 
 # Interrupted after the best and one evaluation without improvement.
 set +e

@@ -22,9 +22,11 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/eval-predict.sh \
 	tests/integration/torch-loader.sh \
 	tests/integration/launch-stop.sh \
+	tests/integration/launch-quiet.sh \
 	tests/integration/launchers.sh \
 	tests/integration/install.sh \
 	tests/integration/progress-tty.sh \
+	tests/integration/progress-tasks.sh \
 	tests/integration/usage-man.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \

@@ -4,7 +4,9 @@
 # here with Python's standard library alone (TFRecord framing, masked
 # CRC-32C of RFC 3720, the Event and Summary protocol buffers) and compared
 # with metrics.jsonl: every logged loss, lr, grad_norm and samples/s and
-# every evaluation's loss and accuracy, at the same steps, as float32. The
+# every evaluation's loss and accuracy, at the same steps, equal as float32
+# (metrics.jsonl writes them in float32's shortest text; the test checks
+# those texts, and that times carry microseconds). The
 # decoder must refuse a copy with one byte changed. Without the key no tb
 # directory is made.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -145,12 +147,34 @@ for tag in want:
     if sorted(got[tag]) != sorted(want[tag]):
         sys.exit("%s: steps %r vs %r" % (tag, sorted(got[tag]), sorted(want[tag])))
     for step, v in want[tag].items():
-        # samples/s is printed to 6 digits in metrics.jsonl; the rest exact.
-        ok = (abs(got[tag][step] - v) <= 1e-5 * abs(v) if tag == "train/samples_per_s"
-              else got[tag][step] == f32(v))
-        if not ok:
+        # metrics.jsonl writes these to float32 precision, as the events
+        # file holds them: equal, every one.
+        if got[tag][step] != f32(v):
             sys.exit("%s step %d: %r in the events, %r in metrics.jsonl"
                      % (tag, step, got[tag][step], v))
+# The texts themselves (dtrain(1), FILES): floats in at most 9
+# significant digits that read back as the same float32, times to the
+# microsecond exactly.
+import re
+floats = {"loss", "lr", "grad_norm", "samples_per_s", "eval_loss",
+          "eval_accuracy"}
+times = {"elapsed_s", "data_wait_s", "compute_s", "comm_wait_s", "optim_s"}
+seen = set()
+for line in open(sys.argv[2]):
+    for k, t in re.findall(r'"(\w+)":(-?[0-9][0-9.eE+-]*)', line):
+        if k in floats:
+            digits = len(re.sub(r"^[-0.]*|[.]|e.*$", "", t).rstrip("0") or "0")
+            x = f32(float(t))
+            if digits > 9 or (digits > 1 and
+                              f32(float("%.*g" % (digits - 1, x))) == x):
+                sys.exit("%s: %s is not a float32's shortest text" % (k, t))
+            seen.add(k)
+        elif k in times:
+            if not re.fullmatch(r"[0-9]+\.[0-9]{6}", t):
+                sys.exit("%s: %s is not seconds to the microsecond" % (k, t))
+            seen.add(k)
+if seen != floats | times:
+    sys.exit("texts checked for %r only" % sorted(seen))
 n = sum(len(v) for v in got.values())
 if n != 4 * 4 + 2 * 2:
     sys.exit("%d scalars, expected 20 (4 train tags x 4 lines, 2 eval x 2)" % n)

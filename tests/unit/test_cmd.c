@@ -3,7 +3,8 @@
  * made for the test: every kind of value, its range and its refusals by
  * name, --set in order, the operand count, options after the operand, the
  * synopsis and --help made from the table; and checks over the real
- * command table (every option documented, no name twice). The words of
+ * command table (every option documented, no name twice); the filter of
+ * mpirun's stderr under `run -n` (cmd/banner.c). The words of
  * each command's synopsis against dtrain(1) are
  * tests/integration/usage-man.sh's. */
 #include <check.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/banner.h"
 #include "cmd/cmd.h"
 
 struct t_args {
@@ -331,6 +333,103 @@ START_TEST(real_tables_are_complete)
 }
 END_TEST
 
+/* mpirun's stderr as Open MPI 4.1 writes it after every rank exited 3
+ * (the two banners copied from a real run), between rank output: a
+ * progress line redrawn with \r and no newline, a short line of dashes,
+ * another show_help block (a rank killed) that must always pass, and a
+ * rule that no block follows. */
+#define RULE "------------------------------------------------------------" \
+	"--------------\n"
+static const char banner_a[] = RULE
+	"Primary job  terminated normally, but 1 process returned\n"
+	"a non-zero exit code. Per user-direction, the job has been aborted.\n"
+	RULE;
+static const char banner_b[] = RULE
+	"mpirun detected that one or more processes exited with non-zero "
+	"status, thus causing\nthe job to be terminated. The first process "
+	"to do so was:\n\n  Process name: [[4859,1],0]\n  Exit code:    3\n"
+	RULE;
+static const char other[] = RULE
+	"mpirun noticed that process rank 1 with PID 0 on node vm exited on "
+	"signal 9 (Killed).\n" RULE;
+
+/* What the filter writes for the pieces of text cut every `chunk` bytes
+ * (0: at once), ended with quiet. */
+static char *
+filtered(const char *text, size_t chunk, int quiet)
+{
+	struct dt_banner b;
+	char *out = NULL;
+	size_t n = 0, len = strlen(text);
+	FILE *f = open_memstream(&out, &n);
+
+	ck_assert_ptr_nonnull(f);
+	dt_banner_init(&b, f);
+	for (size_t i = 0; i < len; i += chunk ? chunk : len)
+		dt_banner_feed(&b, text + i, chunk && len - i > chunk ?
+			       chunk : len - i);
+	dt_banner_end(&b, quiet);
+	fclose(f);
+	return out;
+}
+
+START_TEST(mpirun_banners_held_back)
+{
+	char in[4096], loud[4096], quiet[4096];
+	const char *head = "dtrain: rank 0: hello\n\r\033[Kstep 3/9  loss 2.3"
+			   "\r\033[Kstep 4/9  loss 2.1\n-----\n";
+	const char *tail = "dtrain: interrupted at step 4\n" RULE "no close";
+	static const size_t chunks[] = { 0, 1, 2, 7, 64 };
+
+	snprintf(in, sizeof in, "%s%s%s%s%s", head, banner_a, other, banner_b,
+		 tail);
+	/* Shown: everything, the two banners after the rest. */
+	snprintf(loud, sizeof loud, "%s%s%s%s%s", head, other, tail, banner_a,
+		 banner_b);
+	/* Quiet: the two banners alone are gone. */
+	snprintf(quiet, sizeof quiet, "%s%s%s", head, other, tail);
+	for (size_t i = 0; i < sizeof chunks / sizeof chunks[0]; i++) {
+		char *a = filtered(in, chunks[i], 0);
+		char *q = filtered(in, chunks[i], 1);
+
+		ck_assert_msg(strcmp(a, loud) == 0, "chunk %zu: %s",
+			      chunks[i], a);
+		ck_assert_msg(strcmp(q, quiet) == 0, "chunk %zu: %s",
+			      chunks[i], q);
+		free(a);
+		free(q);
+	}
+}
+END_TEST
+
+/* Text passes at once, not at the end of its line: a redrawn progress
+ * line must reach the terminal as it is drawn. */
+START_TEST(mpirun_text_passes_at_once)
+{
+	struct dt_banner b;
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+
+	dt_banner_init(&b, f);
+	dt_banner_feed(&b, "\r\033[Kstep 1/9", 12);
+	fflush(f);
+	ck_assert_uint_eq(n, 12);
+	dt_banner_feed(&b, "\n----", 5);
+	fflush(f);
+	ck_assert_uint_eq(n, 13);	/* dashes held: a rule may follow */
+	ck_assert(dt_banner_pending(&b));
+	dt_banner_flush(&b);		/* none did, for too long */
+	fflush(f);
+	ck_assert_uint_eq(n, 17);
+	dt_banner_feed(&b, "-x\n", 3);
+	dt_banner_end(&b, 1);
+	fclose(f);
+	ck_assert_str_eq(out, "\r\033[Kstep 1/9\n-----x\n");
+	free(out);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -347,6 +446,8 @@ main(void)
 	tcase_add_test(tc, help_stops_the_parse);
 	tcase_add_test(tc, synopsis_and_help_from_the_table);
 	tcase_add_test(tc, real_tables_are_complete);
+	tcase_add_test(tc, mpirun_banners_held_back);
+	tcase_add_test(tc, mpirun_text_passes_at_once);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -2,17 +2,24 @@
 /* test_progress.c - the progress line and log lines (train/progress.c):
  * the one time-span format, the plain line with its ISO 8601 UTC time,
  * DTRAIN_PROGRESS_TTY over the caller's choice, and the ticker that
- * redraws the line between logged steps with the times moved on. The
- * expected strings are worked out by hand from the numbers given. */
+ * redraws the line between logged steps with the times moved on; the
+ * task line of an evaluation or a file being read (after its delay, on
+ * a terminal only) and the readers' meter that feeds it. The expected
+ * strings are worked out by hand from the numbers given. */
 #define _GNU_SOURCE 1	/* strptime, timegm */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
+#include "data/data.h"
 #include "train/progress.h"
+#include "util/meter.h"
 #include "util/span.h"
 
 /* The whole of f as a NUL-terminated heap string. */
@@ -149,6 +156,197 @@ START_TEST(ticker_moves_the_times)
 }
 END_TEST
 
+/* A task of 10000 samples, 3200 done 0.6 s in: after the delay its line
+ * shows the count, the elapsed time and the ETA at the rate so far
+ * (0.6 / 3200 x 6800 s: about 1.3 s), redrawn by the ticker; at its end
+ * the line is cleared and nothing follows. */
+START_TEST(task_line_after_its_delay)
+{
+	FILE *f = tmpfile();
+	struct dt_progress p;
+	char *s, *last = NULL, *end;
+	int em, es, am, as, draws = 0;
+	long done, total;
+
+	unsetenv("DTRAIN_PROGRESS_TTY");
+	dt_progress_init(&p, f, 1, 100);
+	dt_progress_task_begin(&p, "eval", 10000, 0);
+	dt_progress_task_update(&p, 100);	/* before the delay: nothing */
+	fflush(f);
+	ck_assert_int_eq(ftell(f), 0);
+	usleep(600 * 1000);
+	dt_progress_task_update(&p, 3200);
+	sleep(2);				/* the ticker redraws it */
+	dt_progress_task_end(&p);
+	dt_progress_end(&p);
+	s = slurp(f);
+	for (char *q = s; (q = strstr(q, "\r\033[Keval ")) != NULL; q++) {
+		draws++;
+		last = q;
+	}
+	ck_assert_int_ge(draws, 2);
+	ck_assert_int_eq(sscanf(last, "\r\033[Keval %ld/%ld  %dm%ds  ETA "
+				"%dm%ds", &done, &total, &em, &es, &am, &as), 6);
+	ck_assert_int_eq(done, 3200);
+	ck_assert_int_eq(total, 10000);
+	ck_assert_int_eq(em, 0);
+	ck_assert_int_ge(es, 2);
+	ck_assert_int_le(es, 4);
+	/* The ETA at the rate of 3200 in es s: 6800 more take 2.1 x es. */
+	ck_assert_int_ge(am * 60 + as, (int)(2.125 * es) - 2);
+	ck_assert_int_le(am * 60 + as, (int)(2.125 * es) + 2);
+	end = s + strlen(s) - 4;
+	ck_assert_str_eq(end, "\r\033[K");
+	ck_assert_ptr_null(strchr(s, '\n'));
+	free(s);
+	fclose(f);
+}
+END_TEST
+
+/* A quick task shows nothing, and none shows off a terminal. */
+START_TEST(task_quiet_when_quick_or_plain)
+{
+	FILE *f = tmpfile();
+	struct dt_progress p;
+
+	unsetenv("DTRAIN_PROGRESS_TTY");
+	dt_progress_init(&p, f, 1, 100);
+	dt_progress_task_begin(&p, "eval", 10, 0);
+	dt_progress_task_update(&p, 10);
+	dt_progress_task_end(&p);
+	dt_progress_end(&p);
+	fflush(f);
+	ck_assert_int_eq(ftell(f), 0);
+	dt_progress_init(&p, f, 0, 100);
+	dt_progress_task_begin(&p, "eval", 10000, 0);
+	usleep(600 * 1000);
+	dt_progress_task_update(&p, 5000);
+	sleep(1);
+	dt_progress_task_end(&p);
+	dt_progress_end(&p);
+	fflush(f);
+	ck_assert_int_eq(ftell(f), 0);
+	fclose(f);
+}
+END_TEST
+
+struct seen {
+	char what[128];
+	int64_t total, last, updates;
+	int begins, ends, backwards;
+};
+
+static void
+seen_begin(void *ctx, const char *what, int64_t total)
+{
+	struct seen *s = ctx;
+
+	snprintf(s->what, sizeof s->what, "%s", what);
+	s->total = total;
+	s->begins++;
+}
+
+static void
+seen_update(void *ctx, int64_t done)
+{
+	struct seen *s = ctx;
+
+	s->backwards += done < s->last;
+	s->last = done;
+	s->updates++;
+}
+
+static void
+seen_end(void *ctx)
+{
+	((struct seen *)ctx)->ends++;
+}
+
+/* dt_idx_read of a gzip IDX file of 40000 bytes of data reports through
+ * the thread's meter: "read NAME", the compressed size as the total,
+ * counts that only grow and end at it; without a meter nothing is
+ * called. Then the meter's bytes become a task of a progress line. */
+START_TEST(readers_report_to_the_meter)
+{
+	char path[] = "/tmp/test_progress_idxXXXXXX";
+	unsigned char head[16] = { 0, 0, 8, 3, 0, 0, 0, 100, 0, 0, 0, 20,
+				   0, 0, 0, 20 };
+	static unsigned char body[40000];
+	struct seen seen = { .last = 0 };
+	struct dt_meter m = { seen_begin, seen_update, seen_end, &seen };
+	struct dt_error err;
+	struct dt_idx idx;
+	struct stat sb;
+	char want[64];
+	int fd = mkstemp(path);
+	gzFile g;
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof body; i++)
+		body[i] = (unsigned char)(i * 7919 >> 3);
+	g = gzopen(path, "wb");
+	ck_assert_ptr_nonnull(g);
+	ck_assert_int_eq(gzwrite(g, head, sizeof head), (int)sizeof head);
+	ck_assert_int_eq(gzwrite(g, body, sizeof body), (int)sizeof body);
+	ck_assert_int_eq(gzclose(g), Z_OK);
+	ck_assert_int_eq(stat(path, &sb), 0);
+
+	ck_assert_ptr_null(dt_meter_use(&m));
+	ck_assert_int_eq(dt_idx_read(path, &idx, &err), DT_OK);
+	ck_assert_ptr_eq(dt_meter_use(NULL), &m);
+	dt_idx_fini(&idx);
+	ck_assert_int_eq(seen.begins, 1);
+	ck_assert_int_eq(seen.ends, 1);
+	snprintf(want, sizeof want, "read %s", strrchr(path, '/') + 1);
+	ck_assert_str_eq(seen.what, want);
+	ck_assert_int_eq(seen.total, (int64_t)sb.st_size);
+	ck_assert_int_gt(seen.updates, 0);
+	ck_assert_int_eq(seen.backwards, 0);
+	ck_assert_int_eq(seen.last, (int64_t)sb.st_size);
+	/* No meter: nothing more is called. */
+	ck_assert_int_eq(dt_idx_read(path, &idx, &err), DT_OK);
+	dt_idx_fini(&idx);
+	ck_assert_int_eq(seen.begins, 1);
+	unlink(path);
+}
+END_TEST
+
+/* The meter of a progress line shows bytes as MB. */
+START_TEST(meter_bytes_as_mb)
+{
+	FILE *f = tmpfile();
+	struct dt_progress p;
+	struct dt_meter m;
+	const char *head;
+	char *s;
+	int em, es, am, as;
+
+	unsetenv("DTRAIN_PROGRESS_TTY");
+	dt_progress_init(&p, f, 1, 0);
+	dt_progress_meter(&p, &m);
+	dt_meter_use(&m);
+	dt_meter_begin("read", "/data/x/train-images-idx3-ubyte.gz",
+		       45600000);
+	usleep(600 * 1000);
+	dt_meter_update(12300000);
+	dt_meter_end();
+	dt_meter_use(NULL);
+	dt_progress_end(&p);
+	s = slurp(f);
+	head = "\r\033[Kread train-images-idx3-ubyte.gz 12.3/45.6 MB  ";
+	ck_assert_msg(strncmp(s, head, strlen(head)) == 0, "%s", s);
+	/* 0.6 s for 12.3 MB: 33.3 MB more take about 1.6 s. */
+	ck_assert_int_eq(sscanf(s + strlen(head), "%dm%ds  ETA %dm%ds", &em,
+				&es, &am, &as), 4);
+	ck_assert_int_eq(em * 60 + es, 1);
+	ck_assert_int_eq(am * 60 + as, 2);
+	ck_assert_str_eq(s + strlen(s) - 4, "\r\033[K");
+	free(s);
+	fclose(f);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -161,6 +359,10 @@ main(void)
 	tcase_add_test(tc, plain_line_has_utc_time);
 	tcase_add_test(tc, env_decides_the_kind);
 	tcase_add_test(tc, ticker_moves_the_times);
+	tcase_add_test(tc, task_line_after_its_delay);
+	tcase_add_test(tc, task_quiet_when_quick_or_plain);
+	tcase_add_test(tc, readers_report_to_the_meter);
+	tcase_add_test(tc, meter_bytes_as_mb);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

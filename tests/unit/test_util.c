@@ -3,6 +3,7 @@
  * atomic file replacement (fileio.h) and zlib's gz* errors (gz.h). */
 #include <check.h>
 #include <errno.h>
+#include <float.h>
 #include <json.h>
 #include <math.h>
 #include <stdio.h>
@@ -351,8 +352,8 @@ json_text(struct json_object *o, char *buf, size_t size)
 /* Numbers in the fewest digits that read back as the same double: the
  * texts are Python's repr of each value (its own shortest round trip,
  * David Gay's algorithm), but for 3e15, which Python writes out in full,
- * each read back bit for bit; times to 6 digits; not finite: NULL, which
- * json-c writes as null. */
+ * each read back bit for bit; not finite: NULL, which json-c writes as
+ * null. */
 START_TEST(json_numbers)
 {
 	static const struct {
@@ -374,17 +375,76 @@ START_TEST(json_numbers)
 		ck_assert_str_eq(buf, cases[i].text);
 		ck_assert(strtod(buf, NULL) == cases[i].v);
 	}
-	ck_assert_str_eq(json_text(dt_json_seconds(12.3456789), buf,
-				   sizeof buf), "12.3457");
-	ck_assert_str_eq(json_text(dt_json_seconds(0.000123456789), buf,
-				   sizeof buf), "0.000123457");
-	ck_assert_str_eq(json_text(dt_json_seconds(1234567.0), buf,
-				   sizeof buf), "1.23457e+06");
-	ck_assert_str_eq(json_text(dt_json_seconds(2.0), buf, sizeof buf),
-			 "2.0");
 	ck_assert_ptr_null(dt_json_number(NAN));
 	ck_assert_ptr_null(dt_json_number(INFINITY));
+}
+END_TEST
+
+/* Floats in the fewest digits that read back as the same float32: the
+ * texts were worked out in Python (the fewest %.Ng digits whose value,
+ * rounded to float32 by struct.pack("<f"), is v's float32), each read back to the same float by strtof and by strtod then a cast;
+ * never more than 9 significant digits. A double past FLT_MAX keeps its
+ * own shortest text rather than becoming inf and null. */
+START_TEST(json_floats)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+		{ 0.45234512417018414, "0.45234513" },
+		{ 0.1, "0.1" }, { (double)0.1f, "0.1" }, { 0.002, "0.002" },
+		{ 1.0 / 3, "0.33333334" },
+		{ 2.3025850929940459, "2.3025851" },
+		{ 123456.789, "123456.79" }, { 5e-05, "5e-05" },
+		{ 16777217.0, "16777216.0" }, { 1e10, "10000000000.0" },
+		{ 100, "100.0" }, { -0.75, "-0.75" }, { 0, "0.0" },
+		{ 1e-45, "1e-45" }, { FLT_MAX, "3.4028235e+38" },
+		{ 1e300, "1e+300" },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		const char *d;
+		int digits = 0;
+
+		json_text(dt_json_float(cases[i].v), buf, sizeof buf);
+		ck_assert_msg(strcmp(buf, cases[i].text) == 0,
+			      "%.17g: \"%s\", want \"%s\"", cases[i].v, buf,
+			      cases[i].text);
+		if (fabs(cases[i].v) > FLT_MAX)
+			continue;
+		ck_assert(strtof(buf, NULL) == (float)cases[i].v);
+		ck_assert((float)strtod(buf, NULL) == (float)cases[i].v);
+		for (d = buf; *d != '\0' && *d != 'e'; d++)
+			digits += *d >= '1' && *d <= '9' ? 1 : 0;
+		ck_assert_int_le(digits, 9);
+	}
+	ck_assert_ptr_null(dt_json_float(NAN));
+	ck_assert_ptr_null(dt_json_float(-INFINITY));
+}
+END_TEST
+
+/* Times to the microsecond, fixed: rounded, never "-0.000000", never an
+ * exponent below 1e15 s. */
+START_TEST(json_seconds)
+{
+	static const struct {
+		double v;
+		const char *text;
+	} cases[] = {
+		{ 12.3456789, "12.345679" }, { 0.000123456789, "0.000123" },
+		{ 1234567.0, "1234567.000000" }, { 2.0, "2.000000" },
+		{ 0.0000126, "0.000013" }, { -0.0000001, "0.000000" },
+		{ 0, "0.000000" }, { 86400.25, "86400.250000" },
+		{ 1e16, "1e+16" },
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_str_eq(json_text(dt_json_seconds(cases[i].v), buf,
+					   sizeof buf), cases[i].text);
 	ck_assert_ptr_null(dt_json_seconds(-INFINITY));
+	ck_assert_ptr_null(dt_json_seconds(NAN));
 }
 END_TEST
 
@@ -402,6 +462,8 @@ main(void)
 	tcase_add_test(tc, dir_of);
 	tcase_add_test(tc, gz_errors);
 	tcase_add_test(tc, json_numbers);
+	tcase_add_test(tc, json_floats);
+	tcase_add_test(tc, json_seconds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
