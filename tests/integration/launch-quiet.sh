@@ -83,7 +83,7 @@ while [ "$(cat d/metrics.jsonl 2>/dev/null | wc -l)" -lt 2 ]; do
 	sleep 0.1
 	i=$((i + 1))
 done
-set -- tmp/dtrain-launch.*/rank-1.pid
+set -- tmp/dtrain-launch.*/0/rank-1.pid
 [ -f "$1" ] || fail "no rank-1.pid in tmp: $(ls tmp/*)"
 kill -KILL "$(cut -d' ' -f1 "$1")"
 set +e
