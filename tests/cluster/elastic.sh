@@ -13,8 +13,10 @@
 #       uninterrupted 2-rank run, byte for byte;
 #   (b) the same with --elastic 2: the supervisor stops within 60 s of the
 #       link going down, exit status not 0, naming the lost host;
-#   (c) with --elastic 1, rank 1 SIGKILLed while host 2 stays up: the probe
-#       finds both hosts, and the run restarts on both (no host lost).
+#   (c) with --elastic 1, rank 1 SIGKILLed while host 2 stays up: mpirun
+#       ends the job itself (the supervisor's teardown guard stays
+#       quiet), the probe finds both hosts, and the run restarts on both
+#       (no host lost).
 # Before the cluster (these run anywhere): the usage errors of --elastic,
 # and jobs/char-gpt.yaml resumed on fewer ranks with the same bits.
 . "${top_srcdir}/tests/cluster/lib.sh"
@@ -191,6 +193,11 @@ wait $sup
 rc=$?
 set -e
 [ "$rc" -eq 0 ] || { cat c.err >&2; fail "(c) the elastic run failed (exit $rc)"; }
+grep '^dtrain: ' c.err | sed 's/^/(c) /'
+if grep -q 'ending mpirun' c.err; then
+	cat c.err >&2
+	fail "(c) the supervisor ended an mpirun that ends the job itself"
+fi
 grep -q '^dtrain: restart 1: 2 ranks on 2 hosts: 198.18.0.1 (rank 0), 198.18.0.2 (rank 1)$' c.err ||
 	{ cat c.err >&2; fail "(c) the restart did not run on both hosts"; }
 if grep -q 'lost 198' c.err; then
