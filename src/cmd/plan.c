@@ -331,7 +331,7 @@ static int
 cmd_plan(int argc, char **argv)
 {
 	static struct dt_job job;
-	struct plan_args a = { .ranks = 1 };
+	struct plan_args a = { .ranks = 0 };	/* 0: no -n, 1 rank */
 	struct dt_cmd_line line;
 	const char **sets;
 	struct plan_source srcs[PLAN_MAX_SOURCES];
@@ -354,10 +354,22 @@ cmd_plan(int argc, char **argv)
 	memset(&plan, 0, sizeof plan);
 	sets = line.sets;
 	n_sets = line.n_sets;
-	ranks = a.ranks;
+	ranks = a.ranks > 0 ? a.ranks : 1;
 	json = a.json;
+	if (a.print_job && (json || a.link != NULL || a.gflops > 0)) {
+		free(sets);
+		return dt_cmd_usage_error(&dt_cmd_plan, "%s prints the job, "
+					  "not a plan: it takes no --json, "
+					  "--link or --gflops", "--print-job");
+	}
 	st = dt_cmd_load_job(line.operand, sets, n_sets, &job, &err);
 	free(sets);
+	host.local_ranks = ranks;
+	/* With -n, the layout is checked as run -n checks it. */
+	if (st == DT_OK && a.print_job && a.ranks > 0) {
+		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);
+		dt_plan_fini(&plan);
+	}
 	if (st == DT_OK && a.print_job) {
 		/* What run would train: defaults filled in, --set applied,
 		 * repeat blocks expanded, as YAML that run reads back. */
@@ -367,7 +379,6 @@ cmd_plan(int argc, char **argv)
 				       strerror(errno));
 		return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
 	}
-	host.local_ranks = ranks;
 	if (st == DT_OK)
 		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);
 	if (st == DT_OK)

@@ -6,9 +6,9 @@
  * (.csv, .csv.gz: laid out as the job's CSV data, the label column
  * present and ignored), IDX (an images file of the MNIST family), and for
  * a text or tokens job its text or token file, cut into windows of
- * data.context tokens as for training (dt_text_encode, dt_tokens_load with
- * stride = context). Features are multiplied by data.scale as in
- * training. Outputs, float32 unless noted, one row per sample:
+ * data.context tokens at stride data.context with no label after them
+ * (dt_text_encode, dt_tokens_load, dt_tokens_window_inputs). Features
+ * are multiplied by data.scale as in training. Outputs, float32 unless noted, one row per sample:
  *   logits          (N, *out)     the last layer's output (default)
  *   --probabilities (N, *out)     softmax over the last axis (the loss's
  *                                 output)
@@ -146,12 +146,17 @@ read_tokens(const struct dt_cmd_model *cm, const char *path,
 	struct dt_token_data td = { 0 };
 	enum dt_status st;
 
+	/* Read as windows of one token, then cut into windows of ctx
+	 * inputs with no label after them: ctx tokens make one, not the
+	 * ctx + 1 of a training sample. */
 	if (job->data.format == DT_FORMAT_TEXT)
-		st = dt_text_encode(path, &cm->vocab, ctx, ctx, &td, err);
+		st = dt_text_encode(path, &cm->vocab, 1, 1, &td, err);
 	else
 		st = dt_tokens_load(path, (int)job->data.token_bytes,
-				    dt_model_n_classes(cm->model), ctx, ctx,
-				    &td, err);
+				    dt_model_n_classes(cm->model), 1, 1, &td,
+				    err);
+	if (st == DT_OK)
+		st = dt_tokens_window_inputs(&td, path, ctx, ctx, err);
 	if (st == DT_OK)
 		st = shape_inputs(in, path, td.n, ctx, want, err);
 	if (st == DT_OK) {

@@ -1236,7 +1236,13 @@ train_cmd(int argc, char **argv, int resume)
 	opts.progress = !a.quiet;
 	opts.resume = resume;
 	st = dt_train_run(&job, &opts, comm, &res, &err);
-	if (st == DT_OK && res.already_done) {
+	if (st == DT_OK && res.already_done == 2) {
+		/* A longer train.steps would not help: stderr said why. */
+		if (dt_comm_rank(comm) == 0)
+			printf("%s: stopped early at step %lld (eval.patience); "
+			       "nothing to do\n", job.name,
+			       (long long)res.steps);
+	} else if (st == DT_OK && res.already_done) {
 		if (dt_comm_rank(comm) == 0)
 			printf("%s: already complete at step %lld; nothing to "
 			       "do (extend it with --set train.steps=N or "

@@ -220,6 +220,16 @@ enum dt_status dt_tokens_load(const char *path, int elem_size,
 			      int64_t vocab_size, int64_t context,
 			      int64_t stride, struct dt_token_data *td,
 			      struct dt_error *err);
+/* Cuts td's tokens (as a loader left them) again into windows of inputs
+ * only, for a prediction: context tokens each (context >= 1), stride
+ * apart (0: context), with no next-token label after the last, so N
+ * tokens give (N - context) / stride + 1 windows, where training's need
+ * one token more. Sets td->context, stride and n; dt_tokens_gather's y
+ * must then be NULL. Errors: DT_ERR_DATA "PATH: N tokens, too few for
+ * one input of context C", td as it was. */
+enum dt_status dt_tokens_window_inputs(struct dt_token_data *td,
+				       const char *path, int64_t context,
+				       int64_t stride, struct dt_error *err);
 /* Releases td's memory and empties *td; accepts NULL. */
 void dt_tokens_fini(struct dt_token_data *td);
 /* For each idx[k] (in [0, td->n)) writes sample idx[k]'s input tokens to

@@ -48,6 +48,23 @@ dt_tokens_window(struct dt_token_data *td, const char *path, int64_t context,
 	return DT_OK;
 }
 
+enum dt_status
+dt_tokens_window_inputs(struct dt_token_data *td, const char *path,
+			int64_t context, int64_t stride, struct dt_error *err)
+{
+	assert(context >= 1 && stride >= 0);
+	if (stride == 0)
+		stride = context;
+	if (td->n_tokens < context)
+		return dt_errorf(err, DT_ERR_DATA, "%s: %lld tokens, too few "
+				 "for one input of context %lld", path,
+				 ll(td->n_tokens), ll(context));
+	td->context = context;
+	td->stride = stride;
+	td->n = (td->n_tokens - context) / stride + 1;
+	return DT_OK;
+}
+
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define HOST_IS_LE 0
 #else

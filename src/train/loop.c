@@ -426,6 +426,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	/* The mean loss per sample, or per token for a language model. */
 	c.grad_scale = 1.0f / (float)(p->global_batch * r->labels_per_sample);
 	c.first_step = r->position.step;
+	dt_progress_from_step(&r->progress, c.first_step);
 	c.t0 = c.t_window = dt_now();
 	c.grad_norm = NAN;
 	c.test_delay = test_delay_setup(r);

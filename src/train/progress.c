@@ -60,6 +60,12 @@ dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 	pthread_cond_init(&p->wake, NULL);
 }
 
+void
+dt_progress_from_step(struct dt_progress *p, int64_t first_step)
+{
+	p->first_step = first_step;
+}
+
 /* The current UTC time as ISO 8601 ("2026-12-01T10:00:00Z"). */
 static void
 fmt_utc(char *buf, size_t size)
@@ -179,7 +185,8 @@ dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 {
 	char eta[32], when[32];
 	double now = dt_now();
-	double per_step = step > 0 ? elapsed / (double)step : 0;
+	int64_t done = step - p->first_step;
+	double per_step = done > 0 ? elapsed / (double)done : 0;
 
 	if (p->out == NULL)
 		return;

@@ -14,6 +14,7 @@ struct dt_progress {
 	FILE *out;
 	int tty;		/* redraw one line with \r */
 	int64_t total_steps;
+	int64_t first_step;	/* steps done before this process (resume) */
 	double last_draw;	/* seconds, monotonic */
 	int drawn;		/* a partial line is on screen */
 	/* The last logged step, which the ticker redraws. */
@@ -50,13 +51,19 @@ double dt_now(void);
 void dt_progress_init(struct dt_progress *p, FILE *out, int tty,
 		      int64_t total_steps);
 
+/* The run goes on from first_step (a resume's checkpoint step; 0 by
+ * default): the ETA's seconds per step are then the elapsed time over the
+ * steps since first_step, as the elapsed time counts from this process's
+ * start. No errors. */
+void dt_progress_from_step(struct dt_progress *p, int64_t first_step);
 /* Whether this process's stderr counts as a terminal for progress output
  * (the training line and the download bars): DTRAIN_PROGRESS_TTY when set
  * to "1" or "0", else isatty(2). No errors. */
 int dt_progress_tty(void);
 
 /* Reports a logged step: step is 1-based (steps done), loss the mean over
- * the log window, rate in samples/s, elapsed seconds since training began.
+ * the log window, rate in samples/s, elapsed seconds since training began
+ * in this process (at dt_progress_from_step's step).
  * On a TTY redraws at most 5 times a second unless force, and starts the
  * ticker that redraws the line once a second with the elapsed time and
  * the ETA brought up to date; otherwise prints one line:

@@ -75,8 +75,9 @@ save_job(struct dt_run *r, struct dt_error *err)
 	return st;
 }
 
-/* A resumed run at or past its end: nothing to do, and a length below
- * what was reached is an error (the parameters cannot go back). */
+/* A resumed run at or past its end (*done 1) or stopped early with its
+ * eval.patience still used up (*done 2): nothing to do, and a length
+ * below what was reached is an error (the parameters cannot go back). */
 static enum dt_status
 resume_point(struct dt_run *r, int *done, struct dt_error *err)
 {
@@ -109,7 +110,7 @@ resume_point(struct dt_run *r, int *done, struct dt_error *err)
 	if (!*done && dt_best_should_stop(r)) {
 		/* Stopped early, and eval.patience (maybe another now) is
 		 * still used up. */
-		*done = 1;
+		*done = 2;
 		if (r->rank == 0)
 			fprintf(stderr, "dtrain: the run stopped early at "
 				"step %lld (eval.patience %lld); raise "
@@ -475,7 +476,8 @@ plan_data(struct dt_run *r, struct dt_error *err)
 }
 
 /* The run directory, the data, the plan's data sizes and the resume
- * point; *done: a resumed run with nothing left to do. */
+ * point; *done: a resumed run with nothing left to do (1 or 2, as
+ * resume_point says). */
 static enum dt_status
 setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 	  struct dt_error *err)
@@ -604,7 +606,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 		st = setup_run(&r, opts, &done, err);
 	res->resumed_from = r.resumed_from;
 	if (st == DT_OK && done) {
-		res->already_done = 1;
+		res->already_done = done;
 		res->steps = r.position.step;
 	}
 	if (st != DT_OK || done)

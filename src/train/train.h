@@ -37,8 +37,10 @@ struct dt_train_result {
 	double samples_per_s;
 	int64_t skipped_steps;	/* updates dropped for non-finite values */
 	int64_t resumed_from;	/* checkpoint step resumed from, -1 if none */
-	int already_done;	/* resumed at or past the last step: nothing
-				 * was trained or written */
+	int already_done;	/* resumed with nothing to do, nothing
+				 * trained or written: 1 at or past the
+				 * last step, 2 stopped early
+				 * (eval.patience still used up) */
 };
 
 /* Runs job on every rank of comm (collective). Writes, from rank 0, into the

@@ -118,8 +118,8 @@ dt_file_write_atomic(const char *path,
 				 S_ISBLK(sb.st_mode) ? "a device" :
 				 "a special file");
 	out = fopen(tmp, "w");
-	if (out == NULL)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,
+	if (out == NULL)	/* the path asked for: the name it knows */
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", path,
 				 strerror(errno));
 	st = fn(out, ctx, err);
 	if (st == DT_OK && (fflush(out) != 0 || fsync(fileno(out)) != 0))

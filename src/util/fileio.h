@@ -53,7 +53,7 @@ enum dt_status dt_file_fsync_dir(const char *dir, struct dt_error *err);
  * renamed over path; then the directory is fsync'd as far as it can be
  * (its failure is not an error: the file is in place). On failure nothing
  * is left at the temporary name and path is as it was; the status is fn's
- * or DT_ERR_IO "TMP: cannot create: ...", "TMP: write failed: ..." or
+ * or DT_ERR_IO "PATH: cannot create: ...", "TMP: write failed: ..." or
  * dt_file_rename's. A path that exists and is not a regular file (a
  * device, a FIFO, a directory, a symbolic link: lstat) is refused before
  * anything is written, DT_ERR_IO "PATH: exists and is not a regular file

@@ -192,8 +192,12 @@ cmp u.evals i.evals || fail "resumed eval lines differ"
 
 # The stopped run: nothing to do, unless eval.patience grows.
 cp runs/u/summary.json u.summary
-"$DTRAIN" resume -q runs/u >/dev/null 2>s.err || fail "resume of a stopped run failed"
+"$DTRAIN" resume -q --set train.steps=400 runs/u >s.out 2>s.err ||
+	fail "resume of a stopped run failed"
 grep -q "stopped early at step $stop" s.err || fail "resume did not say the run stopped early"
+# Not the advice of a run at its last step, which a longer run ignores.
+grep -q "^u: stopped early at step $stop (eval.patience); nothing to do$" s.out ||
+	{ cat s.out >&2; fail "resume of a stopped run: not its line on stdout"; }
 cmp u.summary runs/u/summary.json || fail "resume of a stopped run changed summary.json"
 "$DTRAIN" resume -q --set eval.patience=6 runs/u >/dev/null 2>p.err ||
 	{ cat p.err >&2; fail "resume with eval.patience 6 failed"; }

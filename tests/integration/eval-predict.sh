@@ -9,6 +9,7 @@
 # - the per-class counts, the confusion matrix and the top-k accuracy
 #   agree with the labels and with the logits and top-k ids that predict
 #   writes (worked out again here with numpy);
+# - predict cuts a text into whole windows of data.context inputs;
 # - predict gives the same logits from the IDX file, an NPY copy of it
 #   and a CSV of its first 50 rows, the same file on 1, 2 and 3 ranks and
 #   probabilities that are the softmax of the logits;
@@ -180,4 +181,39 @@ if e["top_k"] != 3 or e["top_k_accuracy"] != 1:
              % (e["top_k"], e["top_k_accuracy"]))' || fail "eval's default top-k"
 expect_fail 2 '--top-k 4: the model has 3 classes' \
 	"$DTRAIN" eval --top-k 4 runs/three
+
+# A text model's inputs are windows of data.context characters with no
+# label after them: 16 characters give 2 windows of 8, 8 give 1 (the
+# 17 and 9 of training samples are not needed), 7 none.
+i=0
+: >abc.txt
+while [ $i -lt 40 ]; do
+	echo "the cat sat on a mat $i" >>abc.txt
+	i=$((i + 1))
+done
+cat >abc.yaml <<YAML
+name: abc
+data: {format: text, train: {file: abc.txt}, context: 8, text_unit: bytes}
+model:
+  input_shape: [8]
+  layers:
+    - {type: embedding, vocab: 32, dim: 4}
+    - {type: dense, units: 32}
+train: {global_batch: 4, steps: 2, optimizer: sgd, lr: 0.1}
+YAML
+"$DTRAIN" run -q abc.yaml >/dev/null 2>run.err ||
+	{ cat run.err >&2; fail "the text run failed"; }
+for n in 16 8; do
+	printf 'the cat sat on a' | head -c $n >in$n.txt
+	"$DTRAIN" predict --input in$n.txt -o t$n.npy runs/abc 2>/dev/null ||
+		fail "predict on $n characters failed"
+	"$NP_PY" -c 'import numpy as np, sys
+a = np.load(sys.argv[1]); want = (int(sys.argv[2]) // 8, 8, 32)
+if a.shape != want:
+    sys.exit("%s: shape %s, not %s" % (sys.argv[1], a.shape, want))' \
+		t$n.npy $n || fail "predict on $n characters"
+done
+printf 'the cat' >in7.txt
+expect_fail 1 'in7.txt: 7 tokens, too few for one input of context 8' \
+	"$DTRAIN" predict --input in7.txt -o t7.npy runs/abc
 echo "eval-predict: ok"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# `make install DESTDIR=...`: the program, the manual pages, the README and
-# the example jobs under the docdir (where dtrain(1) says), the bash
+# `make install DESTDIR=...`: the program, the manual pages, the README,
+# the example jobs and the torch loader (contrib/dtrain_torch.py) under
+# the docdir (where dtrain(1) says), the bash
 # completion script where bash-completion looks; the installed example
 # plans; and the completion script completes a command, an option and a
 # --set key.
@@ -15,6 +16,7 @@ for f in bin/dtrain share/man/man1/dtrain.1 share/man/man5/dtrain-job.5 \
 	share/doc/dtrain/examples/fashion-mnist-mlp.yaml \
 	share/doc/dtrain/examples/fashion-mnist-cnn.yaml \
 	share/doc/dtrain/examples/char-gpt.yaml \
+	share/doc/dtrain/contrib/dtrain_torch.py \
 	share/bash-completion/completions/dtrain; do
 	[ -f "$dest/usr/$f" ] || fail "make install did not install /usr/$f"
 done
@@ -22,6 +24,11 @@ for j in "$top_srcdir"/jobs/*.yaml; do
 	cmp "$j" "$dest/usr/share/doc/dtrain/examples/$(basename "$j")" ||
 		fail "$(basename "$j") is not installed as it is"
 done
+cmp "$top_srcdir/contrib/dtrain_torch.py" \
+	"$dest/usr/share/doc/dtrain/contrib/dtrain_torch.py" ||
+	fail "contrib/dtrain_torch.py is not installed as it is"
+grep -q 'share/doc/dtrain/contrib' "$top_srcdir/man/dtrain.1" ||
+	fail "dtrain(1) does not say where the torch loader is"
 grep -q 'share/doc/dtrain/examples' "$top_srcdir/man/dtrain.1" ||
 	fail "dtrain(1) does not say where the examples are"
 if [ -f "$FMNIST/train-images-idx3-ubyte.gz" ]; then

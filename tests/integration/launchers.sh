@@ -59,6 +59,17 @@ grep -q '^  optimizer: sgd$' resolved.yaml || fail "default optimizer missing"
 "$DTRAIN" plan --print-job resolved.yaml >again.yaml
 diff resolved.yaml again.yaml || fail "the printed job does not print itself back"
 expect_fail 2 'train.lr: must be > 0' "$DTRAIN" plan --print-job --set train.lr=-1 rep.yaml
+# -n checks the layout as run -n would (32 = 3 x 10 + 2 does not split);
+# a plan's options are refused, not left out.
+expect_fail 2 'train.global_batch: .* data-parallel degree 3' \
+	"$DTRAIN" plan --print-job -n 3 --set train.lr=0.25 rep.yaml
+"$DTRAIN" plan --print-job -n 4 --set train.lr=0.25 rep.yaml |
+	cmp - resolved.yaml || fail "--print-job -n 4 changed the job"
+for o in --json '--link 1gbit,1ms' '--gflops 5 --link 1gbit,1ms'; do
+	# shellcheck disable=SC2086
+	expect_fail 2 "--print-job prints the job, not a plan" \
+		"$DTRAIN" plan --print-job $o --set train.lr=0.25 rep.yaml
+done
 
 # A bad job refused before MPI starts: rank variables of a real launch
 # keep the other ranks quiet, inherited ones in a singleton do not.

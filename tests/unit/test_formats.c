@@ -790,6 +790,44 @@ START_TEST(test_tokens_good)
 }
 END_TEST
 
+START_TEST(test_tokens_inputs)
+{
+	char path[PATH_MAX];
+	uint16_t t16[10];
+	struct dt_token_data td;
+	struct dt_error err;
+	int32_t x[5];
+	int64_t idx[1] = { 1 };
+
+	for (int i = 0; i < 10; i++)
+		t16[i] = (uint16_t)(100 + i);
+	write_file(path, "in.bin", t16, sizeof t16, 0);
+	/* 10 tokens, windows of 5 inputs at stride 5 with no label after
+	 * them: starts 0 and 5 (with labels only 0: 5 + 5 + 1 > 10). */
+	ck_assert_int_eq(dt_tokens_load(path, 2, 0, 1, 0, &td, &err), DT_OK);
+	ck_assert_int_eq(dt_tokens_window_inputs(&td, path, 5, 0, &err),
+			 DT_OK);
+	ck_assert_int_eq(td.n, 2);
+	ck_assert_int_eq(td.context, 5);
+	ck_assert_int_eq(td.stride, 5);
+	dt_tokens_gather(&td, idx, 1, x, NULL);
+	ck_assert_int_eq(x[0], 105);
+	ck_assert_int_eq(x[4], 109);
+	/* Exactly one window; stride 3: starts 0, 3, 6 for windows of 4. */
+	ck_assert_int_eq(dt_tokens_window_inputs(&td, path, 10, 0, &err),
+			 DT_OK);
+	ck_assert_int_eq(td.n, 1);
+	ck_assert_int_eq(dt_tokens_window_inputs(&td, path, 4, 3, &err),
+			 DT_OK);
+	ck_assert_int_eq(td.n, 3);
+	ck_assert_int_eq(dt_tokens_window_inputs(&td, path, 11, 0, &err),
+			 DT_ERR_DATA);
+	expect_msg(&err, path, ": 10 tokens, too few for one input of "
+		   "context 11");
+	dt_tokens_fini(&td);
+}
+END_TEST
+
 START_TEST(test_tokens_errors)
 {
 	char path[PATH_MAX];
@@ -1167,6 +1205,7 @@ formats_suite(void)
 	tc = tcase_create("tokens");
 	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
 	tcase_add_test(tc, test_tokens_good);
+	tcase_add_test(tc, test_tokens_inputs);
 	tcase_add_test(tc, test_tokens_errors);
 	suite_add_tcase(s, tc);
 

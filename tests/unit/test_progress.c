@@ -122,6 +122,41 @@ START_TEST(env_decides_the_kind)
 }
 END_TEST
 
+START_TEST(resumed_eta_counts_this_run)
+{
+	FILE *f = tmpfile();
+	struct dt_progress p;
+	char *s;
+
+	unsetenv("DTRAIN_PROGRESS_TTY");
+	dt_progress_init(&p, f, 0, 20);
+	/* Resumed at step 10: 5 steps in the 10 s since, 2 s a step, and 5
+	 * steps left, 10 s (not 10 / 15 s a step, 3 s). */
+	dt_progress_from_step(&p, 10);
+	dt_progress_step(&p, 15, 0, 1.5, 0.01, 100, 10.0, 0);
+	dt_progress_end(&p);
+	s = slurp(f);
+	ck_assert_str_eq(s + 21, "step 15/20 epoch 0 loss 1.500000 lr 0.01 "
+			 "samples/s 100 eta 0m10s\n");
+	free(s);
+	fclose(f);
+
+	f = tmpfile();
+	setenv("DTRAIN_PROGRESS_TTY", "1", 1);
+	dt_progress_init(&p, f, 0, 100);
+	dt_progress_from_step(&p, 50);
+	/* 10 steps in 20 s since step 50, 40 left: 80 s. */
+	dt_progress_step(&p, 60, 1, 0.5, 0.1, 200, 20.0, 1);
+	dt_progress_end(&p);
+	s = slurp(f);
+	ck_assert_str_eq(s, "\r\033[Kstep 60/100  epoch 1  loss 0.5000  200 "
+			 "samples/s  0m20s  ETA 1m20s\n");
+	free(s);
+	fclose(f);
+	unsetenv("DTRAIN_PROGRESS_TTY");
+}
+END_TEST
+
 START_TEST(ticker_moves_the_times)
 {
 	FILE *f = tmpfile();
@@ -358,6 +393,7 @@ main(void)
 	tcase_add_test(tc, span_format);
 	tcase_add_test(tc, plain_line_has_utc_time);
 	tcase_add_test(tc, env_decides_the_kind);
+	tcase_add_test(tc, resumed_eta_counts_this_run);
 	tcase_add_test(tc, ticker_moves_the_times);
 	tcase_add_test(tc, task_line_after_its_delay);
 	tcase_add_test(tc, task_quiet_when_quick_or_plain);
