@@ -292,6 +292,24 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 	return st;
 }
 
+/* Rank 0's in-place line for a step that is not logged: the log
+ * window's loss and rate so far. */
+static void
+tick(struct dt_run *r, const struct cadence *c)
+{
+	const struct dt_position *at = &r->position;
+	double now = dt_now(), span = now - c->t_window;
+
+	if (r->rank != 0)
+		return;
+	dt_progress_tick(&r->progress, at->step, at->epoch,
+			 at->window_samples > 0 ? at->window_loss /
+			 (double)at->window_samples : NAN,
+			 span > 0 ? (double)(at->window_steps *
+					     r->plan.global_batch) / span : 0,
+			 now - c->t0);
+}
+
 /* Rank 0 failed to write an output (st, err): every worker learns of it;
  * then the checkpoint, when one can be written, and the error naming the
  * file. DT_OK when every write succeeded. */
@@ -332,6 +350,8 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 	    *last) {
 		out = log_window(r, c, *last, res, err);
 		wrote = 1;
+	} else {
+		tick(r, c);
 	}
 	if (r->have_eval && job->eval.every_steps > 0 &&
 	    step % job->eval.every_steps == 0 && !*last) {

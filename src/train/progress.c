@@ -7,6 +7,7 @@
 #include "util/span.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,16 +85,20 @@ fmt_utc(char *buf, size_t size)
 static void
 draw_line(struct dt_progress *p, double now)
 {
-	char eta[32], elapsed[32];
+	char eta[32], elapsed[32], loss[32];
 	double since = now - p->t_step;
 	double left = p->per_step * (double)(p->total_steps - p->step) -
 		      since;
 
 	dt_fmt_span(elapsed, sizeof elapsed, p->elapsed + since);
 	dt_fmt_span(eta, sizeof eta, left);
-	fprintf(p->out, "\r\033[Kstep %lld/%lld  epoch %lld  loss %.4f"
+	if (isfinite(p->loss))
+		snprintf(loss, sizeof loss, "%.4f", p->loss);
+	else
+		snprintf(loss, sizeof loss, "-");
+	fprintf(p->out, "\r\033[Kstep %lld/%lld  epoch %lld  loss %s"
 		"  %.0f samples/s  %s  ETA %s", (long long)p->step,
-		(long long)p->total_steps, (long long)p->epoch, p->loss,
+		(long long)p->total_steps, (long long)p->epoch, loss,
 		p->rate, elapsed, eta);
 	fflush(p->out);
 	p->last_draw = now;
@@ -213,6 +218,30 @@ dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 			rate, eta);
 		fflush(p->out);
 	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+void
+dt_progress_tick(struct dt_progress *p, int64_t step, int64_t epoch,
+		 double loss, double rate, double elapsed)
+{
+	double now = dt_now();
+	int64_t done = step - p->first_step;
+
+	if (p->out == NULL || !p->tty)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->step = step;
+	p->epoch = epoch;
+	p->loss = loss;
+	p->rate = rate;
+	p->per_step = done > 0 ? elapsed / (double)done : 0;
+	p->elapsed = elapsed;
+	p->t_step = now;
+	if (!p->ticking)
+		start_ticker(p);
+	if (!p->in_task && now - p->last_draw >= 0.2)
+		draw_line(p, now);
 	pthread_mutex_unlock(&p->lock);
 }
 

@@ -72,6 +72,15 @@ void dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 		      double loss, double lr, double rate, double elapsed,
 		      int force);
 
+/* Reports a step that is not logged (TTY only; nothing otherwise), so
+ * that the in-place line's step count moves every step, not only at
+ * log.every_steps: step and epoch as for dt_progress_step, loss the mean
+ * of the log window so far (NaN: none yet, drawn as "-"), rate its
+ * samples/s so far, elapsed as for dt_progress_step. Redraws at most 5
+ * times a second; draws nothing while a task's line is up. No errors. */
+void dt_progress_tick(struct dt_progress *p, int64_t step, int64_t epoch,
+		      double loss, double rate, double elapsed);
+
 /* Prints an evaluation result on its own line. */
 void dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 		      double accuracy);

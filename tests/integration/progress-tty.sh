@@ -3,7 +3,8 @@
 # `dtrain run -n 2` at a terminal (a tmux pane) draws the progress line
 # although mpirun pipes the ranks' stderr, and redraws it in place: two
 # captures of the pane a while apart show one progress line each, with
-# different contents. With DTRAIN_PROGRESS_TTY=0 the same run prints
+# different contents; with log.every_steps past the run's end the step
+# count still moves every step. With DTRAIN_PROGRESS_TTY=0 the same run prints
 # plain log lines with ISO 8601 times instead.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
@@ -77,6 +78,21 @@ echo "second: $l2"
 echo "$l1" | grep -Eq 'ETA [0-9]+m[0-9][0-9]s' || fail "no ETA in the progress line"
 [ "$l1" != "$l2" ] || fail "the progress line was not redrawn in 2 s"
 ! grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T' cap3 || fail "plain log lines on a terminal"
+
+# The step count moves every step, not only at logged steps: with no
+# step logged before the last, the line still counts up while it runs.
+in_pane nolog "'$DTRAIN' run -n 2 --run-dir n --set log.every_steps=1000 --set train.steps=200 job.yaml"
+wait_for nolog '^step [0-9]+/200 '
+n1=$(pane nolog | sed -n 's|^step \([0-9]*\)/200 .*|\1|p' | tail -n 1)
+sleep 1
+n2=$(pane nolog | sed -n 's|^step \([0-9]*\)/200 .*|\1|p' | tail -n 1)
+echo "unlogged steps: $n1 then $n2"
+[ "$n1" -lt 200 ] || fail "no progress line before the last step with log.every_steps 1000"
+[ "$n2" -gt "$n1" ] || fail "the step count did not move between logged steps ($n1, $n2)"
+pane nolog | grep -Eq '^step [0-9]+/200  epoch 0  loss [0-9]' ||
+	fail "no running loss in the unlogged progress line"
+wait_for nolog '^EXIT='
+pane nolog | grep -q '^EXIT=0$' || { pane nolog >&2; fail "the unlogged run failed"; }
 
 # The other way, and the timestamps of plain lines.
 in_pane plain "DTRAIN_PROGRESS_TTY=0 '$DTRAIN' run -n 2 --run-dir p job.yaml"
