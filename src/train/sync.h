@@ -12,6 +12,15 @@
  *                                           final (its last backward ran)
  *   dt_grad_sync_progress                   between the nodes of the last
  *                                           backward (overlap)
+ * or, with the breadth-first accumulation schedule (plan.h: no pipeline,
+ * no tensor parallelism, no parameter servers), instead of the calls
+ * around each micro-batch's backward:
+ *   dt_grad_sync_breadth_begin              once, before the backward
+ *   dt_grad_sync_node_done(node)            after each node's backward
+ *                                           over each micro-batch
+ *   dt_grad_sync_begin(bucket)              after the bucket's nodes'
+ *                                           passes over the last one
+ *   dt_grad_sync_progress                   between them (overlap)
  * and the loop, before the optimizer:
  *   dt_grad_sync_finish                     every bucket summed (waits)
  *   dt_grad_sync_norm2                      the squared gradient norm
@@ -139,6 +148,17 @@ struct dt_comm *dt_grad_sync_workers(const struct dt_grad_sync *s);
 void dt_grad_sync_step_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_end(struct dt_grad_sync *s);
+
+/* The breadth-first schedule's calls (see the top of this file). The
+ * exact mode adds node's float gradient, which holds the one micro-batch
+ * just run, to its double accumulator and sets those floats to 0 before
+ * the node's backward of the next micro-batch adds into them, so each
+ * double receives the same floats in the same order as depth first;
+ * begin then finds each bucket accumulated already. The float mode lets
+ * the micro-batches add up in the float gradient, in the same order per
+ * parameter as depth first. node is a dt_model_layer_info index. */
+void dt_grad_sync_breadth_begin(struct dt_grad_sync *s);
+void dt_grad_sync_node_done(struct dt_grad_sync *s, int node);
 
 /* The number of buckets begin takes (>= 1), numbered in the order their
  * gradients become final in backward. */

@@ -39,6 +39,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
 	tests/integration/overlap.sh \
+	tests/integration/accum-schedule.sh \
+	tests/integration/accum-resume.sh \
 	tests/integration/stdout-full.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
