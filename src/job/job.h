@@ -317,6 +317,8 @@ struct dt_job {
 		double bucket_mb;	/* bucket size, MiB (> 0) */
 		enum dt_grad_wire grad_wire;	/* f32 (default), bf16 */
 		enum dt_accum_schedule accum_schedule;	/* auto (default) */
+		int64_t progress_us;	/* the sums' progress thread's
+					 * interval; 0 = none */
 	} parallel;
 
 	struct {

@@ -573,6 +573,12 @@ dt_grad_sync_overlap(const struct dt_grad_sync *s)
 	return s->overlap;
 }
 
+int64_t
+dt_grad_sync_progress_us(const struct dt_grad_sync *s)
+{
+	return s->overlap ? s->cfg.sum_comm->progress_us : 0;
+}
+
 int
 dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b)
 {

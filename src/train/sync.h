@@ -169,6 +169,11 @@ int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);
  * parameter servers); 0: begin them all after it. */
 int dt_grad_sync_overlap(const struct dt_grad_sync *s);
 
+/* With overlap, the interval in microseconds of the thread that drives
+ * the sums in flight (parallel.progress_us, dist/comm.h), 0 when they
+ * move on only in dt_grad_sync_progress; 0 without overlap. */
+int64_t dt_grad_sync_progress_us(const struct dt_grad_sync *s);
+
 /* The node (dt_model_layer_info index) after whose backward, in the
  * step's last micro-batch, bucket b (0 <= b < n_buckets) is final. */
 int dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b);
