@@ -216,7 +216,7 @@ DTRAIN_TEST_MEM_AVAILABLE=$avail mpi 2 -x DTRAIN_TEST_MEM_AVAILABLE \
 	{ cat mem.out >&2; fail "depth_first in $avail bytes"; }
 # shellcheck disable=SC2086
 DTRAIN_TEST_MEM_AVAILABLE=$avail expect_fail 2 \
-	"not enough memory: the plan needs 2 ranks x [0-9]+ bytes .* but only $avail bytes" \
+	"not enough memory: the plan needs 2 ranks x [0-9]+ bytes .* but only $avail bytes .*; lower train.micro_batch, set parallel.accum_schedule: depth_first \\(which holds one micro-batch of activations" \
 	mpi 2 -x DTRAIN_TEST_MEM_AVAILABLE "$DTRAIN" run -q --run-dir mem-bf \
 	mlp.yaml $big --set parallel.accum_schedule=breadth_first
 
