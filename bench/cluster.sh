@@ -31,8 +31,9 @@
 #    step_overlap / (forward + max(backward, all-reduce)), PASS when
 #    <= 1.15. The overlap run uses the accumulation schedule auto
 #    chooses (parallel.accum_schedule: breadth_first for char-GPT's 2
-#    micro-batches a rank), which the script prints, and is compared
-#    with the same run under depth_first.
+#    micro-batches a rank), which the script prints with what drove the
+#    sums (parallel.progress_us), and is compared with the same run under
+#    depth_first.
 # Where this dtrain lacks parallel.overlap or the breakdown fields, the
 # script says so and leaves those figures out; it invents none.
 # --quick: 2 hosts only, 1 Gbit/s only, half the steps (a few minutes).
@@ -111,11 +112,18 @@ else
 	have_accum=0
 	echo "parallel.accum_schedule: NOT in this dtrain (every step is depth first)"
 fi
-# schedule_of RUN_DIR: the accumulation schedule the run used.
+# schedule_of RUN_DIR: the accumulation schedule the run used, and what
+# drove its sums (parallel.progress_us of the job it saved).
 schedule_of() {
 	"$PYTHON" -c '
 import json, sys
 print(json.load(open(sys.argv[1])).get("grid", {}).get("accum_schedule", "depth_first (no key)"))' "$1/plan.json"
+	us=$(sed -n 's/^  progress_us: *\([0-9]*\)$/\1/p' "$1/job.yaml")
+	case $us in
+	'') echo ", sums driven between layers (no parallel.progress_us)" ;;
+	0) echo ", sums driven between layers (parallel.progress_us 0)" ;;
+	*) echo ", a progress thread every $us us" ;;
+	esac
 }
 
 # plan_get JOB NP FIELD: gradient_bytes, params, micro_batch,
@@ -357,7 +365,7 @@ for jk in mlp gpt; do
 		set -- $(figures "$jk-bal-$ov" "$gb")
 		eval "step_$ov=$2"
 	done
-	sched=$(schedule_of "$jk-bal-${OVERLAPS%% *}")
+	sched=$(schedule_of "$jk-bal-${OVERLAPS%% *}" | tr -d '\n')
 	if [ $have_overlap = 1 ] && [ $have_accum = 1 ]; then
 		train "$jk-bal-df" "cluster 2 1" 2 $jk true \
 			--set parallel.accum_schedule=depth_first
