@@ -33,7 +33,7 @@
 #    chooses (parallel.accum_schedule: breadth_first for char-GPT's 2
 #    micro-batches a rank), which the script prints with what drove the
 #    sums (parallel.progress_us), and is compared with the same run under
-#    depth_first.
+#    depth_first and with buckets of 0.25 MiB (parallel.bucket_mb).
 # Where this dtrain lacks parallel.overlap or the breakdown fields, the
 # script says so and leaves those figures out; it invents none.
 # --quick: 2 hosts only, 1 Gbit/s only, half the steps (a few minutes).
@@ -372,6 +372,12 @@ for jk in mlp gpt; do
 		set -- $(figures "$jk-bal-df" "$gb")
 		step_df=$2
 	fi
+	if [ $have_overlap = 1 ]; then
+		train "$jk-bal-b025" "cluster 2 1" 2 $jk true \
+			--set parallel.bucket_mb=0.25
+		set -- $(figures "$jk-bal-b025" "$gb")
+		step_b025=$2
+	fi
 	ideal=$(calc "$fwd + ($bwd > $ms ? $bwd : $ms)")
 	block=$(calc "$fwd + $bwd + $ms")
 	printf '%s at %smbit: forward %.2f ms, backward %.2f ms, raw all-reduce %.2f ms\n' \
@@ -387,7 +393,9 @@ for jk in mlp gpt; do
 		[ $have_accum = 0 ] ||
 			printf '  step with overlap, accumulation depth_first %.2f ms (ratio %.3f)\n' \
 				"$step_df" "$(calc "$step_df / $ideal")"
-		for n in "$jk-bal-true" "$jk-bal-false" "$jk-bal-df"; do
+		printf '  step with overlap in buckets of 0.25 MiB %.2f ms (ratio %.3f)\n' \
+			"$step_b025" "$(calc "$step_b025 / $ideal")"
+		for n in "$jk-bal-true" "$jk-bal-false" "$jk-bal-df" "$jk-bal-b025"; do
 			[ -d "$n" ] && echo "  $n: $(per_step "$n" $jk)"
 		done
 	else
