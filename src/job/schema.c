@@ -340,7 +340,7 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.grad_wire), .def = "f32", .names = wire_names,
 	  ALLREDUCE, .doc = "allreduce: gradient element type on the wire" },
 	{ .key = "parallel.progress_us", .type = DT_KEY_INT,
-	  .off = OFF(parallel.progress_us), .def = "200", IN(0, 1000000),
+	  .off = OFF(parallel.progress_us), .def = "0", IN(0, 1000000),
 	  ALLREDUCE,
 	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
 	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
