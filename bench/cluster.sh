@@ -29,20 +29,29 @@
 #    found by shaping and measuring; at that rate on 2 hosts: forward,
 #    backward, raw all-reduce, the step with overlap and without, and
 #    step_overlap / (forward + max(backward, all-reduce)), PASS when
-#    <= 1.15.
+#    <= 1.15. The overlap run uses the accumulation schedule auto
+#    chooses (parallel.accum_schedule: breadth_first for char-GPT's 2
+#    micro-batches a rank), which the script prints with what drove the
+#    sums (parallel.progress_us), and is compared with the same run under
+#    depth_first and with buckets of 0.25 MiB (parallel.bucket_mb).
 # Where this dtrain lacks parallel.overlap or the breakdown fields, the
 # script says so and leaves those figures out; it invents none.
 # --quick: 2 hosts only, 1 Gbit/s only, half the steps (a few minutes).
+# --balanced: parts 1 and 4 only (the must-show of issue 12).
 # About 10 minutes in full on an idle 8-core machine. Asserts nothing but
 # exits non-zero if a run fails.
 set -eu
-quick=0
-if [ "${1:-}" = --quick ]; then
-	quick=1
+quick=0 balanced=0
+while :; do
+	case ${1:-} in
+	--quick) quick=1 ;;
+	--balanced) balanced=1 ;;
+	*) break ;;
+	esac
 	shift
-fi
+done
 if [ $# -ne 3 ]; then
-	echo "usage: bench/cluster.sh [--quick] DTRAIN ALLREDUCE_RAW BENCH_LAYERS" >&2
+	echo "usage: bench/cluster.sh [--quick] [--balanced] DTRAIN ALLREDUCE_RAW BENCH_LAYERS" >&2
 	exit 2
 fi
 abs() {
@@ -96,6 +105,26 @@ else
 	echo "breakdown: NOT in this dtrain (metrics.jsonl has no comm_wait_s): the exposed-communication fraction is not measured"
 fi
 if [ $have_overlap = 1 ]; then OVERLAPS="true false"; else OVERLAPS="none"; fi
+if "$DTRAIN" plan --dry-run -n 2 --set parallel.accum_schedule=depth_first "$MLP" >/dev/null 2>&1; then
+	have_accum=1
+	echo "parallel.accum_schedule: present (part 4 also runs overlap under depth_first)"
+else
+	have_accum=0
+	echo "parallel.accum_schedule: NOT in this dtrain (every step is depth first)"
+fi
+# schedule_of RUN_DIR: the accumulation schedule the run used, and what
+# drove its sums (parallel.progress_us of the job it saved).
+schedule_of() {
+	"$PYTHON" -c '
+import json, sys
+print(json.load(open(sys.argv[1])).get("grid", {}).get("accum_schedule", "depth_first (no key)"))' "$1/plan.json"
+	us=$(sed -n 's/^  progress_us: *\([0-9]*\)$/\1/p' "$1/job.yaml")
+	case $us in
+	'') echo ", sums driven between layers (no parallel.progress_us)" ;;
+	0) echo ", sums driven between layers (parallel.progress_us 0)" ;;
+	*) echo ", a progress thread every $us us" ;;
+	esac
+}
 
 # plan_get JOB NP FIELD: gradient_bytes, params, micro_batch,
 # grad_accum_steps or global_batch from `dtrain plan --json`.
@@ -190,6 +219,19 @@ else:
 print("%.1f %.2f %s" % (sps, 1e3 * float(sys.argv[2]) / sps, exposed))
 PY
 }
+# per_step NAME JOBKEY: rank 0's breakdown of the last logged interval
+# in ms a step (compute, comm_wait, optim, data_wait), or nothing.
+per_step() {
+	"$PYTHON" - "$1/metrics.jsonl" $(( $(steps_of "$2") / 2 )) <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+rows = [r for r in rows if r.get("breakdown")]
+if rows:
+    b, n = rows[-1]["breakdown"], float(sys.argv[2])
+    print("compute %.2f, exposed communication %.2f, optimizer %.2f, data %.2f ms a step (rank 0)"
+          % tuple(1e3 * b[k] / n for k in ("compute_s", "comm_wait_s", "optim_s", "data_wait_s")))
+PY
+}
 # calc EXPR: awk's value of EXPR (comparisons give 1 or 0).
 calc() { awk "BEGIN { print ($1) }"; }
 row() { printf '%-8s %-6s %-16s %-8s %10s %9s %9s %12s %s\n' "$@"; }
@@ -216,8 +258,9 @@ for jk in mlp gpt; do
 	     "on each of 2 ranks: forward $f ms, backward $b ms per step"
 done
 
-# 2. The grid.
 cluster_up 4
+if [ $balanced = 0 ]; then
+# 2. The grid.
 echo
 echo "== 2. samples/s and exposed communication, 1 rank per host"
 row job hosts link overlap samples/s "step ms" exposed "raw sum ms" "vs one host"
@@ -282,6 +325,7 @@ for hm in on off; do
 	set -- $(figures "mlp-2x2-$hm" "$gb")
 	echo "mlp 2 x 2, parallel.hierarchical $hm: $1 samples/s, step $2 ms, exposed $3"
 done
+fi
 
 # 4. The balanced link.
 echo
@@ -321,6 +365,19 @@ for jk in mlp gpt; do
 		set -- $(figures "$jk-bal-$ov" "$gb")
 		eval "step_$ov=$2"
 	done
+	sched=$(schedule_of "$jk-bal-${OVERLAPS%% *}" | tr -d '\n')
+	if [ $have_overlap = 1 ] && [ $have_accum = 1 ]; then
+		train "$jk-bal-df" "cluster 2 1" 2 $jk true \
+			--set parallel.accum_schedule=depth_first
+		set -- $(figures "$jk-bal-df" "$gb")
+		step_df=$2
+	fi
+	if [ $have_overlap = 1 ]; then
+		train "$jk-bal-b025" "cluster 2 1" 2 $jk true \
+			--set parallel.bucket_mb=0.25
+		set -- $(figures "$jk-bal-b025" "$gb")
+		step_b025=$2
+	fi
 	ideal=$(calc "$fwd + ($bwd > $ms ? $bwd : $ms)")
 	block=$(calc "$fwd + $bwd + $ms")
 	printf '%s at %smbit: forward %.2f ms, backward %.2f ms, raw all-reduce %.2f ms\n' \
@@ -330,9 +387,17 @@ for jk in mlp gpt; do
 	if [ $have_overlap = 1 ]; then
 		ratio=$(calc "$step_true / $ideal")
 		verdict=$(calc "$ratio <= 1.15")
-		printf '  step with overlap %.2f ms, without %.2f ms; step_overlap / (forward + max(backward, all-reduce)) = %.3f: %s\n' \
-			"$step_true" "$step_false" "$ratio" \
+		printf '  step with overlap (accumulation %s) %.2f ms, without %.2f ms; step_overlap / (forward + max(backward, all-reduce)) = %.3f: %s\n' \
+			"$sched" "$step_true" "$step_false" "$ratio" \
 			"$([ "$verdict" = 1 ] && echo PASS || echo "FAIL (> 1.15)")"
+		[ $have_accum = 0 ] ||
+			printf '  step with overlap, accumulation depth_first %.2f ms (ratio %.3f)\n' \
+				"$step_df" "$(calc "$step_df / $ideal")"
+		printf '  step with overlap in buckets of 0.25 MiB %.2f ms (ratio %.3f)\n' \
+			"$step_b025" "$(calc "$step_b025 / $ideal")"
+		for n in "$jk-bal-true" "$jk-bal-false" "$jk-bal-df" "$jk-bal-b025"; do
+			[ -d "$n" ] && echo "  $n: $(per_step "$n" $jk)"
+		done
 	else
 		printf '  step (blocking) %.2f ms; with overlap: not measured (no parallel.overlap in this dtrain), ratio not computed\n' \
 			"$step_none"

@@ -1221,7 +1221,11 @@ train_cmd(int argc, char **argv, int resume)
 		free(a.sets);
 		return rc;
 	}
-	st = dt_comm_mpi_new_watched(&comm, job.parallel.timeout_s, &err);
+	/* The progress thread only where sums start during backward. */
+	st = dt_comm_mpi_new_watched(&comm, job.parallel.timeout_s,
+				     job.parallel.sync == DT_SYNC_ALLREDUCE &&
+				     job.parallel.overlap ?
+				     job.parallel.progress_us : 0, &err);
 	if (st != DT_OK) {
 		free(a.sets);
 		return dt_cmd_fail(st, &err);

@@ -25,9 +25,16 @@ enum dt_status dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err);
  * same on every rank) MPI runs at MPI_THREAD_MULTIPLE and a watchdog
  * thread names any peer that has been silent or stuck for timeout_s while
  * this rank waited that long in a call of this communicator or one split
- * from it, then ends the job (dist/watchdog.c). timeout_s 0: no watchdog,
- * exactly dt_comm_mpi_new. */
+ * from it, then ends the job (dist/watchdog.c). With progress_us in
+ * [1, 1000000] (parallel.progress_us) MPI runs at MPI_THREAD_MULTIPLE
+ * too, and each communicator (this one or a split) that starts a non-
+ * blocking sum (dt_comm_iallreduce_*) gets a thread that drives its sums
+ * in flight every progress_us microseconds, sleeping in between
+ * (comm_mpi.c); where the MPI does not provide MPI_THREAD_MULTIPLE the
+ * sums move on inside dt_comm_coll_test as without it. timeout_s 0 and
+ * progress_us 0: exactly dt_comm_mpi_new. */
 enum dt_status dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
+				       int64_t progress_us,
 				       struct dt_error *err);
 
 /* A world of one rank with no MPI at all; collectives are identities. */
@@ -215,6 +222,10 @@ struct dt_comm {
 	uint64_t bytes_sent;
 	uint64_t p2p_bytes_sent;
 	struct dt_watch *watch;	/* NULL: no watchdog; shared with splits */
+	int64_t progress_us;	/* the interval of the thread that drives
+				 * its non-blocking sums (MPI at
+				 * MPI_THREAD_MULTIPLE), 0: none; splits
+				 * inherit it */
 	void *impl;
 };
 

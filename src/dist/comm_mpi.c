@@ -1,13 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /* comm_mpi.c - the Open MPI communicator; the one file that includes mpi.h.
  * Errors return (MPI_ERRORS_RETURN) and are reported with MPI_Error_string,
- * the call and the rank. */
+ * the call and the rank.
+ *
+ * The progress thread (parallel.progress_us): Open MPI moves a non-
+ * blocking collective on only inside MPI calls of the process (its TCP
+ * transport has no thread of its own), so a sum started in backward
+ * advances only when the trainer calls in between layers, and a round of
+ * the ring that finishes inside a long layer waits for the layer's end.
+ * With an interval set and MPI at MPI_THREAD_MULTIPLE, each communicator
+ * that starts a non-blocking sum gets a thread that, while any of its
+ * sums is in flight, calls MPI_Testall on them every interval and sleeps
+ * in between (nanosleep, so it takes no core while it waits); with none
+ * in flight it sleeps on a condition variable. A mutex orders it with
+ * the calling thread's starts, tests and waits of the same requests; the
+ * caller's tests still call MPI_Testall (unless the thread is testing at
+ * that moment), so the sums move on at least as often as without the
+ * thread. The sums are the same MPI calls on the same buffers, so no bit
+ * changes. */
 #include "dist/comm.h"
 #include "dist/mpi_priv.h"
 
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "util/alloc.h"
 #include "util/bf16.h"
@@ -22,7 +40,107 @@ struct mpi_impl {
 	int n_colls, cap_colls;
 	MPI_Op bf16_sum;	/* the bfloat16 sum; made by the world,
 				 * shared with (not freed by) its splits */
+	/* The progress thread of colls (see the top of the file). */
+	long progress_ns;	/* its interval; 0: none; splits inherit */
+	int thread_on;		/* started (lock, wake, thread valid) */
+	int stop;		/* under lock: the thread is to end */
+	int thread_rc;		/* under lock: its failed MPI_Testall */
+	pthread_mutex_t lock;	/* colls, n_colls, stop, thread_rc */
+	pthread_cond_t wake;	/* a sum started, or stop */
+	pthread_t thread;
 };
+
+/* The progress thread: MPI_Testall on the sums in flight every
+ * progress_ns while there are any; a failure is kept for the caller's
+ * next test or wait, and the requests are dropped. */
+static void *
+progress_main(void *arg)
+{
+	struct mpi_impl *impl = arg;
+	struct timespec ts = { impl->progress_ns / 1000000000L,
+			       impl->progress_ns % 1000000000L };
+
+	pthread_mutex_lock(&impl->lock);
+	while (!impl->stop) {
+		int flag = 0, rc;
+
+		if (impl->n_colls == 0) {
+			pthread_cond_wait(&impl->wake, &impl->lock);
+			continue;
+		}
+		rc = MPI_Testall(impl->n_colls, impl->colls, &flag,
+				 MPI_STATUSES_IGNORE);
+		if (rc != MPI_SUCCESS)
+			impl->thread_rc = rc;
+		if (rc != MPI_SUCCESS || flag)
+			impl->n_colls = 0;
+		pthread_mutex_unlock(&impl->lock);
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&impl->lock);
+	}
+	pthread_mutex_unlock(&impl->lock);
+	return NULL;
+}
+
+/* Starts impl's progress thread once, where it has an interval and MPI
+ * runs at MPI_THREAD_MULTIPLE; otherwise (or if the thread cannot be
+ * made) the sums move on inside the caller's tests, as without one. */
+static void
+progress_start(struct dt_comm *c)
+{
+	struct mpi_impl *impl = c->impl;
+	int level = MPI_THREAD_SINGLE;
+
+	if (impl->thread_on || impl->progress_ns <= 0)
+		return;
+	/* dt_comm_mpi_new_watched set an interval only at this level;
+	 * checked again as cheap insurance. */
+	if (MPI_Query_thread(&level) != MPI_SUCCESS ||
+	    level != MPI_THREAD_MULTIPLE) {
+		impl->progress_ns = 0;
+		c->progress_us = 0;
+		return;
+	}
+	pthread_mutex_init(&impl->lock, NULL);
+	pthread_cond_init(&impl->wake, NULL);
+	if (pthread_create(&impl->thread, NULL, progress_main, impl) != 0) {
+		pthread_cond_destroy(&impl->wake);
+		pthread_mutex_destroy(&impl->lock);
+		impl->progress_ns = 0;
+		c->progress_us = 0;
+		return;
+	}
+	impl->thread_on = 1;
+}
+
+static void
+progress_stop(struct mpi_impl *impl)
+{
+	if (!impl->thread_on)
+		return;
+	pthread_mutex_lock(&impl->lock);
+	impl->stop = 1;
+	pthread_cond_signal(&impl->wake);
+	pthread_mutex_unlock(&impl->lock);
+	pthread_join(impl->thread, NULL);
+	pthread_cond_destroy(&impl->wake);
+	pthread_mutex_destroy(&impl->lock);
+	impl->thread_on = 0;
+}
+
+static void
+colls_lock(struct mpi_impl *impl)
+{
+	if (impl->thread_on)
+		pthread_mutex_lock(&impl->lock);
+}
+
+static void
+colls_unlock(struct mpi_impl *impl)
+{
+	if (impl->thread_on)
+		pthread_mutex_unlock(&impl->lock);
+}
 
 /* The bfloat16 sum (MPI_Op_create, MPI-3.1 section 5.9.5): inout[i] =
  * bf16(float(in[i]) + float(inout[i])). Commutative: a + b and b + a
@@ -109,6 +227,8 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 
 	if (c->size == 1)
 		return DT_OK;
+	progress_start(c);
+	colls_lock(impl);
 	while (n > 0) {
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
 		int rc;
@@ -122,13 +242,18 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 		}
 		rc = MPI_Iallreduce(MPI_IN_PLACE, p, count, dt, mop,
 				    impl->world, &impl->colls[impl->n_colls]);
-		if (rc != MPI_SUCCESS)
+		if (rc != MPI_SUCCESS) {
+			colls_unlock(impl);
 			return check(c, rc, "MPI_Iallreduce", err);
+		}
 		impl->n_colls++;
 		c->bytes_sent += (uint64_t)count * elem;
 		p += (size_t)count * elem;
 		n -= (size_t)count;
 	}
+	if (impl->thread_on)
+		pthread_cond_signal(&impl->wake);
+	colls_unlock(impl);
 	return DT_OK;
 }
 
@@ -138,11 +263,22 @@ mpi_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
 	struct mpi_impl *impl = c->impl;
 	int flag = 1, rc = MPI_SUCCESS;
 
-	if (impl->n_colls > 0)
+	/* The caller's tests move the sums on too, as without a thread: on
+	 * a loaded machine the thread may wake late. One that finds the
+	 * thread testing leaves it to the thread. */
+	if (impl->thread_on && pthread_mutex_trylock(&impl->lock) != 0) {
+		if (all_done != NULL)
+			*all_done = 0;
+		return DT_OK;
+	}
+	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
+		rc = impl->thread_rc;
+	else if (impl->n_colls > 0)
 		rc = MPI_Testall(impl->n_colls, impl->colls, &flag,
 				 MPI_STATUSES_IGNORE);
 	if (rc == MPI_SUCCESS && flag)
 		impl->n_colls = 0;
+	colls_unlock(impl);
 	if (all_done != NULL)
 		*all_done = rc == MPI_SUCCESS && flag;
 	return check(c, rc, "MPI_Testall (sums)", err);
@@ -154,10 +290,18 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 	struct mpi_impl *impl = c->impl;
 	int rc = MPI_SUCCESS;
 
-	if (impl->n_colls > 0)
+	/* Waiting with the lock held keeps the thread out (asleep on the
+	 * mutex) until every sum is done. */
+	colls_lock(impl);
+	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
+		rc = impl->thread_rc;
+	else if (impl->n_colls > 0)
 		rc = MPI_Waitall(impl->n_colls, impl->colls,
 				 MPI_STATUSES_IGNORE);
 	impl->n_colls = 0;
+	if (impl->thread_on)
+		impl->thread_rc = MPI_SUCCESS;
+	colls_unlock(impl);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
 
@@ -209,6 +353,8 @@ mpi_free(struct dt_comm *c)
 	struct mpi_impl *impl = c->impl;
 	int finalized = 0;
 
+	if (impl != NULL)
+		progress_stop(impl);
 	if (impl != NULL && !impl->child) {
 		dt_watch_stop(c->watch);
 		c->watch = NULL;
@@ -361,6 +507,8 @@ mpi_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	impl->node = MPI_COMM_NULL;
 	impl->child = 1;
 	impl->bf16_sum = ((struct mpi_impl *)c->impl)->bf16_sum;
+	impl->progress_ns = ((struct mpi_impl *)c->impl)->progress_ns;
+	n->progress_us = c->progress_us;
 	n->rank = c->rank;	/* for messages until mpi_setup knows better */
 	n->watch = c->watch;
 	rc = MPI_Comm_set_errhandler(sub, MPI_ERRORS_RETURN);
@@ -401,16 +549,17 @@ dt_comm_mpi_check(int rank, int rc, const char *call, struct dt_error *err)
 enum dt_status
 dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err)
 {
-	return dt_comm_mpi_new_watched(out, 0, err);
+	return dt_comm_mpi_new_watched(out, 0, 0, err);
 }
 
 enum dt_status
 dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
-			struct dt_error *err)
+			int64_t progress_us, struct dt_error *err)
 {
 	struct dt_comm *c;
 	struct mpi_impl *impl;
-	int want = timeout_s > 0 ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED;
+	int want = timeout_s > 0 || progress_us > 0 ? MPI_THREAD_MULTIPLE :
+		   MPI_THREAD_FUNNELED;
 	int provided = 0, rc;
 
 	/* The non-blocking gradient sums (parallel.overlap) by a ring, as
@@ -440,6 +589,11 @@ dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
 	impl->world = MPI_COMM_NULL;
 	impl->node = MPI_COMM_NULL;
 	impl->bf16_sum = MPI_OP_NULL;
+	if (provided == MPI_THREAD_MULTIPLE && progress_us > 0 &&
+	    progress_us <= 1000000) {
+		c->progress_us = progress_us;
+		impl->progress_ns = (long)progress_us * 1000;
+	}
 	MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 	rc = MPI_Op_create(bf16_sum_fn, 1, &impl->bf16_sum);
 	if (rc == MPI_SUCCESS)

@@ -626,8 +626,8 @@ model_new(const struct dt_job *job, int64_t max_batch,
 		dt_model_free(m);
 		return st;
 	}
-	if (stage_of_node != NULL && (stage < 0 || stage >= n_stages ||
-				      n_slots < 1)) {
+	if (n_slots < 1 || (stage_of_node != NULL && (stage < 0 ||
+						     stage >= n_stages))) {
 		dt_model_free(m);
 		return dt_errorf(err, DT_ERR_PLAN, "stage %d of %d with %d "
 				 "activation slots", stage, n_stages, n_slots);
@@ -643,7 +643,6 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	if (stage_of_node == NULL) {
 		n_stages = 1;
 		stage = 0;
-		n_slots = 1;
 	}
 	setup_stage(m, stage_of_node, n_stages, stage);
 	if (stage_of_node != NULL)
@@ -682,6 +681,13 @@ dt_model_new(const struct dt_job *job, int64_t max_batch,
 	     struct dt_model **out, struct dt_error *err)
 {
 	return model_new(job, max_batch, NULL, 1, 0, 1, out, err);
+}
+
+enum dt_status
+dt_model_new_slots(const struct dt_job *job, int64_t max_batch, int n_slots,
+		   struct dt_model **out, struct dt_error *err)
+{
+	return model_new(job, max_batch, NULL, 1, 0, n_slots, out, err);
 }
 
 enum dt_status
@@ -826,10 +832,52 @@ forward(struct dt_model *m, struct dt_pass *p, const float *x)
 	}
 }
 
+/* Whether node i's backward runs in a pass, and din_add for its inputs;
+ * marks the dout of its inputs written. The answer depends on the
+ * graph only (which consumers have run), so it is the same in every
+ * micro-batch. A node is skipped when no parameter lies behind it, or
+ * when it is not the loss and nothing wrote its dout (a branch that does
+ * not reach the loss). */
+static bool
+node_runs(struct dt_model *m, int i, bool *din_add)
+{
+	const struct dt_node *n = &m->nodes[i];
+
+	if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i]))
+		return false;
+	for (int k = 0; k < n->n_inputs; k++) {
+		int src = n->inputs[k];
+
+		din_add[k] = false;
+		if (src == DT_NODE_INPUT || !m->nodes[src].needs_grad)
+			continue;
+		din_add[k] = m->dout_written[src];
+		m->dout_written[src] = true;
+	}
+	return true;
+}
+
+/* Node i's backward over the current slot. */
+static void
+node_backward(struct dt_model *m, struct dt_pass *p, int i, const float *x,
+	      const bool *din_add)
+{
+	struct dt_node *n = &m->nodes[i];
+	const float *in[DT_NODE_MAX_INPUTS];
+	float *din[DT_NODE_MAX_INPUTS];
+
+	gather_inputs(m, n, x, in);
+	for (int k = 0; k < n->n_inputs; k++) {
+		int src = n->inputs[k];
+
+		din[k] = src == DT_NODE_INPUT || !m->nodes[src].needs_grad ?
+			 NULL : m->nodes[src].dout;
+	}
+	n->ops->backward(n, p, in, din, din_add);
+}
+
 /* Reverse order is a reverse topological order, so every consumer of a
- * node has added into its dout before the node's own backward runs. A node
- * is skipped when no parameter lies behind it, or when it is not the loss
- * and nothing wrote its dout (a branch that does not reach the loss). On a
+ * node has added into its dout before the node's own backward runs. On a
  * pipeline stage the gradients of the live set sent on (dt_model_send_
  * buffers) have been received into their dout before, and count as
  * written; the received live set's gradients, which go back to the stage
@@ -837,34 +885,14 @@ forward(struct dt_model *m, struct dt_pass *p, const float *x)
 static void
 backward(struct dt_model *m, struct dt_pass *p, const float *x)
 {
-	const float *in[DT_NODE_MAX_INPUTS];
-	float *din[DT_NODE_MAX_INPUTS];
 	bool din_add[DT_NODE_MAX_INPUTS];
 
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
 	for (int j = 0; j < m->n_send; j++)
 		m->dout_written[m->send[j]] = m->nodes[m->send[j]].needs_grad;
 	for (int i = m->last; i >= m->first; i--) {
-		struct dt_node *n = &m->nodes[i];
-
-		if (!n->needs_grad || (i < m->n_nodes - 1 && !m->dout_written[i])) {
-			if (m->bwd_hook != NULL)
-				m->bwd_hook(m->bwd_ctx, i);
-			continue;
-		}
-		gather_inputs(m, n, x, in);
-		for (int k = 0; k < n->n_inputs; k++) {
-			int src = n->inputs[k];
-
-			din[k] = NULL;
-			din_add[k] = false;
-			if (src == DT_NODE_INPUT || !m->nodes[src].needs_grad)
-				continue;
-			din[k] = m->nodes[src].dout;
-			din_add[k] = m->dout_written[src];
-			m->dout_written[src] = true;
-		}
-		n->ops->backward(n, p, in, din, din_add);
+		if (node_runs(m, i, din_add))
+			node_backward(m, p, i, x, din_add);
 		if (m->bwd_hook != NULL)
 			m->bwd_hook(m->bwd_ctx, i);
 	}
@@ -936,6 +964,35 @@ dt_model_stage_backward(struct dt_model *m, const float *x,
 
 	make_pass(m, &p, labels, NULL, batch, true, grad_scale);
 	backward(m, &p, x);
+}
+
+void
+dt_model_backward_breadth(struct dt_model *m, int n_micro,
+			  const float *const *x, const int32_t *const *labels,
+			  int64_t batch, float grad_scale,
+			  void (*hook)(void *ctx, int node, int micro),
+			  void *ctx)
+{
+	bool din_add[DT_NODE_MAX_INPUTS];
+	struct dt_pass p;
+
+	assert(n_micro >= 1 && n_micro <= m->n_slots && m->n_send == 0 &&
+	       m->n_recv == 0);
+	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
+	for (int i = m->last; i >= m->first; i--) {
+		bool runs = node_runs(m, i, din_add);
+
+		for (int k = 0; k < n_micro; k++) {
+			if (runs) {
+				dt_model_use_slot(m, k);
+				make_pass(m, &p, labels[k], NULL, batch, true,
+					  grad_scale);
+				node_backward(m, &p, i, x[k], din_add);
+			}
+			if (hook != NULL)
+				hook(ctx, i, k);
+		}
+	}
 }
 
 int

@@ -75,6 +75,14 @@ struct dt_pool;
  * untouched. */
 enum dt_status dt_model_new(const struct dt_job *job, int64_t max_batch,
 			    struct dt_model **out, struct dt_error *err);
+/* dt_model_new with activations in n_slots (>= 1) slots, one per micro-
+ * batch whose activations are held at once (the breadth-first
+ * accumulation schedule, plan.h: every micro-batch of the step); slot 0
+ * is current (dt_model_use_slot). DT_ERR_PLAN as dt_model_new, also when
+ * n_slots < 1 or the slots do not fit in memory. */
+enum dt_status dt_model_new_slots(const struct dt_job *job, int64_t max_batch,
+				  int n_slots, struct dt_model **out,
+				  struct dt_error *err);
 /* Frees m and its arenas; accepts NULL. */
 void dt_model_free(struct dt_model *m);
 
@@ -295,6 +303,30 @@ void dt_model_stage_forward(struct dt_model *m, const float *x,
 void dt_model_stage_backward(struct dt_model *m, const float *x,
 			     const int32_t *labels, int64_t batch,
 			     float grad_scale);
+
+/* The backward pass of n_micro (1 <= n_micro <= the slots) micro-batches
+ * at once, breadth first: micro-batch k lies in slot k, whose forward has
+ * run (dt_model_stage_forward) with x[k] ((batch, input_size)) and
+ * labels[k] ((batch, labels_per_sample)); the nodes run from the last to
+ * the first, each node over k = 0 .. n_micro - 1 in order, each pass as
+ * dt_model_stage_backward runs it (its slot's position, grad_scale).
+ * Every tensor belongs to one node, so each parameter's gradient adds its
+ * micro-batches' terms in the order 0 .. n_micro - 1, as n_micro depth-
+ * first passes add them: the same bits. hook (may be NULL) is called as
+ * hook(ctx, i, k) after node i's pass over micro-batch k, also for a node
+ * whose backward is skipped; once hook(ctx, i, n_micro - 1) has run, the
+ * gradients of every tensor of nodes >= i are final for the step. The
+ * hook may read and rewrite node i's gradients (an accumulation in
+ * another precision) but not those of nodes < i, and cannot fail the
+ * pass. The hook of dt_model_set_backward_hook is not called. For a
+ * model without live sets (one stage of one; no pipeline, no tensor
+ * parallelism). */
+void dt_model_backward_breadth(struct dt_model *m, int n_micro,
+			       const float *const *x,
+			       const int32_t *const *labels, int64_t batch,
+			       float grad_scale,
+			       void (*hook)(void *ctx, int node, int micro),
+			       void *ctx);
 
 /* The live sets of m's stage: after = 0 the one received from the stage
  * before, 1 the one sent to the stage after. Returns how many tensors. */

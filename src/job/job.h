@@ -150,6 +150,15 @@ enum dt_grad_wire {
 	DT_GRAD_WIRE_BF16,
 };
 
+/* parallel.accum_schedule: the order of a step's forward and backward
+ * passes over its micro-batches (plan.h, dt_plan_accum_schedule). */
+enum dt_accum_schedule {
+	DT_ACCUM_AUTO = 0,
+	DT_ACCUM_DEPTH_FIRST,		/* F0 B0 F1 B1 ... */
+	DT_ACCUM_BREADTH_FIRST,		/* F0 .. F(m-1), then the backward
+					 * node by node over all of them */
+};
+
 enum dt_data_format {
 	DT_FORMAT_IDX = 0,	/* images + labels */
 	DT_FORMAT_CSV,		/* file; label_column; header */
@@ -307,6 +316,9 @@ struct dt_job {
 					 * (default true) */
 		double bucket_mb;	/* bucket size, MiB (> 0) */
 		enum dt_grad_wire grad_wire;	/* f32 (default), bf16 */
+		enum dt_accum_schedule accum_schedule;	/* auto (default) */
+		int64_t progress_us;	/* the sums' progress thread's
+					 * interval; 0 = none */
 	} parallel;
 
 	struct {

@@ -56,7 +56,8 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_sync_kind) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
 	       sizeof(enum dt_hierarchical) == sizeof(int) &&
-	       sizeof(enum dt_grad_wire) == sizeof(int),
+	       sizeof(enum dt_grad_wire) == sizeof(int) &&
+	       sizeof(enum dt_accum_schedule) == sizeof(int),
 	       "enum keys are stored through int");
 
 /* Each list is in the order of its enum. */
@@ -94,6 +95,9 @@ static const char *const sync_names[] = {
 static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const hier_names[] = { "auto", "on", "off", NULL };
 static const char *const wire_names[] = { "f32", "bf16", NULL };
+static const char *const accum_names[] = {
+	"auto", "depth_first", "breadth_first", NULL
+};
 #define ACT_WORD(NAME, word, ...) #word,
 static const char *const act_names[] = {
 	"none", DT_ACTIVATIONS(ACT_WORD) NULL
@@ -335,6 +339,14 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "parallel.grad_wire", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.grad_wire), .def = "f32", .names = wire_names,
 	  ALLREDUCE, .doc = "allreduce: gradient element type on the wire" },
+	{ .key = "parallel.progress_us", .type = DT_KEY_INT,
+	  .off = OFF(parallel.progress_us), .def = "0", IN(0, 1000000),
+	  ALLREDUCE,
+	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
+	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.accum_schedule), .def = "auto",
+	  .names = accum_names,
+	  .doc = "order of a step's passes over its micro-batches" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

@@ -57,6 +57,11 @@ dt_plan_build(const struct dt_job *job, int world_size,
 						  job->parallel.blas_threads,
 						  host->blas_env);
 	plan->exact_accum = dt_plan_exact_accum(plan);
+	st = dt_plan_accum_schedule(job, plan, &plan->accum_schedule, err);
+	if (st != DT_OK) {
+		dt_plan_fini(plan);
+		return st;
+	}
 	plan->n_servers = world_size - plan->dp_size * plan->pp_size *
 			  plan->tp_size;
 	plan->steps_per_epoch = -1;

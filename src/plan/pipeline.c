@@ -36,6 +36,39 @@ dt_plan_exact_accum(const struct dt_plan *plan)
 	return plan->grad_accum_steps > 1 || plan->dp_size * tp > 2;
 }
 
+enum dt_status
+dt_plan_accum_schedule(const struct dt_job *job, const struct dt_plan *plan,
+		       enum dt_accum_schedule *out, struct dt_error *err)
+{
+	enum dt_accum_schedule want = job->parallel.accum_schedule;
+	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
+	const char *why = NULL;
+	char where[512];
+
+	if (plan->pp_size > 1)
+		why = "a pipeline runs its own micro-batch schedule "
+		      "(parallel.schedule)";
+	else if (plan->tp_size > 1)
+		why = "tensor-parallel layers sum inside every micro-batch's "
+		      "backward, in the depth-first order";
+	else if (ps)
+		why = "parameter servers take the whole gradient after the "
+		      "last backward";
+	if (want == DT_ACCUM_BREADTH_FIRST && why != NULL) {
+		dt_job_where(job, "parallel.accum_schedule", where,
+			     sizeof where);
+		return dt_errorf(err, DT_ERR_PLAN, "%sbreadth_first applies "
+				 "to plain data parallelism only (%s); use "
+				 "auto or depth_first", where, why);
+	}
+	if (want == DT_ACCUM_AUTO)
+		want = why == NULL && job->parallel.overlap &&
+		       plan->dp_size > 1 && plan->grad_accum_steps > 1 ?
+		       DT_ACCUM_BREADTH_FIRST : DT_ACCUM_DEPTH_FIRST;
+	*out = want;
+	return DT_OK;
+}
+
 double
 dt_plan_bubble(const struct dt_plan *plan)
 {
@@ -52,7 +85,7 @@ dt_plan_in_flight(const struct dt_plan *plan, int stage)
 	int64_t m = plan->grad_accum_steps, left = plan->pp_size - stage;
 
 	if (plan->pp_size <= 1)
-		return 1;
+		return plan->accum_schedule == DT_ACCUM_BREADTH_FIRST ? m : 1;
 	if (plan->pipe_schedule == DT_PIPE_GPIPE)
 		return m;
 	return left < m ? left : m;
@@ -63,14 +96,15 @@ dt_plan_pipe_ops(const struct dt_plan *plan, int stage, struct dt_pipe_op *ops)
 {
 	int64_t m = plan->grad_accum_steps, w, k = 0;
 
-	if (plan->pp_size <= 1) {
+	if (plan->pp_size <= 1 &&
+	    plan->accum_schedule != DT_ACCUM_BREADTH_FIRST) {
 		for (int64_t i = 0; i < m; i++) {
 			ops[k++] = (struct dt_pipe_op){ 0, i };
 			ops[k++] = (struct dt_pipe_op){ 1, i };
 		}
 		return;
 	}
-	if (plan->pipe_schedule == DT_PIPE_GPIPE) {
+	if (plan->pp_size <= 1 || plan->pipe_schedule == DT_PIPE_GPIPE) {
 		for (int64_t i = 0; i < m; i++)
 			ops[k++] = (struct dt_pipe_op){ 0, i };
 		for (int64_t i = 0; i < m; i++)

@@ -53,6 +53,9 @@ struct dt_plan {
 	 * zero) and owned by the plan (dt_plan_fini). */
 	int blas_threads;		/* per rank */
 	int exact_accum;		/* dt_plan_exact_accum */
+	enum dt_accum_schedule accum_schedule;	/* dt_plan_accum_schedule:
+						 * depth_first or
+						 * breadth_first */
 	int n_servers;			/* parameter servers (ranks past
 					 * dp_size), 0 without */
 	struct dt_model *shapes;	/* the whole model, shapes only, laid
@@ -153,9 +156,32 @@ int dt_plan_exact_accum(const struct dt_plan *plan);
  * 2019). 0 without a pipeline. */
 double dt_plan_bubble(const struct dt_plan *plan);
 
+/* The accumulation schedule of job's steps on plan (dt_plan_batch's
+ * grid): depth_first (F0 B0 F1 B1 ...: one micro-batch of activations)
+ * or breadth_first (F0 .. F(m-1), then the backward node by node from the
+ * last to the first, each node over micro-batches 0 .. m-1 in order:
+ * Lamy-Poirier, "Breadth-First Pipeline Parallelism", MLSys 2023, on one
+ * stage). Breadth-first holds the activations of all m micro-batches,
+ * and a node's gradient is final after its pass over the last one, so
+ * with parallel.overlap its bucket's sum starts while the backward of
+ * every micro-batch still runs; each parameter still receives its
+ * micro-batches' gradients in order 0 .. m-1, so both give the same
+ * bits. auto is breadth_first where that pays: parallel.overlap on,
+ * plain data parallelism (no pipeline, no tensor parallelism, no
+ * parameter servers) over more than one rank, and more than one
+ * micro-batch per step; depth_first otherwise. Into *out (never
+ * DT_ACCUM_AUTO). DT_ERR_PLAN naming parallel.accum_schedule's place
+ * and the reason when breadth_first is asked for with a pipeline,
+ * tensor parallelism or parameter servers (*out then untouched). */
+enum dt_status dt_plan_accum_schedule(const struct dt_job *job,
+				      const struct dt_plan *plan,
+				      enum dt_accum_schedule *out,
+				      struct dt_error *err);
+
 /* Micro-batches whose activations stage `stage` holds at once: m for
  * GPipe (every forward before any backward), min(m, pp - stage) for 1F1B
- * (its warmup plus one), 1 without a pipeline. */
+ * (its warmup plus one); without a pipeline m for the breadth-first
+ * accumulation schedule (plan->accum_schedule), else 1. */
 int64_t dt_plan_in_flight(const struct dt_plan *plan, int stage);
 
 /* One step of a stage's pipeline schedule: the forward or the backward
@@ -166,7 +192,9 @@ struct dt_pipe_op {
 };
 
 /* Fills ops (2 * grad_accum_steps entries) with stage `stage`'s schedule
- * for one optimizer step. Without a pipeline: F0 B0 F1 B1 ... GPipe:
+ * for one optimizer step. Without a pipeline: F0 B0 F1 B1 ..., or for
+ * the breadth-first accumulation schedule F0 .. F(m-1) then B0 .. B(m-1)
+ * (the executor runs those backwards as one pass, node by node). GPipe:
  * F0 .. F(m-1) then B0 .. B(m-1). 1F1B:
  * w = min(pp - stage - 1, m) forwards, then F(w+i) B(i) pairs, then the
  * remaining backwards. Micro-batches go forward and backward in

@@ -76,7 +76,9 @@ plan_stage(const struct dt_job *job, const struct dt_plan *plan,
 	int64_t bufs = optim_buffers(job), mb = plan->micro_batch;
 	int64_t input = dt_model_input_size(model) * mb;
 	int64_t per_step = mb * plan->grad_accum_steps;
-	int64_t act = (sp->si.act_floats * mb * sp->in_flight + input) * 4;
+	/* Each micro-batch in flight has its slot of activations and its
+	 * copy of the input batch (train/exec.c). */
+	int64_t act = (sp->si.act_floats * mb + input) * sp->in_flight * 4;
 	int64_t trained = (int64_t)(sp->si.trained_hi - sp->si.trained_lo);
 	/* A rank holds its stage's tensors only (the whole model without a
 	 * pipeline): parameters, gradients and optimizer state. */
@@ -160,6 +162,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		    plan->pipe_schedule == DT_PIPE_1F1B ? "1f1b" : "gpipe"));
 	ADD(grid, "micro_batches", json_object_new_int64(
 		    plan->grad_accum_steps));
+	ADD(grid, "accum_schedule", json_object_new_string(
+		    plan->accum_schedule == DT_ACCUM_BREADTH_FIRST ?
+		    "breadth_first" : "depth_first"));
 	ADD(grid, "bubble_fraction", dt_json_float(
 		    dt_plan_bubble(plan)));
 	ADD(grid, "blas_threads_per_rank", json_object_new_int(blas_threads));
@@ -656,6 +661,15 @@ dt_plan_print(const struct json_object *d, FILE *out)
 		(long long)get_i(d, "batch", "micro_batch"),
 		(long long)get_i(d, "batch", "grad_accum_steps"),
 		(long long)get_i(d, "grid", "data_parallel"));
+	if (pp == 1)
+		fprintf(out, "accumulation schedule: %s (%s)\n",
+			json_object_get_string(get(get(d, "grid"),
+						   "accum_schedule")),
+			strcmp(json_object_get_string(get(get(d, "grid"),
+				"accum_schedule")), "breadth_first") == 0 ?
+			"every forward, then the backward node by node over "
+			"the micro-batches" : "forward and backward of one "
+			"micro-batch after another");
 	if (get_i(d, "batch", "steps_per_epoch") >= 0)
 		fprintf(out, "steps: %lld per epoch (%lld samples dropped per "
 			"epoch of %lld), %lld in all\n",

@@ -11,7 +11,9 @@
  * backward both take micro-batches in increasing order on every stage,
  * so the messages of one direction match in order. Without a pipeline
  * there are no live sets to move and the schedule is F0 B0 F1 B1 ...,
- * which is the plain data-parallel loop over micro-batches. */
+ * which is the plain data-parallel loop over micro-batches, or breadth
+ * first F0 .. F(m-1) B0 .. B(m-1), whose backwards run as one pass node
+ * by node (dt_model_backward_breadth), micro-batch k in slot k. */
 #include "train/exec.h"
 
 #include <limits.h>
@@ -75,7 +77,8 @@ build_model(struct dt_run *r, struct dt_error *err)
 	enum dt_status st;
 
 	if (!l->split)
-		return dt_model_new(r->job, p->micro_batch, &r->model, err);
+		return dt_model_new_slots(r->job, p->micro_batch, l->n_slots,
+					  &r->model, err);
 	st = dt_model_new_stage(r->job, p->micro_batch, p->stage_of_node,
 				p->pp_size, l->grid.stage, l->n_slots,
 				&r->model, err);
@@ -306,6 +309,8 @@ struct bucket_feed {
 	enum dt_status st;		/* the first failure, kept for after
 					 * the pass */
 	struct dt_error *err;
+	int overlap;			/* dt_grad_sync_overlap */
+	int last_micro;			/* the step's last micro-batch */
 };
 
 /* Begins buckets up to the first one whose ready node is below node
@@ -329,6 +334,42 @@ node_final(void *ctx, int node)
 	feed_upto(f, node);
 	if (f->st == DT_OK)
 		f->st = dt_grad_sync_progress(f->sync, f->err);
+}
+
+/* dt_model_backward_breadth's callback: node's backward over micro-
+ * batch micro has run. The sums are driven forward after every node of
+ * every micro-batch, so that they advance while the backward of all of
+ * them runs. */
+static void
+node_micro_final(void *ctx, int node, int micro)
+{
+	struct bucket_feed *f = ctx;
+
+	dt_grad_sync_node_done(f->sync, node);
+	if (!f->overlap)
+		return;
+	if (micro == f->last_micro)
+		feed_upto(f, node);
+	if (f->st == DT_OK)
+		f->st = dt_grad_sync_progress(f->sync, f->err);
+}
+
+/* The breadth-first backward of the whole step (every micro-batch's
+ * forward has run, micro-batch k in slot k): buckets begin as soon as
+ * their nodes' passes over the last micro-batch have run (overlap). */
+static enum dt_status
+run_backward_breadth(struct dt_run *r, float grad_scale,
+		     struct bucket_feed *feed)
+{
+	struct dt_layout *l = &r->layout;
+
+	dt_grad_sync_breadth_begin(r->sync);
+	dt_model_backward_breadth(r->model, l->n_slots,
+				  (const float *const *)l->slot_x,
+				  (const int32_t *const *)l->slot_y,
+				  r->plan.micro_batch, grad_scale,
+				  node_micro_final, feed);
+	return feed->st;
 }
 
 /* The backward pass of micro-batch op->micro, inside the gradient sync's
@@ -367,9 +408,11 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	struct dt_layout *l = &r->layout;
 	uint64_t p2p0 = dt_comm_p2p_bytes_sent(l->pipe_comm);
 	uint64_t tp0 = dt_comm_bytes_sent(l->tp_comm);
-	struct bucket_feed feed = { r->sync, 0, DT_OK, err };
 	int64_t last_micro = r->plan.grad_accum_steps - 1;
 	int overlap = dt_grad_sync_overlap(r->sync);
+	struct bucket_feed feed = { r->sync, 0, DT_OK, err, overlap,
+				    (int)last_micro };
+	int breadth = r->plan.accum_schedule == DT_ACCUM_BREADTH_FIRST;
 	enum dt_status st = DT_OK;
 
 	*loss_sum = 0;
@@ -380,6 +423,10 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 
 		if (!op->backward)
 			st = run_forward(r, op, loss_sum, data_wait, err);
+		else if (breadth)
+			/* B0 .. B(m-1) are one pass, node by node. */
+			st = op->micro == 0 ?
+			     run_backward_breadth(r, grad_scale, &feed) : DT_OK;
 		else
 			st = run_backward(r, op, grad_scale,
 					  overlap && op->micro == last_micro ?

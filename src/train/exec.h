@@ -3,7 +3,9 @@
  * passes, of any layout (data parallel, pipeline stages, tensor-parallel
  * groups and their products) over the plan's schedule. Data parallelism
  * is the one-stage case: the schedule F0 B0 F1 B1 ..., one activation
- * slot, no messages between stages. Internal to train/. */
+ * slot, no messages between stages; or, breadth first (plan.h,
+ * dt_plan_accum_schedule), F0 .. F(m-1) into m slots and then one
+ * backward pass over all of them, node by node. Internal to train/. */
 #ifndef DT_TRAIN_EXEC_H
 #define DT_TRAIN_EXEC_H
 
@@ -67,8 +69,12 @@ uint64_t dt_layout_bytes_sent(const struct dt_layout *l);
  * with overlap (dt_grad_sync_overlap) from the model's backward hook in
  * the step's last micro-batch (op micro == grad_accum_steps - 1), as soon
  * as the node that makes the bucket final has run, with
- * dt_grad_sync_progress after every node; without, all of them after the
- * last backward. On DT_OK the sums of the begun buckets may still be in
+ * dt_grad_sync_progress after every node; breadth first, as soon as that
+ * node's pass over the last micro-batch has run, with
+ * dt_grad_sync_progress after every node's pass over every micro-batch
+ * (and the sync's breadth-first calls, sync.h, instead of those around
+ * each backward); without overlap, all of them after the last
+ * backward. On DT_OK the sums of the begun buckets may still be in
  * flight: the gradient arena (dt_model_grads, (n_trained) floats) is
  * MPI's until dt_grad_sync_finish, which the caller must call before it
  * reads or writes the gradient. grad_scale multiplies d(loss)/d(params)

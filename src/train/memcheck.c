@@ -39,12 +39,16 @@ dt_memcheck(const struct dt_plan *plan, int local_ranks,
 			 "gradients, optimizer state, activations, loader) = "
 			 "%.0f bytes (%.1f MiB) on this node, but only %lld "
 			 "bytes (%.1f MiB) are available (%s); lower "
-			 "train.micro_batch, or use fewer ranks per node or "
+			 "train.micro_batch, %suse fewer ranks per node or "
 			 "more pipeline stages (dtrain plan --dry-run shows "
 			 "the figures)", local_ranks,
 			 local_ranks == 1 ? "" : "s", (long long)per_rank,
 			 (double)per_rank / 1048576.0, need, need / 1048576.0,
 			 (long long)avail, (double)avail / 1048576.0,
 			 kind[0] == 'c' ? "the cgroup's memory limit less its "
-			 "usage" : "the node's MemAvailable");
+			 "usage" : "the node's MemAvailable",
+			 plan->accum_schedule == DT_ACCUM_BREADTH_FIRST ?
+			 "set parallel.accum_schedule: depth_first (which "
+			 "holds one micro-batch of activations, not all of "
+			 "the step's), " : "or ");
 }

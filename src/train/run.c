@@ -240,6 +240,25 @@ whole_params(const struct dt_run *r)
 	return dt_model_n_params(r->plan.shapes);
 }
 
+/* How the gradient sums overlap backward: buckets, the accumulation
+ * schedule, what drives them. */
+static void
+announce_overlap(const struct dt_run *r)
+{
+	int64_t us = dt_grad_sync_progress_us(r->sync);
+	int n = dt_grad_sync_n_buckets(r->sync);
+
+	fprintf(stderr, "dtrain: gradient sums during backward: %d bucket%s, "
+		"accumulation %s, ", n, n == 1 ? "" : "s",
+		r->plan.accum_schedule == DT_ACCUM_BREADTH_FIRST ?
+		"breadth_first" : "depth_first");
+	if (us > 0)
+		fprintf(stderr, "a progress thread every %lld us\n",
+			(long long)us);
+	else
+		fprintf(stderr, "progress between layers\n");
+}
+
 static void
 announce(const struct dt_run *r)
 {
@@ -262,6 +281,8 @@ announce(const struct dt_run *r)
 			"%d rank%s on one: %s\n", hosts, hosts == 1 ? "" : "s",
 			per_host, per_host == 1 ? "" : "s",
 			hier ? "hierarchical (each host's ranks first)" : "flat");
+	if (dt_grad_sync_overlap(r->sync))
+		announce_overlap(r);
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "

@@ -24,6 +24,7 @@
  * reordering nothing, both give the same bits. */
 #include "train/sync.h"
 
+#include <assert.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,6 +175,54 @@ exact_add(struct dt_grad_sync *s, int b)
 	s->added[b] = 1;
 }
 
+/* Breadth first: every bucket's micro-batches go into the accumulator
+ * node by node (exact_node_done), none in begin. */
+static void
+exact_breadth_begin(struct dt_grad_sync *s)
+{
+	memset(s->added, 1, (size_t)s->n_buckets);
+}
+
+/* Breadth first: node's gradient of the micro-batch just run into the
+ * accumulator, and its floats back to 0 for the next one. */
+static void
+exact_node_done(struct dt_grad_sync *s, int node)
+{
+	float *restrict g = dt_model_grads(s->cfg.model);
+	double *restrict a = s->acc;
+
+	for (size_t i = s->node_lo[node]; i < s->node_hi[node]; i++) {
+		a[i] += (double)g[i];
+		g[i] = 0.0f;
+	}
+}
+
+/* Each node's trained floats: its tensors are neighbours in the arena
+ * (tensor order is node order), so one range. */
+static void
+setup_node_ranges(struct dt_grad_sync *s)
+{
+	struct dt_model *m = s->cfg.model;
+	int nn = dt_model_n_layers(m);
+
+	s->node_lo = dt_xcalloc((size_t)nn + 1, sizeof *s->node_lo);
+	s->node_hi = dt_xcalloc((size_t)nn + 1, sizeof *s->node_hi);
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		size_t *lo, *hi;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset >= s->n || ti.size == 0)
+			continue;
+		lo = &s->node_lo[ti.node_index];
+		hi = &s->node_hi[ti.node_index];
+		if (*hi == 0)	/* the node's first tensor */
+			*lo = *hi = ti.offset;
+		assert(*hi == ti.offset);
+		*hi = ti.offset + (size_t)ti.size;
+	}
+}
+
 /* The buckets begin has not taken already (all of them but in the last
  * micro-batch with overlap). */
 static void
@@ -322,20 +371,21 @@ optim_apply(struct dt_grad_sync *s, float lr)
 
 static const struct dt_grad_sync_ops allreduce_ops = {
 	"allreduce", no_op, no_op, no_op, float_begin, whole_finish,
-	whole_norm2, optim_apply,
+	whole_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
 	"exact", exact_step_begin, exact_backward_begin, exact_backward_end,
 	exact_begin, whole_finish, whole_norm2, optim_apply,
+	exact_breadth_begin, exact_node_done,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
 	"stages", no_op, no_op, no_op, float_begin, stage_finish,
-	shared_norm2, optim_apply,
+	shared_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
 	"stages-exact", exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
-	optim_apply,
+	optim_apply, NULL, NULL,
 };
 
 /* The buckets, the overlap and the wire of s: buckets of
@@ -392,8 +442,10 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		s->ops = exact ? &stage_exact_ops : &stage_allreduce_ops;
 	else
 		s->ops = exact ? &exact_ops : &allreduce_ops;
-	if (exact)
+	if (exact) {
 		s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);
+		setup_node_ranges(s);
+	}
 	/* Collective over sum_comm: the per-host sum where it applies. */
 	st = dt_comm_hier_new(cfg->sum_comm,
 			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
@@ -415,6 +467,8 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	free(s->added);
 	free(s->pending);
 	free(s->wire16);
+	free(s->node_lo);
+	free(s->node_hi);
 	free(s);
 }
 
@@ -474,6 +528,20 @@ dt_grad_sync_backward_end(struct dt_grad_sync *s)
 	s->ops->backward_end(s);
 }
 
+void
+dt_grad_sync_breadth_begin(struct dt_grad_sync *s)
+{
+	if (s->ops->breadth_begin != NULL)
+		s->ops->breadth_begin(s);
+}
+
+void
+dt_grad_sync_node_done(struct dt_grad_sync *s, int node)
+{
+	if (s->ops->node_done != NULL)
+		s->ops->node_done(s, node);
+}
+
 enum dt_status
 dt_grad_sync_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
@@ -503,6 +571,12 @@ int
 dt_grad_sync_overlap(const struct dt_grad_sync *s)
 {
 	return s->overlap;
+}
+
+int64_t
+dt_grad_sync_progress_us(const struct dt_grad_sync *s)
+{
+	return s->overlap ? s->cfg.sum_comm->progress_us : 0;
 }
 
 int

@@ -12,6 +12,15 @@
  *                                           final (its last backward ran)
  *   dt_grad_sync_progress                   between the nodes of the last
  *                                           backward (overlap)
+ * or, with the breadth-first accumulation schedule (plan.h: no pipeline,
+ * no tensor parallelism, no parameter servers), instead of the calls
+ * around each micro-batch's backward:
+ *   dt_grad_sync_breadth_begin              once, before the backward
+ *   dt_grad_sync_node_done(node)            after each node's backward
+ *                                           over each micro-batch
+ *   dt_grad_sync_begin(bucket)              after the bucket's nodes'
+ *                                           passes over the last one
+ *   dt_grad_sync_progress                   between them (overlap)
  * and the loop, before the optimizer:
  *   dt_grad_sync_finish                     every bucket summed (waits)
  *   dt_grad_sync_norm2                      the squared gradient norm
@@ -140,6 +149,17 @@ void dt_grad_sync_step_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_end(struct dt_grad_sync *s);
 
+/* The breadth-first schedule's calls (see the top of this file). The
+ * exact mode adds node's float gradient, which holds the one micro-batch
+ * just run, to its double accumulator and sets those floats to 0 before
+ * the node's backward of the next micro-batch adds into them, so each
+ * double receives the same floats in the same order as depth first;
+ * begin then finds each bucket accumulated already. The float mode lets
+ * the micro-batches add up in the float gradient, in the same order per
+ * parameter as depth first. node is a dt_model_layer_info index. */
+void dt_grad_sync_breadth_begin(struct dt_grad_sync *s);
+void dt_grad_sync_node_done(struct dt_grad_sync *s, int node);
+
 /* The number of buckets begin takes (>= 1), numbered in the order their
  * gradients become final in backward. */
 int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);
@@ -148,6 +168,11 @@ int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);
  * backward pass (overlap on, a sum over more than one rank, not
  * parameter servers); 0: begin them all after it. */
 int dt_grad_sync_overlap(const struct dt_grad_sync *s);
+
+/* With overlap, the interval in microseconds of the thread that drives
+ * the sums in flight (parallel.progress_us, dist/comm.h), 0 when they
+ * move on only in dt_grad_sync_progress; 0 without overlap. */
+int64_t dt_grad_sync_progress_us(const struct dt_grad_sync *s);
 
 /* The node (dt_model_layer_info index) after whose backward, in the
  * step's last micro-batch, bucket b (0 <= b < n_buckets) is final. */

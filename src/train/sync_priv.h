@@ -20,6 +20,9 @@ struct dt_grad_sync_ops {
 	double (*norm2)(struct dt_grad_sync *s,
 			const struct dt_step_report *report);
 	void (*apply)(struct dt_grad_sync *s, float lr);
+	/* The breadth-first schedule's calls; NULL: nothing to do. */
+	void (*breadth_begin)(struct dt_grad_sync *s);
+	void (*node_done)(struct dt_grad_sync *s, int node);
 };
 
 struct dt_grad_sync {
@@ -45,6 +48,8 @@ struct dt_grad_sync {
 					 * batch's gradient is in acc */
 	unsigned char *pending;		/* (n_buckets) started, unfinished */
 	uint16_t *wire16;		/* bf16: (n) the gradient as sent */
+	size_t *node_lo, *node_hi;	/* exact: (n_nodes) each node's
+					 * trained floats [lo, hi) */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

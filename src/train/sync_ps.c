@@ -63,7 +63,7 @@ ps_apply(struct dt_grad_sync *s, float lr)
 
 static const struct dt_grad_sync_ops ps_ops = {
 	"parameter_server", no_op, no_op, no_op, ps_begin, ps_finish,
-	ps_norm2, ps_apply,
+	ps_norm2, ps_apply, NULL, NULL,
 };
 
 enum dt_status

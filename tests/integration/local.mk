@@ -42,6 +42,9 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
 	tests/integration/overlap.sh \
+	tests/integration/accum-schedule.sh \
+	tests/integration/accum-resume.sh \
+	tests/integration/progress.sh \
 	tests/integration/stdout-full.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
@@ -51,3 +54,9 @@ check-unit:
 .PHONY: check-unit
 TEST_EXTENSIONS = .sh
 SH_LOG_COMPILER = $(SHELL)
+
+# The progress thread of the non-blocking sums under mpirun, run by
+# tests/integration/progress.sh
+check_PROGRAMS += tests/integration/progress_probe
+tests_integration_progress_probe_SOURCES = tests/integration/progress_probe.c
+tests_integration_progress_probe_LDADD = libdtrain.la $(DT_LIBS)

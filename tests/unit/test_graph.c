@@ -273,6 +273,80 @@ START_TEST(test_accumulation)
 }
 END_TEST
 
+/* dt_model_backward_breadth: K micro-batches in K slots, forwards first,
+ * then the backward node by node, gives the gradient (bit for bit) and
+ * the losses of K depth-first train steps; its hook sees every node from
+ * the last down, each over micro-batches 0 .. K-1. */
+struct hook_log {
+	int n, node[64], micro[64];
+};
+
+static void
+log_hook(void *ctx, int node, int micro)
+{
+	struct hook_log *h = ctx;
+
+	if (h->n < 64) {
+		h->node[h->n] = node;
+		h->micro[h->n] = micro;
+	}
+	h->n++;
+}
+
+START_TEST(test_backward_breadth)
+{
+	static const int64_t units[] = { 5, 4, 3 };
+	static const enum dt_activation acts[] = { DT_ACT_TANH, DT_ACT_RELU,
+						   DT_ACT_NONE };
+	struct dt_job *job = make_job(6, 3, units, acts, 9);
+	enum { K = 3, M = 4, IN = 6 };
+	struct dt_model *df = NULL, *bf = NULL;
+	struct dt_error err;
+	float x[K * M * IN];
+	int32_t labels[K * M];
+	const float *xs[K];
+	const int32_t *ys[K];
+	struct hook_log h = { 0 };
+	double l_df, l_bf;
+	int nodes, at = 0;
+
+	ck_assert_int_eq(dt_model_new(job, M, &df, &err), DT_OK);
+	ck_assert_int_eq(dt_model_new_slots(job, M, K, &bf, &err), DT_OK);
+	ck_assert_int_eq(dt_model_new_slots(job, M, 0, &bf, &err),
+			 DT_ERR_PLAN);
+	gc_fill_uniform(x, K * M * IN, 21);
+	for (int i = 0; i < K * M; i++)
+		labels[i] = (i * 7) % 3;
+	dt_model_zero_grads(df);
+	dt_model_zero_grads(bf);
+	for (int k = 0; k < K; k++) {
+		xs[k] = x + k * M * IN;
+		ys[k] = labels + k * M;
+		dt_model_train_step(df, xs[k], ys[k], M, 1.0f / (K * M), &l_df,
+				    NULL);
+		dt_model_use_slot(bf, k);
+		dt_model_stage_forward(bf, xs[k], ys[k], M, true, &l_bf, NULL);
+		ck_assert(l_df == l_bf);
+	}
+	dt_model_backward_breadth(bf, K, xs, ys, M, 1.0f / (K * M), log_hook,
+				  &h);
+	ck_assert_int_eq(memcmp(dt_model_grads(df), dt_model_grads(bf),
+				dt_model_n_params(df) * sizeof(float)), 0);
+	/* 3 dense + 2 activations + the loss, each over 3 micro-batches. */
+	nodes = dt_model_n_layers(bf);
+	ck_assert_int_eq(nodes, 6);
+	ck_assert_int_eq(h.n, nodes * K);
+	for (int i = nodes - 1; i >= 0; i--)
+		for (int k = 0; k < K; k++, at++) {
+			ck_assert_int_eq(h.node[at], i);
+			ck_assert_int_eq(h.micro[at], k);
+		}
+	dt_model_free(df);
+	dt_model_free(bf);
+	free(job);
+}
+END_TEST
+
 START_TEST(test_init_determinism)
 {
 	struct dt_job *job = make_mnist_mlp(42);
@@ -568,6 +642,7 @@ graph_suite(void)
 
 	tcase_add_test(model, test_model_gradient);
 	tcase_add_test(model, test_accumulation);
+	tcase_add_test(model, test_backward_breadth);
 	tcase_add_test(model, test_init_determinism);
 	tcase_add_test(model, test_counts);
 	tcase_add_test(model, test_flatten_input);
