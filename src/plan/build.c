@@ -14,6 +14,24 @@
 
 static const struct dt_plan_data unknown_data = { -1, 0, -1, 0 };
 
+/* parallel.accum_schedule: auto keeps depth first where breadth first
+ * would hold more than DT_PLAN_BREADTH_AUTO_BYTES of activations beyond
+ * depth first's one micro-batch (plan.h), so that auto never makes a job
+ * refused for memory that ran before; asked for by name it stays. */
+static void
+auto_fallback(const struct dt_job *job, struct dt_plan *plan,
+	      const struct dt_stage_info *si)
+{
+	double extra = (double)(plan->grad_accum_steps - 1) *
+		       (double)plan->micro_batch * (double)si->act_floats *
+		       sizeof(float);
+
+	if (job->parallel.accum_schedule == DT_ACCUM_AUTO &&
+	    plan->accum_schedule == DT_ACCUM_BREADTH_FIRST &&
+	    extra > DT_PLAN_BREADTH_AUTO_BYTES)
+		plan->accum_schedule = DT_ACCUM_DEPTH_FIRST;
+}
+
 /* The stage layout of the whole model and what follows from it: each
  * stage's holdings, micro-batches in flight and schedule. */
 static enum dt_status
@@ -37,6 +55,7 @@ lay_out(const struct dt_job *job, struct dt_plan *plan, struct dt_error *err)
 	for (int s = 0; s < pp; s++) {
 		dt_model_stage_info(plan->shapes, plan->stage_of_node, pp, s,
 				    &plan->stages[s]);
+		auto_fallback(job, plan, &plan->stages[s]);
 		plan->in_flight[s] = dt_plan_in_flight(plan, s);
 		dt_plan_pipe_ops(plan, s, plan->ops + s * n_ops);
 	}

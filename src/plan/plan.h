@@ -156,6 +156,10 @@ int dt_plan_exact_accum(const struct dt_plan *plan);
  * 2019). 0 without a pipeline. */
 double dt_plan_bubble(const struct dt_plan *plan);
 
+/* Bytes per rank of activations that parallel.accum_schedule: auto lets
+ * breadth first hold beyond depth first's one micro-batch: 1 GiB. */
+#define DT_PLAN_BREADTH_AUTO_BYTES (1024.0 * 1024.0 * 1024.0)
+
 /* The accumulation schedule of job's steps on plan (dt_plan_batch's
  * grid): depth_first (F0 B0 F1 B1 ...: one micro-batch of activations)
  * or breadth_first (F0 .. F(m-1), then the backward node by node from the
@@ -169,8 +173,10 @@ double dt_plan_bubble(const struct dt_plan *plan);
  * bits. auto is breadth_first where that pays: parallel.overlap on,
  * plain data parallelism (no pipeline, no tensor parallelism, no
  * parameter servers) over more than one rank, and more than one
- * micro-batch per step; depth_first otherwise. Into *out (never
- * DT_ACCUM_AUTO). DT_ERR_PLAN naming parallel.accum_schedule's place
+ * micro-batch per step; depth_first otherwise (and the plan's layout
+ * turns auto's breadth_first back to depth_first where it would hold
+ * more than DT_PLAN_BREADTH_AUTO_BYTES of activations beyond depth
+ * first's). Into *out (never DT_ACCUM_AUTO). DT_ERR_PLAN naming parallel.accum_schedule's place
  * and the reason when breadth_first is asked for with a pipeline,
  * tensor parallelism or parameter servers (*out then untouched). */
 enum dt_status dt_plan_accum_schedule(const struct dt_job *job,

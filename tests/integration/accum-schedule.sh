@@ -240,3 +240,21 @@ bf="--set parallel.accum_schedule=breadth_first"
 [ ! -e refused ] || fail "a refused run made its run directory"
 expect_fail 2 'parallel.accum_schedule' \
 	"$DTRAIN" plan --dry-run mlp.yaml --set parallel.accum_schedule=sideways
+
+# auto keeps depth first where breadth first would hold more than 1 GiB of
+# activations beyond one micro-batch (plan.h DT_PLAN_BREADTH_AUTO_BYTES):
+# 16384-unit layers, micro-batches of 1024 (512 KiB of activations a
+# sample, 512 MiB a micro-batch), 4 a rank: 1.5 GiB more. Asked for by
+# name, breadth_first stays. The plan only: nothing is allocated.
+sched() {
+	"$DTRAIN" plan --dry-run --json -n 2 wide.yaml "$@" |
+		"$PYTHON" -c 'import json, sys; print(json.load(sys.stdin)["grid"]["accum_schedule"])'
+}
+sed -e 's/units: [0-9]*, activation/units: 16384, activation/' mlp.yaml >wide.yaml
+[ "$(sched --set train.global_batch=8192 --set train.grad_accum_steps=4)" = depth_first ] ||
+	fail "auto chose breadth_first past 1 GiB of extra activations"
+[ "$(sched --set train.global_batch=8192 --set train.grad_accum_steps=4 \
+	--set parallel.accum_schedule=breadth_first)" = breadth_first ] ||
+	fail "breadth_first asked for by name was not kept"
+[ "$(sched --set train.global_batch=512 --set train.grad_accum_steps=4)" = breadth_first ] ||
+	fail "auto did not choose breadth_first for small activations"
