@@ -197,6 +197,8 @@ activation_forward(struct dt_node *n, struct dt_pass *p,
 		.out = n->out,
 	};
 
+	if (n->act_fused)	/* done by the layer before, in place */
+		return;
 	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
 		    act_part, &j);
 }
@@ -211,7 +213,7 @@ activation_backward(struct dt_node *n, struct dt_pass *p,
 		.y = n->out, .dy = n->dout, .dx = din[0], .add = din_add[0],
 	};
 
-	if (din[0] == NULL)
+	if (din[0] == NULL || n->act_fused)
 		return;
 	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
 		    act_part, &j);

@@ -41,6 +41,7 @@ struct geom {
 	int64_t k, s, pad;
 	int64_t oc, oh, ow;	/* output */
 	int64_t ckk, l;		/* rows of col, and its columns per sample */
+	struct dt_kern_conv kc;	/* the same, for the kernels */
 };
 
 static void
@@ -55,6 +56,10 @@ geom_of(const struct dt_node *n, struct geom *g)
 	g->ow = (g->w + 2 * g->pad - g->k) / g->s + 1;
 	g->ckk = g->c * g->k * g->k;
 	g->l = g->oh * g->ow;
+	g->kc = (struct dt_kern_conv){
+		.c = g->c, .h = g->h, .w = g->w, .k = g->k, .s = g->s,
+		.pad = g->pad, .oh = g->oh, .ow = g->ow,
+	};
 }
 
 /* a * b * c, or INT64_MAX when it overflows. */
@@ -143,79 +148,35 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 	return DT_OK;
 }
 
-/* Output columns [*lo, *hi) whose input column ow*S - P + kw lies in
- * [0, W); the others read padding. */
-static void
-valid_cols(const struct geom *g, int64_t kw, int64_t *lo, int64_t *hi)
-{
-	int64_t first = g->pad - kw, last = g->w - 1 + g->pad - kw;
-
-	*lo = first > 0 ? (first + g->s - 1) / g->s : 0;
-	*hi = last < 0 ? 0 : last / g->s + 1;
-	if (*hi > g->ow)
-		*hi = g->ow;
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
-/* Column row r = (c, kh, kw) reads input channel c shifted by (kh, kw):
- * entry (oh, ow) is x[c, oh*S - P + kh, ow*S - P + kw]. For output row oh
- * this sets *at so that entry ow (at stride S) is x[*at + ow*S] and
- * returns false when the input row is padding. Only the entries
- * valid_cols gives are read, so *at + ow*S stays in the sample even where
- * *at itself lies before the row. */
-static bool
-row_start(const struct geom *g, int64_t c, int64_t kh, int64_t kw,
-	  int64_t oh, int64_t *at)
-{
-	int64_t ih = oh * g->s - g->pad + kh;
-
-	if (ih < 0 || ih >= g->h)
-		return false;
-	*at = (c * g->h + ih) * g->w - g->pad + kw;
-	return true;
-}
-
-/* How the micro-batch is cut, from the shapes alone (never from the
- * thread count, so the bits do not depend on it):
- *   chunk  nb samples whose columns and product, (C*K*K + OC) * nb*L
- *          floats, fit in about DT_CONV_CHUNK_BYTES (a core's L2), at
- *          least one sample: one im2col, one sgemm per product, all in
- *          cache; a thread does a whole chunk;
- *   group  gs samples (whole chunks, at least DT_CONV_GROUP): backward
- *          adds the dW and db of a group's chunks in order into one
- *          partial sum (group 0 straight into the gradients), and the
- *          partials are then added to the gradients in group order.
- * Scratch per sample: the columns (C*K*K, L), the product (OC, L), and a
- * 1/gs share of a group's partial (OC*C*K*K + OC), which covers the
- * partials of groups 1.. of any batch. */
-#define DT_CONV_CHUNK_BYTES (256 * 1024)
+/* How backward cuts the micro-batch, from the shapes alone (never from
+ * the thread count, so the bits do not depend on it): groups of
+ * DT_CONV_GROUP samples; a group adds the dW and db of its samples in
+ * order into one partial sum (group 0 straight into the gradients), and
+ * the partials are then added to the gradients in group order. Forward
+ * sums nothing across samples and splits by samples.
+ * Every product is one sample's: forward writes it straight into the
+ * output (or, with the pooling fused, into scratch, pooled from there
+ * while in cache) and backward reads the output gradient in place when
+ * there is nothing to mask, so that nothing is copied between the
+ * batch-first layout and a (OC, B*L) one. (Products over chunks of
+ * samples side by side, one sgemm of n*L columns, gained nothing on the
+ * CNN job, the one-sample products of (64, 288) x (288, 196) running at
+ * 80-90% of OpenBLAS's 1024^3 rate already; bench/README.)
+ * Scratch per sample: the columns (C*K*K, L), the product or masked
+ * output gradient (OC, L), and a 1/DT_CONV_GROUP share of a group's
+ * partial (OC*C*K*K + OC), which covers the partials of groups 1.. of
+ * any batch. A part of a pass uses the slots of its first sample only,
+ * one sample at a time, so that they stay in the core's cache; backward
+ * makes the columns again from the input (a ninth of their size for a
+ * 3x3 kernel) rather than keep them from forward. */
 #define DT_CONV_GROUP 8
 
-struct cut {
-	int64_t nb, gs;		/* samples per chunk and per group */
-	int64_t part;		/* floats of one partial: OC*CKK + OC */
-};
-
-static void
-cut_of(const struct geom *g, struct cut *k)
-{
-	int64_t per = (g->ckk + g->oc) * g->l * (int64_t)sizeof(float);
-
-	k->nb = DT_CONV_CHUNK_BYTES / per;
-	if (k->nb < 1)
-		k->nb = 1;
-	if (k->nb > INT_MAX / g->l)	/* nb*L is a BLAS int */
-		k->nb = INT_MAX / g->l;
-	k->gs = (DT_CONV_GROUP + k->nb - 1) / k->nb * k->nb;
-	k->part = g->oc * g->ckk + g->oc;
-}
-
-/* One chunk's buffers and the pass around it. */
+/* One pass's buffers. */
 struct conv_job {
 	const struct geom *g;
-	struct cut k;
 	int64_t batch;
+	int64_t part;		/* floats of one partial: OC*CKK + OC */
+	bool relu;		/* the node applies its relu (fused_act) */
 	const float *x;		/* (B, C, H, W) */
 	const float *wt;	/* (OC, C*K*K) */
 	const float *bias;	/* (OC) or NULL */
@@ -225,106 +186,15 @@ struct conv_job {
 	float *db;		/* (OC) or NULL */
 	float *dx;		/* (B, C, H, W) or NULL */
 	bool dx_add;
-	float *col;		/* (B, C*K*K, L): chunk b0 at b0*CKK*L, laid
-				 * out (C*K*K, nb*L) */
-	float *t;		/* (B, OC, L): chunk b0 at b0*OC*L, laid out
-				 * (OC, nb*L) */
+	/* the fused 2x2 max pooling (fused_pool), or NULL: */
+	float *py;		/* (B, OC, OH/2, OW/2) */
+	int32_t *parg;		/* (B, OC, OH/2, OW/2): argmax in the sample */
+	const float *pdy;	/* (B, OC, OH/2, OW/2) */
+	int64_t pout;		/* OC * (OH/2) * (OW/2) */
+	float *col;		/* (B, C*K*K, L): slot b at b*CKK*L */
+	float *t;		/* (B, OC, L): slot b at b*OC*L */
 	float *partial;		/* (groups - 1, OC*CKK + OC) */
 };
-
-/* col(C*K*K, n*L) of samples x (n, C, H, W): row r = (c, kh, kw), column
- * (b, oh, ow) holds x[b, c, oh*S - P + kh, ow*S - P + kw], 0 in the
- * padding. */
-static void
-im2col(const struct geom *g, int64_t n, const float *x, float *col)
-{
-	const int64_t nl = n * g->l;
-
-	for (int64_t r = 0; r < g->ckk; r++) {
-		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
-		int64_t kw = r % g->k, lo, hi, at;
-
-		valid_cols(g, kw, &lo, &hi);
-		for (int64_t b = 0; b < n; b++) {
-			const float *xb = x + b * g->c * g->h * g->w;
-			float *dst = col + r * nl + b * g->l;
-
-			for (int64_t oh = 0; oh < g->oh; oh++, dst += g->ow) {
-				if (!row_start(g, c, kh, kw, oh, &at)) {
-					memset(dst, 0,
-					       (size_t)g->ow * sizeof(float));
-					continue;
-				}
-				for (int64_t ow = 0; ow < lo; ow++)
-					dst[ow] = 0.0f;
-				if (g->s == 1)
-					memcpy(dst + lo, xb + at + lo,
-					       (size_t)(hi - lo) *
-						       sizeof(float));
-				else
-					for (int64_t ow = lo; ow < hi; ow++)
-						dst[ow] = xb[at + ow * g->s];
-				for (int64_t ow = hi; ow < g->ow; ow++)
-					dst[ow] = 0.0f;
-			}
-		}
-	}
-}
-
-/* dx (n, C, H, W) (+)= the columns col (C*K*K, n*L) folded back onto the
- * images; padding is dropped. Each plane's rows r = (c, kh, kw) are
- * added in order. */
-static void
-col2im(const struct geom *g, int64_t n, const float *col, float *dx,
-       bool add)
-{
-	const int64_t nl = n * g->l, plane = g->h * g->w;
-
-	if (!add)
-		memset(dx, 0, (size_t)(n * g->c * plane) * sizeof(float));
-	for (int64_t r = 0; r < g->ckk; r++) {
-		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
-		int64_t kw = r % g->k, lo, hi, at;
-
-		valid_cols(g, kw, &lo, &hi);
-		for (int64_t b = 0; b < n; b++) {
-			const float *src = col + r * nl + b * g->l;
-			float *db = dx + b * g->c * plane;
-
-			for (int64_t oh = 0; oh < g->oh; oh++, src += g->ow) {
-				if (!row_start(g, c, kh, kw, oh, &at))
-					continue;
-				for (int64_t ow = lo; ow < hi; ow++)
-					db[at + ow * g->s] += src[ow];
-			}
-		}
-	}
-}
-
-static void
-add_bias_row(int64_t len, const float *restrict t, float *restrict y,
-	     float v)
-{
-	DT_VEC_LOOP(i, len, y[i] = t[i] + v);
-}
-
-/* Sum of a row in 8 float lanes, added up in a fixed order. */
-static float
-row_sum(int64_t len, const float *restrict a)
-{
-	float lane[8] = { 0 };
-	float s = 0.0f;
-	int64_t i = 0;
-
-	for (; i + 8 <= len; i += 8)
-		for (int k = 0; k < 8; k++)
-			lane[k] += a[i + k];
-	for (; i < len; i++)
-		lane[0] += a[i];
-	for (int k = 0; k < 8; k++)
-		s += lane[k];
-	return s;
-}
 
 static int64_t
 min64(int64_t a, int64_t b)
@@ -332,85 +202,107 @@ min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* Forward of chunks [lo, hi): columns, T(OC, n*L) = W col, then
- * y[b, o] = T[o, b*L ...] + bias[o]. */
+/* Forward of samples [lo, hi), one at a time: the columns, the product
+ * (OC, L) = W col, then bias and relu in place; with the pooling fused
+ * the product is the part's slot of t and is pooled from there while in
+ * cache, otherwise it is the output itself. */
 static void
-forward_chunks(void *ctx, int64_t lo, int64_t hi)
+forward_samples(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
+	const int64_t q = (g->oh / 2) * (g->ow / 2);
+	float *col = j->col + lo * g->ckk * g->l;	/* (C*K*K, L) */
 
-	for (int64_t c = lo; c < hi; c++) {
-		const int64_t b0 = c * j->k.nb;
-		const int64_t n = min64(j->k.nb, j->batch - b0), nl = n * g->l;
-		float *col = j->col + b0 * g->ckk * g->l;
-		float *t = j->t + b0 * g->oc * g->l;
+	for (int64_t b = lo; b < hi; b++) {
+		float *y = j->py != NULL ? j->t + lo * g->oc * g->l
+					 : j->y + b * g->oc * g->l;
 
-		im2col(g, n, j->x + b0 * g->c * g->h * g->w, col);
-		dt_kern_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt, g->ckk,
-			      col, nl, 0.0f, t, nl);
-		for (int64_t b = 0; b < n; b++)
-			for (int64_t o = 0; o < g->oc; o++)
-				add_bias_row(g->l, t + o * nl + b * g->l,
-					     j->y + ((b0 + b) * g->oc + o) *
-						     g->l,
-					     j->bias != NULL ? j->bias[o]
-							     : 0.0f);
+		dt_kern_im2col(&g->kc, j->x + b * g->c * g->h * g->w, col,
+			       g->l);
+		dt_kern_sgemm(0, 0, g->oc, g->l, g->ckk, 1.0f, j->wt, g->ckk,
+			      col, g->l, 0.0f, y, g->l);
+		dt_kern_bias_act(y, j->bias, g->oc, g->l, j->relu);
+		if (j->py == NULL)
+			continue;
+		for (int64_t o = 0; o < g->oc; o++) {
+			const int64_t at = b * j->pout + o * q;
+
+			dt_kern_maxpool2(y + o * g->l, j->py + at,
+					 j->parg + at, g->oh, g->ow,
+					 (int32_t)(o * g->l));
+		}
 	}
 }
 
-/* Backward of groups [lo, hi), chunk by chunk: T = dY gathered to
- * (OC, n*L); the group's dW += T col^T and db += row sums of T (group 0
- * into the gradients, the others into their partial); then the columns
- * are spent and dcol = W^T T takes their place, folded into dX. */
+/* The output gradient of sample b as the products take it, T (OC, L),
+ * with db (+)= its row sums: from the fused pooling's gradient (routed
+ * to the argmax, masked by the relu) into the slot t; or dY masked by
+ * y > 0 into t with the relu fused; or dY itself. */
+static const float *
+sample_grad(const struct conv_job *j, int64_t b, float *t, float *db,
+	    bool fresh)
+{
+	const struct geom *g = j->g;
+	const int64_t q = (g->oh / 2) * (g->ow / 2);
+	const int64_t at = b * g->oc * g->l;
+	float *sums = j->db != NULL ? db : NULL;
+
+	if (j->py == NULL) {
+		dt_kern_grad_rows(j->relu ? j->y + at : NULL, j->dy + at, t,
+				  sums, !fresh, g->oc, g->l);
+		return j->relu ? t : j->dy + at;
+	}
+	for (int64_t o = 0; o < g->oc; o++) {
+		const int64_t p = b * j->pout + o * q;
+
+		dt_kern_unpool_relu(j->pdy + p, j->py + p, j->parg + p,
+				    (int32_t)(o * g->l), t + o * g->l, q,
+				    g->l);
+	}
+	dt_kern_grad_rows(NULL, t, NULL, sums, !fresh, g->oc, g->l);
+	return t;
+}
+
+/* Backward of groups [lo, hi), sample by sample: T = the sample's output
+ * gradient, the group's db += row sums of T and dW += T col^T with the
+ * sample's columns made again (group 0 into the gradients, the others
+ * into their partial); then dcol = W^T T takes the columns' place and is
+ * folded into dX. */
 static void
 backward_groups(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
+	const int64_t first = lo * DT_CONV_GROUP;
+	float *col = j->col + first * g->ckk * g->l;	/* (C*K*K, L) */
+	float *t = j->t + first * g->oc * g->l;		/* (OC, L) */
 
 	for (int64_t grp = lo; grp < hi; grp++) {
-		const int64_t s0 = grp * j->k.gs;
-		const int64_t s1 = min64(s0 + j->k.gs, j->batch);
+		const int64_t s0 = grp * DT_CONV_GROUP;
+		const int64_t s1 = min64(s0 + DT_CONV_GROUP, j->batch);
 		float *dw = grp == 0 ? j->dw
-				     : j->partial + (grp - 1) * j->k.part;
+				     : j->partial + (grp - 1) * j->part;
 		float *db = grp == 0 ? j->db : dw + g->oc * g->ckk;
 
-		for (int64_t b0 = s0; b0 < s1; b0 += j->k.nb) {
-			const int64_t n = min64(j->k.nb, s1 - b0);
-			const int64_t nl = n * g->l;
-			const bool fresh = grp > 0 && b0 == s0;
-			float *col = j->col + b0 * g->ckk * g->l;
-			float *t = j->t + b0 * g->oc * g->l;
+		for (int64_t b = s0; b < s1; b++) {
+			const bool fresh = grp > 0 && b == s0;
+			const float *tb = sample_grad(j, b, t, db, fresh);
 
-			for (int64_t o = 0; o < g->oc; o++) {
-				for (int64_t b = 0; b < n; b++)
-					memcpy(t + o * nl + b * g->l,
-					       j->dy + ((b0 + b) * g->oc + o) *
-							       g->l,
-					       (size_t)g->l * sizeof(float));
-				if (j->db != NULL) {
-					float sum = row_sum(nl, t + o * nl);
-
-					db[o] = fresh ? sum : db[o] + sum;
-				}
-			}
-			dt_kern_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, t, nl, col,
-				      nl, fresh ? 0.0f : 1.0f, dw, g->ckk);
+			dt_kern_im2col(&g->kc, j->x + b * g->c * g->h * g->w,
+				       col, g->l);
+			dt_kern_sgemm(0, 1, g->oc, g->ckk, g->l, 1.0f, tb,
+				      g->l, col, g->l, fresh ? 0.0f : 1.0f,
+				      dw, g->ckk);
 			if (j->dx == NULL)
 				continue;
-			dt_kern_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f, j->wt,
-				      g->ckk, t, nl, 0.0f, col, nl);
-			col2im(g, n, col, j->dx + b0 * g->c * g->h * g->w,
-			       j->dx_add);
+			dt_kern_sgemm(1, 0, g->ckk, g->l, g->oc, 1.0f, j->wt,
+				      g->ckk, tb, g->l, 0.0f, col, g->l);
+			dt_kern_col2im(&g->kc, col, g->l,
+				       j->dx + b * g->c * g->h * g->w,
+				       j->dx_add);
 		}
 	}
-}
-
-static void
-add_part(int64_t len, float *restrict acc, const float *restrict p)
-{
-	DT_VEC_LOOP(i, len, acc[i] += p[i]);
 }
 
 /* dW and db += the partials of groups 1.. in group order, over the
@@ -420,18 +312,18 @@ reduce_part(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
-	const int64_t groups = (j->batch + j->k.gs - 1) / j->k.gs;
+	const int64_t groups = (j->batch + DT_CONV_GROUP - 1) / DT_CONV_GROUP;
 	const int64_t nw = g->oc * g->ckk;
 
 	for (int64_t grp = 1; grp < groups; grp++) {
-		const float *p = j->partial + (grp - 1) * j->k.part;
+		const float *p = j->partial + (grp - 1) * j->part;
 
 		if (lo < nw)
-			add_part(min64(hi, nw) - lo, j->dw + lo, p + lo);
+			dt_kern_acc(p + lo, j->dw + lo, min64(hi, nw) - lo);
 		if (hi > nw && j->db != NULL) {
 			int64_t a = lo > nw ? lo : nw;
 
-			add_part(hi - a, j->db + (a - nw), p + a);
+			dt_kern_acc(p + a, j->db + (a - nw), hi - a);
 		}
 	}
 }
@@ -442,13 +334,22 @@ reduce_part(void *ctx, int64_t lo, int64_t hi)
  * Their bits therefore depend on neither the BLAS threads nor the pool. */
 static void
 conv_job_init(struct conv_job *j, const struct dt_node *n,
-	      const struct geom *g, int64_t batch)
+	      const struct geom *g, int64_t batch, const float *x)
 {
 	memset(j, 0, sizeof *j);
 	j->g = g;
-	cut_of(g, &j->k);
 	j->batch = batch;
+	j->part = g->oc * g->ckk + g->oc;
+	j->relu = n->fused_act == DT_ACT_RELU;
+	if (n->fused_pool != NULL) {
+		j->py = n->fused_pool->out;
+		j->parg = (int32_t *)n->fused_pool->scratch;
+		j->pdy = n->fused_pool->dout;
+		j->pout = n->fused_pool->out_size;
+	}
+	j->x = x;
 	j->wt = n->tensor[0].data;
+	j->y = n->out;
 	j->col = n->scratch;
 	j->t = n->scratch + batch * g->ckk * g->l;
 	j->partial = j->t + batch * g->oc * g->l;
@@ -462,13 +363,10 @@ conv2d_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	int blas;
 
 	geom_of(n, &g);
-	conv_job_init(&j, n, &g, p->batch);
-	j.x = in[0];
+	conv_job_init(&j, n, &g, p->batch, in[0]);
 	j.bias = n->n_tensors > 1 ? n->tensor[1].data : NULL;
-	j.y = n->out;
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(p->pool, (p->batch + j.k.nb - 1) / j.k.nb, 1,
-		    forward_chunks, &j);
+	dt_pool_for(p->pool, p->batch, 1, forward_samples, &j);
 	dt_kern_set_threads(blas);
 }
 
@@ -480,20 +378,19 @@ conv2d_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	struct conv_job j;
 	int blas;
 
-	(void)in;
 	geom_of(n, &g);
-	conv_job_init(&j, n, &g, p->batch);
+	conv_job_init(&j, n, &g, p->batch, in[0]);
 	j.dy = n->dout;
 	j.dw = n->tensor[0].grad;
 	j.db = n->n_tensors > 1 ? n->tensor[1].grad : NULL;
 	j.dx = din[0];
 	j.dx_add = din_add[0];
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(p->pool, (p->batch + j.k.gs - 1) / j.k.gs, 1,
-		    backward_groups, &j);
+	dt_pool_for(p->pool, (p->batch + DT_CONV_GROUP - 1) / DT_CONV_GROUP,
+		    1, backward_groups, &j);
 	dt_kern_set_threads(blas);
-	if (p->batch > j.k.gs)
-		dt_pool_for(p->pool, j.k.part, 4096, reduce_part, &j);
+	if (p->batch > DT_CONV_GROUP)
+		dt_pool_for(p->pool, j.part, 4096, reduce_part, &j);
 }
 
 static double
@@ -510,11 +407,10 @@ static int64_t
 conv2d_scratch_floats(const struct dt_node *n)
 {
 	struct geom g;
-	struct cut k;
 
 	geom_of(n, &g);
-	cut_of(&g, &k);
-	return g.ckk * g.l + g.oc * g.l + (k.part + k.gs - 1) / k.gs;
+	return g.ckk * g.l + g.oc * g.l +
+	       (g.oc * g.ckk + g.oc + DT_CONV_GROUP - 1) / DT_CONV_GROUP;
 }
 
 const struct dt_layer_ops dt_layer_conv2d = {
@@ -524,4 +420,6 @@ const struct dt_layer_ops dt_layer_conv2d = {
 	.backward = conv2d_backward,
 	.fwd_flops = conv2d_fwd_flops,
 	.scratch_floats = conv2d_scratch_floats,
+	.fuses_relu = true,
+	.fuses_pool = true,
 };

@@ -314,9 +314,9 @@ START_TEST(test_conv2d_counts)
 	/* 2*K*K*Cin*Cout*Hout*Wout + Cout*Hout*Wout */
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
 			    2.0 * 9 * 1 * 32 * 28 * 28 + 32 * 28 * 28);
-	/* the columns (C*K*K, L) and the product (OC, L) per sample, and
-	 * an eighth of a group's partial dW and db (2 samples fit a chunk,
-	 * groups are 8 samples): (32*9 + 32) / 8 */
+	/* the columns (C*K*K, L) and the masked gradient (OC, L) per
+	 * sample, and an eighth of a group's partial dW and db (groups are
+	 * 8 samples): (32*9 + 32) / 8 */
 	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n),
 			 9 * 28 * 28 + 32 * 28 * 28 + 40);
 	ck_assert_str_eq(r.n.tensor[0].name, "weight");
@@ -983,15 +983,16 @@ START_TEST(test_cnn_counts)
 	ck_assert_int_eq(dt_model_labels_per_sample(m), 1);
 	ck_assert_int_eq(dt_model_targets_per_sample(m), 0);
 	/* Outputs of every node, gradients of all but the loss (nothing
-	 * reads it), conv columns (9*64 and 18*4), products (2*64 and 3*4)
-	 * and shares of the partial sums (1 each: one chunk takes 93 and
-	 * 372 samples), and the maxpool argmax (32). */
+	 * reads it), conv columns (9*64 and 18*4), masked gradients (2*64
+	 * and 3*4) and an eighth of a group's partial sum, rounded up
+	 * (20/8 -> 3 and 57/8 -> 8; groups are 8 samples), and the maxpool
+	 * argmax (32). */
 	int64_t outs_sum = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3 + 3;
 	int64_t douts = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3;
 
 	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
 			 outs_sum + douts + 9 * 64 + 18 * 4 + 2 * 64 + 3 * 4 +
-				 1 + 1 + 32);
+				 3 + 8 + 32);
 	ck_assert_str_eq(info.kind, "softmax_cross_entropy");
 	dt_model_layer_info(m, 2, &info);
 	ck_assert_str_eq(info.kind, "maxpool2d");
