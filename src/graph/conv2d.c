@@ -211,7 +211,6 @@ forward_samples(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
-	const int64_t q = (g->oh / 2) * (g->ow / 2);
 	float *col = j->col + lo * g->ckk * g->l;	/* (C*K*K, L) */
 
 	for (int64_t b = lo; b < hi; b++) {
@@ -225,13 +224,8 @@ forward_samples(void *ctx, int64_t lo, int64_t hi)
 		dt_kern_bias_act(y, j->bias, g->oc, g->l, j->relu);
 		if (j->py == NULL)
 			continue;
-		for (int64_t o = 0; o < g->oc; o++) {
-			const int64_t at = b * j->pout + o * q;
-
-			dt_kern_maxpool2(y + o * g->l, j->py + at,
-					 j->parg + at, g->oh, g->ow,
-					 (int32_t)(o * g->l));
-		}
+		dt_kern_maxpool2(y, j->py + b * j->pout, j->parg + b * j->pout,
+				 g->oc, g->oh, g->ow, 0);
 	}
 }
 
@@ -244,7 +238,6 @@ sample_grad(const struct conv_job *j, int64_t b, float *t, float *db,
 	    bool fresh)
 {
 	const struct geom *g = j->g;
-	const int64_t q = (g->oh / 2) * (g->ow / 2);
 	const int64_t at = b * g->oc * g->l;
 	float *sums = j->db != NULL ? db : NULL;
 
@@ -253,13 +246,8 @@ sample_grad(const struct conv_job *j, int64_t b, float *t, float *db,
 				  sums, !fresh, g->oc, g->l);
 		return j->relu ? t : j->dy + at;
 	}
-	for (int64_t o = 0; o < g->oc; o++) {
-		const int64_t p = b * j->pout + o * q;
-
-		dt_kern_unpool_relu(j->pdy + p, j->py + p, j->parg + p,
-				    (int32_t)(o * g->l), t + o * g->l, q,
-				    g->l);
-	}
+	dt_kern_unpool_relu(j->pdy + b * j->pout, j->py + b * j->pout,
+			    j->parg + b * j->pout, t, j->pout, g->oc * g->l);
 	dt_kern_grad_rows(NULL, t, NULL, sums, !fresh, g->oc, g->l);
 	return t;
 }

@@ -861,7 +861,7 @@ conv_shift_of(const struct dt_kern_conv *g, int64_t kh, int64_t kw,
 }
 
 /* The edge columns of the image rows of one column row, set to 0. */
-static void
+static inline void
 conv_zero_edges(const struct dt_kern_conv *g, const struct conv_shift *sh,
 		float *row)
 {
@@ -901,31 +901,80 @@ im2col_row(const struct dt_kern_conv *g, int64_t kh, int64_t kw,
 	}
 }
 
+/* x[0..n) = 0: a short run (a row's edge, a first row) inline rather
+ * than through memset. */
+static inline void
+conv_zero(float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = 0.0f;
+}
+
+/* The same-size geometry (conv_same): column rows (kh, kw) of every
+ * channel, the shift worked out once per (kh, kw). */
+static void
+im2col_same(const struct dt_kern_conv *g, const float *x, float *col,
+	    int64_t ld)
+{
+	const int64_t kk = g->k * g->k, l = g->oh * g->ow;
+	const int64_t plane = g->h * g->w;
+
+	for (int64_t kh = 0; kh < g->k; kh++)
+		for (int64_t kw = 0; kw < g->k; kw++) {
+			struct conv_shift sh;
+
+			conv_shift_of(g, kh, kw, &sh);
+			for (int64_t c = 0; c < g->c; c++) {
+				float *dst = col + (c * kk + kh * g->k + kw) *
+							   ld;
+
+				conv_zero(dst, sh.lo);
+				memcpy(dst + sh.lo, x + c * plane + sh.lo + sh.d,
+				       (size_t)(sh.hi - sh.lo) *
+					       sizeof(float));
+				conv_zero(dst + sh.hi, l - sh.hi);
+				conv_zero_edges(g, &sh, dst);
+			}
+		}
+}
+
 void
 dt_kern_im2col(const struct dt_kern_conv *g, const float *x, float *col,
 	       int64_t ld)
 {
-	const int64_t kk = g->k * g->k, l = g->oh * g->ow;
+	const int64_t kk = g->k * g->k;
 	const int64_t plane = g->h * g->w;
-	const bool same = conv_same(g);
 
-	for (int64_t r = 0; r < g->c * kk; r++) {
-		const int64_t kh = r % kk / g->k, kw = r % g->k;
-		const float *xc = x + r / kk * plane;
-		float *dst = col + r * ld;
-		struct conv_shift sh;
-
-		if (!same) {
-			im2col_row(g, kh, kw, xc, dst);
-			continue;
-		}
-		conv_shift_of(g, kh, kw, &sh);
-		memset(dst, 0, (size_t)sh.lo * sizeof(float));
-		memcpy(dst + sh.lo, xc + sh.lo + sh.d,
-		       (size_t)(sh.hi - sh.lo) * sizeof(float));
-		memset(dst + sh.hi, 0, (size_t)(l - sh.hi) * sizeof(float));
-		conv_zero_edges(g, &sh, dst);
+	if (conv_same(g)) {
+		im2col_same(g, x, col, ld);
+		return;
 	}
+	for (int64_t r = 0; r < g->c * kk; r++)
+		im2col_row(g, r % kk / g->k, r % g->k, x + r / kk * plane,
+			   col + r * ld);
+}
+
+/* col2im in the same-size geometry: for every channel the rows (kh, kw)
+ * in order, as the general loop adds them. */
+static void
+col2im_same(const struct dt_kern_conv *g, float *col, int64_t ld, float *dx)
+{
+	const int64_t kk = g->k * g->k, plane = g->h * g->w;
+
+	for (int64_t kh = 0; kh < g->k; kh++)
+		for (int64_t kw = 0; kw < g->k; kw++) {
+			struct conv_shift sh;
+
+			conv_shift_of(g, kh, kw, &sh);
+			for (int64_t c = 0; c < g->c; c++) {
+				float *src = col + (c * kk + kh * g->k + kw) *
+							   ld;
+
+				conv_zero_edges(g, &sh, src);
+				acc1(src + sh.lo, dx + c * plane + sh.lo + sh.d,
+				     sh.hi - sh.lo);
+			}
+		}
 }
 
 void
@@ -934,24 +983,19 @@ dt_kern_col2im(const struct dt_kern_conv *g, float *col, int64_t ld,
 {
 	const int64_t kk = g->k * g->k;
 	const int64_t plane = g->h * g->w;
-	const bool same = conv_same(g);
 
 	if (!add)
 		memset(dx, 0, (size_t)(g->c * plane) * sizeof(float));
+	if (conv_same(g)) {
+		col2im_same(g, col, ld, dx);
+		return;
+	}
 	for (int64_t r = 0; r < g->c * kk; r++) {
 		const int64_t kh = r % kk / g->k, kw = r % g->k;
 		float *dc = dx + r / kk * plane;
 		float *src = col + r * ld;
 		int64_t lo, hi, at;
 
-		if (same) {
-			struct conv_shift sh;
-
-			conv_shift_of(g, kh, kw, &sh);
-			conv_zero_edges(g, &sh, src);
-			acc1(src + sh.lo, dc + sh.lo + sh.d, sh.hi - sh.lo);
-			continue;
-		}
 		conv_valid_cols(g, kw, &lo, &hi);
 		for (int64_t oh = 0; oh < g->oh; oh++, src += g->ow) {
 			if (!conv_row_start(g, kh, kw, oh, &at))
@@ -1037,9 +1081,10 @@ dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
 		arg[j] = at;                                    \
 	} while (0)
 
-/* Blocks of 8, then one of 4 (the rows of a small map are short: 7 or 14
- * outputs), then one by one. */
-KERN_CLONES static void
+/* One output row from input rows r0 and r1: blocks of 8, then one of 4
+ * (the rows of a small map are short: 7 or 14 outputs), then one by one.
+ * base0 is the index of r0[0], w the row stride. */
+static inline void
 maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
 	     float *restrict y, int32_t *restrict arg, int32_t base0,
 	     int32_t w)
@@ -1056,23 +1101,33 @@ maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
 		MAXPOOL2_ONE(j);
 }
 
-void
-dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t h,
-		 int64_t w, int32_t at)
+KERN_CLONES static void
+maxpool2_planes(const float *restrict x, float *restrict y,
+		int32_t *restrict arg, int64_t planes, int64_t h, int64_t w,
+		int32_t at)
 {
 	const int64_t oh = h / 2, ow = w / 2;
 
-	for (int64_t r = 0; r < oh; r++)
-		maxpool2_row(ow, x + 2 * r * w, x + (2 * r + 1) * w,
-			     y + r * ow, arg + r * ow,
-			     at + (int32_t)(2 * r * w), (int32_t)w);
+	for (int64_t p = 0; p < planes; p++, x += h * w, y += oh * ow,
+		     arg += oh * ow, at += (int32_t)(h * w))
+		for (int64_t r = 0; r < oh; r++)
+			maxpool2_row(ow, x + 2 * r * w, x + (2 * r + 1) * w,
+				     y + r * ow, arg + r * ow,
+				     at + (int32_t)(2 * r * w), (int32_t)w);
+}
+
+void
+dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t planes,
+		 int64_t h, int64_t w, int32_t at)
+{
+	maxpool2_planes(x, y, arg, planes, h, w, at);
 }
 
 void
 dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
-		    int32_t at, float *dx, int64_t n_out, int64_t n_in)
+		    float *dx, int64_t n_out, int64_t n_in)
 {
 	memset(dx, 0, (size_t)n_in * sizeof(float));
 	for (int64_t i = 0; i < n_out; i++)
-		dx[arg[i] - at] = y[i] > 0.0f ? dy[i] : 0.0f;
+		dx[arg[i]] = y[i] > 0.0f ? dy[i] : 0.0f;
 }

@@ -157,21 +157,22 @@ void dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
 void dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
 		       int add, int64_t rows, int64_t n);
 
-/* 2x2 max pooling at stride 2 without padding of one plane x (h, w):
- * y (h/2, w/2), and arg (h/2, w/2) the index of each maximum, at + its
- * offset in the plane (at: the plane's offset in its sample). The four
- * candidates are taken row by row, left to right, and the first maximum
- * wins (a later one must be greater), as pool.c's general loop does. */
-void dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t h,
-		      int64_t w, int32_t at);
+/* 2x2 max pooling at stride 2 without padding of planes consecutive
+ * planes x (planes, h, w): y (planes, h/2, w/2), and arg (planes, h/2,
+ * w/2) the index of each maximum, at + p*h*w + its offset in plane p (at:
+ * the first plane's offset in its sample). The four candidates are taken
+ * row by row, left to right, and the first maximum wins (a later one must
+ * be greater), as pool.c's general loop does. */
+void dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t planes,
+		      int64_t h, int64_t w, int32_t at);
 
-/* The gradient of max pooling after a relu, for one plane: dx (n_in) =
- * 0 except dx[arg[i] - at] = y[i] > 0 ? dy[i] : 0 for the n_out outputs
- * i (y the pooled relu outputs, arg their argmax in the sample and at the
- * plane's offset there, as dt_kern_maxpool2 gives them; windows do not
- * overlap, so no two i share an arg). */
+/* The gradient of max pooling after a relu, for one sample: dx (n_in) =
+ * 0 except dx[arg[i]] = y[i] > 0 ? dy[i] : 0 for the n_out outputs i (y
+ * the pooled relu outputs, arg their argmax in the sample, as
+ * dt_kern_maxpool2 gives them; windows do not overlap, so no two i share
+ * an arg). */
 void dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
-			 int32_t at, float *dx, int64_t n_out, int64_t n_in);
+			 float *dx, int64_t n_out, int64_t n_in);
 
 /* The same loops split over a thread pool (util/pool.h; NULL: the
  * calling thread alone), in parts fixed by n and the pool size. None of
