@@ -1102,13 +1102,13 @@ maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
 }
 
 KERN_CLONES static void
-maxpool2_planes(const float *restrict x, float *restrict y,
+maxpool2_planes(const float *restrict x, int64_t xs, float *restrict y,
 		int32_t *restrict arg, int64_t planes, int64_t h, int64_t w,
 		int32_t at)
 {
 	const int64_t oh = h / 2, ow = w / 2;
 
-	for (int64_t p = 0; p < planes; p++, x += h * w, y += oh * ow,
+	for (int64_t p = 0; p < planes; p++, x += xs, y += oh * ow,
 		     arg += oh * ow, at += (int32_t)(h * w))
 		for (int64_t r = 0; r < oh; r++)
 			maxpool2_row(ow, x + 2 * r * w, x + (2 * r + 1) * w,
@@ -1117,17 +1117,24 @@ maxpool2_planes(const float *restrict x, float *restrict y,
 }
 
 void
-dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t planes,
-		 int64_t h, int64_t w, int32_t at)
+dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
+		 int64_t planes, int64_t h, int64_t w, int32_t at)
 {
-	maxpool2_planes(x, y, arg, planes, h, w, at);
+	maxpool2_planes(x, xs, y, arg, planes, h, w, at);
 }
 
 void
 dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
-		    float *dx, int64_t n_out, int64_t n_in)
+		    float *dx, int64_t ld, int64_t n_out, int64_t planes,
+		    int64_t plane)
 {
-	memset(dx, 0, (size_t)n_in * sizeof(float));
-	for (int64_t i = 0; i < n_out; i++)
-		dx[arg[i]] = y[i] > 0.0f ? dy[i] : 0.0f;
+	const int64_t q = n_out / planes;
+
+	for (int64_t p = 0; p < planes; p++) {
+		float *d = dx + p * ld - p * plane;
+
+		memset(dx + p * ld, 0, (size_t)plane * sizeof(float));
+		for (int64_t i = p * q; i < (p + 1) * q; i++)
+			d[arg[i]] = y[i] > 0.0f ? dy[i] : 0.0f;
+	}
 }

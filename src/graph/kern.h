@@ -157,22 +157,24 @@ void dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
 void dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
 		       int add, int64_t rows, int64_t n);
 
-/* 2x2 max pooling at stride 2 without padding of planes consecutive
- * planes x (planes, h, w): y (planes, h/2, w/2), and arg (planes, h/2,
- * w/2) the index of each maximum, at + p*h*w + its offset in plane p (at:
- * the first plane's offset in its sample). The four candidates are taken
- * row by row, left to right, and the first maximum wins (a later one must
- * be greater), as pool.c's general loop does. */
-void dt_kern_maxpool2(const float *x, float *y, int32_t *arg, int64_t planes,
-		      int64_t h, int64_t w, int32_t at);
+/* 2x2 max pooling at stride 2 without padding of planes planes (h, w),
+ * plane p at x + p*xs: y (planes, h/2, w/2), and arg (planes, h/2, w/2)
+ * the index of each maximum in its sample, at + p*h*w + its offset in
+ * the plane (at: the first plane's place in the sample). The four
+ * candidates are taken row by row, left to right, and the first maximum
+ * wins (a later one must be greater), as pool.c's general loop does. */
+void dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
+		      int64_t planes, int64_t h, int64_t w, int32_t at);
 
-/* The gradient of max pooling after a relu, for one sample: dx (n_in) =
- * 0 except dx[arg[i]] = y[i] > 0 ? dy[i] : 0 for the n_out outputs i (y
- * the pooled relu outputs, arg their argmax in the sample, as
- * dt_kern_maxpool2 gives them; windows do not overlap, so no two i share
- * an arg). */
+/* The gradient of max pooling after a relu, for one sample of planes
+ * planes of plane inputs each: plane p of dx (at dx + p*ld, plane floats)
+ * is 0 except at arg[i] - p*plane, which gets y[i] > 0 ? dy[i] : 0, for
+ * plane p's n_out/planes outputs i (y the pooled relu outputs, arg their
+ * argmax in the sample, as dt_kern_maxpool2 gives them; windows do not
+ * overlap, so no two i share an arg). */
 void dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
-			 float *dx, int64_t n_out, int64_t n_in);
+			 float *dx, int64_t ld, int64_t n_out, int64_t planes,
+			 int64_t plane);
 
 /* The same loops split over a thread pool (util/pool.h; NULL: the
  * calling thread alone), in parts fixed by n and the pool size. None of

@@ -159,7 +159,7 @@ maxpool_part(void *ctx, int64_t lo, int64_t hi)
 		int32_t *a = j->arg + t * out_plane;	/* (OH, OW) */
 
 		if (g->pad == 0 && g->k == 2 && g->s == 2) {
-			dt_kern_maxpool2(x, y, a, 1, g->h, g->w,
+			dt_kern_maxpool2(x, plane, y, a, 1, g->h, g->w,
 					 (int32_t)(c * plane));
 			continue;
 		}
