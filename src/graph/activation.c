@@ -12,6 +12,9 @@
  * instead of libm's tanhf, which cost 20 ns a value and half of a
  * char-GPT step); tanh and sigmoid forward call libm per value. The
  * loop is split over the pass's thread pool, which never changes a bit.
+ * A relu that is a convolution's `activation:` runs inside the
+ * convolution's passes (graph.c's fuse_activations, layer.h's
+ * act_fused); its node then does nothing.
  * FLOPs: counted as 1 per element (nominal; libm calls are not counted). */
 #include <assert.h>
 #include <math.h>

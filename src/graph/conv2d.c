@@ -6,27 +6,35 @@
  * `channels` = OC output maps: Hout = (H + 2P - K)/S + 1, likewise Wout.
  * Weight (OC, C, K, K) row-major, PyTorch's layout, read as a (OC, C*K*K)
  * matrix; bias (OC) unless `bias: false`. An activation comes as its own
- * node after this one (graph.h). Over the whole micro-batch of B samples,
- * with L = Hout*Wout:
- *   im2col    col(C*K*K, B*L): row (c, kh, kw), column (b, oh, ow) holds
+ * node after this one (graph.h), but a relu, and a 2x2 max pooling at
+ * stride 2 that alone reads it, run inside this node's passes when the
+ * graph fuses them (layer.h's fused_act and fused_pool). With L =
+ * Hout*Wout, for a chunk of n samples (below) side by side:
+ *   im2col    col(C*K*K, n*L): row (c, kh, kw), column (b, oh, ow) holds
  *             x[b, c, oh*S - P + kh, ow*S - P + kw], 0 in the padding
- *   forward   T(OC, B*L) = W(OC, CKK) col          one sgemm
- *             y[b, o, :] = T[o, b*L ...] + b[o]    (the bias on the way
- *                                                   back to batch first)
- *   backward  T = dY gathered to (OC, B*L), db += row sums of T,
+ *   forward   Y(OC, n*L) = W(OC, CKK) col          one sgemm
+ *             Y += bias, relu (fused), in place;
+ *             one sample: Y is the output y[b] itself; with the pooling
+ *             fused, Y is scratch, pooled into the pooling's output and
+ *             argmax while in cache (relu's and y's own buffers are then
+ *             never written: nothing else reads them)
+ *   backward  T = dY (one sample, in place), or dY masked by y > 0 (relu
+ *             fused), or the pooling's gradient routed to its argmax and
+ *             masked by the pooled output > 0 (pooling fused); db += row
+ *             sums of T; the columns made again from x;
  *             dW += T col^T                        one sgemm
  *             dcol = W^T T                         one sgemm
  *             then col2im adds dcol back into dX
  * (Chellapilla, Puri, Simard, "High Performance Convolutional Neural
- * Networks for Document Processing", 2006; Caffe's im2col; one product
- * over the batch rather than one per sample, as cuDNN's implicit GEMM
- * does, so that each product is large enough for the BLAS to reach its
- * peak and to split over its threads). The columns stay in the node's
- * scratch from forward to backward, and backward reuses them for dcol
- * once dW is done; T is the second half of the scratch. The copies
- * (im2col, the bias scatter, the gather with db, col2im) run on the
- * pass's thread pool, each split by its outputs, so the pool size never
- * changes the bits; the products' bits depend on the BLAS threads only.
+ * Networks for Document Processing", 2006; Caffe's im2col). A stride-1
+ * convolution that keeps the size (2P = K - 1) takes kern.h's shifted
+ * copy: one run per column row instead of one per output row. The
+ * chunks run on the pass's thread pool, each part of it in the scratch
+ * slots of its first chunk, so that the columns stay in the core's cache
+ * (bench/README, "Where a CNN step goes"); the cuts come from the shapes
+ * alone and the partial sums of dW are added in a fixed order, so the
+ * pool size never changes the bits, and the products run on one BLAS
+ * thread each, so neither do the BLAS threads.
  * FLOPs per sample: 2*K*K*C*OC*L for the product plus OC*L for the bias.
  * Init: He-normal with fan_in C*K*K (He et al., layer.h); bias zero. */
 #include <limits.h>
@@ -150,17 +158,17 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 
 /* How the passes cut the micro-batch, from the shapes alone (never from
  * the thread count, so the bits do not depend on it):
- *   chunk  the samples of one product: DT_CONV_CHUNK side by side when
- *          the pooling is fused (the product then goes to scratch, laid
- *          out (OC, n*L), and is pooled from there), else one sample,
- *          whose product is written straight into the output and whose
- *          output gradient is read in place when there is nothing to
- *          mask, so that nothing is copied between the batch-first
- *          layout and a (OC, B*L) one. On the CNN job (2026-12-02, one
- *          thread, best of 3) chunks of 1, 2, 4 and 8 samples gave steps
- *          of 44.2, 43.1, 43.5 and 48.2 ms: the weights are packed once
- *          per product, and 8 samples of columns (2.3 MB for conv2) no
- *          longer fit a core's L2. A thread runs whole chunks;
+ *   chunk  the DT_CONV_CHUNK samples of one product, side by side in
+ *          scratch, (OC, n*L), whether or not the relu and pooling are
+ *          fused (so that a pipeline stage boundary between them, which
+ *          stops the fusion, does not change the sums); with the pooling
+ *          fused the product is pooled from there, otherwise copied out
+ *          to the batch-first output, and the output gradient gathered
+ *          in (a one-sample chunk, the last of an odd batch, is written
+ *          and read in place). On the CNN job chunks of 2 samples were
+ *          the fastest of 1, 2, 4 and 8 (bench/README): the weights are
+ *          packed once per product, and 8 samples of columns (2.3 MB for
+ *          conv2) no longer fit a core's L2. A thread runs whole chunks;
  *   group  DT_CONV_GROUP samples (whole chunks): backward adds the dW and
  *          db of a group's chunks in order into one partial sum (group 0
  *          straight into the gradients), and the partials are then added
@@ -210,12 +218,6 @@ min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* Samples per chunk. */
-static int64_t
-chunk_of(const struct conv_job *j)
-{
-	return j->py != NULL ? DT_CONV_CHUNK : 1;
-}
 
 /* The columns of samples [b0, b0 + n) side by side, col (C*K*K, n*L). */
 static void
@@ -228,30 +230,51 @@ chunk_im2col(const struct conv_job *j, int64_t b0, int64_t n, float *col)
 			       col + b * g->l, n * g->l);
 }
 
+/* y[b0 + b] (OC, L) = the chunk's product Y (OC, n*L), sample b's
+ * columns of every row. */
+static void
+chunk_scatter(const struct conv_job *j, int64_t b0, int64_t n,
+	      const float *y)
+{
+	const struct geom *g = j->g;
+
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t o = 0; o < g->oc; o++)
+			memcpy(j->y + ((b0 + b) * g->oc + o) * g->l,
+			       y + o * n * g->l + b * g->l,
+			       (size_t)g->l * sizeof(float));
+}
+
 /* Forward of chunks [lo, hi): the columns, the product (OC, n*L) = W
  * col, then bias and relu in place; with the pooling fused the product
  * is the part's slot of t and is pooled from there while in cache,
- * otherwise (one sample) it is the output itself. */
+ * otherwise it is copied out to the output (a one-sample product is
+ * written there directly). */
 static void
 forward_chunks(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
-	const int64_t nb = chunk_of(j);
-	float *col = j->col + lo * nb * g->ckk * g->l;	/* (C*K*K, n*L) */
-	float *t = j->t + lo * nb * g->oc * g->l;	/* (OC, n*L) */
+	float *col = j->col + lo * DT_CONV_CHUNK * g->ckk * g->l;
+	float *t = j->t + lo * DT_CONV_CHUNK * g->oc * g->l;
 
 	for (int64_t c = lo; c < hi; c++) {
-		const int64_t b0 = c * nb, n = min64(nb, j->batch - b0);
+		const int64_t b0 = c * DT_CONV_CHUNK;
+		const int64_t n = min64(DT_CONV_CHUNK, j->batch - b0);
 		const int64_t nl = n * g->l;
-		float *y = j->py != NULL ? t : j->y + b0 * g->oc * g->l;
+		const bool direct = j->py == NULL && n == 1;
+		float *y = direct ? j->y + b0 * g->oc * g->l : t;
 
 		chunk_im2col(j, b0, n, col);
 		dt_kern_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt, g->ckk,
 			      col, nl, 0.0f, y, nl);
 		dt_kern_bias_act(y, j->bias, g->oc, nl, j->relu);
-		if (j->py == NULL)
+		if (direct)
 			continue;
+		if (j->py == NULL) {
+			chunk_scatter(j, b0, n, y);
+			continue;
+		}
 		for (int64_t b = 0; b < n; b++)
 			dt_kern_maxpool2(y + b * g->l, nl,
 					 j->py + (b0 + b) * j->pout,
@@ -262,26 +285,37 @@ forward_chunks(void *ctx, int64_t lo, int64_t hi)
 
 /* The output gradient of chunk [b0, b0 + n) as the products take it, T
  * (OC, n*L), with db (+)= its row sums: from the fused pooling's gradient
- * (routed to the argmax, masked by the relu) into the slot t; or (one
- * sample) dY masked by y > 0 into t with the relu fused; or dY itself. */
+ * (routed to the argmax, masked by the relu) into the slot t; or dY
+ * gathered into t, masked by y > 0 with the relu fused; or, for one
+ * sample without a mask, dY itself. */
 static const float *
 chunk_grad(const struct conv_job *j, int64_t b0, int64_t n, float *t,
 	   float *db, bool fresh)
 {
 	const struct geom *g = j->g;
-	const int64_t at = b0 * g->oc * g->l, nl = n * g->l;
+	const int64_t nl = n * g->l;
 	float *sums = j->db != NULL ? db : NULL;
 
-	if (j->py == NULL) {
-		dt_kern_grad_rows(j->relu ? j->y + at : NULL, j->dy + at, t,
-				  sums, !fresh, g->oc, g->l);
-		return j->relu ? t : j->dy + at;
+	if (j->py != NULL) {
+		for (int64_t b = 0; b < n; b++)
+			dt_kern_unpool_relu(j->pdy + (b0 + b) * j->pout,
+					    j->py + (b0 + b) * j->pout,
+					    j->parg + (b0 + b) * j->pout,
+					    t + b * g->l, nl, j->pout, g->oc,
+					    g->l);
+	} else if (n == 1 && !j->relu) {
+		dt_kern_grad_rows(NULL, j->dy + b0 * g->oc * g->l, NULL, sums,
+				  !fresh, g->oc, g->l);
+		return j->dy + b0 * g->oc * g->l;
+	} else {
+		for (int64_t b = 0; b < n; b++) {
+			const int64_t at = (b0 + b) * g->oc * g->l;
+
+			dt_kern_gather_rows(j->relu ? j->y + at : NULL,
+					    j->dy + at, t + b * g->l, nl,
+					    g->oc, g->l);
+		}
 	}
-	for (int64_t b = 0; b < n; b++)
-		dt_kern_unpool_relu(j->pdy + (b0 + b) * j->pout,
-				    j->py + (b0 + b) * j->pout,
-				    j->parg + (b0 + b) * j->pout, t + b * g->l,
-				    nl, j->pout, g->oc, g->l);
 	dt_kern_grad_rows(NULL, t, NULL, sums, !fresh, g->oc, nl);
 	return t;
 }
@@ -296,7 +330,7 @@ backward_groups(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
-	const int64_t nb = chunk_of(j), first = lo * DT_CONV_GROUP;
+	const int64_t nb = DT_CONV_CHUNK, first = lo * DT_CONV_GROUP;
 	float *col = j->col + first * g->ckk * g->l;	/* (C*K*K, n*L) */
 	float *t = j->t + first * g->oc * g->l;		/* (OC, n*L) */
 
@@ -389,7 +423,7 @@ conv2d_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	conv_job_init(&j, n, &g, p->batch, in[0]);
 	j.bias = n->n_tensors > 1 ? n->tensor[1].data : NULL;
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(p->pool, (p->batch + chunk_of(&j) - 1) / chunk_of(&j), 1,
+	dt_pool_for(p->pool, (p->batch + DT_CONV_CHUNK - 1) / DT_CONV_CHUNK, 1,
 		    forward_chunks, &j);
 	dt_kern_set_threads(blas);
 }

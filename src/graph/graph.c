@@ -412,11 +412,10 @@ too_big:
  * a layer's own `activation: relu`, on the same stage as that layer,
  * which is its only reader, of a type with ops->fuses_relu; and then the
  * 2x2 max pooling that alone reads such a relu, on the same stage, when
- * the type has ops->fuses_pool (fused_pool, pool_fused). The outputs
- * are those of the nodes apart, bit for bit (the same float operations in
- * fewer passes), and so are the gradients with the relu alone fused; with
- * the pooling, conv2d sums dW over two samples per product (conv2d.c), so
- * the parameter gradients differ from the nodes apart by rounding. */
+ * the type has ops->fuses_pool (fused_pool, pool_fused). The values and
+ * gradients are those of the nodes apart, bit for bit (the same float
+ * operations in fewer passes), so that a pipeline stage boundary, which
+ * stops a fusion, does not change a layout's bits. */
 static void
 fuse_activations(struct dt_model *m)
 {

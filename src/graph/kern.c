@@ -1040,6 +1040,23 @@ relu_mask(const float *restrict y, const float *restrict dy,
 	DT_VEC_LOOP(i, n, t[i] = kern_relu_grad(y[i], dy[i]));
 }
 
+KERN_CLONES static void
+copy_row(const float *restrict x, float *restrict y, int64_t n)
+{
+	DT_VEC_LOOP(i, n, y[i] = x[i]);
+}
+
+void
+dt_kern_gather_rows(const float *y, const float *dy, float *t, int64_t ld,
+		    int64_t rows, int64_t n)
+{
+	for (int64_t r = 0; r < rows; r++)
+		if (y != NULL)
+			relu_mask(y + r * n, dy + r * n, t + r * ld, n);
+		else
+			copy_row(dy + r * n, t + r * ld, n);
+}
+
 void
 dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
 		  int add, int64_t rows, int64_t n)
@@ -1135,6 +1152,6 @@ dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
 
 		memset(dx + p * ld, 0, (size_t)plane * sizeof(float));
 		for (int64_t i = p * q; i < (p + 1) * q; i++)
-			d[arg[i]] = y[i] > 0.0f ? dy[i] : 0.0f;
+			d[arg[i]] = y[i] > 0.0f ? dy[i] + 0.0f : 0.0f;
 	}
 }

@@ -157,6 +157,12 @@ void dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
 void dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
 		       int add, int64_t rows, int64_t n);
 
+/* One sample's output gradient dy (rows, n) into rows of t at row stride
+ * ld >= n: t[r*ld + i] = dy[r*n + i], or with y (rows, n) not NULL, y > 0
+ * ? dy : 0 (the relu gradient fused in). */
+void dt_kern_gather_rows(const float *y, const float *dy, float *t,
+			 int64_t ld, int64_t rows, int64_t n);
+
 /* 2x2 max pooling at stride 2 without padding of planes planes (h, w),
  * plane p at x + p*xs: y (planes, h/2, w/2), and arg (planes, h/2, w/2)
  * the index of each maximum in its sample, at + p*h*w + its offset in
@@ -168,7 +174,8 @@ void dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
 
 /* The gradient of max pooling after a relu, for one sample of planes
  * planes of plane inputs each: plane p of dx (at dx + p*ld, plane floats)
- * is 0 except at arg[i] - p*plane, which gets y[i] > 0 ? dy[i] : 0, for
+ * is 0 except at arg[i] - p*plane, which gets y[i] > 0 ? dy[i] + 0 : 0
+ * (+ 0: a -0 gradient arrives as +0, as max pooling's 0 + dy gives), for
  * plane p's n_out/planes outputs i (y the pooled relu outputs, arg their
  * argmax in the sample, as dt_kern_maxpool2 gives them; windows do not
  * overlap, so no two i share an arg). */

@@ -10,7 +10,9 @@
  * output gradient to that one input (the first maximal position wins a
  * tie). Without padding, a plane at a time with selects instead of
  * branches, and a 2x2 window at stride 2 vectorised over each output
- * row. Every pass is split over the pass's thread pool by (sample, channel)
+ * row (kern.h's dt_kern_maxpool2). A 2x2 max pooling at stride 2 that
+ * alone reads a convolution's relu runs inside the convolution's passes
+ * instead (graph.c's fuse_activations); its node then does nothing. Every pass is split over the pass's thread pool by (sample, channel)
  * planes, which gives the same bits with any number of threads. Average
  * pooling divides the window's sum by K*K, padding counting
  * as zeros (PyTorch's count_include_pad); backward spreads dY/(K*K) over
