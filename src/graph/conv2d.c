@@ -304,8 +304,9 @@ chunk_grad(const struct conv_job *j, int64_t b0, int64_t n, float *t,
 					    t + b * g->l, nl, j->pout, g->oc,
 					    g->l);
 	} else if (n == 1 && !j->relu) {
-		dt_kern_grad_rows(NULL, j->dy + b0 * g->oc * g->l, NULL, sums,
-				  !fresh, g->oc, g->l);
+		if (sums != NULL)
+			dt_kern_row_sums(j->dy + b0 * g->oc * g->l, sums,
+					 !fresh, g->oc, g->l);
 		return j->dy + b0 * g->oc * g->l;
 	} else {
 		for (int64_t b = 0; b < n; b++) {
@@ -316,7 +317,8 @@ chunk_grad(const struct conv_job *j, int64_t b0, int64_t n, float *t,
 					    g->oc, g->l);
 		}
 	}
-	dt_kern_grad_rows(NULL, t, NULL, sums, !fresh, g->oc, nl);
+	if (sums != NULL)
+		dt_kern_row_sums(t, sums, !fresh, g->oc, nl);
 	return t;
 }
 

@@ -1058,21 +1058,12 @@ dt_kern_gather_rows(const float *y, const float *dy, float *t, int64_t ld,
 }
 
 void
-dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
-		  int add, int64_t rows, int64_t n)
+dt_kern_row_sums(const float *x, float *db, int add, int64_t rows, int64_t n)
 {
 	for (int64_t r = 0; r < rows; r++) {
-		const float *src = dy + r * n;
+		float s = row_sum(x + r * n, n);
 
-		if (y != NULL) {
-			relu_mask(y + r * n, src, t + r * n, n);
-			src = t + r * n;
-		}
-		if (db != NULL) {
-			float s = row_sum(src, n);
-
-			db[r] = add ? db[r] + s : s;
-		}
+		db[r] = add ? db[r] + s : s;
 	}
 }
 

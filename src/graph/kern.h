@@ -149,13 +149,10 @@ void dt_kern_col2im(const struct dt_kern_conv *g, float *col, int64_t ld,
 void dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
 		      int relu);
 
-/* A convolution's output gradient (rows, n) before its products. With y
- * (the relu's output, (rows, n)) not NULL: t = y > 0 ? dy : 0, the relu
- * gradient fused in, and the sums below are of t; with y NULL, t is not
- * written and the sums are of dy. When db is not NULL, db[r] = (or +=
- * with add) the sum of row r, in 8 lanes as every sum of this header. */
-void dt_kern_grad_rows(const float *y, const float *dy, float *t, float *db,
-		       int add, int64_t rows, int64_t n);
+/* db[r] = (or += with add) the sum of row r of x (rows, n), in 8 lanes
+ * as every sum of this header: a bias gradient. */
+void dt_kern_row_sums(const float *x, float *db, int add, int64_t rows,
+		      int64_t n);
 
 /* One sample's output gradient dy (rows, n) into rows of t at row stride
  * ld >= n: t[r*ld + i] = dy[r*n + i], or with y (rows, n) not NULL, y > 0
