@@ -207,8 +207,11 @@ struct conv_job {
 	int32_t *parg;		/* (B, OC, OH/2, OW/2): argmax in the sample */
 	const float *pdy;	/* (B, OC, OH/2, OW/2) */
 	int64_t pout;		/* OC * (OH/2) * (OW/2) */
-	float *col;		/* (B, C*K*K, L): slot b at b*CKK*L */
-	float *t;		/* (B, OC, L): slot b at b*OC*L */
+	float *col;		/* (B, C*K*K, L): a chunk's columns, (C*K*K,
+				 * n*L), in the slot of its part's first
+				 * sample b, at b*CKK*L */
+	float *t;		/* (B, OC, L): likewise a chunk's product or
+				 * output gradient, (OC, n*L), at b*OC*L */
 	float *partial;		/* (groups - 1, OC*CKK + OC) */
 };
 
@@ -217,7 +220,6 @@ min64(int64_t a, int64_t b)
 {
 	return a < b ? a : b;
 }
-
 
 /* The columns of samples [b0, b0 + n) side by side, col (C*K*K, n*L). */
 static void
