@@ -1091,8 +1091,9 @@ dt_kern_row_sums(const float *x, float *db, int add, int64_t rows, int64_t n)
 
 /* One output row from input rows r0 and r1: blocks of 8, then one of 4
  * (the rows of a small map are short: 7 or 14 outputs), then one by one.
- * base0 is the index of r0[0], w the row stride. */
-static inline void
+ * base0 is the index of r0[0], w the row stride. Inlined into each clone
+ * of maxpool2_planes, so that it gets the clone's vectors. */
+static inline __attribute__((always_inline)) void
 maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
 	     float *restrict y, int32_t *restrict arg, int32_t base0,
 	     int32_t w)
