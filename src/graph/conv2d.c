@@ -70,6 +70,37 @@ geom_of(const struct dt_node *n, struct geom *g)
 	};
 }
 
+/* How the passes cut the micro-batch, from the shapes alone (never from
+ * the thread count, so the bits do not depend on it):
+ *   chunk  the DT_CONV_CHUNK samples of one product, side by side in
+ *          scratch, (OC, n*L), whether or not the relu and pooling are
+ *          fused (so that a pipeline stage boundary between them, which
+ *          stops the fusion, does not change the sums); with the pooling
+ *          fused the product is pooled from there, otherwise copied out
+ *          to the batch-first output, and the output gradient gathered
+ *          in (a one-sample chunk, the last of an odd batch, is written
+ *          and read in place). On the CNN job chunks of 2 samples were
+ *          the fastest of 1, 2, 4 and 8 (bench/README): the weights are
+ *          packed once per product, and 8 samples of columns (2.3 MB for
+ *          conv2) no longer fit a core's L2. A thread runs whole chunks;
+ *   group  DT_CONV_GROUP samples (whole chunks): backward adds the dW and
+ *          db of a group's chunks in order into one partial sum (group 0
+ *          straight into the gradients), and the partials are then added
+ *          to the gradients in group order. Forward sums nothing across
+ *          samples.
+ * Scratch per sample: the columns (C*K*K, L), the product or masked
+ * output gradient (OC, L), and a 1/DT_CONV_GROUP share of a group's
+ * partial (OC*C*K*K + OC), which covers the partials of groups 1.. of
+ * any batch. A part of a pass uses the slots of its first chunk only,
+ * one chunk at a time, so that they stay in the core's cache (a slot per
+ * chunk, 29 MB of columns for conv2, made the step 12 ms slower);
+ * backward makes the columns again from the input (a ninth of their size
+ * for a 3x3 kernel) rather than keep them from forward. */
+#define DT_CONV_CHUNK 2
+#define DT_CONV_GROUP 8
+_Static_assert(DT_CONV_GROUP % DT_CONV_CHUNK == 0,
+	       "a group is whole chunks");
+
 /* a * b * c, or INT64_MAX when it overflows. */
 static int64_t
 mul3(int64_t a, int64_t b, int64_t c)
@@ -128,10 +159,12 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 				      (long long)sp->padding);
 	geom_of(n, &g);
 	if (mul3(g.ckk, g.l, 1) > INT_MAX || mul3(c, g.k, g.k) > INT_MAX ||
-	    mul3(g.oc, g.l, 1) > INT_MAX)
+	    mul3(g.oc, g.l, 1) > INT_MAX ||
+	    mul3(g.l, DT_CONV_CHUNK, 1) > INT_MAX)
 		return dt_node_errorf(n, job, err,
 				      "conv2d of %s: more than 2^31 values "
-				      "per sample in its columns or output",
+				      "per sample in its columns or output "
+				      "(or 2^30 output positions)",
 				      dt_node_input_name(n, 0));
 	n->out_shape.n_dims = 3;
 	n->out_shape.dim[0] = g.oc;
@@ -156,36 +189,6 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 	return DT_OK;
 }
 
-/* How the passes cut the micro-batch, from the shapes alone (never from
- * the thread count, so the bits do not depend on it):
- *   chunk  the DT_CONV_CHUNK samples of one product, side by side in
- *          scratch, (OC, n*L), whether or not the relu and pooling are
- *          fused (so that a pipeline stage boundary between them, which
- *          stops the fusion, does not change the sums); with the pooling
- *          fused the product is pooled from there, otherwise copied out
- *          to the batch-first output, and the output gradient gathered
- *          in (a one-sample chunk, the last of an odd batch, is written
- *          and read in place). On the CNN job chunks of 2 samples were
- *          the fastest of 1, 2, 4 and 8 (bench/README): the weights are
- *          packed once per product, and 8 samples of columns (2.3 MB for
- *          conv2) no longer fit a core's L2. A thread runs whole chunks;
- *   group  DT_CONV_GROUP samples (whole chunks): backward adds the dW and
- *          db of a group's chunks in order into one partial sum (group 0
- *          straight into the gradients), and the partials are then added
- *          to the gradients in group order. Forward sums nothing across
- *          samples.
- * Scratch per sample: the columns (C*K*K, L), the product or masked
- * output gradient (OC, L), and a 1/DT_CONV_GROUP share of a group's
- * partial (OC*C*K*K + OC), which covers the partials of groups 1.. of
- * any batch. A part of a pass uses the slots of its first chunk only,
- * one chunk at a time, so that they stay in the core's cache (a slot per
- * chunk, 29 MB of columns for conv2, made the step 12 ms slower);
- * backward makes the columns again from the input (a ninth of their size
- * for a 3x3 kernel) rather than keep them from forward. */
-#define DT_CONV_CHUNK 2
-#define DT_CONV_GROUP 8
-_Static_assert(DT_CONV_GROUP % DT_CONV_CHUNK == 0,
-	       "a group is whole chunks");
 
 /* One pass's buffers. */
 struct conv_job {
