@@ -12,6 +12,9 @@
  * instead of libm's tanhf, which cost 20 ns a value and half of a
  * char-GPT step); tanh and sigmoid forward call libm per value. The
  * loop is split over the pass's thread pool, which never changes a bit.
+ * A relu that is a convolution's `activation:` runs inside the
+ * convolution's passes (graph.c's fuse_activations, layer.h's
+ * act_fused); its node then does nothing.
  * FLOPs: counted as 1 per element (nominal; libm calls are not counted). */
 #include <assert.h>
 #include <math.h>
@@ -197,6 +200,8 @@ activation_forward(struct dt_node *n, struct dt_pass *p,
 		.out = n->out,
 	};
 
+	if (n->act_fused)	/* done by the layer before, in place */
+		return;
 	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
 		    act_part, &j);
 }
@@ -211,7 +216,7 @@ activation_backward(struct dt_node *n, struct dt_pass *p,
 		.y = n->out, .dy = n->dout, .dx = din[0], .add = din_add[0],
 	};
 
-	if (din[0] == NULL)
+	if (din[0] == NULL || n->act_fused)
 		return;
 	dt_pool_for(p->pool, (j.len + DT_ACT_BLOCK - 1) / DT_ACT_BLOCK, 4,
 		    act_part, &j);

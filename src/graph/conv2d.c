@@ -6,27 +6,35 @@
  * `channels` = OC output maps: Hout = (H + 2P - K)/S + 1, likewise Wout.
  * Weight (OC, C, K, K) row-major, PyTorch's layout, read as a (OC, C*K*K)
  * matrix; bias (OC) unless `bias: false`. An activation comes as its own
- * node after this one (graph.h). Over the whole micro-batch of B samples,
- * with L = Hout*Wout:
- *   im2col    col(C*K*K, B*L): row (c, kh, kw), column (b, oh, ow) holds
+ * node after this one (graph.h), but a relu, and a 2x2 max pooling at
+ * stride 2 that alone reads it, run inside this node's passes when the
+ * graph fuses them (layer.h's fused_act and fused_pool). With L =
+ * Hout*Wout, for a chunk of n samples (below) side by side:
+ *   im2col    col(C*K*K, n*L): row (c, kh, kw), column (b, oh, ow) holds
  *             x[b, c, oh*S - P + kh, ow*S - P + kw], 0 in the padding
- *   forward   T(OC, B*L) = W(OC, CKK) col          one sgemm
- *             y[b, o, :] = T[o, b*L ...] + b[o]    (the bias on the way
- *                                                   back to batch first)
- *   backward  T = dY gathered to (OC, B*L), db += row sums of T,
+ *   forward   Y(OC, n*L) = W(OC, CKK) col          one sgemm
+ *             Y += bias, relu (fused), in place;
+ *             one sample: Y is the output y[b] itself; with the pooling
+ *             fused, Y is scratch, pooled into the pooling's output and
+ *             argmax while in cache (relu's and y's own buffers are then
+ *             never written: nothing else reads them)
+ *   backward  T = dY (one sample, in place), or dY masked by y > 0 (relu
+ *             fused), or the pooling's gradient routed to its argmax and
+ *             masked by the pooled output > 0 (pooling fused); db += row
+ *             sums of T; the columns made again from x;
  *             dW += T col^T                        one sgemm
  *             dcol = W^T T                         one sgemm
  *             then col2im adds dcol back into dX
  * (Chellapilla, Puri, Simard, "High Performance Convolutional Neural
- * Networks for Document Processing", 2006; Caffe's im2col; one product
- * over the batch rather than one per sample, as cuDNN's implicit GEMM
- * does, so that each product is large enough for the BLAS to reach its
- * peak and to split over its threads). The columns stay in the node's
- * scratch from forward to backward, and backward reuses them for dcol
- * once dW is done; T is the second half of the scratch. The copies
- * (im2col, the bias scatter, the gather with db, col2im) run on the
- * pass's thread pool, each split by its outputs, so the pool size never
- * changes the bits; the products' bits depend on the BLAS threads only.
+ * Networks for Document Processing", 2006; Caffe's im2col). A stride-1
+ * convolution that keeps the size (2P = K - 1) takes kern.h's shifted
+ * copy: one run per column row instead of one per output row. The
+ * chunks run on the pass's thread pool, each part of it in the scratch
+ * slots of its first chunk, so that the columns stay in the core's cache
+ * (bench/README, "Where a CNN step goes"); the cuts come from the shapes
+ * alone and the partial sums of dW are added in a fixed order, so the
+ * pool size never changes the bits, and the products run on one BLAS
+ * thread each, so neither do the BLAS threads.
  * FLOPs per sample: 2*K*K*C*OC*L for the product plus OC*L for the bias.
  * Init: He-normal with fan_in C*K*K (He et al., layer.h); bias zero. */
 #include <limits.h>
@@ -41,6 +49,7 @@ struct geom {
 	int64_t k, s, pad;
 	int64_t oc, oh, ow;	/* output */
 	int64_t ckk, l;		/* rows of col, and its columns per sample */
+	struct dt_kern_conv kc;	/* the same, for the kernels */
 };
 
 static void
@@ -55,7 +64,42 @@ geom_of(const struct dt_node *n, struct geom *g)
 	g->ow = (g->w + 2 * g->pad - g->k) / g->s + 1;
 	g->ckk = g->c * g->k * g->k;
 	g->l = g->oh * g->ow;
+	g->kc = (struct dt_kern_conv){
+		.c = g->c, .h = g->h, .w = g->w, .k = g->k, .s = g->s,
+		.pad = g->pad, .oh = g->oh, .ow = g->ow,
+	};
 }
+
+/* How the passes cut the micro-batch, from the shapes alone (never from
+ * the thread count, so the bits do not depend on it):
+ *   chunk  the DT_CONV_CHUNK samples of one product, side by side in
+ *          scratch, (OC, n*L), whether or not the relu and pooling are
+ *          fused (so that a pipeline stage boundary between them, which
+ *          stops the fusion, does not change the sums); with the pooling
+ *          fused the product is pooled from there, otherwise copied out
+ *          to the batch-first output, and the output gradient gathered
+ *          in (a one-sample chunk, the last of an odd batch, is written
+ *          and read in place). On the CNN job chunks of 2 samples were
+ *          the fastest of 1, 2, 4 and 8 (bench/README): the weights are
+ *          packed once per product, and 8 samples of columns (2.3 MB for
+ *          conv2) no longer fit a core's L2. A thread runs whole chunks;
+ *   group  DT_CONV_GROUP samples (whole chunks): backward adds the dW and
+ *          db of a group's chunks in order into one partial sum (group 0
+ *          straight into the gradients), and the partials are then added
+ *          to the gradients in group order. Forward sums nothing across
+ *          samples.
+ * Scratch per sample: the columns (C*K*K, L), the product or masked
+ * output gradient (OC, L), and a 1/DT_CONV_GROUP share of a group's
+ * partial (OC*C*K*K + OC), which covers the partials of groups 1.. of
+ * any batch. A part of a pass uses the slots of its first chunk only,
+ * one chunk at a time, so that they stay in the core's cache (a slot per
+ * chunk, 29 MB of columns for conv2, made the step 12 ms slower);
+ * backward makes the columns again from the input (a ninth of their size
+ * for a 3x3 kernel) rather than keep them from forward. */
+#define DT_CONV_CHUNK 2
+#define DT_CONV_GROUP 8
+_Static_assert(DT_CONV_GROUP % DT_CONV_CHUNK == 0,
+	       "a group is whole chunks");
 
 /* a * b * c, or INT64_MAX when it overflows. */
 static int64_t
@@ -115,10 +159,12 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 				      (long long)sp->padding);
 	geom_of(n, &g);
 	if (mul3(g.ckk, g.l, 1) > INT_MAX || mul3(c, g.k, g.k) > INT_MAX ||
-	    mul3(g.oc, g.l, 1) > INT_MAX)
+	    mul3(g.oc, g.l, 1) > INT_MAX ||
+	    mul3(g.l, DT_CONV_CHUNK, 1) > INT_MAX)
 		return dt_node_errorf(n, job, err,
 				      "conv2d of %s: more than 2^31 values "
-				      "per sample in its columns or output",
+				      "per sample in its columns or output "
+				      "(or 2^30 output positions)",
 				      dt_node_input_name(n, 0));
 	n->out_shape.n_dims = 3;
 	n->out_shape.dim[0] = g.oc;
@@ -143,79 +189,13 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 	return DT_OK;
 }
 
-/* Output columns [*lo, *hi) whose input column ow*S - P + kw lies in
- * [0, W); the others read padding. */
-static void
-valid_cols(const struct geom *g, int64_t kw, int64_t *lo, int64_t *hi)
-{
-	int64_t first = g->pad - kw, last = g->w - 1 + g->pad - kw;
 
-	*lo = first > 0 ? (first + g->s - 1) / g->s : 0;
-	*hi = last < 0 ? 0 : last / g->s + 1;
-	if (*hi > g->ow)
-		*hi = g->ow;
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
-/* Column row r = (c, kh, kw) reads input channel c shifted by (kh, kw):
- * entry (oh, ow) is x[c, oh*S - P + kh, ow*S - P + kw]. For output row oh
- * this sets *at so that entry ow (at stride S) is x[*at + ow*S] and
- * returns false when the input row is padding. Only the entries
- * valid_cols gives are read, so *at + ow*S stays in the sample even where
- * *at itself lies before the row. */
-static bool
-row_start(const struct geom *g, int64_t c, int64_t kh, int64_t kw,
-	  int64_t oh, int64_t *at)
-{
-	int64_t ih = oh * g->s - g->pad + kh;
-
-	if (ih < 0 || ih >= g->h)
-		return false;
-	*at = (c * g->h + ih) * g->w - g->pad + kw;
-	return true;
-}
-
-/* How the micro-batch is cut, from the shapes alone (never from the
- * thread count, so the bits do not depend on it):
- *   chunk  nb samples whose columns and product, (C*K*K + OC) * nb*L
- *          floats, fit in about DT_CONV_CHUNK_BYTES (a core's L2), at
- *          least one sample: one im2col, one sgemm per product, all in
- *          cache; a thread does a whole chunk;
- *   group  gs samples (whole chunks, at least DT_CONV_GROUP): backward
- *          adds the dW and db of a group's chunks in order into one
- *          partial sum (group 0 straight into the gradients), and the
- *          partials are then added to the gradients in group order.
- * Scratch per sample: the columns (C*K*K, L), the product (OC, L), and a
- * 1/gs share of a group's partial (OC*C*K*K + OC), which covers the
- * partials of groups 1.. of any batch. */
-#define DT_CONV_CHUNK_BYTES (256 * 1024)
-#define DT_CONV_GROUP 8
-
-struct cut {
-	int64_t nb, gs;		/* samples per chunk and per group */
-	int64_t part;		/* floats of one partial: OC*CKK + OC */
-};
-
-static void
-cut_of(const struct geom *g, struct cut *k)
-{
-	int64_t per = (g->ckk + g->oc) * g->l * (int64_t)sizeof(float);
-
-	k->nb = DT_CONV_CHUNK_BYTES / per;
-	if (k->nb < 1)
-		k->nb = 1;
-	if (k->nb > INT_MAX / g->l)	/* nb*L is a BLAS int */
-		k->nb = INT_MAX / g->l;
-	k->gs = (DT_CONV_GROUP + k->nb - 1) / k->nb * k->nb;
-	k->part = g->oc * g->ckk + g->oc;
-}
-
-/* One chunk's buffers and the pass around it. */
+/* One pass's buffers. */
 struct conv_job {
 	const struct geom *g;
-	struct cut k;
 	int64_t batch;
+	int64_t part;		/* floats of one partial: OC*CKK + OC */
+	bool relu;		/* the node applies its relu (fused_act) */
 	const float *x;		/* (B, C, H, W) */
 	const float *wt;	/* (OC, C*K*K) */
 	const float *bias;	/* (OC) or NULL */
@@ -225,106 +205,18 @@ struct conv_job {
 	float *db;		/* (OC) or NULL */
 	float *dx;		/* (B, C, H, W) or NULL */
 	bool dx_add;
-	float *col;		/* (B, C*K*K, L): chunk b0 at b0*CKK*L, laid
-				 * out (C*K*K, nb*L) */
-	float *t;		/* (B, OC, L): chunk b0 at b0*OC*L, laid out
-				 * (OC, nb*L) */
+	/* the fused 2x2 max pooling (fused_pool), or NULL: */
+	float *py;		/* (B, OC, OH/2, OW/2) */
+	int32_t *parg;		/* (B, OC, OH/2, OW/2): argmax in the sample */
+	const float *pdy;	/* (B, OC, OH/2, OW/2) */
+	int64_t pout;		/* OC * (OH/2) * (OW/2) */
+	float *col;		/* (B, C*K*K, L): a chunk's columns, (C*K*K,
+				 * n*L), in the slot of its part's first
+				 * sample b, at b*CKK*L */
+	float *t;		/* (B, OC, L): likewise a chunk's product or
+				 * output gradient, (OC, n*L), at b*OC*L */
 	float *partial;		/* (groups - 1, OC*CKK + OC) */
 };
-
-/* col(C*K*K, n*L) of samples x (n, C, H, W): row r = (c, kh, kw), column
- * (b, oh, ow) holds x[b, c, oh*S - P + kh, ow*S - P + kw], 0 in the
- * padding. */
-static void
-im2col(const struct geom *g, int64_t n, const float *x, float *col)
-{
-	const int64_t nl = n * g->l;
-
-	for (int64_t r = 0; r < g->ckk; r++) {
-		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
-		int64_t kw = r % g->k, lo, hi, at;
-
-		valid_cols(g, kw, &lo, &hi);
-		for (int64_t b = 0; b < n; b++) {
-			const float *xb = x + b * g->c * g->h * g->w;
-			float *dst = col + r * nl + b * g->l;
-
-			for (int64_t oh = 0; oh < g->oh; oh++, dst += g->ow) {
-				if (!row_start(g, c, kh, kw, oh, &at)) {
-					memset(dst, 0,
-					       (size_t)g->ow * sizeof(float));
-					continue;
-				}
-				for (int64_t ow = 0; ow < lo; ow++)
-					dst[ow] = 0.0f;
-				if (g->s == 1)
-					memcpy(dst + lo, xb + at + lo,
-					       (size_t)(hi - lo) *
-						       sizeof(float));
-				else
-					for (int64_t ow = lo; ow < hi; ow++)
-						dst[ow] = xb[at + ow * g->s];
-				for (int64_t ow = hi; ow < g->ow; ow++)
-					dst[ow] = 0.0f;
-			}
-		}
-	}
-}
-
-/* dx (n, C, H, W) (+)= the columns col (C*K*K, n*L) folded back onto the
- * images; padding is dropped. Each plane's rows r = (c, kh, kw) are
- * added in order. */
-static void
-col2im(const struct geom *g, int64_t n, const float *col, float *dx,
-       bool add)
-{
-	const int64_t nl = n * g->l, plane = g->h * g->w;
-
-	if (!add)
-		memset(dx, 0, (size_t)(n * g->c * plane) * sizeof(float));
-	for (int64_t r = 0; r < g->ckk; r++) {
-		int64_t c = r / (g->k * g->k), kh = r / g->k % g->k;
-		int64_t kw = r % g->k, lo, hi, at;
-
-		valid_cols(g, kw, &lo, &hi);
-		for (int64_t b = 0; b < n; b++) {
-			const float *src = col + r * nl + b * g->l;
-			float *db = dx + b * g->c * plane;
-
-			for (int64_t oh = 0; oh < g->oh; oh++, src += g->ow) {
-				if (!row_start(g, c, kh, kw, oh, &at))
-					continue;
-				for (int64_t ow = lo; ow < hi; ow++)
-					db[at + ow * g->s] += src[ow];
-			}
-		}
-	}
-}
-
-static void
-add_bias_row(int64_t len, const float *restrict t, float *restrict y,
-	     float v)
-{
-	DT_VEC_LOOP(i, len, y[i] = t[i] + v);
-}
-
-/* Sum of a row in 8 float lanes, added up in a fixed order. */
-static float
-row_sum(int64_t len, const float *restrict a)
-{
-	float lane[8] = { 0 };
-	float s = 0.0f;
-	int64_t i = 0;
-
-	for (; i + 8 <= len; i += 8)
-		for (int k = 0; k < 8; k++)
-			lane[k] += a[i + k];
-	for (; i < len; i++)
-		lane[0] += a[i];
-	for (int k = 0; k < 8; k++)
-		s += lane[k];
-	return s;
-}
 
 static int64_t
 min64(int64_t a, int64_t b)
@@ -332,85 +224,149 @@ min64(int64_t a, int64_t b)
 	return a < b ? a : b;
 }
 
-/* Forward of chunks [lo, hi): columns, T(OC, n*L) = W col, then
- * y[b, o] = T[o, b*L ...] + bias[o]. */
+/* The columns of samples [b0, b0 + n) side by side, col (C*K*K, n*L). */
+static void
+chunk_im2col(const struct conv_job *j, int64_t b0, int64_t n, float *col)
+{
+	const struct geom *g = j->g;
+
+	for (int64_t b = 0; b < n; b++)
+		dt_kern_im2col(&g->kc, j->x + (b0 + b) * g->c * g->h * g->w,
+			       col + b * g->l, n * g->l);
+}
+
+/* y[b0 + b] (OC, L) = the chunk's product Y (OC, n*L), sample b's
+ * columns of every row. */
+static void
+chunk_scatter(const struct conv_job *j, int64_t b0, int64_t n,
+	      const float *y)
+{
+	const struct geom *g = j->g;
+
+	for (int64_t b = 0; b < n; b++)
+		for (int64_t o = 0; o < g->oc; o++)
+			memcpy(j->y + ((b0 + b) * g->oc + o) * g->l,
+			       y + o * n * g->l + b * g->l,
+			       (size_t)g->l * sizeof(float));
+}
+
+/* Forward of chunks [lo, hi): the columns, the product (OC, n*L) = W
+ * col, then bias and relu in place; with the pooling fused the product
+ * is the part's slot of t and is pooled from there while in cache,
+ * otherwise it is copied out to the output (a one-sample product is
+ * written there directly). */
 static void
 forward_chunks(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
+	float *col = j->col + lo * DT_CONV_CHUNK * g->ckk * g->l;
+	float *t = j->t + lo * DT_CONV_CHUNK * g->oc * g->l;
 
 	for (int64_t c = lo; c < hi; c++) {
-		const int64_t b0 = c * j->k.nb;
-		const int64_t n = min64(j->k.nb, j->batch - b0), nl = n * g->l;
-		float *col = j->col + b0 * g->ckk * g->l;
-		float *t = j->t + b0 * g->oc * g->l;
+		const int64_t b0 = c * DT_CONV_CHUNK;
+		const int64_t n = min64(DT_CONV_CHUNK, j->batch - b0);
+		const int64_t nl = n * g->l;
+		const bool direct = j->py == NULL && n == 1;
+		float *y = direct ? j->y + b0 * g->oc * g->l : t;
 
-		im2col(g, n, j->x + b0 * g->c * g->h * g->w, col);
+		chunk_im2col(j, b0, n, col);
 		dt_kern_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt, g->ckk,
-			      col, nl, 0.0f, t, nl);
+			      col, nl, 0.0f, y, nl);
+		dt_kern_bias_act(y, j->bias, g->oc, nl, j->relu);
+		if (direct)
+			continue;
+		if (j->py == NULL) {
+			chunk_scatter(j, b0, n, y);
+			continue;
+		}
 		for (int64_t b = 0; b < n; b++)
-			for (int64_t o = 0; o < g->oc; o++)
-				add_bias_row(g->l, t + o * nl + b * g->l,
-					     j->y + ((b0 + b) * g->oc + o) *
-						     g->l,
-					     j->bias != NULL ? j->bias[o]
-							     : 0.0f);
+			dt_kern_maxpool2(y + b * g->l, nl,
+					 j->py + (b0 + b) * j->pout,
+					 j->parg + (b0 + b) * j->pout, g->oc,
+					 g->oh, g->ow, 0);
 	}
 }
 
-/* Backward of groups [lo, hi), chunk by chunk: T = dY gathered to
- * (OC, n*L); the group's dW += T col^T and db += row sums of T (group 0
- * into the gradients, the others into their partial); then the columns
- * are spent and dcol = W^T T takes their place, folded into dX. */
+/* The output gradient of chunk [b0, b0 + n) as the products take it, T
+ * (OC, n*L), with db (+)= its row sums: from the fused pooling's gradient
+ * (routed to the argmax, masked by the relu) into the slot t; or dY
+ * gathered into t, masked by y > 0 with the relu fused; or, for one
+ * sample without a mask, dY itself. */
+static const float *
+chunk_grad(const struct conv_job *j, int64_t b0, int64_t n, float *t,
+	   float *db, bool fresh)
+{
+	const struct geom *g = j->g;
+	const int64_t nl = n * g->l;
+	float *sums = j->db != NULL ? db : NULL;
+
+	if (j->py != NULL) {
+		for (int64_t b = 0; b < n; b++)
+			dt_kern_unpool_relu(j->pdy + (b0 + b) * j->pout,
+					    j->py + (b0 + b) * j->pout,
+					    j->parg + (b0 + b) * j->pout,
+					    t + b * g->l, nl, j->pout, g->oc,
+					    g->l);
+	} else if (n == 1 && !j->relu) {
+		if (sums != NULL)
+			dt_kern_row_sums(j->dy + b0 * g->oc * g->l, sums,
+					 !fresh, g->oc, g->l);
+		return j->dy + b0 * g->oc * g->l;
+	} else {
+		for (int64_t b = 0; b < n; b++) {
+			const int64_t at = (b0 + b) * g->oc * g->l;
+
+			dt_kern_gather_rows(j->relu ? j->y + at : NULL,
+					    j->dy + at, t + b * g->l, nl,
+					    g->oc, g->l);
+		}
+	}
+	if (sums != NULL)
+		dt_kern_row_sums(t, sums, !fresh, g->oc, nl);
+	return t;
+}
+
+/* Backward of groups [lo, hi), chunk by chunk: T = the chunk's output
+ * gradient, the group's db += row sums of T and dW += T col^T with the
+ * chunk's columns made again (group 0 into the gradients, the others
+ * into their partial); then dcol = W^T T takes the columns' place and is
+ * folded into dX. */
 static void
 backward_groups(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
+	const int64_t nb = DT_CONV_CHUNK, first = lo * DT_CONV_GROUP;
+	float *col = j->col + first * g->ckk * g->l;	/* (C*K*K, n*L) */
+	float *t = j->t + first * g->oc * g->l;		/* (OC, n*L) */
 
 	for (int64_t grp = lo; grp < hi; grp++) {
-		const int64_t s0 = grp * j->k.gs;
-		const int64_t s1 = min64(s0 + j->k.gs, j->batch);
+		const int64_t s0 = grp * DT_CONV_GROUP;
+		const int64_t s1 = min64(s0 + DT_CONV_GROUP, j->batch);
 		float *dw = grp == 0 ? j->dw
-				     : j->partial + (grp - 1) * j->k.part;
+				     : j->partial + (grp - 1) * j->part;
 		float *db = grp == 0 ? j->db : dw + g->oc * g->ckk;
 
-		for (int64_t b0 = s0; b0 < s1; b0 += j->k.nb) {
-			const int64_t n = min64(j->k.nb, s1 - b0);
-			const int64_t nl = n * g->l;
+		for (int64_t b0 = s0; b0 < s1; b0 += nb) {
+			const int64_t n = min64(nb, s1 - b0), nl = n * g->l;
 			const bool fresh = grp > 0 && b0 == s0;
-			float *col = j->col + b0 * g->ckk * g->l;
-			float *t = j->t + b0 * g->oc * g->l;
+			const float *tb = chunk_grad(j, b0, n, t, db, fresh);
 
-			for (int64_t o = 0; o < g->oc; o++) {
-				for (int64_t b = 0; b < n; b++)
-					memcpy(t + o * nl + b * g->l,
-					       j->dy + ((b0 + b) * g->oc + o) *
-							       g->l,
-					       (size_t)g->l * sizeof(float));
-				if (j->db != NULL) {
-					float sum = row_sum(nl, t + o * nl);
-
-					db[o] = fresh ? sum : db[o] + sum;
-				}
-			}
-			dt_kern_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, t, nl, col,
-				      nl, fresh ? 0.0f : 1.0f, dw, g->ckk);
+			chunk_im2col(j, b0, n, col);
+			dt_kern_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, tb, nl,
+				      col, nl, fresh ? 0.0f : 1.0f, dw, g->ckk);
 			if (j->dx == NULL)
 				continue;
 			dt_kern_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f, j->wt,
-				      g->ckk, t, nl, 0.0f, col, nl);
-			col2im(g, n, col, j->dx + b0 * g->c * g->h * g->w,
-			       j->dx_add);
+				      g->ckk, tb, nl, 0.0f, col, nl);
+			for (int64_t b = 0; b < n; b++)
+				dt_kern_col2im(&g->kc, col + b * g->l, nl,
+					       j->dx + (b0 + b) * g->c * g->h *
+						       g->w,
+					       j->dx_add);
 		}
 	}
-}
-
-static void
-add_part(int64_t len, float *restrict acc, const float *restrict p)
-{
-	DT_VEC_LOOP(i, len, acc[i] += p[i]);
 }
 
 /* dW and db += the partials of groups 1.. in group order, over the
@@ -420,18 +376,18 @@ reduce_part(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct conv_job *j = ctx;
 	const struct geom *g = j->g;
-	const int64_t groups = (j->batch + j->k.gs - 1) / j->k.gs;
+	const int64_t groups = (j->batch + DT_CONV_GROUP - 1) / DT_CONV_GROUP;
 	const int64_t nw = g->oc * g->ckk;
 
 	for (int64_t grp = 1; grp < groups; grp++) {
-		const float *p = j->partial + (grp - 1) * j->k.part;
+		const float *p = j->partial + (grp - 1) * j->part;
 
 		if (lo < nw)
-			add_part(min64(hi, nw) - lo, j->dw + lo, p + lo);
+			dt_kern_acc(p + lo, j->dw + lo, min64(hi, nw) - lo);
 		if (hi > nw && j->db != NULL) {
 			int64_t a = lo > nw ? lo : nw;
 
-			add_part(hi - a, j->db + (a - nw), p + a);
+			dt_kern_acc(p + a, j->db + (a - nw), hi - a);
 		}
 	}
 }
@@ -442,13 +398,22 @@ reduce_part(void *ctx, int64_t lo, int64_t hi)
  * Their bits therefore depend on neither the BLAS threads nor the pool. */
 static void
 conv_job_init(struct conv_job *j, const struct dt_node *n,
-	      const struct geom *g, int64_t batch)
+	      const struct geom *g, int64_t batch, const float *x)
 {
 	memset(j, 0, sizeof *j);
 	j->g = g;
-	cut_of(g, &j->k);
 	j->batch = batch;
+	j->part = g->oc * g->ckk + g->oc;
+	j->relu = n->fused_act == DT_ACT_RELU;
+	if (n->fused_pool != NULL) {
+		j->py = n->fused_pool->out;
+		j->parg = (int32_t *)n->fused_pool->scratch;
+		j->pdy = n->fused_pool->dout;
+		j->pout = n->fused_pool->out_size;
+	}
+	j->x = x;
 	j->wt = n->tensor[0].data;
+	j->y = n->out;
 	j->col = n->scratch;
 	j->t = n->scratch + batch * g->ckk * g->l;
 	j->partial = j->t + batch * g->oc * g->l;
@@ -462,12 +427,10 @@ conv2d_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 	int blas;
 
 	geom_of(n, &g);
-	conv_job_init(&j, n, &g, p->batch);
-	j.x = in[0];
+	conv_job_init(&j, n, &g, p->batch, in[0]);
 	j.bias = n->n_tensors > 1 ? n->tensor[1].data : NULL;
-	j.y = n->out;
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(p->pool, (p->batch + j.k.nb - 1) / j.k.nb, 1,
+	dt_pool_for(p->pool, (p->batch + DT_CONV_CHUNK - 1) / DT_CONV_CHUNK, 1,
 		    forward_chunks, &j);
 	dt_kern_set_threads(blas);
 }
@@ -480,20 +443,19 @@ conv2d_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	struct conv_job j;
 	int blas;
 
-	(void)in;
 	geom_of(n, &g);
-	conv_job_init(&j, n, &g, p->batch);
+	conv_job_init(&j, n, &g, p->batch, in[0]);
 	j.dy = n->dout;
 	j.dw = n->tensor[0].grad;
 	j.db = n->n_tensors > 1 ? n->tensor[1].grad : NULL;
 	j.dx = din[0];
 	j.dx_add = din_add[0];
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(p->pool, (p->batch + j.k.gs - 1) / j.k.gs, 1,
-		    backward_groups, &j);
+	dt_pool_for(p->pool, (p->batch + DT_CONV_GROUP - 1) / DT_CONV_GROUP,
+		    1, backward_groups, &j);
 	dt_kern_set_threads(blas);
-	if (p->batch > j.k.gs)
-		dt_pool_for(p->pool, j.k.part, 4096, reduce_part, &j);
+	if (p->batch > DT_CONV_GROUP)
+		dt_pool_for(p->pool, j.part, 4096, reduce_part, &j);
 }
 
 static double
@@ -510,11 +472,10 @@ static int64_t
 conv2d_scratch_floats(const struct dt_node *n)
 {
 	struct geom g;
-	struct cut k;
 
 	geom_of(n, &g);
-	cut_of(&g, &k);
-	return g.ckk * g.l + g.oc * g.l + (k.part + k.gs - 1) / k.gs;
+	return g.ckk * g.l + g.oc * g.l +
+	       (g.oc * g.ckk + g.oc + DT_CONV_GROUP - 1) / DT_CONV_GROUP;
 }
 
 const struct dt_layer_ops dt_layer_conv2d = {
@@ -524,4 +485,6 @@ const struct dt_layer_ops dt_layer_conv2d = {
 	.backward = conv2d_backward,
 	.fwd_flops = conv2d_fwd_flops,
 	.scratch_floats = conv2d_scratch_floats,
+	.fuses_relu = true,
+	.fuses_pool = true,
 };

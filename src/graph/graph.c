@@ -407,6 +407,44 @@ too_big:
 			 "not fit in memory", (long long)m->max_batch);
 }
 
+/* Marks the relu nodes that the layer before them applies itself
+ * (struct dt_node's fused_act and act_fused): an activation node made from
+ * a layer's own `activation: relu`, on the same stage as that layer,
+ * which is its only reader, of a type with ops->fuses_relu; and then the
+ * 2x2 max pooling that alone reads such a relu, on the same stage, when
+ * the type has ops->fuses_pool (fused_pool, pool_fused). The values and
+ * gradients are those of the nodes apart, bit for bit (the same float
+ * operations in fewer passes), so that a pipeline stage boundary, which
+ * stops a fusion, does not change a layout's bits. */
+static void
+fuse_activations(struct dt_model *m)
+{
+	for (int i = m->first + 1; i <= m->last; i++) {
+		struct dt_node *a = &m->nodes[i];
+		struct dt_node *n = &m->nodes[i - 1];
+
+		if (a->ops != &dt_layer_activation ||
+		    a->spec.activation != DT_ACT_RELU || a->n_inputs != 1 ||
+		    a->inputs[0] != i - 1 || a->layer != n->layer ||
+		    !n->ops->fuses_relu || n->n_consumers != 1 ||
+		    n->tp_mode != DT_TP_NONE)
+			continue;
+		n->fused_act = DT_ACT_RELU;
+		a->act_fused = true;
+
+		struct dt_node *q = i + 1 <= m->last ? &m->nodes[i + 1] : NULL;
+
+		if (q == NULL || !n->ops->fuses_pool || a->n_consumers != 1 ||
+		    q->ops != &dt_layer_maxpool2d || q->n_inputs != 1 ||
+		    q->inputs[0] != i || q->spec.kernel != 2 ||
+		    (q->spec.stride != 0 && q->spec.stride != 2) ||
+		    q->spec.padding != 0)
+			continue;
+		n->fused_pool = q;
+		q->pool_fused = true;
+	}
+}
+
 /* Lays out one activation slot of the stage: the offsets of each present
  * node's output, output gradient and scratch (max_batch rows each), and
  * points the tensors into the parameter and gradient arenas. */
@@ -429,6 +467,14 @@ layout_slot(struct dt_model *m)
 		}
 		if (!m->present[i])
 			continue;
+		if (n->act_fused) {
+			/* its output and gradient are its input's; their
+			 * places (sized by the plan) stay unused */
+			m->out_off[i] = m->out_off[i - 1];
+			m->dout_off[i] = m->dout_off[i - 1];
+			at += rows * n->out_size * (has_dout(n) ? 2 : 1);
+			continue;
+		}
 		if (own)
 			dt_node_act_floats(n, &scratch);
 		m->out_off[i] = at;
@@ -657,6 +703,7 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	if (max_batch > 0) {
 		m->params = dt_xalloc_floats(m->n_params);
 		m->grads = dt_xalloc_floats(m->n_params);
+		fuse_activations(m);
 		layout_slot(m);
 		if (m->slot_floats > SIZE_MAX / sizeof(float) /
 				     (size_t)n_slots) {

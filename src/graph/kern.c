@@ -781,3 +781,369 @@ dt_kern_set_threads(int n)
 		openblas_set_num_threads(n);
 	return before;
 }
+
+/* ---- convolution ------------------------------------------------------ */
+
+/* Output columns [*lo, *hi) whose input column ow*S - P + kw lies in
+ * [0, W); the others read padding. */
+static void
+conv_valid_cols(const struct dt_kern_conv *g, int64_t kw, int64_t *lo,
+		int64_t *hi)
+{
+	int64_t first = g->pad - kw, last = g->w - 1 + g->pad - kw;
+
+	*lo = first > 0 ? (first + g->s - 1) / g->s : 0;
+	*hi = last < 0 ? 0 : last / g->s + 1;
+	if (*hi > g->ow)
+		*hi = g->ow;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
+/* Column row (kh, kw) of channel plane xc: for output row oh, sets *at so
+ * that entry ow (at stride S) is xc[*at + ow*S], or returns false when the
+ * input row is padding. Only the entries conv_valid_cols gives are read,
+ * so *at + ow*S stays in the plane even where *at lies before its row. */
+static bool
+conv_row_start(const struct dt_kern_conv *g, int64_t kh, int64_t kw,
+	       int64_t oh, int64_t *at)
+{
+	int64_t ih = oh * g->s - g->pad + kh;
+
+	if (ih < 0 || ih >= g->h)
+		return false;
+	*at = ih * g->w - g->pad + kw;
+	return true;
+}
+
+/* Whether the output has the input's size at stride 1 (2P = K - 1): then
+ * column row (kh, kw) is the input plane shifted by d = (kh - P) W + (kw -
+ * P), one contiguous run [lo, hi) of the oh*ow entries, with the input
+ * rows outside the image and the |kw - P| edge columns of every row set
+ * to 0 (they would read the neighbouring row). */
+static bool
+conv_same(const struct dt_kern_conv *g)
+{
+	return g->s == 1 && g->oh == g->h && g->ow == g->w;
+}
+
+struct conv_shift {
+	int64_t d;		/* input index = output index + d */
+	int64_t lo, hi;		/* the run that reads the plane */
+	int64_t oh0, oh1;	/* output rows inside the image */
+	int64_t dw;		/* kw - P: edge columns [0, -dw) or
+				 * [W - dw, W) */
+};
+
+static int64_t
+conv_clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void
+conv_shift_of(const struct dt_kern_conv *g, int64_t kh, int64_t kw,
+	      struct conv_shift *sh)
+{
+	const int64_t dh = kh - g->pad, plane = g->h * g->w;
+
+	sh->dw = kw - g->pad;
+	sh->d = dh * g->w + sh->dw;
+	sh->oh0 = conv_clamp(-dh, 0, g->h);
+	sh->oh1 = conv_clamp(g->h - dh, sh->oh0, g->h);
+	/* the image rows, less what would read before or after the plane
+	 * (edge columns of the first or last row) */
+	sh->lo = conv_clamp(sh->oh0 * g->w > -sh->d ? sh->oh0 * g->w : -sh->d,
+			    0, plane);
+	sh->hi = conv_clamp(sh->oh1 * g->w < plane - sh->d ? sh->oh1 * g->w
+							   : plane - sh->d,
+			    sh->lo, plane);
+}
+
+/* The edge columns of the image rows of one column row, set to 0. */
+static inline void
+conv_zero_edges(const struct dt_kern_conv *g, const struct conv_shift *sh,
+		float *row)
+{
+	const int64_t n = conv_clamp(sh->dw < 0 ? -sh->dw : sh->dw, 0, g->w);
+	const int64_t at = sh->dw < 0 ? 0 : g->w - n;
+
+	if (n == 0)
+		return;
+	for (int64_t oh = sh->oh0; oh < sh->oh1; oh++)
+		for (int64_t i = 0; i < n; i++)
+			row[oh * g->w + at + i] = 0.0f;
+}
+
+/* One column row (kh, kw) of plane xc in the general geometry. */
+static void
+im2col_row(const struct dt_kern_conv *g, int64_t kh, int64_t kw,
+	   const float *xc, float *dst)
+{
+	int64_t lo, hi, at;
+
+	conv_valid_cols(g, kw, &lo, &hi);
+	for (int64_t oh = 0; oh < g->oh; oh++, dst += g->ow) {
+		if (!conv_row_start(g, kh, kw, oh, &at)) {
+			memset(dst, 0, (size_t)g->ow * sizeof(float));
+			continue;
+		}
+		for (int64_t ow = 0; ow < lo; ow++)
+			dst[ow] = 0.0f;
+		if (g->s == 1)
+			memcpy(dst + lo, xc + at + lo,
+			       (size_t)(hi - lo) * sizeof(float));
+		else
+			for (int64_t ow = lo; ow < hi; ow++)
+				dst[ow] = xc[at + ow * g->s];
+		for (int64_t ow = hi; ow < g->ow; ow++)
+			dst[ow] = 0.0f;
+	}
+}
+
+/* x[0..n) = 0: a short run (a row's edge, a first row) inline rather
+ * than through memset. */
+static inline void
+conv_zero(float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = 0.0f;
+}
+
+/* The same-size geometry (conv_same): column rows (kh, kw) of every
+ * channel, the shift worked out once per (kh, kw). */
+static void
+im2col_same(const struct dt_kern_conv *g, const float *x, float *col,
+	    int64_t ld)
+{
+	const int64_t kk = g->k * g->k, l = g->oh * g->ow;
+	const int64_t plane = g->h * g->w;
+
+	for (int64_t kh = 0; kh < g->k; kh++)
+		for (int64_t kw = 0; kw < g->k; kw++) {
+			struct conv_shift sh;
+
+			conv_shift_of(g, kh, kw, &sh);
+			for (int64_t c = 0; c < g->c; c++) {
+				float *dst = col + (c * kk + kh * g->k + kw) *
+							   ld;
+
+				conv_zero(dst, sh.lo);
+				memcpy(dst + sh.lo, x + c * plane + sh.lo + sh.d,
+				       (size_t)(sh.hi - sh.lo) *
+					       sizeof(float));
+				conv_zero(dst + sh.hi, l - sh.hi);
+				conv_zero_edges(g, &sh, dst);
+			}
+		}
+}
+
+void
+dt_kern_im2col(const struct dt_kern_conv *g, const float *x, float *col,
+	       int64_t ld)
+{
+	const int64_t kk = g->k * g->k;
+	const int64_t plane = g->h * g->w;
+
+	if (conv_same(g)) {
+		im2col_same(g, x, col, ld);
+		return;
+	}
+	for (int64_t r = 0; r < g->c * kk; r++)
+		im2col_row(g, r % kk / g->k, r % g->k, x + r / kk * plane,
+			   col + r * ld);
+}
+
+/* col2im in the same-size geometry: for every channel the rows (kh, kw)
+ * in order, as the general loop adds them. */
+static void
+col2im_same(const struct dt_kern_conv *g, float *col, int64_t ld, float *dx)
+{
+	const int64_t kk = g->k * g->k, plane = g->h * g->w;
+
+	for (int64_t kh = 0; kh < g->k; kh++)
+		for (int64_t kw = 0; kw < g->k; kw++) {
+			struct conv_shift sh;
+
+			conv_shift_of(g, kh, kw, &sh);
+			for (int64_t c = 0; c < g->c; c++) {
+				float *src = col + (c * kk + kh * g->k + kw) *
+							   ld;
+
+				conv_zero_edges(g, &sh, src);
+				acc1(src + sh.lo, dx + c * plane + sh.lo + sh.d,
+				     sh.hi - sh.lo);
+			}
+		}
+}
+
+void
+dt_kern_col2im(const struct dt_kern_conv *g, float *col, int64_t ld,
+	       float *dx, int add)
+{
+	const int64_t kk = g->k * g->k;
+	const int64_t plane = g->h * g->w;
+
+	if (!add)
+		memset(dx, 0, (size_t)(g->c * plane) * sizeof(float));
+	if (conv_same(g)) {
+		col2im_same(g, col, ld, dx);
+		return;
+	}
+	for (int64_t r = 0; r < g->c * kk; r++) {
+		const int64_t kh = r % kk / g->k, kw = r % g->k;
+		float *dc = dx + r / kk * plane;
+		float *src = col + r * ld;
+		int64_t lo, hi, at;
+
+		conv_valid_cols(g, kw, &lo, &hi);
+		for (int64_t oh = 0; oh < g->oh; oh++, src += g->ow) {
+			if (!conv_row_start(g, kh, kw, oh, &at))
+				continue;
+			for (int64_t ow = lo; ow < hi; ow++)
+				dc[at + ow * g->s] += src[ow];
+		}
+	}
+}
+
+KERN_CLONES static void
+bias_row(float *restrict y, int64_t n, float v, int relu)
+{
+	if (relu)
+		DT_VEC_LOOP(i, n, {
+			float u = y[i] + v;
+
+			y[i] = u > 0.0f ? u : 0.0f;
+		});
+	else
+		DT_VEC_LOOP(i, n, y[i] = y[i] + v);
+}
+
+void
+dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
+		 int relu)
+{
+	for (int64_t r = 0; r < rows; r++)
+		bias_row(y + r * n, n, bias != NULL ? bias[r] : 0.0f, relu);
+}
+
+static inline float
+kern_relu_grad(float y, float dy)
+{
+	return y > 0.0f ? dy : 0.0f;
+}
+
+KERN_CLONES static void
+relu_mask(const float *restrict y, const float *restrict dy,
+	  float *restrict t, int64_t n)
+{
+	DT_VEC_LOOP(i, n, t[i] = kern_relu_grad(y[i], dy[i]));
+}
+
+KERN_CLONES static void
+copy_row(const float *restrict x, float *restrict y, int64_t n)
+{
+	DT_VEC_LOOP(i, n, y[i] = x[i]);
+}
+
+void
+dt_kern_gather_rows(const float *y, const float *dy, float *t, int64_t ld,
+		    int64_t rows, int64_t n)
+{
+	for (int64_t r = 0; r < rows; r++)
+		if (y != NULL)
+			relu_mask(y + r * n, dy + r * n, t + r * ld, n);
+		else
+			copy_row(dy + r * n, t + r * ld, n);
+}
+
+void
+dt_kern_row_sums(const float *x, float *db, int add, int64_t rows, int64_t n)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		float s = row_sum(x + r * n, n);
+
+		db[r] = add ? db[r] + s : s;
+	}
+}
+
+/* ---- 2x2 max pooling ------------------------------------------------ */
+
+/* One output row from input rows r0 and r1; base0 is the index of
+ * r0[0], w the row stride. */
+#define MAXPOOL2_ONE(j)                                         \
+	do {                                                    \
+		float a = r0[2 * (j)];                          \
+		float b = r0[2 * (j) + 1];                      \
+		float c = r1[2 * (j)];                          \
+		float d = r1[2 * (j) + 1];                      \
+		int32_t base = base0 + 2 * (int32_t)(j);        \
+		float v = b > a ? b : a;                        \
+		int32_t at = b > a ? base + 1 : base;           \
+                                                                \
+		at = c > v ? base + w : at;                     \
+		v = c > v ? c : v;                              \
+		at = d > v ? base + w + 1 : at;                 \
+		v = d > v ? d : v;                              \
+		y[j] = v;                                       \
+		arg[j] = at;                                    \
+	} while (0)
+
+/* One output row from input rows r0 and r1: blocks of 8, then one of 4
+ * (the rows of a small map are short: 7 or 14 outputs), then one by one.
+ * base0 is the index of r0[0], w the row stride. Inlined into each clone
+ * of maxpool2_planes, so that it gets the clone's vectors. */
+static inline __attribute__((always_inline)) void
+maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
+	     float *restrict y, int32_t *restrict arg, int32_t base0,
+	     int32_t w)
+{
+	int64_t j = 0;
+
+	for (; j + 8 <= ow; j += 8)
+		for (int k = 0; k < 8; k++)
+			MAXPOOL2_ONE(j + k);
+	for (; j + 4 <= ow; j += 4)
+		for (int k = 0; k < 4; k++)
+			MAXPOOL2_ONE(j + k);
+	for (; j < ow; j++)
+		MAXPOOL2_ONE(j);
+}
+
+KERN_CLONES static void
+maxpool2_planes(const float *restrict x, int64_t xs, float *restrict y,
+		int32_t *restrict arg, int64_t planes, int64_t h, int64_t w,
+		int32_t at)
+{
+	const int64_t oh = h / 2, ow = w / 2;
+
+	for (int64_t p = 0; p < planes; p++, x += xs, y += oh * ow,
+		     arg += oh * ow, at += (int32_t)(h * w))
+		for (int64_t r = 0; r < oh; r++)
+			maxpool2_row(ow, x + 2 * r * w, x + (2 * r + 1) * w,
+				     y + r * ow, arg + r * ow,
+				     at + (int32_t)(2 * r * w), (int32_t)w);
+}
+
+void
+dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
+		 int64_t planes, int64_t h, int64_t w, int32_t at)
+{
+	maxpool2_planes(x, xs, y, arg, planes, h, w, at);
+}
+
+void
+dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
+		    float *dx, int64_t ld, int64_t n_out, int64_t planes,
+		    int64_t plane)
+{
+	const int64_t q = n_out / planes;
+
+	for (int64_t p = 0; p < planes; p++) {
+		float *d = dx + p * ld - p * plane;
+
+		memset(dx + p * ld, 0, (size_t)plane * sizeof(float));
+		for (int64_t i = p * q; i < (p + 1) * q; i++)
+			d[arg[i]] = y[i] > 0.0f ? dy[i] + 0.0f : 0.0f;
+	}
+}

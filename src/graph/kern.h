@@ -119,6 +119,67 @@ void dt_kern_acc(const float *x, float *y, int64_t n);
 void dt_kern_mul(const float *x, const float *s, float *y, int64_t n,
 		 int add);
 
+/* The convolution layer's loops (conv2d.c), one (C, H, W) sample at a
+ * time. A square kernel K at stride S with zero padding P on every side:
+ * oh = (h + 2P - K)/S + 1, likewise ow (the caller checks they are >= 1
+ * and that the shapes fit in an int). */
+struct dt_kern_conv {
+	int64_t c, h, w;	/* input channels and size */
+	int64_t k, s, pad;	/* kernel, stride, padding */
+	int64_t oh, ow;		/* output size */
+};
+
+/* The columns of one sample (Chellapilla et al. 2006; Caffe's im2col):
+ * col (C*K*K, oh*ow) at row stride ld >= oh*ow (so that the columns of
+ * several samples can lie side by side), row r = (c, kh, kw), entry
+ * (oh, ow) holding x[c, oh*S - P + kh, ow*S - P + kw], 0 in the padding;
+ * x (C, H, W). Exact copies: every geometry gives the same values. */
+void dt_kern_im2col(const struct dt_kern_conv *g, const float *x, float *col,
+		    int64_t ld);
+
+/* The inverse scatter: dx (C, H, W) = (or += with add) the columns col
+ * (C*K*K, oh*ow), row stride ld, added back where im2col took them from,
+ * the rows r in order for every element (padding entries are dropped).
+ * col is scratch: its padding entries are set to 0 on the way. */
+void dt_kern_col2im(const struct dt_kern_conv *g, float *col, int64_t ld,
+		    float *dx, int add);
+
+/* y (rows, n) in place: y[r][i] = y[r][i] + bias[r] (bias NULL: + 0),
+ * then with relu max(0, that), a convolution's epilogue. */
+void dt_kern_bias_act(float *y, const float *bias, int64_t rows, int64_t n,
+		      int relu);
+
+/* db[r] = (or += with add) the sum of row r of x (rows, n), in 8 lanes
+ * as every sum of this header: a bias gradient. */
+void dt_kern_row_sums(const float *x, float *db, int add, int64_t rows,
+		      int64_t n);
+
+/* One sample's output gradient dy (rows, n) into rows of t at row stride
+ * ld >= n: t[r*ld + i] = dy[r*n + i], or with y (rows, n) not NULL, y > 0
+ * ? dy : 0 (the relu gradient fused in). */
+void dt_kern_gather_rows(const float *y, const float *dy, float *t,
+			 int64_t ld, int64_t rows, int64_t n);
+
+/* 2x2 max pooling at stride 2 without padding of planes planes (h, w),
+ * plane p at x + p*xs: y (planes, h/2, w/2), and arg (planes, h/2, w/2)
+ * the index of each maximum in its sample, at + p*h*w + its offset in
+ * the plane (at: the first plane's place in the sample). The four
+ * candidates are taken row by row, left to right, and the first maximum
+ * wins (a later one must be greater), as pool.c's general loop does. */
+void dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
+		      int64_t planes, int64_t h, int64_t w, int32_t at);
+
+/* The gradient of max pooling after a relu, for one sample of planes
+ * planes of plane inputs each: plane p of dx (at dx + p*ld, plane floats)
+ * is 0 except at arg[i] - p*plane, which gets y[i] > 0 ? dy[i] + 0 : 0
+ * (+ 0: a -0 gradient arrives as +0, as max pooling's 0 + dy gives), for
+ * plane p's n_out/planes outputs i (y the pooled relu outputs, arg their
+ * argmax in the sample, as dt_kern_maxpool2 gives them; windows do not
+ * overlap, so no two i share an arg). */
+void dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
+			 float *dx, int64_t ld, int64_t n_out, int64_t planes,
+			 int64_t plane);
+
 /* The same loops split over a thread pool (util/pool.h; NULL: the
  * calling thread alone), in parts fixed by n and the pool size. None of
  * them sums across elements (each output element gets exactly the

@@ -182,6 +182,23 @@ struct dt_node {
 	float *dout;		/* (max_batch, out_size); NULL when no gradient
 				 * flows back through the node */
 	float *scratch;		/* (max_batch, ops->scratch_floats), or NULL */
+	/* Set by the graph when a layer applies the activation node that
+	 * follows it (ops->fuses_relu; graph.c's fuse_activations): the
+	 * layer's fused_act is DT_ACT_RELU and its forward writes relu(out),
+	 * its backward takes dout as the relu's output gradient and masks it
+	 * by out > 0 itself; the activation node's act_fused is true, its
+	 * out and dout are the layer's, and its passes do nothing. */
+	enum dt_activation fused_act;
+	bool act_fused;
+	/* Set by the graph when the relu so fused feeds only a 2x2 max
+	 * pooling at stride 2 without padding, and the layer has
+	 * ops->fuses_pool: the layer's fused_pool is that pooling node, whose
+	 * output and argmax (its scratch) the layer's forward writes and
+	 * whose dout its backward reads; the pooling node's pool_fused is
+	 * true and its passes do nothing. The layer's own output and the
+	 * relu's are then not written at all (nothing else reads them). */
+	struct dt_node *fused_pool;
+	bool pool_fused;
 };
 
 /* A layer type. Hooks marked optional may be NULL.
@@ -225,6 +242,14 @@ struct dt_layer_ops {
 	/* Optional: floats per sample of n->scratch, activation storage
 	 * beyond the output and output gradient (which the graph sizes). */
 	int64_t (*scratch_floats)(const struct dt_node *n);
+	/* The type can apply a relu that follows it inside its own passes
+	 * (struct dt_node's fused_act), which saves the relu's two passes
+	 * over the output. */
+	bool fuses_relu;
+	/* And a 2x2 max pooling after that relu (struct dt_node's
+	 * fused_pool), which saves the round trip of the output through
+	 * memory. */
+	bool fuses_pool;
 };
 
 /* Runs stmt for each i in [0, len) (int64_t i, declared by the macro), in

@@ -10,7 +10,9 @@
  * output gradient to that one input (the first maximal position wins a
  * tie). Without padding, a plane at a time with selects instead of
  * branches, and a 2x2 window at stride 2 vectorised over each output
- * row. Every pass is split over the pass's thread pool by (sample, channel)
+ * row (kern.h's dt_kern_maxpool2). A 2x2 max pooling at stride 2 that
+ * alone reads a convolution's relu runs inside the convolution's passes
+ * instead (graph.c's fuse_activations); its node then does nothing. Every pass is split over the pass's thread pool by (sample, channel)
  * planes, which gives the same bits with any number of threads. Average
  * pooling divides the window's sum by K*K, padding counting
  * as zeros (PyTorch's count_include_pad); backward spreads dY/(K*K) over
@@ -20,6 +22,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/pool.h"
 
@@ -129,35 +132,6 @@ maxpool_plane(const struct pgeom *g, const float *restrict x,
 		}
 }
 
-/* One output row of a 2x2 window at stride 2 (the common case): input
- * rows r0 and r1, the four candidates taken in the order of the general
- * loop (row by row, left to right; the first maximum wins), vectorised
- * over the row. at0 is r0's offset in the sample, w the row stride. */
-static void
-maxpool2_row(int64_t ow, const float *restrict r0, const float *restrict r1,
-	     float *restrict y, int32_t *restrict arg, int32_t at0, int32_t w)
-{
-	DT_VEC_LOOP(j, ow, {
-		float a = r0[2 * j];
-		float b = r0[2 * j + 1];
-		float c = r1[2 * j];
-		float d = r1[2 * j + 1];
-		bool mb = b > a;
-		float v = mb ? b : a;
-		int32_t off = mb ? 1 : 0;
-		bool mc = c > v;
-
-		v = mc ? c : v;
-		off = mc ? w : off;
-		bool md = d > v;
-
-		v = md ? d : v;
-		off = md ? w + 1 : off;
-		y[j] = v;
-		arg[j] = at0 + 2 * (int32_t)j + off;
-	});
-}
-
 /* The passes split their work by (sample, channel) planes, t = b*C + c:
  * every output, argmax and input gradient of a plane belongs to it alone
  * (a window never leaves its channel), so any split over the pool gives
@@ -187,13 +161,8 @@ maxpool_part(void *ctx, int64_t lo, int64_t hi)
 		int32_t *a = j->arg + t * out_plane;	/* (OH, OW) */
 
 		if (g->pad == 0 && g->k == 2 && g->s == 2) {
-			for (int64_t oh = 0; oh < g->oh; oh++)
-				maxpool2_row(g->ow, x + 2 * oh * g->w,
-					     x + (2 * oh + 1) * g->w,
-					     y + oh * g->ow, a + oh * g->ow,
-					     (int32_t)(c * plane +
-						       2 * oh * g->w),
-					     (int32_t)g->w);
+			dt_kern_maxpool2(x, plane, y, a, 1, g->h, g->w,
+					 (int32_t)(c * plane));
 			continue;
 		}
 		if (g->pad == 0) {
@@ -232,6 +201,8 @@ maxpool_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 		.arg = (int32_t *)n->scratch,
 	};
 
+	if (n->pool_fused)	/* done by the convolution before */
+		return;
 	pgeom_of(n, &j.g);
 	dt_pool_for(p->pool, p->batch * j.g.c, 16, maxpool_part, &j);
 }
@@ -266,7 +237,7 @@ maxpool_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	};
 
 	(void)in;
-	if (din[0] == NULL)
+	if (din[0] == NULL || n->pool_fused)
 		return;
 	pgeom_of(n, &j.g);
 	dt_pool_for(p->pool, p->batch * j.g.c, 16, maxpool_back_part, &j);

@@ -19,6 +19,7 @@
 
 #include "graph/graph.h"
 #include "graph/layer.h"
+#include "graph/model.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
 #include "util/pool.h"
@@ -86,6 +87,8 @@ static const struct conv_case conv_cases[] = {
 	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1 */
 	{ 2, 6, 5, 2, 2, 3, 1, false },	/* stride 3, padding, no bias */
 	{ 1, 4, 4, 1, 4, 1, 0, true },	/* kernel = image */
+	{ 0, 5, 7, 3, 3, 1, 1, true },	/* one channel, odd sizes, same */
+	{ 2, 3, 1, 2, 5, 1, 2, true },	/* 5x5 same on a 3x1 image */
 };
 
 static void
@@ -189,6 +192,10 @@ static const struct conv_case conv_batched_cases[] = {
 	{ 0, 9, 8, 5, 4, 3, 2, true },	/* one channel, 4x4 stride 3 pad 2 */
 	{ 3, 4, 5, 2, 1, 1, 0, true },	/* 1x1 */
 	{ 4, 20, 20, 8, 3, 1, 1, true },	/* 400 positions */
+	{ 0, 7, 9, 4, 3, 1, 1, true },	/* one channel, odd sizes, same */
+	{ 3, 6, 5, 2, 5, 1, 2, false },	/* 5x5 same, no bias */
+	{ 2, 2, 3, 3, 5, 1, 2, true },	/* 5x5 same, kernel past the image */
+	{ 2, 7, 7, 3, 3, 2, 0, true },	/* stride 2, padding 0 */
 };
 
 /* The upstream gradient (o, y, x) of sample b. */
@@ -200,10 +207,10 @@ grad_at(const struct gc_rig *r, const struct conv_case *cc, int64_t b,
 		    r->n.out_shape.dim[2] + x];
 }
 
-START_TEST(test_conv2d_batched)
+static void
+check_batched(const struct conv_case *cc, int64_t batch)
 {
-	const struct conv_case *cc = &conv_batched_cases[_i];
-	const int64_t batch = 20, c = cc->c > 0 ? cc->c : 1;
+	const int64_t c = cc->c > 0 ? cc->c : 1;
 	struct gc_rig r;
 
 	conv_setup(&r, cc, batch);
@@ -299,6 +306,18 @@ START_TEST(test_conv2d_batched)
 	free(gr1);
 	gc_free(&r);
 }
+
+START_TEST(test_conv2d_batched)
+{
+	check_batched(&conv_batched_cases[_i], 20);
+}
+END_TEST
+
+/* One sample: a single group, no partial sums. */
+START_TEST(test_conv2d_batch1)
+{
+	check_batched(&conv_batched_cases[_i], 1);
+}
 END_TEST
 
 START_TEST(test_conv2d_counts)
@@ -314,9 +333,9 @@ START_TEST(test_conv2d_counts)
 	/* 2*K*K*Cin*Cout*Hout*Wout + Cout*Hout*Wout */
 	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n),
 			    2.0 * 9 * 1 * 32 * 28 * 28 + 32 * 28 * 28);
-	/* the columns (C*K*K, L) and the product (OC, L) per sample, and
-	 * an eighth of a group's partial dW and db (2 samples fit a chunk,
-	 * groups are 8 samples): (32*9 + 32) / 8 */
+	/* the columns (C*K*K, L) and the masked gradient (OC, L) per
+	 * sample, and an eighth of a group's partial dW and db (groups are
+	 * 8 samples): (32*9 + 32) / 8 */
 	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n),
 			 9 * 28 * 28 + 32 * 28 * 28 + 40);
 	ck_assert_str_eq(r.n.tensor[0].name, "weight");
@@ -983,15 +1002,16 @@ START_TEST(test_cnn_counts)
 	ck_assert_int_eq(dt_model_labels_per_sample(m), 1);
 	ck_assert_int_eq(dt_model_targets_per_sample(m), 0);
 	/* Outputs of every node, gradients of all but the loss (nothing
-	 * reads it), conv columns (9*64 and 18*4), products (2*64 and 3*4)
-	 * and shares of the partial sums (1 each: one chunk takes 93 and
-	 * 372 samples), and the maxpool argmax (32). */
+	 * reads it), conv columns (9*64 and 18*4), masked gradients (2*64
+	 * and 3*4) and an eighth of a group's partial sum, rounded up
+	 * (20/8 -> 3 and 57/8 -> 8; groups are 8 samples), and the maxpool
+	 * argmax (32). */
 	int64_t outs_sum = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3 + 3;
 	int64_t douts = 128 + 128 + 32 + 12 + 12 + 3 + 3 + 3;
 
 	ck_assert_int_eq(dt_model_act_floats_per_sample(m),
 			 outs_sum + douts + 9 * 64 + 18 * 4 + 2 * 64 + 3 * 4 +
-				 1 + 1 + 32);
+				 3 + 8 + 32);
 	ck_assert_str_eq(info.kind, "softmax_cross_entropy");
 	dt_model_layer_info(m, 2, &info);
 	ck_assert_str_eq(info.kind, "maxpool2d");
@@ -1496,6 +1516,131 @@ START_TEST(test_dropout_accumulation)
 }
 END_TEST
 
+/* conv 3x3 same (3 maps) relu, maxpool 2 on the odd (9, 9) map, conv 3x3
+ * same (4 maps) relu, maxpool 3 stride 1, conv 3x3 stride 2 padding 1
+ * relu, flatten,
+ * dense 3. With fused, every relu is the convolution's `activation:`,
+ * which the graph fuses (conv0 with pool0, conv1 with its relu only, as
+ * a 3x3 pooling is not fused, conv2 with its relu); otherwise each relu
+ * is an activation layer of its own, which stays a node of its own. */
+static struct dt_job *
+fusion_job(bool fused)
+{
+	static const int64_t dims[] = { 9, 9 };
+	struct dt_job *job = new_job(2, dims, DT_LOSS_SOFTMAX_CROSS_ENTROPY,
+				     5);
+	static const char *names[] = { "conv0", "conv1", "conv2" };
+	struct dt_layer_spec *l;
+
+	for (int i = 0; i < 3; i++) {
+		l = add_layer(job, DT_LAYER_CONV2D, names[i], NULL);
+		l->channels = 3 + i;
+		l->kernel = 3;
+		l->padding = 1;
+		l->stride = i < 2 ? 1 : 2;
+		if (fused)
+			l->activation = DT_ACT_RELU;
+		else
+			add_layer(job, DT_LAYER_ACTIVATION, NULL, NULL)
+				->activation = DT_ACT_RELU;
+		if (i == 2)
+			break;
+		l = add_layer(job, DT_LAYER_MAXPOOL2D, NULL, NULL);
+		l->kernel = i == 0 ? 2 : 3;
+		l->stride = i == 0 ? 0 : 1;
+	}
+	add_layer(job, DT_LAYER_FLATTEN, "flat", NULL);
+	add_layer(job, DT_LAYER_DENSE, "out", NULL)->units = 3;
+	return job;
+}
+
+/* One training step of m on a pool of threads (1: none): the loss and
+ * the gradient, into grads (n_params). */
+static double
+fusion_step(struct dt_model *m, const float *x, const int32_t *labels,
+	    int64_t batch, int threads, float *grads)
+{
+	struct dt_pool *pool = threads > 1 ? dt_pool_new(threads) : NULL;
+	double loss;
+
+	dt_model_set_pool(m, pool);
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, batch, 1.0f, &loss, NULL);
+	memcpy(grads, dt_model_grads(m),
+	       dt_model_n_params(m) * sizeof(float));
+	dt_model_set_pool(m, NULL);
+	dt_pool_free(pool);
+	return loss;
+}
+
+/* The fused convolution, relu and pooling give the bits of the nodes
+ * apart (a pipeline stage boundary between them stops the fusion, and
+ * every layout must give the one-rank bits): the same loss and
+ * gradients, on 11 samples (a group of 8 and one of 3, in chunks of 2
+ * and an odd one); and the same bits on pools of 2 and 3 threads. */
+START_TEST(test_conv_fusion)
+{
+	struct dt_job *jf = fusion_job(true), *ju = fusion_job(false);
+	struct dt_model *mf = NULL, *mu = NULL;
+	struct dt_error err;
+	enum { B = 11 };
+	float x[B * 81];
+	int32_t labels[B];
+	double loss_f, loss_u;
+
+	ck_assert_msg(dt_model_new(jf, B, &mf, &err) == DT_OK, "%s", err.msg);
+	ck_assert_msg(dt_model_new(ju, B, &mu, &err) == DT_OK, "%s", err.msg);
+	/* fused: conv0 conv0.relu pool0 conv1 conv1.relu pool conv2
+	 * conv2.relu flat out loss */
+	ck_assert_int_eq(mf->n_nodes, 11);
+	ck_assert_int_eq(mf->nodes[0].fused_act, DT_ACT_RELU);
+	ck_assert(mf->nodes[1].act_fused);
+	ck_assert_ptr_eq(mf->nodes[0].fused_pool, &mf->nodes[2]);
+	ck_assert(mf->nodes[2].pool_fused);
+	ck_assert_int_eq(mf->nodes[3].fused_act, DT_ACT_RELU);
+	ck_assert_ptr_null(mf->nodes[3].fused_pool);
+	ck_assert(!mf->nodes[5].pool_fused);
+	ck_assert_int_eq(mf->nodes[6].fused_act, DT_ACT_RELU);
+	ck_assert(mf->nodes[7].act_fused);
+	ck_assert_int_eq(mu->n_nodes, 11);
+	for (int i = 0; i < mu->n_nodes; i++) {
+		ck_assert_int_eq(mu->nodes[i].fused_act, DT_ACT_NONE);
+		ck_assert(!mu->nodes[i].act_fused);
+		ck_assert_ptr_null(mu->nodes[i].fused_pool);
+	}
+
+	size_t n = dt_model_n_params(mf);
+	float *gf = dt_xalloc_floats(n), *gu = dt_xalloc_floats(n);
+	float *g2 = dt_xalloc_floats(n);
+
+	ck_assert_uint_eq(dt_model_n_params(mu), n);
+	memcpy(dt_model_params(mu), dt_model_params(mf), n * sizeof(float));
+	gc_fill_uniform(x, B * 81, 61);
+	for (int b = 0; b < B; b++)
+		labels[b] = b % 3;
+	loss_f = fusion_step(mf, x, labels, B, 1, gf);
+	loss_u = fusion_step(mu, x, labels, B, 1, gu);
+	ck_assert_mem_eq(&loss_f, &loss_u, sizeof loss_f);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(memcmp(&gf[i], &gu[i], sizeof gf[i]) == 0,
+			      "gradient %zu: %a fused, %a apart", i,
+			      (double)gf[i], (double)gu[i]);
+	for (int threads = 2; threads <= 3; threads++) {
+		double loss = fusion_step(mf, x, labels, B, threads, g2);
+
+		ck_assert_mem_eq(&loss, &loss_f, sizeof loss);
+		ck_assert_mem_eq(g2, gf, n * sizeof(float));
+	}
+	free(gf);
+	free(gu);
+	free(g2);
+	dt_model_free(mf);
+	dt_model_free(mu);
+	free(jf);
+	free(ju);
+}
+END_TEST
+
 /* An activation layer of its own, and `activation:` on a conv. */
 START_TEST(test_activation_layer)
 {
@@ -1537,6 +1682,9 @@ graph_layers_suite(void)
 	tcase_add_loop_test(layers, test_conv2d_batched, 0,
 			    sizeof conv_batched_cases /
 				    sizeof conv_batched_cases[0]);
+	tcase_add_loop_test(layers, test_conv2d_batch1, 0,
+			    sizeof conv_batched_cases /
+				    sizeof conv_batched_cases[0]);
 	tcase_add_loop_test(layers, test_conv2d_values, 0,
 			    sizeof conv_cases / sizeof conv_cases[0]);
 	tcase_add_test(layers, test_conv2d_counts);
@@ -1566,6 +1714,7 @@ graph_layers_suite(void)
 	tcase_add_test(model, test_dropout_layers_differ);
 	tcase_add_test(model, test_dropout_accumulation);
 	tcase_add_test(model, test_activation_layer);
+	tcase_add_test(model, test_conv_fusion);
 	suite_add_tcase(s, model);
 	return s;
 }
