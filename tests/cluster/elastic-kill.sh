@@ -78,10 +78,14 @@ elastic() {
 		>"$1.out" 2>"$1.err" &
 	SUP=$!
 	i=0
-	while [ ! -d "$1/checkpoints/step-000000050" ]; do
+	while ! has_ckpt "$1"; do
 		i=$((i + 1))
 		[ $i -le 600 ] || { cat "$1.err" >&2; fail "$1: no checkpoint in 60 s"; }
-		kill -0 $SUP 2>/dev/null || { cat "$1.err" >&2; fail "$1: ended early"; }
+		kill -0 $SUP 2>/dev/null || {
+			cat "$1.err" >&2
+			rc=0; wait $SUP || rc=$?
+			fail "$1: ended (exit $rc) before a checkpoint was seen"
+		}
 		sleep 0.1
 	done
 }

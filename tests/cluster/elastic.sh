@@ -119,10 +119,14 @@ losses full >full.losses
 # in their steps).
 wait_ckpt() {
 	i=0
-	while [ ! -d "$1/checkpoints/step-000000050" ]; do
+	while ! has_ckpt "$1"; do
 		i=$((i + 1))
 		[ $i -le 600 ] || { cat "$1.err" >&2; fail "$1: no checkpoint in 60 s"; }
-		kill -0 "$2" 2>/dev/null || { cat "$1.err" >&2; fail "$1: ended early"; }
+		kill -0 "$2" 2>/dev/null || {
+			cat "$1.err" >&2
+			rc=0; wait "$2" || rc=$?
+			fail "$1: ended (exit $rc, $(ls "$1/checkpoints" 2>/dev/null | wc -l) checkpoints) before one was seen"
+		}
 		sleep 0.1
 	done
 }

@@ -145,3 +145,13 @@ YAML
 export_of() {
 	"$DTRAIN" export -o "$2" "$1" >/dev/null
 }
+
+# has_ckpt RUN_DIR: true once the run has written any checkpoint. A test
+# that waits for one must not name a step: keep_last prunes it, and a
+# poll that wakes late (CI saw one) would never find it.
+has_ckpt() {
+	for d in "$1"/checkpoints/step-*; do
+		[ -d "$d" ] && return 0
+	done
+	return 1
+}
