@@ -330,6 +330,7 @@ cmd_predict(int argc, char **argv)
 	struct dt_error err;
 	struct npy_out o = { 0 };
 	float *out = NULL;	/* (n, width) logits or probabilities */
+	float *pad = NULL;	/* (batch, size): a short last batch */
 	double *ids = NULL;	/* (n, rows, k) for --top-k */
 	int64_t width = 0, classes = 0, rows = 0;
 	int ld;
@@ -399,15 +400,28 @@ cmd_predict(int argc, char **argv)
 			hi = in.n;
 		/* Rank 0's share stands for all on the progress line. */
 		dt_progress_task_begin(&shown, "predict", in.n, 0);
+		/* A last batch short of --batch runs padded with zeros to
+		 * the full size: every product then has the rows of any
+		 * other batch, and a BLAS whose rounding of a row depends on
+		 * the call's row count (OpenBLAS's Haswell kernels for a
+		 * call's last rows) rounds it as in a full batch. */
+		if (in.n % a.batch != 0)
+			pad = dt_xcalloc((size_t)(a.batch * in.size),
+					 sizeof *pad);
 		for (int64_t i = lo; st == DT_OK && i < hi; i += a.batch) {
 			int64_t count = hi - i < a.batch ? hi - i : a.batch;
+			const float *x = in.x + i * in.size;
 			int64_t osz;
 			const float *res;
 
 			dt_progress_task_update(&shown, (i - lo) * in.n /
 						(hi - lo));
-			dt_model_eval(cm.model, in.x + i * in.size, NULL, count,
-				      NULL, NULL);
+			if (count < a.batch) {
+				memcpy(pad, x, (size_t)(count * in.size) *
+				       sizeof *pad);
+				x = pad;
+			}
+			dt_model_eval(cm.model, x, NULL, a.batch, NULL, NULL);
 			if (a.probabilities || a.top_k > 0)
 				res = dt_model_probs(cm.model);
 			else
@@ -465,6 +479,7 @@ cmd_predict(int argc, char **argv)
 				(long long)cm.step);
 	}
 	free(out);
+	free(pad);
 	free(ids);
 	free(in.x);
 	dt_cmd_model_close(&cm);

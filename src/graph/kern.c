@@ -542,22 +542,26 @@ dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y, int64_t n)
 
 struct gemm_job {
 	int trans_a, trans_b;
-	int64_t n, k;
+	int64_t m, n, k;
 	float alpha, beta;
 	const float *a, *b;	/* op(A) (m, k), op(B) (k, n) */
 	int64_t lda, ldb, ldc;
 	float *c;		/* (m, n) */
 };
 
+/* Blocks [lo, hi) of DT_KERN_GEMM_ALIGN rows of C, the last one cut at m. */
 static void
 gemm_part(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct gemm_job *j = ctx;
-	/* rows [lo, hi) of op(A): rows of A, or columns of A stored (k, m) */
-	const float *a = j->a + (j->trans_a ? lo : lo * j->lda);
+	int64_t r0 = lo * DT_KERN_GEMM_ALIGN;
+	int64_t r1 = hi * DT_KERN_GEMM_ALIGN < j->m ? hi * DT_KERN_GEMM_ALIGN
+						    : j->m;
+	/* rows [r0, r1) of op(A): rows of A, or columns of A stored (k, m) */
+	const float *a = j->a + (j->trans_a ? r0 : r0 * j->lda);
 
-	dt_kern_sgemm(j->trans_a, j->trans_b, hi - lo, j->n, j->k, j->alpha, a,
-		      j->lda, j->b, j->ldb, j->beta, j->c + lo * j->ldc,
+	dt_kern_sgemm(j->trans_a, j->trans_b, r1 - r0, j->n, j->k, j->alpha,
+		      a, j->lda, j->b, j->ldb, j->beta, j->c + r0 * j->ldc,
 		      j->ldc);
 }
 
@@ -568,19 +572,27 @@ dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
 		  float *c, int64_t ldc)
 {
 	struct gemm_job j = {
-		.trans_a = trans_a, .trans_b = trans_b, .n = n, .k = k,
-		.alpha = alpha, .beta = beta, .a = a, .b = b, .lda = lda,
-		.ldb = ldb, .ldc = ldc, .c = c,
+		.trans_a = trans_a, .trans_b = trans_b, .m = m, .n = n,
+		.k = k, .alpha = alpha, .beta = beta, .a = a, .b = b,
+		.lda = lda, .ldb = ldb, .ldc = ldc, .c = c,
 	};
+	int64_t blocks = (m + DT_KERN_GEMM_ALIGN - 1) / DT_KERN_GEMM_ALIGN;
+	int64_t parts = (m + KERN_GRAIN_GEMM_ROWS - 1) / KERN_GRAIN_GEMM_ROWS;
 	int blas;
 
+	if (m <= 0)
+		return;
 	if (dt_pool_threads(pool) <= 1) {
 		/* one part, through the pool so that its timing counts it */
-		dt_pool_for(pool, m, m, gemm_part, &j);
+		dt_pool_for(pool, blocks, blocks, gemm_part, &j);
 		return;
 	}
+	/* at most ceil(m / 32) parts, as many blocks to each as can be */
+	if (parts > dt_pool_threads(pool))
+		parts = dt_pool_threads(pool);
 	blas = dt_kern_set_threads(1);
-	dt_pool_for(pool, m, KERN_GRAIN_GEMM_ROWS, gemm_part, &j);
+	dt_pool_for(pool, blocks, (blocks + parts - 1) / parts, gemm_part,
+		    &j);
 	dt_kern_set_threads(blas);
 }
 

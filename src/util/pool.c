@@ -6,9 +6,24 @@
  * Waking a sleeping thread costs tens of microseconds, about what a
  * layer's elementwise loop takes, and a step runs a few hundred loops
  * back to back. So a worker that finishes its part, and the caller
- * waiting for the workers, first poll for a while (DT_POOL_SPIN_NS),
- * yielding the core at every poll so that a runnable thread (OpenBLAS's,
- * another rank's) is not kept from it, and only then sleep. */
+ * waiting for the workers, first poll for a while (DT_POOL_SPIN_NS) and
+ * only then sleep. A poll is a CPU pause; every DT_POOL_YIELD_NS of
+ * polling the thread yields the core once, so that a runnable thread
+ * (OpenBLAS's, another rank's on an oversubscribed node) is not kept
+ * from it. Yielding at every poll, as this file first did, cost a
+ * system call per poll: in a virtual machine 15% of a 2-thread char-GPT
+ * step went to sched_yield and the hypervisor's interrupt handling
+ * (perf, 2026-12-05).
+ *
+ * The fast path takes no lock: the caller publishes a loop by storing
+ * its fields and then incrementing gen, and a worker that sees the new
+ * gen reads them. Every worker, with a part or without, counts down
+ * pending once per loop, so the caller never rewrites the fields while
+ * a worker may still read them. The condition variables are signalled
+ * only when a thread sleeps on them (sleepers, caller_waits): each side
+ * stores its own flag and then loads the other's, sequentially
+ * consistent, and the sleeper checks again under the mutex, so a
+ * wake-up cannot be lost. */
 #include "util/pool.h"
 
 #include <pthread.h>
@@ -26,6 +41,8 @@
  * workers' parts, before sleeping: about the gap between two loops of a
  * layer, or between the loops of consecutive layers (nanoseconds). */
 #define DT_POOL_SPIN_NS 60000
+/* How long a thread polls between two yields of its core (nanoseconds). */
+#define DT_POOL_YIELD_NS 5000
 
 struct dt_pool;
 
@@ -49,7 +66,9 @@ struct dt_pool {
 	int64_t n;
 	dt_pool_fn *fn;
 	void *ctx;
-	atomic_int pending;	/* workers' parts not yet done */
+	atomic_int pending;	/* workers yet to finish this loop */
+	atomic_int sleepers;	/* workers asleep on wake, or going to */
+	atomic_bool caller_waits; /* the caller asleep on done, or going to */
 	atomic_bool busy;	/* a dt_pool_for is running */
 	/* dt_pool_set_timing, written by the driving thread only: */
 	bool timing;
@@ -74,25 +93,43 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* One poll's pause: lets the other hardware thread of a core run and
+ * saves power while spinning. */
+static inline void
+cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* Polls until ready(p, arg) or DT_POOL_SPIN_NS pass; true when ready. */
 static bool
 spin_until(struct dt_pool *p, bool (*ready)(struct dt_pool *, uint64_t),
 	   uint64_t arg)
 {
-	int64_t end = 0;
+	int64_t end = 0, next_yield = 0;
 
 	for (int i = 0;; i++) {
 		if (ready(p, arg))
 			return true;
-		if ((i & 15) == 0) {
+		if ((i & 63) == 0) {
 			int64_t t = now_ns();
 
-			if (end == 0)
+			if (end == 0) {
 				end = t + DT_POOL_SPIN_NS;
-			else if (t >= end)
+				next_yield = t + DT_POOL_YIELD_NS;
+			} else if (t >= end) {
 				return false;
+			} else if (t >= next_yield) {
+				sched_yield();
+				next_yield = t + DT_POOL_YIELD_NS;
+				continue;
+			}
 		}
-		sched_yield();
+		cpu_relax();
 	}
 }
 
@@ -110,6 +147,19 @@ parts_done(struct dt_pool *p, uint64_t unused)
 	return atomic_load(&p->pending) == 0;
 }
 
+/* Sleeps until a generation after seen, or stop (after spin_until gave
+ * up). */
+static void
+worker_sleep(struct dt_pool *p, uint64_t seen)
+{
+	pthread_mutex_lock(&p->mu);
+	atomic_fetch_add(&p->sleepers, 1);
+	while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
+		pthread_cond_wait(&p->wake, &p->mu);
+	atomic_fetch_sub(&p->sleepers, 1);
+	pthread_mutex_unlock(&p->mu);
+}
+
 static void *
 worker_main(void *arg)
 {
@@ -118,30 +168,21 @@ worker_main(void *arg)
 	uint64_t seen = 0;
 
 	for (;;) {
-		int64_t lo, hi, n;
-		dt_pool_fn *fn;
-		void *ctx;
-		int parts;
-
-		spin_until(p, next_loop, seen);
-		pthread_mutex_lock(&p->mu);
-		while (atomic_load(&p->gen) == seen && !atomic_load(&p->stop))
-			pthread_cond_wait(&p->wake, &p->mu);
-		if (atomic_load(&p->stop)) {
-			pthread_mutex_unlock(&p->mu);
+		if (!spin_until(p, next_loop, seen))
+			worker_sleep(p, seen);
+		if (atomic_load(&p->stop))
 			return NULL;
-		}
+		/* The fields were stored before gen; they stay until this
+		 * worker counts down pending below. */
 		seen = atomic_load(&p->gen);
-		parts = p->parts;
-		n = p->n;
-		fn = p->fn;
-		ctx = p->ctx;
-		pthread_mutex_unlock(&p->mu);
-		if (w->id >= parts)
-			continue;
-		part_range(n, parts, w->id, &lo, &hi);
-		fn(ctx, lo, hi);
-		if (atomic_fetch_sub(&p->pending, 1) == 1) {
+		if (w->id < p->parts) {
+			int64_t lo, hi;
+
+			part_range(p->n, p->parts, w->id, &lo, &hi);
+			p->fn(p->ctx, lo, hi);
+		}
+		if (atomic_fetch_sub(&p->pending, 1) == 1 &&
+		    atomic_load(&p->caller_waits)) {
 			pthread_mutex_lock(&p->mu);
 			pthread_cond_signal(&p->done);
 			pthread_mutex_unlock(&p->mu);
@@ -159,6 +200,8 @@ dt_pool_new(int threads)
 	pthread_cond_init(&p->wake, NULL);
 	pthread_cond_init(&p->done, NULL);
 	atomic_init(&p->pending, 0);
+	atomic_init(&p->sleepers, 0);
+	atomic_init(&p->caller_waits, false);
 	atomic_init(&p->busy, false);
 	atomic_init(&p->gen, 0);
 	atomic_init(&p->stop, false);
@@ -239,23 +282,27 @@ run_parts(struct dt_pool *p, int64_t n, int parts, dt_pool_fn *fn, void *ctx)
 {
 	int64_t lo, hi;
 
-	pthread_mutex_lock(&p->mu);
 	p->parts = parts;
 	p->n = n;
 	p->fn = fn;
 	p->ctx = ctx;
-	atomic_store(&p->pending, parts - 1);
+	atomic_store(&p->pending, p->threads - 1);
 	atomic_fetch_add(&p->gen, 1);
-	pthread_cond_broadcast(&p->wake);
-	pthread_mutex_unlock(&p->mu);
+	if (atomic_load(&p->sleepers) > 0) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->wake);
+		pthread_mutex_unlock(&p->mu);
+	}
 
 	part_range(n, parts, 0, &lo, &hi);
 	fn(ctx, lo, hi);
 
 	if (!spin_until(p, parts_done, 0)) {
 		pthread_mutex_lock(&p->mu);
+		atomic_store(&p->caller_waits, true);
 		while (atomic_load(&p->pending) > 0)
 			pthread_cond_wait(&p->done, &p->mu);
+		atomic_store(&p->caller_waits, false);
 		pthread_mutex_unlock(&p->mu);
 	}
 }

@@ -12,9 +12,9 @@
  * run the products in between (see dtrain-job(5), parallel.blas_threads).
  *
  * Between loops a worker polls for the next one for a few tens of
- * microseconds, yielding the core at every poll (so that OpenBLAS's
- * threads get it during a product), and then sleeps on a condition
- * variable; the caller waits for the workers the same way. */
+ * microseconds, yielding the core every few microseconds (so that
+ * OpenBLAS's threads get it during a product), and then sleeps on a
+ * condition variable; the caller waits for the workers the same way. */
 #ifndef DT_UTIL_POOL_H
 #define DT_UTIL_POOL_H
 

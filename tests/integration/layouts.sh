@@ -7,7 +7,13 @@
 # run (the batch arithmetic changes only how a global batch is split) and
 # gradients are summed exactly (dtrain-job(5)), so layouts without tensor
 # parallelism give the same losses bit for bit; a tensor-split layer sums
-# partial products over its group, so those agree to 1e-5 relative.
+# partial products over its group, so those agree to 1e-5 relative, but
+# for the CNN: its relu and max pooling turn a last-bit difference into
+# another choice now and then, and from there the losses drift apart
+# faster. With OpenBLAS's Haswell kernels (AMD Zen) its tp2 layouts
+# were 4e-8 off at step 9, 4.4e-6 at step 12 and 6.7e-5 at step 18
+# (tp4: 2e-7), so the CNN's tensor-split layouts are held to 5e-4; a
+# wrong split is off from the first steps by far more.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 [ -f /usr/share/games/fortunes/cookie ] || {
@@ -25,6 +31,7 @@ layout() {
 		--set train.grad_accum_steps="$k" "$@" >"$name.out" 2>&1 ||
 		{ cat "$name.out" >&2; fail "$name: exit $?"; }
 	case $name in
+	fashion-mnist-cnn-*tp*) tol=5e-4 ;;
 	*tp*) tol=1e-5 ;;
 	*) tol=0 ;;
 	esac
