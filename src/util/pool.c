@@ -7,13 +7,15 @@
  * layer's elementwise loop takes, and a step runs a few hundred loops
  * back to back. So a worker that finishes its part, and the caller
  * waiting for the workers, first poll for a while (DT_POOL_SPIN_NS) and
- * only then sleep. A poll is a CPU pause; every DT_POOL_YIELD_NS of
- * polling the thread yields the core once, so that a runnable thread
- * (OpenBLAS's, another rank's on an oversubscribed node) is not kept
- * from it. Yielding at every poll, as this file first did, cost a
- * system call per poll: in a virtual machine 15% of a 2-thread char-GPT
- * step went to sched_yield and the hypervisor's interrupt handling
- * (perf, 2026-12-05).
+ * only then sleep. For the first DT_POOL_PAUSE_NS a poll is a CPU
+ * pause; after that every poll yields the core, so that a runnable
+ * thread (OpenBLAS's, another rank's, the partner this thread waits for
+ * on an oversubscribed node) is not kept from it. Yielding from the
+ * first poll, as this file first did, cost a system call per poll: in a
+ * virtual machine 15% of a 2-thread char-GPT step went to sched_yield
+ * and the hypervisor's interrupt handling (perf, 2026-12-05). Pausing
+ * alone for longer (yielding every 5 us) slowed 2 threads on a loaded
+ * machine to the one-thread rate.
  *
  * The fast path takes no lock: the caller publishes a loop by storing
  * its fields and then incrementing gen, and a worker that sees the new
@@ -41,8 +43,10 @@
  * workers' parts, before sleeping: about the gap between two loops of a
  * layer, or between the loops of consecutive layers (nanoseconds). */
 #define DT_POOL_SPIN_NS 60000
-/* How long a thread polls between two yields of its core (nanoseconds). */
-#define DT_POOL_YIELD_NS 5000
+/* How long of that a thread polls without yielding its core
+ * (nanoseconds): most waits of a thread whose partner runs on a core of
+ * its own end sooner. */
+#define DT_POOL_PAUSE_NS 4000
 
 struct dt_pool;
 
@@ -105,31 +109,33 @@ cpu_relax(void)
 #endif
 }
 
-/* Polls until ready(p, arg) or DT_POOL_SPIN_NS pass; true when ready. */
+/* Polls until ready(p, arg) or DT_POOL_SPIN_NS pass; true when ready.
+ * For the first DT_POOL_PAUSE_NS a poll is a CPU pause, then a yield of
+ * the core. */
 static bool
 spin_until(struct dt_pool *p, bool (*ready)(struct dt_pool *, uint64_t),
 	   uint64_t arg)
 {
-	int64_t end = 0, next_yield = 0;
+	int64_t start = 0;
+	bool yielding = false;
 
 	for (int i = 0;; i++) {
 		if (ready(p, arg))
 			return true;
-		if ((i & 63) == 0) {
+		if (yielding || (i & 63) == 0) {
 			int64_t t = now_ns();
 
-			if (end == 0) {
-				end = t + DT_POOL_SPIN_NS;
-				next_yield = t + DT_POOL_YIELD_NS;
-			} else if (t >= end) {
+			if (start == 0)
+				start = t;
+			else if (t - start >= DT_POOL_SPIN_NS)
 				return false;
-			} else if (t >= next_yield) {
-				sched_yield();
-				next_yield = t + DT_POOL_YIELD_NS;
-				continue;
-			}
+			else if (t - start >= DT_POOL_PAUSE_NS)
+				yielding = true;
 		}
-		cpu_relax();
+		if (yielding)
+			sched_yield();
+		else
+			cpu_relax();
 	}
 }
 
