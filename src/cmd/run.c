@@ -88,7 +88,7 @@ static const struct dt_cmd_opt run_opts[] = {
 	RUN_OPT_MPI_ARGS,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_STRING, .arg = "dir",
 	  .offset = offsetof(struct run_args, run_dir),
-	  .doc = "write the run to dir (default runs/NAME)" },
+	  .flags = DT_CMD_OPT_PATH, .doc = "write the run to dir (default runs/NAME)" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .kind = DT_CMD_ARG_END },
 };
