@@ -22,6 +22,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/eval-predict.sh \
 	tests/integration/predict-token-ids.sh \
 	tests/integration/empty-path-args.sh \
+	tests/integration/checkpoint-step-best.sh \
 	tests/integration/torch-loader.sh \
 	tests/integration/launch-stop.sh \
 	tests/integration/launch-quiet.sh \
