@@ -795,6 +795,10 @@ precheck(const struct run_args *a, const struct dt_job *job,
 		snprintf(dir, sizeof dir, "%s", a->run_dir);
 	else
 		snprintf(dir, sizeof dir, "runs/%s", job->name);
+	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+		return dt_errorf(err, DT_ERR_USAGE, "%s: exists and is not a "
+				 "directory; a run directory is one (made when "
+				 "missing): give another --run-dir", dir);
 	snprintf(path, sizeof path, "%s/summary.json", dir);
 	if (stat(path, &sb) != 0) {
 		snprintf(path, sizeof path, "%s/metrics.jsonl", dir);

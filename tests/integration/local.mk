@@ -23,6 +23,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/predict-token-ids.sh \
 	tests/integration/empty-path-args.sh \
 	tests/integration/checkpoint-step-best.sh \
+	tests/integration/rundir-file.sh \
 	tests/integration/torch-loader.sh \
 	tests/integration/launch-stop.sh \
 	tests/integration/launch-quiet.sh \
