@@ -25,6 +25,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/checkpoint-step-best.sh \
 	tests/integration/rundir-file.sh \
 	tests/integration/torch-loader.sh \
+	tests/integration/torch-loader-errors.sh \
 	tests/integration/launch-stop.sh \
 	tests/integration/launch-quiet.sh \
 	tests/integration/launchers.sh \
