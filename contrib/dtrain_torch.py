@@ -25,7 +25,9 @@ dtrain does), token ids as numbers.
 
 As a script: python3 dtrain_torch.py FILE INPUT.npy OUTPUT.npy
 [--probabilities] [--raw] runs the model on INPUT (--raw: multiply by
-input_scale first) and writes float32 NPY.
+input_scale first) and writes float32 NPY. A file that is not safetensors
+or inputs of the wrong shape: one line on stderr naming the file, exit
+status 1; a bad argument or option: the usage, exit status 2.
 """
 import json
 import struct
@@ -51,8 +53,19 @@ def read_safetensors(path):
     """Returns ({name: float32 numpy array}, metadata dict)."""
     with open(path, "rb") as f:
         blob = f.read()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n].decode("utf-8"))
+    n = struct.unpack("<Q", blob[:8])[0] if len(blob) >= 8 else -1
+    if not 2 <= n <= len(blob) - 8:
+        raise ValueError("%s: not a safetensors file: expected an 8-byte "
+                         "header length and a JSON header within its %d "
+                         "bytes" % (path, len(blob)))
+    try:
+        header = json.loads(blob[8:8 + n].decode("utf-8"))
+    except ValueError as e:
+        raise ValueError("%s: not a safetensors file: its header is not "
+                         "JSON (%s)" % (path, e)) from None
+    if not isinstance(header, dict):
+        raise ValueError("%s: not a safetensors file: its header is not "
+                         "a JSON object" % path)
     meta = header.pop("__metadata__", {})
     base = 8 + n
     tensors = {}
@@ -220,18 +233,36 @@ def load(path):
 
 def _main(argv):
     args = [a for a in argv if not a.startswith("--")]
-    if len(args) != 3:
+    bad = [a for a in argv if a.startswith("--")
+           and a not in ("--probabilities", "--raw")]
+    if len(args) != 3 or bad:
+        if bad:
+            sys.stderr.write("dtrain_torch.py: unknown option %s\n" % bad[0])
         sys.stderr.write("usage: dtrain_torch.py FILE INPUT.npy OUTPUT.npy "
                          "[--probabilities] [--raw]\n")
         return 2
-    model = load(args[0])
-    raw = np.load(args[1])
-    with torch.no_grad():
-        x = (model.prepare(raw) if "--raw" in argv else
-             torch.as_tensor(np.asarray(raw, dtype=np.float32)))
-        y = (model.probabilities(x) if "--probabilities" in argv
-             else model(x))
-    np.save(args[2], y.numpy().astype(np.float32))
+    try:
+        model = load(args[0])
+        raw = np.load(args[1])
+        want = int(np.prod(model.input_shape))
+        if raw.ndim < 1:
+            raise ValueError("%s: a scalar, not an array of samples"
+                             % args[1])
+        have = int(np.prod(raw.shape[1:]))
+        if have != want:
+            raise ValueError("%s: samples of shape %s (%d values), the "
+                             "model takes %d (%s)"
+                             % (args[1], tuple(raw.shape[1:]), have, want,
+                                tuple(model.input_shape)))
+        with torch.no_grad():
+            x = (model.prepare(raw) if "--raw" in argv else
+                 torch.as_tensor(np.asarray(raw, dtype=np.float32)))
+            y = (model.probabilities(x) if "--probabilities" in argv
+                 else model(x))
+        np.save(args[2], y.numpy().astype(np.float32))
+    except (OSError, ValueError, RuntimeError) as e:
+        sys.stderr.write("dtrain_torch.py: %s\n" % e)
+        return 1
     return 0
 
 

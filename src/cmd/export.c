@@ -76,6 +76,7 @@ struct export_args {
 static const struct dt_cmd_opt export_opts[] = {
 	{ .name = "output", .short_name = 'o', .kind = DT_CMD_ARG_STRING,
 	  .arg = "file", .offset = offsetof(struct export_args, output),
+	  .flags = DT_CMD_OPT_PATH,
 	  .doc = "write to file (default run_dir/model.safetensors)" },
 	{ .name = "format", .kind = DT_CMD_ARG_STRING, .arg = "format",
 	  .offset = offsetof(struct export_args, format),

@@ -90,9 +90,20 @@ dt_cmd_find_checkpoint(const char *dir, int64_t step, char *path,
 	st = dt_ckpt_path(path, size, ckpt_dir, step, err);
 	if (st != DT_OK)
 		return st;
-	if (access(path, F_OK) != 0)
-		return dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint of step "
-				 "%lld (%s)", dir, (long long)step, path);
+	if (access(path, F_OK) != 0) {
+		/* eval.keep_best keeps the best one apart, out of reach of
+		 * checkpoint.keep_last: CKPT_DIR/best/step-N. */
+		char best[DT_JOB_PATH_MAX + 8], alt[DT_JOB_PATH_MAX + 32];
+
+		snprintf(best, sizeof best, "%s/best", ckpt_dir);
+		if (dt_ckpt_path(alt, sizeof alt, best, step, err) == DT_OK &&
+		    access(alt, F_OK) == 0 && strlen(alt) < size)
+			memcpy(path, alt, strlen(alt) + 1);
+		else
+			return dt_errorf(err, DT_ERR_USAGE, "%s: no checkpoint "
+					 "of step %lld (%s, nor %s)", dir,
+					 (long long)step, path, best);
+	}
 	st = dt_ckpt_verify(path, err);
 	if (st == DT_OK)
 		*found = step;

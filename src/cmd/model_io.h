@@ -44,7 +44,8 @@ int dt_cmd_checkpoint_arg(const char *s, int64_t *step);
 
 /* The checkpoint directory of the run in dir that step names (a step,
  * DT_CMD_CKPT_NEWEST or DT_CMD_CKPT_BEST) into path (size bytes), its
- * step into *found, the one asked for verified first. DT_ERR_USAGE when
+ * step into *found, the one asked for verified first (a step missing
+ * from CKPT_DIR is looked for in CKPT_DIR/best). DT_ERR_USAGE when
  * dir is no run, has no checkpoint, none of that step, or, for best,
  * no CKPT_DIR/best (naming the run, the directory and eval.keep_best,
  * the key that keeps one); the verifier's errors for a damaged one. */

@@ -64,6 +64,11 @@ opt_store(const struct dt_cmd_opt *o, const char *name, const char *text,
 		*(int *)to = 1;
 		return DT_OK;
 	case DT_CMD_ARG_STRING:
+		if ((o->flags & DT_CMD_OPT_PATH) && *text == '\0')
+			return dt_errorf(err, DT_ERR_USAGE, "%s: expected a "
+					 "%s name, found \"\"", name,
+					 strcmp(o->arg, "dir") == 0 ?
+					 "directory" : "file");
 		*(const char **)to = text;
 		return DT_OK;
 	case DT_CMD_ARG_INT: {

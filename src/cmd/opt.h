@@ -35,6 +35,8 @@ enum dt_cmd_arg {
 
 /* Shown without brackets in the synopsis (plan's --dry-run). */
 #define DT_CMD_OPT_BARE 1u
+/* A STRING that names a file or directory: an empty one is refused. */
+#define DT_CMD_OPT_PATH 2u
 
 /* One option. A table is an array ending in an entry of kind
  * DT_CMD_ARG_END; its order is the synopsis's. */

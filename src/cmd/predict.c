@@ -8,7 +8,9 @@
  * a text or tokens job its text or token file, cut into windows of
  * data.context tokens at stride data.context with no label after them
  * (dt_text_encode, dt_tokens_load, dt_tokens_window_inputs). Features
- * are multiplied by data.scale as in training. Outputs, float32 unless noted, one row per sample:
+ * are multiplied by data.scale as in training (idx, npy and csv jobs; a
+ * text or tokens job's NPY or CSV holds token ids, checked against the
+ * embeddings). Outputs, float32 unless noted, one row per sample:
  *   logits          (N, *out)     the last layer's output (default)
  *   --probabilities (N, *out)     softmax over the last axis (the loss's
  *                                 output)
@@ -48,11 +50,12 @@ struct predict_args {
 static const struct dt_cmd_opt predict_opts[] = {
 	{ .name = "input", .kind = DT_CMD_ARG_STRING,
 	  .arg = "file", .offset = offsetof(struct predict_args, input),
-	  .flags = DT_CMD_OPT_BARE,
+	  .flags = DT_CMD_OPT_BARE | DT_CMD_OPT_PATH,
 	  .doc = "inputs: NPY, CSV, IDX or the job's text" },
 	{ .name = "output", .short_name = 'o', .kind = DT_CMD_ARG_STRING,
 	  .arg = "file", .offset = offsetof(struct predict_args, output),
-	  .flags = DT_CMD_OPT_BARE, .doc = "the NPY file to write" },
+	  .flags = DT_CMD_OPT_BARE | DT_CMD_OPT_PATH,
+	  .doc = "the NPY file to write" },
 	{ .name = "probabilities", .kind = DT_CMD_ARG_FLAG,
 	  .offset = offsetof(struct predict_args, probabilities),
 	  .doc = "write probabilities, not logits" },
@@ -173,15 +176,58 @@ read_tokens(const struct dt_cmd_model *cm, const char *path,
 	return st;
 }
 
+/* A text or tokens model takes token ids: whole numbers below the vocab
+ * of every embedding that reads the input. An NPY or CSV file may hold
+ * anything; the embedding would abort on it. */
+static enum dt_status
+check_token_ids(const struct dt_cmd_model *cm, const char *path,
+		const struct inputs *in, struct dt_error *err)
+{
+	const struct dt_job *job = cm->job;
+	const char *name = NULL;
+	int64_t vocab = -1;
+
+	if (job->data.format != DT_FORMAT_TEXT &&
+	    job->data.format != DT_FORMAT_TOKENS)
+		return DT_OK;
+	for (int i = 0; i < job->model.n_layers; i++) {
+		const struct dt_layer_spec *l = &job->model.layers[i];
+		int reads_input = l->n_inputs == 0 ? i == 0 :
+				  strcmp(l->inputs[0], "input") == 0;
+
+		if (l->kind == DT_LAYER_EMBEDDING && reads_input &&
+		    (vocab < 0 || l->vocab < vocab)) {
+			vocab = l->vocab;
+			name = l->name;
+		}
+	}
+	for (int64_t i = 0; vocab > 0 && i < in->n * in->size; i++) {
+		float v = in->x[i];
+
+		if (!(v >= 0.0f && v < (float)vocab && v == floorf(v)))
+			return dt_errorf(err, DT_ERR_DATA, "%s: sample %lld "
+					 "(from 0), input %lld: %g is not a "
+					 "token id: embedding %s takes whole "
+					 "numbers from 0 to %lld", path,
+					 (long long)(i / in->size),
+					 (long long)(i % in->size), (double)v,
+					 name, (long long)(vocab - 1));
+	}
+	return DT_OK;
+}
+
 /* Reads path, by its kind, into in (n samples of the model's input). */
 static enum dt_status
 read_inputs(const struct dt_cmd_model *cm, const char *path,
 	    struct inputs *in, struct dt_error *err)
 {
 	int64_t want = dt_model_input_size(cm->model);
-	float scale = cm->job->data.scale > 0 ? (float)cm->job->data.scale :
-		      1.0f;
 	enum dt_data_format fmt = cm->job->data.format;
+	/* data.scale is for idx, npy and csv data; token ids go in as
+	 * they are (its default, 1/255, would make them fractions). */
+	float scale = fmt == DT_FORMAT_TEXT || fmt == DT_FORMAT_TOKENS ?
+		      1.0f : cm->job->data.scale > 0 ?
+		      (float)cm->job->data.scale : 1.0f;
 	enum dt_status st;
 
 	memset(in, 0, sizeof *in);
@@ -371,6 +417,8 @@ cmd_predict(int argc, char **argv)
 	old = dt_meter_use(&m);
 	if (st == DT_OK)
 		st = read_inputs(&cm, a.input, &in, &err);
+	if (st == DT_OK)
+		st = check_token_ids(&cm, a.input, &in, &err);
 	dt_meter_use(old);
 	if (st == DT_OK) {
 		int rank = dt_comm_rank(comm), size = dt_comm_size(comm);

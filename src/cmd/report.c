@@ -538,6 +538,7 @@ struct report_args {
 static const struct dt_cmd_opt report_opts[] = {
 	{ .name = "output", .short_name = 'o', .kind = DT_CMD_ARG_STRING,
 	  .arg = "file", .offset = offsetof(struct report_args, output),
+	  .flags = DT_CMD_OPT_PATH,
 	  .doc = "write to file (default run_dir/report.html)" },
 	{ .kind = DT_CMD_ARG_END },
 };

@@ -88,7 +88,7 @@ static const struct dt_cmd_opt run_opts[] = {
 	RUN_OPT_MPI_ARGS,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_STRING, .arg = "dir",
 	  .offset = offsetof(struct run_args, run_dir),
-	  .doc = "write the run to dir (default runs/NAME)" },
+	  .flags = DT_CMD_OPT_PATH, .doc = "write the run to dir (default runs/NAME)" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .kind = DT_CMD_ARG_END },
 };
@@ -795,6 +795,10 @@ precheck(const struct run_args *a, const struct dt_job *job,
 		snprintf(dir, sizeof dir, "%s", a->run_dir);
 	else
 		snprintf(dir, sizeof dir, "runs/%s", job->name);
+	if (stat(dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+		return dt_errorf(err, DT_ERR_USAGE, "%s: exists and is not a "
+				 "directory; a run directory is one (made when "
+				 "missing): give another --run-dir", dir);
 	snprintf(path, sizeof path, "%s/summary.json", dir);
 	if (stat(path, &sb) != 0) {
 		snprintf(path, sizeof path, "%s/metrics.jsonl", dir);

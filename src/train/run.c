@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "dist/agree.h"
@@ -164,6 +165,7 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 	    struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
+	struct stat sb;
 	int n;
 
 	if (opts->run_dir != NULL)
@@ -185,6 +187,10 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 	/* One run per directory, from here to the end of the run: taken
 	 * before anything in it is looked at when it exists, so that a
 	 * second run is told who holds it, and right after it is made. */
+	if (stat(r->dir, &sb) == 0 && !S_ISDIR(sb.st_mode))
+		return dt_errorf(err, DT_ERR_USAGE, "%s: exists and is not a "
+				 "directory; a run directory is one (made when "
+				 "missing): give another --run-dir", r->dir);
 	if (access(r->dir, F_OK) == 0)
 		st = dt_rundir_lock(r->dir, &r->dir_lock, err);
 	if (st == DT_OK && !opts->resume)

@@ -20,7 +20,12 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/train-function-length.sh \
 	tests/integration/eval-predict.sh \
+	tests/integration/predict-token-ids.sh \
+	tests/integration/empty-path-args.sh \
+	tests/integration/checkpoint-step-best.sh \
+	tests/integration/rundir-file.sh \
 	tests/integration/torch-loader.sh \
+	tests/integration/torch-loader-errors.sh \
 	tests/integration/launch-stop.sh \
 	tests/integration/launch-quiet.sh \
 	tests/integration/launchers.sh \
