@@ -855,6 +855,12 @@ dt_model_set_pool(struct dt_model *m, struct dt_pool *pool)
 	m->pool = pool;
 }
 
+struct dt_pool *
+dt_model_pool(const struct dt_model *m)
+{
+	return m->pool;
+}
+
 /* The input buffers of node n: the model input x or other nodes' outputs. */
 static void
 gather_inputs(const struct dt_model *m, const struct dt_node *n,

@@ -133,6 +133,9 @@ void dt_model_set_position(struct dt_model *m, uint64_t step,
  * the bits a pass computes (each loop is split by its outputs). */
 void dt_model_set_pool(struct dt_model *m, struct dt_pool *pool);
 
+/* The pool set by dt_model_set_pool, or NULL; not owned. */
+struct dt_pool *dt_model_pool(const struct dt_model *m);
+
 /* One micro-batch of training with softmax cross-entropy: x is (batch,
  * input_size), labels (batch, labels_per_sample) with values in
  * [0, n_classes) (the caller has checked them). Runs forward and backward

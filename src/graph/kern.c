@@ -537,26 +537,120 @@ dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y, int64_t n)
 	ew_run(pool, &j);
 }
 
+enum kern_f64 { KERN_F64_ADD, KERN_F64_ROUND, KERN_F64_ZERO };
+
+struct f64_job {
+	enum kern_f64 op;
+	float *g;		/* (n) */
+	double *acc;		/* (n): added to or zeroed */
+	const double *src;	/* (n): rounded into g */
+	int64_t n;
+	int zero_g;
+};
+
+static void
+f64_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct f64_job *j = ctx;
+	int64_t a = lo * DT_KERN_BLOCK;
+	int64_t b = hi * DT_KERN_BLOCK < j->n ? hi * DT_KERN_BLOCK : j->n;
+	float *restrict g = j->g;
+	double *restrict acc = j->acc;
+
+	switch (j->op) {
+	case KERN_F64_ADD:
+		for (int64_t i = a; i < b; i++)
+			acc[i] += (double)g[i];
+		if (j->zero_g)
+			memset(g + a, 0, (size_t)(b - a) * sizeof *g);
+		break;
+	case KERN_F64_ROUND:
+		for (int64_t i = a; i < b; i++)
+			g[i] = (float)j->src[i];
+		break;
+	case KERN_F64_ZERO:
+		memset(acc + a, 0, (size_t)(b - a) * sizeof *acc);
+		break;
+	}
+}
+
+static void
+f64_run(struct dt_pool *pool, struct f64_job *j)
+{
+	dt_pool_for(pool, (j->n + DT_KERN_BLOCK - 1) / DT_KERN_BLOCK,
+		    KERN_GRAIN_BLOCKS, f64_part, j);
+}
+
+void
+dt_kern_par_f64_add(struct dt_pool *pool, float *g, double *acc, int64_t n,
+		    int zero_g)
+{
+	struct f64_job j = {
+		.op = KERN_F64_ADD, .g = g, .acc = acc, .n = n,
+		.zero_g = zero_g,
+	};
+
+	f64_run(pool, &j);
+}
+
+void
+dt_kern_par_f64_round(struct dt_pool *pool, const double *acc, float *g,
+		      int64_t n)
+{
+	struct f64_job j = {
+		.op = KERN_F64_ROUND, .g = g, .src = acc, .n = n,
+	};
+
+	f64_run(pool, &j);
+}
+
+void
+dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n)
+{
+	struct f64_job j = { .op = KERN_F64_ZERO, .acc = acc, .n = n };
+
+	f64_run(pool, &j);
+}
+
 /* Rows of C per part of dt_kern_par_sgemm at the least. */
 #define KERN_GRAIN_GEMM_ROWS 32
 
 struct gemm_job {
 	int trans_a, trans_b;
 	int64_t m, n, k;
+	int64_t align;		/* rows of a block: dt_kern_gemm_align() */
 	float alpha, beta;
 	const float *a, *b;	/* op(A) (m, k), op(B) (k, n) */
 	int64_t lda, ldb, ldc;
 	float *c;		/* (m, n) */
 };
 
-/* Blocks [lo, hi) of DT_KERN_GEMM_ALIGN rows of C, the last one cut at m. */
+int64_t
+dt_kern_gemm_align(void)
+{
+	static const struct {
+		const char *core;
+		int64_t rows;
+	} known[] = {
+		{ "Haswell", 12 }, { "Zen", 12 },
+		{ "SkylakeX", 16 }, { "Cooperlake", 16 },
+	};
+	const char *core = openblas_get_corename();
+
+	for (size_t i = 0; core != NULL && i < sizeof known / sizeof *known;
+	     i++)
+		if (strcmp(core, known[i].core) == 0)
+			return known[i].rows;
+	return 48;
+}
+
+/* Blocks [lo, hi) of j->align rows of C, the last one cut at m. */
 static void
 gemm_part(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct gemm_job *j = ctx;
-	int64_t r0 = lo * DT_KERN_GEMM_ALIGN;
-	int64_t r1 = hi * DT_KERN_GEMM_ALIGN < j->m ? hi * DT_KERN_GEMM_ALIGN
-						    : j->m;
+	int64_t r0 = lo * j->align;
+	int64_t r1 = hi * j->align < j->m ? hi * j->align : j->m;
 	/* rows [r0, r1) of op(A): rows of A, or columns of A stored (k, m) */
 	const float *a = j->a + (j->trans_a ? r0 : r0 * j->lda);
 
@@ -576,12 +670,14 @@ dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
 		.k = k, .alpha = alpha, .beta = beta, .a = a, .b = b,
 		.lda = lda, .ldb = ldb, .ldc = ldc, .c = c,
 	};
-	int64_t blocks = (m + DT_KERN_GEMM_ALIGN - 1) / DT_KERN_GEMM_ALIGN;
-	int64_t parts = (m + KERN_GRAIN_GEMM_ROWS - 1) / KERN_GRAIN_GEMM_ROWS;
+	int64_t blocks, parts = (m + KERN_GRAIN_GEMM_ROWS - 1) /
+				KERN_GRAIN_GEMM_ROWS;
 	int blas;
 
 	if (m <= 0)
 		return;
+	j.align = dt_kern_gemm_align();
+	blocks = (m + j.align - 1) / j.align;
 	if (dt_pool_threads(pool) <= 1) {
 		/* one part, through the pool so that its timing counts it */
 		dt_pool_for(pool, blocks, blocks, gemm_part, &j);

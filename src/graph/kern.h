@@ -209,25 +209,44 @@ void dt_kern_par_mul(struct dt_pool *pool, const float *x, const float *s,
 void dt_kern_par_copy(struct dt_pool *pool, const float *x, float *y,
 		      int64_t n);
 
-/* dt_kern_sgemm with the rows of C split over the pool: C's rows are cut
- * into blocks of DT_KERN_GEMM_ALIGN rows (the last may be shorter), and
- * part t of the pool gets blocks [nb*t/p, nb*(t+1)/p) of the nb, with
- * p = min(threads, ceil(m / 32)); each part is one dt_kern_sgemm on the
- * matching rows of op(A), run on one BLAS thread (the BLAS thread count
- * is put back afterwards). Nothing is summed across parts: each element
- * of C is one BLAS dot product over all of k. That a row of C gets the
- * same bits whichever rows share its call is a property of the BLAS, not
- * of this split, and it holds only for calls cut where the kernel's
- * register block of rows starts again: OpenBLAS 0.3.21's one-thread
- * sgemm with its Haswell kernels (also what it runs on AMD Zen) gives
+/* The passes of exact gradient accumulation (train/sync.c), split over
+ * the pool in blocks of DT_KERN_BLOCK values; each value is computed as
+ * on one thread, so every pool size gives the same bits.
+ * dt_kern_par_f64_add: acc[i] += (double)g[i] over n values, and then
+ * g[i] = 0 when zero_g. dt_kern_par_f64_round: g[i] = (float)acc[i]
+ * (round to nearest). dt_kern_par_f64_zero: acc[i] = 0. g (n) floats,
+ * acc (n) doubles, both the caller's. */
+void dt_kern_par_f64_add(struct dt_pool *pool, float *g, double *acc,
+			 int64_t n, int zero_g);
+void dt_kern_par_f64_round(struct dt_pool *pool, const double *acc, float *g,
+			   int64_t n);
+void dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n);
+
+/* The rows at whose multiples dt_kern_par_sgemm cuts a product: where
+ * OpenBLAS's one-thread sgemm, as it runs on this processor
+ * (openblas_get_corename), computes a row the same way whatever rows
+ * share its call. OpenBLAS 0.3.21's Haswell kernels (Haswell, Zen) give
  * other bits for a 512-row product cut at row 256, 128 or 16, and the
- * same bits cut at any multiple of 12; its SkylakeX kernels at any
- * multiple of 16 (measured 2026-12-05). Cut at multiples of 48, every
- * pool size gives the bits of one unsplit one-thread call on both
+ * same bits cut at any multiple of 12; its SkylakeX kernels (SkylakeX,
+ * Cooperlake, also what it runs on Sapphire Rapids) at any multiple of
+ * 16 (measured 2026-12-05). 12 or 16 for those, 48 (both) for any
+ * other core. */
+int64_t dt_kern_gemm_align(void);
+
+/* dt_kern_sgemm with the rows of C split over the pool: C's rows are cut
+ * into blocks of dt_kern_gemm_align() rows (the last may be shorter),
+ * and part t of the pool gets blocks [nb*t/p, nb*(t+1)/p) of the nb,
+ * with p = min(threads, ceil(m / 32)); each part is one dt_kern_sgemm on
+ * the matching rows of op(A), run on one BLAS thread (the BLAS thread
+ * count is put back afterwards). Nothing is summed across parts: each
+ * element of C is one BLAS dot product over all of k. That a row of C
+ * gets the same bits whichever rows share its call is a property of the
+ * BLAS, not of this split, and it holds only for calls cut where the
+ * kernel's register block of rows starts again (dt_kern_gemm_align), so
+ * every pool size gives the bits of one unsplit one-thread call
  * (tests/unit/test_graph_threads.c checks the shipped jobs' shapes). A
  * NULL or one-thread pool makes the one call, on the BLAS threads as
  * set. */
-#define DT_KERN_GEMM_ALIGN 48
 void dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b,
 		       int64_t m, int64_t n, int64_t k, float alpha,
 		       const float *a, int64_t lda, const float *b,

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "dist/hier.h"
+#include "graph/kern.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
@@ -144,17 +145,26 @@ dt_grad_buckets_make(const struct dt_model *m, size_t cap_floats,
 	return n + open;
 }
 
+/* The rank's pool, over which the exact mode's passes are split (each
+ * value as on one thread: the bits do not depend on it). */
+static struct dt_pool *
+pool_of(const struct dt_grad_sync *s)
+{
+	return dt_model_pool(s->cfg.model);
+}
+
 static void
 exact_step_begin(struct dt_grad_sync *s)
 {
-	memset(s->acc, 0, s->n * sizeof *s->acc);
+	dt_kern_par_f64_zero(pool_of(s), s->acc, (int64_t)s->n);
 }
 
 /* Each micro-batch's gradient alone in the float arena. */
 static void
 exact_backward_begin(struct dt_grad_sync *s)
 {
-	memset(dt_model_grads(s->cfg.model), 0, s->n * sizeof(float));
+	dt_kern_par_copy(pool_of(s), NULL, dt_model_grads(s->cfg.model),
+			 (int64_t)s->n);
 	memset(s->added, 0, (size_t)s->n_buckets);
 }
 
@@ -164,14 +174,12 @@ static void
 exact_add(struct dt_grad_sync *s, int b)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
-	const float *restrict g = dt_model_grads(s->cfg.model);
-	double *restrict a = s->acc;
 
 	if (s->added[b])
 		return;
 	dt_model_tp_prepare_grads_range(s->cfg.model, k->lo, k->hi);
-	for (size_t i = k->lo; i < k->hi; i++)
-		a[i] += (double)g[i];
+	dt_kern_par_f64_add(pool_of(s), dt_model_grads(s->cfg.model) + k->lo,
+			    s->acc + k->lo, (int64_t)(k->hi - k->lo), 0);
 	s->added[b] = 1;
 }
 
@@ -188,13 +196,10 @@ exact_breadth_begin(struct dt_grad_sync *s)
 static void
 exact_node_done(struct dt_grad_sync *s, int node)
 {
-	float *restrict g = dt_model_grads(s->cfg.model);
-	double *restrict a = s->acc;
+	size_t lo = s->node_lo[node];
 
-	for (size_t i = s->node_lo[node]; i < s->node_hi[node]; i++) {
-		a[i] += (double)g[i];
-		g[i] = 0.0f;
-	}
+	dt_kern_par_f64_add(pool_of(s), dt_model_grads(s->cfg.model) + lo,
+			    s->acc + lo, (int64_t)(s->node_hi[node] - lo), 1);
 }
 
 /* Each node's trained floats: its tensors are neighbours in the arena
@@ -243,8 +248,8 @@ bucket_done(struct dt_grad_sync *s, int b)
 	if (s->wire == DT_GRAD_WIRE_BF16)
 		dt_bf16_unpack(g + k->lo, s->wire16 + k->lo, k->hi - k->lo);
 	else if (s->acc != NULL)
-		for (size_t i = k->lo; i < k->hi; i++)
-			g[i] = (float)s->acc[i];
+		dt_kern_par_f64_round(pool_of(s), s->acc + k->lo, g + k->lo,
+				      (int64_t)(k->hi - k->lo));
 }
 
 /* Every sum of gradients over the summing ranks goes through here (one
@@ -304,8 +309,8 @@ exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 
 	exact_add(s, bucket);
 	if (s->wire == DT_GRAD_WIRE_BF16)
-		for (size_t i = k->lo; i < k->hi; i++)
-			g[i] = (float)s->acc[i];
+		dt_kern_par_f64_round(pool_of(s), s->acc + k->lo, g + k->lo,
+				      (int64_t)(k->hi - k->lo));
 	return bucket_sum(s, bucket, err);
 }
 
