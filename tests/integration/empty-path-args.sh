@@ -9,18 +9,7 @@
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
-cat >job.yaml <<YAML
-name: tiny
-data:
-  train:
-    images: $FMNIST/t10k-images-idx3-ubyte.gz
-    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
-model:
-  input_shape: [28, 28]
-  layers:
-    - {type: dense, units: 10}
-train: {global_batch: 16, steps: 1, optimizer: sgd, lr: 0.1}
-YAML
+write_tiny_job job.yaml
 "$DTRAIN" run -q --run-dir r job.yaml >/dev/null 2>run.err ||
 	{ cat run.err >&2; fail "the run failed"; }
 

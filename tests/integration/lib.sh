@@ -155,3 +155,35 @@ has_ckpt() {
 	done
 	return 1
 }
+
+# write_tiny_job FILE: a one-step job of a single dense layer on the
+# Fashion-MNIST test images (need_fmnist first).
+write_tiny_job() {
+	cat >"$1" <<YAML
+name: tiny
+data:
+  train:
+    images: $FMNIST/t10k-images-idx3-ubyte.gz
+    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: dense, units: 10}
+train: {global_batch: 16, steps: 1, optimizer: sgd, lr: 0.1}
+YAML
+}
+
+# need_torch: sets TORCH_PY to a python3 that imports torch and numpy
+# ($PYTHON, else /usr/bin/python3), or skips the test (exit 77) saying so.
+need_torch() {
+	TORCH_PY=
+	for p in "$PYTHON" /usr/bin/python3; do
+		if "$p" -c 'import torch, numpy' 2>/dev/null; then
+			TORCH_PY=$p
+			return 0
+		fi
+	done
+	echo "SKIP: import torch fails in $PYTHON and /usr/bin/python3" \
+		"(apt-get install python3-torch)"
+	exit 77
+}

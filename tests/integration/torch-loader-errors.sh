@@ -11,32 +11,10 @@
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
-TORCH_PY=
-for p in "$PYTHON" /usr/bin/python3; do
-	if "$p" -c 'import torch, numpy' 2>/dev/null; then
-		TORCH_PY=$p
-		break
-	fi
-done
-if [ -z "$TORCH_PY" ]; then
-	echo "SKIP: import torch fails in $PYTHON and /usr/bin/python3" \
-		"(apt-get install python3-torch)"
-	exit 77
-fi
+need_torch
 LOADER="$top_srcdir/contrib/dtrain_torch.py"
 
-cat >job.yaml <<YAML
-name: tiny
-data:
-  train:
-    images: $FMNIST/t10k-images-idx3-ubyte.gz
-    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
-model:
-  input_shape: [28, 28]
-  layers:
-    - {type: dense, units: 10}
-train: {global_batch: 16, steps: 1, optimizer: sgd, lr: 0.1}
-YAML
+write_tiny_job job.yaml
 "$DTRAIN" run -q --run-dir r job.yaml >/dev/null 2>run.err ||
 	{ cat run.err >&2; fail "the run failed"; }
 "$DTRAIN" export --format torch -o m.safetensors r >/dev/null ||

@@ -14,18 +14,7 @@
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
-TORCH_PY=
-for p in "$PYTHON" /usr/bin/python3; do
-	if "$p" -c 'import torch, numpy' 2>/dev/null; then
-		TORCH_PY=$p
-		break
-	fi
-done
-if [ -z "$TORCH_PY" ]; then
-	echo "SKIP: import torch fails in $PYTHON and /usr/bin/python3" \
-		"(apt-get install python3-torch)"
-	exit 77
-fi
+need_torch
 LOADER="$top_srcdir/contrib"
 J="$top_srcdir/jobs"
 
