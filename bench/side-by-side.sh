@@ -52,7 +52,7 @@ spec() {
 	case $1 in
 	mlp) echo "fashion-mnist-mlp 96 96 $((360 * secs)) $((36 * secs))" ;;
 	cnn) echo "fashion-mnist-cnn 128 128 $((15 * secs)) $((2 * secs))" ;;
-	gpt) echo "char-gpt 32 8 $((3 * secs + 3)) $((secs / 2 + 1))" ;;
+	gpt) echo "char-gpt 32 8 $((7 * secs + 3)) $((secs))" ;;
 	esac
 }
 

@@ -23,8 +23,11 @@
  *   datt)) / sqrt(hs) (the softmax Jacobian; masked entries have att = 0
  *   and get no gradient), dq = ds k, dk = ds^T q; then dqkv_weight +=
  *   x^T dqkv and dx = dqkv qkv_weight^T.
- * The products go through the kernel seam (kern.h), the softmax and its
- * Jacobian product through its vectorised loops. Under the causal mask
+ * The products go through the kernel seam (kern.h): the projections
+ * through dt_kern_par_sgemm (OpenBLAS, split by rows over the pool), the
+ * per-head ones through dt_kern_sgemm_small (dtrain's own kernel, no
+ * library call for each of a micro-batch's thousands of small products);
+ * the softmax and its Jacobian product through its vectorised loops. Under the causal mask
  * the per-head products run in tiles of ATTN_TILE rows (or, for dv and
  * dk, columns) that leave out the blocks above the diagonal: at T = 64,
  * 10 of the 16 blocks of 16 x 16. Every head is computed alone and the
@@ -278,8 +281,8 @@ head_forward(const float *q, const float *k, const float *v, float *a,
 		float *ar = a + (size_t)i0 * t;		/* (i1-i0, T) */
 
 		/* s = q k^T / sqrt(hs) over the tile's rows and columns */
-		dt_kern_sgemm(0, 1, i1 - i0, w, hs, scale,
-			      q + (size_t)i0 * ldq, ldq, k, ldq, 0.0f, ar, t);
+		dt_kern_sgemm_small(0, 1, i1 - i0, w, hs, scale,
+				    q + (size_t)i0 * ldq, ldq, k, ldq, 0.0f, ar, t);
 		for (int i = i0; i < i1; i++) {
 			float *row = a + (size_t)i * t;	/* (T) */
 			const int valid = causal ? i + 1 : t;
@@ -289,8 +292,8 @@ head_forward(const float *q, const float *k, const float *v, float *a,
 			       (size_t)(t - valid) * sizeof(float));
 		}
 		/* y_h = att v over the same block */
-		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, ar, t, v, ldq, 0.0f,
-			      y + (size_t)i0 * ldy, ldy);
+		dt_kern_sgemm_small(0, 0, i1 - i0, hs, w, 1.0f, ar, t, v,
+				    ldq, 0.0f, y + (size_t)i0 * ldy, ldy);
 	}
 }
 
@@ -315,9 +318,9 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
 		const int i1 = i0 + tile < t ? i0 + tile : t;
 		const int w = tile_width(i1, t, causal);
 
-		dt_kern_sgemm(0, 1, i1 - i0, w, hs, 1.0f,
-			      dyh + (size_t)i0 * ldy, ldy, v, ldq, 0.0f,
-			      d + (size_t)i0 * t, t);
+		dt_kern_sgemm_small(0, 1, i1 - i0, w, hs, 1.0f,
+				    dyh + (size_t)i0 * ldy, ldy, v, ldq, 0.0f,
+				    d + (size_t)i0 * t, t);
 		for (int i = i0; i < i1; i++) {
 			const int valid = causal ? i + 1 : t;
 			float *dr = d + (size_t)i * t;	/* (T) */
@@ -333,10 +336,10 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
 		const int j1 = j0 + tile < t ? j0 + tile : t;
 		const int r0 = causal ? j0 : 0;
 
-		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
-			      a + (size_t)r0 * t + j0, t,
-			      dyh + (size_t)r0 * ldy, ldy, 0.0f,
-			      v + (size_t)j0 * ldq, ldq);
+		dt_kern_sgemm_small(1, 0, j1 - j0, hs, t - r0, 1.0f,
+				    a + (size_t)r0 * t + j0, t,
+				    dyh + (size_t)r0 * ldy, ldy, 0.0f,
+				    v + (size_t)j0 * ldq, ldq);
 	}
 	/* dq = ds k into dy_h (dead now), then dk = ds^T q into k (dead
 	 * once dq is made), then dq to q. Writing k while reading q shares
@@ -345,17 +348,18 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
 		const int i1 = i0 + tile < t ? i0 + tile : t;
 		const int w = tile_width(i1, t, causal);
 
-		dt_kern_sgemm(0, 0, i1 - i0, hs, w, 1.0f, d + (size_t)i0 * t,
-			      t, k, ldq, 0.0f, dyh + (size_t)i0 * ldy, ldy);
+		dt_kern_sgemm_small(0, 0, i1 - i0, hs, w, 1.0f,
+				    d + (size_t)i0 * t, t, k, ldq, 0.0f,
+				    dyh + (size_t)i0 * ldy, ldy);
 	}
 	for (int j0 = 0; j0 < t; j0 += tile) {
 		const int j1 = j0 + tile < t ? j0 + tile : t;
 		const int r0 = causal ? j0 : 0;
 
-		dt_kern_sgemm(1, 0, j1 - j0, hs, t - r0, 1.0f,
-			      d + (size_t)r0 * t + j0, t,
-			      q + (size_t)r0 * ldq, ldq, 0.0f,
-			      k + (size_t)j0 * ldq, ldq);
+		dt_kern_sgemm_small(1, 0, j1 - j0, hs, t - r0, 1.0f,
+				    d + (size_t)r0 * t + j0, t,
+				    q + (size_t)r0 * ldq, ldq, 0.0f,
+				    k + (size_t)j0 * ldq, ldq);
 	}
 	for (int i = 0; i < t; i++)
 		memcpy(q + (size_t)i * ldq, dyh + (size_t)i * ldy,
@@ -366,11 +370,12 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
  * thread pool by samples: a part takes whole samples, each of whose heads
  * [h0, h1) runs as head_forward or head_backward does alone, on one BLAS
  * thread (its own threads would compete for the same cores; the count
- * goes back afterwards). Every head reads and writes only its sample's
- * rows of qkv, att, y and (backward) ds, so the pool size changes no bit;
- * nor do the BLAS threads, as long as OpenBLAS would have run the
- * per-head products on one thread anyway (below its threading threshold,
- * as at the char-GPT job's T = 64; dtrain-job(5)). */
+ * goes back afterwards) where a product is too large for
+ * dt_kern_sgemm_small's panel. Every head reads and writes only its
+ * sample's rows of qkv, att, y and (backward) ds, so the pool size
+ * changes no bit; nor do the BLAS threads, as long as OpenBLAS would have
+ * run the larger per-head products on one thread anyway (below its
+ * threading threshold; dtrain-job(5)). */
 struct heads_job {
 	const struct dt_node *n;
 	int64_t batch;

@@ -4,7 +4,8 @@
  * (bf16 on AVX-512, a GPU) is one new file behind this header instead of
  * edits in every layer.
  *
- * Today's backend (kern.c) calls OpenBLAS for the products. Matrices are
+ * Today's backend (kern.c) calls OpenBLAS for the products, except the
+ * attention heads' small ones (kern_small.c). Matrices are
  * float32 and row-major throughout, as everywhere in graph/. */
 #ifndef DT_GRAPH_KERN_H
 #define DT_GRAPH_KERN_H
@@ -25,6 +26,37 @@
 void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   float alpha, const float *a, int64_t lda, const float *b,
 		   int64_t ldb, float beta, float *c, int64_t ldc);
+
+/* dt_kern_sgemm for the small products of one attention head (kern_small.c):
+ * the same contract, computed by dtrain's own register-blocked kernel
+ * without calling the BLAS when dt_kern_small_fits(n, k), by
+ * dt_kern_sgemm otherwise. op(B) is packed into a panel on the stack (at
+ * most 32 KiB); nothing is allocated and no lock is taken, so threads may
+ * call it at once at no cost to each other. Each element of C is one sum
+ * of its k terms in index order, then times alpha (plus beta times C):
+ * fused multiply-adds on x86-64 processors with AVX2 and FMA, a multiply
+ * and an add on others, so its bits depend on the processor class and
+ * on the element's row of op(A) and column of op(B), never on m, n or
+ * which rows share a call. At the char-GPT job's shapes (16 x 64 x 32
+ * and smaller) one call took 0.7x to 1.05x the time of OpenBLAS's on one
+ * thread (2026-12-05, Haswell kernels); with two threads it spares them
+ * OpenBLAS's allocator lock, which they otherwise meet thousands of times
+ * a micro-batch. */
+void dt_kern_sgemm_small(int trans_a, int trans_b, int64_t m, int64_t n,
+			 int64_t k, float alpha, const float *a, int64_t lda,
+			 const float *b, int64_t ldb, float beta, float *c,
+			 int64_t ldc);
+
+/* Whether dt_kern_sgemm_small computes a product with n columns and k
+ * terms itself (its panel of op(B), n rounded up to 16 by k, fits 8192
+ * floats), rather than handing it to dt_kern_sgemm. */
+int dt_kern_small_fits(int64_t n, int64_t k);
+
+/* With on, dt_kern_sgemm_small runs its plain C path (a multiply and an
+ * add per term) even where AVX2 and FMA are present, so that the tests
+ * check the path other processors take. For tests: not to be called
+ * while any thread may be making a product. */
+void dt_kern_small_set_generic(int on);
 
 /* The same product for a grid of n_outer x n_inner independent matrices
  * of one shape, e.g. every (sample, head) of an attention layer: for o in

@@ -6,8 +6,8 @@
  * clamping and NaN, softmax with its sum and max, the dot product, GELU
  * against the tanh form and its derivative against a central difference
  * of that, the softmax Jacobian product, layernorm forward and backward,
- * the elementwise add, accumulate and multiply, and the sgemm grid against
- * a triple loop. */
+ * the elementwise add, accumulate and multiply, and the sgemm grid and
+ * the small-product kernel against a triple loop. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -334,6 +334,85 @@ START_TEST(test_sgemm_grid)
 }
 END_TEST
 
+/* dt_kern_sgemm_small, on its own kernel (_i & 4: the AVX2/FMA path where
+ * the processor has it, else the plain C path) and with the transposes
+ * of _i & 3: shapes around its 6- and 4-row blocks and 16-column
+ * panels, against a double triple loop; beta 0 over NaN in C and beta
+ * 0.5; every row the same bits as a one-row call on that row alone (so
+ * no split of the rows changes a bit); and a panel too large handed to
+ * dt_kern_sgemm. */
+START_TEST(test_sgemm_small)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1, generic = (_i >> 2) & 1;
+	static const int ms[] = { 1, 3, 4, 5, 6, 7, 16, 17 };
+	static const int ns[] = { 1, 8, 15, 16, 17, 32, 64, 70 };
+	static const int ks[] = { 1, 2, 31, 32, 64, 100 };
+	enum { NM = 8, NN = 8, NK = 6, LD = 160, SZ = LD * 160 };
+	float *a = dt_xalloc_floats(SZ), *b = dt_xalloc_floats(SZ);
+	float *c = dt_xalloc_floats(SZ), *r = dt_xalloc_floats(SZ);
+
+	fill(a, SZ, 120, -1.0f, 1.0f);
+	fill(b, SZ, 121, -1.0f, 1.0f);
+	dt_kern_small_set_generic(generic);
+	for (int s = 0; s < NM * NN * NK; s++) {
+		const int m = ms[s % NM], n = ns[s / NM % NN];
+		const int k = ks[s / (NM * NN)];
+		const float beta = s % 2 ? 0.5f : 0.0f;
+
+		fill(c, SZ, 122, -1.0f, 1.0f);
+		if (beta == 0.0f)
+			for (int i = 0; i < m; i++)
+				c[i * LD] = NAN;
+		memcpy(r, c, SZ * sizeof(float));
+		dt_kern_sgemm_small(ta, tb, m, n, k, 0.25f, a, LD, b, LD,
+				    beta, c, LD);
+		for (int i = 0; i < m; i++) {
+			float *row = r + i * LD, *got = c + i * LD;
+
+			for (int j = 0; j < n; j++) {
+				double want = 0.0;
+
+				for (int p = 0; p < k; p++)
+					want += (double)(ta ? a[p * LD + i]
+							    : a[i * LD + p]) *
+						(tb ? b[j * LD + p]
+						    : b[p * LD + j]);
+				want *= 0.25;
+				if (beta != 0.0f)
+					want += (double)beta * row[j];
+				ck_assert_msg(close_enough(got[j], want, 1e-5,
+							   1e-5),
+					      "m %d n %d k %d (%d, %d): %.9g, "
+					      "want %.9g", m, n, k, i, j,
+					      got[j], want);
+			}
+			/* the same row alone, and C untouched past n */
+			dt_kern_sgemm_small(ta, tb, 1, n, k, 0.25f,
+					    a + (ta ? i : i * LD), LD, b, LD,
+					    beta, row, LD);
+			ck_assert_msg(memcmp(row, got, (size_t)n *
+					     sizeof(float)) == 0,
+				      "m %d n %d k %d: row %d alone differs",
+				      m, n, k, i);
+			ck_assert(memcmp(row + n, got + n, (size_t)(LD - n) *
+					 sizeof(float)) == 0);
+		}
+	}
+	/* 160 columns by 64 terms is past the panel: the BLAS computes it */
+	ck_assert(!dt_kern_small_fits(160, 64));
+	ck_assert(dt_kern_small_fits(64, 128));
+	dt_kern_sgemm_small(ta, tb, 3, 160, 64, 1.0f, a, LD, b, LD, 0.0f, c,
+			    LD);
+	dt_kern_sgemm(ta, tb, 3, 160, 64, 1.0f, a, LD, b, LD, 0.0f, r, LD);
+	ck_assert(memcmp(c, r, 3 * LD * sizeof(float)) == 0);
+	dt_kern_small_set_generic(0);
+	free(a);
+	free(b);
+	free(c);
+	free(r);
+}
+END_TEST
+
 static Suite *
 kern_suite(void)
 {
@@ -347,6 +426,7 @@ kern_suite(void)
 	tcase_add_test(tc, test_layernorm);
 	tcase_add_test(tc, test_elementwise);
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
+	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	suite_add_tcase(s, tc);
 	return s;
 }
