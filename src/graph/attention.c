@@ -531,17 +531,33 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* qkv now holds dqkv: the input projection. */
 	if (tp == NULL) {
-		dt_kern_par_sgemm(p->pool, 1, 0, c, 3 * c,
-			    rows, 1.0f, in[0], c, qkv, 3 * c, 1.0f,
-			    w.w_qkv->grad, 3 * c);
+		const struct dt_kern_gemm gw = {
+			.trans_a = 1, .m = c, .n = 3 * c, .k = rows,
+			.alpha = 1.0f, .a = in[0], .lda = c, .b = qkv,
+			.ldb = 3 * c, .beta = 1.0f, .c = w.w_qkv->grad,
+			.ldc = 3 * c,
+		};
+
 		if (w.b_qkv != NULL)
 			dt_kern_par_col_sums(p->pool, qkv, 3 * c,
 					     w.b_qkv->grad, rows, 3 * c);
-		if (din[0] != NULL)
-			dt_kern_par_sgemm(p->pool, 0, 1,
-				    rows, c, 3 * c, 1.0f, qkv, 3 * c,
-				    w.w_qkv->data, 3 * c,
-				    din_add[0] ? 1.0f : 0.0f, din[0], c);
+		if (din[0] == NULL) {
+			dt_kern_par_sgemm(p->pool, 1, 0, gw.m, gw.n, gw.k,
+					  1.0f, gw.a, gw.lda, gw.b, gw.ldb,
+					  1.0f, gw.c, gw.ldc);
+			return;
+		}
+		const struct dt_kern_gemm gx = {
+			.trans_b = 1, .m = rows, .n = c, .k = 3 * c,
+			.alpha = 1.0f, .a = qkv, .lda = 3 * c,
+			.b = w.w_qkv->data, .ldb = 3 * c,
+			.beta = din_add[0] ? 1.0f : 0.0f, .c = din[0],
+			.ldc = c,
+		};
+
+		/* dqkv_weight = x^T dqkv and dx = dqkv qkv_weight^T side
+		 * by side */
+		dt_kern_par_sgemm2(p->pool, &gw, &gx);
 		return;
 	}
 	share_qkv_backward(p->pool, &w, tp, in[0], qkv, din[0], din_add[0],

@@ -11,6 +11,8 @@
  *   backward  dW(in,out) += X^T dY   (beta = 1: accumulates micro-batches)
  *             db(out)    += column sums of dY
  *             dX(R,in)    = dY W^T   (skipped when nothing upstream needs it)
+ * dW and dX run side by side on the pass's pool (dt_kern_par_sgemm2),
+ * with the bits of one call each.
  * FLOPs per sample: forward rows * (2*in*out for the product (a
  * multiply-add is 2) plus out for the bias); backward is counted as twice
  * that (graph.h), which is exact for dW plus dX and ignores the bias sums.
@@ -284,15 +286,29 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	default:
 		break;
 	}
-	dt_kern_par_sgemm(pool, 1, 0, n_in, n_out,
-		    (int)rows, 1.0f, in[0], n_in, dy, n_out, 1.0f, dw, n_out);
 	if (n->n_tensors > 1)
 		dt_kern_par_col_sums(pool, dy, n_out, n->tensor[1].grad,
 				     rows, n_out);
-	if (din[0] != NULL)
-		dt_kern_par_sgemm(pool, 0, 1, (int)rows,
-			    n_in, n_out, 1.0f, dy, n_out, w, n_out,
-			    din_add[0] ? 1.0f : 0.0f, din[0], n_in);
+	const struct dt_kern_gemm gw = {
+		.trans_a = 1, .m = n_in, .n = n_out, .k = rows, .alpha = 1.0f,
+		.a = in[0], .lda = n_in, .b = dy, .ldb = n_out, .beta = 1.0f,
+		.c = dw, .ldc = n_out,
+	};
+
+	if (din[0] == NULL) {
+		dt_kern_par_sgemm(pool, gw.trans_a, 0, gw.m, gw.n, gw.k, 1.0f,
+				  gw.a, gw.lda, gw.b, gw.ldb, 1.0f, gw.c,
+				  gw.ldc);
+		return;
+	}
+	const struct dt_kern_gemm gx = {
+		.trans_b = 1, .m = rows, .n = n_in, .k = n_out, .alpha = 1.0f,
+		.a = dy, .lda = n_out, .b = w, .ldb = n_out,
+		.beta = din_add[0] ? 1.0f : 0.0f, .c = din[0], .ldc = n_in,
+	};
+
+	/* dW = X^T dY and dX = dY W^T side by side */
+	dt_kern_par_sgemm2(pool, &gw, &gx);
 }
 
 static double

@@ -692,6 +692,83 @@ dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
 	dt_kern_set_threads(blas);
 }
 
+/* The two products of dt_kern_par_sgemm2: index t < p1 of the loop is
+ * part t of p1 of the first, the others parts of p2 of the second. */
+struct gemm2_job {
+	struct gemm_job g[2];
+	int64_t blocks[2];	/* blocks of align rows of each */
+	int parts[2];		/* p1, p2 */
+};
+
+static void
+gemm2_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct gemm2_job *j = ctx;
+
+	for (int64_t i = lo; i < hi; i++) {
+		const int w = i < j->parts[0] ? 0 : 1;
+		const int64_t t = w == 0 ? i : i - j->parts[0];
+		const int64_t nb = j->blocks[w], np = j->parts[w];
+
+		if (nb * t / np < nb * (t + 1) / np)
+			gemm_part((void *)&j->g[w], nb * t / np,
+				  nb * (t + 1) / np);
+	}
+}
+
+void
+dt_kern_par_sgemm2(struct dt_pool *pool, const struct dt_kern_gemm *g1,
+		   const struct dt_kern_gemm *g2)
+{
+	const struct dt_kern_gemm *g[2] = { g1, g2 };
+	const int threads = dt_pool_threads(pool);
+	struct gemm2_job j;
+	double f[2];
+	int blas;
+
+	if (threads <= 1 || g1->m <= 0 || g2->m <= 0) {
+		for (int w = 0; w < 2; w++)
+			dt_kern_par_sgemm(pool, g[w]->trans_a, g[w]->trans_b,
+					  g[w]->m, g[w]->n, g[w]->k,
+					  g[w]->alpha, g[w]->a, g[w]->lda,
+					  g[w]->b, g[w]->ldb, g[w]->beta,
+					  g[w]->c, g[w]->ldc);
+		return;
+	}
+	memset(&j, 0, sizeof j);
+	for (int w = 0; w < 2; w++) {
+		j.g[w] = (struct gemm_job){
+			.trans_a = g[w]->trans_a, .trans_b = g[w]->trans_b,
+			.m = g[w]->m, .n = g[w]->n, .k = g[w]->k,
+			.align = dt_kern_gemm_align(), .alpha = g[w]->alpha,
+			.beta = g[w]->beta, .a = g[w]->a, .b = g[w]->b,
+			.lda = g[w]->lda, .ldb = g[w]->ldb, .ldc = g[w]->ldc,
+			.c = g[w]->c,
+		};
+		j.blocks[w] = (g[w]->m + j.g[w].align - 1) / j.g[w].align;
+		f[w] = (double)g[w]->m * (double)g[w]->n * (double)g[w]->k;
+	}
+	/* threads in proportion to the multiply-adds, at least one each */
+	j.parts[0] = (int)(threads * f[0] / (f[0] + f[1]) + 0.5);
+	if (j.parts[0] < 1)
+		j.parts[0] = 1;
+	if (j.parts[0] > threads - 1)
+		j.parts[0] = threads - 1;
+	j.parts[1] = threads - j.parts[0];
+	for (int w = 0; w < 2; w++) {
+		const int64_t most = (g[w]->m + KERN_GRAIN_GEMM_ROWS - 1) /
+				     KERN_GRAIN_GEMM_ROWS;
+
+		if (j.parts[w] > most)
+			j.parts[w] = (int)most;
+		if (j.parts[w] > j.blocks[w])
+			j.parts[w] = (int)j.blocks[w];
+	}
+	blas = dt_kern_set_threads(1);
+	dt_pool_for(pool, j.parts[0] + j.parts[1], 1, gemm2_part, &j);
+	dt_kern_set_threads(blas);
+}
+
 struct bcast_job {
 	const float *b;		/* (n) */
 	float *y;		/* (rows, n) */

@@ -284,6 +284,32 @@ void dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b,
 		       const float *a, int64_t lda, const float *b,
 		       int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* One product of dt_kern_par_sgemm2, with dt_kern_sgemm's arguments. */
+struct dt_kern_gemm {
+	int trans_a, trans_b;
+	int64_t m, n, k;
+	float alpha;
+	const float *a;
+	int64_t lda;
+	const float *b;
+	int64_t ldb;
+	float beta;
+	float *c;
+	int64_t ldc;
+};
+
+/* Two independent products at once, as a layer's backward makes its
+ * weight gradient and its input gradient: neither's C may overlap the
+ * other's A, B or C. The pool's threads are shared in proportion to the
+ * products' multiply-adds (at least one each), and each product's rows
+ * are cut among its threads as dt_kern_par_sgemm cuts them, so every
+ * element gets the bits dt_kern_par_sgemm(g1) then dt_kern_par_sgemm(g2)
+ * give on one thread; on two threads each product is one unsplit call,
+ * neither packs the other's operands, and the two run in one pass of
+ * the pool. A NULL or one-thread pool runs them in turn. */
+void dt_kern_par_sgemm2(struct dt_pool *pool, const struct dt_kern_gemm *g1,
+			const struct dt_kern_gemm *g2);
+
 /* Row r of y (rows, n) = b (n), for every r: a bias broadcast. */
 void dt_kern_par_broadcast(struct dt_pool *pool, const float *b, float *y,
 			   int64_t rows, int64_t n);

@@ -204,7 +204,8 @@ END_TEST
  * on one BLAS thread, bit for bit, with beta 0 and 1. This is the BLAS
  * property kern.h's dt_kern_par_sgemm relies on for those shapes
  * (OpenBLAS 0.3.21 has it for them; not for every shape: a (300, 50) x
- * (7, 50)^T product split by rows rounds differently). */
+ * (7, 50)^T product split by rows rounds differently); and dW with dX
+ * through dt_kern_par_sgemm2, each with its one-call bits. */
 START_TEST(test_par_sgemm)
 {
 	static const int64_t shapes[][3] = {
@@ -228,6 +229,8 @@ START_TEST(test_par_sgemm)
 	float *dy = filled(m * n, 13), *c0 = filled(big, 14);
 	float *ref = dt_xalloc_floats((size_t)big);
 	float *got = dt_xalloc_floats((size_t)big);
+	float *ref2 = dt_xalloc_floats((size_t)big);
+	float *got2 = dt_xalloc_floats((size_t)big);
 
 	for (int threads = 2; threads <= 4; threads++) {
 		struct dt_pool *pool = dt_pool_new(threads);
@@ -259,6 +262,33 @@ START_TEST(test_par_sgemm)
 					  n, (float)beta, got, k);
 			ck_assert_mem_eq(got, ref,
 					 (size_t)(m * k) * sizeof(float));
+
+			/* dW and dX side by side (dt_kern_par_sgemm2):
+			 * got2 and got take them, ref2 and ref hold the
+			 * one-call bits */
+			const struct dt_kern_gemm gw = {
+				.trans_a = 1, .m = k, .n = n, .k = m,
+				.alpha = 1.0f, .a = x, .lda = k, .b = dy,
+				.ldb = n, .beta = (float)beta, .c = got2,
+				.ldc = n,
+			};
+			const struct dt_kern_gemm gx = {
+				.trans_b = 1, .m = m, .n = k, .k = n,
+				.alpha = 1.0f, .a = dy, .lda = n, .b = w,
+				.ldb = n, .beta = (float)beta, .c = got,
+				.ldc = k,
+			};
+
+			memcpy(ref2, c0, (size_t)(k * n) * sizeof(float));
+			memcpy(got2, c0, (size_t)(k * n) * sizeof(float));
+			memcpy(got, c0, (size_t)(m * k) * sizeof(float));
+			dt_kern_sgemm(1, 0, k, n, m, 1.0f, x, k, dy, n,
+				      (float)beta, ref2, n);
+			dt_kern_par_sgemm2(pool, &gw, &gx);
+			ck_assert_mem_eq(got2, ref2,
+					 (size_t)(k * n) * sizeof(float));
+			ck_assert_mem_eq(got, ref,
+					 (size_t)(m * k) * sizeof(float));
 		}
 		dt_pool_free(pool);
 	}
@@ -270,6 +300,8 @@ START_TEST(test_par_sgemm)
 	free(c0);
 	free(ref);
 	free(got);
+	free(ref2);
+	free(got2);
 }
 END_TEST
 
