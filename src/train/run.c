@@ -193,6 +193,8 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 				 "missing): give another --run-dir", r->dir);
 	if (access(r->dir, F_OK) == 0)
 		st = dt_rundir_lock(r->dir, &r->dir_lock, err);
+	else
+		r->dir_made = !opts->resume;
 	if (st == DT_OK && !opts->resume)
 		st = dt_rundir_prepare(r->dir, err);
 	if (st == DT_OK && r->dir_lock < 0)
@@ -635,6 +637,13 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	if (st == DT_OK && done) {
 		res->already_done = done;
 		res->steps = r.position.step;
+	}
+	if (st != DT_OK && r.rank == 0 && r.dir_made && r.dir_lock >= 0) {
+		/* refused before the first step (data, init_from, ...) in a
+		 * directory this run made: leave nothing behind */
+		close(r.dir_lock);
+		r.dir_lock = -1;
+		dt_rundir_unmake(r.dir);
 	}
 	if (st != DT_OK || done)
 		goto out;	/* every rank, servers too, knows */

@@ -77,6 +77,19 @@ dt_rundir_prepare(const char *dir, struct dt_error *err)
 	return DT_OK;
 }
 
+void
+dt_rundir_unmake(const char *dir)
+{
+	static const char *const made[] = { "job.yaml", "lock" };
+	char path[DT_JOB_PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof made / sizeof *made; i++)
+		if (snprintf(path, sizeof path, "%s/%s", dir, made[i]) <
+		    (int)sizeof path)
+			(void)unlink(path);
+	(void)rmdir(dir);
+}
+
 enum dt_status
 dt_rundir_write_atomic(const char *path,
 		       enum dt_status (*fn)(FILE *out, void *ctx,

@@ -14,6 +14,12 @@
  * how to choose another. DT_ERR_IO naming the path if it cannot be made. */
 enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 
+/* Undoes a run refused before its first step in a directory it made:
+ * removes dir/job.yaml and dir/lock, then dir itself if nothing else is
+ * in it (rmdir; a directory holding anything else stays). Best effort:
+ * errors are ignored, as the run is failing with an error of its own. */
+void dt_rundir_unmake(const char *dir);
+
 /* Takes the run directory dir (which must exist) for this process: an
  * exclusive flock(2) on dir/lock, held until *fd_out is closed (or the
  * process ends, however it ends), into which "pid PID on host HOST" is

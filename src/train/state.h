@@ -52,6 +52,8 @@ struct dt_run {
 	char dir[DT_JOB_PATH_MAX];
 	int dir_lock;			/* rank 0: the run directory's lock
 					 * (dt_rundir_lock), else -1 */
+	int dir_made;			/* rank 0: this run created dir (it
+					 * did not exist before) */
 	char ckpt_dir[DT_JOB_PATH_MAX];
 	struct dt_batch_source train, eval;
 	int have_eval;

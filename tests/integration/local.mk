@@ -24,6 +24,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/empty-path-args.sh \
 	tests/integration/checkpoint-step-best.sh \
 	tests/integration/rundir-file.sh \
+	tests/integration/refused-rundir.sh \
 	tests/integration/torch-loader.sh \
 	tests/integration/torch-loader-errors.sh \
 	tests/integration/launch-stop.sh \
