@@ -31,6 +31,39 @@ write_key(const char *key, const char *type, const char *def,
 	fputc('=', out);
 }
 
+/* One case arm of _dtrain_values for a key whose values are words
+ * ("one of sgd, adam, adamw", "true or false"), to the FILE in ctx; the
+ * N of a layer key matches any layer index. Other keys get no arm. */
+static void
+write_values(const char *key, const char *type, const char *def,
+	     const char *doc, void *ctx)
+{
+	FILE *out = ctx;
+	const char *words;
+
+	(void)def;
+	(void)doc;
+	if (strcmp(type, "true or false") == 0)
+		words = "true false";
+	else if (strncmp(type, "one of ", 7) == 0)
+		words = type + 7;
+	else
+		return;
+	fputs("	", out);
+	for (const char *p = key; *p != '\0'; p++) {
+		if (*p == 'N' && p > key && p[-1] == '.' &&
+		    (p[1] == '.' || p[1] == '\0'))
+			fputc('*', out);
+		else
+			fputc(*p, out);
+	}
+	fputs(") echo '", out);
+	for (const char *p = words; *p != '\0'; p++)
+		if (*p != ',')
+			fputc(*p, out);
+	fputs("' ;;\n", out);
+}
+
 /* The words of cmd's options (-q --quiet ...) and, in takes, those that
  * take a value, each followed by a blank. */
 static void
@@ -83,7 +116,12 @@ dt_cmd_write_completion(FILE *out)
 	      "command, option\n# and job key tables; do not edit.\n\n"
 	      "_dtrain_keys='", out);
 	dt_job_each_key(write_key, out);
-	fputs("'\n\n_dtrain()\n{\n"
+	fputs("'\n\n# _dtrain_values KEY: the words KEY takes after --set "
+	      "KEY=, if any.\n_dtrain_values()\n{\n"
+	      "\tcase $1 in\n", out);
+	dt_job_each_key(write_values, out);
+	fputs("\tesac\n}\n", out);
+	fputs("\n_dtrain()\n{\n"
 	      "\tlocal cur=${COMP_WORDS[COMP_CWORD]}\n"
 	      "\tlocal prev=${COMP_WORDS[COMP_CWORD-1]}\n"
 	      "\tlocal opts='' takes='' operand=file\n\n"
@@ -108,6 +146,22 @@ dt_cmd_write_completion(FILE *out)
 		fputs("\t\t;;\n", out);
 	}
 	fputs("\t*)\n\t\treturn 0\n\t\t;;\n\tesac\n"
+	      /* --set KEY=VALUE: bash splits at the = (COMP_WORDBREAKS),
+	       * leaving the = as the word or before it */
+	      "\tlocal key= val= pre=\n"
+	      "\tif [ \"$prev\" = = ] && [ \"${COMP_WORDS[COMP_CWORD-3]}\" = "
+	      "--set ]; then\n"
+	      "\t\tkey=${COMP_WORDS[COMP_CWORD-2]} val=$cur\n"
+	      "\telif [ \"$cur\" = = ] && [ \"${COMP_WORDS[COMP_CWORD-2]}\" "
+	      "= --set ]; then\n"
+	      "\t\tkey=$prev pre==\n"
+	      "\telif [ \"$prev\" = --set ] && [[ $cur == *=* ]]; then\n"
+	      "\t\tkey=${cur%%=*} val=${cur#*=} pre=$key=\n"
+	      "\tfi\n"
+	      "\tif [ -n \"$key\" ]; then\n"
+	      "\t\tCOMPREPLY=($(compgen -P \"$pre\" -W \"$(_dtrain_values "
+	      "\"$key\")\" -- \"$val\"))\n"
+	      "\t\treturn 0\n\tfi\n"
 	      "\tif [ \"$prev\" = --set ]; then\n"
 	      "\t\tcompopt -o nospace 2>/dev/null\n"
 	      "\t\tCOMPREPLY=($(compgen -W \"$_dtrain_keys\" -- \"$cur\"))\n"

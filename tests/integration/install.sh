@@ -5,7 +5,7 @@
 # the docdir (where dtrain(1) says), the bash
 # completion script where bash-completion looks; the installed example
 # plans; and the completion script completes a command, an option and a
-# --set key.
+# --set key and the words such a key takes (eval.monitor=loss ...).
 . "${top_srcdir}/tests/integration/lib.sh"
 build=$(dirname "$DTRAIN")
 dest=$SCRATCH/dest
@@ -55,6 +55,17 @@ complete_words() {
 	fail "--set train.l: $(complete_words dtrain run --set train.l)"
 got=$(complete_words dtrain run --set checkpoint.k)
 [ "$got" = checkpoint.keep_last= ] || fail "--set checkpoint.k: $got"
+# the values of a key with words, however bash split at the =
+got=$(complete_words dtrain run --set eval.monitor = '')
+[ "$got" = "loss accuracy perplexity" ] || fail "--set eval.monitor=: $got"
+got=$(complete_words dtrain run --set eval.monitor =)
+[ "$got" = "=loss =accuracy =perplexity" ] || fail "--set eval.monitor= (at =): $got"
+got=$(complete_words dtrain run --set model.layers.2.activation=ge)
+[ "$got" = model.layers.2.activation=gelu ] || fail "--set ...activation=ge: $got"
+got=$(complete_words dtrain plan --set parallel.overlap = f)
+[ "$got" = false ] || fail "--set parallel.overlap=f: $got"
+[ -z "$(complete_words dtrain run --set train.lr = '')" ] ||
+	fail "--set train.lr= offers words"
 [ "$(complete_words dtrain help sam)" = sample ] || fail "help sam"
 [ "$(complete_words dtrain rep)" = report ] || fail "rep: $(complete_words dtrain rep)"
 [ "$(complete_words dtrain report --o)" = --output ] ||
