@@ -34,10 +34,12 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
  * most 32 KiB); nothing is allocated and no lock is taken, so threads may
  * call it at once at no cost to each other. Each element of C is one sum
  * of its k terms in index order, then times alpha (plus beta times C):
- * fused multiply-adds on x86-64 processors with AVX2 and FMA, a multiply
- * and an add on others, so its bits depend on the processor class and
- * on the element's row of op(A) and column of op(B), never on m, n or
- * which rows share a call. At the char-GPT job's shapes (16 x 64 x 32
+ * fused multiply-adds on x86-64 processors with AVX2 and FMA (in a GCC
+ * build), a multiply and an add on others and in other builds, so its
+ * bits depend on the processor class and on the element's row of op(A)
+ * and column of op(B), never on m, n or which rows or columns share a
+ * call. alpha = 0 and k = 0 go to dt_kern_sgemm, which then reads neither
+ * A nor B. At the char-GPT job's shapes (16 x 64 x 32
  * and smaller) one call took 0.7x to 1.05x the time of OpenBLAS's on one
  * thread (2026-12-05, Haswell kernels); with two threads it spares them
  * OpenBLAS's allocator lock, which they otherwise meet thousands of times
@@ -302,7 +304,8 @@ struct dt_kern_gemm {
  * weight gradient and its input gradient: neither's C may overlap the
  * other's A, B or C. The pool's threads are shared in proportion to the
  * products' multiply-adds (at least one each), and each product's rows
- * are cut among its threads as dt_kern_par_sgemm cuts them, so every
+ * are cut among its threads at multiples of dt_kern_gemm_align() rows,
+ * as dt_kern_par_sgemm cuts them (not always at the same rows), so every
  * element gets the bits dt_kern_par_sgemm(g1) then dt_kern_par_sgemm(g2)
  * give on one thread; on two threads each product is one unsplit call,
  * neither packs the other's operands, and the two run in one pass of

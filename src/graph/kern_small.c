@@ -28,6 +28,19 @@
 #define KERN_SMALL_AVX2 1
 #endif
 
+/* No contraction of a multiply and an add into an FMA anywhere below,
+ * whatever -march or -ffp-contract the build uses (GCC's C mode contracts
+ * by default, also intrinsics, which it writes as vector operators): the
+ * FMAs of the AVX2 path are the explicit _mm256_fmadd_ps, so the plain C
+ * path makes a multiply and an add on every processor, and beta * C is
+ * added to alpha * sum the same way in a full block as in a partial
+ * one. */
+#ifdef __GNUC__
+#ifndef __clang__
+#pragma GCC optimize("fp-contract=off")
+#endif
+#endif
+
 /* Floats of the packed op(B) panel, on the stack: 32 KiB. */
 #define SMALL_PANEL 8192
 
@@ -316,7 +329,8 @@ dt_kern_sgemm_small(int trans_a, int trans_b, int64_t m, int64_t n,
 
 	if (m <= 0 || n <= 0)
 		return;
-	if (k <= 0 || !dt_kern_small_fits(n, k)) {
+	if (k <= 0 || alpha == 0.0f || !dt_kern_small_fits(n, k)) {
+		/* the BLAS's own: with alpha 0, A and B are not read */
 		dt_kern_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b,
 			      ldb, beta, c, ldc);
 		return;

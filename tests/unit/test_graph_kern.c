@@ -338,8 +338,10 @@ END_TEST
  * the processor has it, else the plain C path) and with the transposes
  * of _i & 3: shapes around its 6- and 4-row blocks and 16-column
  * panels, against a double triple loop; beta 0 over NaN in C and beta
- * 0.5; every row the same bits as a one-row call on that row alone (so
- * no split of the rows changes a bit); and a panel too large handed to
+ * 0.3 (not exact in binary); every row the same bits as a one-row call
+ * on that row alone and its last column as a one-column call (so no
+ * split of the rows or columns changes a bit); alpha 0 with Inf in A
+ * leaving beta * C, as the BLAS does; and a panel too large handed to
  * dt_kern_sgemm. */
 START_TEST(test_sgemm_small)
 {
@@ -350,6 +352,7 @@ START_TEST(test_sgemm_small)
 	enum { NM = 8, NN = 8, NK = 6, LD = 160, SZ = LD * 160 };
 	float *a = dt_xalloc_floats(SZ), *b = dt_xalloc_floats(SZ);
 	float *c = dt_xalloc_floats(SZ), *r = dt_xalloc_floats(SZ);
+	float *o = dt_xalloc_floats(SZ);	/* C before the call */
 
 	fill(a, SZ, 120, -1.0f, 1.0f);
 	fill(b, SZ, 121, -1.0f, 1.0f);
@@ -357,13 +360,14 @@ START_TEST(test_sgemm_small)
 	for (int s = 0; s < NM * NN * NK; s++) {
 		const int m = ms[s % NM], n = ns[s / NM % NN];
 		const int k = ks[s / (NM * NN)];
-		const float beta = s % 2 ? 0.5f : 0.0f;
+		const float beta = s % 2 ? 0.3f : 0.0f;
 
 		fill(c, SZ, 122, -1.0f, 1.0f);
 		if (beta == 0.0f)
 			for (int i = 0; i < m; i++)
 				c[i * LD] = NAN;
 		memcpy(r, c, SZ * sizeof(float));
+		memcpy(o, c, SZ * sizeof(float));
 		dt_kern_sgemm_small(ta, tb, m, n, k, 0.25f, a, LD, b, LD,
 				    beta, c, LD);
 		for (int i = 0; i < m; i++) {
@@ -396,8 +400,27 @@ START_TEST(test_sgemm_small)
 				      m, n, k, i);
 			ck_assert(memcmp(row + n, got + n, (size_t)(LD - n) *
 					 sizeof(float)) == 0);
+			/* and its last column alone (a partial block of 16
+			 * where the full call had a full one) */
+			row[n - 1] = o[i * LD + n - 1];
+			dt_kern_sgemm_small(ta, tb, 1, 1, k, 0.25f,
+					    a + (ta ? i : i * LD), LD,
+					    b + (tb ? (n - 1) * LD : n - 1),
+					    LD, beta, row + n - 1, LD);
+			ck_assert_msg(memcmp(row + n - 1, got + n - 1,
+					     sizeof(float)) == 0,
+				      "m %d n %d k %d: column %d alone differs",
+				      m, n, k, n - 1);
 		}
 	}
+	/* alpha 0: A and B are not read (Inf in A), C = beta * C */
+	a[0] = INFINITY;
+	for (int j = 0; j < 4; j++)
+		c[j] = 2.0f;
+	dt_kern_sgemm_small(ta, tb, 1, 4, 8, 0.0f, a, LD, b, LD, 1.0f, c, LD);
+	for (int j = 0; j < 4; j++)
+		ck_assert_float_eq(c[j], 2.0f);
+	a[0] = 0.5f;
 	/* 160 columns by 64 terms is past the panel: the BLAS computes it */
 	ck_assert(!dt_kern_small_fits(160, 64));
 	ck_assert(dt_kern_small_fits(64, 128));
@@ -410,6 +433,7 @@ START_TEST(test_sgemm_small)
 	free(b);
 	free(c);
 	free(r);
+	free(o);
 }
 END_TEST
 
