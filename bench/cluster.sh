@@ -17,7 +17,8 @@
 #    link shaped to 1 Gbit/s and to 10 Gbit/s (tc tbf; netem delay only
 #    where the kernel has it, and the script says which): samples/s and
 #    the exposed-communication fraction (breakdown comm_wait_s over the
-#    step's four times, rank 0, the last logged interval) with
+#    step's four times, rank 0, the median of the logged intervals after
+#    the first) with
 #    parallel.overlap true and false, next to the raw all-reduce of the
 #    same bytes on the same link (bench/allreduce_raw, measured just
 #    before) and to the same ranks on one host (shared memory).
@@ -73,9 +74,9 @@ need_fmnist
 MLP=$top_srcdir/bench/mlp-1m.yaml
 GPT=$top_srcdir/jobs/char-gpt.yaml
 if [ $quick = 1 ]; then
-	HOSTS="2" RATES="1gbit" S_MLP=20 S_GPT=10 ITERS=10
+	HOSTS="2" RATES="1gbit" S_MLP=20 S_GPT=12 ITERS=10
 else
-	HOSTS="2 4" RATES="1gbit 10gbit" S_MLP=40 S_GPT=20 ITERS=20
+	HOSTS="2 4" RATES="1gbit 10gbit" S_MLP=40 S_GPT=40 ITERS=20
 fi
 steps_of() { [ "$1" = mlp ] && echo $S_MLP || echo $S_GPT; }
 job_of() { [ "$1" = mlp ] && echo "$MLP" || echo "$GPT"; }
@@ -189,7 +190,7 @@ train() {
 	name=$1 where=$2 np=$3 jk=$4 ov=$5
 	shift 5
 	s=$(steps_of "$jk")
-	set -- --set train.steps="$s" --set log.every_steps=$((s / 2)) \
+	set -- --set train.steps="$s" --set log.every_steps=$((s / 4)) \
 		--set eval.every_steps=0 --set checkpoint.at_end=false \
 		--set parallel.blas_threads=1 "$@"
 	[ "$ov" = none ] || set -- --set parallel.overlap="$ov" "$@"
@@ -201,35 +202,48 @@ train() {
 		"$(job_of "$jk")" "$@" ;;
 	esac >"$name.out" 2>&1 || { cat "$name.out" >&2; fail "$name"; }
 }
-# figures NAME GLOBAL_BATCH: "samples/s step_ms exposed" of the last
-# logged interval (exposed: "n/a" without the breakdown).
+# figures NAME GLOBAL_BATCH: "samples/s step_ms exposed", the medians of
+# the logged intervals after the first (4 intervals of a quarter of the
+# steps each; the first holds the warm-up; exposed: "n/a" without the
+# breakdown).
 figures() {
 	"$PYTHON" - "$1/metrics.jsonl" "$2" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 rows = [r for r in rows if r.get("samples_per_s")]
-last = rows[-1]
-sps = last["samples_per_s"]
-b = last.get("breakdown")
-if b:
-    total = b["compute_s"] + b["comm_wait_s"] + b["data_wait_s"] + b["optim_s"]
-    exposed = "%.1f%%" % (100.0 * b["comm_wait_s"] / total) if total > 0 else "n/a"
-else:
-    exposed = "n/a"
+rows = rows[1:] if len(rows) > 1 else rows
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+sps = median([r["samples_per_s"] for r in rows])
+fr = []
+for r in rows:
+    b = r.get("breakdown")
+    if b:
+        total = b["compute_s"] + b["comm_wait_s"] + b["data_wait_s"] + b["optim_s"]
+        if total > 0:
+            fr.append(b["comm_wait_s"] / total)
+exposed = "%.1f%%" % (100.0 * median(fr)) if fr else "n/a"
 print("%.1f %.2f %s" % (sps, 1e3 * float(sys.argv[2]) / sps, exposed))
 PY
 }
-# per_step NAME JOBKEY: rank 0's breakdown of the last logged interval
-# in ms a step (compute, comm_wait, optim, data_wait), or nothing.
+# per_step NAME JOBKEY: rank 0's breakdown in ms a step (compute,
+# comm_wait, optim, data_wait), each the median over the logged
+# intervals after the first, or nothing.
 per_step() {
-	"$PYTHON" - "$1/metrics.jsonl" $(( $(steps_of "$2") / 2 )) <<'PY'
+	"$PYTHON" - "$1/metrics.jsonl" $(( $(steps_of "$2") / 4 )) <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 rows = [r for r in rows if r.get("breakdown")]
+rows = rows[1:] if len(rows) > 1 else rows
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 if rows:
-    b, n = rows[-1]["breakdown"], float(sys.argv[2])
+    n = float(sys.argv[2])
     print("compute %.2f, exposed communication %.2f, optimizer %.2f, data %.2f ms a step (rank 0)"
-          % tuple(1e3 * b[k] / n for k in ("compute_s", "comm_wait_s", "optim_s", "data_wait_s")))
+          % tuple(1e3 * median([r["breakdown"][k] for r in rows]) / n
+                  for k in ("compute_s", "comm_wait_s", "optim_s", "data_wait_s")))
 PY
 }
 # calc EXPR: awk's value of EXPR (comparisons give 1 or 0).
