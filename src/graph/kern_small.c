@@ -8,17 +8,18 @@
  * lock taken on every call: with two threads making these products at
  * once, the lock is contended and the threads meet in futex calls) and
  * the packing of both operands, for under a microsecond of arithmetic.
- * Here op(B) is packed once into a panel on the stack and the rows of
- * op(A) are read in place, 4 rows by 16 columns of C at a time in 8
- * vector registers (the register blocking of Goto and van de Geijn,
+ * Here op(B) is packed into a panel on the stack and the rows of op(A)
+ * are read in place, 6 rows by 16 columns of C at a time in 12 vector
+ * registers (4 rows in 8 for the last rows of a call; the register
+ * blocking of Goto and van de Geijn,
  * "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3),
  * 2008, without the cache blocking, which these sizes do not need).
  *
  * Every element of C is one sum over k in index order, then times alpha
  * (plus beta times C): with fused multiply-adds where the processor has
- * AVX2 and FMA, a multiply and an add elsewhere. Its bits therefore
- * depend on its row of op(A), its column of op(B), alpha and beta, never
- * on m, n or which rows share the call. */
+ * AVX2 and FMA (in a GCC build), a multiply and an add elsewhere. Its
+ * bits therefore depend on its row of op(A), its column of op(B), alpha
+ * and beta, never on m, n or which rows or columns share the call. */
 #include "graph/kern.h"
 
 #include <string.h>
