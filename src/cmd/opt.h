@@ -33,7 +33,7 @@ enum dt_cmd_arg {
 				 * reason; not in the synopsis or the help */
 };
 
-/* Shown without brackets in the synopsis (plan's --dry-run). */
+/* Shown without brackets in the synopsis (predict's --input and -o). */
 #define DT_CMD_OPT_BARE 1u
 /* A STRING that names a file or directory: an empty one is refused. */
 #define DT_CMD_OPT_PATH 2u

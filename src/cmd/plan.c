@@ -304,7 +304,7 @@ add_link(const struct plan_args *a, const struct dt_job *job,
 }
 
 static const struct dt_cmd_opt plan_opts[] = {
-	{ .name = "dry-run", .kind = DT_CMD_ARG_FLAG, .flags = DT_CMD_OPT_BARE,
+	{ .name = "dry-run", .kind = DT_CMD_ARG_FLAG,
 	  .offset = offsetof(struct plan_args, dry_run),
 	  .doc = "accepted for clarity: plan never runs anything" },
 	{ .name = "ranks", .short_name = 'n', .kind = DT_CMD_ARG_INT,
