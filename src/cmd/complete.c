@@ -9,6 +9,20 @@
 
 #include "job/job.h"
 
+/* key to out with the N of a layer key ("model.layers.N.units") written
+ * as index. */
+static void
+put_key(FILE *out, const char *key, char index)
+{
+	for (const char *p = key; *p != '\0'; p++) {
+		if (*p == 'N' && p > key && p[-1] == '.' &&
+		    (p[1] == '.' || p[1] == '\0'))
+			fputc(index, out);
+		else
+			fputc(*p, out);
+	}
+}
+
 /* Writes one job key, as `--set` takes it ("train.lr="), to the FILE in
  * ctx; the N of a layer key becomes 0 ("model.layers.0.units="). */
 static void
@@ -21,13 +35,7 @@ write_key(const char *key, const char *type, const char *def,
 	(void)def;
 	(void)doc;
 	fputc(' ', out);
-	for (const char *p = key; *p != '\0'; p++) {
-		if (*p == 'N' && p > key && p[-1] == '.' &&
-		    (p[1] == '.' || p[1] == '\0'))
-			fputc('0', out);
-		else
-			fputc(*p, out);
-	}
+	put_key(out, key, '0');
 	fputc('=', out);
 }
 
@@ -49,14 +57,8 @@ write_values(const char *key, const char *type, const char *def,
 		words = type + 7;
 	else
 		return;
-	fputs("	", out);
-	for (const char *p = key; *p != '\0'; p++) {
-		if (*p == 'N' && p > key && p[-1] == '.' &&
-		    (p[1] == '.' || p[1] == '\0'))
-			fputc('*', out);
-		else
-			fputc(*p, out);
-	}
+	fputc('\t', out);
+	put_key(out, key, '*');
 	fputs(") echo '", out);
 	for (const char *p = words; *p != '\0'; p++)
 		if (*p != ',')
