@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
+	tests/integration/mca-env.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/agree.sh \
 	tests/integration/ps-train.sh \
@@ -66,3 +67,10 @@ SH_LOG_COMPILER = $(SHELL)
 check_PROGRAMS += tests/integration/progress_probe
 tests_integration_progress_probe_SOURCES = tests/integration/progress_probe.c
 tests_integration_progress_probe_LDADD = libdtrain.la $(DT_LIBS)
+
+# The Open MPI settings a rank makes for itself, read back through MPI_T,
+# for tests/integration/mca-env.sh
+check_PROGRAMS += tests/integration/mca_probe
+tests_integration_mca_probe_SOURCES = tests/integration/mca_probe.c
+tests_integration_mca_probe_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_integration_mca_probe_LDADD = libdtrain.la $(DT_LIBS)

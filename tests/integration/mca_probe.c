@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* mca_probe.c - the Open MPI settings a rank makes for itself before
+ * MPI_Init (dt_comm_mpi_new, src/dist/comm_mpi.c), as Open MPI sees
+ * them, for tests/integration/mca-env.sh:
+ *
+ *   mpirun -np P mca_probe
+ *
+ * Opens the communicator as the trainer does, then reads three of Open
+ * MPI's control variables through the MPI tool interface (MPI_T, MPI-3
+ * chapter 14) and prints, on rank 0 only:
+ *   "btl_tcp_eager_limit E btl_tcp_max_send_size S
+ *    coll_libnbc_iallreduce_algorithm A"
+ * with "missing" for a variable this Open MPI does not have (a build
+ * without the TCP transport). Exits 1 on an MPI or tool-interface error. */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dist/comm.h"
+
+/* Prints " NAME VALUE" for the control variable NAME, or " NAME missing";
+ * 1 on a tool-interface error. */
+static int
+put_cvar(const char *name)
+{
+	int idx, n = 0, rc, verbosity, bind, scope;
+	char vname[256], desc[1024];
+	int vname_len = sizeof vname, desc_len = sizeof desc;
+	MPI_Datatype dt;
+	MPI_T_enum et;
+	MPI_T_cvar_handle h;
+	union {
+		int i;
+		unsigned u;
+		unsigned long ul;
+		unsigned long long ull;
+		char pad[64];
+	} v;
+
+	rc = MPI_T_cvar_get_index(name, &idx);
+	if (rc == MPI_T_ERR_INVALID_NAME) {
+		printf(" %s missing", name);
+		return 0;
+	}
+	if (rc != MPI_SUCCESS ||
+	    MPI_T_cvar_get_info(idx, vname, &vname_len, &verbosity, &dt, &et,
+				desc, &desc_len, &bind, &scope) != MPI_SUCCESS ||
+	    MPI_T_cvar_handle_alloc(idx, NULL, &h, &n) != MPI_SUCCESS || n != 1)
+		return 1;
+	memset(&v, 0, sizeof v);
+	rc = MPI_T_cvar_read(h, &v);
+	MPI_T_cvar_handle_free(&h);
+	if (rc != MPI_SUCCESS)
+		return 1;
+	if (dt == MPI_INT)
+		printf(" %s %d", name, v.i);
+	else if (dt == MPI_UNSIGNED)
+		printf(" %s %u", name, v.u);
+	else if (dt == MPI_UNSIGNED_LONG)
+		printf(" %s %lu", name, v.ul);
+	else if (dt == MPI_UNSIGNED_LONG_LONG)
+		printf(" %s %llu", name, v.ull);
+	else
+		return 1;
+	return 0;
+}
+
+int
+main(void)
+{
+	struct dt_error err = { 0 };
+	struct dt_comm *world;
+	int provided, bad = 0;
+
+	if (dt_comm_mpi_new(&world, &err) != DT_OK) {
+		fprintf(stderr, "mca_probe: %s\n", err.msg);
+		return 1;
+	}
+	if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) {
+		fprintf(stderr, "mca_probe: MPI_T_init_thread failed\n");
+		dt_comm_free(world);
+		return 1;
+	}
+	if (dt_comm_rank(world) == 0) {
+		bad |= put_cvar("btl_tcp_eager_limit");
+		bad |= put_cvar("btl_tcp_max_send_size");
+		bad |= put_cvar("coll_libnbc_iallreduce_algorithm");
+		printf("\n");
+	}
+	MPI_T_finalize();
+	dt_comm_free(world);
+	if (bad)
+		fprintf(stderr, "mca_probe: a control variable could not be "
+			"read\n");
+	return bad;
+}
