@@ -571,24 +571,6 @@ dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
 	 * 100 ms by the ring, the blocking sum 110). A setting of the user's
 	 * own wins (setenv does not overwrite). */
 	setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
-	/* Over TCP, a ring round's message of up to 1 MiB goes eagerly:
-	 * Open MPI's default 64 KiB sends a larger one by rendezvous, a
-	 * request, an answer and then the data, each hop moving on only
-	 * at the next MPI call of the rank concerned, which during backward
-	 * is the next layer's end. Eagerly, the round's bytes are in the
-	 * kernel's hands after one call on each side. Measured with
-	 * jobs/char-gpt.yaml on 2 simulated hosts, the link at the backward
-	 * time (about 1.8 Gbit/s), three interleaved pairs of runs: steps of
-	 * 82.6, 81.5 and 75.1 ms against 84.8, 86.6 and 81.5 while the
-	 * machine was loaded (the sums' exposed wait 3 ms against 5 to
-	 * 15), 74.9, 75.2 and 75.9 against 76.1, 75.5 and 77.0 when idle.
-	 * Left alone where the user set either value (they go together:
-	 * the eager limit may not pass the largest send). */
-	if (getenv("OMPI_MCA_btl_tcp_eager_limit") == NULL &&
-	    getenv("OMPI_MCA_btl_tcp_max_send_size") == NULL) {
-		setenv("OMPI_MCA_btl_tcp_eager_limit", "1048576", 0);
-		setenv("OMPI_MCA_btl_tcp_max_send_size", "1048576", 0);
-	}
 	rc = MPI_Init_thread(NULL, NULL, want, &provided);
 	if (rc != MPI_SUCCESS)
 		return dt_errorf(err, DT_ERR_MPI, "MPI_Init_thread failed (%d)",

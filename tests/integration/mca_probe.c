@@ -3,25 +3,24 @@
  * MPI_Init (dt_comm_mpi_new, src/dist/comm_mpi.c), as Open MPI sees
  * them, for tests/integration/mca-env.sh:
  *
- *   mpirun -np P mca_probe
+ *   mpirun -np P mca_probe NAME...
  *
- * Opens the communicator as the trainer does, then reads three of Open
- * MPI's control variables through the MPI tool interface (MPI_T, MPI-3
- * chapter 14) and prints, on rank 0 only:
- *   "btl_tcp_eager_limit E btl_tcp_max_send_size S
- *    coll_libnbc_iallreduce_algorithm A"
- * with "missing" for a variable this Open MPI does not have (a build
- * without the TCP transport). Exits 1 on an MPI or tool-interface error. */
+ * Opens the communicator as the trainer does, then reads each named
+ * control variable of Open MPI through the MPI tool interface (MPI_T,
+ * MPI-3.1 chapter 14) and prints, on rank 0 only, one line of
+ * "NAME VALUE" pairs separated by single spaces, with "missing" for a
+ * variable this Open MPI does not have. Exits 1 on an MPI or
+ * tool-interface error or a variable of a type it does not print. */
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "dist/comm.h"
 
-/* Prints " NAME VALUE" for the control variable NAME, or " NAME missing";
- * 1 on a tool-interface error. */
+/* Prints "NAME VALUE" for the control variable NAME, or "NAME missing",
+ * after a space unless FIRST; 1 on a tool-interface error. */
 static int
-put_cvar(const char *name)
+put_cvar(const char *name, int first)
 {
 	int idx, n = 0, rc, verbosity, bind, scope;
 	char vname[256], desc[1024];
@@ -37,9 +36,11 @@ put_cvar(const char *name)
 		char pad[64];
 	} v;
 
+	if (!first)
+		putchar(' ');
 	rc = MPI_T_cvar_get_index(name, &idx);
 	if (rc == MPI_T_ERR_INVALID_NAME) {
-		printf(" %s missing", name);
+		printf("%s missing", name);
 		return 0;
 	}
 	if (rc != MPI_SUCCESS ||
@@ -53,20 +54,20 @@ put_cvar(const char *name)
 	if (rc != MPI_SUCCESS)
 		return 1;
 	if (dt == MPI_INT)
-		printf(" %s %d", name, v.i);
+		printf("%s %d", name, v.i);
 	else if (dt == MPI_UNSIGNED)
-		printf(" %s %u", name, v.u);
+		printf("%s %u", name, v.u);
 	else if (dt == MPI_UNSIGNED_LONG)
-		printf(" %s %lu", name, v.ul);
+		printf("%s %lu", name, v.ul);
 	else if (dt == MPI_UNSIGNED_LONG_LONG)
-		printf(" %s %llu", name, v.ull);
+		printf("%s %llu", name, v.ull);
 	else
 		return 1;
 	return 0;
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
 	struct dt_error err = { 0 };
 	struct dt_comm *world;
@@ -82,9 +83,8 @@ main(void)
 		return 1;
 	}
 	if (dt_comm_rank(world) == 0) {
-		bad |= put_cvar("btl_tcp_eager_limit");
-		bad |= put_cvar("btl_tcp_max_send_size");
-		bad |= put_cvar("coll_libnbc_iallreduce_algorithm");
+		for (int i = 1; i < argc; i++)
+			bad |= put_cvar(argv[i], i == 1);
 		printf("\n");
 	}
 	MPI_T_finalize();
