@@ -5,7 +5,8 @@
 # host 2, a 3000-step job; each case ends within 60 s, exit 1, with the
 # stopped rank named in the watchdog's form, never a hang:
 #   (a) sync, the server SIGSTOPped on host 2: worker 0, waiting for its
-#       pull, names rank 1;
+#       push (MPI_Wait) or its pull (MPI_Recv), whichever the stop caught,
+#       names rank 1;
 #   (b) async with max_staleness 2, the worker SIGSTOPped on host 1: the
 #       server, waiting in MPI_Waitany for the next push, names rank 0.
 # tests/integration/ps-watchdog.sh does the same on one host.
@@ -69,9 +70,10 @@ stopped() {
 
 # (a) sync, the server on host 2 stops.
 stopped sync 2
-grep -Eq 'rank 0: waited [0-9]+ s in MPI_Wait \(parallel.timeout_s 5\); rank 1 silent for [0-9]+ s' sync.err ||
+grep -Eq 'rank 0: waited [0-9]+ s in MPI_(Wait|Recv) \(parallel.timeout_s 5\); rank 1 silent for [0-9]+ s' sync.err ||
 	{ cat sync.err >&2; fail "sync: the server (rank 1) not named"; }
-echo "ok: (a) sync, the server on host 2 SIGSTOPped: named by worker 0, the job ended in $dt s"
+echo "ok: (a) sync, the server on host 2 SIGSTOPped: named by worker 0" \
+     "($(grep -Eo 'waited [0-9]+ s in MPI_[A-Za-z]+' sync.err | head -n 1)), the job ended in $dt s"
 
 # (b) async with a staleness bound, the worker on host 1 stops.
 stopped async 1 --set parallel.mode=async --set parallel.max_staleness=2
