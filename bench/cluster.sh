@@ -263,16 +263,9 @@ if rows:
 PY
 }
 # compute_ms NAME JOBKEY: rank 0's compute (forward and backward) in ms a
-# step, the median over the logged intervals after the first.
+# step, per_step's figure.
 compute_ms() {
-	"$PYTHON" - "$1/metrics.jsonl" "$(every_of "$2")" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-rows = [r for r in rows if r.get("breakdown")]
-rows = rows[1:] if len(rows) > 1 else rows
-v = sorted(1e3 * r["breakdown"]["compute_s"] / float(sys.argv[2]) for r in rows)
-print("%.2f" % (v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2))
-PY
+	per_step "$1" "$2" | sed -n 's/^compute \([0-9.]*\),.*/\1/p'
 }
 # calc EXPR: awk's value of EXPR (comparisons give 1 or 0).
 calc() { awk "BEGIN { print ($1) }"; }
@@ -427,8 +420,8 @@ for jk in mlp gpt; do
 		comp_f="$comp_f $cf"
 		# forward and backward as this pair's blocking run computed
 		# them (its compute time, split as bench_layers splits it).
-		ir=$(calc "$cf * $fwd / ($fwd + $bwd) + (($cf * $bwd / ($fwd + $bwd) > $ms) ? $cf * $bwd / ($fwd + $bwd) : $ms)")
-		ratios="$ratios $(calc "$st / $ir")"
+		cb=$(calc "$cf * $bwd / ($fwd + $bwd)")
+		ratios="$ratios $(calc "$st / ($cf - $cb + ($cb > $ms ? $cb : $ms))")"
 	done
 	sched=$(schedule_of "$jk-bal-${OVERLAPS%% *}-1" | tr -d '\n')
 	if [ $have_overlap = 1 ] && [ $have_accum = 1 ]; then
