@@ -193,6 +193,14 @@ dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err)
 }
 
 enum dt_status
+dt_comm_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
+{
+	if (c->ops->coll_wait_first == NULL)
+		return dt_comm_coll_wait(c, err);
+	WATCHED(c, "MPI_Waitall", c->ops->coll_wait_first(c, n_sums, err));
+}
+
+enum dt_status
 dt_comm_allreduce_max_int(struct dt_comm *c, int *buf, size_t n,
 			  struct dt_error *err)
 {

@@ -86,6 +86,16 @@ enum dt_status dt_comm_coll_test(struct dt_comm *c, int *all_done,
  * none is pending. Errors: DT_ERR_MPI (the requests are released all the
  * same). */
 enum dt_status dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err);
+/* Waits until the first n_sums (>= 1) of the non-blocking sums started on
+ * c since none was pending (in the order they were started) have
+ * completed; their buffers then hold the sums and are the caller's
+ * again, while the later ones stay in flight. n_sums equal to the number
+ * pending is dt_comm_coll_wait. For taking each sum as it is done while
+ * the rest still cross the wire (MPI_Waitall on the first ones'
+ * requests). Errors: DT_ERR_MPI (every pending request is released then,
+ * as by dt_comm_coll_wait). */
+enum dt_status dt_comm_coll_wait_first(struct dt_comm *c, int n_sums,
+				       struct dt_error *err);
 /* In-place maximum over all ranks of n ints (used to agree on a status). */
 enum dt_status dt_comm_allreduce_max_int(struct dt_comm *c, int *buf,
 					 size_t n, struct dt_error *err);
@@ -211,6 +221,9 @@ struct dt_comm_ops {
 	enum dt_status (*coll_test)(struct dt_comm *c, int *all_done,
 				    struct dt_error *err);
 	enum dt_status (*coll_wait)(struct dt_comm *c, struct dt_error *err);
+	/* Optional (NULL: coll_wait, which waits for all of them). */
+	enum dt_status (*coll_wait_first)(struct dt_comm *c, int n_sums,
+					  struct dt_error *err);
 };
 
 enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT, DT_COMM_BF16 };

@@ -38,6 +38,9 @@ struct mpi_impl {
 	int n_reqs, cap_reqs;
 	MPI_Request *colls;	/* (cap_colls) pending non-blocking sums */
 	int n_colls, cap_colls;
+	int *sum_end;		/* (cap_sums) n_colls after each sum's
+				 * requests, in the order started */
+	int n_sums, cap_sums;
 	MPI_Op bf16_sum;	/* the bfloat16 sum; made by the world,
 				 * shared with (not freed by) its splits */
 	/* The progress thread of colls (see the top of the file). */
@@ -45,10 +48,18 @@ struct mpi_impl {
 	int thread_on;		/* started (lock, wake, thread valid) */
 	int stop;		/* under lock: the thread is to end */
 	int thread_rc;		/* under lock: its failed MPI_Testall */
-	pthread_mutex_t lock;	/* colls, n_colls, stop, thread_rc */
+	pthread_mutex_t lock;	/* colls, n_colls, sums, stop, thread_rc */
 	pthread_cond_t wake;	/* a sum started, or stop */
 	pthread_t thread;
 };
+
+/* Forgets every pending sum (all done, or released after a failure). */
+static void
+colls_clear(struct mpi_impl *impl)
+{
+	impl->n_colls = 0;
+	impl->n_sums = 0;
+}
 
 /* The progress thread: MPI_Testall on the sums in flight every
  * progress_ns while there are any; a failure is kept for the caller's
@@ -73,7 +84,7 @@ progress_main(void *arg)
 		if (rc != MPI_SUCCESS)
 			impl->thread_rc = rc;
 		if (rc != MPI_SUCCESS || flag)
-			impl->n_colls = 0;
+			colls_clear(impl);
 		pthread_mutex_unlock(&impl->lock);
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&impl->lock);
@@ -251,6 +262,13 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 		p += (size_t)count * elem;
 		n -= (size_t)count;
 	}
+	if (impl->n_sums == impl->cap_sums) {
+		impl->cap_sums = impl->cap_sums ? 2 * impl->cap_sums : 16;
+		impl->sum_end = dt_xrealloc(impl->sum_end,
+					    (size_t)impl->cap_sums,
+					    sizeof *impl->sum_end);
+	}
+	impl->sum_end[impl->n_sums++] = impl->n_colls;
 	if (impl->thread_on)
 		pthread_cond_signal(&impl->wake);
 	colls_unlock(impl);
@@ -277,7 +295,7 @@ mpi_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
 		rc = MPI_Testall(impl->n_colls, impl->colls, &flag,
 				 MPI_STATUSES_IGNORE);
 	if (rc == MPI_SUCCESS && flag)
-		impl->n_colls = 0;
+		colls_clear(impl);
 	colls_unlock(impl);
 	if (all_done != NULL)
 		*all_done = rc == MPI_SUCCESS && flag;
@@ -298,9 +316,38 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 	else if (impl->n_colls > 0)
 		rc = MPI_Waitall(impl->n_colls, impl->colls,
 				 MPI_STATUSES_IGNORE);
-	impl->n_colls = 0;
+	colls_clear(impl);
 	if (impl->thread_on)
 		impl->thread_rc = MPI_SUCCESS;
+	colls_unlock(impl);
+	return check(c, rc, "MPI_Waitall (sums)", err);
+}
+
+/* MPI_Waitall on the requests of the first n_sums sums (those already
+ * done are MPI_REQUEST_NULL by then, which MPI_Waitall passes over);
+ * all of them, or a failure, forget every sum as mpi_coll_wait does. */
+static enum dt_status
+mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	int rc = MPI_SUCCESS;
+
+	colls_lock(impl);
+	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS) {
+		rc = impl->thread_rc;
+		impl->thread_rc = MPI_SUCCESS;
+		colls_clear(impl);
+	} else if (n_sums >= impl->n_sums) {
+		if (impl->n_colls > 0)
+			rc = MPI_Waitall(impl->n_colls, impl->colls,
+					 MPI_STATUSES_IGNORE);
+		colls_clear(impl);
+	} else if (n_sums > 0) {
+		rc = MPI_Waitall(impl->sum_end[n_sums - 1], impl->colls,
+				 MPI_STATUSES_IGNORE);
+		if (rc != MPI_SUCCESS)
+			colls_clear(impl);
+	}
 	colls_unlock(impl);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
@@ -368,6 +415,7 @@ mpi_free(struct dt_comm *c)
 	if (impl != NULL) {
 		free(impl->reqs);
 		free(impl->colls);
+		free(impl->sum_end);
 	}
 	if (impl == NULL || !impl->child) {
 		MPI_Finalized(&finalized);
@@ -459,6 +507,7 @@ static const struct dt_comm_ops mpi_ops = {
 	.iallreduce = mpi_iallreduce,
 	.coll_test = mpi_coll_test,
 	.coll_wait = mpi_coll_wait,
+	.coll_wait_first = mpi_coll_wait_first,
 };
 
 /* Fills a split communicator's rank, size and node group from

@@ -58,12 +58,23 @@ tensor_sq(const float *g, int64_t n)
 	return total;
 }
 
+/* The squared norm of tensor t (described by ti) of this step's final
+ * gradient: taken when its bucket's sum was done (settle), or now. The
+ * same function on the same floats either way, so the same bits. */
+static double
+norm_of(struct dt_grad_sync *s, int t, const struct dt_tensor_info *ti)
+{
+	if (s->sq_have != NULL && s->sq_have[t])
+		return s->sq[t];
+	return tensor_sq(dt_model_grads(s->cfg.model) + ti->offset, ti->size);
+}
+
 /* Writes the squared norm of each of the model's trained tensors at
  * norm2[first + its index in the model]. */
 static void
-own_norms(struct dt_model *m, double *norm2, int first)
+own_norms(struct dt_grad_sync *s, double *norm2, int first)
 {
-	const float *g = dt_model_grads(m);
+	struct dt_model *m = s->cfg.model;
 	size_t n_trained = dt_model_n_trained(m);
 
 	for (int t = 0; t < dt_model_n_tensors(m); t++) {
@@ -71,7 +82,7 @@ own_norms(struct dt_model *m, double *norm2, int first)
 
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset < n_trained)
-			norm2[first + t] = tensor_sq(g + ti.offset, ti.size);
+			norm2[first + t] = norm_of(s, t, &ti);
 	}
 }
 
@@ -87,9 +98,30 @@ dt_sync_local_norm2(struct dt_grad_sync *s)
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset >= dt_model_n_trained(m))
 			continue;
-		total += tensor_sq(dt_model_grads(m) + ti.offset, ti.size);
+		total += norm_of(s, t, &ti);
 	}
 	return total;
+}
+
+/* The squared norms of bucket b's tensors, whose sum is done, for
+ * norm_of: taken while the later buckets still cross the wire. */
+static void
+bucket_norms(struct dt_grad_sync *s, int b)
+{
+	struct dt_model *m = s->cfg.model;
+	const struct dt_grad_bucket *k = &s->buckets[b];
+	const float *g = dt_model_grads(m);
+
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < k->lo || ti.offset >= k->hi ||
+		    ti.offset >= dt_model_n_trained(m))
+			continue;
+		s->sq[t] = tensor_sq(g + ti.offset, ti.size);
+		s->sq_have[t] = 1;
+	}
 }
 
 static double
@@ -314,22 +346,30 @@ exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 	return bucket_sum(s, bucket, err);
 }
 
-/* Waits for the buckets still in flight (none without overlap). */
+/* Waits for the buckets still in flight (none without overlap), one at
+ * a time in the order they began (the order of their sums), and puts
+ * each back into the float gradient, with its tensors' squared norms, as
+ * soon as its own sum is done: that work then runs while the later
+ * buckets are still on the wire, and only the last bucket's follows the
+ * wait. */
 static enum dt_status
 settle(struct dt_grad_sync *s, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
-	int any = 0;
+	int k = 0;
 
-	for (int b = 0; b < s->n_buckets; b++)
-		any |= s->pending[b];
-	if (!any)
-		return DT_OK;
-	st = dt_comm_coll_wait(s->cfg.sum_comm, err);
 	for (int b = 0; b < s->n_buckets; b++) {
-		if (s->pending[b] && st == DT_OK)
-			bucket_done(s, b);
+		if (!s->pending[b])
+			continue;
 		s->pending[b] = 0;
+		if (st != DT_OK)
+			continue;
+		st = dt_comm_coll_wait_first(s->cfg.sum_comm, ++k, err);
+		if (st != DT_OK)
+			continue;
+		bucket_done(s, b);
+		if (s->early_norms)
+			bucket_norms(s, b);
 	}
 	return st;
 }
@@ -355,8 +395,7 @@ stage_finish(struct dt_grad_sync *s, double step_loss,
 	memset(report->tensor_norm2, 0,
 	       (size_t)s->cfg.n_tensors_all * sizeof *report->tensor_norm2);
 	if (s->cfg.norm_owner)
-		own_norms(s->cfg.model, report->tensor_norm2,
-			  s->cfg.first_tensor);
+		own_norms(s, report->tensor_norm2, s->cfg.first_tensor);
 	return DT_OK;
 }
 
@@ -451,6 +490,15 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);
 		setup_node_ranges(s);
 	}
+	/* Who reads the norms: a rank holding the whole model (whole_norm2)
+	 * or its stage's owner (stage_finish). */
+	s->early_norms = s->overlap && (!cfg->split || cfg->norm_owner);
+	if (s->early_norms) {
+		int nt = dt_model_n_tensors(cfg->model);
+
+		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
+		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
+	}
 	/* Collective over sum_comm: the per-host sum where it applies. */
 	st = dt_comm_hier_new(cfg->sum_comm,
 			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
@@ -474,6 +522,8 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	free(s->wire16);
 	free(s->node_lo);
 	free(s->node_hi);
+	free(s->sq);
+	free(s->sq_have);
 	free(s);
 }
 
@@ -518,6 +568,9 @@ dt_grad_sync_bytes(const struct dt_grad_sync *s)
 void
 dt_grad_sync_step_begin(struct dt_grad_sync *s)
 {
+	if (s->sq_have != NULL)
+		memset(s->sq_have, 0,
+		       (size_t)dt_model_n_tensors(s->cfg.model));
 	s->ops->step_begin(s);
 }
 

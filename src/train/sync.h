@@ -199,7 +199,10 @@ enum dt_status dt_grad_sync_progress(struct dt_grad_sync *s,
 				     struct dt_error *err);
 
 /* Completes every begun bucket (the one place that waits for gradient
- * traffic), so the float gradient holds the sum, and
+ * traffic), so the float gradient holds the sum: with overlap bucket by
+ * bucket in the order they began, each put back into the float gradient
+ * and its tensors' squared norms taken (for dt_grad_sync_norm2, where
+ * this rank reads them) while the later sums are still in flight; and
  * writes this rank's share of the per-tensor squared norms into
  * report->tensor_norm2 (stages). step_loss is this rank's loss sum of
  * the step (the parameter-server worker refuses a non-finite one, or a

@@ -50,6 +50,14 @@ struct dt_grad_sync {
 	uint16_t *wire16;		/* bf16: (n) the gradient as sent */
 	size_t *node_lo, *node_hi;	/* exact: (n_nodes) each node's
 					 * trained floats [lo, hi) */
+	int early_norms;		/* the tensors' squared norms are
+					 * taken as each bucket's sum is done
+					 * (overlap, where this rank needs
+					 * them) */
+	double *sq;			/* (n_tensors) this step's squared
+					 * norm of each tensor, where
+					 * sq_have */
+	unsigned char *sq_have;		/* (n_tensors) */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

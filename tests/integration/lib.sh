@@ -53,15 +53,21 @@ expect_fail() {
 	fi
 }
 
-# Loss column of a run's metrics.jsonl, one value per logged step.
-losses() {
+# column RUN KEY: the KEY column of run dir RUN's metrics.jsonl, one
+# value per line that has it, exactly as written (repr).
+column() {
 	"$PYTHON" -c '
 import json, sys
 for line in open(sys.argv[1]):
     o = json.loads(line)
-    if "loss" in o:
-        print(repr(o["loss"]))
-' "$1/metrics.jsonl"
+    if sys.argv[2] in o:
+        print(repr(o[sys.argv[2]]))
+' "$1/metrics.jsonl" "$2"
+}
+
+# Loss column of a run's metrics.jsonl, one value per logged step.
+losses() {
+	column "$1" loss
 }
 
 # compare_losses A B RELTOL: the loss sequences of run dirs A and B agree.

@@ -6,6 +6,9 @@
 # the float sum, and tensor-parallel 2 (buckets then zero the replicated
 # gradients bucket by bucket); buckets of 0.01 MiB cut the small MLP's
 # six tensors into several buckets, and a tensor larger than a bucket.
+# With train.clip_norm the gradient norms (taken bucket by bucket as the
+# sums finish, with overlap) and so the clipped updates are the same bits
+# too, data-parallel and over 2 pipeline stages x 2 data-parallel ranks.
 # The bf16 wire moves 2 bytes a gradient value (summary.json and plan
 # agree) and changes the losses, but by less than 5e-3 relative (7e-4
 # measured).
@@ -17,6 +20,17 @@ same() {
 	losses "$2" >"$2.l"
 	[ "$(wc -l <"$1.l")" -eq 20 ] || fail "$1: expected 20 logged steps"
 	cmp "$1.l" "$2.l" || fail "$1 and $2 differ"
+}
+# same_clipped A B CLIP: as same, and the norms too, which exceed CLIP
+# in some step (so the clipping ran).
+same_clipped() {
+	same "$1" "$2"
+	column "$1" grad_norm >"$1.n"
+	column "$2" grad_norm >"$2.n"
+	[ "$(wc -l <"$1.n")" -eq 20 ] || fail "$1: expected 20 grad_norm values"
+	cmp "$1.n" "$2.n" || fail "$1 and $2: the gradient norms differ"
+	awk -v c="$3" '$1 > c { n++ } END { exit !n }' "$1.n" ||
+		fail "$1: no step's gradient norm is above clip_norm $3"
 }
 on="--set parallel.overlap=true --set parallel.bucket_mb=0.01"
 off="--set parallel.overlap=false"
@@ -31,6 +45,14 @@ tp="--set parallel.strategy=model --set parallel.tensor_parallel=2"
 mpi 2 "$DTRAIN" run -q --run-dir tp-on job.yaml $a1 $tp $on
 mpi 2 "$DTRAIN" run -q --run-dir tp-off job.yaml $a1 $tp $off
 same tp-on tp-off
+clip="--set train.clip_norm=0.5"
+mpi 2 "$DTRAIN" run -q --run-dir clip-on job.yaml $clip $on
+mpi 2 "$DTRAIN" run -q --run-dir clip-off job.yaml $clip $off
+same_clipped clip-on clip-off 0.5
+pp="--set parallel.strategy=hybrid --set parallel.pipeline_parallel=2 --set parallel.data_parallel=2"
+mpi 4 "$DTRAIN" run -q --run-dir pp-on job.yaml $clip $pp $on
+mpi 4 "$DTRAIN" run -q --run-dir pp-off job.yaml $clip $pp $off
+same_clipped pp-on pp-off 0.5
 # Overlap on is not the same as nothing summed: the losses of one rank
 # with the same global batch agree to 1e-5 (np-equivalence.sh's bound).
 mpi 1 "$DTRAIN" run -q --run-dir one job.yaml $a1

@@ -4,7 +4,8 @@
 # progress_probe (2 ranks, a 1 Mi-double sum, then 300 ms without MPI
 # calls) finds its sum done at the first test with the thread, and right
 # (every value checked); without the thread it prints how many tests the
-# sum took. A run with the thread gives the bits of one without (the same
+# sum took; of two sums started in a row, the first is right after
+# dt_comm_coll_wait_first(1), the second after the wait for all. A run with the thread gives the bits of one without (the same
 # sums: exported parameters and loss lines), says which drives its sums,
 # and the key's range is checked.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -16,6 +17,9 @@ mpi 2 "$PROBE" 200 >on.out 2>&1 || { cat on.out >&2; fail "probe with the thread
 mpi 2 "$PROBE" 0 >off.out 2>&1 || { cat off.out >&2; fail "probe without the thread"; }
 [ "$(grep -c 'progress_us 0, done after [0-9]* tests, sums ok$' off.out)" -eq 2 ] ||
 	{ cat off.out >&2; fail "probe without the thread"; }
+# dt_comm_coll_wait_first: the first of two sums waited for alone.
+[ "$(cat on.out off.out | grep -c 'first of two sums ok after wait_first, then the second$')" -eq 4 ] ||
+	{ cat on.out off.out >&2; fail "dt_comm_coll_wait_first"; }
 echo "without the thread: $(sed -n 's/.*done after \([0-9]*\) tests.*/\1/p' off.out | tr '\n' ' ')tests"
 
 write_small_job job.yaml

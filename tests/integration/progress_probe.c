@@ -14,8 +14,12 @@
  * doubles between processes takes many turns of Open MPI's progress
  * engine (a ring in rounds, messages in fragments), so without a thread
  * it is not done at the first test after the pause; with one it is.
- * Prints "rank R: progress_us U, done after K tests, sums ok" and exits
- * 0, or names the first wrong value and exits 1. */
+ * Prints "rank R: progress_us U, done after K tests, sums ok". Then two
+ * sums of N/2 doubles each, started one after the other: after
+ * dt_comm_coll_wait_first(1) the first holds its sum (checked before the
+ * second is waited for), after dt_comm_coll_wait the second; prints
+ * "rank R: first of two sums ok after wait_first, then the second".
+ * Exits 0, or names the first wrong value and exits 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -23,6 +27,31 @@
 #include "dist/comm.h"
 
 #define N (1 << 20)
+
+/* The first wrong value of d[0..n), rank r of size holding
+ * (r + 1) x (i % m + 1) at i before the sum, printed with what; 0 when
+ * every one is right. */
+static int
+check(const double *d, int n, int m, int rank, int size, const char *what)
+{
+	for (int i = 0; i < n; i++) {
+		double want = size * (size + 1) / 2.0 * (i % m + 1);
+
+		if (d[i] != want) {
+			printf("rank %d: %s: element %d: %.17g, expected "
+			       "%.17g\n", rank, what, i, d[i], want);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static void
+fill(double *d, int n, int m, int rank)
+{
+	for (int i = 0; i < n; i++)
+		d[i] = (double)((rank + 1) * (i % m + 1));
+}
 
 static void
 pause_ms(long ms)
@@ -52,8 +81,7 @@ main(int argc, char **argv)
 	}
 	rank = dt_comm_rank(c);
 	size = dt_comm_size(c);
-	for (int i = 0; i < N; i++)
-		d[i] = (double)((rank + 1) * (i % 5 + 1));
+	fill(d, N, 5, rank);
 	if (dt_comm_iallreduce_sum_f64(c, d, N, &err) != DT_OK) {
 		fprintf(stderr, "progress_probe: %s\n", err.msg);
 		dt_comm_abort(world, 1);
@@ -72,17 +100,27 @@ main(int argc, char **argv)
 		fprintf(stderr, "progress_probe: %s\n", err.msg);
 		dt_comm_abort(world, 1);
 	}
-	for (int i = 0; i < N && !bad; i++) {
-		double want = size * (size + 1) / 2.0 * (i % 5 + 1);
-
-		if (d[i] != want) {
-			printf("rank %d: element %d: %.17g, expected %.17g\n",
-			       rank, i, d[i], want);
-			bad = 1;
-		}
-	}
+	bad = check(d, N, 5, rank, size, "the sum");
 	printf("rank %d: progress_us %lld, done after %d tests%s\n", rank,
 	       (long long)c->progress_us, tests, bad ? "" : ", sums ok");
+
+	fill(d, N / 2, 7, rank);
+	fill(d + N / 2, N / 2, 3, rank);
+	if (dt_comm_iallreduce_sum_f64(c, d, N / 2, &err) != DT_OK ||
+	    dt_comm_iallreduce_sum_f64(c, d + N / 2, N / 2, &err) != DT_OK ||
+	    dt_comm_coll_wait_first(c, 1, &err) != DT_OK) {
+		fprintf(stderr, "progress_probe: %s\n", err.msg);
+		dt_comm_abort(world, 1);
+	}
+	bad |= check(d, N / 2, 7, rank, size, "first of two sums");
+	if (dt_comm_coll_wait(c, &err) != DT_OK) {
+		fprintf(stderr, "progress_probe: %s\n", err.msg);
+		dt_comm_abort(world, 1);
+	}
+	bad |= check(d + N / 2, N / 2, 3, rank, size, "second of two sums");
+	if (!bad)
+		printf("rank %d: first of two sums ok after wait_first, then "
+		       "the second\n", rank);
 	fflush(stdout);
 	dt_comm_free(c);
 	dt_comm_free(world);
