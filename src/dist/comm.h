@@ -63,8 +63,9 @@ enum dt_status dt_comm_allreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
 					  size_t n, struct dt_error *err);
 /* Non-blocking in-place sums (MPI_Iallreduce): start the sum of n floats
  * / doubles / bfloat16 values of buf over all ranks and return at once.
- * buf belongs to MPI until dt_comm_coll_wait returns: neither read nor
- * write it before. Every rank starts the same sums in the same order.
+ * buf belongs to MPI until dt_comm_coll_wait returns, or a
+ * dt_comm_coll_wait_first that covers this sum: neither read nor write
+ * it before. Every rank starts the same sums in the same order.
  * The bytes are counted in dt_comm_bytes_sent when the sum starts. On a
  * single-process communicator (or a world of one rank) buf already holds
  * the sum and nothing is pending. Errors: DT_ERR_MPI naming the call and
@@ -92,7 +93,10 @@ enum dt_status dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err);
  * again, while the later ones stay in flight. n_sums equal to the number
  * pending is dt_comm_coll_wait. For taking each sum as it is done while
  * the rest still cross the wire (MPI_Waitall on the first ones'
- * requests). Errors: DT_ERR_MPI (every pending request is released then,
+ * requests). The count starts again once a test or wait has found every
+ * started sum done (then nothing is pending, and any n_sums returns at
+ * once), so the k-th sum a caller started is always among the first k.
+ * Errors: DT_ERR_MPI (every pending request is released then,
  * as by dt_comm_coll_wait). */
 enum dt_status dt_comm_coll_wait_first(struct dt_comm *c, int n_sums,
 				       struct dt_error *err);

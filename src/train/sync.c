@@ -351,7 +351,10 @@ exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
  * each back into the float gradient, with its tensors' squared norms, as
  * soon as its own sum is done: that work then runs while the later
  * buckets are still on the wire, and only the last bucket's follows the
- * wait. */
+ * wait. Bucket begun k-th is sum k of sum_comm (one sum a bucket, begun
+ * in order); where a test found every sum done, wait_first(k) returns at
+ * once (dist/comm.h). A per-host sum is done when it starts, and its
+ * wait is a no-op. */
 static enum dt_status
 settle(struct dt_grad_sync *s, struct dt_error *err)
 {

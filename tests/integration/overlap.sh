@@ -8,7 +8,8 @@
 # six tensors into several buckets, and a tensor larger than a bucket.
 # With train.clip_norm the gradient norms (taken bucket by bucket as the
 # sums finish, with overlap) and so the clipped updates are the same bits
-# too, data-parallel and over 2 pipeline stages x 2 data-parallel ranks.
+# too: data-parallel, over 2 pipeline stages x 2 data-parallel ranks, with
+# the bf16 wire and tensor-parallel 2.
 # The bf16 wire moves 2 bytes a gradient value (summary.json and plan
 # agree) and changes the losses, but by less than 5e-3 relative (7e-4
 # measured).
@@ -53,6 +54,13 @@ pp="--set parallel.strategy=hybrid --set parallel.pipeline_parallel=2 --set para
 mpi 4 "$DTRAIN" run -q --run-dir pp-on job.yaml $clip $pp $on
 mpi 4 "$DTRAIN" run -q --run-dir pp-off job.yaml $clip $pp $off
 same_clipped pp-on pp-off 0.5
+w16="--set parallel.grad_wire=bf16"
+mpi 2 "$DTRAIN" run -q --run-dir w16-on job.yaml $clip $w16 $on
+mpi 2 "$DTRAIN" run -q --run-dir w16-off job.yaml $clip $w16 $off
+same_clipped w16-on w16-off 0.5
+mpi 2 "$DTRAIN" run -q --run-dir tpc-on job.yaml $a1 $clip $tp $on
+mpi 2 "$DTRAIN" run -q --run-dir tpc-off job.yaml $a1 $clip $tp $off
+same_clipped tpc-on tpc-off 0.5
 # Overlap on is not the same as nothing summed: the losses of one rank
 # with the same global batch agree to 1e-5 (np-equivalence.sh's bound).
 mpi 1 "$DTRAIN" run -q --run-dir one job.yaml $a1

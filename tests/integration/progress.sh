@@ -5,9 +5,10 @@
 # calls) finds its sum done at the first test with the thread, and right
 # (every value checked); without the thread it prints how many tests the
 # sum took; of two sums started in a row, the first is right after
-# dt_comm_coll_wait_first(1), the second after the wait for all. A run with the thread gives the bits of one without (the same
-# sums: exported parameters and loss lines), says which drives its sums,
-# and the key's range is checked.
+# dt_comm_coll_wait_first(1), the second after the wait for all. A run
+# with the thread gives the bits of one without (the same sums: exported
+# parameters and loss lines), says which drives its sums, and the key's
+# range is checked.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 PROBE=$(dirname "$DTRAIN")/tests/integration/progress_probe
