@@ -112,7 +112,7 @@ bucket_norms(struct dt_grad_sync *s, int b)
 	const struct dt_grad_bucket *k = &s->buckets[b];
 	const float *g = dt_model_grads(m);
 
-	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+	for (int t = k->t_lo; t < k->t_hi; t++) {
 		struct dt_tensor_info ti;
 
 		dt_model_tensor_info(m, t, &ti);
@@ -165,9 +165,11 @@ dt_grad_buckets_make(const struct dt_model *m, size_t cap_floats,
 		}
 		if (!open) {
 			b->hi = ti.offset + (size_t)ti.size;
+			b->t_hi = t + 1;
 			open = 1;
 		}
 		b->lo = ti.offset;
+		b->t_lo = t;
 		b->ready_node = ti.node_index;
 		if (b->hi - b->lo >= cap_floats) {
 			n++;
@@ -463,6 +465,8 @@ setup_buckets(struct dt_grad_sync *s)
 		s->buckets[0].lo = 0;
 		s->buckets[0].hi = s->n;
 		s->buckets[0].ready_node = 0;
+		s->buckets[0].t_lo = 0;
+		s->buckets[0].t_hi = nt;
 	}
 	s->added = dt_xcalloc((size_t)s->n_buckets, 1);
 	s->pending = dt_xcalloc((size_t)s->n_buckets, 1);

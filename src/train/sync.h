@@ -80,10 +80,12 @@ struct dt_grad_sync;
 
 /* One bucket: gradient floats [lo, hi) of the rank's arena, whole
  * tensors, final in a backward pass once node ready_node has run (the
- * lowest node index among its tensors). */
+ * lowest node index among its tensors); they are among the model's
+ * tensors [t_lo, t_hi) (with any untrained or empty ones in between). */
 struct dt_grad_bucket {
 	size_t lo, hi;
 	int ready_node;
+	int t_lo, t_hi;
 };
 
 /* Cuts the trained tensors of m (those below dt_model_n_trained) into

@@ -62,9 +62,18 @@ static void
 expect_bucket(const struct dt_model *m, const struct dt_grad_bucket *b,
 	      size_t lo, size_t hi, const char *ready)
 {
+	struct dt_tensor_info first, last;
+
 	ck_assert_uint_eq(b->lo, lo);
 	ck_assert_uint_eq(b->hi, hi);
 	ck_assert_str_eq(node_name(m, b->ready_node), ready);
+	/* Its tensor range: the first starts at lo, the last ends at hi
+	 * (this model has no empty or untrained tensor). */
+	ck_assert_int_lt(b->t_lo, b->t_hi);
+	dt_model_tensor_info(m, b->t_lo, &first);
+	dt_model_tensor_info(m, b->t_hi - 1, &last);
+	ck_assert_uint_eq(first.offset, lo);
+	ck_assert_uint_eq(last.offset + (size_t)last.size, hi);
 }
 
 START_TEST(buckets_reverse_order)
