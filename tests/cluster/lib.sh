@@ -75,6 +75,15 @@ cluster_up() {
 		skip "cannot make a bridge in a network namespace"
 	ip -n "$DTC_PREFIX-br" link set br0 up
 	ip -n "$DTC_PREFIX-br" link set lo up
+	# A switch forwards frames without filtering them: where the kernel
+	# has br_netfilter loaded (these settings are per namespace), the
+	# bridge's frames skip iptables, which otherwise ran on every
+	# segment between hosts.
+	for f in iptables ip6tables arptables; do
+		ip netns exec "$DTC_PREFIX-br" sh -c \
+			'[ ! -e "$0" ] || echo 0 >"$0"' \
+			"/proc/sys/net/bridge/bridge-nf-call-$f" 2>/dev/null || :
+	done
 	rate=${DTC_RATE:-10gbit}
 	netem=no
 	DTC_HOSTS=$1
