@@ -480,6 +480,31 @@ rank_failed(const char *launch_dir, int n_ranks, int *rank, int *code)
 	return 0;
 }
 
+/* Whether every rank of the job wrote an exit note of 0 (each does so
+ * after its outputs, before MPI_Finalize): the job's work is done. Ranks
+ * on other hosts count only where the directory is shared, so without
+ * it this is never true there. */
+static int
+all_ranks_done(const char *launch_dir, int n_ranks)
+{
+	for (int r = 0; r < n_ranks; r++) {
+		char path[PATH_MAX + 64];
+		long v = -1;
+		FILE *f;
+
+		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
+		f = fopen(path, "r");
+		if (f == NULL)
+			return 0;
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+		if (v != 0)
+			return 0;
+	}
+	return n_ranks > 0;
+}
+
 /* Seconds on a monotonic clock. */
 static double
 mono_now(void)
@@ -492,25 +517,39 @@ mono_now(void)
 
 /* One round of run_child's teardown guard for mpirun pid: the notes are
  * read once a second until a rank has failed (*bad_rank, *bad_code, from
- * *t_bad on); grace_s after that, mpirun's process group gets SIGTERM,
- * and 5 s later SIGKILL. Returns how far it went: 0 nothing sent, 1
- * SIGTERM sent, 2 SIGKILL sent (ended, the value passed in, carries it
- * between rounds). */
+ * *t_bad on) or every rank has finished (*bad_rank DONE_RANKS, *bad_code
+ * 0); grace_s after that, mpirun's process group gets SIGTERM, and 5 s
+ * later SIGKILL. Returns how far it went: 0 nothing sent, 1 SIGTERM
+ * sent, 2 SIGKILL sent (ended, the value passed in, carries it between
+ * rounds). */
+/* guard_teardown's *bad_rank once every rank finished (no rank failed). */
+#define DONE_RANKS (-2)
+
 static int
 guard_teardown(pid_t pid, int n_ranks, const char *launch_dir,
 	       double grace_s, double *t_check, double *t_bad, int *bad_rank,
 	       int *bad_code, int ended)
 {
-	if (*bad_rank < 0) {
+	if (*bad_rank == -1) {
 		if (mono_now() - *t_check < 1)
 			return ended;
 		*t_check = mono_now();
-		if (rank_failed(launch_dir, n_ranks, bad_rank, bad_code))
+		if (rank_failed(launch_dir, n_ranks, bad_rank, bad_code)) {
 			*t_bad = mono_now();
+		} else if (all_ranks_done(launch_dir, n_ranks)) {
+			*bad_rank = DONE_RANKS;
+			*bad_code = 0;
+			*t_bad = mono_now();
+		}
 		return ended;
 	}
 	if (ended == 0 && mono_now() - *t_bad >= grace_s) {
-		if (*bad_code >= 0)
+		if (*bad_rank == DONE_RANKS)
+			fprintf(stderr, "dtrain: every rank finished %.0f s "
+				"ago and mpirun has not ended (a daemon on a "
+				"host it cannot reach?); ending mpirun\n",
+				grace_s);
+		else if (*bad_code >= 0)
 			fprintf(stderr, "dtrain: rank %d failed (exit %d) "
 				"%.0f s ago and mpirun has not ended the job "
 				"(a daemon on a host it cannot reach?); "
@@ -626,7 +665,11 @@ exec_child(const char **args, int err_fd)
  * with a kill order in flight to it (TCP keepalive probes only an idle
  * link; the unacknowledged order is retried for many minutes): seen in
  * tests/cluster/elastic-kill.sh, where a rank on the lost host was
- * killed just before its link went down. */
+ * killed just before its link went down. Likewise once every rank has
+ * written an exit note of 0 (all_ranks_done: its outputs are written;
+ * MPI_Finalize waits on every daemon, so one frozen or cut off holds
+ * them there): mpirun is ended grace_s later, saying so, and 0 is
+ * returned. */
 static int
 run_child(const char **args, int n_ranks, const char *launch_dir,
 	  double grace_s)
@@ -697,7 +740,8 @@ run_child(const char **args, int n_ranks, const char *launch_dir,
 	else
 		rc = 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 	if (ended > 0)
-		rc = bad_code > 0 && bad_code < 256 ? bad_code : 1;
+		rc = bad_rank == DONE_RANKS ? 0 :
+		     bad_code > 0 && bad_code < 256 ? bad_code : 1;
 	dt_banner_end(&b, n_ranks > 0 &&
 		      ranks_exit_code(launch_dir, n_ranks, -1) == 3);
 	return rc;

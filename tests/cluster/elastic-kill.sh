@@ -68,11 +68,17 @@ done
 
 # elastic NAME RANKS_PER_HOST MIN: the supervised run on both hosts, in
 # the background (SUP); returns once its first checkpoint is written.
+# Rank 0 waits 20 ms for each step's data (DTRAIN_TEST_DATA_DELAY), so
+# the 300 steps take 6 s or more and the kill lands mid-run: without it
+# the run could end before the kill, and the test then killed a rank on
+# its way out (its daemon frozen, the survivor waited at shutdown).
+# Waiting changes no bit.
 elastic() {
 	mca=$(cluster_mca "$2" | sed 's/ *--mca oob_tcp_keepalive_[a-z]* [0-9]*//g')
 	mkdir -p "$DTC_TMP_ROOT/h1"
 	T0=$(date +%s)
-	on 1 env TMPDIR="$DTC_TMP_ROOT/h1" timeout 200 "$DTRAIN" run -q \
+	on 1 env TMPDIR="$DTC_TMP_ROOT/h1" DTRAIN_TEST_DATA_DELAY=0:20 \
+		timeout 200 "$DTRAIN" run -q \
 		-n $((2 * $2)) --max-restarts 2 --elastic "$3" --run-dir "$1" \
 		--mpi-args "--hostfile $(hostfile 2 "$2") $mca" job.yaml \
 		>"$1.out" 2>"$1.err" &
@@ -90,12 +96,13 @@ elastic() {
 	done
 }
 
-# kill_h2 NAME: SIGKILLs every dtrain process on host 2 (there must be
+# kill_h2 NAME: SIGKILLs every live dtrain process on host 2 (there must be
 # one) and sets T1.
 kill_h2() {
 	n=0
 	for p in $(ip netns pids "$H2"); do
-		if [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ]; then
+		if [ "$(cat /proc/$p/comm 2>/dev/null)" = dtrain ] &&
+		   [ "$(sed 's/.*) \([A-Z]\).*/\1/' /proc/$p/stat 2>/dev/null)" != Z ]; then
 			kill -KILL "$p"
 			n=$((n + 1))
 		fi
@@ -156,6 +163,35 @@ for p in $(ip netns pids "$H2"); do
 	kill -KILL "$p" 2>/dev/null || :
 done
 rm -f "$DTC_TMP_ROOT/refuse-h2"
+
+# (c) 2 x 1, host 2's daemon frozen mid-run and no rank killed: the
+# ranks finish and write their outputs, then MPI_Finalize waits on that
+# daemon for ever, and mpirun with it; the supervisor ends mpirun once
+# every rank has finished, and the run succeeds, not restarted, with the
+# uninterrupted run's bits.
+elastic c 1 1
+for p in $(ip netns pids "$H2"); do
+	[ "$(cat /proc/$p/comm 2>/dev/null)" = orted ] && kill -STOP "$p"
+done
+set +e
+wait $SUP
+rc=$?
+set -e
+[ "$rc" -eq 0 ] || { cat c.err >&2; fail "(c) the run failed (exit $rc)"; }
+grep -q '^dtrain: every rank finished 15 s ago and mpirun has not ended (a daemon on a host it cannot reach?); ending mpirun$' c.err ||
+	{ cat c.err >&2; fail "(c) the supervisor did not end the mpirun left waiting"; }
+if grep -q 'restart' c.err; then
+	cat c.err >&2
+	fail "(c) restarted"
+fi
+export_of c c.st
+cmp full2.st c.st || fail "(c) the parameters differ from the uninterrupted run"
+losses c >c.losses
+cmp full2.losses c.losses || fail "(c) the loss lines differ from the uninterrupted run"
+echo "ok: c: every rank finished and mpirun was ended; exit 0, the bits of the uninterrupted run"
+for p in $(ip netns pids "$H2"); do
+	kill -KILL "$p" 2>/dev/null || :
+done
 
 # (b) 2 x 2, host 2's ranks killed and its link down.
 elastic b 2 2
