@@ -515,6 +515,9 @@ mono_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* guard_teardown's *bad_rank once every rank finished (no rank failed). */
+#define DONE_RANKS (-2)
+
 /* One round of run_child's teardown guard for mpirun pid: the notes are
  * read once a second until a rank has failed (*bad_rank, *bad_code, from
  * *t_bad on) or every rank has finished (*bad_rank DONE_RANKS, *bad_code
@@ -522,9 +525,6 @@ mono_now(void)
  * later SIGKILL. Returns how far it went: 0 nothing sent, 1 SIGTERM
  * sent, 2 SIGKILL sent (ended, the value passed in, carries it between
  * rounds). */
-/* guard_teardown's *bad_rank once every rank finished (no rank failed). */
-#define DONE_RANKS (-2)
-
 static int
 guard_teardown(pid_t pid, int n_ranks, const char *launch_dir,
 	       double grace_s, double *t_check, double *t_bad, int *bad_rank,

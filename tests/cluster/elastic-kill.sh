@@ -20,6 +20,10 @@
 #   (b) 2 hosts x 2 ranks (shared memory inside a host, the host-first
 #       gradient sum), --elastic 2: host 2's two ranks killed, then its
 #       link taken down (a host that crashed): 4 ranks -> 2 on host 1.
+# And (c), 2 hosts x 1 rank: host 2's daemon frozen mid-run and nothing
+# killed: the ranks finish, then MPI_Finalize and mpirun wait on that
+# daemon; the supervisor ends mpirun 3 timeouts after every rank
+# finished, and the run exits 0 with the uninterrupted run's bits.
 # tests/cluster/elastic.sh covers a link down for good without a kill.
 . "${top_srcdir}/tests/cluster/lib.sh"
 need_fmnist
@@ -172,6 +176,12 @@ rm -f "$DTC_TMP_ROOT/refuse-h2"
 elastic c 1 1
 for p in $(ip netns pids "$H2"); do
 	[ "$(cat /proc/$p/comm 2>/dev/null)" = orted ] && kill -STOP "$p"
+done
+i=0
+while kill -0 $SUP 2>/dev/null; do
+	i=$((i + 1))
+	[ $i -le 900 ] || { cat c.err >&2; fail "(c) the run had not ended 90 s after the freeze"; }
+	sleep 0.1
 done
 set +e
 wait $SUP
