@@ -388,6 +388,24 @@ forward_stop(pid_t child, int n_ranks, const char *launch_dir)
 		kill(child, SIGTERM);
 }
 
+/* Reads rank r's exit note in launch_dir: 0 where it has none, else 1
+ * with *code its value (unreadable, the caller's bad). */
+static int
+exit_note(const char *launch_dir, int r, long bad, long *code)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld", code) != 1)
+		*code = bad;
+	fclose(f);
+	return 1;
+}
+
 /* The exit code every rank recorded in launch_dir when all n_ranks did and
  * agree on one other than 0 (an interrupted job: 3 from each), else rc,
  * mpirun's own: ranks that all said 0 and still made mpirun fail went
@@ -398,17 +416,10 @@ ranks_exit_code(const char *launch_dir, int n_ranks, int rc)
 	int agreed = -1;
 
 	for (int r = 0; r < n_ranks; r++) {
-		char path[PATH_MAX + 64];
-		FILE *f;
 		long code = -1;
 
-		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
-		f = fopen(path, "r");
-		if (f == NULL)
+		if (!exit_note(launch_dir, r, -1, &code))
 			return rc;
-		if (fscanf(f, "%ld", &code) != 1)
-			code = -1;
-		fclose(f);
 		if (code < 0 || code > 255 || (agreed >= 0 && code != agreed))
 			return rc;
 		agreed = (int)code;
@@ -459,12 +470,7 @@ rank_failed(const char *launch_dir, int n_ranks, int *rank, int *code)
 			fclose(f);
 		}
 		/* After the pid: a rank writes its note before it exits. */
-		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
-		f = fopen(path, "r");
-		if (f != NULL) {
-			if (fscanf(f, "%ld", &v) != 1)
-				v = 1;
-			fclose(f);
+		if (exit_note(launch_dir, r, 1, &v)) {
 			if (v == 0)
 				continue;
 			gone = 1;
@@ -488,18 +494,9 @@ static int
 all_ranks_done(const char *launch_dir, int n_ranks)
 {
 	for (int r = 0; r < n_ranks; r++) {
-		char path[PATH_MAX + 64];
 		long v = -1;
-		FILE *f;
 
-		snprintf(path, sizeof path, "%s/rank-%d.exit", launch_dir, r);
-		f = fopen(path, "r");
-		if (f == NULL)
-			return 0;
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-		if (v != 0)
+		if (!exit_note(launch_dir, r, -1, &v) || v != 0)
 			return 0;
 	}
 	return n_ranks > 0;

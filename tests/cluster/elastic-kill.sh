@@ -116,6 +116,15 @@ kill_h2() {
 	echo "$1: killed $n dtrain process(es) on host 2"
 }
 
+# same_bits NAME REF: run NAME ended with run REF's parameters and loss
+# lines, byte for byte.
+same_bits() {
+	export_of "$1" "$1.st"
+	cmp "$2.st" "$1.st" || fail "$1: the parameters differ from the uninterrupted run"
+	losses "$1" >"$1.losses"
+	cmp "$2.losses" "$1.losses" || fail "$1: the loss lines differ from the uninterrupted run"
+}
+
 # finished NAME LOST REF: the supervised run ends 0, having said LOST (an
 # extended regular expression) within 60 s of the kill, restarted once,
 # and finished on host 1 with the bits of run REF.
@@ -142,10 +151,7 @@ finished() {
 	fi
 	grep -Eq 'resuming from .*step-[0-9]{9} \(step [1-9][0-9]*0\)' "$1.err" ||
 		{ cat "$1.err" >&2; fail "$1: did not resume from a checkpoint"; }
-	export_of "$1" "$1.st"
-	cmp "$3.st" "$1.st" || fail "$1: the parameters differ from the uninterrupted run"
-	losses "$1" >"$1.losses"
-	cmp "$3.losses" "$1.losses" || fail "$1: the loss lines differ from the uninterrupted run"
+	same_bits "$1" "$3"
 	echo "ok: $1: lost host named $named s after the kill; $(grep -Eo 'resuming from .*' "$1.err" | head -n 1);" \
 		"finished on host 1 in $(( $(date +%s) - T0 )) s, the bits of the uninterrupted run"
 }
@@ -194,10 +200,7 @@ if grep -q 'restart' c.err; then
 	cat c.err >&2
 	fail "(c) restarted"
 fi
-export_of c c.st
-cmp full2.st c.st || fail "(c) the parameters differ from the uninterrupted run"
-losses c >c.losses
-cmp full2.losses c.losses || fail "(c) the loss lines differ from the uninterrupted run"
+same_bits c full2
 echo "ok: c: every rank finished and mpirun was ended; exit 0, the bits of the uninterrupted run"
 for p in $(ip netns pids "$H2"); do
 	kill -KILL "$p" 2>/dev/null || :
