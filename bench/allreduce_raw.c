@@ -3,7 +3,7 @@
  * bench/cluster.sh: the same bytes as a training step sums, on the same
  * ranks and links, with no training around it.
  *
- *   mpirun ... allreduce_raw [--hier|--hier-scatter] [--iters N] BYTES f32|f64
+ *   mpirun ... allreduce_raw [--hier|--hier-scatter|--ring] [--iters N] BYTES f32|f64
  *
  * Sums BYTES / 4 floats (f32) or BYTES / 8 doubles (f64) in place over
  * every rank, N times (default 10) after 2 untimed warm-up sums. Flat:
@@ -13,7 +13,10 @@
  * coll/han. --hier: through dt_comm_hier_new_form in mode on with the
  * reduce form (src/dist/hier.c: node reduce, one rank per host, node
  * broadcast); --hier-scatter: the scatter form (node reduce-scatter, a
- * rank per host and part, node all-gather). Every sum starts after a barrier; its
+ * rank per host and part, node all-gather); --ring (f64 only): the exact
+ * mode's own sum of the same doubles, dt_comm_allreduce_sum_f64_f32 (a
+ * reduce-scatter of doubles, an all-gather of the rounded floats:
+ * src/dist/comm_mpi.c). Every sum starts after a barrier; its
  * time is the slowest rank's (a maximum over the ranks, not timed).
  * Rank 0 prints one line:
  *   "allreduce BYTES bytes f32 ranks P hosts H flat: median M ms min m ms
@@ -50,7 +53,7 @@ cmp_double(const void *a, const void *b)
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: allreduce_raw [--hier|--hier-scatter] "
+	fprintf(stderr, "usage: allreduce_raw [--hier|--hier-scatter|--ring] "
 		"[--iters N] BYTES f32|f64\n");
 	return 1;
 }
@@ -60,7 +63,9 @@ main(int argc, char **argv)
 {
 	struct dt_error err = { 0 };
 	struct dt_comm *world, *h = NULL, *c;
-	int hier = 0, iters = 10, f64, i = 1, hosts = 1, per_host = 1;
+	int hier = 0, ring = 0, iters = 10, f64, i = 1, hosts = 1;
+	int per_host = 1;
+	float *out = NULL;
 	long long bytes;
 	size_t n, elem;
 	void *buf;
@@ -71,6 +76,8 @@ main(int argc, char **argv)
 			hier = 1;
 		else if (strcmp(argv[i], "--hier-scatter") == 0)
 			hier = 2;
+		else if (strcmp(argv[i], "--ring") == 0)
+			ring = 1;
 		else if (strcmp(argv[i], "--iters") == 0 && i + 1 < argc)
 			iters = atoi(argv[++i]);
 		else
@@ -81,6 +88,8 @@ main(int argc, char **argv)
 		return usage();
 	bytes = atoll(argv[i]);
 	f64 = strcmp(argv[i + 1], "f64") == 0;
+	if (ring && (!f64 || hier))
+		return usage();
 	elem = f64 ? sizeof(double) : sizeof(float);
 	if (bytes < (long long)elem)
 		return usage();
@@ -98,6 +107,8 @@ main(int argc, char **argv)
 	}
 	c = h != NULL ? h : world;
 	buf = dt_xcalloc(n, elem);	/* (n) the gradient stand-in */
+	if (ring)
+		out = dt_xcalloc(n, sizeof *out);	/* (n) its floats */
 	t = dt_xmalloc((size_t)iters, sizeof *t);
 	for (int k = 0; k < WARMUP + iters; k++) {
 		double t0;
@@ -107,8 +118,9 @@ main(int argc, char **argv)
 		if (dt_comm_barrier(c, &err) != DT_OK)
 			break;
 		t0 = now_s();
-		st = f64 ? dt_comm_allreduce_sum_f64(c, buf, n, &err)
-			 : dt_comm_allreduce_sum_f32(c, buf, n, &err);
+		st = ring ? dt_comm_allreduce_sum_f64_f32(c, buf, out, n, &err)
+		     : f64 ? dt_comm_allreduce_sum_f64(c, buf, n, &err)
+			   : dt_comm_allreduce_sum_f32(c, buf, n, &err);
 		/* The slowest rank's time, in whole microseconds (the
 		 * communicator's maximum is over ints). */
 		us = (int)((now_s() - t0) * 1e6 + 0.5);
@@ -127,12 +139,13 @@ main(int argc, char **argv)
 		printf("allreduce %lld bytes %s ranks %d hosts %d %s: median "
 		       "%.3f ms min %.3f ms (%d sums)\n", bytes,
 		       f64 ? "f64" : "f32", dt_comm_size(world), hosts,
-		       h == NULL ? "flat" :
+		       ring ? "ring" : h == NULL ? "flat" :
 		       dt_comm_hier_form(h) == DT_HIER_FORM_SCATTER ?
 		       "hier-scatter" : "hier", t[iters / 2], t[0], iters);
 	dt_comm_free(h);
 	dt_comm_free(world);
 	free(buf);
+	free(out);
 	free(t);
 	return 0;
 }

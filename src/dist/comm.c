@@ -174,6 +174,33 @@ dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
 }
 
 enum dt_status
+dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
+			      size_t n, struct dt_error *err)
+{
+	enum dt_status st;
+
+	if (c->ops->sum_round != NULL)
+		WATCHED(c, "MPI_Waitall (ring sum)",
+			c->ops->sum_round(c, acc, out, n, err));
+	st = dt_comm_allreduce_sum_f64(c, acc, n, err);
+	if (st != DT_OK)
+		return st;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (float)acc[i];
+	return DT_OK;
+}
+
+/* Starting does not wait: not watched. */
+enum dt_status
+dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
+			       size_t n, struct dt_error *err)
+{
+	if (c->ops->isum_round == NULL)
+		return dt_comm_allreduce_sum_f64_f32(c, acc, out, n, err);
+	return c->ops->isum_round(c, acc, out, n, err);
+}
+
+enum dt_status
 dt_comm_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
 {
 	if (c->ops->coll_test == NULL) {

@@ -81,6 +81,34 @@ enum dt_status dt_comm_iallreduce_sum_f64(struct dt_comm *c, double *buf,
 					  size_t n, struct dt_error *err);
 enum dt_status dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
 					   size_t n, struct dt_error *err);
+/* The exact gradient sum in 6 bytes a value instead of 8: out[i] =
+ * (float)(sum over the ranks of acc[i]), the same floats on every rank,
+ * for acc and out of n values (the batch dimension already summed into
+ * acc). Over Open MPI it is a ring of dtrain's own (point-to-point on a
+ * duplicate of the communicator; Patarasuk and Yuan, "Bandwidth optimal
+ * all-reduce algorithms for clusters of workstations", JPDC 2009): P - 1
+ * reduce-scatter steps in double, after which each rank holds the whole
+ * sum of one chunk of n / P values and rounds it to float, then P - 1
+ * all-gather steps of those floats. Each rank sends (P - 1) / P x 12 n
+ * bytes where the double all-reduce sends (P - 1) / P x 16 n. The value
+ * is that of dt_comm_allreduce_sum_f64 and a rounding whenever the
+ * double sums are exact (sums of floats of nearby exponents, as the
+ * gradients' accumulators are), and on 2 ranks always: a + b in double
+ * does not depend on the order. acc is clobbered (partial sums); out is
+ * written. dt_comm_bytes_sent counts the 8 n bytes handed in, as for
+ * the double all-reduce. Without the ring (one rank, the host-first
+ * communicator of dist/hier.h): the double all-reduce and the rounding.
+ * The non-blocking form starts the sum as dt_comm_iallreduce_sum_f64
+ * does (the same rules: acc and out belong to the sum until a wait
+ * covers it; it is one sum for dt_comm_coll_wait_first; tests and the
+ * progress thread move its steps on). Errors: DT_ERR_MPI naming the
+ * call and the rank. */
+enum dt_status dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc,
+					     float *out, size_t n,
+					     struct dt_error *err);
+enum dt_status dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc,
+					      float *out, size_t n,
+					      struct dt_error *err);
 /* Drives the pending non-blocking sums of c forward without waiting
  * (MPI_Testall: Open MPI moves a non-blocking collective on only inside
  * MPI calls). *all_done (may be NULL) is 1 when none is pending any
@@ -233,6 +261,14 @@ struct dt_comm_ops {
 	/* Optional (NULL: coll_wait, which waits for all of them). */
 	enum dt_status (*coll_wait_first)(struct dt_comm *c, int n_sums,
 					  struct dt_error *err);
+	/* Optional (NULL: the blocking double all-reduce, then the
+	 * rounding): the rounded double sum, blocking and started. */
+	enum dt_status (*sum_round)(struct dt_comm *c, double *acc,
+				    float *out, size_t n,
+				    struct dt_error *err);
+	enum dt_status (*isum_round)(struct dt_comm *c, double *acc,
+				     float *out, size_t n,
+				     struct dt_error *err);
 };
 
 enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT, DT_COMM_BF16 };

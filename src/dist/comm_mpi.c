@@ -17,7 +17,20 @@
  * caller's tests still call MPI_Testall (unless the thread is testing at
  * that moment), so the sums move on at least as often as without the
  * thread. The sums are the same MPI calls on the same buffers, so no bit
- * changes. */
+ * changes.
+ *
+ * The rounded double sums (dt_comm_iallreduce_sum_f64_f32, the exact
+ * mode's gradient) are a ring of dtrain's own over point-to-point
+ * messages on a duplicate of the communicator (ring), one tag a sum:
+ * P - 1 reduce-scatter steps of doubles, the rounding of the chunk each
+ * rank then holds summed, P - 1 all-gather steps of floats. Each step is
+ * a receive from the left neighbour and a send to the right one, in two
+ * slots of colls; whoever tests or waits (the caller or the thread) runs
+ * MPI_Testsome / MPI_Waitsome over every pending request and moves each
+ * ring whose step has completed to its next (drive). Where no ring sum
+ * is pending, the tests and waits are MPI_Testall / MPI_Waitall as
+ * before. The rounding happens once per value, on one rank, so every
+ * rank gets the same floats. */
 #include "dist/comm.h"
 #include "dist/mpi_priv.h"
 
@@ -25,6 +38,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #ifdef __GLIBC__
 #include <malloc.h>
@@ -32,6 +46,24 @@
 
 #include "util/alloc.h"
 #include "util/bf16.h"
+
+/* One piece of a rounded double sum in flight: a ring over the P ranks,
+ * P - 1 reduce-scatter steps in double, then P - 1 all-gather steps of
+ * the rounded floats (see the top of the file). */
+struct ring_sum {
+	double *acc;		/* (n) this rank's doubles, summed in place */
+	float *out;		/* (n) the rounded sums, on every rank */
+	size_t n;
+	int step;		/* in flight: [0, P-1) reduce-scatter,
+				 * [P-1, 2P-2) all-gather; 2P-2: done */
+	int sum;		/* the index of its sum (sum_end) */
+	int slot;		/* its receive and send: colls[slot],
+				 * colls[slot + 1] */
+	int tag;
+	double *tmp;		/* (tmp_cap) the chunk a reduce-scatter step
+				 * receives; kept for the next sums */
+	size_t tmp_cap;
+};
 
 struct mpi_impl {
 	MPI_Comm world;
@@ -46,6 +78,19 @@ struct mpi_impl {
 	int n_sums, cap_sums;
 	MPI_Op bf16_sum;	/* the bfloat16 sum; made by the world,
 				 * shared with (not freed by) its splits */
+	/* The rounded double sums (see the top of the file). */
+	MPI_Comm ring;		/* a duplicate of world for their messages */
+	int me, np;		/* rank and size in world (and ring) */
+	int tag_ub;		/* MPI_TAG_UB of ring */
+	unsigned ring_seq;	/* sums started on ring (the same count on
+				 * every rank): each one's tag */
+	struct ring_sum *rings;	/* (cap_rings) the ring sums since none was
+				 * pending, in the order started */
+	int n_rings, cap_rings;
+	int *idx;		/* (cap_idx) MPI_Testsome's indices */
+	int cap_idx;
+	double *btmp;		/* (btmp_cap) the blocking sum's chunk */
+	size_t btmp_cap;
 	/* The progress thread of colls (see the top of the file). */
 	long progress_ns;	/* its interval; 0: none; splits inherit */
 	int thread_on;		/* started (lock, wake, thread valid) */
@@ -62,6 +107,165 @@ colls_clear(struct mpi_impl *impl)
 {
 	impl->n_colls = 0;
 	impl->n_sums = 0;
+	impl->n_rings = 0;
+}
+
+/* Chunk i of n values split over np ranks: [chunk_lo(i), chunk_lo(i+1)). */
+static size_t
+chunk_lo(size_t n, int np, int i)
+{
+	return n * (size_t)i / (size_t)np;
+}
+
+static int
+chunk_count(size_t n, int np, int i)
+{
+	return (int)(chunk_lo(n, np, i + 1) - chunk_lo(n, np, i));
+}
+
+static int
+ring_mod(int a, int np)
+{
+	return ((a % np) + np) % np;
+}
+
+/* Posts step r->step of ring sum r: q[0] its receive from the left
+ * neighbour, q[1] its send to the right one. Reduce-scatter step s sends
+ * this rank's partial sum of chunk (me - s) and receives the left's of
+ * chunk (me - s - 1) into tmp; all-gather step t sends the rounded chunk
+ * (me + 1 - t) and receives chunk (me - t) straight into out. Returns the
+ * MPI rc. */
+static int
+ring_post(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
+{
+	int np = impl->np, me = impl->me;
+	int left = ring_mod(me - 1, np), right = ring_mod(me + 1, np);
+	int rc;
+
+	if (r->step < np - 1) {
+		int cs = ring_mod(me - r->step, np);
+		int cr = ring_mod(me - r->step - 1, np);
+
+		rc = MPI_Irecv(r->tmp, chunk_count(r->n, np, cr), MPI_DOUBLE,
+			       left, r->tag, impl->ring, &q[0]);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Isend(r->acc + chunk_lo(r->n, np, cs),
+				       chunk_count(r->n, np, cs), MPI_DOUBLE,
+				       right, r->tag, impl->ring, &q[1]);
+	} else {
+		int t = r->step - (np - 1);
+		int cs = ring_mod(me + 1 - t, np), cr = ring_mod(me - t, np);
+
+		rc = MPI_Irecv(r->out + chunk_lo(r->n, np, cr),
+			       chunk_count(r->n, np, cr), MPI_FLOAT, left,
+			       r->tag, impl->ring, &q[0]);
+		if (rc == MPI_SUCCESS)
+			rc = MPI_Isend(r->out + chunk_lo(r->n, np, cs),
+				       chunk_count(r->n, np, cs), MPI_FLOAT,
+				       right, r->tag, impl->ring, &q[1]);
+	}
+	return rc;
+}
+
+/* After step r->step of r has completed (both its requests): a reduce-
+ * scatter step adds the chunk received into this rank's partial sums,
+ * and the last one rounds the chunk this rank now holds summed over
+ * every rank (chunk me + 1) into out, once, for every rank; then the
+ * next step is posted into q, unless r is done. Returns the MPI rc. */
+static int
+ring_next(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
+{
+	int np = impl->np;
+
+	if (r->step < np - 1) {
+		int cr = ring_mod(impl->me - r->step - 1, np);
+		double *a = r->acc + chunk_lo(r->n, np, cr);
+		int k = chunk_count(r->n, np, cr);
+
+		for (int i = 0; i < k; i++)
+			a[i] += r->tmp[i];
+		if (r->step == np - 2) {
+			float *o = r->out + chunk_lo(r->n, np, cr);
+
+			for (int i = 0; i < k; i++)
+				o[i] = (float)a[i];
+		}
+	}
+	if (++r->step == 2 * (np - 1))
+		return MPI_SUCCESS;
+	return ring_post(impl, r, q);
+}
+
+/* Whether the first k sums started are done: their requests completed
+ * (MPI_REQUEST_NULL) and their ring sums at their last step. */
+static int
+sums_done(const struct mpi_impl *impl, int k)
+{
+	int end = k > 0 ? impl->sum_end[k - 1] : 0;
+
+	for (int i = 0; i < end; i++)
+		if (impl->colls[i] != MPI_REQUEST_NULL)
+			return 0;
+	for (int i = 0; i < impl->n_rings; i++)
+		if (impl->rings[i].sum < k &&
+		    impl->rings[i].step < 2 * (impl->np - 1))
+			return 0;
+	return 1;
+}
+
+/* Each ring sum whose step in flight has completed moves to its next. */
+static int
+rings_step(struct mpi_impl *impl)
+{
+	for (int i = 0; i < impl->n_rings; i++) {
+		struct ring_sum *r = &impl->rings[i];
+		MPI_Request *q = impl->colls + r->slot;
+
+		while (r->step < 2 * (impl->np - 1) &&
+		       q[0] == MPI_REQUEST_NULL && q[1] == MPI_REQUEST_NULL) {
+			int rc = ring_next(impl, r, q);
+
+			if (rc != MPI_SUCCESS)
+				return rc;
+		}
+	}
+	return MPI_SUCCESS;
+}
+
+/* Moves the sums in flight on once where ring sums are among them: one
+ * MPI_Testsome over every pending request (or MPI_Waitsome, wait: until
+ * one completes), then every ring sum whose step completed takes its
+ * next. Where none is a ring sum, MPI_Testall / MPI_Waitall on them all
+ * as before. *done: every sum started is done. Returns the MPI rc. */
+static int
+drive(struct mpi_impl *impl, int wait, int *done)
+{
+	int rc = MPI_SUCCESS, n_out = 0;
+
+	if (impl->n_rings == 0) {
+		*done = 1;
+		if (impl->n_colls == 0)
+			return MPI_SUCCESS;
+		return wait ? MPI_Waitall(impl->n_colls, impl->colls,
+					  MPI_STATUSES_IGNORE) :
+			      MPI_Testall(impl->n_colls, impl->colls, done,
+					  MPI_STATUSES_IGNORE);
+	}
+	if (impl->cap_idx < impl->n_colls) {
+		impl->cap_idx = impl->cap_colls;
+		impl->idx = dt_xrealloc(impl->idx, (size_t)impl->cap_idx,
+					sizeof *impl->idx);
+	}
+	rc = rings_step(impl);
+	if (rc == MPI_SUCCESS && !sums_done(impl, impl->n_sums))
+		rc = wait ? MPI_Waitsome(impl->n_colls, impl->colls, &n_out,
+					 impl->idx, MPI_STATUSES_IGNORE) :
+			    MPI_Testsome(impl->n_colls, impl->colls, &n_out,
+					 impl->idx, MPI_STATUSES_IGNORE);
+	if (rc == MPI_SUCCESS)
+		rc = rings_step(impl);
+	*done = rc == MPI_SUCCESS && sums_done(impl, impl->n_sums);
+	return rc;
 }
 
 /* The progress thread: MPI_Testall on the sums in flight every
@@ -82,8 +286,7 @@ progress_main(void *arg)
 			pthread_cond_wait(&impl->wake, &impl->lock);
 			continue;
 		}
-		rc = MPI_Testall(impl->n_colls, impl->colls, &flag,
-				 MPI_STATUSES_IGNORE);
+		rc = drive(impl, 0, &flag);
 		if (rc != MPI_SUCCESS)
 			impl->thread_rc = rc;
 		if (rc != MPI_SUCCESS || flag)
@@ -227,6 +430,23 @@ mpi_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
 	return DT_OK;
 }
 
+/* Ends the start of a sum whose requests are the last in colls: records
+ * where they end, wakes the progress thread and unlocks. */
+static void
+sum_started(struct mpi_impl *impl)
+{
+	if (impl->n_sums == impl->cap_sums) {
+		impl->cap_sums = impl->cap_sums ? 2 * impl->cap_sums : 16;
+		impl->sum_end = dt_xrealloc(impl->sum_end,
+					    (size_t)impl->cap_sums,
+					    sizeof *impl->sum_end);
+	}
+	impl->sum_end[impl->n_sums++] = impl->n_colls;
+	if (impl->thread_on)
+		pthread_cond_signal(&impl->wake);
+	colls_unlock(impl);
+}
+
 /* Starts the sum in chunks of at most 2^30 values (MPI counts are
  * int), each its own request. */
 static enum dt_status
@@ -265,16 +485,157 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 		p += (size_t)count * elem;
 		n -= (size_t)count;
 	}
-	if (impl->n_sums == impl->cap_sums) {
-		impl->cap_sums = impl->cap_sums ? 2 * impl->cap_sums : 16;
-		impl->sum_end = dt_xrealloc(impl->sum_end,
-					    (size_t)impl->cap_sums,
-					    sizeof *impl->sum_end);
+	sum_started(impl);
+	return DT_OK;
+}
+
+/* Waits until the first k sums started are done (MPI_Waitall on their
+ * requests; with ring sums among the pending, MPI_Waitsome until they
+ * are). Returns the MPI rc. */
+static int
+wait_sums(struct mpi_impl *impl, int k)
+{
+	int done = 0, rc = MPI_SUCCESS;
+
+	if (k <= 0 || impl->n_colls == 0)
+		return MPI_SUCCESS;
+	if (impl->n_rings == 0)
+		return MPI_Waitall(impl->sum_end[k - 1], impl->colls,
+				   MPI_STATUSES_IGNORE);
+	while (rc == MPI_SUCCESS && !sums_done(impl, k))
+		rc = drive(impl, 1, &done);
+	return rc;
+}
+
+/* The most values of one ring sum: its chunks' counts must fit an int. */
+static size_t
+ring_piece(int np)
+{
+	return ((size_t)1 << 30) * (size_t)np;
+}
+
+/* Rounds n doubles to floats. */
+static void
+round_all(const double *acc, float *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		out[i] = (float)acc[i];
+}
+
+/* The tag of the next ring sum: every rank starts the same sums in the
+ * same order, so the same count; the sums in flight at once are far
+ * fewer than tag_ub. */
+static int
+ring_tag(struct mpi_impl *impl)
+{
+	return (int)(impl->ring_seq++ % (unsigned)impl->tag_ub);
+}
+
+/* Starts the rounded double sum: a ring sum (its two requests in colls)
+ * for each piece of at most ring_piece values, all of them one sum. */
+static enum dt_status
+mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
+	       struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	size_t piece = ring_piece(impl->np);
+	int rc = MPI_SUCCESS;
+
+	if (c->size == 1) {
+		round_all(acc, out, n);
+		return DT_OK;
 	}
-	impl->sum_end[impl->n_sums++] = impl->n_colls;
-	if (impl->thread_on)
-		pthread_cond_signal(&impl->wake);
-	colls_unlock(impl);
+	progress_start(c);
+	colls_lock(impl);
+	for (size_t at = 0; at < n; at += piece) {
+		size_t m = n - at < piece ? n - at : piece;
+		struct ring_sum *r;
+		size_t need = m / (size_t)impl->np + 1;
+
+		if (impl->n_colls + 2 > impl->cap_colls) {
+			impl->cap_colls = impl->cap_colls ?
+					  2 * impl->cap_colls : 16;
+			impl->colls = dt_xrealloc(impl->colls,
+						  (size_t)impl->cap_colls,
+						  sizeof *impl->colls);
+		}
+		if (impl->n_rings == impl->cap_rings) {
+			int old = impl->cap_rings;
+
+			impl->cap_rings = old ? 2 * old : 16;
+			impl->rings = dt_xrealloc(impl->rings,
+						  (size_t)impl->cap_rings,
+						  sizeof *impl->rings);
+			memset(impl->rings + old, 0, (size_t)(impl->cap_rings -
+			       old) * sizeof *impl->rings);
+		}
+		r = &impl->rings[impl->n_rings++];
+		if (r->tmp_cap < need) {
+			free(r->tmp);
+			r->tmp = dt_xcalloc(need, sizeof *r->tmp);
+			r->tmp_cap = need;
+		}
+		r->acc = acc + at;
+		r->out = out + at;
+		r->n = m;
+		r->step = 0;
+		r->sum = impl->n_sums;
+		r->slot = impl->n_colls;
+		r->tag = ring_tag(impl);
+		impl->colls[r->slot] = MPI_REQUEST_NULL;
+		impl->colls[r->slot + 1] = MPI_REQUEST_NULL;
+		impl->n_colls += 2;
+		rc = ring_post(impl, r, impl->colls + r->slot);
+		if (rc != MPI_SUCCESS)
+			break;
+	}
+	if (rc != MPI_SUCCESS) {
+		colls_unlock(impl);
+		return check(c, rc, "MPI_Isend (ring sum)", err);
+	}
+	c->bytes_sent += (uint64_t)n * sizeof(double);
+	sum_started(impl);
+	return DT_OK;
+}
+
+/* The blocking rounded double sum: the same ring, step after step, apart
+ * from the sums in flight (its own requests and tags). */
+static enum dt_status
+mpi_sum_round(struct dt_comm *c, double *acc, float *out, size_t n,
+	      struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	size_t piece = ring_piece(impl->np);
+
+	if (c->size == 1) {
+		round_all(acc, out, n);
+		return DT_OK;
+	}
+	for (size_t at = 0; at < n; at += piece) {
+		size_t m = n - at < piece ? n - at : piece;
+		size_t need = m / (size_t)impl->np + 1;
+		struct ring_sum r = { .acc = acc + at, .out = out + at,
+				      .n = m };
+		MPI_Request q[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
+		int rc;
+
+		if (impl->btmp_cap < need) {
+			free(impl->btmp);
+			impl->btmp = dt_xcalloc(need, sizeof *impl->btmp);
+			impl->btmp_cap = need;
+		}
+		r.tmp = impl->btmp;
+		r.tag = ring_tag(impl);
+		rc = ring_post(impl, &r, q);
+		while (rc == MPI_SUCCESS && r.step < 2 * (impl->np - 1)) {
+			rc = MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+			if (rc == MPI_SUCCESS)
+				rc = ring_next(impl, &r, q);
+		}
+		if (rc != MPI_SUCCESS)
+			return check(c, rc, "MPI_Waitall (ring sum)", err);
+	}
+	c->bytes_sent += (uint64_t)n * sizeof(double);
 	return DT_OK;
 }
 
@@ -295,8 +656,7 @@ mpi_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
 		rc = impl->thread_rc;
 	else if (impl->n_colls > 0)
-		rc = MPI_Testall(impl->n_colls, impl->colls, &flag,
-				 MPI_STATUSES_IGNORE);
+		rc = drive(impl, 0, &flag);
 	if (rc == MPI_SUCCESS && flag)
 		colls_clear(impl);
 	colls_unlock(impl);
@@ -316,9 +676,8 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 	colls_lock(impl);
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
 		rc = impl->thread_rc;
-	else if (impl->n_colls > 0)
-		rc = MPI_Waitall(impl->n_colls, impl->colls,
-				 MPI_STATUSES_IGNORE);
+	else
+		rc = wait_sums(impl, impl->n_sums);
 	colls_clear(impl);
 	if (impl->thread_on)
 		impl->thread_rc = MPI_SUCCESS;
@@ -341,13 +700,10 @@ mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
 		impl->thread_rc = MPI_SUCCESS;
 		colls_clear(impl);
 	} else if (n_sums >= impl->n_sums) {
-		if (impl->n_colls > 0)
-			rc = MPI_Waitall(impl->n_colls, impl->colls,
-					 MPI_STATUSES_IGNORE);
+		rc = wait_sums(impl, impl->n_sums);
 		colls_clear(impl);
 	} else if (n_sums > 0) {
-		rc = MPI_Waitall(impl->sum_end[n_sums - 1], impl->colls,
-				 MPI_STATUSES_IGNORE);
+		rc = wait_sums(impl, n_sums);
 		if (rc != MPI_SUCCESS)
 			colls_clear(impl);
 	}
@@ -413,12 +769,19 @@ mpi_free(struct dt_comm *c)
 		MPI_Comm_free(&impl->node);
 	if (impl != NULL && !impl->child && impl->bf16_sum != MPI_OP_NULL)
 		MPI_Op_free(&impl->bf16_sum);
+	if (impl != NULL && impl->ring != MPI_COMM_NULL)
+		MPI_Comm_free(&impl->ring);
 	if (impl != NULL && impl->world != MPI_COMM_NULL)
 		MPI_Comm_free(&impl->world);
 	if (impl != NULL) {
 		free(impl->reqs);
 		free(impl->colls);
 		free(impl->sum_end);
+		for (int i = 0; i < impl->cap_rings; i++)
+			free(impl->rings[i].tmp);
+		free(impl->rings);
+		free(impl->idx);
+		free(impl->btmp);
 	}
 	if (impl == NULL || !impl->child) {
 		MPI_Finalized(&finalized);
@@ -511,7 +874,28 @@ static const struct dt_comm_ops mpi_ops = {
 	.coll_test = mpi_coll_test,
 	.coll_wait = mpi_coll_wait,
 	.coll_wait_first = mpi_coll_wait_first,
+	.sum_round = mpi_sum_round,
+	.isum_round = mpi_isum_round,
 };
+
+/* The rounded double sums' own duplicate of world (their point-to-
+ * point messages then meet no other traffic) and its tag bound.
+ * Collective over world. */
+static int
+ring_setup(struct dt_comm *c)
+{
+	struct mpi_impl *impl = c->impl;
+	int *ub = NULL, flag = 0;
+	int rc = MPI_Comm_dup(impl->world, &impl->ring);
+
+	impl->me = c->rank;
+	impl->np = c->size;
+	if (rc == MPI_SUCCESS)
+		rc = MPI_Comm_get_attr(impl->ring, MPI_TAG_UB, &ub, &flag);
+	/* The standard's least bound where the attribute is missing. */
+	impl->tag_ub = rc == MPI_SUCCESS && flag && *ub > 0 ? *ub : 32767;
+	return rc;
+}
 
 /* Fills a split communicator's rank, size and node group from
  * impl->world (already set). */
@@ -530,6 +914,8 @@ mpi_setup(struct dt_comm *c)
 		rc = MPI_Comm_size(impl->node, &c->local_size);
 	if (rc == MPI_SUCCESS)
 		rc = MPI_Comm_rank(impl->node, &c->local_rank);
+	if (rc == MPI_SUCCESS)
+		rc = ring_setup(c);
 	return rc;
 }
 
@@ -557,6 +943,7 @@ mpi_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	n->impl = impl;
 	impl->world = sub;
 	impl->node = MPI_COMM_NULL;
+	impl->ring = MPI_COMM_NULL;
 	impl->child = 1;
 	impl->bf16_sum = ((struct mpi_impl *)c->impl)->bf16_sum;
 	impl->progress_ns = ((struct mpi_impl *)c->impl)->progress_ns;
@@ -670,6 +1057,7 @@ dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
 	c->impl = impl;
 	impl->world = MPI_COMM_NULL;
 	impl->node = MPI_COMM_NULL;
+	impl->ring = MPI_COMM_NULL;
 	impl->bf16_sum = MPI_OP_NULL;
 	if (provided == MPI_THREAD_MULTIPLE && progress_us > 0 &&
 	    progress_us <= 1000000) {
@@ -692,6 +1080,8 @@ dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
 		if (rc == MPI_SUCCESS)
 			rc = MPI_Comm_rank(impl->node, &c->local_rank);
 	}
+	if (rc == MPI_SUCCESS)
+		rc = ring_setup(c);
 	if (rc != MPI_SUCCESS) {
 		enum dt_status st = check(c, rc, "MPI setup", err);
 

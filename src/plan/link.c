@@ -218,8 +218,9 @@ dt_plan_link_estimate(struct json_object *desc,
 	ADD(o, "comm_s", dt_json_float(comm));
 	ADD(o, "comm_model", json_object_new_string(
 		    ps ? "parameter server: (pushed + pulled) / rate + 2 x "
-		    "latency" : "ring all-reduce: 2(p-1)/p x bytes / rate + "
-		    "2(p-1) x latency"));
+		    "latency" : "ring: sent_per_step / rate + 2(p-1) x "
+		    "latency (all-reduce: 2(p-1)/p x bytes; the exact "
+		    "mode: (p-1)/p x 12 bytes a value)"));
 	ADD(o, "overlap", json_object_new_boolean(overlap));
 	ADD(o, "overlap_source", json_object_new_string(overlap_source));
 	ADD(o, "hidden_s", dt_json_float(hidden));

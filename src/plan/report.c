@@ -320,7 +320,15 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		p = (int64_t)plan->dp_size * (plan->tp_size > 0 ?
 					      plan->tp_size : 1);
 		ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
-		ADD(comm, "algorithm", json_object_new_string("ring all-reduce"));
+		/* The exact mode's ring (dist/comm.h): reduce-scatter of
+		 * the doubles, all-gather of the rounded floats, (p-1)/p x
+		 * (8 + 4) bytes a value. With several ranks on a host
+		 * (parallel.hierarchical) the hosts sum doubles. */
+		if (elem == 8)
+			ring = p > 1 ? 3 * (p - 1) * grad_bytes / (2 * p) : 0;
+		ADD(comm, "algorithm", json_object_new_string(elem == 8 ?
+			    "ring reduce-scatter (f64) and all-gather (f32)" :
+			    "ring all-reduce"));
 		/* The wire's element (train/sync.h), whether buckets start
 		 * during backward, and their size. */
 		ADD(comm, "wire", json_object_new_string(wire_word(job, plan)));
@@ -523,8 +531,9 @@ print_wire(FILE *out, struct json_object *comm)
 	word = json_object_get_string(w);
 	bytes_text(b, sizeof b, json_object_get_int64(bb));
 	fprintf(out, "gradients on the wire as %s (%s)", word,
-		strcmp(word, "f64") == 0 ? "the exact double sum, 8 bytes a "
-		"value: twice the bytes of f32" : strcmp(word, "bf16") == 0 ?
+		strcmp(word, "f64") == 0 ? "the exact double sum: 8 bytes a "
+		"value reduce-scattered, the rounded float's 4 gathered back, "
+		"1.5 x the bytes of f32" : strcmp(word, "bf16") == 0 ?
 		"2 bytes a value, summed in f32: half the bytes of f32" :
 		"4 bytes a value");
 	if (json_object_get_boolean(ov))

@@ -8,7 +8,11 @@
  * with parallel.overlap; one blocking sum of the whole arena without).
  * Exact (dt_plan_exact_accum): each micro-batch's float gradient is
  * added to a double accumulator, the accumulators are summed in double
- * (MPI_DOUBLE, 8 bytes a value) and rounded to float once, so the
+ * and rounded to float once (over several ranks by dist/comm.h's ring:
+ * a reduce-scatter of the doubles, each part rounded by the rank that
+ * holds its whole sum, straight into the float gradient, and an
+ * all-gather of the floats, 12 bytes a value where a double all-reduce
+ * sends 16), so the
  * gradient does not depend on how the global batch is split; the last
  * micro-batch goes into the accumulator bucket by bucket, as each is
  * begun, so the double sums start as early as the float ones would. With
@@ -281,7 +285,7 @@ bucket_done(struct dt_grad_sync *s, int b)
 
 	if (s->wire == DT_GRAD_WIRE_BF16)
 		dt_bf16_unpack(g + k->lo, s->wire16 + k->lo, k->hi - k->lo);
-	else if (s->acc != NULL)
+	else if (s->acc != NULL && dt_comm_size(s->cfg.sum_comm) == 1)
 		dt_kern_par_f64_round(pool_of(s), s->acc + k->lo, g + k->lo,
 				      (int64_t)(k->hi - k->lo));
 }
@@ -305,11 +309,19 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 		dt_bf16_pack(w, g, n);
 		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
 				  dt_comm_allreduce_sum_bf16(c, w, n, err);
-	} else if (s->acc != NULL) {
+	} else if (s->acc != NULL && dt_comm_size(c) > 1) {
+		/* The double sum rounded into g by the ring (6 bytes a
+		 * value, dist/comm.h), the same floats as rounding the
+		 * double all-reduce's sum. */
 		double *a = s->acc + k->lo;
 
-		st = s->overlap ? dt_comm_iallreduce_sum_f64(c, a, n, err) :
-				  dt_comm_allreduce_sum_f64(c, a, n, err);
+		st = s->overlap ?
+		     dt_comm_iallreduce_sum_f64_f32(c, a, g, n, err) :
+		     dt_comm_allreduce_sum_f64_f32(c, a, g, n, err);
+	} else if (s->acc != NULL) {
+		/* One rank: the accumulator is the sum (bucket_done
+		 * rounds it). */
+		st = DT_OK;
 	} else {
 		st = s->overlap ? dt_comm_iallreduce_sum_f32(c, g, n, err) :
 				  dt_comm_allreduce_sum_f32(c, g, n, err);

@@ -52,6 +52,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-schedule.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
+	tests/integration/ring-sum.sh \
 	tests/integration/stdout-full.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
@@ -67,6 +68,12 @@ SH_LOG_COMPILER = $(SHELL)
 check_PROGRAMS += tests/integration/progress_probe
 tests_integration_progress_probe_SOURCES = tests/integration/progress_probe.c
 tests_integration_progress_probe_LDADD = libdtrain.la $(DT_LIBS)
+
+# The exact sum in 6 bytes a value under mpirun, run by
+# tests/integration/ring-sum.sh
+check_PROGRAMS += tests/integration/ring_probe
+tests_integration_ring_probe_SOURCES = tests/integration/ring_probe.c
+tests_integration_ring_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 
 # The Open MPI settings a rank makes for itself, read back through MPI_T,
 # for tests/integration/mca-env.sh
