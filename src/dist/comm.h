@@ -81,7 +81,8 @@ enum dt_status dt_comm_iallreduce_sum_f64(struct dt_comm *c, double *buf,
 					  size_t n, struct dt_error *err);
 enum dt_status dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
 					   size_t n, struct dt_error *err);
-/* The exact gradient sum in 6 bytes a value instead of 8: out[i] =
+/* The exact gradient sum in three quarters of the double all-reduce's
+ * bytes (6 a value instead of 8 on 2 ranks): out[i] =
  * (float)(sum over the ranks of acc[i]), the same floats on every rank,
  * for acc and out of n values (the batch dimension already summed into
  * acc). Over Open MPI it is a ring of dtrain's own (point-to-point on a
@@ -110,8 +111,9 @@ enum dt_status dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc,
 					      float *out, size_t n,
 					      struct dt_error *err);
 /* Drives the pending non-blocking sums of c forward without waiting
- * (MPI_Testall: Open MPI moves a non-blocking collective on only inside
- * MPI calls). *all_done (may be NULL) is 1 when none is pending any
+ * (MPI_Testall, or MPI_Testsome and the next steps of the ring sums of
+ * dt_comm_iallreduce_sum_f64_f32 where those are pending: Open MPI
+ * moves a non-blocking collective on only inside MPI calls). *all_done (may be NULL) is 1 when none is pending any
  * more. Errors: DT_ERR_MPI. */
 enum dt_status dt_comm_coll_test(struct dt_comm *c, int *all_done,
 				 struct dt_error *err);
@@ -126,7 +128,8 @@ enum dt_status dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err);
  * again, while the later ones stay in flight. n_sums equal to the number
  * pending is dt_comm_coll_wait. For taking each sum as it is done while
  * the rest still cross the wire (MPI_Waitall on the first ones'
- * requests). The count starts again once a test or wait has found every
+ * requests, or MPI_Waitsome until they are done where ring sums are
+ * pending). The count starts again once a test or wait has found every
  * started sum done (then nothing is pending, and any n_sums returns at
  * once), so the k-th sum a caller started is always among the first k.
  * Errors: DT_ERR_MPI (every pending request is released then,

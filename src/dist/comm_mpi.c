@@ -268,8 +268,9 @@ drive(struct mpi_impl *impl, int wait, int *done)
 	return rc;
 }
 
-/* The progress thread: MPI_Testall on the sums in flight every
- * progress_ns while there are any; a failure is kept for the caller's
+/* The progress thread: drive (MPI_Testall, or MPI_Testsome and the ring
+ * sums' next steps) on the sums in flight every progress_ns while there
+ * are any; a failure is kept for the caller's
  * next test or wait, and the requests are dropped. */
 static void *
 progress_main(void *arg)

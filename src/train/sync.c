@@ -310,9 +310,10 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
 				  dt_comm_allreduce_sum_bf16(c, w, n, err);
 	} else if (s->acc != NULL && dt_comm_size(c) > 1) {
-		/* The double sum rounded into g by the ring (6 bytes a
-		 * value, dist/comm.h), the same floats as rounding the
-		 * double all-reduce's sum. */
+		/* The double sum rounded into g by the ring (dist/comm.h:
+		 * (p-1)/p x 12 bytes a value, 6 on 2 ranks where the
+		 * double all-reduce sends 8), the same floats as rounding
+		 * the double all-reduce's sum. */
 		double *a = s->acc + k->lo;
 
 		st = s->overlap ?
