@@ -179,7 +179,7 @@ dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
 {
 	enum dt_status st;
 
-	if (c->ops->sum_round != NULL)
+	if (c->ops->sum_round != NULL && c->size > 1)
 		WATCHED(c, "MPI_Waitall (ring sum)",
 			c->ops->sum_round(c, acc, out, n, err));
 	st = dt_comm_allreduce_sum_f64(c, acc, n, err);
@@ -195,7 +195,7 @@ enum dt_status
 dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
 			       size_t n, struct dt_error *err)
 {
-	if (c->ops->isum_round == NULL)
+	if (c->ops->isum_round == NULL || c->size == 1)
 		return dt_comm_allreduce_sum_f64_f32(c, acc, out, n, err);
 	return c->ops->isum_round(c, acc, out, n, err);
 }

@@ -265,7 +265,8 @@ struct dt_comm_ops {
 	enum dt_status (*coll_wait_first)(struct dt_comm *c, int n_sums,
 					  struct dt_error *err);
 	/* Optional (NULL: the blocking double all-reduce, then the
-	 * rounding): the rounded double sum, blocking and started. */
+	 * rounding): the rounded double sum, blocking and started; called
+	 * with more than one rank only. */
 	enum dt_status (*sum_round)(struct dt_comm *c, double *acc,
 				    float *out, size_t n,
 				    struct dt_error *err);

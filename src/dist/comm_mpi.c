@@ -515,12 +515,16 @@ ring_piece(int np)
 	return ((size_t)1 << 30) * (size_t)np;
 }
 
-/* Rounds n doubles to floats. */
+/* A chunk buffer of at least need doubles in *buf (of *cap): kept from
+ * one step to the next, so it is allocated in the first step only. */
 static void
-round_all(const double *acc, float *out, size_t n)
+chunk_buffer(double **buf, size_t *cap, size_t need)
 {
-	for (size_t i = 0; i < n; i++)
-		out[i] = (float)acc[i];
+	if (*cap >= need)
+		return;
+	free(*buf);
+	*buf = dt_xcalloc(need, sizeof **buf);
+	*cap = need;
 }
 
 /* The tag of the next ring sum: every rank starts the same sums in the
@@ -533,7 +537,8 @@ ring_tag(struct mpi_impl *impl)
 }
 
 /* Starts the rounded double sum: a ring sum (its two requests in colls)
- * for each piece of at most ring_piece values, all of them one sum. */
+ * for each piece of at most ring_piece values, all of them one sum.
+ * More than one rank (comm.c rounds a world of one itself). */
 static enum dt_status
 mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 	       struct dt_error *err)
@@ -542,10 +547,6 @@ mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 	size_t piece = ring_piece(impl->np);
 	int rc = MPI_SUCCESS;
 
-	if (c->size == 1) {
-		round_all(acc, out, n);
-		return DT_OK;
-	}
 	progress_start(c);
 	colls_lock(impl);
 	for (size_t at = 0; at < n; at += piece) {
@@ -571,11 +572,7 @@ mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 			       old) * sizeof *impl->rings);
 		}
 		r = &impl->rings[impl->n_rings++];
-		if (r->tmp_cap < need) {
-			free(r->tmp);
-			r->tmp = dt_xcalloc(need, sizeof *r->tmp);
-			r->tmp_cap = need;
-		}
+		chunk_buffer(&r->tmp, &r->tmp_cap, need);
 		r->acc = acc + at;
 		r->out = out + at;
 		r->n = m;
@@ -600,7 +597,8 @@ mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 }
 
 /* The blocking rounded double sum: the same ring, step after step, apart
- * from the sums in flight (its own requests and tags). */
+ * from the sums in flight (its own requests and tags). More than one
+ * rank, as mpi_isum_round. */
 static enum dt_status
 mpi_sum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 	      struct dt_error *err)
@@ -608,10 +606,6 @@ mpi_sum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 	struct mpi_impl *impl = c->impl;
 	size_t piece = ring_piece(impl->np);
 
-	if (c->size == 1) {
-		round_all(acc, out, n);
-		return DT_OK;
-	}
 	for (size_t at = 0; at < n; at += piece) {
 		size_t m = n - at < piece ? n - at : piece;
 		size_t need = m / (size_t)impl->np + 1;
@@ -620,11 +614,7 @@ mpi_sum_round(struct dt_comm *c, double *acc, float *out, size_t n,
 		MPI_Request q[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
 		int rc;
 
-		if (impl->btmp_cap < need) {
-			free(impl->btmp);
-			impl->btmp = dt_xcalloc(need, sizeof *impl->btmp);
-			impl->btmp_cap = need;
-		}
+		chunk_buffer(&impl->btmp, &impl->btmp_cap, need);
 		r.tmp = impl->btmp;
 		r.tag = ring_tag(impl);
 		rc = ring_post(impl, &r, q);
