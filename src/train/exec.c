@@ -272,32 +272,38 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 
 /* The forward pass of micro-batch op->micro: its data, the activations
  * from the stage before, the stage's nodes, the activations to the stage
- * after. */
+ * after. *forward_s grows by the pass's wall-clock time, the loading of
+ * the micro-batch left out. */
 static enum dt_status
 run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
-	    double *data_wait, struct dt_error *err)
+	    double *data_wait, double *forward_s, struct dt_error *err)
 {
 	struct dt_layout *l = &r->layout;
 	int64_t mb = r->plan.micro_batch;
 	int slot = (int)(op->micro % l->n_slots);
-	double ls = 0;
+	double ls = 0, t0 = dt_now(), t_load;
 	int64_t first;
 	enum dt_status st = free_slot(l, slot, err);
 
 	if (st != DT_OK)
-		return st;
+		goto out;
+	t_load = dt_now();
 	first = load_micro(r, slot, op->micro, data_wait);
+	t0 += dt_now() - t_load;
 	dt_model_use_slot(r->model, slot);
 	dt_model_set_position(r->model, (uint64_t)r->position.step, first);
 	st = move_live(r, 0, 0, 0, slot, mb, err);
 	if (st != DT_OK)
-		return st;
+		goto out;
 	dt_model_stage_forward(r->model, l->slot_x[slot],
 			       l->last_stage ? l->slot_y[slot] : NULL, mb,
 			       true, &ls, NULL);
 	if (l->last_stage && l->grid.tp == 0)
 		*loss_sum += ls;
-	return move_live(r, 1, 0, 1, slot, mb, err);
+	st = move_live(r, 1, 0, 1, slot, mb, err);
+out:
+	*forward_s += dt_now() - t0;
+	return st;
 }
 
 /* The buckets of one step's gradient sync: begun in order, from the
@@ -403,7 +409,7 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 
 enum dt_status
 dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
-	     double *data_wait, struct dt_error *err)
+	     double *data_wait, double *forward_s, struct dt_error *err)
 {
 	struct dt_layout *l = &r->layout;
 	uint64_t p2p0 = dt_comm_p2p_bytes_sent(l->pipe_comm);
@@ -422,7 +428,8 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 		const struct dt_pipe_op *op = &l->ops[i];
 
 		if (!op->backward)
-			st = run_forward(r, op, loss_sum, data_wait, err);
+			st = run_forward(r, op, loss_sum, data_wait,
+					 forward_s, err);
 		else if (breadth)
 			/* B0 .. B(m-1) are one pass, node by node. */
 			st = op->micro == 0 ?

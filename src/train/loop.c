@@ -30,6 +30,7 @@ struct cadence {
 	double t_window;	/* the log window began */
 	struct dt_time_breakdown win, total;	/* this rank's, of the log
 						 * window and of the run */
+	double win_forward_s;	/* of win.compute_s, the forward passes' */
 	double grad_norm;	/* of the step just run, before clipping */
 	double test_delay;	/* DTRAIN_TEST_DATA_DELAY on this rank, s */
 	double pending_loss;	/* loss not yet reduced (lazy sync) */
@@ -188,7 +189,8 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 	c->lr = dt_lr_at(&r->plan.lr_schedule, r->position.step);
 	t[0] = dt_now();
 	wait = test_delay(c->test_delay);
-	if (dt_exec_step(r, c->grad_scale, &step_loss, &wait, err) != DT_OK)
+	if (dt_exec_step(r, c->grad_scale, &step_loss, &wait,
+			 &c->win_forward_s, err) != DT_OK)
 		dt_run_die(r, err);
 	if (r->loader != NULL)
 		wait += dt_loader_take_wait(r->loader);
@@ -268,6 +270,9 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 		.samples_per_s = (double)(at->window_steps *
 					  r->plan.global_batch) / span,
 		.data_wait_s = c->win.data_wait_s,
+		.forward_s = c->win_forward_s,
+		.backward_s = c->win.compute_s > c->win_forward_s ?
+			      c->win.compute_s - c->win_forward_s : 0,
 		.elapsed_s = c->now - c->t0,
 		.grad_norm = c->grad_norm,
 	};
@@ -278,6 +283,7 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 			    line.samples_per_s * (double)r->labels_per_sample :
 			    NAN;
 	gather_times(r, c);
+	c->win_forward_s = 0;
 	res->train_loss = line.loss;
 	if (r->rank == 0) {
 		st = dt_metrics_log(r, &line, err);

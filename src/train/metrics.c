@@ -74,6 +74,17 @@ breakdown_object(int rank, const double *row)
 	return o;
 }
 
+/* Rank 0's compute_s of the window split: {"forward_s", "backward_s"}. */
+static struct json_object *
+passes_object(const struct dt_log_line *line)
+{
+	struct json_object *o = json_object_new_object();
+
+	ADD(o, "forward_s", dt_json_seconds(line->forward_s));
+	ADD(o, "backward_s", dt_json_seconds(line->backward_s));
+	return o;
+}
+
 /* The row of r->rank_times with the largest window sum (the lowest rank
  * on a tie). */
 static const double *
@@ -148,6 +159,7 @@ dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 	/* Rank 0 is row 0: the workers' communicator keeps world order. */
 	ADD(o, "breakdown", breakdown_object(-1, r->rank_times + 1));
 	ADD(o, "slowest", breakdown_object((int)slow[0], slow + 1));
+	ADD(o, "passes", passes_object(line));
 	add_staleness(dt_grad_sync_servers(r->sync), o);
 	if (r->position.skipped > 0)
 		ADD(o, "skipped_steps",

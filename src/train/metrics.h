@@ -14,6 +14,8 @@ struct dt_log_line {
 	double lr;
 	double samples_per_s;
 	double data_wait_s;	/* since the last log line */
+	double forward_s;	/* rank 0's breakdown compute_s split: its */
+	double backward_s;	/* forward passes and the rest (backward) */
 	double elapsed_s;	/* since this run (or resume) began training */
 	double grad_norm;	/* the last step's, before clipping; NAN with
 				 * parameter servers */

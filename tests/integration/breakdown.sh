@@ -4,7 +4,8 @@
 # FILES). On 1 and 2 ranks: every step line has an ISO 8601 UTC "time"
 # inside the run's wall-clock span, "elapsed_s" that grows, a finite
 # "grad_norm" (the same on 1 and 2 ranks, as the gradient is), and a
-# "breakdown" whose four parts add up to the time between lines; rank 0's
+# "breakdown" whose four parts add up to the time between lines, and
+# "passes", rank 0's compute_s split into forward_s and backward_s; rank 0's
 # windows add up to its totals in summary.json "ranks". With rank 1 made
 # to wait 30 ms for each step's data (DTRAIN_TEST_DATA_DELAY), the wait is
 # rank 1's data_wait_s and rank 0's comm_wait_s (exposed communication).
@@ -78,6 +79,16 @@ def check_run(d, world):
             sys.exit("%s step %d: a negative part %r %r" % (d, o["step"], b, s))
         if not b["compute_s"] > 0:
             sys.exit("%s step %d: no compute time" % (d, o["step"]))
+        # passes: rank 0's compute_s split into its forward passes and
+        # the rest, each written to the microsecond.
+        ps = o["passes"]
+        if set(ps) != {"forward_s", "backward_s"}:
+            sys.exit("%s step %d: passes keys %r" % (d, o["step"], ps))
+        if not (ps["forward_s"] > 0 and ps["backward_s"] > 0):
+            sys.exit("%s step %d: passes %r" % (d, o["step"], ps))
+        if abs(ps["forward_s"] + ps["backward_s"] - b["compute_s"]) > 2.5e-6:
+            sys.exit("%s step %d: forward_s + backward_s = %r, compute_s %r"
+                     % (d, o["step"], ps["forward_s"] + ps["backward_s"], b["compute_s"]))
         if not 0 <= s["rank"] < world:
             sys.exit("%s: slowest rank %r" % (d, s["rank"]))
         if sum(s[k] for k in PARTS) < sum(b.values()) - 1e-5:
