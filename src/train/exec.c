@@ -237,7 +237,8 @@ move_live(struct dt_run *r, int after, int grad, int send, int slot,
 
 /* Fills slot's x and y with micro-batch k of the step (from the loader
  * thread, or gathered here) and returns the global index of its first
- * sample. */
+ * sample; *data_wait grows by the time spent waiting for the loader or
+ * gathering. */
 static int64_t
 load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 {
@@ -249,6 +250,8 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 	if (r->loader != NULL) {
 		const struct dt_batch *b = dt_loader_next(r->loader);
 		int64_t first = b->first_sample;
+
+		*data_wait += dt_loader_take_wait(r->loader);
 
 		memcpy(l->slot_x[slot], b->x,
 		       (size_t)(p->micro_batch * in) * sizeof(float));
@@ -272,8 +275,8 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 
 /* The forward pass of micro-batch op->micro: its data, the activations
  * from the stage before, the stage's nodes, the activations to the stage
- * after. *forward_s grows by the pass's wall-clock time, the loading of
- * the micro-batch left out. */
+ * after. *forward_s grows by the pass's wall-clock time less what it
+ * added to *data_wait. */
 static enum dt_status
 run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 	    double *data_wait, double *forward_s, struct dt_error *err)
@@ -281,15 +284,13 @@ run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 	struct dt_layout *l = &r->layout;
 	int64_t mb = r->plan.micro_batch;
 	int slot = (int)(op->micro % l->n_slots);
-	double ls = 0, t0 = dt_now(), t_load;
+	double ls = 0, t0 = dt_now(), w0 = *data_wait;
 	int64_t first;
 	enum dt_status st = free_slot(l, slot, err);
 
 	if (st != DT_OK)
 		goto out;
-	t_load = dt_now();
 	first = load_micro(r, slot, op->micro, data_wait);
-	t0 += dt_now() - t_load;
 	dt_model_use_slot(r->model, slot);
 	dt_model_set_position(r->model, (uint64_t)r->position.step, first);
 	st = move_live(r, 0, 0, 0, slot, mb, err);
@@ -302,7 +303,7 @@ run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 		*loss_sum += ls;
 	st = move_live(r, 1, 0, 1, slot, mb, err);
 out:
-	*forward_s += dt_now() - t0;
+	*forward_s += dt_now() - t0 - (*data_wait - w0);
 	return st;
 }
 

@@ -81,11 +81,12 @@ uint64_t dt_layout_bytes_sent(const struct dt_layout *l);
  * (1 / (global batch x labels per sample) for a mean loss). *loss_sum
  * gets this rank's share of the step's loss sum (the last stage's
  * tensor-parallel rank 0; 0 elsewhere); *data_wait grows by the seconds
- * spent gathering data; *forward_s grows by the wall-clock seconds of
- * the step's forward passes (pipeline sends and receives included, the
- * micro-batches' loading not), so that the rest of the step's compute
- * is its backward passes (with the gradient accumulation and the sums
- * begun and driven between layers).
+ * spent waiting for the loader or gathering data; *forward_s grows by
+ * the wall-clock seconds of the step's forward passes (copying each
+ * micro-batch in and a pipeline's sends and receives included, the data
+ * waits not), so that the rest of the step's compute is its backward
+ * passes (with the gradient accumulation and the sums driven between
+ * layers).
  * Errors: DT_ERR_MPI with err naming the call and the rank (a failed
  * begin inside backward ends the pass there; the buckets after it are
  * not begun). */

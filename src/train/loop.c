@@ -192,8 +192,6 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 	if (dt_exec_step(r, c->grad_scale, &step_loss, &wait,
 			 &c->win_forward_s, err) != DT_OK)
 		dt_run_die(r, err);
-	if (r->loader != NULL)
-		wait += dt_loader_take_wait(r->loader);
 	t[1] = dt_now();
 	begin = dt_grad_sync_take_begin(r->sync);
 	test_signal_hook(r);
