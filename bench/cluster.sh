@@ -251,7 +251,9 @@ PY
 }
 # per_step NAME JOBKEY: rank 0's breakdown in ms a step (compute,
 # comm_wait, optim, data_wait), each the median over the logged
-# intervals after the first, or nothing.
+# intervals after the first, and where metrics.jsonl has "passes" the
+# forward and backward of the interval whose compute is the median one
+# (medians taken apart would not add up), or nothing.
 per_step() {
 	"$PYTHON" - "$1/metrics.jsonl" "$(every_of "$2")" <<'PY'
 import json, sys
@@ -266,8 +268,12 @@ if rows:
     ms = lambda part, k: 1e3 * median([r[part][k] for r in rows]) / n
     split = ""
     if all("passes" in r for r in rows):
-        split = " (forward %.2f, backward %.2f)" % (ms("passes", "forward_s"),
-                                                   ms("passes", "backward_s"))
+        # The interval whose compute is the median one (the lower of
+        # the middle two), so that forward and backward add up to it.
+        mid = sorted(rows, key=lambda r: r["breakdown"]["compute_s"])[(len(rows) - 1) // 2]
+        split = " (forward %.2f, backward %.2f of an interval's %.2f)" % tuple(
+            1e3 * x / n for x in (mid["passes"]["forward_s"], mid["passes"]["backward_s"],
+                                  mid["breakdown"]["compute_s"]))
     print("compute %.2f%s, exposed communication %.2f, optimizer %.2f, data %.2f ms a step (rank 0)"
           % ((ms("breakdown", "compute_s"), split) +
              tuple(ms("breakdown", k) for k in ("comm_wait_s", "optim_s", "data_wait_s"))))

@@ -224,7 +224,7 @@ struct plan_args {
 	int json;
 	int print_job;
 	const char *link;	/* RATE,LATENCY, or NULL */
-	double gflops;		/* stated per-rank GFLOP/s; 0: measure */
+	double gflops;		/* stated per-rank GFLOP/s; -1: measure */
 };
 
 static double
@@ -281,8 +281,12 @@ add_link(const struct plan_args *a, const struct dt_job *job,
 	enum dt_status st;
 
 	if (a->link == NULL)
-		return a->gflops > 0 ? dt_errorf(err, DT_ERR_USAGE, "--gflops "
-						 "needs --link") : DT_OK;
+		return a->gflops >= 0 ? dt_errorf(err, DT_ERR_USAGE, "--gflops "
+						  "needs --link") : DT_OK;
+	if (a->gflops == 0)
+		return dt_errorf(err, DT_ERR_USAGE, "--gflops: expected a "
+				 "number > 0, found \"0\" (leave it out to "
+				 "measure)");
 	st = dt_plan_link_parse(a->link, &link, err);
 	if (st != DT_OK)
 		return st;
@@ -331,7 +335,8 @@ static int
 cmd_plan(int argc, char **argv)
 {
 	static struct dt_job job;
-	struct plan_args a = { .ranks = 0 };	/* 0: no -n, 1 rank */
+	/* ranks 0: no -n, 1 rank; gflops -1: no --gflops */
+	struct plan_args a = { .ranks = 0, .gflops = -1 };
 	struct dt_cmd_line line;
 	const char **sets;
 	struct plan_source srcs[PLAN_MAX_SOURCES];
@@ -356,7 +361,7 @@ cmd_plan(int argc, char **argv)
 	n_sets = line.n_sets;
 	ranks = a.ranks > 0 ? a.ranks : 1;
 	json = a.json;
-	if (a.print_job && (json || a.link != NULL || a.gflops > 0)) {
+	if (a.print_job && (json || a.link != NULL || a.gflops >= 0)) {
 		free(sets);
 		return dt_cmd_usage_error(&dt_cmd_plan, "%s prints the job, "
 					  "not a plan: it takes no --json, "

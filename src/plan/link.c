@@ -272,6 +272,6 @@ dt_plan_link_print(const struct json_object *desc, FILE *out)
 		"%s (%.0f%% of the sync)\n", hid,
 		json_object_get_boolean(member(o, "overlap")) ? "on" : "off",
 		json_object_get_string(member(o, "overlap_source")), exp,
-		c > 0 ? 100 * number(o, "exposed_s", NULL) / c : 0.0);
+		c > 0 ? 100 * (number(o, "exposed_s", NULL) / c) : 0.0);
 	fprintf(out, "  step      %s\n", step);
 }

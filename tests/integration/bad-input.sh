@@ -42,7 +42,7 @@ expect_fail 1 'badlabels: record 1234: label 12 out of range \[0, 10\)' \
 # fit the model's input, a schedule that does not fit the run.
 expect_fail 1 'model.input_shape: training data: samples have 784 inputs but the model takes 812' \
 	"$DTRAIN" plan --dry-run --set 'model.input_shape=[28, 29]' good.yaml
-expect_fail 2 'train.schedule: lr schedule: total_steps: must be greater than warmup_steps' \
+expect_fail 2 'train.schedule: lr schedule: the run'"'"'s 20 steps \(train.steps, or train.epochs of the data\) must be more than train.schedule.warmup_steps \(50\) for a cosine schedule' \
 	"$DTRAIN" plan --dry-run --set train.schedule.kind=cosine \
 	--set train.schedule.warmup_steps=50 good.yaml
 expect_fail 1 'data.train.labels: /nonexistent/labels.gz: cannot open' \

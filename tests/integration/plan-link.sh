@@ -5,7 +5,9 @@
 # 7850 floats, 31400 gradient bytes): the ring all-reduce over p ranks,
 # 2(p-1)/p x bytes / rate + 2(p-1) x latency; the compute time from the
 # plan's FLOPs at a stated GFLOP/s; hidden = min(sync, backward). Each unit
-# of the grammar, bad links and --gflops alone refused with exit 2.
+# of the grammar, bad links, --gflops alone and --gflops 0 refused with
+# exit 2; a link so slow that the sync overflows a double still prints a
+# share of at most 100%.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 cat >job.yaml <<YAML
@@ -135,10 +137,20 @@ assert math.isclose(e["step_s"], e["compute_s"] + e["comm_s"],
                     rel_tol=3 * 2.0**-24), e
 PY
 
+# A rate of 1e-300 bit/s: the sync is beyond a double's range of seconds
+# over the backward's, and the share exposed is still a share, 100%.
+"$DTRAIN" plan --dry-run -n 2 --link 1e-300bit,1us --gflops 0.5 job.yaml \
+	>slow.txt || fail "plan --link 1e-300bit,1us"
+grep -q "(100% of the sync)" slow.txt ||
+	{ cat slow.txt >&2; fail "an overflowing sync is not 100% exposed"; }
+
 for bad in 10g,50us 10gbit 10gbit,50 -1gbit,1us 0gbit,1us 10xbit,1us \
 	   10gbit,-1us 10b,1us ,1us; do
 	expect_fail 2 "--link: expected RATE,LATENCY.*\"$bad\"" \
 		"$DTRAIN" plan --dry-run --link "$bad" job.yaml
 done
 expect_fail 2 "--gflops needs --link" "$DTRAIN" plan --dry-run --gflops 3 job.yaml
+expect_fail 2 "--gflops needs --link" "$DTRAIN" plan --dry-run --gflops 0 job.yaml
+expect_fail 2 '--gflops: expected a number > 0, found "0"' \
+	"$DTRAIN" plan --dry-run -n 2 --link 1gbit,1ms --gflops 0 job.yaml
 echo "plan --link: estimates, units and refusals as expected"
