@@ -933,6 +933,49 @@ struct elastic {
  * (more on a loaded machine); one that does not answer never does. */
 #define DT_ELASTIC_PROBE_MIN_S 10.0
 
+/* The hostfile the mpirun of -n is given: the first that --mpi-args
+ * names (--hostfile FILE and its kin), else the one the environment
+ * names (DT_DEFAULT_HOSTFILE_ENV), into buf (size bytes); "" for none.
+ * *from: "--mpi-args" or the variable's name. */
+static void
+named_hostfile(const struct run_args *a, char *buf, size_t size,
+	       const char **from)
+{
+	size_t cap = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 1;
+	const char **words = dt_xmalloc(cap, sizeof *words);
+	const char *file = NULL;
+	int n_words;
+	char *text = split_mpi_args(a, words, &n_words);
+
+	for (int i = 0; i < n_words && file == NULL; i++)
+		hostfile_option(words, n_words, i, &file);
+	*from = "--mpi-args";
+	if (file == NULL) {
+		file = getenv(DT_DEFAULT_HOSTFILE_ENV);
+		*from = DT_DEFAULT_HOSTFILE_ENV;
+	}
+	snprintf(buf, size, "%s", file != NULL ? file : "");
+	free(text);
+	free(words);
+}
+
+/* Before -n starts mpirun: a hostfile named that cannot be read ends
+ * the command here, exit 1, rather than in Open MPI's internal error
+ * after mpirun started (and again on every restart). Returns 0 or 1. */
+static int
+check_hostfile(const struct run_args *a)
+{
+	char file[PATH_MAX];
+	const char *from;
+
+	named_hostfile(a, file, sizeof file, &from);
+	if (file[0] == '\0' || access(file, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "dtrain: %s: cannot read the hostfile that %s "
+		"names: %s\n", file, from, strerror(errno));
+	return 1;
+}
+
 /* Reads the hostfile that --mpi-args (--hostfile FILE) or the
  * environment names into el, and writes its copy to LAUNCH_DIR/hosts,
  * which every launch then uses in its place (the variable is unset so
@@ -942,22 +985,17 @@ static int
 elastic_init(const struct run_args *a, const struct dt_job *job,
 	     const char *launch_dir, struct elastic *el)
 {
-	size_t cap = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 1;
-	const char **words = dt_xmalloc(cap, sizeof *words);
-	const char *file = NULL;
+	char file[PATH_MAX];
+	const char *from;
 	struct dt_error err;
-	int n_words, rc = 0;
-	char *text = split_mpi_args(a, words, &n_words);
+	int rc = 0;
 
-	for (int i = 0; i < n_words && file == NULL; i++)
-		hostfile_option(words, n_words, i, &file);
-	if (file == NULL)
-		file = getenv(DT_DEFAULT_HOSTFILE_ENV);
+	named_hostfile(a, file, sizeof file, &from);
 	el->probe_s = job->parallel.timeout_s > DT_ELASTIC_PROBE_MIN_S ?
 		      job->parallel.timeout_s : DT_ELASTIC_PROBE_MIN_S;
 	snprintf(el->file, sizeof el->file, "%s/hosts", launch_dir);
 	memset(&el->hosts, 0, sizeof el->hosts);
-	if (file == NULL || *file == '\0') {
+	if (file[0] == '\0') {
 		fprintf(stderr, "dtrain: --elastic needs a hostfile, to know "
 			"the hosts: --mpi-args \"--hostfile FILE\" or %s=FILE\n",
 			DT_DEFAULT_HOSTFILE_ENV);
@@ -969,8 +1007,6 @@ elastic_init(const struct run_args *a, const struct dt_job *job,
 	} else {
 		unsetenv(DT_DEFAULT_HOSTFILE_ENV);
 	}
-	free(text);
-	free(words);
 	return rc;
 }
 
@@ -1262,7 +1298,9 @@ train_cmd(int argc, char **argv, int resume)
 				 "-n: the job runs on those ranks)", launcher);
 			return usage_error(&a, "%s", why);
 		}
-		rc = launch(argc, argv, &a, &job);
+		rc = a.n_ranks > 0 ? check_hostfile(&a) : 0;
+		if (rc == 0)
+			rc = launch(argc, argv, &a, &job);
 		free(a.sets);
 		return rc;
 	}

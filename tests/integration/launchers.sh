@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # What a user of mpirun, srun and scripts relies on: `dtrain --version`
 # names the licence and the build; the exit status of `run -n` is the
-# ranks' (3 after a clean stop, not mpirun's); --mpi-args reaches mpirun;
+# ranks' (3 after a clean stop, not mpirun's); --mpi-args reaches mpirun,
+# and a hostfile it (or the environment) names that cannot be read ends
+# the command before mpirun starts;
 # a launcher's rank variables inherited into a singleton do not silence
 # its errors, while a real launch's do; -n inside srun is refused as
 # inside mpirun; plan --print-job prints the resolved job.
@@ -132,6 +134,21 @@ set -e
 [ $rc -ne 0 ] && [ $rc -ne 3 ] || fail "an unknown mpirun option: exit $rc"
 grep -q -- '--no-such-mpirun-option' s3.err || { cat s3.err >&2; fail "mpirun did not get --mpi-args"; }
 expect_fail 2 'mpi-args goes with -n' "$DTRAIN" run --mpi-args "-x A=1" small.yaml
+# A hostfile that cannot be read is refused before mpirun starts, exit 1,
+# naming the file and what named it, with no run directory and no
+# restart; in both spellings and from Open MPI's variable.
+for form in "--hostfile nohosts" "--hostfile=nohosts" "-machinefile nohosts"; do
+	expect_fail 1 "^dtrain: nohosts: cannot read the hostfile that --mpi-args names: No such file or directory\$" \
+		"$DTRAIN" run -q -n 2 --max-restarts 2 --run-dir hf \
+		--mpi-args "-x A=1 $form" small.yaml
+	grep -q restart "$SCRATCH/err" && fail "$form: restarted: $(cat "$SCRATCH/err")"
+	[ ! -e hf ] || fail "$form: a run directory was made"
+done
+expect_fail 1 \
+	"^dtrain: $PWD/nohosts: cannot read the hostfile that OMPI_MCA_orte_default_hostfile names" \
+	env OMPI_MCA_orte_default_hostfile="$PWD/nohosts" \
+	"$DTRAIN" run -q -n 2 --run-dir hf small.yaml
+[ ! -e hf ] || fail "a run directory was made"
 # --mpi-args reaches mpirun: its --output-filename writes one directory
 # per rank, and -x passes a variable on.
 timeout 300 "$DTRAIN" run -q -n 2 --mpi-args "--output-filename od -x FOO=1" \
