@@ -406,20 +406,18 @@ dt_plan_schedule(const struct dt_job *job, int64_t total_steps,
 		s->step_size = 1;
 		s->gamma = 1;
 	}
-	if (dt_lr_schedule_check(s, err) != DT_OK) {
-		dt_job_where(job, "train.schedule", where, sizeof where);
-		/* The check's total_steps is no job key: name the keys. */
-		if (s->kind == DT_SCHED_COSINE &&
-		    s->total_steps <= s->warmup_steps)
-			dt_errorf(err, DT_ERR_JOB, "lr schedule: the run's "
-				  "%lld steps (train.steps, or train.epochs "
-				  "of the data) must be more than "
-				  "train.schedule.warmup_steps (%lld) for a "
-				  "cosine schedule: lower warmup_steps or run "
-				  "more steps", (long long)s->total_steps,
-				  (long long)s->warmup_steps);
-		dt_error_prefix(err, "%s", where);
-		return DT_ERR_JOB;
-	}
-	return DT_OK;
+	/* dt_lr_schedule_check's total_steps is no job key: this one error
+	 * names the keys. */
+	if (s->kind == DT_SCHED_COSINE && s->total_steps <= s->warmup_steps)
+		dt_errorf(err, DT_ERR_JOB, "lr schedule: the run's %lld steps "
+			  "(train.steps, or train.epochs of the data) must be "
+			  "more than train.schedule.warmup_steps (%lld) for a "
+			  "cosine schedule: lower warmup_steps or run more "
+			  "steps", (long long)s->total_steps,
+			  (long long)s->warmup_steps);
+	else if (dt_lr_schedule_check(s, err) == DT_OK)
+		return DT_OK;
+	dt_job_where(job, "train.schedule", where, sizeof where);
+	dt_error_prefix(err, "%s", where);
+	return DT_ERR_JOB;
 }
