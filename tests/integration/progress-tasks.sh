@@ -80,7 +80,10 @@ wait_for() {
 SPAN='[0-9]+m[0-9]{2}s'
 
 tmux -S "$sock" new-session -d -s t -x 160 -y 40 "sleep 900"
-in_pane run "'$DTRAIN' run -n 2 --run-dir r job.yaml"
+# Each 64 KiB of the read waits 400 us more (DTRAIN_TEST_METER_DELAY_US),
+# so that the read lasts about a second past the line's 0.5 s delay on a
+# machine that would decode the file in less.
+in_pane run "DTRAIN_TEST_METER_DELAY_US=400 '$DTRAIN' run -n 2 --run-dir r job.yaml"
 wait_for run "^read big-images-idx3-ubyte\.gz [0-9]+\.[0-9]/[0-9]+\.[0-9] MB  $SPAN(  ETA $SPAN)?\$"
 echo "reading: $(cat run.seen)"
 wait_for run "^eval [0-9]+/10000  $SPAN  ETA $SPAN\$"
