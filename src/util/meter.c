@@ -27,14 +27,14 @@ void
 dt_meter_begin(const char *verb, const char *path, int64_t total)
 {
 	const char *slash = strrchr(path, '/');
-	char what[128];
-
 	const char *env = getenv("DTRAIN_TEST_METER_DELAY_US");
+	char what[128];
 
 	if (current == NULL || current->begin == NULL)
 		return;
+	/* Under a second, so that it fits a timespec's nanoseconds. */
 	delay_us = env != NULL ? strtol(env, NULL, 10) : 0;
-	if (delay_us < 0 || delay_us > 1000000)
+	if (delay_us < 0 || delay_us >= 1000000)
 		delay_us = 0;
 	snprintf(what, sizeof what, "%s %s", verb,
 		 slash != NULL ? slash + 1 : path);

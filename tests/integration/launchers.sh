@@ -136,7 +136,7 @@ grep -q -- '--no-such-mpirun-option' s3.err || { cat s3.err >&2; fail "mpirun di
 expect_fail 2 'mpi-args goes with -n' "$DTRAIN" run --mpi-args "-x A=1" small.yaml
 # A hostfile that cannot be read is refused before mpirun starts, exit 1,
 # naming the file and what named it, with no run directory and no
-# restart; in both spellings and from Open MPI's variable.
+# restart; in three spellings and from Open MPI's variable.
 for form in "--hostfile nohosts" "--hostfile=nohosts" "-machinefile nohosts"; do
 	expect_fail 1 "^dtrain: nohosts: cannot read the hostfile that --mpi-args names: No such file or directory\$" \
 		"$DTRAIN" run -q -n 2 --max-restarts 2 --run-dir hf \

@@ -137,8 +137,8 @@ assert math.isclose(e["step_s"], e["compute_s"] + e["comm_s"],
                     rel_tol=3 * 2.0**-24), e
 PY
 
-# A rate of 1e-300 bit/s: the sync is beyond a double's range of seconds
-# over the backward's, and the share exposed is still a share, 100%.
+# A rate of 1e-300 bit/s: the sync takes about 4e307 s, so 100 x the
+# exposed seconds would overflow a double; the share still prints 100%.
 "$DTRAIN" plan --dry-run -n 2 --link 1e-300bit,1us --gflops 0.5 job.yaml \
 	>slow.txt || fail "plan --link 1e-300bit,1us"
 grep -q "(100% of the sync)" slow.txt ||
