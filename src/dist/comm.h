@@ -113,8 +113,9 @@ enum dt_status dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc,
 /* Drives the pending non-blocking sums of c forward without waiting
  * (MPI_Testall, or MPI_Testsome and the next steps of the ring sums of
  * dt_comm_iallreduce_sum_f64_f32 where those are pending: Open MPI
- * moves a non-blocking collective on only inside MPI calls). *all_done (may be NULL) is 1 when none is pending any
- * more. Errors: DT_ERR_MPI. */
+ * moves a non-blocking collective on only inside MPI calls). *all_done
+ * (may be NULL) is 1 when none is pending any more.
+ * Errors: DT_ERR_MPI. */
 enum dt_status dt_comm_coll_test(struct dt_comm *c, int *all_done,
 				 struct dt_error *err);
 /* Waits until every pending non-blocking sum of c has completed; their
