@@ -8,15 +8,15 @@
  * Sums BYTES / 4 floats (f32) or BYTES / 8 doubles (f64) in place over
  * every rank, N times (default 10) after 2 untimed warm-up sums. Flat:
  * dt_comm_allreduce_sum_*, which is one MPI_Allreduce (MPI_IN_PLACE) per
- * 2^30 elements and nothing else (src/dist/comm_mpi.c), so this is the
+ * 2^30 elements and nothing else (src/comm/comm_mpi.c), so this is the
  * raw MPI time; run it under `--mca coll_han_priority 100` for Open MPI's
  * coll/han. --hier: through dt_comm_hier_new_form in mode on with the
- * reduce form (src/dist/hier.c: node reduce, one rank per host, node
+ * reduce form (src/comm/hier.c: node reduce, one rank per host, node
  * broadcast); --hier-scatter: the scatter form (node reduce-scatter, a
  * rank per host and part, node all-gather); --ring (f64 only): the exact
  * mode's own sum of the same doubles, dt_comm_allreduce_sum_f64_f32 (a
  * reduce-scatter of doubles, an all-gather of the rounded floats:
- * src/dist/comm_mpi.c). Every sum starts after a barrier; its
+ * src/comm/comm_mpi.c). Every sum starts after a barrier; its
  * time is the slowest rank's (a maximum over the ranks, not timed).
  * Rank 0 prints one line:
  *   "allreduce BYTES bytes f32 ranks P hosts H flat: median M ms min m ms
@@ -27,8 +27,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "dist/comm.h"
-#include "dist/hier.h"
+#include "comm/comm.h"
+#include "comm/hier.h"
 #include "util/alloc.h"
 
 #define WARMUP 2

@@ -24,7 +24,7 @@
  * ms, their GFLOP/s (forward: the node's fwd_flops x batch; backward: 2x
  * that, graph.h's convention), the node's share of the summed pass and
  * the share of the node's time spent in loops of the rank's thread pool
- * (util/pool.h: the loops that split over the threads; the rest runs on
+ * (util/threadpool.h: the loops that split over the threads; the rest runs on
  * one thread whatever the thread count, the serial fraction of Amdahl's
  * law); then a line per layer kind; then the whole step's share in the
  * pool and its pool loops, samples/s, model GFLOP/s (graph.h's 3x
@@ -54,7 +54,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 #define WARMUP_ITERS 5
 #define PEAK_N 1024

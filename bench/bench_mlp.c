@@ -37,7 +37,7 @@
 #include "job/job.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 #define WARMUP_STEPS 10
 

@@ -23,7 +23,7 @@
 #    same bytes on the same link (bench/allreduce_raw, measured just
 #    before) and to the same ranks on one host (shared memory).
 # 3. Several ranks per host: 2 hosts x 2 ranks at 1 Gbit/s, the raw sum
-#    flat, host first (src/dist/hier.c, both forms) and under Open MPI's
+#    flat, host first (src/comm/hier.c, both forms) and under Open MPI's
 #    coll/han, and the MLP with parallel.hierarchical on and off.
 # 4. For each job: the link rate at which the raw all-reduce of its
 #    gradient takes about its backward time (one rank's step on 2 hosts,
@@ -197,7 +197,7 @@ raw_ms() {
 	grep -q ' median [0-9.]* ms' raw.out || { cat raw.out >&2; fail "allreduce_raw printed no median"; }
 	sed -n 's/.* median \([0-9.]*\) ms.*/\1/p' raw.out
 }
-# raw_hier H R BYTES TYPE FORM: the same host first (src/dist/hier.c) in
+# raw_hier H R BYTES TYPE FORM: the same host first (src/comm/hier.c) in
 # FORM: hier (reduce / all-reduce / broadcast) or hier-scatter
 # (reduce-scatter / all-reduce / all-gather).
 raw_hier() {
@@ -368,7 +368,7 @@ if cmpi 2 2 -t 300 --mca coll_han_priority 100 \
 else
 	han="failed (Open MPI: $(grep -m1 -E 'Signal:|error|Error' raw.out || echo "exit status $?"))"
 fi
-echo "raw sum of $bytes B $type: flat $flat ms; host first (src/dist/hier.c):" \
+echo "raw sum of $bytes B $type: flat $flat ms; host first (src/comm/hier.c):" \
      "reduce form $hier ms, scatter form (the default) $scat ms;" \
      "coll/han (vader single copy off) $han"
 gb=$(plan_get "$MLP" 1 global_batch)

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 ## The bash completion script, written at build time from dtrain's own
-## tables (src/cmd/complete.c) and installed where bash-completion looks.
+## tables (src/cmd/cmd_complete.c) and installed where bash-completion looks.
 noinst_PROGRAMS += completion/gen
 completion_gen_SOURCES = completion/gen.c
 completion_gen_LDADD = libdtrain.la $(DT_LIBS)

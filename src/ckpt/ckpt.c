@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
 

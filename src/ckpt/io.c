@@ -4,7 +4,7 @@
  * disk, optionally through a gzip stream (RFC 1952, zlib's deflate with a
  * gzip wrapper); reads that do the same in reverse; removal of a
  * directory tree without following symbolic links. */
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 
 #include <dirent.h>
 #include <errno.h>

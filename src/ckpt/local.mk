@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # src/ckpt: checkpoint format (safetensors + JSON), atomic save, verify,
 # find latest, load, prune, export
-libdtrain_la_SOURCES += src/ckpt/ckpt.h src/ckpt/priv.h src/ckpt/ckpt.c \
+libdtrain_la_SOURCES += src/ckpt/ckpt.h src/ckpt/ckpt_priv.h src/ckpt/ckpt.c \
 	src/ckpt/io.c src/ckpt/meta.c src/ckpt/safetensors.c
 
 check_PROGRAMS += tests/unit/test_ckpt

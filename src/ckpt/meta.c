@@ -19,7 +19,7 @@
  *   {"format": "dtrain-checkpoint", "version": 1, "step": 120,
  *    "files": [{"name": "params.safetensors", "size": 4200,
  *               "crc32": "1a2b3c4d"}, ...]} */
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 
 #include <inttypes.h>
 #include <math.h>

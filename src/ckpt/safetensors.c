@@ -5,7 +5,7 @@
  * header checked before use (length within the file, JSON types, F32 only,
  * shapes against byte ranges, offsets contiguous from 0 to the end), and
  * the per-tensor CRC-32s dtrain keeps in __metadata__ as "crc32:NAME". */
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 
 #include <assert.h>
 #include <stdio.h>

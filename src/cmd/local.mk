@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: MIT
-libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/run.c
+libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/cmd_run.c
 libdtrain_la_SOURCES += src/cmd/hosts.h src/cmd/hosts.c
 libdtrain_la_SOURCES += src/cmd/banner.h src/cmd/banner.c
-libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/help.c
-libdtrain_la_SOURCES += src/cmd/export.c src/cmd/eval.c src/cmd/predict.c
+libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/cmd_help.c
+libdtrain_la_SOURCES += src/cmd/cmd_export.c src/cmd/cmd_eval.c src/cmd/cmd_predict.c
 libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c
 libdtrain_la_SOURCES += src/cmd/torch_export.h src/cmd/torch_export.c
-libdtrain_la_SOURCES += src/cmd/plan.c
-libdtrain_la_SOURCES += src/cmd/report.h src/cmd/report.c src/cmd/report_script.c
-libdtrain_la_SOURCES += src/cmd/fetch.c
-libdtrain_la_SOURCES += src/cmd/sample.c
-libdtrain_la_SOURCES += src/cmd/version.c src/cmd/complete.c
+libdtrain_la_SOURCES += src/cmd/cmd_plan.c
+libdtrain_la_SOURCES += src/cmd/cmd_report.h src/cmd/cmd_report.c src/cmd/report_script.c
+libdtrain_la_SOURCES += src/cmd/cmd_fetch.c
+libdtrain_la_SOURCES += src/cmd/cmd_sample.c
+libdtrain_la_SOURCES += src/cmd/cmd_version.c src/cmd/cmd_complete.c
 
 check_PROGRAMS += tests/unit/test_cmd
 TESTS += tests/unit/test_cmd

@@ -10,7 +10,7 @@
 
 #include "ckpt/ckpt.h"
 #include "cmd/cmd.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "graph/graph.h"
 #include "graph/model.h"
 #include "train/init_from.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* report_script.c - the script of `dtrain report`'s page (report.h): it
+/* report_script.c - the script of `dtrain report`'s page (cmd_report.h): it
  * reads the page's own JSON block (id dt-data) and draws each chart as
  * inline SVG, so the page needs no network and no other file.
  *
@@ -11,7 +11,7 @@
  * data-points on each chart's <svg>, which a headless browser's DOM dump
  * shows (tests/integration/report.sh). A script error leaves data-status
  * at "pending". */
-#include "cmd/report.h"
+#include "cmd/cmd_report.h"
 
 const char dt_report_script[] =
 "(function () {\n"

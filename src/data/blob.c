@@ -5,7 +5,7 @@
  * otherwise. As in idx.c, memory grows with the data that arrives, and
  * zlib's error state is checked after every short read, because a cut or
  * corrupt gzip stream shows there and not in the byte count. */
-#include "data/priv.h"
+#include "data/data_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/meter.h"
 

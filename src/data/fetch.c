@@ -28,7 +28,7 @@
 #include <curl/curl.h>
 #include <openssl/evp.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
 #include "util/span.h"

@@ -4,7 +4,7 @@
  * from libcurl, so that a fuzz target can feed it hostile lines
  * (tests/fuzz/fuzz_http_header.c): every number from a server is parsed
  * with an overflow check and every string is cut to its field. */
-#include "data/priv.h"
+#include "data/data_priv.h"
 
 #include <ctype.h>
 #include <stdio.h>

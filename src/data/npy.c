@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/endian.h"
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/endian.h"
 #include "util/fileio.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/endian.h"
 

@@ -21,7 +21,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 const char *
 dt_activation_name(enum dt_activation act)

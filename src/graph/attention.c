@@ -71,7 +71,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/rng.h"
 
 #define ATTENTION_INIT_STD 0.02f

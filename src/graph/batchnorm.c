@@ -42,7 +42,7 @@
 #include <math.h>
 
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 enum { BN_GAMMA, BN_BETA, BN_RUNNING_MEAN, BN_RUNNING_VAR };
 

@@ -42,7 +42,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 struct geom {
 	int64_t c, h, w;	/* input */

@@ -21,7 +21,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/rng.h"
 
 /* Draws made at a time, on the stack. */

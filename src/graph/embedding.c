@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/rng.h"
 
 #define EMBEDDING_MAX_VOCAB (INT64_C(1) << 24)	/* float ids are exact */

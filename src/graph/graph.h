@@ -127,7 +127,7 @@ int64_t dt_model_targets_per_sample(const struct dt_model *m);
 void dt_model_set_position(struct dt_model *m, uint64_t step,
 			   int64_t first_sample);
 
-/* The thread pool the layers split their loops over (util/pool.h), or
+/* The thread pool the layers split their loops over (util/threadpool.h), or
  * NULL for one thread (the default). Not owned: the caller keeps it alive
  * while the model runs and frees it after. The pool size never changes
  * the bits a pass computes (each loop is split by its outputs). */

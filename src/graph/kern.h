@@ -199,7 +199,7 @@ void dt_kern_gather_rows(const float *y, const float *dy, float *t,
  * the index of each maximum in its sample, at + p*h*w + its offset in
  * the plane (at: the first plane's place in the sample). The four
  * candidates are taken row by row, left to right, and the first maximum
- * wins (a later one must be greater), as pool.c's general loop does. */
+ * wins (a later one must be greater), as pooling.c's general loop does. */
 void dt_kern_maxpool2(const float *x, int64_t xs, float *y, int32_t *arg,
 		      int64_t planes, int64_t h, int64_t w, int32_t at);
 
@@ -214,7 +214,7 @@ void dt_kern_unpool_relu(const float *dy, const float *y, const int32_t *arg,
 			 float *dx, int64_t ld, int64_t n_out, int64_t planes,
 			 int64_t plane);
 
-/* The same loops split over a thread pool (util/pool.h; NULL: the
+/* The same loops split over a thread pool (util/threadpool.h; NULL: the
  * calling thread alone), in parts fixed by n and the pool size. None of
  * them sums across elements (each output element gets exactly the
  * arithmetic of the serial loop above, in the same order), so every pool

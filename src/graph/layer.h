@@ -131,7 +131,7 @@ struct dt_pass {
 	int64_t first_sample;	/* global index of row 0 of the batch */
 	/* The tensor-parallel group, or NULL (no split nodes run split). */
 	const struct dt_tp *tp;
-	/* The rank's thread pool for the loops of a layer (util/pool.h), or
+	/* The rank's thread pool for the loops of a layer (util/threadpool.h), or
 	 * NULL: one thread. A layer splits a loop by its outputs only, so
 	 * the pool size never changes the bits. */
 	struct dt_pool *pool;

@@ -16,7 +16,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/rng.h"
 
 #define POS_EMBEDDING_INIT_STD 0.02f

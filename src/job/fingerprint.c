@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* fingerprint.c - the job as text in memory, and its SHA-256 (FIPS 180-4)
  * fingerprint: what ranks compare to prove they hold the same job
- * (dist/agree.c). The text is dt_job_write's, which holds every resolved
+ * (train/agree.c). The text is dt_job_write's, which holds every resolved
  * value and none of the positions or the file's name. */
 #include "job/job.h"
 

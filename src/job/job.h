@@ -137,7 +137,7 @@ enum dt_ps_mode {
 };
 
 /* parallel.hierarchical: the per-host gradient sum; in the order of
- * dist/hier.h's enum dt_hier_mode (train/sync.c casts one to the other). */
+ * comm/hier.h's enum dt_hier_mode (train/sync.c casts one to the other). */
 enum dt_hierarchical {
 	DT_HIERARCHICAL_AUTO = 0,	/* on across hosts with > 1 rank on one */
 	DT_HIERARCHICAL_ON,

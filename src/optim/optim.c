@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 struct dt_optim {
 	enum dt_optim_kind kind;

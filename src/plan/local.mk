@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-libdtrain_la_SOURCES += src/plan/plan.h src/plan/batch.c src/plan/report.c \
+libdtrain_la_SOURCES += src/plan/plan.h src/plan/batch.c src/plan/describe.c \
 	src/plan/link.c src/plan/pipeline.c src/plan/stages.c src/plan/build.c
 check_PROGRAMS += tests/unit/test_plan
 TESTS += tests/unit/test_plan

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "util/status.h"

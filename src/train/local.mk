@@ -1,17 +1,18 @@
 # SPDX-License-Identifier: MIT
-# train/: the run (run.c: set-up and teardown), its data (data.c), the
+# train/: the run (run.c: set-up and teardown), its data (run_data.c), the
 # loop's cadence (loop.c), the executor (exec.c), the gradient sync
 # (sync.c, sync_ps.c), evaluation (eval.c), what is written (metrics.c),
 # checkpoints (state.c, gather.c) and the parts under them.
 libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/state.h src/train/state.c \
-	src/train/data.h src/train/data.c \
+	src/train/run_data.h src/train/run_data.c \
+	src/train/agree.h src/train/agree.c \
 	src/train/loop.h src/train/loop.c \
 	src/train/diverge.h src/train/diverge.c \
 	src/train/decay.h src/train/decay.c \
 	src/train/memcheck.h src/train/memcheck.c \
 	src/train/exec.h src/train/exec.c \
-	src/train/report.h \
+	src/train/step_report.h \
 	src/train/sync.h src/train/sync_priv.h src/train/sync.c \
 	src/train/sync_ps.c \
 	src/train/eval.h src/train/eval.c \
@@ -36,3 +37,10 @@ TESTS += tests/unit/test_diverge
 tests_unit_test_diverge_SOURCES = tests/unit/test_diverge.c
 tests_unit_test_diverge_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_diverge_LDADD = $(UNIT_LDADD)
+
+# Check suite of the start-up agreement on the single-process communicator
+check_PROGRAMS += tests/unit/test_agree
+TESTS += tests/unit/test_agree
+tests_unit_test_agree_SOURCES = tests/unit/test_agree.c
+tests_unit_test_agree_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_agree_LDADD = $(UNIT_LDADD)

@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dist/agree.h"
-#include "train/data.h"
+#include "train/agree.h"
+#include "train/run_data.h"
 #include "train/decay.h"
 #include "train/eval.h"
 #include "train/init_from.h"
@@ -446,7 +446,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	openblas_set_num_threads(r->plan.blas_threads);
 	/* As many threads of our own as of OpenBLAS's: they take turns
 	 * (our loops run between the products), and the pool's split never
-	 * changes the bits (util/pool.h), so one knob serves both. */
+	 * changes the bits (util/threadpool.h), so one knob serves both. */
 	r->pool = dt_pool_new(r->plan.blas_threads);
 	st = dt_layout_setup(r, err);
 	if (st != DT_OK)
@@ -625,7 +625,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 
 	run_init(&r, job, comm, res);
 	/* Before anything is allocated, every rank proves it holds the
-	 * same resolved job, data sizes and build (dist/agree.h): a rank
+	 * same resolved job, data sizes and build (train/agree.h): a rank
 	 * launched with another --set or a node-local job file that differs
 	 * stops every rank, named with the first differing key. */
 	st = dt_agree_check(job, comm, err);

@@ -10,7 +10,7 @@
 
 #include "data/data.h"
 #include "data/fetch.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "job/job.h"
 #include "util/status.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 
 #include "data/data.h"
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "graph/graph.h"
 #include "job/job.h"
 #include "optim/optim.h"
@@ -19,10 +19,10 @@
 #include "train/exec.h"
 #include "train/loader.h"
 #include "train/progress.h"
-#include "train/report.h"
+#include "train/step_report.h"
 #include "train/source.h"
 #include "train/sync.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/status.h"
 #include "util/tfevents.h"
 

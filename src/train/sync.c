@@ -8,7 +8,7 @@
  * with parallel.overlap; one blocking sum of the whole arena without).
  * Exact (dt_plan_exact_accum): each micro-batch's float gradient is
  * added to a double accumulator, the accumulators are summed in double
- * and rounded to float once (over several ranks by dist/comm.h's ring:
+ * and rounded to float once (over several ranks by comm/comm.h's ring:
  * a reduce-scatter of the doubles, each part rounded by the rank that
  * holds its whole sum, straight into the float gradient, and an
  * all-gather of the floats, 12 bytes a value where a double all-reduce
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/hier.h"
+#include "comm/hier.h"
 #include "graph/kern.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
@@ -43,7 +43,7 @@
 _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_ON == DT_HIERARCHICAL_ON &&
 	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
-	       "parallel.hierarchical's words are dist/hier.h's modes");
+	       "parallel.hierarchical's words are comm/hier.h's modes");
 
 /* Sum of squares of n floats in double, in eight lanes. */
 static double
@@ -310,7 +310,7 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
 				  dt_comm_allreduce_sum_bf16(c, w, n, err);
 	} else if (s->acc != NULL && dt_comm_size(c) > 1) {
-		/* The double sum rounded into g by the ring (dist/comm.h:
+		/* The double sum rounded into g by the ring (comm/comm.h:
 		 * (p-1)/p x 12 bytes a value, 6 on 2 ranks where the
 		 * double all-reduce sends 8), the same floats as rounding
 		 * the double all-reduce's sum. */
@@ -368,7 +368,7 @@ exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
  * buckets are still on the wire, and only the last bucket's follows the
  * wait. Bucket begun k-th is sum k of sum_comm (one sum a bucket, begun
  * in order); where a test found every sum done, wait_first(k) returns at
- * once (dist/comm.h). A per-host sum is done when it starts, and its
+ * once (comm/comm.h). A per-host sum is done when it starts, and its
  * wait is a no-op. */
 static enum dt_status
 settle(struct dt_grad_sync *s, struct dt_error *err)

@@ -67,13 +67,13 @@
 
 #include <stdint.h>
 
-#include "dist/comm.h"
-#include "dist/ps.h"
+#include "comm/comm.h"
+#include "comm/ps.h"
 #include "graph/graph.h"
 #include "job/job.h"
 #include "optim/optim.h"
 #include "plan/plan.h"
-#include "train/report.h"
+#include "train/step_report.h"
 #include "util/status.h"
 
 struct dt_grad_sync;
@@ -172,7 +172,7 @@ int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);
 int dt_grad_sync_overlap(const struct dt_grad_sync *s);
 
 /* With overlap, the interval in microseconds of the thread that drives
- * the sums in flight (parallel.progress_us, dist/comm.h), 0 when they
+ * the sums in flight (parallel.progress_us, comm/comm.h), 0 when they
  * move on only in dt_grad_sync_progress; 0 without overlap. */
 int64_t dt_grad_sync_progress_us(const struct dt_grad_sync *s);
 
@@ -221,7 +221,7 @@ enum dt_status dt_grad_sync_finish(struct dt_grad_sync *s, double step_loss,
 double dt_grad_sync_norm2(struct dt_grad_sync *s,
 			  const struct dt_step_report *report);
 
-/* 1 when the sums go host first (parallel.hierarchical, dist/hier.h),
+/* 1 when the sums go host first (parallel.hierarchical, comm/hier.h),
  * else 0; *hosts and *max_per_host get the hosts among the summing ranks
  * and the most of them on one host (1 and 1 with parameter servers). */
 int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* sync_ps.c - the parameter-server implementation of the gradient-sync
- * seam (sync.h, dist/ps.h): a worker pushes its float gradient to the
+ * seam (sync.h, comm/ps.h): a worker pushes its float gradient to the
  * server ranks, each holding a shard of the parameters and the optimizer
  * state, and pulls back the updated parameters; synchronous, or
  * asynchronous with a staleness bound. */

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "job/job.h"
 #include "util/status.h"
 

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/agree.h"
-#include "dist/comm.h"
+#include "train/agree.h"
+#include "comm/comm.h"
 #include "job/job.h"
 
 int

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The hierarchical gradient sum (parallel.hierarchical, src/dist/hier.c).
+# The hierarchical gradient sum (parallel.hierarchical, src/comm/hier.c).
 # tests/cluster/hier_probe first: on one host with 4 ranks, auto finds 1
 # host of 4 ranks and stays flat, on sums host first; on 2 simulated hosts
 # x 2 ranks every rank finds 2 hosts, its host's 2 ranks, its place among

@@ -19,8 +19,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/hier.h"
+#include "comm/comm.h"
+#include "comm/hier.h"
 
 #define N 1000
 

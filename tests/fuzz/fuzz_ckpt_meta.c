@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 #include "util/status.h"
 
 static int

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "data/priv.h"
+#include "data/data_priv.h"
 
 static void
 check_fields(const struct dt_fetch_header *h)

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "ckpt/ckpt.h"
-#include "ckpt/priv.h"
+#include "ckpt/ckpt_priv.h"
 #include "util/status.h"
 
 /* Reads the file as a checkpoint reader does; 1 if all of it is good. */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Ranks prove they hold the same job before they train (src/dist/agree.c),
+# Ranks prove they hold the same job before they train (src/train/agree.c),
 # under mpirun with tests/agree/agree_probe: the same job on every rank
 # agrees; rank 1 (or rank 2 of 3) started with another --set (lr, a layer
 # width, the seed) is refused on every rank with exit 2 and a message that

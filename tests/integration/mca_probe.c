@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* mca_probe.c - the Open MPI settings a rank makes for itself before
- * MPI_Init (dt_comm_mpi_new, src/dist/comm_mpi.c), as Open MPI sees
+ * MPI_Init (dt_comm_mpi_new, src/comm/comm_mpi.c), as Open MPI sees
  * them, for tests/integration/mca-env.sh:
  *
  *   mpirun -np P mca_probe NAME...
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 /* Prints "NAME VALUE" for the control variable NAME, or "NAME missing",
  * after a space unless FIRST; 1 on a tool-interface error. */

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 #define N (1 << 20)
 

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The parameter server (src/dist/ps.h) on the toy least-squares problem of
+# The parameter server (src/comm/ps.h) on the toy least-squares problem of
 # tests/ps/ps_toy.c, under mpirun:
 #  - sync PS with 1 and 2 servers equals the all-reduce formulation to 1e-6
 #    relative at each of 30 steps (SGD, SGD with Nesterov momentum, Adam);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The exact mode's gradient sum in 6 bytes a value (dist/comm.h,
+# The exact mode's gradient sum in 6 bytes a value (comm/comm.h,
 # dt_comm_allreduce_sum_f64_f32): ring_probe on 1 to 4 ranks, with and
 # without the progress thread, on the world and on a split, gives every
 # rank the floats each works out itself (the rank-order double sum,

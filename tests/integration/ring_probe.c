@@ -27,7 +27,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 
 #define MAXN ((1 << 18) + 5)
 

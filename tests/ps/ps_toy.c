@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* ps_toy.c - the parameter server (src/dist/ps.h) on a toy problem, under
+/* ps_toy.c - the parameter server (src/comm/ps.h) on a toy problem, under
  * mpirun (tests/integration/ps-toy.sh runs it).
  *
  * The problem: least squares on a fixed random linear model,
@@ -42,8 +42,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "dist/comm.h"
-#include "dist/ps.h"
+#include "comm/comm.h"
+#include "comm/ps.h"
 #include "optim/optim.h"
 #include "util/alloc.h"
 #include "util/rng.h"

@@ -20,7 +20,7 @@
 
 #include "graph/graph.h"
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/status.h"
 
 /* The grad_scale of a rig's passes: loss gradients are checked scaled. */

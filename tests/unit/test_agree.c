@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_agree.c - Check suite for the start-up agreement (src/dist/agree.c,
- * dt_comm_check_same and friends in src/dist/comm.c) and the job
+/* test_agree.c - Check suite for the start-up agreement (src/train/agree.c,
+ * dt_comm_check_same and friends in src/comm/comm.c) and the job
  * fingerprint (src/job/fingerprint.c), on the single-process
  * communicator; tests/integration/agree.sh runs the same under mpirun with
  * a rank that differs. */
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dist/agree.h"
-#include "dist/comm.h"
+#include "train/agree.h"
+#include "comm/comm.h"
 #include "job/job.h"
 
 static char dir[64];		/* scratch directory of the test */

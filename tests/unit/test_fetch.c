@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "data/fetch.h"
-#include "data/priv.h"
+#include "data/data_priv.h"
 #include "util/alloc.h"
 
 #define DATA_LEN 300000

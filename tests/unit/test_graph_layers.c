@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_graph_layers.c - Check suite for the image, shape, combining and
- * regularising layers of src/graph/ (conv2d.c, pool.c, shape.c,
+ * regularising layers of src/graph/ (conv2d.c, pooling.c, shape.c,
  * dropout.c, softmax.c, add.c, concat.c, mse.c, and dense.c and
  * softmax_xent.c over tokens) and for the graph as a DAG: finite-difference
  * gradient checks of every input and parameter of each layer alone,
@@ -22,7 +22,7 @@
 #include "graph/model.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 #include "util/rng.h"
 
 static struct dt_shape

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_graph_threads.c - Check suite for the loops of src/graph/ that run
- * on a rank's thread pool (util/pool.h): the pool-split kernels of
+ * on a rank's thread pool (util/threadpool.h): the pool-split kernels of
  * graph/kern.h against their serial loops, and each layer whose passes
  * split over the pool (attention, dropout, add, layernorm, dense,
  * embedding, pos_embedding, flatten) on pools of 2, 3 and 4 threads
@@ -21,7 +21,7 @@
 #include "graph/layer.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 /* ---- the kernels ----------------------------------------------------- */
 

@@ -13,7 +13,7 @@
 #include "optim/schedule.h"
 #include "train/decay.h"
 #include "util/alloc.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 #define TOL 2e-6f
 

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dist/comm.h"
+#include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 #include "train/rundir.h"

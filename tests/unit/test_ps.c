@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_ps.c - Check suite for the parts of src/dist/ps.h that need no
+/* test_ps.c - Check suite for the parts of src/comm/ps.h that need no
  * mpirun: the shard layout, the layout checks, the plan's byte counts and
  * dt_comm_split on a single-process communicator. The protocol itself runs
  * under mpirun in tests/ps/ps_toy.c (tests/integration/ps-toy.sh). */
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist/comm.h"
-#include "dist/ps.h"
+#include "comm/comm.h"
+#include "comm/ps.h"
 #include "util/alloc.h"
 
 START_TEST(test_shard_example)

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_fetch.c - `dtrain fetch`: make every data source of a job local (download
+ * the URLs into the cache, check sizes and digests) without training, so a
+ * cluster job can start from a warm cache and a bad URL or digest shows up
+ * before any rank is scheduled. Prints where each source now lives. */
+#include "cmd/cmd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "data/fetch.h"
+#include "job/job.h"
+#include "train/source.h"
+
+/* Fetches the source named key ("data.train.images") of job, if it is
+ * given, and prints "KEY PATH". On failure err says where the key is in the
+ * job and what went wrong with the URL or file. */
+static enum dt_status
+fetch_source(const struct dt_job *job, const char *key,
+	     const struct dt_source *src, const struct dt_fetch_opts *opts,
+	     struct dt_error *err)
+{
+	struct dt_fetch_source fs = {
+		.url = src->path,
+		.sha256 = src->sha256,
+		.size = src->size,
+		.expect = dt_source_expect(job, src),
+	};
+	char local[DT_JOB_PATH_MAX];
+	char where[DT_JOB_PATH_MAX + 128];
+	enum dt_status st;
+
+	if (src->path[0] == '\0')
+		return DT_OK;
+	st = dt_fetch(&fs, opts, local, sizeof local, err);
+	if (st != DT_OK) {
+		dt_job_where(job, key, where, sizeof where);
+		dt_error_prefix(err, "%s", where);
+		return st;
+	}
+	printf("%s %s\n", key, local);
+	fflush(stdout);
+	return DT_OK;
+}
+
+static const struct dt_cmd_opt fetch_opts[] = {
+	DT_CMD_OPT_SET_ENTRY,
+	{ .kind = DT_CMD_ARG_END },
+};
+
+static int
+cmd_fetch(int argc, char **argv)
+{
+	static struct dt_job job;
+	struct dt_cmd_line line;
+	struct dt_fetch_opts opts;
+	struct dt_error err;
+	enum dt_status st;
+	int rc = dt_cmd_parse(&dt_cmd_fetch, argc, argv, NULL, &line);
+
+	if (rc >= 0)
+		return rc;
+	st = dt_cmd_load_job(line.operand, line.sets, line.n_sets, &job, &err);
+	free(line.sets);
+	if (st != DT_OK)
+		return dt_cmd_fail(st, &err);
+
+	dt_fetch_opts_init(&opts);
+	opts.progress = isatty(STDERR_FILENO);
+	opts.max_bytes = job.data.max_bytes;
+	{
+		const struct {
+			const char *key;
+			const struct dt_source *src;
+		} parts[] = {
+			{ "data.train.images", &job.data.train.images_src },
+			{ "data.train.labels", &job.data.train.labels_src },
+			{ "data.train.file", &job.data.train.file },
+			{ "data.eval.images", &job.data.eval.images_src },
+			{ "data.eval.labels", &job.data.eval.labels_src },
+			{ "data.eval.file", &job.data.eval.file },
+		};
+
+		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+			st = fetch_source(&job, parts[i].key, parts[i].src,
+					  &opts, &err);
+			if (st != DT_OK)
+				return dt_cmd_fail(st, &err);
+		}
+	}
+	return 0;
+}
+
+const struct dt_cmd dt_cmd_fetch = {
+	.name = "fetch",
+	.summary = "download and verify a job's data into the cache",
+	.opts = fetch_opts,
+	.operand = "job.yaml",
+	.operand_noun = "job file",
+	.operand_doc = "the job file",
+	.run = cmd_fetch,
+};

@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/* comm.c - type-safe front of the communicator vtable. */
+#include "comm/comm.h"
+#include "comm/watch.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+
+/* Every blocking call is marked for the watchdog (parallel.timeout_s). */
+#define WATCHED(c, call, expr) \
+	do { \
+		enum dt_status st_; \
+		dt_watch_enter((c)->watch, (call)); \
+		st_ = (expr); \
+		dt_watch_leave((c)->watch); \
+		return st_; \
+	} while (0)
+
+static enum dt_status
+ok_or(struct dt_comm *c, void *buf, size_t n, int type, int op,
+      struct dt_error *err)
+{
+	WATCHED(c, "MPI_Allreduce",
+		c->ops->allreduce(c, buf, n, type, op, err));
+}
+
+int
+dt_comm_rank(const struct dt_comm *c)
+{
+	return c->rank;
+}
+
+int
+dt_comm_size(const struct dt_comm *c)
+{
+	return c->size;
+}
+
+int
+dt_comm_local_size(const struct dt_comm *c)
+{
+	return c->local_size;
+}
+
+int
+dt_comm_local_rank(const struct dt_comm *c)
+{
+	return c->local_rank;
+}
+
+enum dt_status
+dt_comm_node_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	WATCHED(c, "MPI_Barrier (node)", c->ops->node_barrier(c, err));
+}
+
+uint64_t
+dt_comm_bytes_sent(const struct dt_comm *c)
+{
+	return c->bytes_sent;
+}
+
+static enum dt_status
+no_p2p(struct dt_comm *c, const char *call, struct dt_error *err)
+{
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: a single-process "
+			 "communicator has no other rank", c->rank, call);
+}
+
+enum dt_status
+dt_comm_isend_f32(struct dt_comm *c, const float *buf, size_t n, int dest,
+		  int tag, int *req, struct dt_error *err)
+{
+	enum dt_status st;
+
+	if (c->ops->isend == NULL)
+		return no_p2p(c, "send", err);
+	if (n > INT_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: send of %zu floats: "
+				 "more than %d", c->rank, n, INT_MAX);
+	st = c->ops->isend(c, buf, (int)n, dest, tag, req, err);
+	if (st == DT_OK)
+		c->p2p_bytes_sent += (uint64_t)n * sizeof(float);
+	return st;
+}
+
+enum dt_status
+dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n, int src, int tag,
+		 struct dt_error *err)
+{
+	if (c->ops->recv == NULL)
+		return no_p2p(c, "receive", err);
+	if (n > INT_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: receive of %zu "
+				 "floats: more than %d", c->rank, n, INT_MAX);
+	WATCHED(c, "MPI_Recv", c->ops->recv(c, buf, (int)n, src, tag, err));
+}
+
+enum dt_status
+dt_comm_wait(struct dt_comm *c, int req, struct dt_error *err)
+{
+	if (c->ops->wait == NULL)
+		return DT_OK;
+	WATCHED(c, "MPI_Wait", c->ops->wait(c, req, 0, err));
+}
+
+enum dt_status
+dt_comm_wait_all(struct dt_comm *c, struct dt_error *err)
+{
+	if (c->ops->wait == NULL)
+		return DT_OK;
+	WATCHED(c, "MPI_Waitall", c->ops->wait(c, -1, 1, err));
+}
+
+uint64_t
+dt_comm_p2p_bytes_sent(const struct dt_comm *c)
+{
+	return c->p2p_bytes_sent;
+}
+
+enum dt_status
+dt_comm_allreduce_sum_f32(struct dt_comm *c, float *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_F32, DT_COMM_SUM, err);
+}
+
+enum dt_status
+dt_comm_allreduce_sum_f64(struct dt_comm *c, double *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_F64, DT_COMM_SUM, err);
+}
+
+enum dt_status
+dt_comm_allreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
+			   struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_BF16, DT_COMM_SUM, err);
+}
+
+/* Starting a non-blocking sum does not wait: not watched. */
+static enum dt_status
+istart(struct dt_comm *c, void *buf, size_t n, int type, struct dt_error *err)
+{
+	if (c->ops->iallreduce == NULL)
+		return DT_OK;
+	return c->ops->iallreduce(c, buf, n, type, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_f32(struct dt_comm *c, float *buf, size_t n,
+			   struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_F32, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_f64(struct dt_comm *c, double *buf, size_t n,
+			   struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_F64, err);
+}
+
+enum dt_status
+dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
+			    struct dt_error *err)
+{
+	return istart(c, buf, n, DT_COMM_BF16, err);
+}
+
+enum dt_status
+dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
+			      size_t n, struct dt_error *err)
+{
+	enum dt_status st;
+
+	if (c->ops->sum_round != NULL && c->size > 1)
+		WATCHED(c, "MPI_Waitall (ring sum)",
+			c->ops->sum_round(c, acc, out, n, err));
+	st = dt_comm_allreduce_sum_f64(c, acc, n, err);
+	if (st != DT_OK)
+		return st;
+	for (size_t i = 0; i < n; i++)
+		out[i] = (float)acc[i];
+	return DT_OK;
+}
+
+/* Starting does not wait: not watched. */
+enum dt_status
+dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
+			       size_t n, struct dt_error *err)
+{
+	if (c->ops->isum_round == NULL || c->size == 1)
+		return dt_comm_allreduce_sum_f64_f32(c, acc, out, n, err);
+	return c->ops->isum_round(c, acc, out, n, err);
+}
+
+enum dt_status
+dt_comm_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
+{
+	if (c->ops->coll_test == NULL) {
+		if (all_done != NULL)
+			*all_done = 1;
+		return DT_OK;
+	}
+	return c->ops->coll_test(c, all_done, err);
+}
+
+enum dt_status
+dt_comm_coll_wait(struct dt_comm *c, struct dt_error *err)
+{
+	if (c->ops->coll_wait == NULL)
+		return DT_OK;
+	WATCHED(c, "MPI_Waitall", c->ops->coll_wait(c, err));
+}
+
+enum dt_status
+dt_comm_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
+{
+	if (c->ops->coll_wait_first == NULL)
+		return dt_comm_coll_wait(c, err);
+	WATCHED(c, "MPI_Waitall", c->ops->coll_wait_first(c, n_sums, err));
+}
+
+enum dt_status
+dt_comm_allreduce_max_int(struct dt_comm *c, int *buf, size_t n,
+			  struct dt_error *err)
+{
+	return ok_or(c, buf, n, DT_COMM_INT, DT_COMM_MAX, err);
+}
+
+enum dt_status
+dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	      struct dt_error *err)
+{
+	WATCHED(c, "MPI_Bcast", c->ops->bcast(c, buf, bytes, root, err));
+}
+
+enum dt_status
+dt_comm_barrier(struct dt_comm *c, struct dt_error *err)
+{
+	WATCHED(c, "MPI_Barrier", c->ops->barrier(c, err));
+}
+
+enum dt_status
+dt_comm_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
+	      struct dt_error *err)
+{
+	WATCHED(c, "MPI_Comm_split", c->ops->split(c, color, key, out, err));
+}
+
+void
+dt_comm_abort(struct dt_comm *c, int code)
+{
+	c->ops->abort(c, code);
+	abort();	/* the implementation must not return */
+}
+
+void
+dt_comm_free(struct dt_comm *c)
+{
+	if (c != NULL)
+		c->ops->free(c);
+}
+
+enum dt_status
+dt_comm_agree(struct dt_comm *c, enum dt_status local, struct dt_error *err)
+{
+	/* Two values per rank: the status, and the rank if it failed (else
+	 * INT_MAX negated so MAX picks the lowest failing rank). */
+	int v[2] = { (int)local, local != DT_OK ? -c->rank : -c->size };
+	struct dt_error e;
+	enum dt_status st = dt_comm_allreduce_max_int(c, v, 2, &e);
+
+	if (st != DT_OK) {
+		if (err != NULL)
+			*err = e;
+		return st;
+	}
+	if (v[0] != DT_OK && local == DT_OK)
+		dt_errorf(err, (enum dt_status)v[0], "rank %d failed (its message is above); every rank stops", -v[1]);
+	return (enum dt_status)v[0];
+}
+
+/* Collective: the lowest rank for which bad holds, or -1 (a max
+ * all-reduce of -rank, or -size for a rank that is fine). */
+static enum dt_status
+lowest_bad(struct dt_comm *c, int bad, int *rank, struct dt_error *err)
+{
+	int v = bad ? -c->rank : -c->size;
+	enum dt_status st = dt_comm_allreduce_max_int(c, &v, 1, err);
+
+	if (st == DT_OK)
+		*rank = -v == c->size ? -1 : -v;
+	return st;
+}
+
+/* Collective: whether every rank's n equals rank 0's; *bad is the lowest
+ * rank whose n differs (-1: none), *n0 rank 0's n and *nbad rank *bad's. */
+static enum dt_status
+compare_lengths(struct dt_comm *c, uint64_t n, int *bad, uint64_t *n0,
+		uint64_t *nbad, struct dt_error *err)
+{
+	enum dt_status st;
+
+	*n0 = n;
+	st = dt_comm_bcast(c, n0, sizeof *n0, 0, err);
+	if (st == DT_OK)
+		st = lowest_bad(c, n != *n0, bad, err);
+	if (st != DT_OK || *bad < 0)
+		return st;
+	*nbad = n;
+	return dt_comm_bcast(c, nbad, sizeof *nbad, *bad, err);
+}
+
+enum dt_status
+dt_comm_agree_length(struct dt_comm *c, const char *what, uint64_t n,
+		     struct dt_error *err)
+{
+	uint64_t n0 = 0, nbad = 0;
+	int bad = -1;
+	enum dt_status st = compare_lengths(c, n, &bad, &n0, &nbad, err);
+
+	if (st != DT_OK || bad < 0)
+		return st;
+	return dt_errorf(err, DT_ERR_MPI, "rank %d: %s: %" PRIu64 ", rank 0 "
+			 "has %" PRIu64, bad, what, nbad, n0);
+}
+
+enum dt_status
+dt_comm_check_same(struct dt_comm *c, const char *what, const void *bytes,
+		   size_t n, int *first_bad_rank, struct dt_error *err)
+{
+	uint64_t n0 = 0, nbad = 0;
+	int bad = -1;
+	enum dt_status st;
+	char *theirs;
+
+	if (first_bad_rank != NULL)
+		*first_bad_rank = -1;
+	st = compare_lengths(c, n, &bad, &n0, &nbad, err);
+	if (st != DT_OK)
+		return st;
+	if (bad >= 0) {
+		if (first_bad_rank != NULL)
+			*first_bad_rank = bad;
+		return dt_errorf(err, DT_ERR_JOB, "rank %d: %s differs from "
+				 "rank 0's (%" PRIu64 " bytes, rank 0 has %"
+				 PRIu64 ")", bad, what, nbad, n0);
+	}
+	/* Every rank now has n == n0: the broadcast below cannot truncate. */
+	theirs = dt_xmalloc(n > 0 ? n : 1, 1);
+	if (n > 0)
+		memcpy(theirs, bytes, n);
+	st = n > 0 ? dt_comm_bcast(c, theirs, n, 0, err) : DT_OK;
+	if (st == DT_OK)
+		st = lowest_bad(c, n > 0 && memcmp(theirs, bytes, n) != 0,
+				&bad, err);
+	free(theirs);
+	if (st != DT_OK || bad < 0)
+		return st;
+	if (first_bad_rank != NULL)
+		*first_bad_rank = bad;
+	return dt_errorf(err, DT_ERR_JOB, "rank %d: %s differs from rank 0's",
+			 bad, what);
+}
+
+enum dt_status
+dt_comm_bcast_blob(struct dt_comm *c, int root, const void *bytes, size_t n,
+		   char **out, size_t *out_n, struct dt_error *err)
+{
+	uint64_t n0 = c->rank == root ? (uint64_t)n : 0;
+	enum dt_status st;
+	char *buf;
+
+	*out = NULL;
+	*out_n = 0;
+	st = dt_comm_bcast(c, &n0, sizeof n0, root, err);
+	if (st != DT_OK)
+		return st;
+	if (n0 >= SIZE_MAX)
+		return dt_errorf(err, DT_ERR_MPI, "rank %d: a broadcast of %"
+				 PRIu64 " bytes does not fit memory", c->rank,
+				 n0);
+	buf = dt_xmalloc((size_t)n0 + 1, 1);
+	if (c->rank == root && n0 > 0)
+		memcpy(buf, bytes, (size_t)n0);
+	st = n0 > 0 ? dt_comm_bcast(c, buf, (size_t)n0, root, err) : DT_OK;
+	if (st != DT_OK) {
+		free(buf);
+		return st;
+	}
+	buf[n0] = '\0';
+	*out = buf;
+	*out_n = (size_t)n0;
+	return DT_OK;
+}

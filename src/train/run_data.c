@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/* run_data.c - the run's data (run_data.h): the sources fetched, the vocabulary
+ * of a text, the splits opened and checked against the model. */
+#include "train/run_data.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train/progress.h"
+#include "train/rundir.h"
+#include "util/meter.h"
+
+/* Test aid, documented in dtrain(1): DTRAIN_TEST_FAIL_READ_RANK=R makes
+ * rank R look for its training images under a name that does not exist, to
+ * exercise the path where one rank cannot read its data. */
+static const char *
+fail_train_images(const struct dt_run *r, char *buf, size_t size)
+{
+	const char *v = getenv("DTRAIN_TEST_FAIL_READ_RANK");
+
+	if (v != NULL && *v != '\0' && atoi(v) == r->rank) {
+		snprintf(buf, size, "%s.missing-for-test",
+			 r->data_job->data.train.images);
+		return buf;
+	}
+	return NULL;
+}
+
+static enum dt_status
+write_vocab(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0)
+		return DT_OK;
+	st = dt_rundir_path(path, sizeof path, r->dir, "vocab.bin", err);
+	if (st == DT_OK)
+		st = dt_vocab_save(&r->vocab, path, err);
+	return st;
+}
+
+/* Every embedding that reads the token ids must have a row for each id
+ * the data holds. */
+static enum dt_status
+check_token_ids(const struct dt_run *r, struct dt_error *err)
+{
+	const struct dt_job *dj = r->data_job;
+	int64_t ids = dj->data.format == DT_FORMAT_TEXT ?
+		      r->vocab.size : r->train.td.vocab_size;
+
+	if (!r->train.tokens)
+		return DT_OK;
+	for (int i = 0; i < dj->model.n_layers; i++) {
+		const struct dt_layer_spec *l = &dj->model.layers[i];
+		int reads_input = l->n_inputs == 0 ? i == 0 :
+				  strcmp(l->inputs[0], "input") == 0;
+		char key[64], where[512];
+
+		if (l->kind != DT_LAYER_EMBEDDING || !reads_input ||
+		    l->vocab >= ids)
+			continue;
+		snprintf(key, sizeof key, "model.layers.%d.vocab", i);
+		dt_job_where(dj, key, where, sizeof where);
+		return dt_errorf(err, DT_ERR_DATA,
+				 "%sthe data holds %lld distinct token "
+				 "ids but the embedding has %lld rows; "
+				 "raise vocab to at least %lld", where,
+				 (long long)ids, (long long)l->vocab,
+				 (long long)ids);
+	}
+	return DT_OK;
+}
+
+/* The samples of each split against the model's input and output. */
+static enum dt_status
+check_sizes(const struct dt_run *r, struct dt_error *err)
+{
+	int64_t in = dt_model_input_size(r->model);
+
+	for (int which = 0; which < 1 + r->have_eval; which++) {
+		const struct dt_batch_source *s = which ? &r->eval : &r->train;
+		char where[512];
+
+		dt_job_where(r->job, "model.input_shape", where, sizeof where);
+		if (s->x_size != in)
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%s%s data: samples have %lld inputs "
+					 "but the model takes %lld", where,
+					 which ? "eval" : "training",
+					 (long long)s->x_size, (long long)in);
+		if (s->y_size != r->labels_per_sample)
+			return dt_errorf(err, DT_ERR_DATA,
+					 "%s data: samples have %lld labels "
+					 "but the model's output has %lld",
+					 which ? "eval" : "training",
+					 (long long)s->y_size,
+					 (long long)r->labels_per_sample);
+	}
+	return DT_OK;
+}
+
+/* data.format text: the vocabulary of the training file, which the
+ * model's output must cover. */
+static enum dt_status
+load_vocab(struct dt_run *r, int64_t classes, struct dt_error *err)
+{
+	const struct dt_job *dj = r->data_job;
+	enum dt_status st;
+
+	if (dj->data.format != DT_FORMAT_TEXT)
+		return DT_OK;
+	st = dt_source_vocab(dj, &r->vocab, err);
+	if (st == DT_OK && r->vocab.size > classes)
+		st = dt_errorf(err, DT_ERR_DATA,
+			       "%s: the text has %lld distinct "
+			       "characters but the model's output has "
+			       "%lld classes; raise the last layer's "
+			       "units (and the embedding's vocab) to "
+			       "%lld", dj->data.train.file.path,
+			       (long long)r->vocab.size,
+			       (long long)classes,
+			       (long long)r->vocab.size);
+	if (st == DT_OK)
+		st = write_vocab(r, err);
+	return st;
+}
+
+enum dt_status
+dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
+{
+	char buf[DT_JOB_PATH_MAX + 32];
+	int64_t classes = dt_model_n_classes(r->model);
+	int64_t mb = r->plan.micro_batch;
+	const struct dt_job *dj = r->data_job;
+	const struct dt_meter *old;
+	struct dt_progress shown;
+	struct dt_meter m;
+	enum dt_status st;
+
+	st = dt_source_fetch_all(r->data_job, r->comm, progress, err);
+	/* Reading and decoding the files: a task line on rank 0's terminal
+	 * (progress.h), through the readers' meter (util/meter.h). */
+	dt_progress_init(&shown, progress ? stderr : NULL, progress, 0);
+	dt_progress_meter(&shown, &m);
+	old = dt_meter_use(&m);
+	if (st == DT_OK)
+		st = load_vocab(r, classes, err);
+	if (st == DT_OK)
+		st = dt_source_open(&r->train, dj, 0, classes, mb, &r->vocab,
+				    fail_train_images(r, buf, sizeof buf),
+				    err);
+	if (st == DT_OK)
+		st = dt_source_open(&r->eval, dj, 1, classes, mb, &r->vocab,
+				    NULL, err);
+	dt_meter_use(old);
+	dt_progress_end(&shown);
+	if (st != DT_OK)
+		return st;
+	r->have_eval = r->eval.n > 0;
+	st = check_token_ids(r, err);
+	if (st == DT_OK)
+		st = check_sizes(r, err);
+	return st;
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: MIT */
+/* run_data.h - loading a run's data. Internal to train/. */
+#ifndef DT_TRAIN_RUN_DATA_H
+#define DT_TRAIN_RUN_DATA_H
+
+#include "train/state.h"
+
+/* Fetches r->data_job's URL sources (collective), builds a text's
+ * vocabulary (rank 0 saves it as RUN_DIR/vocab.bin), opens the train and
+ * eval splits into r->train and r->eval, and checks them against the
+ * model: the input size, the labels per sample, an embedding row for
+ * every token id. progress: show the downloads. DT_ERR_IO /
+ * DT_ERR_FORMAT / DT_ERR_DATA naming the file or the job key. */
+enum dt_status dt_run_load_data(struct dt_run *r, int progress,
+				struct dt_error *err);
+
+#endif
