@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "graph/layer.h"
-#include "util/pool.h"
+#include "util/threadpool.h"
 
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(__GNUC__) && \
 	!defined(__clang__)
@@ -37,6 +37,17 @@ dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 	      float alpha, const float *a, int64_t lda, const float *b,
 	      int64_t ldb, float beta, float *c, int64_t ldc)
 {
+	if (alpha == 0.0f) {
+		/* BLAS says A and B are not read when alpha is 0, but some
+		 * OpenBLAS kernels (0.3.21's AVX-512 sgemm, chosen where
+		 * OPENBLAS_CORETYPE is unset on a Zen 5) multiply anyway, so
+		 * an Inf or NaN in A gives NaN: C = beta * C here instead. */
+		for (int64_t i = 0; i < m; i++)
+			for (int64_t j = 0; j < n; j++)
+				c[i * ldc + j] = beta == 0.0f ?
+					0.0f : beta * c[i * ldc + j];
+		return;
+	}
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 		    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
