@@ -4,8 +4,9 @@
 # file it names exists, every folder under src/ (read from the tree, so a
 # folder added later must be described) is named there, every folder
 # has a layer in its "Who may include whom" table, every #include
-# "folder/x.h" of src/ goes to the file's own folder or a lower layer,
-# and only src/comm/ includes mpi.h. Then checks the check itself on a
+# "folder/x.h" of src/ goes to the file's own folder or a lower layer, a
+# folder's *_priv.h is included only there, and only src/comm/ includes
+# mpi.h. Then checks the check itself on a
 # made-up tree that breaks each rule once.
 top=$(cd "${top_srcdir:-.}" && pwd)
 . "$top/tests/integration/lib.sh"
@@ -65,6 +66,17 @@ check_design() {
 			printf "%s (layer %d) includes %s/ (layer %d)\n",
 			       $1, layer[$2], $3, layer[$3]
 		}' "$SCRATCH/layers" -
+	# A folder's *_priv.h is included from that folder only.
+	(cd "$root" && grep -rn --include='*.[ch]' \
+		'^#[ 	]*include[ 	]*"[A-Za-z0-9_]*/[A-Za-z0-9_]*_priv\.h"' src) |
+		awk -F: '{
+			split($1, f, "/")
+			h = $3; sub(/^[^"]*"/, "", h); sub(/".*/, "", h)
+			split(h, t, "/")
+			if (f[2] != t[1])
+				printf "%s includes %s, private to src/%s/\n",
+				       $1, h, t[1]
+		}'
 	(cd "$root" && find src -name '*.[ch]' -not -path 'src/comm/*' \
 		-exec grep -l '^#[ 	]*include[ 	]*<mpi\.h>' {} +) |
 		sed 's/$/ includes mpi.h outside src\/comm\//'
@@ -76,8 +88,8 @@ $found"
 
 # The check must catch each broken rule of a made-up tree: a named
 # folder that is missing (gone/), a folder that is not named (extra/), a
-# named file that is missing, an include that goes up a layer, and mpi.h
-# outside comm/.
+# named file that is missing, an include that goes up a layer, another
+# folder's private header, and mpi.h outside comm/.
 fake=$SCRATCH/fake
 mkdir -p "$fake/doc" "$fake/src/util" "$fake/src/comm" "$fake/src/extra"
 cat >"$fake/doc/DESIGN.md" <<'EOF'
@@ -92,20 +104,23 @@ src/util/ src/comm/ src/gone/ src/util/nothere.h
 ## After
 EOF
 printf '#include "comm/comm.h"\n#include <mpi.h>\n' >"$fake/src/util/a.c"
-printf '#include "util/a.h"\n#include <mpi.h>\n' >"$fake/src/comm/b.c"
+printf '#include "util/a.h"\n#include <mpi.h>\n#include "util/u_priv.h"\n' \
+	>"$fake/src/comm/b.c"
+printf '#include "util/u_priv.h"\n' >"$fake/src/util/u.c"
 found=$(check_design "$fake")
 for want in 'names src/gone/, which does not exist' \
 	'names src/util/nothere.h, which does not exist' \
 	'src/extra/ exists but DESIGN.md does not describe it' \
 	'src/extra/ has no layer' \
 	'src/util/a.c (layer 0) includes comm/ (layer 1)' \
-	'src/util/a.c includes mpi.h outside src/comm/'; do
+	'src/util/a.c includes mpi.h outside src/comm/' \
+	'src/comm/b.c includes util/u_priv.h, private to src/util/'; do
 	echo "$found" | grep -qF "$want" ||
 		fail "the check missed: $want
 it found:
 $found"
 done
-[ "$(echo "$found" | wc -l)" -eq 6 ] || fail "the check found more than the
-six broken rules of the made-up tree:
+[ "$(echo "$found" | wc -l)" -eq 7 ] || fail "the check found more than the
+seven broken rules of the made-up tree:
 $found"
 echo "ok: doc/DESIGN.md names every src/ folder, and the include layers hold"
