@@ -24,13 +24,13 @@ static double *
 suffix_table(const double *prefix, int n, int k)
 {
 	double *best = dt_xmalloc((size_t)(k + 1) * (size_t)(n + 1),
-				  sizeof *best);
+				  sizeof *best);	/* (k + 1, n + 1) */
 
 	for (int i = 0; i <= n; i++)
 		best[i] = i == n ? 0 : INFINITY;
 	for (int p = 1; p <= k; p++) {
-		double *row = best + (size_t)p * (size_t)(n + 1);
-		const double *prev = row - (n + 1);
+		double *row = best + (size_t)p * (size_t)(n + 1); /* (n + 1) */
+		const double *prev = row - (n + 1);	/* (n + 1) */
 
 		for (int i = 0; i <= n; i++) {
 			row[i] = INFINITY;
@@ -76,18 +76,20 @@ cmp_desc(const double *a, const double *b, int len)
 double
 dt_plan_partition(const double *cost, int n, int k, int *part)
 {
+	/* prefix: (n + 1) */
 	double *prefix = dt_xmalloc((size_t)n + 1, sizeof *prefix);
-	double *best, target, largest = 0;
+	double *best, target, largest = 0;	/* best: (k + 1, n + 1) */
 	/* vec_prev / vec_cur: for each start i (n + 1 of them, k doubles
 	 * apart) the part sums, largest first, of the lexicographically
 	 * smallest cut of items i .. n-1 into p - 1 / p parts, none larger
 	 * than target; end[p * (n + 1) + i]: the last item of that cut's
 	 * first part (-1: no such cut). */
 	double *vec_prev = dt_xmalloc((size_t)(n + 1) * (size_t)k,
-				      sizeof *vec_prev);
+				      sizeof *vec_prev);	/* (n + 1, k) */
 	double *vec_cur = dt_xmalloc((size_t)(n + 1) * (size_t)k,
-				     sizeof *vec_cur);
-	double *cand = dt_xmalloc((size_t)k, sizeof *cand);
+				     sizeof *vec_cur);	/* (n + 1, k) */
+	double *cand = dt_xmalloc((size_t)k, sizeof *cand);	/* (k) */
+	/* end: (k + 1, n + 1) */
 	int *end = dt_xmalloc((size_t)(k + 1) * (size_t)(n + 1), sizeof *end);
 	int i = 0;
 
@@ -108,12 +110,13 @@ dt_plan_partition(const double *cost, int n, int k, int *part)
 	 * the best cut of the whole. Among equal vectors the longest first
 	 * part wins, so the earlier parts take the most. */
 	for (int p = 1; p <= k; p++) {
+		/* end_prev: (n + 1) */
 		const int *end_prev = end + (size_t)(p - 1) * (size_t)(n + 1);
-		int *end_cur = end + (size_t)p * (size_t)(n + 1);
-		double *swap;
+		int *end_cur = end + (size_t)p * (size_t)(n + 1); /* (n + 1) */
+		double *swap;			/* (n + 1, k) */
 
 		for (int s = 0; s <= n; s++) {
-			double *v = vec_cur + (size_t)s * (size_t)k;
+			double *v = vec_cur + (size_t)s * (size_t)k; /* (k) */
 
 			end_cur[s] = -1;
 			for (int e = s; e < n && n - e - 1 >= p - 1; e++) {
@@ -252,6 +255,7 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 				 names, n > 1 ? n - 1 : 1);
 	}
 	if (job->parallel.n_stages > 0) {
+		/* first: (pp + 1) */
 		int *first = dt_xmalloc((size_t)pp + 1, sizeof *first);
 
 		st = named_stages(job, model, pp, first, err);
@@ -266,7 +270,7 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 			return st;
 		dt_job_where(job, "parallel.stages", where, sizeof where);
 	} else {
-		double *cost = dt_xmalloc((size_t)n, sizeof *cost);
+		double *cost = dt_xmalloc((size_t)n, sizeof *cost); /* (n) */
 		int items = n > 1 ? n - 1 : 1;
 
 		for (int i = 0; i < n; i++) {
@@ -298,7 +302,7 @@ dt_plan_layout(const struct dt_job *job, const struct dt_plan *plan,
 	       struct dt_model *model, int *stage_of_node,
 	       struct dt_error *err)
 {
-	int *own = NULL;
+	int *own = NULL;			/* (n_nodes) */
 	enum dt_status st = DT_OK;
 
 	if (plan->tp_size > 1)

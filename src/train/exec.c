@@ -210,7 +210,7 @@ move_live(struct dt_run *r, int after, int grad, int send, int slot,
 
 	for (int j = 0; j < dt_model_n_live(r->model, after) && st == DT_OK;
 	     j++) {
-		float *out, *g, *buf;
+		float *out, *g, *buf;		/* (batch, fps) each */
 		int64_t fps;
 
 		dt_model_live_buffers(r->model, after, j, &out, &g, &fps);
@@ -218,6 +218,8 @@ move_live(struct dt_run *r, int after, int grad, int send, int slot,
 		if (buf == NULL)
 			continue;
 		if (send) {
+			/* req: (1), the next free one of the slot's
+			 * (max_req) */
 			int *req = &l->slot_req[slot * l->max_req +
 						l->slot_n_req[slot]];
 

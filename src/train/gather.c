@@ -50,10 +50,11 @@ static void
 copy_stage(struct dt_run *r, struct dt_full *f, const struct dt_stage_info *si,
 	   int to_full)
 {
-	float *params = dt_model_params(r->model);
+	float *params = dt_model_params(r->model);	/* (n_params) */
 	size_t nt = si->trained_hi - si->trained_lo;
 	size_t nb = si->buffer_hi - si->buffer_lo;
 	int n_bufs = 0;
+	/* bufs: (n_bufs) (n_trained) */
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 
 #define COPY(local, whole, n) \
@@ -88,8 +89,9 @@ move_part(struct dt_run *r, int src, float *local, float *whole, size_t n,
 enum dt_status
 dt_full_gather(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 {
-	float *params = dt_model_params(r->model);
+	float *params = dt_model_params(r->model);	/* (n_params) */
 	int n_bufs = 0;
+	/* bufs: (n_bufs) (n_trained) */
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 	enum dt_status st = DT_OK;
 

@@ -107,7 +107,7 @@ dt_run_init_from(struct dt_run *r, struct dt_error *err)
 {
 	const char *path = r->job->model.init_from;
 	struct dt_model *whole = r->model;
-	float *params = dt_model_params(r->model);
+	float *params = dt_model_params(r->model);	/* (n_params) */
 	struct verdict v = { DT_OK, "" };
 	struct dt_full f = { 0 };
 	char where[DT_JOB_PATH_MAX + 64];

@@ -23,7 +23,7 @@ struct dt_loader {
 	int stop;
 	double wait_s;
 	/* Producer state. */
-	int64_t *perm, perm_epoch, epoch, off, k;
+	int64_t *perm, perm_epoch, epoch, off, k;	/* perm: (src->n) */
 };
 
 static void

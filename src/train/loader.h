@@ -30,8 +30,8 @@ struct dt_loader_cfg {
 /* One prepared micro-batch: x (micro_batch, x_size), y (micro_batch,
  * y_size), and the global index of its first sample (for dropout). */
 struct dt_batch {
-	float *x;
-	int32_t *y;
+	float *x;				/* (micro_batch, x_size) */
+	int32_t *y;				/* (micro_batch, y_size) */
 	int64_t epoch, first_sample;
 };
 

@@ -166,7 +166,7 @@ update(struct dt_run *r, double norm2, double lr)
 
 	if (clip > 0 && sqrt(norm2) > clip) {
 		float c = (float)(clip / sqrt(norm2));
-		float *grads = dt_model_grads(r->model);
+		float *grads = dt_model_grads(r->model); /* (n_trained) */
 		size_t n = dt_model_n_trained(r->model);
 
 		for (size_t i = 0; i < n; i++)
@@ -236,6 +236,7 @@ static void
 gather_times(struct dt_run *r, struct cadence *c)
 {
 	struct dt_comm *w = dt_grad_sync_workers(r->sync);
+	/* row: (DT_RANK_TIMES), this worker's */
 	double *row = r->rank_times + DT_RANK_TIMES * dt_comm_rank(w);
 	struct dt_error err;
 

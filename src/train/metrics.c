@@ -90,10 +90,11 @@ passes_object(const struct dt_log_line *line)
 static const double *
 slowest_row(const struct dt_run *r)
 {
-	const double *best = r->rank_times;
+	const double *best = r->rank_times;	/* (DT_RANK_TIMES) */
 	double best_sum = -1;
 
 	for (int w = 0; w < r->n_workers; w++) {
+		/* row: (DT_RANK_TIMES) */
 		const double *row = r->rank_times + DT_RANK_TIMES * w;
 		double sum = 0;
 
@@ -141,7 +142,7 @@ dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 	       struct dt_error *err)
 {
 	struct json_object *o = json_object_new_object();
-	const double *slow = slowest_row(r);
+	const double *slow = slowest_row(r);	/* (DT_RANK_TIMES) */
 	int lm = isfinite(line->tokens_per_s);
 	enum dt_status st;
 
@@ -307,7 +308,7 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 	a = json_object_new_array();
 	for (int i = 0; i < r->plan.world_size; i++) {
 		struct json_object *e = json_object_new_object();
-		const double *b = bytes + 3 * i;
+		const double *b = bytes + 3 * i; /* (3) p2p, gradient, tp */
 
 		ADD(e, "rank", json_object_new_int(i));
 		ADD(e, "p2p_bytes", json_object_new_int64((int64_t)b[0]));
@@ -331,6 +332,7 @@ add_ranks(struct json_object *o, const struct dt_run *r)
 		return;
 	a = json_object_new_array();
 	for (int w = 0; w < r->n_workers; w++) {
+		/* row: (DT_RANK_TIMES) */
 		const double *row = r->rank_times + DT_RANK_TIMES * w;
 
 		json_object_array_add(a, breakdown_object(

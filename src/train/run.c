@@ -309,7 +309,7 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 {
 	int64_t n = r->steps_counted > 0 ? r->steps_counted : 1;
 	int world = r->plan.world_size;
-	double *bytes;
+	double *bytes;				/* (world_size, 3) */
 
 	*st = DT_OK;
 	if (dt_grad_sync_servers(r->sync) != NULL)
@@ -330,6 +330,7 @@ static enum dt_status
 finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 {
 	enum dt_status st;
+	/* bytes: (world_size, 3); NULL with parameter servers */
 	double *bytes = bytes_per_step(r, &st, err);
 
 	enum dt_status out = DT_OK;
@@ -396,6 +397,7 @@ static enum dt_status
 ps_resume(struct dt_run *r, struct dt_ps *ps, struct dt_error *err)
 {
 	int n_bufs = 0;
+	/* bufs: (n_bufs) (n_trained) */
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 
 	if (r->resumed_from < 0)

@@ -169,6 +169,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		 * servers: every worker gets the parameters, worker 0 the
 		 * optimizer state, all of the same step. */
 		int n_bufs = 0;
+		/* bufs: (n_bufs) (n_trained) */
 		float **bufs = dt_optim_state(r->optim, &n_bufs);
 		int64_t steps = 0;
 
@@ -186,6 +187,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
 		int n_bufs = 0;
+		/* bufs: (n_bufs) (n_trained) */
 		float **bufs = dt_optim_state(r->optim, &n_bufs);
 
 		if (r->layout.split)
@@ -485,9 +487,10 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	struct position pos;
 	enum dt_status st = DT_OK;
 	int n_bufs = 0;
+	/* bufs: (n_bufs) (n_trained) */
 	float **bufs = dt_optim_state(r->optim, &n_bufs);
 	struct dt_model *whole = r->model;
-	float *params = dt_model_params(r->model);
+	float *params = dt_model_params(r->model);	/* (n_params) */
 	struct dt_full f;
 
 	memset(&pos, 0, sizeof pos);

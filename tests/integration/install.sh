@@ -1,6 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # `make install DESTDIR=...`: the program, the manual pages, the README,
+# doc/DESIGN.md,
 # the example jobs and the torch loader (contrib/dtrain_torch.py) under
 # the docdir (where dtrain(1) says), the bash
 # completion script where bash-completion looks; the installed example
@@ -13,6 +14,7 @@ make -s -C "$build" install DESTDIR="$dest" prefix=/usr >make.out 2>&1 ||
 	{ cat make.out >&2; fail "make install failed"; }
 for f in bin/dtrain share/man/man1/dtrain.1 share/man/man5/dtrain-job.5 \
 	share/doc/dtrain/README share/doc/dtrain/COPYING \
+	share/doc/dtrain/DESIGN.md \
 	share/doc/dtrain/examples/fashion-mnist-mlp.yaml \
 	share/doc/dtrain/examples/fashion-mnist-cnn.yaml \
 	share/doc/dtrain/examples/char-gpt.yaml \

@@ -20,6 +20,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/train-function-length.sh \
+	tests/integration/design-doc.sh \
+	tests/integration/names.sh \
 	tests/integration/eval-predict.sh \
 	tests/integration/predict-token-ids.sh \
 	tests/integration/empty-path-args.sh \
