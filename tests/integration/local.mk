@@ -16,6 +16,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/restarts.sh \
 	tests/integration/ckpt-kill.sh \
 	tests/integration/http.sh \
+	tests/integration/data-trust.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
