@@ -2,9 +2,12 @@
 /* cmd_fetch.c - `dtrain fetch`: make every data source of a job local (download
  * the URLs into the cache, check sizes and digests) without training, so a
  * cluster job can start from a warm cache and a bad URL or digest shows up
- * before any rank is scheduled. Prints where each source now lives. */
+ * before any rank is scheduled. Prints where each source now lives.
+ * --refresh downloads every URL again (a cache that must be renewed) and
+ * hashes every file again instead of trusting the digest cache. */
 #include "cmd/cmd.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -44,7 +47,14 @@ fetch_source(const struct dt_job *job, const char *key,
 	return DT_OK;
 }
 
+struct fetch_args {
+	int refresh;
+};
+
 static const struct dt_cmd_opt fetch_opts[] = {
+	{ .name = "refresh", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct fetch_args, refresh),
+	  .doc = "download every URL again and hash every file again" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .kind = DT_CMD_ARG_END },
 };
@@ -54,10 +64,11 @@ cmd_fetch(int argc, char **argv)
 {
 	static struct dt_job job;
 	struct dt_cmd_line line;
+	struct fetch_args a = { 0 };
 	struct dt_fetch_opts opts;
 	struct dt_error err;
 	enum dt_status st;
-	int rc = dt_cmd_parse(&dt_cmd_fetch, argc, argv, NULL, &line);
+	int rc = dt_cmd_parse(&dt_cmd_fetch, argc, argv, &a, &line);
 
 	if (rc >= 0)
 		return rc;
@@ -69,6 +80,7 @@ cmd_fetch(int argc, char **argv)
 	dt_fetch_opts_init(&opts);
 	opts.progress = isatty(STDERR_FILENO);
 	opts.max_bytes = job.data.max_bytes;
+	opts.refresh = a.refresh;
 	{
 		const struct {
 			const char *key;

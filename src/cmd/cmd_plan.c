@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_plan.c - `dtrain plan --dry-run`: what a job would do on N ranks, without
- * allocating the model or reading the data (only the data files' headers,
- * for the sample counts), and whether each data source is already local.
+ * allocating the model or loading the data (the IDX files' headers, and
+ * one counting pass over a token or text file, for the sample counts and
+ * the dataset's memory as run holds it), and whether each data source is
+ * already local.
  * A URL source is read from its cached copy when there is one; when there
  * is none yet the plan is made without the sample counts, since fetching
  * is `dtrain fetch`'s and `run`'s business, not a dry run's. */
@@ -158,6 +160,88 @@ peek_split(const struct dt_job *job, const struct plan_source *srcs,
 	/* u8 images stay bytes, others become floats; labels int32; the
 	 * epoch order int64 per sample. */
 	*bytes = *n * per * (img.type == 0x08 ? 1 : 4) + *n * 4;
+	return DT_OK;
+}
+
+/* Tokens a token or text file gives and the bytes each takes in memory,
+ * as the loaders keep them (tokens.c: token_bytes each; text.c: uint16
+ * ids, uint32 past 65536 distinct units); *n_tokens = -1 when the file is
+ * a URL not cached yet. */
+static enum dt_status
+count_tokens(const struct dt_job *job, const char *path, int64_t *n_tokens,
+	     int64_t *elem, struct dt_error *err)
+{
+	struct dt_text_count c;
+	enum dt_status st;
+	int chars = job->data.text_unit == DT_JOB_TEXT_UTF8;
+
+	*n_tokens = -1;
+	*elem = 0;
+	if (path == NULL)
+		return DT_OK;
+	st = dt_text_count(path, &c, err);
+	if (st != DT_OK)
+		return st;
+	if (job->data.format == DT_FORMAT_TOKENS) {
+		*elem = job->data.token_bytes;
+		*n_tokens = c.bytes / job->data.token_bytes;
+	} else {
+		*elem = chars && c.distinct_chars > 65536 ? 4 : 2;
+		*n_tokens = chars ? c.chars : c.bytes;
+	}
+	return DT_OK;
+}
+
+/* Samples (windows of data.context tokens and the next one's targets) in
+ * n_tokens tokens, as dt_tokens_window cuts them; 0 when too few. */
+static int64_t
+windows(const struct dt_job *job, int64_t n_tokens)
+{
+	int64_t ctx = job->data.context;
+
+	return n_tokens < ctx + 1 ? 0 : (n_tokens - ctx - 1) / ctx + 1;
+}
+
+/* Samples and in-memory bytes of both splits of a token or text job, as
+ * run's dt_source_open makes them: without an eval file the eval split is
+ * the last data.eval_fraction of the training file's windows, and holds
+ * that file's tokens a second time. -1 samples when unknown or absent. */
+static enum dt_status
+peek_tokens(const struct dt_job *job, const struct plan_source *srcs,
+	    int n_srcs, struct dt_plan_data *d, struct dt_error *err)
+{
+	int64_t tok, elem, etok, eelem, n;
+	enum dt_status st;
+
+	if (job->data.format != DT_FORMAT_TOKENS &&
+	    job->data.format != DT_FORMAT_TEXT)
+		return DT_OK;
+	st = count_tokens(job, local_file(srcs, n_srcs, "train", "file"), &tok,
+			  &elem, err);
+	if (st != DT_OK || tok < 0)
+		return st;
+	n = windows(job, tok);
+	d->n_train = n;
+	d->train_bytes = tok * elem;
+	if (job->data.eval.file.path[0] != '\0') {
+		st = count_tokens(job, local_file(srcs, n_srcs, "eval", "file"),
+				  &etok, &eelem, err);
+		if (st != DT_OK || etok < 0)
+			return st;
+		d->n_eval = windows(job, etok);
+		d->eval_bytes = etok * eelem;
+	} else if (job->data.eval_fraction > 0 && n > 1) {
+		int64_t n_eval = (int64_t)((double)n *
+					   job->data.eval_fraction);
+
+		if (n_eval < 1)
+			n_eval = 1;
+		if (n_eval < n) {
+			d->n_train = n - n_eval;
+			d->n_eval = n_eval;
+			d->eval_bytes = tok * elem;
+		}
+	}
 	return DT_OK;
 }
 
@@ -396,6 +480,8 @@ cmd_plan(int argc, char **argv)
 		st = peek_split(&job, srcs, n_srcs, "eval",
 				dt_model_input_size(plan.shapes), &data.n_eval,
 				&data.eval_bytes, &err);
+	if (st == DT_OK)
+		st = peek_tokens(&job, srcs, n_srcs, &data, &err);
 	/* The loader's epoch order, int64 per sample. */
 	if (st == DT_OK && data.n_train > 0)
 		data.train_bytes += data.n_train * 8;

@@ -290,4 +290,21 @@ enum dt_status dt_text_encode(const char *path, const struct dt_vocab *v,
 			      int64_t context, int64_t stride,
 			      struct dt_token_data *td, struct dt_error *err);
 
+/* What a plan needs to know of a token or text file without holding it:
+ * its (decompressed) bytes, the UTF-8 characters among them (lead bytes)
+ * and how many distinct code points those are (the vocabulary's size for
+ * text_unit utf8). */
+struct dt_text_count {
+	int64_t bytes;
+	int64_t chars;
+	int64_t distinct_chars;
+};
+
+/* Reads path (plain or gzip) once, in 1 MiB pieces, and fills *c. Does
+ * not check that the text is valid UTF-8 (the loader does). Errors:
+ * DT_ERR_IO "PATH: cannot open: ..."; DT_ERR_FORMAT "PATH: byte N: ..." for
+ * a gzip stream that is corrupt or cut. */
+enum dt_status dt_text_count(const char *path, struct dt_text_count *c,
+			     struct dt_error *err);
+
 #endif

@@ -4,7 +4,9 @@
  *
  *   blob.c    a whole file in memory: inflated (gzip), read, or mapped
  *   tokens.c  cutting a token stream into samples (also used by text.c)
- *   header.c  one HTTP response header line (for fetch.c; fuzzed alone) */
+ *   header.c  one HTTP response header line (for fetch.c; fuzzed alone)
+ *   digest.c  the sha256 of a file, cached per version (uses fetch.c's
+ *             cache directory) */
 #ifndef DT_DATA_PRIV_H
 #define DT_DATA_PRIV_H
 
@@ -12,6 +14,7 @@
 #include <stdint.h>
 
 #include "data/data.h"
+#include "data/fetch.h"
 #include "util/status.h"
 
 /* The bytes of one file (decompressed when it is gzip). */
@@ -56,6 +59,8 @@ struct dt_fetch_header {
 	long retry_after_s;	/* Retry-After: SECONDS (<= 86400), or -1 */
 	char etag[128];		/* ETag (strong only), or "" */
 	char last_modified[64];	/* Last-Modified, or "" */
+	int chunked;		/* Transfer-Encoding names chunked: the
+				 * body's end is marked (RFC 9112 7.1) */
 };
 
 /* Reads one header line (len bytes at line, not NUL-terminated, with or
@@ -67,5 +72,13 @@ struct dt_fetch_header {
  * fails; keeps no pointer into line. */
 void dt_fetch_parse_header_line(struct dt_fetch_header *h, const char *line,
 				size_t len);
+
+/* The cache directory (fetch.h, dt_fetch_opts.cache_dir) into dir (size
+ * bytes): DT_ERR_IO when none can be found (no $HOME), DT_ERR_USAGE when
+ * it does not fit. Creates nothing. */
+enum dt_status dt_fetch_cache_dir(const struct dt_fetch_opts *o, char *dir,
+				  size_t size, struct dt_error *err);
+/* mkdir -p dir; DT_ERR_IO naming the part that cannot be made. */
+enum dt_status dt_fetch_make_dirs(const char *dir, struct dt_error *err);
 
 #endif

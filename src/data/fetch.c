@@ -210,10 +210,9 @@ classify(const struct dt_fetch_source *src, enum kind *kind, const char **path,
 	return DT_OK;
 }
 
-/* The cache directory, from opts or the environment, into dir. */
-static enum dt_status
-cache_dir(const struct dt_fetch_opts *o, char *dir, size_t size,
-	  struct dt_error *err)
+enum dt_status
+dt_fetch_cache_dir(const struct dt_fetch_opts *o, char *dir, size_t size,
+		   struct dt_error *err)
 {
 	const char *base = o->cache_dir;
 	const char *tail = "";
@@ -242,9 +241,8 @@ cache_dir(const struct dt_fetch_opts *o, char *dir, size_t size,
 	return DT_OK;
 }
 
-/* mkdir -p dir. */
-static enum dt_status
-make_dirs(const char *dir, struct dt_error *err)
+enum dt_status
+dt_fetch_make_dirs(const char *dir, struct dt_error *err)
 {
 	char *p = dt_xstrdup(dir);
 	enum dt_status st = DT_OK;
@@ -326,7 +324,7 @@ cache_paths(const char *url, const struct dt_fetch_opts *o, char *dir,
 	    char *file, size_t size, struct dt_error *err)
 {
 	char name[2 * NAME_HASH_BYTES + NAME_BASE_MAX + 4];
-	enum dt_status st = cache_dir(o, dir, size, err);
+	enum dt_status st = dt_fetch_cache_dir(o, dir, size, err);
 	int n;
 
 	if (st != DT_OK)
@@ -343,10 +341,12 @@ cache_paths(const char *url, const struct dt_fetch_opts *o, char *dir,
 /* ---- verification ------------------------------------------------------- */
 
 /* Checks path against src->size and src->sha256. what names the file in
- * messages (the URL for a download). On a mismatch returns DT_ERR_DATA. */
+ * messages (the URL for a download). o: hash through the digest cache
+ * (dt_fetch_digest), for files that stay; NULL for a .part file. On a
+ * mismatch returns DT_ERR_DATA. */
 static enum dt_status
 verify(const char *path, const char *what, const struct dt_fetch_source *src,
-       struct dt_error *err)
+       const struct dt_fetch_opts *o, struct dt_error *err)
 {
 	struct stat sb;
 	char hex[65];
@@ -361,7 +361,8 @@ verify(const char *path, const char *what, const struct dt_fetch_source *src,
 				 ll(src->size), ll((int64_t)sb.st_size));
 	if (src->sha256 == NULL || src->sha256[0] == '\0')
 		return DT_OK;
-	st = dt_sha256_file(path, hex, err);
+	st = o != NULL ? dt_fetch_digest(path, o, hex, err) :
+			 dt_sha256_file(path, hex, err);
 	if (st != DT_OK)
 		return st;
 	if (strcasecmp(hex, src->sha256) != 0)
@@ -371,8 +372,9 @@ verify(const char *path, const char *what, const struct dt_fetch_source *src,
 }
 
 static enum dt_status
-fetch_local(const struct dt_fetch_source *src, const char *path, char *out,
-	    size_t size, struct dt_error *err)
+fetch_local(const struct dt_fetch_source *src, const char *path,
+	    const struct dt_fetch_opts *o, char *out, size_t size,
+	    struct dt_error *err)
 {
 	struct stat sb;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -387,7 +389,7 @@ fetch_local(const struct dt_fetch_source *src, const char *path, char *out,
 				 path);
 	}
 	close(fd);
-	st = verify(path, path, src, err);
+	st = verify(path, path, src, o, err);
 	if (st != DT_OK)
 		return st;
 	return give_path(path, out, size, err);
@@ -867,6 +869,37 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 	return OUT_FAIL;
 }
 
+/* After an attempt that curl saw end cleanly: whether the .part file
+ * can be shown to hold the whole body. A body shorter than the length
+ * announced at its start, or one whose end the server did not mark when
+ * neither the job (sha256, size) nor the format (IDX, NPY) can tell a cut
+ * one from a whole one, is a failed transfer: DT_ERR_NET. */
+static enum dt_status
+check_end(const struct xfer *x, const struct dt_fetch_source *src,
+	  struct dt_error *err)
+{
+	int64_t got = x->have + x->got;
+	int64_t total = x->meta->total >= 0 ? x->meta->total :
+			x->h.range_total;
+	int covered = (src->sha256 != NULL && src->sha256[0] != '\0') ||
+		      src->size > 0 || src->expect == DT_DATA_IDX ||
+		      src->expect == DT_DATA_NPY;
+
+	if (total >= 0 && got != total)
+		return dt_errorf(err, DT_ERR_NET, "%s: the body ended after "
+				 "%lld bytes, the server announced %lld (a "
+				 "failed transfer; nothing was cached)",
+				 x->url, ll(got), ll(total));
+	if (x->h.status != 200 || x->h.content_length >= 0 ||
+	    x->h.chunked || covered)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_NET, "%s: the server sent neither a "
+			 "Content-Length nor a chunked body, so a body cut "
+			 "short cannot be told from a whole one (a failed "
+			 "transfer; nothing was cached): give the source's "
+			 "size or sha256 in the job", x->url);
+}
+
 /* Downloads url into part (created or resumed) until it holds the whole
  * body. On DT_ERR_NET from retries running out, part is kept. */
 static enum dt_status
@@ -975,8 +1008,14 @@ download(const char *url, enum kind kind, const struct dt_fetch_source *src,
 			fputc('\n', stderr);
 
 		out = judge(&x, c, rc, errbuf, part, why, sizeof why, err);
-		if (out == OUT_DONE)
+		if (out == OUT_DONE) {
+			st = check_end(&x, src, err);
+			if (st != DT_OK && ftruncate(fd, 0) != 0)
+				st = dt_errorf(err, DT_ERR_IO, "%s: cannot "
+					       "truncate: %s", part,
+					       strerror(errno));
 			break;
+		}
 		if (out == OUT_FAIL) {
 			st = err != NULL ? err->status : DT_ERR_NET;
 			/* A partial body is kept for a later resume unless
@@ -1092,6 +1131,38 @@ unlink_meta(const char *part)
 	unlink(meta);
 }
 
+/* For --refresh: removes FILE.part and its record, so that the download
+ * starts from byte 0. Returns 0, or -1 with *st and err set. */
+static int
+unlink_part(const char *file, enum dt_status *st, struct dt_error *err)
+{
+	char part[PATH_MAX + 8];
+
+	snprintf(part, sizeof part, "%s.part", file);
+	if (unlink(part) != 0 && errno != ENOENT) {
+		*st = dt_errorf(err, DT_ERR_IO, "%s: cannot remove: %s", part,
+				strerror(errno));
+		return -1;
+	}
+	unlink_meta(part);
+	return 0;
+}
+
+/* The checks a file in the cache passes each time it is used: size and
+ * sha256 (the digest cached), the kind's first bytes and its length. */
+static enum dt_status
+check_file(const char *file, const struct dt_fetch_source *src,
+	   const struct dt_fetch_opts *o, struct dt_error *err)
+{
+	enum dt_status st = verify(file, src->url, src, o, err);
+
+	if (st == DT_OK)
+		st = dt_data_sniff(file, src->expect, src->url, err);
+	if (st == DT_OK)
+		st = dt_data_check_whole(file, src->expect, src->url, err);
+	return st;
+}
+
 static enum dt_status
 fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	  const struct dt_fetch_opts *o, char *out, size_t size,
@@ -1109,24 +1180,30 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (strlen(file) >= size)
 		return dt_errorf(err, DT_ERR_USAGE, "%s: path longer than %zu "
 				 "bytes", file, size - 1);
-	st = make_dirs(dir, err);
+	st = dt_fetch_make_dirs(dir, err);
 	if (st != DT_OK)
 		return st;
 	st = lock_name(file, o, &lock_fd, err);
 	if (st != DT_OK)
 		return st;
 
+	if (o->refresh && (unlink_part(file, &st, err) != 0 ||
+			   (unlink(file) != 0 && errno != ENOENT))) {
+		if (st == DT_OK)
+			st = dt_errorf(err, DT_ERR_IO, "%s: cannot remove: %s",
+				       file, strerror(errno));
+		goto done;
+	}
 	if (stat(file, &sb) == 0) {
-		st = verify(file, src->url, src, err);
-		/* A page an older version stored is as damaged as a bad
-		 * digest: fetched again, not trusted. */
-		if (st == DT_OK)
-			st = dt_data_sniff(file, src->expect, src->url, err);
-		if (st == DT_OK)
-			goto done;
+		st = check_file(file, src, o, err);
 		if (st != DT_ERR_DATA)
 			goto done;
-		/* Damaged since, or the job now expects other bytes. */
+		/* Damaged since, stored by an older version that checked
+		 * less, or the job now expects other bytes: named, and
+		 * fetched again rather than trusted. */
+		fprintf(stderr, "dtrain: %s: the cached file fails its check "
+			"(%s); downloading it again\n", file,
+			err != NULL ? err->msg : "?");
 		if (unlink(file) != 0) {
 			st = dt_errorf(err, DT_ERR_IO, "%s: cannot remove: %s",
 				       file, strerror(errno));
@@ -1140,9 +1217,11 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	st = download(src->url, kind, src, o, part, label, err);
 	if (st != DT_OK)
 		goto done;
-	st = verify(part, src->url, src, err);
+	st = verify(part, src->url, src, NULL, err);
 	if (st == DT_OK)
 		st = dt_data_sniff(part, src->expect, src->url, err);
+	if (st == DT_OK)
+		st = dt_data_check_whole(part, src->expect, src->url, err);
 	if (st != DT_OK) {
 		unlink(part);
 		unlink_meta(part);
@@ -1177,7 +1256,7 @@ dt_fetch(const struct dt_fetch_source *src, const struct dt_fetch_opts *opts,
 	if (st != DT_OK)
 		return st;
 	if (kind == KIND_PATH)
-		return fetch_local(src, path, local_path, size, err);
+		return fetch_local(src, path, opts, local_path, size, err);
 	return fetch_url(src, kind, opts, local_path, size, err);
 }
 

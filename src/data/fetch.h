@@ -63,6 +63,9 @@ struct dt_fetch_opts {
 	/* When set, a nonzero *interrupt (from a signal handler) stops a
 	 * transfer or a retry wait with DT_ERR_INTERRUPTED (NULL). */
 	volatile sig_atomic_t *interrupt;
+	/* Download a URL again even when it is in the cache, and hash a
+	 * file again even when its digest is cached (dt_fetch_digest) (0). */
+	int refresh;
 };
 
 /* Fills *opts with the defaults above. */
@@ -72,10 +75,12 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  * local_path[0..size).
  *
  * A path (or file:// URL) is returned as it is after checking that it is a
- * readable regular file and, when given, its size and sha256. A URL is
- * served from the cache when CACHE/NAME exists (its size and sha256 are
- * checked again when given; a cached file that fails is deleted and
- * downloaded anew), else downloaded:
+ * readable regular file and, when given, its size and sha256 (the digest
+ * through dt_fetch_digest, so an unchanged file is hashed once). A URL is
+ * served from the cache when CACHE/NAME exists and opts->refresh is 0 (its
+ * size and sha256 are checked again when given, and its format
+ * (dt_data_check_whole); a cached file that fails is named on stderr,
+ * deleted and downloaded anew), else downloaded:
  *   - 5xx answers, timeouts (connect, or a body slower than
  *     low_speed_limit for low_speed_time_s) and dropped connections are
  *     retried up to opts->retries times, waiting retry_delay_ms, then
@@ -86,7 +91,14 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  *   - redirects are followed up to max_redirects (an https URL only to
  *     https); certificates are verified (CURLOPT_SSL_VERIFYPEER and
  *     VERIFYHOST, never turned off);
- *   - a body larger than src->size or opts->max_bytes is refused.
+ *   - a body larger than src->size or opts->max_bytes is refused;
+ *   - a body shorter than the length the server announced (Content-Length,
+ *     or a Content-Range total) is a failed transfer, and so is a body
+ *     whose end the server does not mark (neither Content-Length nor
+ *     chunked coding) when nothing else can show it whole: no sha256, no
+ *     size, and a kind other than IDX or NPY;
+ *   - before the rename, the body must pass dt_data_sniff and
+ *     dt_data_check_whole for src->expect.
  * NAME is the first 16 hex digits of sha256(URL), a '-' and the URL's
  * basename (query and fragment dropped, unusual characters as '_').
  *
@@ -103,8 +115,9 @@ void dt_fetch_opts_init(struct dt_fetch_opts *opts);
  *                 .part file is kept for a later resume);
  *   DT_ERR_DATA   "URL: sha256 mismatch: expected X, got Y", a size
  *                 mismatch, or a download that is not src->expect (an
- *                 HTML page answered with 200, say; dt_data_sniff); the
- *                 downloaded file has been deleted;
+ *                 HTML page answered with 200, say; dt_data_sniff) or not
+ *                 all of it (dt_data_check_whole); the downloaded file has
+ *                 been deleted;
  *   DT_ERR_INTERRUPTED  *opts->interrupt became nonzero.
  * Not thread-safe on its own: a threaded program calls
  * curl_global_init() before its threads start. */
@@ -124,6 +137,18 @@ enum dt_status dt_fetch(const struct dt_fetch_source *src,
 enum dt_status dt_data_sniff(const char *path, enum dt_data_kind kind,
 			     const char *what, struct dt_error *err);
 
+/* Checks that the file at path holds exactly the bytes its format's
+ * header promises: for DT_DATA_IDX the dimensions times the element size
+ * after the header, for DT_DATA_NPY the shape times the dtype's size after
+ * the header (decompressing a gzip file whole, which also checks its CRC).
+ * Other kinds carry no length and pass. Reads the whole file for IDX and
+ * NPY. what names the source in the message.
+ * Returns DT_OK; DT_ERR_DATA "WHAT: the download is not a whole IDX file:
+ * PATH: byte N: truncated: expected N bytes of data, found M" (or trailing
+ * data, a truncated gzip stream); DT_ERR_IO if path cannot be read. */
+enum dt_status dt_data_check_whole(const char *path, enum dt_data_kind kind,
+				   const char *what, struct dt_error *err);
+
 /* Whether dt_fetch would answer without a download (for `plan`). Writes
  * the path dt_fetch would return to local_path[0..size) and sets *cached
  * to 1 when that file exists (and has src->size bytes, when given), else
@@ -142,5 +167,17 @@ enum dt_status dt_fetch_is_cached(const struct dt_fetch_source *src,
  * read; hex is untouched on error. */
 enum dt_status dt_sha256_file(const char *path, char hex[65],
 			      struct dt_error *err);
+
+/* The lowercase hex sha256 of the file at path, into hex (65 bytes with
+ * the terminator), hashed once per version of the file on this node: the
+ * digest is kept in CACHE/sha256/ (CACHE as for downloads: opts->cache_dir,
+ * $DTRAIN_CACHE, ...; NULL opts: the defaults), keyed by the host, the
+ * path, the device and inode, the size and the modification and change
+ * times, and written atomically. opts->refresh hashes again. A cache that
+ * cannot be found, read or written only costs a hash. Returns DT_OK;
+ * DT_ERR_IO naming path if it cannot be read (hex untouched). */
+enum dt_status dt_fetch_digest(const char *path,
+			       const struct dt_fetch_opts *opts, char hex[65],
+			       struct dt_error *err);
 
 #endif

@@ -66,6 +66,12 @@ dt_fetch_parse_header_line(struct dt_fetch_header *h, const char *data,
 		h->retry_after_s = -1;
 		h->etag[0] = '\0';
 		h->last_modified[0] = '\0';
+		h->chunked = 0;
+	} else if (strncasecmp(line, "transfer-encoding:", 18) == 0) {
+		/* "gzip, chunked": the codings in the order applied. */
+		for (char *c = line + 18; *c != '\0'; c++)
+			*c = (char)tolower((unsigned char)*c);
+		h->chunked = strstr(line + 18, "chunked") != NULL;
 	} else if (strncasecmp(line, "etag:", 5) == 0) {
 		p = line + 5;
 		while (*p == ' ' || *p == '\t')

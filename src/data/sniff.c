@@ -10,8 +10,14 @@
  * type code, 1 to 4 dimensions; LeCun et al., the MNIST database page),
  * the NPY magic "\x93NUMPY" (NumPy's NEP 1 format description), and for
  * text, CSV and raw token ids at least that it is not an HTML or XML
- * document (and, for text and CSV, holds no NUL byte). */
+ * document (and, for text and CSV, holds no NUL byte).
+ *
+ * dt_data_check_whole goes further for the formats whose header says how
+ * long the file is (IDX, NPY): a body cut short by a server or a proxy,
+ * which no digest covers when the job gives none, is told from a whole one
+ * before it reaches the cache. */
 #include "data/fetch.h"
+#include "data/data.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -160,4 +166,33 @@ dt_data_sniff(const char *path, enum dt_data_kind kind, const char *what,
 	return dt_errorf(err, DT_ERR_DATA, "%s: the download is not %s: it "
 			 "starts with %s, %s", what, kind_name(kind), start,
 			 why);
+}
+
+enum dt_status
+dt_data_check_whole(const char *path, enum dt_data_kind kind,
+		    const char *what, struct dt_error *err)
+{
+	struct dt_error e;
+	struct dt_idx idx;
+	struct dt_npy npy;
+	enum dt_status st;
+
+	/* The readers check the header's length against the body exactly;
+	 * what they read is dropped again. */
+	if (kind == DT_DATA_IDX) {
+		st = dt_idx_read(path, &idx, &e);
+		dt_idx_fini(&idx);
+	} else if (kind == DT_DATA_NPY) {
+		st = dt_npy_read(path, &npy, &e);
+		dt_npy_fini(&npy);
+	} else {
+		return DT_OK;
+	}
+	if (st == DT_OK)
+		return DT_OK;
+	if (st == DT_ERR_IO)
+		return dt_errorf(err, st, "%s", e.msg);
+	return dt_errorf(err, DT_ERR_DATA, "%s: the download is not a whole "
+			 "%s: %s", what, kind == DT_DATA_IDX ? "IDX file" :
+			 "NPY file", e.msg);
 }

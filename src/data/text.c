@@ -465,3 +465,64 @@ dt_text_encode(const char *path, const struct dt_vocab *v, int64_t context,
 	}
 	return DT_OK;
 }
+
+/* ---- counting, for plans ----------------------------------------------- */
+
+enum dt_status
+dt_text_count(const char *path, struct dt_text_count *c, struct dt_error *err)
+{
+	unsigned char *buf = dt_xmalloc(METER_STEP, 1);
+	unsigned char *seen = dt_xcalloc((MAX_CODE_POINT >> 3) + 1, 1);
+	uint32_t cp = 0;
+	int more = 0, n;
+	gzFile f;
+
+	memset(c, 0, sizeof *c);
+	f = gzopen(path, "rb");
+	if (f == NULL) {
+		free(buf);
+		free(seen);
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 errno != 0 ? strerror(errno) : "out of memory");
+	}
+	/* Lead bytes start characters; continuation bytes (10xxxxxx) finish
+	 * them. Only the count matters here: the loader judges validity. */
+	while ((n = gzread(f, buf, (unsigned)METER_STEP)) > 0) {
+		for (int i = 0; i < n; i++) {
+			unsigned char b = buf[i];
+
+			if ((b & 0xC0) == 0x80 && more > 0) {
+				cp = (cp << 6) | (b & 0x3F);
+				more--;
+			} else {
+				c->chars++;
+				more = b < 0x80 ? 0 : b < 0xE0 ? 1 :
+				       b < 0xF0 ? 2 : 3;
+				cp = b < 0x80 ? b : b < 0xE0 ? (b & 0x1Fu) :
+				     b < 0xF0 ? (b & 0x0Fu) : (b & 0x07u);
+			}
+			if (more == 0 && cp <= MAX_CODE_POINT &&
+			    !(seen[cp >> 3] & (1u << (cp & 7)))) {
+				seen[cp >> 3] |= (unsigned char)(1u << (cp & 7));
+				c->distinct_chars++;
+			}
+		}
+		c->bytes += n;
+	}
+	if (n < 0) {
+		int zerr = 0;
+		enum dt_status st = dt_errorf(err, DT_ERR_FORMAT, "%s: byte "
+					      "%lld: %s", path,
+					      (long long)c->bytes,
+					      gzerror(f, &zerr));
+
+		gzclose(f);
+		free(buf);
+		free(seen);
+		return st;
+	}
+	gzclose(f);
+	free(buf);
+	free(seen);
+	return DT_OK;
+}

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/fetch.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
 
@@ -355,47 +356,135 @@ describe(const struct dt_job *job, int rank, const char *rec,
 	snprintf(buf, size, "%s", line);
 }
 
-enum dt_status
-dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
-	       struct dt_error *err)
+/* Collective: compares every rank's record (rec, rec_n; what names it)
+ * with rank 0's and, when they differ, has the lowest differing rank name
+ * the first differing key (from rank 0's job text too, when text is not
+ * NULL on every rank). Frees nothing of the caller's. */
+static enum dt_status
+check_records(const struct dt_job *job, struct dt_comm *comm,
+	      const char *what, const char *rec, size_t rec_n,
+	      const char *text, size_t text_n, struct dt_error *err)
 {
-	char *rec = NULL, *rec0 = NULL, *text = NULL, *text0 = NULL, *why = NULL;
-	size_t rec_n = 0, n0, text_n = 0, why_n;
+	char *rec0 = NULL, *text0 = NULL, *why = NULL;
+	size_t n0, why_n;
 	char desc[1800];
 	enum dt_status st;
 	int bad = -1;
 
-	st = dt_agree_record(job, dt_comm_size(comm), &rec, &rec_n, err);
-	if (st == DT_OK)
-		st = dt_job_text(job, &text, &text_n, err);
-	st = dt_comm_agree(comm, st, err);
-	if (st != DT_OK)
-		goto out;
-	st = dt_comm_check_same(comm, "the start-up record", rec, rec_n, &bad,
-				err);
+	st = dt_comm_check_same(comm, what, rec, rec_n, &bad, err);
 	if (st != DT_ERR_JOB)
-		goto out;
+		return st;
 	/* They differ: rank 0's record and job text to every rank (their
 	 * lengths travel first), and the lowest differing rank's finding
 	 * back to all. */
 	st = dt_comm_bcast_blob(comm, 0, rec, rec_n, &rec0, &n0, err);
-	if (st == DT_OK)
+	if (st == DT_OK && text != NULL)
 		st = dt_comm_bcast_blob(comm, 0, text, text_n, &text0, &n0, err);
 	if (st != DT_OK)
 		goto out;
 	desc[0] = '\0';
 	if (dt_comm_rank(comm) == bad)
-		describe(job, bad, rec, rec0, text0, desc, sizeof desc);
+		describe(job, bad, rec, rec0, text0 != NULL ? text0 : "",
+			 desc, sizeof desc);
 	st = dt_comm_bcast_blob(comm, bad, desc, strlen(desc), &why, &why_n,
 				err);
 	if (st == DT_OK)
 		st = dt_errorf(err, DT_ERR_JOB, "ranks disagree before "
 			       "training: %s; every rank stops", why);
 out:
-	free(rec);
 	free(rec0);
-	free(text);
 	free(text0);
 	free(why);
+	return st;
+}
+
+enum dt_status
+dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
+	       struct dt_error *err)
+{
+	char *rec = NULL, *text = NULL;
+	size_t rec_n = 0, text_n = 0;
+	enum dt_status st;
+
+	st = dt_agree_record(job, dt_comm_size(comm), &rec, &rec_n, err);
+	if (st == DT_OK)
+		st = dt_job_text(job, &text, &text_n, err);
+	st = dt_comm_agree(comm, st, err);
+	if (st == DT_OK)
+		st = check_records(job, comm, "the start-up record", rec, rec_n,
+				   text, text_n, err);
+	free(rec);
+	free(text);
+	return st;
+}
+
+enum dt_status
+dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
+		     struct dt_error *err)
+{
+	char *buf = NULL, hex[65];
+	enum dt_status st = DT_OK;
+	size_t n = 0, i;
+	FILE *f;
+
+	*out = NULL;
+	*len = 0;
+	f = open_memstream(&buf, &n);
+	if (f == NULL)
+		return dt_errorf(err, DT_ERR_IO, "cannot build the data "
+				 "record: %s", strerror(errno));
+	for (i = 0; i < sizeof sources / sizeof sources[0] && st == DT_OK;
+	     i++) {
+		const struct dt_source *src = (const struct dt_source *)
+			((const char *)job + sources[i].off);
+		struct stat sb;
+
+		if (src->path[0] == '\0')
+			continue;
+		fprintf(f, "%s\t%s: ", sources[i].key, src->path);
+		if (stat(src->path, &sb) != 0) {
+			fprintf(f, "missing: %s\n", strerror(errno));
+			continue;
+		}
+		st = dt_fetch_digest(src->path, NULL, hex, err);
+		if (st == DT_OK)
+			fprintf(f, "%" PRId64 " bytes, sha256 %s\n",
+				(int64_t)sb.st_size, hex);
+	}
+	if (fclose(f) != 0 && st == DT_OK)
+		st = dt_errorf(err, DT_ERR_IO, "cannot build the data record: "
+			       "%s", strerror(errno));
+	if (st != DT_OK) {
+		free(buf);
+		return st;
+	}
+	*out = buf;
+	*len = n;
+	return DT_OK;
+}
+
+enum dt_status
+dt_agree_data(const struct dt_job *job, struct dt_comm *comm,
+	      struct dt_error *err)
+{
+	int first = dt_comm_local_rank(comm) == 0;
+	enum dt_status st = DT_OK;
+	char *rec = NULL;
+	size_t rec_n = 0;
+
+	/* The node's first rank hashes and fills the digest cache; the
+	 * others then find each unchanged file's digest there, and hash
+	 * only a file that is another version on their side. */
+	if (first)
+		st = dt_agree_data_record(job, &rec, &rec_n, err);
+	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
+		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
+	if (!first)
+		st = dt_agree_data_record(job, &rec, &rec_n, err);
+	st = dt_comm_agree(comm, st, err);
+	if (st == DT_OK)
+		st = check_records(job, comm, "the data record", rec, rec_n,
+				   NULL, 0, err);
+	free(rec);
 	return st;
 }

@@ -42,6 +42,31 @@ enum dt_status dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
 enum dt_status dt_agree_record(const struct dt_job *job, int world_size,
 			       char **out, size_t *len, struct dt_error *err);
 
+/* Collective over comm, to call once every data source of job is a local
+ * file (after dt_source_fetch_all): proves that every rank reads the same
+ * bytes, whether or not the job gives digests. Each rank's data record
+ * (dt_agree_data_record) is compared with rank 0's; the node's first rank
+ * builds its record first, so each file is hashed once per node and
+ * version (the digest cache, fetch.h's dt_fetch_digest) and the node's
+ * other ranks hash only a file that differs on their side. When they
+ * differ, returns DT_ERR_JOB on every rank with one message naming the
+ * lowest differing rank, the source's key and both files' size and
+ * digest:
+ *   "ranks disagree before training: rank 1: data.train.images is
+ *   /d/x.idx: 3136 bytes, sha256 5d41... (job.yaml:8:15), rank 0 has
+ *   /d/x.idx: 3136 bytes, sha256 2cf2...; every rank stops".
+ * A rank that cannot read a file fails with its status on every rank;
+ * DT_ERR_MPI if a call fails. */
+enum dt_status dt_agree_data(const struct dt_job *job, struct dt_comm *comm,
+			     struct dt_error *err);
+
+/* The data record of job: one "KEY<TAB>PATH: N bytes, sha256 HEX" line
+ * for each source the job gives (its path as this rank opens it), or
+ * "KEY<TAB>PATH: missing: <strerror>". *out (caller frees, NUL-
+ * terminated) and *len. DT_ERR_IO if a file cannot be read. */
+enum dt_status dt_agree_data_record(const struct dt_job *job, char **out,
+				    size_t *len, struct dt_error *err);
+
 /* The first difference of mine (this rank's, rank `rank`) from theirs
  * (rank 0's), both texts of the same kind: records (dt_agree_record) or
  * job texts (dt_job_text), key by key in mine's order (then keys only

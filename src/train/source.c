@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "data/fetch.h"
+#include "train/agree.h"
 #include "util/alloc.h"
 
 static int
@@ -33,49 +34,62 @@ dt_source_expect(const struct dt_job *job, const struct dt_source *src)
 	return DT_DATA_ANY;
 }
 
-/* Fetches one source if it is a URL and rewrites its path to the cached
- * file. */
+/* Makes one source local: a URL is fetched (or found in the cache) and its
+ * path rewritten to the cached file; a local file is checked against the
+ * size and sha256 the job gives, as a download is. On error err names the
+ * source's place in the job (key). */
 static enum dt_status
-fetch_one(struct dt_source *src, enum dt_data_kind expect, char *mirror,
-	  int progress, int64_t max_bytes, struct dt_error *err)
+fetch_one(const struct dt_job *job, const char *key, struct dt_source *src,
+	  char *mirror, int progress, struct dt_error *err)
 {
-	struct dt_fetch_source fs = { .expect = expect };
+	struct dt_fetch_source fs = { .expect = dt_source_expect(job, src) };
 	struct dt_fetch_opts opts;
 	char local[DT_JOB_PATH_MAX];
+	char where[DT_JOB_PATH_MAX + 128];
 	enum dt_status st;
 
-	if (src->path[0] == '\0' || !is_url(src->path))
+	if (src->path[0] == '\0')
 		return DT_OK;
 	fs.url = src->path;
 	fs.sha256 = src->sha256;
 	fs.size = src->size;
 	dt_fetch_opts_init(&opts);
 	opts.progress = progress;
-	opts.max_bytes = max_bytes;
+	opts.max_bytes = job->data.max_bytes;
 	st = dt_fetch(&fs, &opts, local, sizeof local, err);
-	if (st != DT_OK)
+	if (st != DT_OK) {
+		dt_job_where(job, key, where, sizeof where);
+		dt_error_prefix(err, "%s", where);
 		return st;
+	}
+	if (!is_url(src->path))
+		return DT_OK;
 	snprintf(src->path, sizeof src->path, "%s", local);
 	if (mirror != NULL)
 		snprintf(mirror, DT_JOB_PATH_MAX, "%s", local);
 	return DT_OK;
 }
 
+/* fetch_one for each source of the job's split which (0 train, 1 eval),
+ * job being the copy whose paths are rewritten. */
 static enum dt_status
-fetch_split(const struct dt_job *job, struct dt_data_split *s, int progress,
-	    int64_t max_bytes, struct dt_error *err)
+fetch_split(struct dt_job *job, int which, int progress, struct dt_error *err)
 {
+	struct dt_data_split *s = which == 0 ? &job->data.train :
+				  &job->data.eval;
+	const char *name = which == 0 ? "data.train" : "data.eval";
+	char key[32];
 	enum dt_status st;
 
-	st = fetch_one(&s->images_src, dt_source_expect(job, &s->images_src),
-		       s->images, progress, max_bytes, err);
+	snprintf(key, sizeof key, "%s.images", name);
+	st = fetch_one(job, key, &s->images_src, s->images, progress, err);
+	snprintf(key, sizeof key, "%s.labels", name);
 	if (st == DT_OK)
-		st = fetch_one(&s->labels_src,
-			       dt_source_expect(job, &s->labels_src),
-			       s->labels, progress, max_bytes, err);
+		st = fetch_one(job, key, &s->labels_src, s->labels, progress,
+			       err);
+	snprintf(key, sizeof key, "%s.file", name);
 	if (st == DT_OK)
-		st = fetch_one(&s->file, dt_source_expect(job, &s->file),
-			       NULL, progress, max_bytes, err);
+		st = fetch_one(job, key, &s->file, NULL, progress, err);
 	return st;
 }
 
@@ -85,15 +99,15 @@ dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
 {
 	enum dt_status st = DT_OK, all;
 	int first = dt_comm_local_rank(comm) == 0;
-	int64_t max = job->data.max_bytes;
 
-	/* The node's first rank downloads; the others wait on the node
-	 * barrier and then find the files in the cache. A failed download
-	 * is agreed on by every rank, so none tries it again. */
+	/* The node's first rank downloads (and hashes the local files the
+	 * job gives digests for); the others wait on the node barrier and
+	 * then find the files, and the digests, in the cache. A failed
+	 * download is agreed on by every rank, so none tries it again. */
 	if (first)
-		st = fetch_split(job, &job->data.train, progress, max, err);
+		st = fetch_split(job, 0, progress, err);
 	if (st == DT_OK && first)
-		st = fetch_split(job, &job->data.eval, progress, max, err);
+		st = fetch_split(job, 1, progress, err);
 	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
 		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
 	all = dt_comm_agree(comm, st, first ? err : NULL);
@@ -102,9 +116,17 @@ dt_source_fetch_all(struct dt_job *job, struct dt_comm *comm, int progress,
 						    "could not fetch the data "
 						    "(its message is above)");
 	if (!first)
-		st = fetch_split(job, &job->data.train, 0, max, err);
+		st = fetch_split(job, 0, 0, err);
 	if (st == DT_OK && !first)
-		st = fetch_split(job, &job->data.eval, 0, max, err);
+		st = fetch_split(job, 1, 0, err);
+	/* Only a file that differs on this rank fails here: named with the
+	 * rank, since the node's first rank found it right. */
+	if (st != DT_OK && dt_comm_size(comm) > 1)
+		dt_error_prefix(err, "rank %d: ", dt_comm_rank(comm));
+	st = dt_comm_agree(comm, st, err);
+	/* Then every rank proves it reads the same bytes (train/agree.h). */
+	if (st == DT_OK)
+		st = dt_agree_data(job, comm, err);
 	return st;
 }
 

@@ -7,6 +7,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-watchdog.sh \
 	tests/integration/jobs-plan.sh \
 	tests/integration/plan-memory.sh \
+	tests/integration/plan-tokens.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
 	tests/integration/rank-failure.sh \
@@ -16,6 +17,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/restarts.sh \
 	tests/integration/ckpt-kill.sh \
 	tests/integration/http.sh \
+	tests/integration/data-trust.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \

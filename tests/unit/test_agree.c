@@ -206,6 +206,52 @@ START_TEST(test_record)
 }
 END_TEST
 
+/* The data record: each source's path, size and sha256 (hashed here,
+ * worked out with Python's hashlib), and the difference a file with other
+ * bytes makes, named with the rank. The digest cache lives in a scratch
+ * directory of its own. */
+START_TEST(test_data_record)
+{
+	char cache[64] = "/tmp/dtrain-agree-cache.XXXXXX", cmd[128];
+	char *rec, *other, buf[1024], want[1024];
+	size_t len;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(cache));
+	setenv("DTRAIN_CACHE", cache, 1);
+	load(&job_a, NULL, 0);
+	ck_assert_int_eq(dt_agree_data_record(&job_a, &rec, &len, &err),
+			 DT_OK);
+	ck_assert_uint_eq(strlen(rec), len);
+	snprintf(want, sizeof want, "data.train.images\t%s: 1234 bytes, "
+		 "sha256 870c9585bb23bc5902a7da6b506efbe0"
+		 "a54befcff934ae663348c88a57c857e2\n", images);
+	ck_assert_ptr_nonnull(strstr(rec, want));
+	ck_assert_ptr_nonnull(strstr(rec, "data.train.labels\t"));
+	ck_assert_ptr_nonnull(strstr(rec, ": missing: No such file or "
+				     "directory\n"));
+
+	f = fopen(images, "ab");
+	ck_assert_ptr_nonnull(f);
+	fputs("xyz", f);
+	fclose(f);
+	ck_assert_int_eq(dt_agree_data_record(&job_a, &other, &len, &err),
+			 DT_OK);
+	ck_assert(dt_agree_diff(other, rec, 1, &job_a, buf, sizeof buf));
+	snprintf(want, sizeof want, "rank 1: data.train.images is %s: 1237 "
+		 "bytes, sha256 0df4e2a389486cfe39c8512bc88e63db"
+		 "6078081c5a1a084eaf35f7f020c18fc7 (%s/job.yaml:3:19), rank 0 "
+		 "has %s: 1234 bytes, sha256 870c9585bb23bc5902a7da6b506efbe0"
+		 "a54befcff934ae663348c88a57c857e2", images, dir, images);
+	ck_assert_str_eq(buf, want);
+	free(other);
+	free(rec);
+	unsetenv("DTRAIN_CACHE");
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(test_self_comm)
 {
 	struct dt_comm *c = dt_comm_self_new();
@@ -242,6 +288,7 @@ agree_suite(void)
 	tcase_add_test(tc, test_fingerprint);
 	tcase_add_test(tc, test_job_diff);
 	tcase_add_test(tc, test_record);
+	tcase_add_test(tc, test_data_record);
 	tcase_add_test(tc, test_self_comm);
 	suite_add_tcase(s, tc);
 	return s;

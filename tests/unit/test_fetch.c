@@ -695,7 +695,10 @@ START_TEST(test_header_lines)
 	char longline[400];
 
 	memset(&h, 0, sizeof h);
+	header(&h, "Transfer-Encoding: gzip, Chunked\r\n");
+	ck_assert_int_eq(h.chunked, 1);
 	header(&h, "HTTP/1.1 206 Partial Content\r\n");
+	ck_assert_int_eq(h.chunked, 0);
 	ck_assert_int_eq(h.status, 206);
 	ck_assert_str_eq(h.reason, "Partial Content");
 	ck_assert_int_eq(h.content_length, -1);
@@ -846,6 +849,151 @@ START_TEST(test_html_page_not_cached)
 	ck_assert_int_eq(cache_count(cache, ""), 0);
 	ck_assert_int_eq(cache_count(cache, ".part"), 0);
 	ck_assert_int_eq(cache_count(cache, ".meta"), 0);
+}
+END_TEST
+
+/* The digest cache: a second call reads the entry (shown by planting
+ * another digest in it), refresh hashes again, and a write to the file
+ * (a new ctime) is never answered from the old entry. */
+START_TEST(test_digest_cache)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], path[PATH_MAX], dir[PATH_MAX + 8];
+	char entry[PATH_MAX + 300], hex[65], text[1024];
+	const char *abc = "ba7816bf8f01cfea414140de5dae2223"
+			  "b00361a396177a9cb410ff61f20015ad";
+	const char *zeros = "00000000000000000000000000000000"
+			    "00000000000000000000000000000000";
+	struct dt_error err;
+	struct dirent *e;
+	char *at;
+	DIR *d;
+	FILE *f;
+	size_t n;
+
+	test_opts(&o, cache, "digest");
+	snprintf(path, sizeof path, "%s/abc.txt", tmpdir);
+	write_bytes(path, "abc", 3);
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, abc);
+
+	/* One entry, naming the file and holding its digest. */
+	snprintf(dir, sizeof dir, "%s/sha256", cache);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	entry[0] = '\0';
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.') {
+			ck_assert_str_eq(entry, "");
+			snprintf(entry, sizeof entry, "%s/%s", dir, e->d_name);
+		}
+	closedir(d);
+	ck_assert_str_ne(entry, "");
+	f = fopen(entry, "rb");
+	ck_assert_ptr_nonnull(f);
+	n = fread(text, 1, sizeof text - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	ck_assert_ptr_nonnull(strstr(text, "/abc.txt\t"));
+	at = strstr(text, abc);
+	ck_assert_ptr_nonnull(at);
+
+	/* Planted: the cache answers, without reading the file. */
+	memcpy(at, zeros, 64);
+	write_bytes(entry, text, n);
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, zeros);
+	o.refresh = 1;
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, abc);
+	o.refresh = 0;
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, abc);
+
+	/* Other bytes of the same size: another version, hashed anew. */
+	write_bytes(path, "abd", 3);
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_OK);
+	ck_assert_str_eq(hex, "a52d159f262b2c6ddb724a61840befc3"
+			 "6eb30c88877a4030b65cbe86298449c9");
+
+	snprintf(path, sizeof path, "%s/missing", tmpdir);
+	strcpy(hex, "untouched");
+	ck_assert_int_eq(dt_fetch_digest(path, &o, hex, &err), DT_ERR_IO);
+	assert_msg_has(&err, "missing: cannot stat: No such file");
+	ck_assert_str_eq(hex, "untouched");
+}
+END_TEST
+
+/* IDX and NPY files must hold what their headers promise. */
+START_TEST(test_check_whole)
+{
+	/* u8, 1 dimension of 4: 8 header bytes and 4 of data. */
+	static const unsigned char idx[] = { 0, 0, 8, 1, 0, 0, 0, 4,
+					     1, 2, 3, 4, 5 };
+	static const char npy[] = "\x93NUMPY\x01\x00\x40\x00{'descr': '|u1', "
+		"'fortran_order': False, 'shape': (3,), }      \n" "abc";
+	char path[PATH_MAX];
+	struct dt_error err;
+
+	snprintf(path, sizeof path, "%s/x.idx", tmpdir);
+	write_bytes(path, idx, 12);
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_IDX, "URL", &err),
+			 DT_OK);
+	write_bytes(path, idx, 11);
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_IDX, "URL", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "URL: the download is not a whole IDX file: ");
+	assert_msg_has(&err, "truncated: expected 4 bytes of data, found 3");
+	write_bytes(path, idx, 13);
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_IDX, "URL", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "trailing data");
+	/* Kinds without a length pass whatever their length. */
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_BINARY, "URL",
+					     &err), DT_OK);
+
+	snprintf(path, sizeof path, "%s/x.npy", tmpdir);
+	ck_assert_int_eq((int)sizeof npy - 1, 10 + 0x40 + 3);
+	write_bytes(path, npy, sizeof npy - 1);
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_NPY, "URL", &err),
+			 DT_OK);
+	write_bytes(path, npy, sizeof npy - 2);
+	ck_assert_int_eq(dt_data_check_whole(path, DT_DATA_NPY, "URL", &err),
+			 DT_ERR_DATA);
+	assert_msg_has(&err, "URL: the download is not a whole NPY file: ");
+	assert_msg_has(&err, "truncated");
+}
+END_TEST
+
+/* A body whose end is not marked (no Content-Length, not chunked) is a
+ * failed transfer unless a digest, a size or the format can show it
+ * whole; refresh downloads a cached file again. */
+START_TEST(test_unmarked_end)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX], out[PATH_MAX];
+	struct dt_fetch_source src = { .expect = DT_DATA_BINARY };
+	struct dt_error err;
+
+	test_opts(&o, cache, "unmarked");
+	url(u, "/fault/nolen/data.bin");
+	src.url = u;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err),
+			 DT_ERR_NET);
+	assert_msg_has(&err, "nolen/data.bin: the server sent neither a "
+		       "Content-Length nor a chunked body");
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+	ck_assert_int_eq(cache_count(cache, ".part"), 0);
+	src.size = DATA_LEN;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
+	/* Damaged at its final name and refreshed: whole again. */
+	write_bytes(out, "x", 1);
+	src.size = 0;
+	o.refresh = 1;
+	src.sha256 = data_sha;
+	ck_assert_int_eq(dt_fetch(&src, &o, out, sizeof out, &err), DT_OK);
+	assert_sha(out, data_sha);
 }
 END_TEST
 
@@ -1347,6 +1495,9 @@ fetch_suite(void)
 	tcase_add_test(tc, test_header_lines);
 	tcase_add_test(tc, test_sniff_kinds);
 	tcase_add_test(tc, test_html_page_not_cached);
+	tcase_add_test(tc, test_digest_cache);
+	tcase_add_test(tc, test_check_whole);
+	tcase_add_test(tc, test_unmarked_end);
 	tcase_add_test(tc, test_wrong_content);
 	tcase_add_test(tc, test_size_limits);
 	tcase_add_test(tc, test_redirects);
