@@ -30,6 +30,7 @@
 #include "train/signals.h"
 #include "train/state.h"
 #include "util/alloc.h"
+#include "util/cpus.h"
 
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
@@ -233,14 +234,6 @@ test_signal_setup(struct dt_run *r)
 		r->test_signal_step = strtol(v, NULL, 10);
 }
 
-static int
-node_cores(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? (int)n : 1;
-}
-
 /* Parameters of the whole model (a stage model holds its stage's). */
 static size_t
 whole_params(const struct dt_run *r)
@@ -427,7 +420,7 @@ static enum dt_status
 setup_compute(struct dt_run *r, struct dt_error *err)
 {
 	struct dt_plan_host host = {
-		.cores = node_cores(),
+		.cores = dt_cpus_node_share(dt_comm_local_size(r->comm)),
 		.local_ranks = dt_comm_local_size(r->comm),
 		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
 	};

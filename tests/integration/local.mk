@@ -46,6 +46,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/outputs-full.sh \
 	tests/integration/tensorboard.sh \
 	tests/integration/diverge.sh \
+	tests/integration/diverge-first-step.sh \
+	tests/integration/threads-affinity.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
 	tests/integration/overlap.sh \
