@@ -260,6 +260,29 @@ announce_overlap(const struct dt_run *r)
 		fprintf(stderr, "progress between layers\n");
 }
 
+/* What each evaluation scores, and when (eval.max_batches bounds it). */
+static void
+announce_eval(const struct dt_run *r)
+{
+	int64_t n = dt_eval_samples(r), every = r->job->eval.every_steps;
+	char when[64] = "";
+
+	if (!r->have_eval)
+		return;
+	if (every > 0)
+		snprintf(when, sizeof when, " every %lld steps and",
+			 (long long)every);
+	if (n < r->eval.n)
+		fprintf(stderr, "dtrain: evaluation: %lld of %lld samples "
+			"(eval.max_batches %lld x global batch %lld)%s at the "
+			"end\n", (long long)n, (long long)r->eval.n,
+			(long long)r->job->eval.max_batches,
+			(long long)r->plan.global_batch, when);
+	else
+		fprintf(stderr, "dtrain: evaluation: all %lld samples%s at "
+			"the end\n", (long long)n, when);
+}
+
 static void
 announce(const struct dt_run *r)
 {
@@ -284,6 +307,7 @@ announce(const struct dt_run *r)
 			hier ? "hierarchical (each host's ranks first)" : "flat");
 	if (dt_grad_sync_overlap(r->sync))
 		announce_overlap(r);
+	announce_eval(r);
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "
@@ -317,6 +341,30 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 	return bytes;
 }
 
+/* A signal stopped the final evaluation: the final checkpoint, as for a
+ * stop during a step, and exit 3 (no summary: the run has no final
+ * evaluation). */
+static enum dt_status
+stopped_in_eval(struct dt_run *r, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (dt_grad_sync_servers(r->sync) == NULL &&
+	    r->last_ckpt_step != r->position.step)
+		st = dt_run_checkpoint(r, err);
+	if (st != DT_OK)
+		return st;
+	if (r->last_ckpt_step != r->position.step)
+		return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted during "
+				 "the final evaluation, after the last step "
+				 "%lld; no checkpoint of it (checkpoint.at_end "
+				 "is false)", (long long)r->position.step);
+	return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted during the "
+			 "final evaluation, after the last step %lld; "
+			 "checkpoint written; evaluate it with: dtrain eval %s",
+			 (long long)r->position.step, r->dir);
+}
+
 /* The end of a run: the final evaluation, its metrics line, the final
  * checkpoint and summary.json. */
 static enum dt_status
@@ -335,6 +383,10 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 		res->eval_accuracy = r->best.eval_accuracy;
 	} else if (st == DT_OK && r->have_eval) {
 		st = dt_eval_run(r, &res->eval_loss, &res->eval_accuracy, err);
+		if (st == DT_ERR_INTERRUPTED) {
+			free(bytes);
+			return stopped_in_eval(r, err);
+		}
 		if (st == DT_OK && r->rank == 0)
 			out = dt_metrics_eval(r, res->eval_loss,
 					      res->eval_accuracy, &out_err);
@@ -551,15 +603,38 @@ work(struct dt_run *r, const struct dt_run_opts *opts,
 	if (r->rank == 0 && opts->progress)
 		announce(r);
 	test_signal_setup(r);
-	dt_signals_install();
 	st = dt_loop_run(r, res, err);
 	dt_progress_end(&r->progress);
 	if (ps != NULL)
 		st = release_servers(r, ps, st, err);
 	if (st == DT_OK)
 		st = finish(r, res, err);
-	dt_signals_restore();
 	return st;
+}
+
+/* A signal during the set-up (the data's fetch and decoding above all)
+ * is held until it ends, then every rank learns of it here: a stop
+ * before the first step, with the checkpoint a resumed run came from
+ * untouched (collective over every rank). */
+static enum dt_status
+stopped_in_setup(struct dt_run *r, struct dt_error *err)
+{
+	int stop = dt_signals_pending() != 0;
+	enum dt_status st;
+
+	st = dt_comm_allreduce_max_int(r->comm, &stop, 1, err);
+	if (st != DT_OK || !stop)
+		return st;
+	if (r->resumed_from < 0)
+		return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted while "
+				 "setting up (loading the data), before the "
+				 "first step; nothing was trained or kept: run "
+				 "the job again");
+	return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted while setting "
+			 "up (loading the data), before the first step after "
+			 "step %lld; its checkpoint is unchanged; continue "
+			 "with: dtrain resume %s", (long long)r->position.step,
+			 r->dir);
 }
 
 static void
@@ -617,6 +692,10 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	int done = 0;
 
 	run_init(&r, job, comm, res);
+	/* From here a first SIGINT or SIGTERM asks for a stop at the next
+	 * point that checks (after the set-up, a step, a piece of an
+	 * evaluation); dt_signals_restore below. */
+	dt_signals_install();
 	/* Before anything is allocated, every rank proves it holds the
 	 * same resolved job, data sizes and build (train/agree.h): a rank
 	 * launched with another --set or a node-local job file that differs
@@ -626,6 +705,8 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 		st = setup_compute(&r, err);
 	if (st == DT_OK)
 		st = setup_run(&r, opts, &done, err);
+	if (st == DT_OK && !done)
+		st = stopped_in_setup(&r, err);
 	res->resumed_from = r.resumed_from;
 	if (st == DT_OK && done) {
 		res->already_done = done;
@@ -660,6 +741,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 			st = dt_errorf(err, all, "a worker failed");
 	}
 out:
+	dt_signals_restore();
 	run_fini(&r);
 	return st;
 }
