@@ -158,6 +158,40 @@ resumed_length(struct dt_run *r, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Rank 0, on resume: a cosine schedule whose length changed (--set
+ * train.steps or train.epochs, another global batch) is said to be
+ * reshaped, with the rate of the next step before and after, read
+ * against the length of the run's previous plan.json (the schedule that
+ * trained up to the checkpoint). The new length is kept: a run extended
+ * on purpose wants its decay spread over the new length. */
+static void
+note_schedule(const struct dt_run *r)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	struct json_object *plan, *batch, *total;
+	struct dt_lr_schedule was = r->plan.lr_schedule;
+	int64_t step = r->position.step;
+
+	if (r->rank != 0 || r->resumed_from < 0 ||
+	    was.kind != DT_SCHED_COSINE ||
+	    snprintf(path, sizeof path, "%s/plan.json", r->dir) >=
+	    (int)sizeof path)
+		return;
+	plan = json_object_from_file(path);
+	if (plan != NULL && json_object_object_get_ex(plan, "batch", &batch) &&
+	    json_object_object_get_ex(batch, "total_steps", &total))
+		was.total_steps = json_object_get_int64(total);
+	json_object_put(plan);
+	if (was.total_steps == r->plan.total_steps ||
+	    was.total_steps <= was.warmup_steps)
+		return;
+	fprintf(stderr, "dtrain: the cosine schedule now spans %lld steps "
+		"(it spanned %lld): the rate of step %lld is %g (it was %g "
+		"on the old span)\n", (long long)r->plan.total_steps,
+		(long long)was.total_steps, (long long)(step + 1),
+		dt_lr_at(&r->plan.lr_schedule, step), dt_lr_at(&was, step));
+}
+
 /* Rank 0: a new run directory (refusing one with results), or the
  * existing one of a resumed run (job.yaml once there is something to
  * do); every rank: the paths. */
@@ -581,6 +615,8 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 	st = resume_point(r, done, err);
 	if (st == DT_OK && !*done)
 		st = resumed_length(r, err);
+	if (st == DT_OK && !*done)
+		note_schedule(r);
 	if (st == DT_OK && !*done)
 		st = agree(r, save_job(r, err), err);
 	return st;
