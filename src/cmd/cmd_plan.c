@@ -25,6 +25,7 @@
 #include "optim/schedule.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
+#include "util/cpus.h"
 
 /* One data source of the job and where it is (or would be) on this
  * machine. */
@@ -430,9 +431,8 @@ cmd_plan(int argc, char **argv)
 	enum dt_status st;
 	int n_sets, ranks, json, n_srcs = 0;
 	struct dt_plan_data data = { -1, 0, -1, 0 };
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct dt_plan_host host = {
-		.cores = cores > 0 ? (int)cores : 1,
+		.cores = dt_cpus_node_share(1),
 		.local_ranks = 1,
 		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
 	};

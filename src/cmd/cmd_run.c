@@ -34,6 +34,7 @@
 #include "train/signals.h"
 #include "train/train.h"
 #include "util/alloc.h"
+#include "util/cpus.h"
 
 /* Where the ranks of `run -n` write their pid and exit code for the
  * launcher (launch_note), and the hint that rank 0's stderr ends on a
@@ -292,7 +293,7 @@ child_argv(int argc, char **argv, const struct run_args *a,
 	size_t n_mpi = a->mpi_args != NULL ? strlen(a->mpi_args) / 2 + 1 : 0;
 	const char **args = dt_xmalloc((size_t)argc + 22 + n_mpi,
 				       sizeof *args);
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	long cores = dt_cpus_allowed();
 	int n = 0;
 
 	*mpi_words = NULL;
@@ -806,9 +807,8 @@ precheck(const struct run_args *a, const struct dt_job *job,
 	 struct dt_error *err)
 {
 	char dir[DT_JOB_PATH_MAX + 32], path[DT_JOB_PATH_MAX + 64];
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct dt_plan_host host = {
-		.cores = cores > 0 ? (int)cores : 1,
+		.cores = dt_cpus_node_share(a->n_ranks),
 		.local_ranks = a->n_ranks,
 		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
 	};

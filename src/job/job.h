@@ -338,6 +338,9 @@ struct dt_job {
 		int64_t patience;	/* stop after this many evaluations
 					 * without improvement; 0 = off */
 		enum dt_eval_monitor monitor;	/* default loss */
+		int64_t max_batches;	/* an evaluation scores at most this
+					 * many global batches of samples;
+					 * 0 = the whole split (default 200) */
 	} eval;
 
 	struct {

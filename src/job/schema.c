@@ -382,6 +382,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "eval.monitor", .type = DT_KEY_ENUM, .off = OFF(eval.monitor),
 	  .def = "loss", .names = monitor_names,
 	  .doc = "what improves: lower loss, higher accuracy, lower perplexity" },
+	{ .key = "eval.max_batches", .type = DT_KEY_INT,
+	  .off = OFF(eval.max_batches), .def = "200", IN(0, DT_JOB_STEPS_MAX),
+	  .doc = "score at most this many global batches of eval samples; "
+		 "0: all" },
 
 	{ .key = "log", .type = DT_KEY_SECTION, .doc = "logging cadence" },
 	{ .key = "log.every_steps", .type = DT_KEY_INT,

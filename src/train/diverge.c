@@ -21,13 +21,15 @@ dt_diverge_init(struct dt_diverge *d, enum dt_on_divergence policy,
 		d->loss_floor = log((double)n_classes);
 }
 
-/* The loss threshold, or +inf while there is no reference (mse before
- * its first step). */
+/* The loss threshold, or +inf while there is no early mean yet: the
+ * run's first checked step sets the reference and is not judged (the
+ * floor alone would stop a model whose untrained loss is high, before
+ * it has taken a single update). */
 static double
 loss_threshold(const struct dt_diverge *d, double *mean)
 {
 	*mean = d->loss_n > 0 ? d->loss_sum / (double)d->loss_n : NAN;
-	if (d->loss_n == 0 && d->loss_floor <= 0)
+	if (d->loss_n == 0)
 		return INFINITY;
 	return DT_DIVERGE_LOSS_K * (d->loss_n > 0 && *mean > d->loss_floor ?
 				    *mean : d->loss_floor);

@@ -11,6 +11,8 @@
  * where "early mean" is the mean over the first DT_DIVERGE_WINDOW
  * checked steps of the run (a resumed run carries it in its checkpoint),
  * and a step inside that window is checked against the steps before it.
+ * The first checked step has none before it: it is counted, not judged,
+ * so the guard judges from the second checked step on.
  * The ln(classes) floor is the loss of a uniform guess, so a model that
  * starts out no better than chance may move around it freely; a loss ten
  * times that is confidently wrong on almost every sample. */

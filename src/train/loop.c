@@ -337,6 +337,40 @@ output_failed(struct dt_run *r, enum dt_status st, struct dt_error *err)
 			 what, (long long)r->position.step, saved);
 }
 
+/* The evaluation of eval.every_steps after this step: its metrics line
+ * (into *out, rank 0), the best checkpoint, eval.patience. A signal during
+ * it sets *stop and leaves the rest undone. */
+static enum dt_status
+periodic_eval(struct dt_run *r, struct cadence *c, int *stop, int *last,
+	      enum dt_status *out, struct dt_error *err)
+{
+	int64_t step = r->position.step;
+	enum dt_status st;
+	double el, ea;
+
+	st = dt_eval_run(r, &el, &ea, err);
+	if (st == DT_ERR_INTERRUPTED) {
+		*stop = 1;
+		return DT_OK;
+	}
+	if (st != DT_OK)
+		dt_run_die(r, err);
+	if (r->rank == 0) {
+		if (*out == DT_OK)
+			*out = dt_metrics_eval(r, el, ea, err);
+		dt_progress_eval(&r->progress, step, el, ea);
+	}
+	st = dt_best_after_eval(r, el, ea, err);
+	if (st != DT_OK)
+		return st;
+	/* eval.patience used up: this is the last step (a signal still
+	 * gets its checkpoint and exit 3 first). */
+	if (!*stop && dt_best_stop_now(r))
+		*last = 1;
+	c->t_window = dt_now();
+	return DT_OK;
+}
+
 /* After a step: the log line, the evaluation and the checkpoint that are
  * due, and the stop a signal asked for. *last: the run's last step. */
 static enum dt_status
@@ -347,7 +381,6 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 	int64_t step = r->position.step;
 	int stop = r->report->stop > 0, ckpt, wrote = 0;
 	enum dt_status st;
-	double el, ea;
 	enum dt_status out = DT_OK;
 
 	*last = is_done(r) || step == r->plan.total_steps;
@@ -360,21 +393,9 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 	}
 	if (r->have_eval && job->eval.every_steps > 0 &&
 	    step % job->eval.every_steps == 0 && !*last) {
-		if (dt_eval_run(r, &el, &ea, err) != DT_OK)
-			dt_run_die(r, err);
-		if (r->rank == 0) {
-			if (out == DT_OK)
-				out = dt_metrics_eval(r, el, ea, err);
-			dt_progress_eval(&r->progress, step, el, ea);
-		}
-		st = dt_best_after_eval(r, el, ea, err);
+		st = periodic_eval(r, c, &stop, last, &out, err);
 		if (st != DT_OK)
 			return st;
-		/* eval.patience used up: this is the last step (a signal
-		 * still gets its checkpoint and exit 3 first). */
-		if (!stop && dt_best_stop_now(r))
-			*last = 1;
-		c->t_window = dt_now();
 		wrote = 1;
 	}
 	if (wrote && output_failed(r, out, err) != DT_OK)
@@ -382,7 +403,7 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 	ckpt = (job->checkpoint.every_steps > 0 &&
 		step % job->checkpoint.every_steps == 0) ||
 	       r->report->ckpt_due > 0 || stop;
-	if (ckpt && !*last) {
+	if (ckpt && (!*last || stop)) {
 		st = dt_run_checkpoint(r, err);
 		if (st != DT_OK)
 			return st;

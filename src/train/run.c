@@ -30,6 +30,7 @@
 #include "train/signals.h"
 #include "train/state.h"
 #include "util/alloc.h"
+#include "util/cpus.h"
 
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
@@ -157,6 +158,40 @@ resumed_length(struct dt_run *r, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Rank 0, on resume: a cosine schedule whose length changed (--set
+ * train.steps or train.epochs, another global batch) is said to be
+ * reshaped, with the rate of the next step before and after, read
+ * against the length of the run's previous plan.json (the schedule that
+ * trained up to the checkpoint). The new length is kept: a run extended
+ * on purpose wants its decay spread over the new length. */
+static void
+note_schedule(const struct dt_run *r)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	struct json_object *plan, *batch, *total;
+	struct dt_lr_schedule was = r->plan.lr_schedule;
+	int64_t step = r->position.step;
+
+	if (r->rank != 0 || r->resumed_from < 0 ||
+	    was.kind != DT_SCHED_COSINE ||
+	    snprintf(path, sizeof path, "%s/plan.json", r->dir) >=
+	    (int)sizeof path)
+		return;
+	plan = json_object_from_file(path);
+	if (plan != NULL && json_object_object_get_ex(plan, "batch", &batch) &&
+	    json_object_object_get_ex(batch, "total_steps", &total))
+		was.total_steps = json_object_get_int64(total);
+	json_object_put(plan);
+	if (was.total_steps == r->plan.total_steps ||
+	    was.total_steps <= was.warmup_steps)
+		return;
+	fprintf(stderr, "dtrain: the cosine schedule now spans %lld steps "
+		"(it spanned %lld): the rate of step %lld is %g (it was %g "
+		"on the old span)\n", (long long)r->plan.total_steps,
+		(long long)was.total_steps, (long long)(step + 1),
+		dt_lr_at(&r->plan.lr_schedule, step), dt_lr_at(&was, step));
+}
+
 /* Rank 0: a new run directory (refusing one with results), or the
  * existing one of a resumed run (job.yaml once there is something to
  * do); every rank: the paths. */
@@ -233,14 +268,6 @@ test_signal_setup(struct dt_run *r)
 		r->test_signal_step = strtol(v, NULL, 10);
 }
 
-static int
-node_cores(void)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	return n > 0 ? (int)n : 1;
-}
-
 /* Parameters of the whole model (a stage model holds its stage's). */
 static size_t
 whole_params(const struct dt_run *r)
@@ -267,6 +294,29 @@ announce_overlap(const struct dt_run *r)
 		fprintf(stderr, "progress between layers\n");
 }
 
+/* What each evaluation scores, and when (eval.max_batches bounds it). */
+static void
+announce_eval(const struct dt_run *r)
+{
+	int64_t n = dt_eval_samples(r), every = r->job->eval.every_steps;
+	char when[64] = "";
+
+	if (!r->have_eval)
+		return;
+	if (every > 0)
+		snprintf(when, sizeof when, " every %lld steps and",
+			 (long long)every);
+	if (n < r->eval.n)
+		fprintf(stderr, "dtrain: evaluation: %lld of %lld samples "
+			"(eval.max_batches %lld x global batch %lld)%s at the "
+			"end\n", (long long)n, (long long)r->eval.n,
+			(long long)r->job->eval.max_batches,
+			(long long)r->plan.global_batch, when);
+	else
+		fprintf(stderr, "dtrain: evaluation: all %lld samples%s at "
+			"the end\n", (long long)n, when);
+}
+
 static void
 announce(const struct dt_run *r)
 {
@@ -291,6 +341,7 @@ announce(const struct dt_run *r)
 			hier ? "hierarchical (each host's ranks first)" : "flat");
 	if (dt_grad_sync_overlap(r->sync))
 		announce_overlap(r);
+	announce_eval(r);
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
 			"stages x %d tensor-parallel, %s schedule, %lld "
@@ -324,6 +375,30 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 	return bytes;
 }
 
+/* A signal stopped the final evaluation: the final checkpoint, as for a
+ * stop during a step, and exit 3 (no summary: the run has no final
+ * evaluation). */
+static enum dt_status
+stopped_in_eval(struct dt_run *r, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (dt_grad_sync_servers(r->sync) == NULL &&
+	    r->last_ckpt_step != r->position.step)
+		st = dt_run_checkpoint(r, err);
+	if (st != DT_OK)
+		return st;
+	if (r->last_ckpt_step != r->position.step)
+		return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted during "
+				 "the final evaluation, after the last step "
+				 "%lld; no checkpoint of it (checkpoint.at_end "
+				 "is false)", (long long)r->position.step);
+	return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted during the "
+			 "final evaluation, after the last step %lld; "
+			 "checkpoint written; evaluate it with: dtrain eval %s",
+			 (long long)r->position.step, r->dir);
+}
+
 /* The end of a run: the final evaluation, its metrics line, the final
  * checkpoint and summary.json. */
 static enum dt_status
@@ -343,6 +418,10 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 		res->eval_accuracy = r->best.eval_accuracy;
 	} else if (st == DT_OK && r->have_eval) {
 		st = dt_eval_run(r, &res->eval_loss, &res->eval_accuracy, err);
+		if (st == DT_ERR_INTERRUPTED) {
+			free(bytes);
+			return stopped_in_eval(r, err);
+		}
 		if (st == DT_OK && r->rank == 0)
 			out = dt_metrics_eval(r, res->eval_loss,
 					      res->eval_accuracy, &out_err);
@@ -429,7 +508,7 @@ static enum dt_status
 setup_compute(struct dt_run *r, struct dt_error *err)
 {
 	struct dt_plan_host host = {
-		.cores = node_cores(),
+		.cores = dt_cpus_node_share(dt_comm_local_size(r->comm)),
 		.local_ranks = dt_comm_local_size(r->comm),
 		.blas_env = getenv("OPENBLAS_NUM_THREADS"),
 	};
@@ -539,6 +618,8 @@ setup_run(struct dt_run *r, const struct dt_run_opts *opts, int *done,
 	if (st == DT_OK && !*done)
 		st = resumed_length(r, err);
 	if (st == DT_OK && !*done)
+		note_schedule(r);
+	if (st == DT_OK && !*done)
 		st = agree(r, save_job(r, err), err);
 	return st;
 }
@@ -560,15 +641,38 @@ work(struct dt_run *r, const struct dt_run_opts *opts,
 	if (r->rank == 0 && opts->progress)
 		announce(r);
 	test_signal_setup(r);
-	dt_signals_install();
 	st = dt_loop_run(r, res, err);
 	dt_progress_end(&r->progress);
 	if (ps != NULL)
 		st = release_servers(r, ps, st, err);
 	if (st == DT_OK)
 		st = finish(r, res, err);
-	dt_signals_restore();
 	return st;
+}
+
+/* A signal during the set-up (the data's fetch and decoding above all)
+ * is held until it ends, then every rank learns of it here: a stop
+ * before the first step, with the checkpoint a resumed run came from
+ * untouched (collective over every rank). */
+static enum dt_status
+stopped_in_setup(struct dt_run *r, struct dt_error *err)
+{
+	int stop = dt_signals_pending() != 0;
+	enum dt_status st;
+
+	st = dt_comm_allreduce_max_int(r->comm, &stop, 1, err);
+	if (st != DT_OK || !stop)
+		return st;
+	if (r->resumed_from < 0)
+		return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted while "
+				 "setting up (loading the data), before the "
+				 "first step; nothing was trained or kept: run "
+				 "the job again");
+	return dt_errorf(err, DT_ERR_INTERRUPTED, "interrupted while setting "
+			 "up (loading the data), before the first step after "
+			 "step %lld; its checkpoint is unchanged; continue "
+			 "with: dtrain resume %s", (long long)r->position.step,
+			 r->dir);
 }
 
 static void
@@ -626,6 +730,10 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	int done = 0;
 
 	run_init(&r, job, comm, res);
+	/* From here a first SIGINT or SIGTERM asks for a stop at the next
+	 * point that checks (after the set-up, a step, a piece of an
+	 * evaluation); dt_signals_restore below. */
+	dt_signals_install();
 	/* Before anything is allocated, every rank proves it holds the
 	 * same resolved job, data sizes and build (train/agree.h): a rank
 	 * launched with another --set or a node-local job file that differs
@@ -635,6 +743,8 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 		st = setup_compute(&r, err);
 	if (st == DT_OK)
 		st = setup_run(&r, opts, &done, err);
+	if (st == DT_OK && !done)
+		st = stopped_in_setup(&r, err);
 	res->resumed_from = r.resumed_from;
 	if (st == DT_OK && done) {
 		res->already_done = done;
@@ -669,6 +779,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 			st = dt_errorf(err, all, "a worker failed");
 	}
 out:
+	dt_signals_restore();
 	run_fini(&r);
 	return st;
 }

@@ -6,7 +6,7 @@ libdtrain_la_SOURCES += src/util/status.h src/util/status.c \
 	src/util/sysmem.h src/util/sysmem.c src/util/tfevents.h src/util/tfevents.c \
 	src/util/threadpool.h src/util/threadpool.c src/util/jsonnum.h src/util/jsonnum.c \
 	src/util/bf16.h src/util/bf16.c src/util/span.h src/util/span.c \
-	src/util/meter.h src/util/meter.c
+	src/util/meter.h src/util/meter.c src/util/cpus.h src/util/cpus.c
 
 check_PROGRAMS += tests/unit/test_tfevents
 TESTS += tests/unit/test_tfevents

@@ -50,6 +50,10 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/outputs-full.sh \
 	tests/integration/tensorboard.sh \
 	tests/integration/diverge.sh \
+	tests/integration/diverge-first-step.sh \
+	tests/integration/threads-affinity.sh \
+	tests/integration/stop-final-eval.sh \
+	tests/integration/resume-schedule.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
 	tests/integration/overlap.sh \

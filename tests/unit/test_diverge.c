@@ -66,14 +66,8 @@ START_TEST(loss_floor_then_mean)
 
 	dt_diverge_init(&d, DT_DIVERGENCE_ABORT,
 			DT_LOSS_SOFTMAX_CROSS_ENTROPY, 10);
-	/* First step: the floor alone, 10 x 2.302585 = 23.02585. */
-	ck_assert_int_eq(dt_diverge_check(&d, 1, 23.1, NAN, NULL, &err),
-			 DT_ERR_NUMERIC);
-	ck_assert_ptr_nonnull(strstr(err.msg, "step 1: loss 23.1 above the "
-				     "divergence threshold 23.0259"));
-	ck_assert_int_eq(d.loss_n, 0);
-	ck_assert_int_eq(dt_diverge_check(&d, 1, 23.0, NAN, NULL, &err), DT_OK);
 	/* Early mean 23 is above the floor: threshold 230. */
+	ck_assert_int_eq(dt_diverge_check(&d, 1, 23.0, NAN, NULL, &err), DT_OK);
 	ck_assert_int_eq(dt_diverge_check(&d, 2, 229.0, NAN, NULL, &err),
 			 DT_OK);
 	dt_diverge_init(&d, DT_DIVERGENCE_ABORT,
@@ -86,6 +80,44 @@ START_TEST(loss_floor_then_mean)
 				     "mean 23, ln(classes) 2.30259))"));
 	/* A NAN norm is neither checked nor counted. */
 	ck_assert_int_eq(d.norm_n, 0);
+	/* Early means 1, then 1.5, are below the floor: threshold
+	 * 10 x 2.302585 = 23.02585. */
+	dt_diverge_init(&d, DT_DIVERGENCE_ABORT,
+			DT_LOSS_SOFTMAX_CROSS_ENTROPY, 10);
+	ck_assert_int_eq(dt_diverge_check(&d, 1, 1.0, NAN, NULL, &err), DT_OK);
+	ck_assert_int_eq(dt_diverge_check(&d, 2, 2.0, NAN, NULL, &err), DT_OK);
+	ck_assert_int_eq(dt_diverge_check(&d, 3, 23.1, NAN, NULL, &err),
+			 DT_ERR_NUMERIC);
+	ck_assert_ptr_nonnull(strstr(err.msg, "step 3: loss 23.1 above the "
+				     "divergence threshold 23.0259"));
+}
+END_TEST
+
+/* The untrained model's loss, however high, is the reference, not a
+ * verdict: the first checked step (of a new run: no early sums) is
+ * counted and never judged, whatever it holds, loss or norm. */
+START_TEST(first_step_sets_the_reference)
+{
+	struct dt_diverge d;
+	struct dt_error err;
+
+	dt_diverge_init(&d, DT_DIVERGENCE_ABORT,
+			DT_LOSS_SOFTMAX_CROSS_ENTROPY, 10);
+	err.msg[0] = '\0';
+	ck_assert_int_eq(dt_diverge_check(&d, 1, 1000.0, 1e6, NULL, &err),
+			 DT_OK);
+	ck_assert_str_eq(err.msg, "");
+	ck_assert_int_eq(d.loss_n, 1);
+	ck_assert_double_eq_tol(d.loss_sum, 1000.0, 1e-12);
+	/* Threshold 10 x max(1000, 2.302585) = 10000; then the mean of
+	 * 1000 and 9999, 5499.5: threshold 54995. */
+	ck_assert_int_eq(dt_diverge_check(&d, 2, 9999.0, 1.0, NULL, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_diverge_check(&d, 3, 54996.0, 1.0, NULL, &err),
+			 DT_ERR_NUMERIC);
+	ck_assert_ptr_nonnull(strstr(err.msg, "step 3: loss 54996 above the "
+				     "divergence threshold 54995 (10 x max("
+				     "early mean 5499.5, ln(classes)"));
 }
 END_TEST
 
@@ -172,6 +204,7 @@ main(void)
 
 	tcase_add_test(tc, grad_norm_trips);
 	tcase_add_test(tc, loss_floor_then_mean);
+	tcase_add_test(tc, first_step_sets_the_reference);
 	tcase_add_test(tc, window_freezes_the_sums);
 	tcase_add_test(tc, mse_has_no_floor);
 	tcase_add_test(tc, warn_once_and_off);
