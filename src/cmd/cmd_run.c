@@ -23,7 +23,7 @@
 #include <sys/stat.h>
 
 #include "cmd/banner.h"
-#include "cmd/hosts.h"
+#include "launch/hosts.h"
 #include "config.h"
 #include "comm/comm.h"
 #include "job/job.h"
