@@ -22,7 +22,7 @@
 
 #include <sys/stat.h>
 
-#include "cmd/banner.h"
+#include "launch/banner.h"
 #include "launch/hosts.h"
 #include "config.h"
 #include "comm/comm.h"

@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
 libdtrain_la_SOURCES += src/cmd/cmd.h src/cmd/common.c src/cmd/cmd_run.c
-libdtrain_la_SOURCES += src/cmd/banner.h src/cmd/banner.c
 libdtrain_la_SOURCES += src/cmd/opt.h src/cmd/opt.c src/cmd/cmd_help.c
 libdtrain_la_SOURCES += src/cmd/cmd_export.c src/cmd/cmd_eval.c src/cmd/cmd_predict.c
 libdtrain_la_SOURCES += src/cmd/model_io.h src/cmd/model_io.c

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # The launcher of `dtrain run -n`: mpirun started, supervised, restarted.
 libdtrain_la_SOURCES += src/launch/hosts.h src/launch/hosts.c
+libdtrain_la_SOURCES += src/launch/banner.h src/launch/banner.c
 
 # launch/hosts.c: the hostfile, the placement of ranks and the probe of an
 # elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
