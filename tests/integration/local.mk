@@ -19,7 +19,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
 	tests/integration/layout-resume.sh \
-	tests/integration/train-function-length.sh \
+	tests/integration/function-length.sh \
 	tests/integration/eval-predict.sh \
 	tests/integration/predict-token-ids.sh \
 	tests/integration/empty-path-args.sh \
