@@ -4,7 +4,7 @@
  * name, --set in order, the operand count, options after the operand, the
  * synopsis and --help made from the table; and checks over the real
  * command table (every option documented, no name twice); the filter of
- * mpirun's stderr under `run -n` (cmd/banner.c). The words of
+ * mpirun's stderr under `run -n` (launch/banner.c). The words of
  * each command's synopsis against dtrain(1) are
  * tests/integration/usage-man.sh's. */
 #include <check.h>
@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/banner.h"
+#include "launch/banner.h"
 #include "cmd/cmd.h"
 
 struct t_args {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_hosts.c - the hosts of an elastic launch (cmd/hosts.c): a hostfile
+/* test_hosts.c - the hosts of an elastic launch (launch/hosts.c): a hostfile
  * with comments, a host named twice and a line without slots=, its
  * refusals, where the ranks go when hosts are lost, the hostfile written
  * back, and the probe against a stand-in for mpirun (a shell script that
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/hosts.h"
+#include "launch/hosts.h"
 
 static char dir[64];
 

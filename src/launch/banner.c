@@ -3,7 +3,7 @@
  * (banner.h). Open MPI's show_help frames each message with a rule of
  * dashes (74 of them in 4.1) above and below; a rule here is a line of
  * 20 or more dashes and nothing else. */
-#include "cmd/banner.h"
+#include "launch/banner.h"
 
 #include <stdlib.h>
 #include <string.h>

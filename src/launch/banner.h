@@ -12,8 +12,8 @@
  * for byte (the progress line's redraws included), holding back only
  * those two blocks until the job has ended: dropped when it ended
  * interrupted (status 3 from every rank), written out otherwise. */
-#ifndef DT_CMD_BANNER_H
-#define DT_CMD_BANNER_H
+#ifndef DT_LAUNCH_BANNER_H
+#define DT_LAUNCH_BANNER_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * hostfile read and written back, a probe of each host through mpirun, and
  * where Open MPI puts the ranks (it fills each host's slots in the file's
  * order). */
-#ifndef DT_CMD_HOSTS_H
-#define DT_CMD_HOSTS_H
+#ifndef DT_LAUNCH_HOSTS_H
+#define DT_LAUNCH_HOSTS_H
 
 #include <stddef.h>
 

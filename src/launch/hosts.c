@@ -3,7 +3,7 @@
  * hostfile format as its mpirun(1) page describes it (a name, then
  * key=value words; only slots= matters here), and a probe of each host by
  * the same mpirun, bounded by a timeout. */
-#include "cmd/hosts.h"
+#include "launch/hosts.h"
 
 #include <errno.h>
 #include <fcntl.h>

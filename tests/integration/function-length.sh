@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# train-function-length.sh - no function in src/train/*.c is longer than
-# 80 lines, counted from the line that names it (at the start of a line,
-# the style's definition form) to its closing brace at the start of a
-# line. Then checks the check itself: a made-up 81-line function fails.
+# function-length.sh - no function in src/train/*.c, src/cmd/*.c or
+# src/launch/*.c is longer than 80 lines, counted from the line that names
+# it (at the start of a line, the style's definition form) to its closing
+# brace at the start of a line. With files as arguments (relative to
+# top_srcdir), those are checked instead. Then checks the check itself: a
+# made-up 81-line function fails.
 top=$(cd "${top_srcdir:-.}" && pwd)
 . "$top/tests/integration/lib.sh"
 
@@ -24,8 +26,15 @@ long_functions() {
 	}' "$@"
 }
 
-found=$(long_functions "$top"/src/train/*.c)
-[ -z "$found" ] || fail "functions over $MAX lines in src/train:
+if [ $# -gt 0 ]; then
+	where="$*"
+	found=$(cd "$top" && long_functions "$@")
+else
+	where="src/train, src/cmd, src/launch"
+	found=$(cd "$top" && long_functions src/train/*.c src/cmd/*.c \
+		src/launch/*.c)
+fi
+[ -z "$found" ] || fail "functions over $MAX lines in $where:
 $found"
 
 # A function of 81 lines must be found, and one of 80 must not.
@@ -50,4 +59,4 @@ $found"
 long_functions long.c | grep -q 'long_one 81 lines' ||
 	fail "the check missed an 81-line function"
 [ -z "$(long_functions short.c)" ] || fail "the check refused 80 lines"
-echo "ok: no function in src/train over $MAX lines"
+echo "ok: no function in $where over $MAX lines"

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/* mpirun_cmd.c - the command lines the launcher runs (launch_priv.h): the
+ * mpirun of each launch, the probe of --elastic, and the hostfile that
+ * --mpi-args or the environment names. */
+#include "launch/launch_priv.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "util/alloc.h"
+
+int
+dt_launch_hostfile_option(const char *const *words, int n, int i,
+			  const char **file)
+{
+	static const char *const opts[] = { "hostfile", "machinefile",
+					    "default-hostfile" };
+	const char *w = words[i];
+
+	if (w[0] != '-')
+		return 0;
+	w += w[1] == '-' ? 2 : 1;
+	for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
+		size_t len = strlen(opts[k]);
+
+		if (strncmp(w, opts[k], len) != 0)
+			continue;
+		if (w[len] == '=') {
+			*file = w + len + 1;
+			return 1;
+		}
+		if (w[len] == '\0' && i + 1 < n) {
+			*file = words[i + 1];
+			return 2;
+		}
+	}
+	return 0;
+}
+
+/* The most words mpi_args can split into. */
+static size_t
+max_words(const char *mpi_args)
+{
+	return mpi_args != NULL ? strlen(mpi_args) / 2 + 1 : 1;
+}
+
+/* mpi_args split at blanks into words (room for max_words, the
+ * caller's); the text they point into is returned (heap, the caller
+ * frees it), NULL without mpi_args. */
+static char *
+split_mpi_args(const char *mpi_args, const char **words, int *n)
+{
+	char *w, *save = NULL, *tok;
+
+	*n = 0;
+	if (mpi_args == NULL)
+		return NULL;
+	w = dt_xstrdup(mpi_args);
+	for (tok = strtok_r(w, " \t\n", &save); tok != NULL;
+	     tok = strtok_r(NULL, " \t\n", &save))
+		words[(*n)++] = tok;
+	return w;
+}
+
+/* Appends the words of mpi_args to args at *n; with hostfile, the words
+ * that name a hostfile are left out and "--hostfile HOSTFILE" put in
+ * their place. Returns the text of the words (heap, the caller frees it
+ * once args is done with). */
+static char *
+add_mpi_args(const char *mpi_args, const char *hostfile, const char **args,
+	     int *n)
+{
+	const char **words = dt_xmalloc(max_words(mpi_args), sizeof *words);
+	const char *file;
+	int n_words;
+	char *text = split_mpi_args(mpi_args, words, &n_words);
+
+	for (int i = 0; i < n_words; i++) {
+		int skip = hostfile != NULL ?
+			   dt_launch_hostfile_option(words, n_words, i,
+						     &file) : 0;
+
+		if (skip > 0)
+			i += skip - 1;
+		else
+			args[(*n)++] = words[i];
+	}
+	if (hostfile != NULL) {
+		args[(*n)++] = "--hostfile";
+		args[(*n)++] = hostfile;
+	}
+	free(words);
+	return text;
+}
+
+void
+dt_launch_cmd_build(struct dt_launch_cmd *cmd,
+		    const struct dt_launch_config *cfg, const char *self,
+		    int n_ranks, const char *hostfile, int as_resume,
+		    long cores, int pass_tty)
+{
+	size_t cap = (size_t)cfg->n_rank_args + 16 + max_words(cfg->mpi_args);
+	const char **args = dt_xmalloc(cap, sizeof *args);
+	int n = 0;
+
+	memset(cmd, 0, sizeof *cmd);
+	if (n_ranks > 0) {
+		snprintf(cmd->np, sizeof cmd->np, "%d", n_ranks);
+		args[n++] = DT_MPIRUN;
+		args[n++] = "-np";
+		args[n++] = cmd->np;
+		if (cores > 0 && n_ranks > cores)
+			args[n++] = "--oversubscribe";
+		/* Open MPI passes the environment on to the ranks of this
+		 * node only; -x takes these to every node. */
+		args[n++] = "-x";
+		args[n++] = DT_LAUNCH_DIR_ENV;
+		if (pass_tty) {
+			args[n++] = "-x";
+			args[n++] = DT_PROGRESS_TTY_ENV;
+		}
+		cmd->mpi_words = add_mpi_args(cfg->mpi_args, hostfile, args,
+					      &n);
+	}
+	args[n++] = self;
+	if (as_resume) {
+		args[n++] = "resume";
+		if (cfg->quiet)
+			args[n++] = "-q";
+		args[n++] = cfg->run_dir;
+	} else {
+		for (int i = 0; i < cfg->n_rank_args; i++)
+			args[n++] = cfg->rank_argv[i];
+	}
+	args[n] = NULL;
+	cmd->argv = args;
+	cmd->argc = n;
+}
+
+void
+dt_launch_cmd_probe(struct dt_launch_cmd *cmd,
+		    const struct dt_launch_config *cfg, const char *self,
+		    int *host_arg)
+{
+	const char **args = dt_xmalloc(max_words(cfg->mpi_args) + 10,
+				       sizeof *args);
+	int n = 0;
+
+	memset(cmd, 0, sizeof *cmd);
+	args[n++] = DT_MPIRUN;
+	args[n++] = "-np";
+	args[n++] = "1";
+	cmd->mpi_words = add_mpi_args(cfg->mpi_args, "", args, &n);
+	*host_arg = n - 1;
+	args[n++] = self;
+	args[n++] = "--version";
+	args[n] = NULL;
+	cmd->argv = args;
+	cmd->argc = n;
+}
+
+void
+dt_launch_cmd_fini(struct dt_launch_cmd *cmd)
+{
+	free(cmd->argv);
+	free(cmd->mpi_words);
+	memset(cmd, 0, sizeof *cmd);
+}
+
+void
+dt_launch_named_hostfile(const struct dt_launch_config *cfg, char *buf,
+			 size_t size, const char **from)
+{
+	const char **words = dt_xmalloc(max_words(cfg->mpi_args),
+					sizeof *words);
+	const char *file = NULL;
+	int n_words;
+	char *text = split_mpi_args(cfg->mpi_args, words, &n_words);
+
+	for (int i = 0; i < n_words && file == NULL; i++)
+		dt_launch_hostfile_option(words, n_words, i, &file);
+	*from = "--mpi-args";
+	if (file == NULL) {
+		file = getenv(DT_DEFAULT_HOSTFILE_ENV);
+		*from = DT_DEFAULT_HOSTFILE_ENV;
+	}
+	snprintf(buf, size, "%s", file != NULL ? file : "");
+	free(text);
+	free(words);
+}
+
+int
+dt_launch_check_hostfile(const struct dt_launch_config *cfg)
+{
+	char file[PATH_MAX];
+	const char *from;
+
+	dt_launch_named_hostfile(cfg, file, sizeof file, &from);
+	if (file[0] == '\0' || access(file, R_OK) == 0)
+		return 0;
+	fprintf(stderr, "dtrain: %s: cannot read the hostfile that %s "
+		"names: %s\n", file, from, strerror(errno));
+	return 1;
+}

@@ -1,0 +1,591 @@
+/* SPDX-License-Identifier: MIT */
+/* test_launch.c - the launcher of `run -n` (src/launch/): the command line
+ * it builds for mpirun, word for word; the notes the ranks leave it (a
+ * round trip, and torn or hostile note files, every one of which must be
+ * rejected); and its decisions after a launch ends: which exit code the
+ * job has, given mpirun's wait status and the ranks' notes, and whether
+ * it is restarted, given that code and the restart budget. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "launch/launch_priv.h"
+
+static char dir[64];
+
+static void
+setup(void)
+{
+	snprintf(dir, sizeof dir, "/tmp/test_launch.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Asserts that cmd's words are want's (NULL-terminated), one by one. */
+static void
+assert_argv(const struct dt_launch_cmd *cmd, const char *const *want)
+{
+	int n = 0;
+
+	while (want[n] != NULL)
+		n++;
+	for (int i = 0; i < n && i < cmd->argc; i++)
+		ck_assert_msg(strcmp(cmd->argv[i], want[i]) == 0,
+			      "word %d: \"%s\", expected \"%s\"", i,
+			      cmd->argv[i], want[i]);
+	ck_assert_int_eq(cmd->argc, n);
+	ck_assert_ptr_null(cmd->argv[n]);
+}
+
+static const char *const run_words[] = { "run", "-q", "--run-dir", "r",
+					 "job.yaml" };
+
+/* run -q --run-dir r job.yaml on 4 ranks, with --mpi-args naming a
+ * hostfile between other options. */
+static struct dt_launch_config
+config4(const char *mpi_args)
+{
+	struct dt_launch_config cfg = {
+		.rank_argv = run_words,
+		.n_rank_args = 5,
+		.ranks = 4,
+		.max_restarts = 2,
+		.mpi_args = mpi_args,
+		.run_dir = "r",
+		.quiet = 1,
+	};
+
+	return cfg;
+}
+
+START_TEST(mpirun_first_launch)
+{
+	struct dt_launch_config cfg =
+		config4("--bind-to none\t --hostfile h1  -mca btl self");
+	struct dt_launch_cmd cmd;
+	const char *const want[] = {
+		DT_MPIRUN, "-np", "4", "--oversubscribe",
+		"-x", "DTRAIN_LAUNCH_DIR", "-x", "DTRAIN_PROGRESS_TTY",
+		"--bind-to", "none", "--hostfile", "h1", "-mca", "btl", "self",
+		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
+	};
+
+	/* 2 cores for 4 ranks: oversubscribed; the terminal hint passed. */
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 4, NULL, 0, 2, 1);
+	assert_argv(&cmd, want);
+	dt_launch_cmd_fini(&cmd);
+	ck_assert_ptr_null(cmd.argv);
+}
+END_TEST
+
+START_TEST(mpirun_restart_on_elastic_hosts)
+{
+	struct dt_launch_config cfg =
+		config4("--bind-to none --hostfile h1 -mca btl self "
+			"--machinefile=h2 -default-hostfile h3");
+	struct dt_launch_cmd cmd;
+	const char *const want[] = {
+		DT_MPIRUN, "-np", "3", "-x", "DTRAIN_LAUNCH_DIR",
+		"--bind-to", "none", "-mca", "btl", "self",
+		"--hostfile", "/l/hosts", "/x/dtrain", "resume", "-q", "r", NULL
+	};
+
+	/* Every hostfile named gives way to the elastic one; 3 ranks on 8
+	 * cores; a restart is `resume -q RUN_DIR`. */
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 3, "/l/hosts", 1, 8, 0);
+	assert_argv(&cmd, want);
+	dt_launch_cmd_fini(&cmd);
+}
+END_TEST
+
+START_TEST(mpirun_left_out)
+{
+	struct dt_launch_config cfg = config4(NULL);
+	struct dt_launch_cmd cmd;
+	const char *const first[] = { "/x/dtrain", "run", "-q", "--run-dir",
+				      "r", "job.yaml", NULL };
+	const char *const again[] = { "/x/dtrain", "resume", "r", NULL };
+
+	/* --max-restarts alone: the rank itself, no mpirun. */
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 0, NULL, 0, 1, 1);
+	assert_argv(&cmd, first);
+	dt_launch_cmd_fini(&cmd);
+	cfg.quiet = 0;
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 0, NULL, 1, 1, 1);
+	assert_argv(&cmd, again);
+	dt_launch_cmd_fini(&cmd);
+}
+END_TEST
+
+START_TEST(mpirun_probe)
+{
+	struct dt_launch_config cfg = config4("-mca btl self --hostfile=h1");
+	struct dt_launch_cmd cmd;
+	const char *const want[] = {
+		DT_MPIRUN, "-np", "1", "-mca", "btl", "self", "--hostfile", "",
+		"/x/dtrain", "--version", NULL
+	};
+	int host_arg = -1;
+
+	dt_launch_cmd_probe(&cmd, &cfg, "/x/dtrain", &host_arg);
+	assert_argv(&cmd, want);
+	ck_assert_int_eq(host_arg, 7);
+	dt_launch_cmd_fini(&cmd);
+}
+END_TEST
+
+START_TEST(hostfile_named)
+{
+	struct dt_launch_config cfg = config4("-mca btl self -machinefile m1 "
+					      "--hostfile h2");
+	const char *words[] = { "--hostfile", "--hostfile=a", "-hostfile",
+				"--hostfilex", "x" };
+	const char *from = NULL, *file = "none";
+	char buf[64];
+
+	ck_assert_int_eq(dt_launch_hostfile_option(words, 5, 0, &file), 2);
+	ck_assert_str_eq(file, "--hostfile=a");
+	ck_assert_int_eq(dt_launch_hostfile_option(words, 5, 1, &file), 1);
+	ck_assert_str_eq(file, "a");
+	ck_assert_int_eq(dt_launch_hostfile_option(words, 5, 3, &file), 0);
+	ck_assert_int_eq(dt_launch_hostfile_option(words, 5, 4, &file), 0);
+	/* The last word with its value missing names nothing. */
+	ck_assert_int_eq(dt_launch_hostfile_option(words, 3, 2, &file), 0);
+	ck_assert_str_eq(file, "a");
+
+	dt_launch_named_hostfile(&cfg, buf, sizeof buf, &from);
+	ck_assert_str_eq(buf, "m1");
+	ck_assert_str_eq(from, "--mpi-args");
+	setenv(DT_DEFAULT_HOSTFILE_ENV, "/etc/h", 1);
+	cfg.mpi_args = "-mca btl self";
+	dt_launch_named_hostfile(&cfg, buf, sizeof buf, &from);
+	ck_assert_str_eq(buf, "/etc/h");
+	ck_assert_str_eq(from, DT_DEFAULT_HOSTFILE_ENV);
+	unsetenv(DT_DEFAULT_HOSTFILE_ENV);
+	cfg.mpi_args = NULL;
+	dt_launch_named_hostfile(&cfg, buf, sizeof buf, &from);
+	ck_assert_str_eq(buf, "");
+}
+END_TEST
+
+/* Writes text (len bytes) to DIR/name. */
+static void
+put(const char *name, const char *text, size_t len)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(text, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static enum dt_launch_note_found
+read_exit(int rank, struct dt_launch_note *note)
+{
+	return dt_launch_note_read(dir, rank, DT_LAUNCH_NOTE_EXIT, note);
+}
+
+START_TEST(note_round_trip)
+{
+	struct dt_launch_note note;
+	struct dt_error err;
+	char path[256];
+
+	ck_assert_int_eq(read_exit(0, &note), DT_LAUNCH_NOTE_NONE);
+	ck_assert_int_eq(dt_launch_note_write(dir, 0, DT_LAUNCH_NOTE_EXIT, 3,
+					      "node-1.example", &err), DT_OK);
+	ck_assert_int_eq(read_exit(0, &note), DT_LAUNCH_NOTE_OK);
+	ck_assert_int_eq(note.value, 3);
+	ck_assert_str_eq(note.host, "node-1.example");
+	ck_assert_int_eq(dt_launch_note_write(dir, 12, DT_LAUNCH_NOTE_PID,
+					      4194304, "n2", &err), DT_OK);
+	ck_assert_int_eq(dt_launch_note_read(dir, 12, DT_LAUNCH_NOTE_PID,
+					     &note), DT_LAUNCH_NOTE_OK);
+	ck_assert_int_eq(note.value, 4194304);
+	ck_assert_str_eq(note.host, "n2");
+	/* The file is exactly the line, and no temporary is left. */
+	snprintf(path, sizeof path, "%s/rank-0.exit.tmp", dir);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	snprintf(path, sizeof path, "%s/rank-12.pid", dir);
+	{
+		char buf[32] = "";
+		FILE *f = fopen(path, "r");
+
+		ck_assert_ptr_nonnull(f);
+		ck_assert_uint_eq(fread(buf, 1, sizeof buf - 1, f), 11);
+		fclose(f);
+		ck_assert_str_eq(buf, "4194304 n2\n");
+	}
+	/* A directory that is not there: DT_ERR_IO naming the file. */
+	ck_assert_int_eq(dt_launch_note_write("/nonexistent-dt", 0,
+					      DT_LAUNCH_NOTE_EXIT, 0, "h",
+					      &err), DT_ERR_IO);
+	ck_assert_msg(strstr(err.msg, "/nonexistent-dt/rank-0.exit.tmp") !=
+		      NULL, "%s", err.msg);
+}
+END_TEST
+
+START_TEST(note_torn_is_rejected)
+{
+	static const char whole[] = "255 node-1\n";
+	struct dt_launch_note note;
+
+	/* The whole note, then every prefix a write cut short leaves. */
+	put("rank-0.exit", whole, sizeof whole - 1);
+	ck_assert_int_eq(read_exit(0, &note), DT_LAUNCH_NOTE_OK);
+	ck_assert_int_eq(note.value, 255);
+	for (size_t len = 0; len < sizeof whole - 1; len++) {
+		put("rank-0.exit", whole, len);
+		ck_assert_msg(read_exit(0, &note) == DT_LAUNCH_NOTE_BAD,
+			      "a note torn at byte %zu (\"%.*s\") was taken",
+			      len, (int)len, whole);
+	}
+}
+END_TEST
+
+START_TEST(note_hostile_is_rejected)
+{
+	static const char *const bad[] = {
+		"256 h\n", "-1 h\n", "+3 h\n", "99999999999 h\n",
+		"0  h\n", "0 h h\n", "0 h\nextra", "0 h\n\n", " 0 h\n",
+		"0\th\n", "0 h\r\n", "0x10 h\n", "0 \x01h\n", "\x7f\x45LF\n",
+	};
+	char big[1024], path[256], target[256];
+	struct dt_launch_note note;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		put("rank-1.exit", bad[i], strlen(bad[i]));
+		ck_assert_msg(read_exit(1, &note) == DT_LAUNCH_NOTE_BAD,
+			      "note %zu taken", i);
+	}
+	/* Garbage with a NUL inside a would-be valid line. */
+	put("rank-1.exit", "0 h\0x\n", 6);
+	ck_assert_int_eq(read_exit(1, &note), DT_LAUNCH_NOTE_BAD);
+	/* A pid of 0 or 1 would signal a process group or init. */
+	put("rank-1.pid", "1 h\n", 4);
+	ck_assert_int_eq(dt_launch_note_read(dir, 1, DT_LAUNCH_NOTE_PID,
+					     &note), DT_LAUNCH_NOTE_BAD);
+	put("rank-1.pid", "0 h\n", 4);
+	ck_assert_int_eq(dt_launch_note_read(dir, 1, DT_LAUNCH_NOTE_PID,
+					     &note), DT_LAUNCH_NOTE_BAD);
+	/* Oversized: a host name of 255 bytes is the most, 256 too many,
+	 * and a file of a kilobyte is refused whatever it holds. */
+	memset(big, 'a', sizeof big);
+	big[0] = '0';
+	big[1] = ' ';
+	big[2 + 255] = '\n';
+	put("rank-1.exit", big, 2 + 255 + 1);
+	ck_assert_int_eq(read_exit(1, &note), DT_LAUNCH_NOTE_OK);
+	ck_assert_uint_eq(strlen(note.host), 255);
+	big[2 + 255] = 'a';
+	big[2 + 256] = '\n';
+	put("rank-1.exit", big, 2 + 256 + 1);
+	ck_assert_int_eq(read_exit(1, &note), DT_LAUNCH_NOTE_BAD);
+	big[sizeof big - 1] = '\n';
+	put("rank-1.exit", big, sizeof big);
+	ck_assert_int_eq(read_exit(1, &note), DT_LAUNCH_NOTE_BAD);
+	/* A symlink to a good note, a FIFO (which must not block the
+	 * launcher) and a directory. */
+	put("good", "0 h\n", 4);
+	snprintf(target, sizeof target, "%s/good", dir);
+	snprintf(path, sizeof path, "%s/rank-2.exit", dir);
+	ck_assert_int_eq(symlink(target, path), 0);
+	ck_assert_int_eq(read_exit(2, &note), DT_LAUNCH_NOTE_BAD);
+	snprintf(path, sizeof path, "%s/rank-3.exit", dir);
+	ck_assert_int_eq(mkfifo(path, 0600), 0);
+	ck_assert_int_eq(read_exit(3, &note), DT_LAUNCH_NOTE_BAD);
+	snprintf(path, sizeof path, "%s/rank-4.exit", dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(read_exit(4, &note), DT_LAUNCH_NOTE_BAD);
+}
+END_TEST
+
+START_TEST(note_of_this_rank)
+{
+	char host[DT_HOST_NAME_MAX] = "?";
+	struct dt_launch_note note;
+	pid_t pid = 0;
+
+	gethostname(host, sizeof host - 1);
+	/* Outside a launch: nothing written. */
+	unsetenv(DT_LAUNCH_DIR_ENV);
+	ck_assert_int_eq(dt_launch_supervised(), 0);
+	dt_launch_note_exit(0, 7);
+	ck_assert_int_eq(read_exit(0, &note), DT_LAUNCH_NOTE_NONE);
+	setenv(DT_LAUNCH_DIR_ENV, dir, 1);
+	ck_assert_int_eq(dt_launch_supervised(), 1);
+	dt_launch_note_exit(2, 7);
+	dt_launch_note_pid(2);
+	unsetenv(DT_LAUNCH_DIR_ENV);
+	ck_assert_int_eq(read_exit(2, &note), DT_LAUNCH_NOTE_OK);
+	ck_assert_int_eq(note.value, 7);
+	ck_assert_str_eq(note.host, host);
+	ck_assert_int_eq(dt_launch_note_local_pid(dir, 2, host, &pid), 1);
+	ck_assert_int_eq(pid, getpid());
+	ck_assert_int_eq(dt_launch_note_local_pid(dir, 2, "elsewhere", &pid),
+			 0);
+	dt_launch_notes_clean(dir, 3, 0);
+	ck_assert_int_eq(read_exit(2, &note), DT_LAUNCH_NOTE_NONE);
+	dt_launch_notes_clean(dir, 3, 1);
+	ck_assert_int_eq(access(dir, F_OK), -1);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);	/* for teardown */
+}
+END_TEST
+
+/* The wait status of a child that exits with code, or (code < 0) is
+ * killed by signal -code. */
+static int
+wait_status(int code)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (code < 0) {
+			/* Check's handler of SIGTERM would pass it on to
+			 * the test's whole process group. */
+			signal(-code, SIG_DFL);
+			kill(getpid(), -code);
+		}
+		_exit(code < 0 ? 99 : code);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/* Rank r's exit note, "CODE h\n", or text as it is when code < 0. */
+static void
+note_exit(int r, int code, const char *text)
+{
+	char name[32], line[32];
+
+	snprintf(name, sizeof name, "rank-%d.exit", r);
+	if (code >= 0)
+		snprintf(line, sizeof line, "%d h\n", code);
+	else
+		snprintf(line, sizeof line, "%s", text);
+	put(name, line, strlen(line));
+}
+
+START_TEST(status_from_notes)
+{
+	/* Every rank checkpointed after a stop: 3, not mpirun's 1. */
+	note_exit(0, 3, NULL);
+	note_exit(1, 3, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+			 3);
+	/* They disagree: mpirun's. */
+	note_exit(1, 4, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+			 1);
+	/* All 0, yet mpirun failed (after the notes): mpirun's. */
+	note_exit(0, 0, NULL);
+	note_exit(1, 0, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+			 1);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(0), 2, dir, NULL),
+			 0);
+	/* A note missing, or torn: mpirun's. */
+	note_exit(0, 3, NULL);
+	note_exit(1, -1, "3 h");
+	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 2, dir, NULL),
+			 5);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 3, dir, NULL),
+			 5);
+	/* mpirun killed: 128 + the signal, whatever the notes say. */
+	note_exit(1, 3, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
+					      NULL), 128 + SIGKILL);
+	/* No mpirun: the rank's own code; notes are not read. */
+	ck_assert_int_eq(dt_launch_job_status(wait_status(6), 0, dir, NULL),
+			 6);
+}
+END_TEST
+
+START_TEST(status_after_the_guard)
+{
+	struct dt_launch_guard g;
+
+	dt_launch_guard_init(&g, 30);
+	ck_assert_int_eq(g.bad_rank, -1);
+	ck_assert_int_eq(g.ended, 0);
+	/* A guard that sent nothing changes nothing. */
+	g.bad_rank = 1;
+	g.bad_code = 4;
+	ck_assert_int_eq(dt_launch_job_status(wait_status(9), 0, dir, &g), 9);
+	/* Once it ended mpirun: the failed rank's code, 1 for none or one
+	 * out of range, 0 when every rank had finished. */
+	g.ended = 1;
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGTERM), 2, dir,
+					      &g), 4);
+	g.bad_code = -1;
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGTERM), 2, dir,
+					      &g), 1);
+	g.bad_code = 300;
+	g.ended = 2;
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
+					      &g), 1);
+	g.bad_rank = DT_LAUNCH_DONE_RANKS;
+	g.bad_code = 0;
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
+					      &g), 0);
+}
+END_TEST
+
+START_TEST(failed_rank_found)
+{
+	char host[DT_HOST_NAME_MAX] = "?", line[300];
+	int rank = -9, code = -9;
+	pid_t gone;
+
+	gethostname(host, sizeof host - 1);
+	note_exit(0, 0, NULL);
+	note_exit(1, 0, NULL);
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 2, host, &rank, &code),
+			 0);
+	ck_assert_int_eq(dt_launch_all_done(dir, 2), 1);
+	ck_assert_int_eq(dt_launch_all_done(dir, 3), 0);
+	ck_assert_int_eq(dt_launch_all_done(dir, 0), 0);
+	/* Rank 2 of 3 exited 5. */
+	note_exit(2, 5, NULL);
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 3, host, &rank, &code),
+			 1);
+	ck_assert_int_eq(rank, 2);
+	ck_assert_int_eq(code, 5);
+	/* A torn exit note counts as a failure with code 1. */
+	note_exit(2, -1, "0 h");
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 3, host, &rank, &code),
+			 1);
+	ck_assert_int_eq(code, 1);
+	ck_assert_int_eq(dt_launch_all_done(dir, 3), 0);
+	/* Rank 2 noted a pid on this host that is gone, and no exit code;
+	 * the same pid noted for another host is not looked at. */
+	unlink(strcat(strcpy(line, dir), "/rank-2.exit"));
+	gone = fork();
+	if (gone == 0)
+		_exit(0);
+	ck_assert_int_eq(waitpid(gone, NULL, 0), gone);
+	snprintf(line, sizeof line, "%d elsewhere\n", (int)gone);
+	put("rank-2.pid", line, strlen(line));
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 3, host, &rank, &code),
+			 0);
+	snprintf(line, sizeof line, "%d %s\n", (int)gone, host);
+	put("rank-2.pid", line, strlen(line));
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 3, host, &rank, &code),
+			 1);
+	ck_assert_int_eq(rank, 2);
+	ck_assert_int_eq(code, -1);
+	/* Alive (this process): not failed. */
+	snprintf(line, sizeof line, "%d %s\n", (int)getpid(), host);
+	put("rank-2.pid", line, strlen(line));
+	ck_assert_int_eq(dt_launch_rank_failed(dir, 3, host, &rank, &code),
+			 0);
+}
+END_TEST
+
+START_TEST(restart_or_stop)
+{
+	/* Done, bad input, stopped: never restarted, budget or not. */
+	ck_assert_int_eq(dt_launch_next(0, 0, 3, 0), DT_LAUNCH_NEXT_STOP);
+	ck_assert_int_eq(dt_launch_next(2, 0, 3, 0), DT_LAUNCH_NEXT_STOP);
+	ck_assert_int_eq(dt_launch_next(3, 0, 3, 0), DT_LAUNCH_NEXT_STOP);
+	/* A failure with restarts left. */
+	ck_assert_int_eq(dt_launch_next(1, 0, 3, 0), DT_LAUNCH_NEXT_RESTART);
+	ck_assert_int_eq(dt_launch_next(137, 2, 3, 0),
+			 DT_LAUNCH_NEXT_RESTART);
+	ck_assert_int_eq(dt_launch_next(4, 2, 3, 0), DT_LAUNCH_NEXT_RESTART);
+	/* ... after a stop signal: not. */
+	ck_assert_int_eq(dt_launch_next(1, 0, 3, 1), DT_LAUNCH_NEXT_STOP);
+	ck_assert_int_eq(dt_launch_next(130, 0, 3, 2), DT_LAUNCH_NEXT_STOP);
+	/* The budget spent (said), or none given (nothing to say). */
+	ck_assert_int_eq(dt_launch_next(1, 3, 3, 0), DT_LAUNCH_NEXT_SPENT);
+	ck_assert_int_eq(dt_launch_next(1, 0, 0, 0), DT_LAUNCH_NEXT_STOP);
+}
+END_TEST
+
+START_TEST(restart_from_notes)
+{
+	int rc;
+
+	/* Ranks that checkpointed after a stop (3 each) under an mpirun
+	 * that failed: code 3, which is not restarted. */
+	note_exit(0, 3, NULL);
+	note_exit(1, 3, NULL);
+	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL);
+	ck_assert_int_eq(rc, 3);
+	ck_assert_int_eq(dt_launch_next(rc, 0, 2, 0), DT_LAUNCH_NEXT_STOP);
+	/* A rank whose exit note was torn: mpirun's 1, restarted while the
+	 * budget lasts. */
+	note_exit(1, -1, "3");
+	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL);
+	ck_assert_int_eq(rc, 1);
+	ck_assert_int_eq(dt_launch_next(rc, 1, 2, 0), DT_LAUNCH_NEXT_RESTART);
+	ck_assert_int_eq(dt_launch_next(rc, 2, 2, 0), DT_LAUNCH_NEXT_SPENT);
+}
+END_TEST
+
+START_TEST(grace)
+{
+	ck_assert(dt_launch_grace_s(0) == 60);
+	ck_assert(dt_launch_grace_s(-1) == 60);
+	ck_assert(dt_launch_grace_s(2) == 10);
+	ck_assert(dt_launch_grace_s(10) == 30);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("launch");
+	TCase *cmd = tcase_create("mpirun");
+	TCase *note = tcase_create("notes");
+	TCase *next = tcase_create("decisions");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(cmd, mpirun_first_launch);
+	tcase_add_test(cmd, mpirun_restart_on_elastic_hosts);
+	tcase_add_test(cmd, mpirun_left_out);
+	tcase_add_test(cmd, mpirun_probe);
+	tcase_add_test(cmd, hostfile_named);
+	tcase_add_checked_fixture(note, setup, teardown);
+	tcase_add_test(note, note_round_trip);
+	tcase_add_test(note, note_torn_is_rejected);
+	tcase_add_test(note, note_hostile_is_rejected);
+	tcase_add_test(note, note_of_this_rank);
+	tcase_add_checked_fixture(next, setup, teardown);
+	tcase_add_test(next, status_from_notes);
+	tcase_add_test(next, status_after_the_guard);
+	tcase_add_test(next, failed_rank_found);
+	tcase_add_test(next, restart_or_stop);
+	tcase_add_test(next, restart_from_notes);
+	tcase_add_test(next, grace);
+	suite_add_tcase(s, cmd);
+	suite_add_tcase(s, note);
+	suite_add_tcase(s, next);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
