@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "comm/hier.h"
+#include "plan/sync_plan.h"
 #include "graph/kern.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
@@ -431,43 +432,83 @@ optim_apply(struct dt_grad_sync *s, float lr)
 		      dt_model_grads(s->cfg.model), lr);
 }
 
+/* What every collective implementation sets up after its own: the
+ * tensors' norms taken as buckets finish, and the per-host sum
+ * (collective over sum_comm). */
+static enum dt_status
+collective_init(struct dt_grad_sync *s, struct dt_error *err)
+{
+	const struct dt_grad_sync_cfg *cfg = &s->cfg;
+	int split = s->plan->impl == DT_SYNC_IMPL_STAGES ||
+		    s->plan->impl == DT_SYNC_IMPL_STAGES_EXACT;
+	enum dt_status st;
+
+	assert(dt_comm_size(cfg->sum_comm) == s->plan->sum_ranks);
+	/* Who reads the norms: a rank holding the whole model (whole_norm2)
+	 * or its stage's owner (stage_finish). */
+	s->early_norms = s->overlap && (!split || cfg->norm_owner);
+	if (s->early_norms) {
+		int nt = dt_model_n_tensors(cfg->model);
+
+		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
+		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
+	}
+	st = dt_comm_hier_new(cfg->sum_comm,
+			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
+			      &s->hier, &s->hosts, &s->max_per_host, err);
+	if (s->hier != NULL)
+		s->cfg.sum_comm = s->hier;
+	return st;
+}
+
+/* The exact mode's accumulator and node ranges, then the rest. */
+static enum dt_status
+exact_init(struct dt_grad_sync *s, struct dt_error *err)
+{
+	s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);	/* (n) */
+	setup_node_ranges(s);
+	return collective_init(s, err);
+}
+
 static const struct dt_grad_sync_ops allreduce_ops = {
-	"allreduce", no_op, no_op, no_op, float_begin, whole_finish,
-	whole_norm2, optim_apply, NULL, NULL,
+	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
+	whole_finish, whole_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
-	"exact", exact_step_begin, exact_backward_begin, exact_backward_end,
-	exact_begin, whole_finish, whole_norm2, optim_apply,
-	exact_breadth_begin, exact_node_done,
+	"exact", exact_init, exact_step_begin, exact_backward_begin,
+	exact_backward_end, exact_begin, whole_finish, whole_norm2,
+	optim_apply, exact_breadth_begin, exact_node_done,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
-	"stages", no_op, no_op, no_op, float_begin, stage_finish,
-	shared_norm2, optim_apply, NULL, NULL,
+	"stages", collective_init, no_op, no_op, no_op, float_begin,
+	stage_finish, shared_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
-	"stages-exact", exact_step_begin, exact_backward_begin,
+	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
 	optim_apply, NULL, NULL,
 };
 
-/* The buckets, the overlap and the wire of s: buckets of
- * parallel.bucket_mb MiB with overlap over more than one rank, else the
- * one bucket of the whole gradient; bf16 only where something crosses
- * the wire. */
+/* The implementations, by the plan's choice (plan/sync_plan.h). */
+static const struct dt_grad_sync_ops *const impls[] = {
+	[DT_SYNC_IMPL_ALLREDUCE] = &allreduce_ops,
+	[DT_SYNC_IMPL_EXACT] = &exact_ops,
+	[DT_SYNC_IMPL_STAGES] = &stage_allreduce_ops,
+	[DT_SYNC_IMPL_STAGES_EXACT] = &stage_exact_ops,
+	[DT_SYNC_IMPL_SERVERS] = &dt_sync_ps_ops,
+};
+
+/* The buckets, the overlap and the wire of s, as the plan decided them:
+ * buckets of its bucket_bytes (cut at whole tensors) with overlap, else
+ * the one bucket of the whole gradient. */
 static void
 setup_buckets(struct dt_grad_sync *s)
 {
-	const struct dt_job *job = s->cfg.job;
-	int summed = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
-		     dt_comm_size(s->cfg.sum_comm) > 1;
-	size_t cap = 0;
+	size_t cap = (size_t)(s->plan->bucket_bytes / (int64_t)sizeof(float));
 	int nt = dt_model_n_tensors(s->cfg.model);
 
-	s->overlap = summed && job->parallel.overlap;
-	s->wire = summed ? job->parallel.grad_wire : DT_GRAD_WIRE_F32;
-	if (s->overlap)
-		cap = (size_t)(job->parallel.bucket_mb * 1048576.0 /
-			       sizeof(float));
+	s->overlap = s->plan->overlap;
+	s->wire = s->plan->wire;
 	s->buckets = dt_xcalloc((size_t)nt + 1, sizeof *s->buckets);
 	s->n_buckets = dt_grad_buckets_make(s->cfg.model, cap > 0 ? cap : 1,
 					    s->buckets);
@@ -492,40 +533,16 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		 struct dt_grad_sync **out, struct dt_error *err)
 {
 	struct dt_grad_sync *s = dt_xcalloc(1, sizeof *s);
-	int exact = cfg->plan->exact_accum;
-	enum dt_status st;
 
 	s->cfg = *cfg;
+	s->plan = &cfg->plan->sync[cfg->stage];
 	s->n = dt_model_n_trained(cfg->model);
+	assert((int64_t)s->n == s->plan->trained);
 	s->workers = cfg->world;
 	*out = s;
 	setup_buckets(s);
-	if (cfg->job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
-		return dt_sync_ps_init(s, err);
-	if (cfg->split)
-		s->ops = exact ? &stage_exact_ops : &stage_allreduce_ops;
-	else
-		s->ops = exact ? &exact_ops : &allreduce_ops;
-	if (exact) {
-		s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);
-		setup_node_ranges(s);
-	}
-	/* Who reads the norms: a rank holding the whole model (whole_norm2)
-	 * or its stage's owner (stage_finish). */
-	s->early_norms = s->overlap && (!cfg->split || cfg->norm_owner);
-	if (s->early_norms) {
-		int nt = dt_model_n_tensors(cfg->model);
-
-		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
-		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
-	}
-	/* Collective over sum_comm: the per-host sum where it applies. */
-	st = dt_comm_hier_new(cfg->sum_comm,
-			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
-			      &s->hier, &s->hosts, &s->max_per_host, err);
-	if (s->hier != NULL)
-		s->cfg.sum_comm = s->hier;
-	return st;
+	s->ops = impls[s->plan->impl];
+	return s->ops->init(s, err);
 }
 
 void

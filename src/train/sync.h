@@ -111,8 +111,8 @@ struct dt_grad_sync_cfg {
 	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
 					 * the data-parallel x tensor-
 					 * parallel ranks of the stage */
-	int split;			/* the model is cut into stages or
-					 * tensor slices */
+	int stage;			/* the rank's pipeline stage: the
+					 * sync obeys plan->sync[stage] */
 	int norm_owner;			/* this rank reports its stage's
 					 * tensor norms (dp = tp = 0) */
 	int first_tensor;		/* its first tensor's index in the
@@ -121,9 +121,10 @@ struct dt_grad_sync_cfg {
 	const int64_t *step;		/* optimizer steps done (the loop's) */
 };
 
-/* Chooses and makes the implementation for cfg (parameter servers when
- * the job says so: collective over cfg->world, servers and workers
- * alike). DT_ERR_MPI from the servers' set-up; otherwise DT_OK. *out is
+/* Makes the implementation the plan chose for cfg->stage
+ * (cfg->plan->sync[cfg->stage], plan/sync_plan.h), with its overlap,
+ * wire and buckets: collective over cfg->sum_comm, or for parameter
+ * servers over cfg->world, servers and workers alike. DT_ERR_MPI from the servers' set-up; otherwise DT_OK. *out is
  * owned by the caller (dt_grad_sync_free). */
 enum dt_status dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 				struct dt_grad_sync **out,
