@@ -46,11 +46,11 @@ _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
 	       "parallel.hierarchical's words are comm/hier.h's modes");
 
-/* Sum of squares of n floats in double, in eight lanes. */
+/* Sum of squares of g (n) in double, in eight lanes. */
 static double
 tensor_sq(const float *g, int64_t n)
 {
-	double lane[8] = { 0 }, total = 0;
+	double lane[8] = { 0 }, total = 0;	/* lane: (8) */
 	int64_t i = 0;
 
 	for (; i + 8 <= n; i += 8)
@@ -115,7 +115,7 @@ bucket_norms(struct dt_grad_sync *s, int b)
 {
 	struct dt_model *m = s->cfg.model;
 	const struct dt_grad_bucket *k = &s->buckets[b];
-	const float *g = dt_model_grads(m);
+	const float *g = dt_model_grads(m);	/* (n) the rank's gradient */
 
 	for (int t = k->t_lo; t < k->t_hi; t++) {
 		struct dt_tensor_info ti;
@@ -282,7 +282,7 @@ static void
 bucket_done(struct dt_grad_sync *s, int b)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
-	float *g = dt_model_grads(s->cfg.model);
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
 	if (s->wire == DT_GRAD_WIRE_BF16)
 		dt_bf16_unpack(g + k->lo, s->wire16 + k->lo, k->hi - k->lo);
@@ -299,13 +299,13 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
 	struct dt_comm *c = s->cfg.sum_comm;
-	float *g = dt_model_grads(s->cfg.model) + k->lo;
-	size_t n = k->hi - k->lo;
+	float *g = dt_model_grads(s->cfg.model) + k->lo;	/* (n) */
+	size_t n = k->hi - k->lo;	/* the bucket's floats */
 	uint64_t b0 = dt_comm_bytes_sent(c);
 	enum dt_status st;
 
 	if (s->wire == DT_GRAD_WIRE_BF16) {
-		uint16_t *w = s->wire16 + k->lo;
+		uint16_t *w = s->wire16 + k->lo;	/* (n) */
 
 		dt_bf16_pack(w, g, n);
 		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
@@ -315,7 +315,7 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 		 * (p-1)/p x 12 bytes a value, 6 on 2 ranks where the
 		 * double all-reduce sends 8), the same floats as rounding
 		 * the double all-reduce's sum. */
-		double *a = s->acc + k->lo;
+		double *a = s->acc + k->lo;	/* (n) */
 
 		st = s->overlap ?
 		     dt_comm_iallreduce_sum_f64_f32(c, a, g, n, err) :
@@ -353,7 +353,7 @@ static enum dt_status
 exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
 	const struct dt_grad_bucket *k = &s->buckets[bucket];
-	float *g = dt_model_grads(s->cfg.model);
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
 	exact_add(s, bucket);
 	if (s->wire == DT_GRAD_WIRE_BF16)
@@ -453,9 +453,9 @@ collective_init(struct dt_grad_sync *s, struct dt_error *err)
 		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
 		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
 	}
-	st = dt_comm_hier_new(cfg->sum_comm,
-			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
-			      &s->hier, &s->hosts, &s->max_per_host, err);
+	st = dt_comm_hier_new(cfg->sum_comm, (enum dt_hier_mode)
+			      cfg->job->parallel.hierarchical, &s->hier,
+			      &s->hosts, &s->max_per_host, err);
 	if (s->hier != NULL)
 		s->cfg.sum_comm = s->hier;
 	return st;
