@@ -24,6 +24,7 @@
 #include "job/job.h"
 #include "optim/schedule.h"
 #include "plan/plan.h"
+#include "plan/sync_plan.h"
 #include "util/alloc.h"
 #include "util/cpus.h"
 
@@ -359,7 +360,7 @@ add_link(const struct plan_args *a, const struct dt_job *job,
 	 struct dt_error *err)
 {
 	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
-	int overlap = !ps && job->parallel.overlap;
+	int overlap = plan->sync[0].overlap;	/* plan/sync_plan.h */
 	struct dt_plan_link link;
 	char source[96];
 	double gflops = a->gflops;
@@ -388,7 +389,8 @@ add_link(const struct plan_args *a, const struct dt_job *job,
 	dt_plan_link_estimate(desc, &link, gflops, source, overlap,
 			      ps ? "parameter servers do not overlap" :
 			      overlap ? "parallel.overlap: true" :
-			      "parallel.overlap: false");
+			      job->parallel.overlap ? "a sum over one rank "
+			      "sends nothing" : "parallel.overlap: false");
 	return DT_OK;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* comm.c - type-safe front of the communicator vtable. */
 #include "comm/comm.h"
+#include "comm/comm_priv.h"
 #include "comm/watch.h"
 
 #include <inttypes.h>

@@ -32,6 +32,7 @@
  * before. The rounding happens once per value, on one rank, so every
  * rank gets the same floats. */
 #include "comm/comm.h"
+#include "comm/comm_priv.h"
 #include "comm/mpi_priv.h"
 
 #include <mpi.h>

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* comm_self.c - a world of one rank without MPI, for unit tests. */
 #include "comm/comm.h"
+#include "comm/comm_priv.h"
 
 #include <stdlib.h>
 

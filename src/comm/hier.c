@@ -26,6 +26,8 @@
  * node's phase, then the all-reduce across hosts), so it is the same from
  * run to run, but it is not the flat all-reduce's order. */
 #include "comm/hier.h"
+
+#include "comm/comm_priv.h"
 #include "comm/mpi_priv.h"
 
 #include <mpi.h>

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-libdtrain_la_SOURCES += src/comm/comm.h src/comm/comm.c src/comm/comm_self.c \
+libdtrain_la_SOURCES += src/comm/comm.h src/comm/comm_priv.h src/comm/comm.c src/comm/comm_self.c \
 	src/comm/comm_mpi.c src/comm/mpi_priv.h src/comm/watch.h src/comm/watchdog.c \
 	src/comm/ps.h src/comm/ps_priv.h src/comm/ps.c src/comm/ps_server.c \
 	src/comm/ps_worker.c src/comm/mpi_version.c \

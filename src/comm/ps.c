@@ -87,27 +87,27 @@ dt_ps_server_step_bytes(size_t n_params, int n_servers, int n_workers)
 }
 
 int
-ps_stats_len(const struct dt_ps *ps)
+dt_ps_stats_len(const struct dt_ps *ps)
 {
 	return PS_STAT_FIELDS + ps->n_hist;
 }
 
 int
-ps_server_rank(const struct dt_ps *ps, int j)
+dt_ps_server_rank(const struct dt_ps *ps, int j)
 {
 	return ps->n_workers + j;
 }
 
 enum dt_status
-ps_check(const struct dt_ps *ps, int rc, const char *call,
-	 struct dt_error *err)
+dt_ps_mpi_check(const struct dt_ps *ps, int rc, const char *call,
+		struct dt_error *err)
 {
 	return dt_comm_mpi_check(ps->rank, rc, call, err);
 }
 
 int
-ps_send(const struct dt_ps *ps, const void *buf, int count, MPI_Datatype type,
-	int dest, int tag)
+dt_ps_send(const struct dt_ps *ps, const void *buf, int count,
+	   MPI_Datatype type, int dest, int tag)
 {
 	int rc;
 
@@ -118,8 +118,8 @@ ps_send(const struct dt_ps *ps, const void *buf, int count, MPI_Datatype type,
 }
 
 int
-ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
-	int src, int tag, MPI_Status *status)
+dt_ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
+	   int src, int tag, MPI_Status *status)
 {
 	int rc;
 
@@ -130,7 +130,7 @@ ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
 }
 
 int
-ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status)
+dt_ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status)
 {
 	int rc;
 
@@ -141,8 +141,8 @@ ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status)
 }
 
 int
-ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
-	   MPI_Status *status)
+dt_ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
+	      MPI_Status *status)
 {
 	int rc;
 
@@ -246,15 +246,15 @@ dt_ps_new(struct dt_comm *world, const struct dt_ps_cfg *cfg,
 	/* The collectives first, so that no rank skips them on a local
 	 * error and leaves the others waiting. */
 	rc = MPI_Comm_dup(handle, &ps->mc);
-	st = ps_check(ps, rc, "MPI_Comm_dup", err);
+	st = dt_ps_mpi_check(ps, rc, "MPI_Comm_dup", err);
 	if (st == DT_OK)
 		st = dt_comm_split(world,
 				   ps->server ? DT_COMM_SPLIT_NONE : 0,
 				   ps->rank, &ps->workers, err);
 	if (st == DT_OK)
-		st = ps_check(ps, MPI_Comm_set_errhandler(ps->mc,
-							  MPI_ERRORS_RETURN),
-			      "MPI_Comm_set_errhandler", err);
+		st = dt_ps_mpi_check(ps, MPI_Comm_set_errhandler(
+				ps->mc, MPI_ERRORS_RETURN),
+				"MPI_Comm_set_errhandler", err);
 	if (st == DT_OK)
 		st = read_delay_hook(ps, err);
 	if (st != DT_OK) {
@@ -262,9 +262,9 @@ dt_ps_new(struct dt_comm *world, const struct dt_ps_cfg *cfg,
 		return st;
 	}
 	if (ps->server)
-		ps_server_init(ps, cfg);
+		dt_ps_server_init(ps, cfg);
 	else
-		ps_worker_init(ps);
+		dt_ps_worker_init(ps);
 	*out = ps;
 	return DT_OK;
 }
@@ -275,9 +275,9 @@ dt_ps_free(struct dt_ps *ps)
 	if (ps == NULL)
 		return;
 	if (ps->srv != NULL)
-		ps_server_fini(ps);
+		dt_ps_server_fini(ps);
 	if (ps->wk != NULL)
-		ps_worker_fini(ps);
+		dt_ps_worker_fini(ps);
 	dt_comm_free(ps->workers);
 	if (ps->mc != MPI_COMM_NULL)
 		MPI_Comm_free(&ps->mc);
@@ -315,11 +315,11 @@ dt_ps_optim_bufs(const struct dt_ps *ps)
 	return ps->n_bufs;
 }
 
-/* Folds the servers' stats messages (S rows of ps_stats_len) into *s. */
+/* Folds the servers' stats messages (S rows of dt_ps_stats_len) into *s. */
 static void
 fold_stats(struct dt_ps *ps, const int64_t *rows, struct dt_ps_stats *s)
 {
-	int len = ps_stats_len(ps);
+	int len = dt_ps_stats_len(ps);
 	int64_t applied = 0, sum = 0, max = 0, version = INT64_MAX;
 	uint64_t busiest = 0;
 	int64_t busiest_updates = 0;
@@ -356,7 +356,7 @@ fold_stats(struct dt_ps *ps, const int64_t *rows, struct dt_ps_stats *s)
 enum dt_status
 dt_ps_stats(struct dt_ps *ps, struct dt_ps_stats *s, struct dt_error *err)
 {
-	int len = ps_stats_len(ps);
+	int len = dt_ps_stats_len(ps);
 	size_t all = (size_t)ps->n_servers * (size_t)len;
 	int64_t *rows;
 	enum dt_status st = DT_OK;
@@ -379,16 +379,18 @@ dt_ps_stats(struct dt_ps *ps, struct dt_ps_stats *s, struct dt_error *err)
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++) {
 		struct ps_ctrl c = { PS_CTRL_STATS, 0 };
 
-		st = ps_check(ps, ps_send(ps, &c, (int)sizeof c, MPI_BYTE,
-					  ps_server_rank(ps, j), PS_TAG_CTRL),
-			      "MPI_Send (stats request)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_send(ps, &c, (int)sizeof c,
+						    MPI_BYTE,
+						    dt_ps_server_rank(ps, j),
+						    PS_TAG_CTRL),
+				     "MPI_Send (stats request)", err);
 	}
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++)
-		st = ps_check(ps, ps_recv(ps, rows + (size_t)j * (size_t)len,
-					  len, MPI_INT64_T,
-					  ps_server_rank(ps, j), PS_TAG_STATS,
-					  MPI_STATUS_IGNORE),
-			      "MPI_Recv (stats)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_recv(ps, rows +
+				(size_t)j * (size_t)len, len, MPI_INT64_T,
+				dt_ps_server_rank(ps, j), PS_TAG_STATS,
+				MPI_STATUS_IGNORE),
+				     "MPI_Recv (stats)", err);
 	if (st == DT_OK)
 		fold_stats(ps, rows, s);
 	free(rows);
@@ -401,6 +403,6 @@ dt_ps_scatter_state(struct dt_ps *ps, float *params,
 		    struct dt_error *err)
 {
 	if (ps->server)
-		return ps_server_scatter(ps, err);
-	return ps_worker_scatter(ps, params, optim_bufs, optim_steps, err);
+		return dt_ps_server_scatter(ps, err);
+	return dt_ps_worker_scatter(ps, params, optim_bufs, optim_steps, err);
 }

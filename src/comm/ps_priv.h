@@ -139,42 +139,42 @@ struct dt_ps {
 };
 
 /* Number of int64s in a stats message. */
-int ps_stats_len(const struct dt_ps *ps);
+int dt_ps_stats_len(const struct dt_ps *ps);
 
 /* The world rank of server j. */
-int ps_server_rank(const struct dt_ps *ps, int j);
+int dt_ps_server_rank(const struct dt_ps *ps, int j);
 
 /* The blocking calls of this traffic, on ps->mc, as MPI_Send, MPI_Recv,
  * MPI_Wait and MPI_Waitany take them (the same return codes), each marked
  * for the watchdog of parallel.timeout_s (comm/watch.h) under that MPI
- * name: a server waits in ps_waitany for the workers' next message and a
- * worker in ps_wait for a pull, so a peer that stopped or was cut off is
+ * name: a server waits in dt_ps_waitany for the workers' next message and a
+ * worker in dt_ps_wait for a pull, so a peer that stopped or was cut off is
  * named from either side. Point-to-point traffic that the communicator's
  * own calls do not see would otherwise hang the job unnoticed. */
-int ps_send(const struct dt_ps *ps, const void *buf, int count,
-	    MPI_Datatype type, int dest, int tag);
-int ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
-	    int src, int tag, MPI_Status *status);
-int ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status);
-int ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
-	       MPI_Status *status);
+int dt_ps_send(const struct dt_ps *ps, const void *buf, int count,
+	       MPI_Datatype type, int dest, int tag);
+int dt_ps_recv(const struct dt_ps *ps, void *buf, int count, MPI_Datatype type,
+	       int src, int tag, MPI_Status *status);
+int dt_ps_wait(const struct dt_ps *ps, MPI_Request *req, MPI_Status *status);
+int dt_ps_waitany(const struct dt_ps *ps, int n, MPI_Request *reqs, int *idx,
+		  MPI_Status *status);
 
 /* dt_comm_mpi_check with this rank. */
-enum dt_status ps_check(const struct dt_ps *ps, int rc, const char *call,
-			struct dt_error *err);
+enum dt_status dt_ps_mpi_check(const struct dt_ps *ps, int rc,
+			       const char *call, struct dt_error *err);
 
 /* Server side of dt_ps_scatter_state. */
-enum dt_status ps_server_scatter(struct dt_ps *ps, struct dt_error *err);
+enum dt_status dt_ps_server_scatter(struct dt_ps *ps, struct dt_error *err);
 
 /* Worker side of dt_ps_scatter_state. */
-enum dt_status ps_worker_scatter(struct dt_ps *ps, float *params,
-				 float *const *optim_bufs,
-				 int64_t optim_steps, struct dt_error *err);
+enum dt_status dt_ps_worker_scatter(struct dt_ps *ps, float *params,
+				    float *const *optim_bufs,
+				    int64_t optim_steps, struct dt_error *err);
 
 /* Allocation and release of the role's state (ps_server.c, ps_worker.c). */
-void ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg);
-void ps_server_fini(struct dt_ps *ps);
-void ps_worker_init(struct dt_ps *ps);
-void ps_worker_fini(struct dt_ps *ps);
+void dt_ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg);
+void dt_ps_server_fini(struct dt_ps *ps);
+void dt_ps_worker_init(struct dt_ps *ps);
+void dt_ps_worker_fini(struct dt_ps *ps);
 
 #endif

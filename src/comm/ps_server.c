@@ -54,7 +54,7 @@ protocol(const struct dt_ps *ps, struct dt_error *err, const char *what,
 }
 
 void
-ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg)
+dt_ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg)
 {
 	const struct dt_job *job = cfg->job;
 	struct ps_server *v = dt_xcalloc(1, sizeof *v);
@@ -93,7 +93,7 @@ ps_server_init(struct dt_ps *ps, const struct dt_ps_cfg *cfg)
 }
 
 void
-ps_server_fini(struct dt_ps *ps)
+dt_ps_server_fini(struct dt_ps *ps)
 {
 	struct ps_server *v = ps->srv;
 	int w_count = ps->n_workers;
@@ -148,9 +148,10 @@ post_push(struct dt_ps *ps, int w, struct dt_error *err)
 	if (v->req[w] != MPI_REQUEST_NULL || v->full[si] ||
 	    (v->done[w] && k >= v->done_steps[w]))
 		return DT_OK;
-	return ps_check(ps, MPI_Irecv(v->slot[si], (int)msg_bytes(v), MPI_BYTE,
-				      w, PS_TAG_PUSH, ps->mc, &v->req[w]),
-			"MPI_Irecv (push)", err);
+	return dt_ps_mpi_check(ps, MPI_Irecv(v->slot[si], (int)msg_bytes(v),
+					     MPI_BYTE, w, PS_TAG_PUSH, ps->mc,
+					     &v->req[w]), "MPI_Irecv (push)",
+			       err);
 }
 
 static enum dt_status
@@ -172,8 +173,9 @@ fill_reply(struct dt_ps *ps, int w, struct dt_error *err)
 	struct ps_hdr h = { v->version, v->version };
 	enum dt_status st;
 
-	st = ps_check(ps, ps_wait(ps, &v->reply_req[w], MPI_STATUS_IGNORE),
-		      "MPI_Wait (reply)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_wait(ps, &v->reply_req[w],
+					    MPI_STATUS_IGNORE),
+			     "MPI_Wait (reply)", err);
 	if (st != DT_OK)
 		return st;
 	memcpy(v->reply[w], &h, sizeof h);
@@ -190,10 +192,10 @@ send_reply(struct dt_ps *ps, int w, struct dt_error *err)
 
 	if (st != DT_OK)
 		return st;
-	st = ps_check(ps, MPI_Isend(v->reply[w], (int)msg_bytes(v), MPI_BYTE,
-				    w, PS_TAG_REPLY, ps->mc,
-				    &v->reply_req[w]),
-		      "MPI_Isend (reply)", err);
+	st = dt_ps_mpi_check(ps, MPI_Isend(v->reply[w], (int)msg_bytes(v),
+					   MPI_BYTE, w, PS_TAG_REPLY, ps->mc,
+					   &v->reply_req[w]),
+			     "MPI_Isend (reply)", err);
 	v->pull_need[w] = -1;
 	v->bytes += msg_bytes(v);
 	ps->world->bytes_sent += msg_bytes(v);
@@ -212,17 +214,17 @@ send_state(struct dt_ps *ps, int w, bool with_optim, struct dt_error *err)
 
 	if (st != DT_OK)
 		return st;
-	st = ps_check(ps, ps_send(ps, v->reply[w], (int)msg_bytes(v), MPI_BYTE,
-				  w, PS_TAG_STATE),
-		      "MPI_Send (state)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_send(ps, v->reply[w], (int)msg_bytes(v),
+					    MPI_BYTE, w, PS_TAG_STATE),
+			     "MPI_Send (state)", err);
 	ps->world->bytes_sent += msg_bytes(v);
 	if (st != DT_OK || !with_optim)
 		return st;
 	bufs = dt_optim_state(v->optim, &n_bufs);
 	for (int b = 0; b < n_bufs && st == DT_OK; b++) {
-		st = ps_check(ps, ps_send(ps, bufs[b], (int)v->len, MPI_FLOAT,
-					  w, PS_TAG_OPT),
-			      "MPI_Send (optimizer state)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_send(ps, bufs[b], (int)v->len,
+						    MPI_FLOAT, w, PS_TAG_OPT),
+				     "MPI_Send (optimizer state)", err);
 		ps->world->bytes_sent += v->len * sizeof(float);
 	}
 	return st;
@@ -233,7 +235,7 @@ static enum dt_status
 send_stats(struct dt_ps *ps, int w, struct dt_error *err)
 {
 	struct ps_server *v = ps->srv;
-	int len = ps_stats_len(ps);
+	int len = dt_ps_stats_len(ps);
 	int64_t *m = dt_xmalloc((size_t)len, sizeof *m);
 	enum dt_status st;
 
@@ -243,8 +245,9 @@ send_stats(struct dt_ps *ps, int w, struct dt_error *err)
 	m[PS_STAT_BYTES] = (int64_t)v->bytes;
 	memcpy(m + PS_STAT_FIELDS, ps->hist,
 	       (size_t)ps->n_hist * sizeof *ps->hist);
-	st = ps_check(ps, ps_send(ps, m, len, MPI_INT64_T, w, PS_TAG_STATS),
-		      "MPI_Send (stats)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_send(ps, m, len, MPI_INT64_T, w,
+					    PS_TAG_STATS), "MPI_Send (stats)",
+			     err);
 	free(m);
 	return st;
 }
@@ -390,10 +393,11 @@ on_ctrl(struct dt_ps *ps, MPI_Status *status, struct dt_error *err)
 
 	MPI_Get_count(status, MPI_BYTE, &count);
 	/* Listen for the next one before answering this one. */
-	st = ps_check(ps, MPI_Irecv(&v->ctrl, (int)sizeof v->ctrl, MPI_BYTE,
-				    MPI_ANY_SOURCE, PS_TAG_CTRL, ps->mc,
-				    &v->req[ps->n_workers]),
-		      "MPI_Irecv (control)", err);
+	st = dt_ps_mpi_check(ps, MPI_Irecv(&v->ctrl, (int)sizeof v->ctrl,
+					   MPI_BYTE, MPI_ANY_SOURCE,
+					   PS_TAG_CTRL, ps->mc,
+					   &v->req[ps->n_workers]),
+			     "MPI_Irecv (control)", err);
 	if (st != DT_OK)
 		return st;
 	if (w < 0 || w >= ps->n_workers || count != (int)sizeof c)
@@ -486,16 +490,18 @@ finish(struct dt_ps *ps, struct dt_error *err)
 	for (int i = 0; i <= ps->n_workers && st == DT_OK; i++) {
 		if (v->req[i] == MPI_REQUEST_NULL)
 			continue;
-		st = ps_check(ps, MPI_Cancel(&v->req[i]), "MPI_Cancel", err);
+		st = dt_ps_mpi_check(ps, MPI_Cancel(&v->req[i]), "MPI_Cancel",
+				     err);
 		if (st == DT_OK)
-			st = ps_check(ps, MPI_Wait(&v->req[i],
-						   MPI_STATUS_IGNORE),
-				      "MPI_Wait (cancelled receive)", err);
+			st = dt_ps_mpi_check(ps, MPI_Wait(&v->req[i],
+							  MPI_STATUS_IGNORE),
+					     "MPI_Wait (cancelled receive)",
+					     err);
 	}
 	for (int w = 0; w < ps->n_workers && st == DT_OK; w++)
-		st = ps_check(ps, ps_wait(ps, &v->reply_req[w],
-					  MPI_STATUS_IGNORE),
-			      "MPI_Wait (reply)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_wait(ps, &v->reply_req[w],
+						    MPI_STATUS_IGNORE),
+				     "MPI_Wait (reply)", err);
 	return st;
 }
 
@@ -522,19 +528,20 @@ dt_ps_serve(struct dt_ps *ps, const float *init_params, dt_ps_lr_fn lr_fn,
 	v->start = v->version;
 	for (int w = 0; w < w_count; w++)
 		v->next_push[w] = v->version;
-	st = ps_check(ps, MPI_Irecv(&v->ctrl, (int)sizeof v->ctrl, MPI_BYTE,
-				    MPI_ANY_SOURCE, PS_TAG_CTRL, ps->mc,
-				    &v->req[w_count]),
-		      "MPI_Irecv (control)", err);
+	st = dt_ps_mpi_check(ps, MPI_Irecv(&v->ctrl, (int)sizeof v->ctrl,
+					   MPI_BYTE, MPI_ANY_SOURCE,
+					   PS_TAG_CTRL, ps->mc,
+					   &v->req[w_count]),
+			     "MPI_Irecv (control)", err);
 	if (st == DT_OK)
 		st = post_all(ps, err);
 	while (st == DT_OK && !finished) {
 		MPI_Status status;
 		int idx = MPI_UNDEFINED;
 
-		st = ps_check(ps, ps_waitany(ps, w_count + 1, v->req, &idx,
-					     &status),
-			      "MPI_Waitany", err);
+		st = dt_ps_mpi_check(ps, dt_ps_waitany(ps, w_count + 1, v->req,
+						       &idx, &status),
+				     "MPI_Waitany", err);
 		if (st != DT_OK)
 			break;
 		if (idx == MPI_UNDEFINED)
@@ -554,7 +561,7 @@ dt_ps_serve(struct dt_ps *ps, const float *init_params, dt_ps_lr_fn lr_fn,
 }
 
 enum dt_status
-ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
+dt_ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
 {
 	struct ps_server *v = ps->srv;
 	struct ps_hdr h;
@@ -564,9 +571,9 @@ ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
 	enum dt_status st;
 
 	/* The reply buffer of worker 0 is free before serving starts. */
-	st = ps_check(ps, ps_recv(ps, v->reply[0], (int)msg_bytes(v), MPI_BYTE,
-				  0, PS_TAG_STATE, &status),
-		      "MPI_Recv (resumed state)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_recv(ps, v->reply[0], (int)msg_bytes(v),
+					    MPI_BYTE, 0, PS_TAG_STATE, &status),
+			     "MPI_Recv (resumed state)", err);
 	if (st != DT_OK)
 		return st;
 	MPI_Get_count(&status, MPI_BYTE, &count);
@@ -578,9 +585,10 @@ ps_server_scatter(struct dt_ps *ps, struct dt_error *err)
 	memcpy(v->params, msg_floats(v->reply[0]), v->len * sizeof(float));
 	bufs = dt_optim_state(v->optim, &n_bufs);
 	for (int b = 0; b < n_bufs && st == DT_OK; b++)
-		st = ps_check(ps, ps_recv(ps, bufs[b], (int)v->len, MPI_FLOAT,
-					  0, PS_TAG_OPT, MPI_STATUS_IGNORE),
-			      "MPI_Recv (resumed optimizer state)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_recv(ps, bufs[b], (int)v->len,
+						    MPI_FLOAT, 0, PS_TAG_OPT,
+						    MPI_STATUS_IGNORE),
+				     "MPI_Recv (resumed optimizer state)", err);
 	if (st != DT_OK)
 		return st;
 	dt_optim_set_steps(v->optim, h.version);

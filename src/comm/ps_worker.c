@@ -29,7 +29,7 @@ msg_floats(char *m)
 }
 
 void
-ps_worker_init(struct dt_ps *ps)
+dt_ps_worker_init(struct dt_ps *ps)
 {
 	struct ps_worker *wk = dt_xcalloc(1, sizeof *wk);
 
@@ -38,7 +38,7 @@ ps_worker_init(struct dt_ps *ps)
 		struct ps_link *l = &wk->link[j];
 
 		dt_ps_shard(ps->n, ps->n_servers, j, &l->off, &l->len);
-		l->server = ps_server_rank(ps, j);
+		l->server = dt_ps_server_rank(ps, j);
 		/* Header (4 floats) + shard, 64-byte aligned. */
 		l->push = (char *)dt_xalloc_floats(PS_HDR_BYTES /
 						   sizeof(float) + l->len);
@@ -48,12 +48,12 @@ ps_worker_init(struct dt_ps *ps)
 		l->pull_req = MPI_REQUEST_NULL;
 	}
 	wk->final = dt_xcalloc((size_t)ps->n_servers *
-			       (size_t)ps_stats_len(ps), sizeof *wk->final);
+			       (size_t)dt_ps_stats_len(ps), sizeof *wk->final);
 	ps->wk = wk;
 }
 
 void
-ps_worker_fini(struct dt_ps *ps)
+dt_ps_worker_fini(struct dt_ps *ps)
 {
 	struct ps_worker *wk = ps->wk;
 
@@ -101,9 +101,10 @@ send_ctrl(struct dt_ps *ps, int j, int64_t kind, int64_t arg,
 {
 	struct ps_ctrl c = { kind, arg };
 
-	return ps_check(ps, ps_send(ps, &c, (int)sizeof c, MPI_BYTE,
-				    ps->wk->link[j].server, PS_TAG_CTRL),
-			"MPI_Send (control)", err);
+	return dt_ps_mpi_check(ps, dt_ps_send(ps, &c, (int)sizeof c, MPI_BYTE,
+					      ps->wk->link[j].server,
+					      PS_TAG_CTRL),
+			       "MPI_Send (control)", err);
 }
 
 /* Checks a received shard message and, when it is newer than what params
@@ -139,10 +140,10 @@ post_pull(struct dt_ps *ps, int j, int64_t need, struct dt_error *err)
 	struct ps_link *l = &ps->wk->link[j];
 	enum dt_status st;
 
-	st = ps_check(ps, MPI_Irecv(l->pull, (int)msg_bytes(l), MPI_BYTE,
-				    l->server, PS_TAG_REPLY, ps->mc,
-				    &l->pull_req),
-		      "MPI_Irecv (pull)", err);
+	st = dt_ps_mpi_check(ps, MPI_Irecv(l->pull, (int)msg_bytes(l), MPI_BYTE,
+					   l->server, PS_TAG_REPLY, ps->mc,
+					   &l->pull_req), "MPI_Irecv (pull)",
+			     err);
 	if (st == DT_OK)
 		st = send_ctrl(ps, j, PS_CTRL_PULL, need, err);
 	return st;
@@ -156,8 +157,8 @@ wait_pull(struct dt_ps *ps, int j, float *params, struct dt_error *err)
 	MPI_Status status;
 	enum dt_status st;
 
-	st = ps_check(ps, ps_wait(ps, &l->pull_req, &status), "MPI_Wait (pull)",
-		      err);
+	st = dt_ps_mpi_check(ps, dt_ps_wait(ps, &l->pull_req, &status),
+			     "MPI_Wait (pull)", err);
 	if (st == DT_OK)
 		st = absorb(ps, l, l->pull, &status, params, err);
 	return st;
@@ -174,8 +175,8 @@ poll_pull(struct dt_ps *ps, int j, float *params, struct dt_error *err)
 
 	if (l->pull_req == MPI_REQUEST_NULL)
 		return DT_OK;
-	st = ps_check(ps, MPI_Test(&l->pull_req, &flag, &status),
-		      "MPI_Test (pull)", err);
+	st = dt_ps_mpi_check(ps, MPI_Test(&l->pull_req, &flag, &status),
+			     "MPI_Test (pull)", err);
 	if (st == DT_OK && flag)
 		st = absorb(ps, l, l->pull, &status, params, err);
 	return st;
@@ -192,17 +193,18 @@ push(struct dt_ps *ps, int j, const float *grads, int64_t step,
 
 	/* The previous push's buffer: the server keeps a receive posted for
 	 * it (its slot is free by the bound), so this does not wait long. */
-	st = ps_check(ps, ps_wait(ps, &l->push_req, MPI_STATUS_IGNORE),
-		      "MPI_Wait (push)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_wait(ps, &l->push_req,
+					    MPI_STATUS_IGNORE),
+			     "MPI_Wait (push)", err);
 	if (st != DT_OK)
 		return st;
 	memcpy(l->push, &h, sizeof h);
 	memcpy(msg_floats(l->push), grads + l->off, l->len * sizeof(float));
 	ps->world->bytes_sent += msg_bytes(l);
-	return ps_check(ps, MPI_Isend(l->push, (int)msg_bytes(l), MPI_BYTE,
-				      l->server, PS_TAG_PUSH, ps->mc,
-				      &l->push_req),
-			"MPI_Isend (push)", err);
+	return dt_ps_mpi_check(ps, MPI_Isend(l->push, (int)msg_bytes(l),
+					     MPI_BYTE, l->server, PS_TAG_PUSH,
+					     ps->mc, &l->push_req),
+			       "MPI_Isend (push)", err);
 }
 
 enum dt_status
@@ -253,9 +255,10 @@ flush_pushes(struct dt_ps *ps, struct dt_error *err)
 	enum dt_status st = DT_OK;
 
 	for (int j = 0; j < ps->n_servers && st == DT_OK; j++)
-		st = ps_check(ps, ps_wait(ps, &ps->wk->link[j].push_req,
-					  MPI_STATUS_IGNORE),
-			      "MPI_Wait (push)", err);
+		st = dt_ps_mpi_check(ps, dt_ps_wait(ps,
+						    &ps->wk->link[j].push_req,
+						    MPI_STATUS_IGNORE),
+				     "MPI_Wait (push)", err);
 	return st;
 }
 
@@ -272,9 +275,9 @@ recv_state(struct dt_ps *ps, int j, float *params, int64_t *version,
 	int count = 0;
 	enum dt_status st;
 
-	st = ps_check(ps, ps_recv(ps, l->push, (int)msg_bytes(l), MPI_BYTE,
-				  l->server, PS_TAG_STATE, &status),
-		      "MPI_Recv (state)", err);
+	st = dt_ps_mpi_check(ps, dt_ps_recv(ps, l->push, (int)msg_bytes(l),
+					    MPI_BYTE, l->server, PS_TAG_STATE,
+					    &status), "MPI_Recv (state)", err);
 	if (st != DT_OK)
 		return st;
 	MPI_Get_count(&status, MPI_BYTE, &count);
@@ -297,7 +300,7 @@ enum dt_status
 dt_ps_done(struct dt_ps *ps, float *params, struct dt_error *err)
 {
 	struct ps_worker *wk = ps->wk;
-	int len = ps_stats_len(ps);
+	int len = dt_ps_stats_len(ps);
 	enum dt_status st;
 
 	assert(!ps->server && wk != NULL && !wk->done);
@@ -313,13 +316,11 @@ dt_ps_done(struct dt_ps *ps, float *params, struct dt_error *err)
 
 		st = recv_state(ps, j, params, &version, err);
 		if (st == DT_OK)
-			st = ps_check(ps, ps_recv(ps, wk->final +
-						  (size_t)j * (size_t)len,
-						  len, MPI_INT64_T,
-						  wk->link[j].server,
-						  PS_TAG_STATS,
-						  MPI_STATUS_IGNORE),
-				      "MPI_Recv (final stats)", err);
+			st = dt_ps_mpi_check(ps, dt_ps_recv(ps, wk->final +
+					(size_t)j * (size_t)len, len,
+					MPI_INT64_T, wk->link[j].server,
+					PS_TAG_STATS, MPI_STATUS_IGNORE),
+					     "MPI_Recv (final stats)", err);
 	}
 	if (st == DT_OK)
 		wk->done = true;
@@ -351,11 +352,11 @@ dt_ps_gather_state(struct dt_ps *ps, float *params, float **optim_bufs,
 				       (long long)wk->next_step);
 		for (int b = 0; b < ps->n_bufs && st == DT_OK && ps->rank == 0;
 		     b++)
-			st = ps_check(ps, ps_recv(ps, optim_bufs[b] + l->off,
-						  (int)l->len, MPI_FLOAT,
-						  l->server, PS_TAG_OPT,
-						  MPI_STATUS_IGNORE),
-				      "MPI_Recv (optimizer state)", err);
+			st = dt_ps_mpi_check(ps, dt_ps_recv(ps,
+					optim_bufs[b] + l->off, (int)l->len,
+					MPI_FLOAT, l->server, PS_TAG_OPT,
+							    MPI_STATUS_IGNORE),
+					     "MPI_Recv (optimizer state)", err);
 	}
 	if (st == DT_OK && ps->rank == 0 && optim_steps != NULL)
 		*optim_steps = wk->next_step;
@@ -363,8 +364,8 @@ dt_ps_gather_state(struct dt_ps *ps, float *params, float **optim_bufs,
 }
 
 enum dt_status
-ps_worker_scatter(struct dt_ps *ps, float *params, float *const *optim_bufs,
-		  int64_t optim_steps, struct dt_error *err)
+dt_ps_worker_scatter(struct dt_ps *ps, float *params, float *const *optim_bufs,
+		     int64_t optim_steps, struct dt_error *err)
 {
 	struct ps_worker *wk = ps->wk;
 	enum dt_status st = DT_OK;
@@ -383,18 +384,18 @@ ps_worker_scatter(struct dt_ps *ps, float *params, float *const *optim_bufs,
 			memcpy(l->push, &h, sizeof h);
 			memcpy(msg_floats(l->push), params + l->off,
 			       l->len * sizeof(float));
-			st = ps_check(ps, ps_send(ps, l->push,
-						  (int)msg_bytes(l), MPI_BYTE,
-						  l->server, PS_TAG_STATE),
-				      "MPI_Send (resumed state)", err);
+			st = dt_ps_mpi_check(ps, dt_ps_send(ps, l->push,
+							    (int)msg_bytes(l),
+							    MPI_BYTE, l->server,
+							    PS_TAG_STATE),
+					     "MPI_Send (resumed state)", err);
 			for (int b = 0; b < ps->n_bufs && st == DT_OK; b++)
-				st = ps_check(ps, ps_send(ps, optim_bufs[b] +
-							  l->off,
-							  (int)l->len,
-							  MPI_FLOAT, l->server,
-							  PS_TAG_OPT),
-					      "MPI_Send (resumed optimizer "
-					      "state)", err);
+				st = dt_ps_mpi_check(ps, dt_ps_send(ps,
+						optim_bufs[b] + l->off,
+						(int)l->len, MPI_FLOAT,
+						l->server, PS_TAG_OPT),
+						"MPI_Send (resumed optimizer "
+						"state)", err);
 		}
 	}
 	/* The other workers learn the step and the parameters from worker 0

@@ -10,6 +10,7 @@
 
 #include "data/data.h"
 #include "graph/graph.h"
+#include "plan/sync_plan.h"
 #include "util/alloc.h"
 
 static const struct dt_plan_data unknown_data = { -1, 0, -1, 0 };
@@ -52,12 +53,14 @@ lay_out(const struct dt_job *job, struct dt_plan *plan, struct dt_error *err)
 	plan->stages = dt_xcalloc((size_t)pp, sizeof *plan->stages);
 	plan->in_flight = dt_xcalloc((size_t)pp, sizeof *plan->in_flight);
 	plan->ops = dt_xcalloc((size_t)(pp * n_ops), sizeof *plan->ops);
+	plan->sync = dt_xcalloc((size_t)pp, sizeof *plan->sync);
 	for (int s = 0; s < pp; s++) {
 		dt_model_stage_info(plan->shapes, plan->stage_of_node, pp, s,
 				    &plan->stages[s]);
 		auto_fallback(job, plan, &plan->stages[s]);
 		plan->in_flight[s] = dt_plan_in_flight(plan, s);
 		dt_plan_pipe_ops(plan, s, plan->ops + s * n_ops);
+		dt_plan_sync(job, plan, s, &plan->sync[s]);
 	}
 	return DT_OK;
 }
@@ -142,6 +145,7 @@ dt_plan_fini(struct dt_plan *plan)
 	free(plan->stages);
 	free(plan->in_flight);
 	free(plan->ops);
+	free(plan->sync);
 	json_object_put(plan->desc);
 	memset(plan, 0, sizeof *plan);
 }

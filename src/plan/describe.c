@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* describe.c - what `dtrain plan --dry-run` shows (see plan.h). The text is
- * printed from the JSON description, so the two always agree. */
+ * printed from the JSON description, so the two always agree; the
+ * description prints what the plan holds (its stages, their gradient
+ * sync: plan/sync_plan.h) and adds up bytes, deciding nothing itself. */
 #include "plan/plan.h"
 
 #include <json.h>
@@ -9,6 +11,7 @@
 
 #include "comm/ps.h"
 #include "graph/graph.h"
+#include "plan/sync_plan.h"
 #include "util/alloc.h"
 #include "util/jsonnum.h"
 
@@ -24,18 +27,11 @@ shape_array(int n, const int64_t *dims)
 	return a;
 }
 
-static int
-optim_buffers(const struct dt_job *job)
-{
-	if (job->train.optimizer == DT_OPTIM_SGD)
-		return job->train.momentum > 0 ? 1 : 0;
-	return 2;
-}
-
 /* What a rank of each stage holds and moves; describe() fills one per
  * stage. */
 struct stage_plan {
-	struct dt_stage_info si;
+	const struct dt_stage_info *si;
+	const struct dt_sync_plan *sync;
 	int64_t in_flight;		/* micro-batches whose activations
 					 * the stage holds at once */
 	int64_t tp_floats;		/* per sample, summed in the tensor
@@ -48,114 +44,66 @@ struct stage_plan {
 static int64_t get_i(const struct json_object *o, const char *a,
 		     const char *b);
 
-/* Bytes a gradient value takes on the all-reduce's wire (train/sync.h):
- * bf16 2; else the exact mode's double 8, twice float's 4. */
-static int64_t
-wire_bytes(const struct dt_job *job, const struct dt_plan *plan)
-{
-	if (job->parallel.grad_wire == DT_GRAD_WIRE_BF16)
-		return 2;
-	return plan->exact_accum ? 8 : 4;
-}
-
+/* The element of the gradient sums' wire (train/sync.h). */
 static const char *
-wire_word(const struct dt_job *job, const struct dt_plan *plan)
+wire_word(const struct dt_sync_plan *sync)
 {
-	if (job->parallel.grad_wire == DT_GRAD_WIRE_BF16)
+	if (sync->wire == DT_GRAD_WIRE_BF16)
 		return "bf16";
-	return plan->exact_accum ? "f64" : "f32";
+	return sync->wire_bytes == 8 ? "f64" : "f32";
 }
 
 /* One stage's memory and bytes per step, for a rank of it (every rank of
  * a stage holds and moves the same). */
 static void
-plan_stage(const struct dt_job *job, const struct dt_plan *plan,
-	   const struct dt_model *model, int64_t dataset, int64_t loader,
+plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	   struct stage_plan *sp)
 {
-	int64_t bufs = optim_buffers(job), mb = plan->micro_batch;
-	int64_t input = dt_model_input_size(model) * mb;
+	const struct dt_sync_plan *y = sp->sync;
+	int64_t mb = plan->micro_batch;
+	int64_t input = dt_model_input_size(plan->shapes) * mb;
 	int64_t per_step = mb * plan->grad_accum_steps;
 	/* Each micro-batch in flight has its slot of activations and its
 	 * copy of the input batch (train/exec.c). */
-	int64_t act = (sp->si.act_floats * mb + input) * sp->in_flight * 4;
-	int64_t trained = (int64_t)(sp->si.trained_hi - sp->si.trained_lo);
+	int64_t act = (sp->si->act_floats * mb + input) * sp->in_flight * 4;
 	/* A rank holds its stage's tensors only (the whole model without a
-	 * pipeline): parameters, gradients and optimizer state. */
-	int64_t n_trained = trained;
-	int64_t n_params = trained + (int64_t)(sp->si.buffer_hi -
-					       sp->si.buffer_lo);
-	/* Summed in double when the plan says so (exact_accum): an accumulator
-	 * of the trained floats, and 8 bytes a value in the all-reduce. */
-	int exact = plan->exact_accum;
-	int64_t acc = exact ? trained * 8 : 0;
+	 * pipeline): parameters and gradients, and the optimizer's buffers
+	 * over the span it updates. */
+	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
+						  sp->si->buffer_lo);
+	int64_t opt = y->optim_buffers * (y->own_hi - y->own_lo) * 4;
 	struct json_object *mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(n_params * 4));
 	ADD(mem, "grads", json_object_new_int64(n_params * 4));
-	ADD(mem, "optimizer_state", json_object_new_int64(bufs * n_trained * 4));
-	ADD(mem, "grad_accumulator", json_object_new_int64(acc));
+	ADD(mem, "optimizer_state", json_object_new_int64(opt));
+	ADD(mem, "grad_accumulator",
+	    json_object_new_int64(y->accumulator_bytes));
 	ADD(mem, "activations", json_object_new_int64(act));
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = n_params * 4 * 2 + n_trained * 4 * bufs + acc + act +
+	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes + act +
 		    dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
 	 * (bytes_per_step): keep them computed exactly this way. */
-	sp->p2p = (sp->si.send_fwd_floats + sp->si.send_bwd_floats) * 4 *
+	sp->p2p = (sp->si->send_fwd_floats + sp->si->send_bwd_floats) * 4 *
 		  per_step;
-	sp->grad_allreduce = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
-			     plan->dp_size * plan->tp_size > 1 ?
-			     trained * wire_bytes(job, plan) : 0;
+	sp->grad_allreduce = y->bytes_per_step;
 	sp->tp_allreduce = plan->tp_size > 1 ? sp->tp_floats * 4 * per_step :
 			   0;
 }
 
-struct json_object *
-dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
+static struct json_object *
+describe_grid(const struct dt_job *job, const struct dt_plan *plan)
 {
-	const struct dt_model *model = plan->shapes;
-	int blas_threads = plan->blas_threads;
-	int64_t n_train = plan->data.n_train;
-	int64_t train_bytes = plan->data.train_bytes;
-	int64_t n_eval = plan->data.n_eval;
-	int64_t eval_bytes = plan->data.eval_bytes;
-	struct json_object *o = json_object_new_object();
 	struct json_object *grid = json_object_new_object();
-	struct json_object *batch = json_object_new_object();
-	struct json_object *layers = json_object_new_array();
-	struct json_object *stages = json_object_new_array();
-	struct json_object *comm = json_object_new_object();
-	struct json_object *data = json_object_new_object();
-	struct json_object *ranks = json_object_new_array();
-	int n_nodes = dt_model_n_layers(model);
-	int pp = plan->pp_size > 0 ? plan->pp_size : 1;
-	const int *stage_of_node = plan->stage_of_node;
-	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
-	int64_t n_params = (int64_t)dt_model_n_params(model);
-	int64_t n_trained = (int64_t)dt_model_n_trained(model);
-	int64_t input = dt_model_input_size(model) * plan->micro_batch;
-	int64_t p = plan->dp_size, grad_bytes = n_trained * 4, ring;
-	double fwd = 0, total_flops;
-	int64_t steps_per_epoch = plan->steps_per_epoch;
-	int64_t dropped = plan->samples_dropped;
-	int64_t total_steps = plan->total_steps;
-	int64_t bufs = optim_buffers(job);
-	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
-	int async = ps && job->parallel.mode == DT_PS_ASYNC;
-	int n_servers = ps ? (int)job->parallel.servers : 0;
-	int split = pp > 1 || plan->tp_size > 1, busiest = 0;
-	int by_params = job->parallel.balance == DT_BALANCE_PARAMS;
-	double balanced = 0;		/* FLOPs or parameters of all stages */
-	struct json_object *mem0 = NULL;	/* rank 0's, with a gather */
 
-	ADD(o, "name", json_object_new_string(job->name));
 	ADD(grid, "world_size", json_object_new_int(plan->world_size));
 	ADD(grid, "data_parallel", json_object_new_int(plan->dp_size));
-	ADD(grid, "pipeline_parallel", json_object_new_int(pp));
+	ADD(grid, "pipeline_parallel", json_object_new_int(plan->pp_size));
 	ADD(grid, "tensor_parallel", json_object_new_int(
 		    plan->tp_size > 0 ? plan->tp_size : 1));
 	ADD(grid, "schedule", json_object_new_string(
@@ -165,27 +113,43 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(grid, "accum_schedule", json_object_new_string(
 		    plan->accum_schedule == DT_ACCUM_BREADTH_FIRST ?
 		    "breadth_first" : "depth_first"));
-	ADD(grid, "bubble_fraction", dt_json_float(
-		    dt_plan_bubble(plan)));
-	ADD(grid, "blas_threads_per_rank", json_object_new_int(blas_threads));
-	ADD(grid, "balance", json_object_new_string(by_params ? "params" :
-						     "flops"));
-	ADD(o, "grid", grid);
+	ADD(grid, "bubble_fraction", dt_json_float(dt_plan_bubble(plan)));
+	ADD(grid, "blas_threads_per_rank",
+	    json_object_new_int(plan->blas_threads));
+	ADD(grid, "balance", json_object_new_string(
+		    job->parallel.balance == DT_BALANCE_PARAMS ? "params" :
+		    "flops"));
+	return grid;
+}
+
+static struct json_object *
+describe_batch(const struct dt_plan *plan)
+{
+	struct json_object *batch = json_object_new_object();
 
 	ADD(batch, "global_batch", json_object_new_int64(plan->global_batch));
 	ADD(batch, "micro_batch", json_object_new_int64(plan->micro_batch));
 	ADD(batch, "grad_accum_steps",
 	    json_object_new_int64(plan->grad_accum_steps));
 	ADD(batch, "per_rank_batch", json_object_new_int64(plan->per_rank_batch));
-	ADD(batch, "steps_per_epoch", steps_per_epoch >= 0 ?
-	    json_object_new_int64(steps_per_epoch) : NULL);
-	ADD(batch, "samples_dropped_per_epoch", dropped >= 0 ?
-	    json_object_new_int64(dropped) : NULL);
-	ADD(batch, "total_steps", total_steps >= 0 ?
-	    json_object_new_int64(total_steps) : NULL);
-	ADD(o, "batch", batch);
+	ADD(batch, "steps_per_epoch", plan->steps_per_epoch >= 0 ?
+	    json_object_new_int64(plan->steps_per_epoch) : NULL);
+	ADD(batch, "samples_dropped_per_epoch", plan->samples_dropped >= 0 ?
+	    json_object_new_int64(plan->samples_dropped) : NULL);
+	ADD(batch, "total_steps", plan->total_steps >= 0 ?
+	    json_object_new_int64(plan->total_steps) : NULL);
+	return batch;
+}
 
-	for (int i = 0; i < n_nodes; i++) {
+/* The layers and the model's totals, into o. */
+static void
+describe_layers(const struct dt_plan *plan, struct json_object *o)
+{
+	const struct dt_model *model = plan->shapes;
+	struct json_object *layers = json_object_new_array();
+	double fwd = 0, total_flops = dt_model_flops_per_sample(model);
+
+	for (int i = 0; i < dt_model_n_layers(model); i++) {
 		struct dt_layer_info li;
 		struct json_object *l = json_object_new_object();
 
@@ -197,212 +161,310 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		ADD(l, "fwd_flops_per_sample", dt_json_number(li.fwd_flops));
 		ADD(l, "bwd_flops_per_sample",
 		    dt_json_number(2 * li.fwd_flops));
-		ADD(l, "stage", json_object_new_int(stage_of_node[i]));
+		ADD(l, "stage", json_object_new_int(plan->stage_of_node[i]));
 		json_object_array_add(layers, l);
 		fwd += li.fwd_flops;
 	}
 	ADD(o, "layers", layers);
-	total_flops = dt_model_flops_per_sample(model);
-	ADD(o, "params", json_object_new_int64(n_params));
+	ADD(o, "params", json_object_new_int64(
+		    (int64_t)dt_model_n_params(model)));
 	ADD(o, "flops_per_sample", dt_json_number(total_flops));
 	ADD(o, "fwd_flops_per_sample", dt_json_number(fwd));
 	ADD(o, "flops_per_step",
 	    dt_json_number(total_flops * (double)plan->global_batch));
+}
 
-	/* The loader thread's ring of prepared micro-batches (inputs and
-	 * labels) and its own copy of the epoch order. */
+/* The loader thread's ring of prepared micro-batches (inputs and labels)
+ * and its own copy of the epoch order, in bytes. */
+static int64_t
+loader_bytes(const struct dt_job *job, const struct dt_plan *plan)
+{
+	const struct dt_model *model = plan->shapes;
+	int64_t input = dt_model_input_size(model) * plan->micro_batch;
 	int64_t slots = job->data.prefetch * plan->grad_accum_steps;
-	int64_t loader = job->data.prefetch > 0 ?
-			 slots * (input + plan->micro_batch *
-				  dt_model_labels_per_sample(model)) * 4 +
-			 (n_train > 0 ? n_train * 8 : 0) : 0;
+	int64_t n_train = plan->data.n_train;
 
-	for (int s = 0; s < pp; s++) {
-		struct json_object *x = json_object_new_object();
-		struct json_object *names = json_object_new_array();
-		struct json_object *in = json_object_new_array();
-		const struct dt_stage_info *si = &sp[s].si;
+	if (job->data.prefetch <= 0)
+		return 0;
+	return slots * (input + plan->micro_batch *
+			dt_model_labels_per_sample(model)) * 4 +
+	       (n_train > 0 ? n_train * 8 : 0);
+}
 
-		sp[s].si = plan->stages[s];
-		sp[s].in_flight = plan->in_flight[s];
-		sp[s].tp_floats = dt_model_tp_floats_per_sample(
-			model, si->first_node, si->last_node);
-		plan_stage(job, plan, model, train_bytes + eval_bytes, loader,
-			   &sp[s]);
-		if (sp[s].total > sp[busiest].total)
-			busiest = s;
-		for (int i = si->first_node; i <= si->last_node; i++) {
-			struct dt_layer_info li;
+/* What the plan decided for a stage's gradient (plan/sync_plan.h). */
+static struct json_object *
+describe_sync(const struct dt_sync_plan *y)
+{
+	struct json_object *x = json_object_new_object();
 
-			dt_model_layer_info(model, i, &li);
-			json_object_array_add(names,
-					      json_object_new_string(li.name));
-		}
-		for (int r = 0; r < plan->world_size && !(ps &&
-		     r >= plan->dp_size); r++) {
-			struct dt_grid_pos pos;
+	ADD(x, "implementation", json_object_new_string(
+		    dt_sync_impl_name(y->impl)));
+	ADD(x, "sum_ranks", json_object_new_int(y->sum_ranks));
+	ADD(x, "overlap", json_object_new_boolean(y->overlap));
+	ADD(x, "wire", json_object_new_string(wire_word(y)));
+	ADD(x, "wire_bytes_per_value", json_object_new_int64(y->wire_bytes));
+	ADD(x, "bucket_bytes", json_object_new_int64(y->bucket_bytes));
+	ADD(x, "optimizer_offset", json_object_new_int64(y->own_lo));
+	ADD(x, "optimizer_params",
+	    json_object_new_int64(y->own_hi - y->own_lo));
+	ADD(x, "optimizer_buffers", json_object_new_int(y->optim_buffers));
+	ADD(x, "accumulator_bytes",
+	    json_object_new_int64(y->accumulator_bytes));
+	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
+	return x;
+}
 
-			dt_plan_position(plan, r, &pos);
-			if (pos.stage == s)
-				json_object_array_add(in,
-						      json_object_new_int(r));
-		}
-		ADD(x, "stage", json_object_new_int(s));
-		ADD(x, "first_node", json_object_new_int(si->first_node));
-		ADD(x, "last_node", json_object_new_int(si->last_node));
-		ADD(x, "nodes", names);
-		ADD(x, "flops_per_sample",
-		    dt_json_number(si->flops_per_sample));
-		ADD(x, "params", json_object_new_int64(si->n_params));
-		ADD(x, "trained_params", json_object_new_int64(
-			    (int64_t)(si->trained_hi - si->trained_lo)));
-		ADD(x, "activation_floats_per_sample",
-		    json_object_new_int64(si->act_floats));
-		ADD(x, "micro_batches_in_flight",
-		    json_object_new_int64(sp[s].in_flight));
-		/* As in the ranks' memory: the slots and the input batch. */
-		ADD(x, "activation_bytes", json_object_new_int64(
-			    get_i(sp[s].memory, "activations", NULL)));
-		ADD(x, "send_fwd_floats_per_sample",
-		    json_object_new_int64(si->send_fwd_floats));
-		ADD(x, "send_bwd_floats_per_sample",
-		    json_object_new_int64(si->send_bwd_floats));
-		ADD(x, "tp_floats_per_sample",
-		    json_object_new_int64(sp[s].tp_floats));
-		ADD(x, "ranks", in);
-		json_object_array_add(stages, x);
-	}
-	/* Each stage's share of what the stages are balanced on. */
-	for (int s = 0; s < pp; s++)
-		balanced += by_params ? (double)sp[s].si.n_params :
-			    sp[s].si.flops_per_sample;
-	for (int s = 0; s < pp; s++)
-		ADD(json_object_array_get_idx(stages, (size_t)s), "share",
-		    dt_json_number(balanced > 0 ? (by_params ?
-			(double)sp[s].si.n_params :
-			sp[s].si.flops_per_sample) / balanced : 0));
-	ADD(o, "stages", stages);
+/* The ranks of stage s (the workers' only). */
+static struct json_object *
+stage_ranks(const struct dt_plan *plan, int s)
+{
+	struct json_object *in = json_object_new_array();
 
-
-	if (ps) {
-		/* A worker pushes its gradient and pulls the parameters, all
-		 * shards together: the gradient bytes each way per step. */
-		ADD(comm, "algorithm", json_object_new_string(
-			    "parameter server"));
-		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
-		ADD(comm, "sent_per_step", json_object_new_int64(grad_bytes));
-		ADD(comm, "received_per_step", json_object_new_int64(grad_bytes));
-		ADD(comm, "server_bytes_per_step", json_object_new_int64(
-			    (int64_t)dt_ps_server_step_bytes(
-				    (size_t)n_trained, n_servers, (int)p)));
-		ADD(comm, "server_memory", json_object_new_int64(
-			    (int64_t)dt_ps_server_bytes(
-				    (size_t)n_trained, n_servers, (int)p,
-				    async ? job->parallel.max_staleness : 0,
-				    (int)bufs)));
-		ADD(comm, "mode", json_object_new_string(async ? "async" :
-							 "sync"));
-		ADD(comm, "max_staleness", json_object_new_int64(
-			    async ? job->parallel.max_staleness : 0));
-	} else {
-		/* The ring over the dp x tp ranks of the stage with the most
-		 * trained floats, in the precision they are summed in. */
-		int64_t elem = wire_bytes(job, plan);
-
-		grad_bytes = 0;
-		for (int s = 0; s < pp; s++) {
-			int64_t b = (int64_t)(sp[s].si.trained_hi -
-					      sp[s].si.trained_lo) * elem;
-
-			if (b > grad_bytes)
-				grad_bytes = b;
-		}
-		p = (int64_t)plan->dp_size * (plan->tp_size > 0 ?
-					      plan->tp_size : 1);
-		ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
-		/* The exact mode's ring (comm/comm.h): reduce-scatter of
-		 * the doubles, all-gather of the rounded floats, (p-1)/p x
-		 * (8 + 4) bytes a value. With several ranks on a host
-		 * (parallel.hierarchical) the hosts sum doubles. */
-		if (elem == 8)
-			ring = p > 1 ? 3 * (p - 1) * grad_bytes / (2 * p) : 0;
-		ADD(comm, "algorithm", json_object_new_string(elem == 8 ?
-			    "ring reduce-scatter (f64) and all-gather (f32)" :
-			    "ring all-reduce"));
-		/* The wire's element (train/sync.h), whether buckets start
-		 * during backward, and their size. */
-		ADD(comm, "wire", json_object_new_string(wire_word(job, plan)));
-		ADD(comm, "wire_bytes_per_value", json_object_new_int64(elem));
-		ADD(comm, "overlap", json_object_new_boolean(
-			    job->parallel.overlap));
-		ADD(comm, "bucket_bytes", json_object_new_int64(
-			    (int64_t)(job->parallel.bucket_mb * 1048576.0)));
-		ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
-		ADD(comm, "sent_per_step", json_object_new_int64(ring));
-		ADD(comm, "received_per_step", json_object_new_int64(ring));
-	}
-	ADD(o, "communication_per_rank", comm);
-
-	ADD(data, "train_samples", n_train >= 0 ?
-	    json_object_new_int64(n_train) : NULL);
-	ADD(data, "eval_samples", n_eval >= 0 ?
-	    json_object_new_int64(n_eval) : NULL);
-	ADD(o, "data", data);
-
-	for (int r = 0; r < plan->world_size; r++) {
-		struct json_object *x = json_object_new_object();
-		struct json_object *bytes;
+	for (int r = 0; r < plan->world_size - plan->n_servers; r++) {
 		struct dt_grid_pos pos;
 
-		ADD(x, "rank", json_object_new_int(r));
-		if (ps && r >= plan->dp_size) {
-			size_t off, len;
-
-			dt_ps_shard((size_t)n_trained, n_servers,
-				    r - plan->dp_size, &off, &len);
-			ADD(x, "role", json_object_new_string(
-				    "parameter server"));
-			ADD(x, "shard_offset", json_object_new_int64((int64_t)off));
-			ADD(x, "shard_params", json_object_new_int64((int64_t)len));
-			json_object_array_add(ranks, x);
-			continue;
-		}
 		dt_plan_position(plan, r, &pos);
-		ADD(x, "role", json_object_new_string(
-			    ps ? "worker" : split ? "model-parallel worker" :
-			    "data-parallel worker"));
-		ADD(x, "dp_rank", json_object_new_int(pos.dp));
-		ADD(x, "dp", json_object_new_int(pos.dp));
-		ADD(x, "stage", json_object_new_int(pos.stage));
-		ADD(x, "tp", json_object_new_int(pos.tp));
-		ADD(x, "samples_per_step",
-		    json_object_new_int64(plan->per_rank_batch));
-		if (r == 0 && pp > 1) {
-			/* Rank 0 holds the whole model while it writes a
-			 * checkpoint: the parameters and optimizer state
-			 * gathered from every stage. */
-			struct json_object *m = NULL, *t = NULL;
-			int64_t gather = (n_params + bufs * n_trained) * 4;
-
-			json_object_deep_copy(sp[pos.stage].memory, &m, NULL);
-			json_object_object_get_ex(m, "total", &t);
-			ADD(m, "checkpoint_gather", json_object_new_int64(gather));
-			ADD(m, "total", json_object_new_int64(
-				    json_object_get_int64(t) + gather));
-			ADD(x, "memory", m);
-			mem0 = m;
-		} else {
-			ADD(x, "memory", json_object_get(sp[pos.stage].memory));
-		}
-		bytes = json_object_new_object();
-		ADD(bytes, "p2p_bytes", json_object_new_int64(sp[pos.stage].p2p));
-		ADD(bytes, "grad_allreduce_bytes",
-		    json_object_new_int64(sp[pos.stage].grad_allreduce));
-		ADD(bytes, "tp_allreduce_bytes",
-		    json_object_new_int64(sp[pos.stage].tp_allreduce));
-		ADD(x, "bytes_per_step", bytes);
-		json_object_array_add(ranks, x);
+		if (pos.stage == s)
+			json_object_array_add(in, json_object_new_int(r));
 	}
+	return in;
+}
+
+static struct json_object *
+describe_stage(const struct dt_plan *plan, const struct stage_plan *sp,
+	       int s)
+{
+	struct json_object *x = json_object_new_object();
+	struct json_object *names = json_object_new_array();
+	const struct dt_stage_info *si = sp->si;
+
+	for (int i = si->first_node; i <= si->last_node; i++) {
+		struct dt_layer_info li;
+
+		dt_model_layer_info(plan->shapes, i, &li);
+		json_object_array_add(names, json_object_new_string(li.name));
+	}
+	ADD(x, "stage", json_object_new_int(s));
+	ADD(x, "first_node", json_object_new_int(si->first_node));
+	ADD(x, "last_node", json_object_new_int(si->last_node));
+	ADD(x, "nodes", names);
+	ADD(x, "flops_per_sample", dt_json_number(si->flops_per_sample));
+	ADD(x, "params", json_object_new_int64(si->n_params));
+	ADD(x, "trained_params", json_object_new_int64(sp->sync->trained));
+	ADD(x, "activation_floats_per_sample",
+	    json_object_new_int64(si->act_floats));
+	ADD(x, "micro_batches_in_flight", json_object_new_int64(sp->in_flight));
+	/* As in the ranks' memory: the slots and the input batch. */
+	ADD(x, "activation_bytes", json_object_new_int64(
+		    get_i(sp->memory, "activations", NULL)));
+	ADD(x, "send_fwd_floats_per_sample",
+	    json_object_new_int64(si->send_fwd_floats));
+	ADD(x, "send_bwd_floats_per_sample",
+	    json_object_new_int64(si->send_bwd_floats));
+	ADD(x, "tp_floats_per_sample", json_object_new_int64(sp->tp_floats));
+	ADD(x, "ranks", stage_ranks(plan, s));
+	ADD(x, "sync", describe_sync(sp->sync));
+	return x;
+}
+
+/* Every stage, with its share of what the stages are balanced on. */
+static struct json_object *
+describe_stages(const struct dt_job *job, const struct dt_plan *plan,
+		const struct stage_plan *sp)
+{
+	struct json_object *stages = json_object_new_array();
+	int by_params = job->parallel.balance == DT_BALANCE_PARAMS;
+	double balanced = 0;	/* FLOPs or parameters of all stages */
+
+	for (int s = 0; s < plan->pp_size; s++) {
+		json_object_array_add(stages, describe_stage(plan, &sp[s], s));
+		balanced += by_params ? (double)sp[s].si->n_params :
+			    sp[s].si->flops_per_sample;
+	}
+	for (int s = 0; s < plan->pp_size; s++)
+		ADD(json_object_array_get_idx(stages, (size_t)s), "share",
+		    dt_json_number(balanced > 0 ? (by_params ?
+			(double)sp[s].si->n_params :
+			sp[s].si->flops_per_sample) / balanced : 0));
+	return stages;
+}
+
+/* A worker pushes its gradient and pulls the parameters, all shards
+ * together: the gradient bytes each way per step. */
+static void
+describe_servers(const struct dt_job *job, const struct dt_plan *plan,
+		 struct json_object *comm)
+{
+	size_t n_trained = (size_t)plan->sync[0].trained;
+	int64_t grad_bytes = (int64_t)n_trained * 4;
+	int async = job->parallel.mode == DT_PS_ASYNC;
+	int64_t stale = async ? job->parallel.max_staleness : 0;
+
+	ADD(comm, "algorithm", json_object_new_string("parameter server"));
+	ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
+	ADD(comm, "sent_per_step", json_object_new_int64(grad_bytes));
+	ADD(comm, "received_per_step", json_object_new_int64(grad_bytes));
+	ADD(comm, "server_bytes_per_step", json_object_new_int64((int64_t)
+		    dt_ps_server_step_bytes(n_trained, plan->n_servers,
+					    plan->dp_size)));
+	ADD(comm, "server_memory", json_object_new_int64((int64_t)
+		    dt_ps_server_bytes(n_trained, plan->n_servers,
+				       plan->dp_size, stale,
+				       plan->sync[0].optim_buffers)));
+	ADD(comm, "mode", json_object_new_string(async ? "async" : "sync"));
+	ADD(comm, "max_staleness", json_object_new_int64(stale));
+}
+
+/* The ring over the sum ranks of the stage with the most trained floats,
+ * in the precision they are summed in. */
+static void
+describe_ring(const struct dt_plan *plan, struct json_object *comm)
+{
+	const struct dt_sync_plan *y = &plan->sync[0];
+	int64_t elem = y->wire_bytes, grad_bytes = 0, p, ring;
+
+	for (int s = 0; s < plan->pp_size; s++)
+		if (plan->sync[s].trained * elem > grad_bytes)
+			grad_bytes = plan->sync[s].trained * elem;
+	p = y->sum_ranks;
+	ring = p > 1 ? 2 * (p - 1) * grad_bytes / p : 0;
+	/* The exact mode's ring (comm/comm.h): reduce-scatter of the
+	 * doubles, all-gather of the rounded floats, (p-1)/p x (8 + 4)
+	 * bytes a value. With several ranks on a host
+	 * (parallel.hierarchical) the hosts sum doubles. */
+	if (elem == 8)
+		ring = p > 1 ? 3 * (p - 1) * grad_bytes / (2 * p) : 0;
+	ADD(comm, "algorithm", json_object_new_string(elem == 8 ?
+		    "ring reduce-scatter (f64) and all-gather (f32)" :
+		    "ring all-reduce"));
+	/* The wire's element, whether buckets start during backward, and
+	 * their size: the plan's (plan/sync_plan.h). */
+	ADD(comm, "wire", json_object_new_string(wire_word(y)));
+	ADD(comm, "wire_bytes_per_value", json_object_new_int64(elem));
+	ADD(comm, "overlap", json_object_new_boolean(y->overlap));
+	ADD(comm, "bucket_bytes", json_object_new_int64(y->bucket_bytes));
+	ADD(comm, "gradient_bytes", json_object_new_int64(grad_bytes));
+	ADD(comm, "sent_per_step", json_object_new_int64(ring));
+	ADD(comm, "received_per_step", json_object_new_int64(ring));
+}
+
+/* Rank 0 holds the whole model while it writes a checkpoint of a
+ * pipeline: the parameters and optimizer state gathered from every
+ * stage, on top of its stage's memory. A new object. */
+static struct json_object *
+gather_memory(const struct dt_plan *plan, struct json_object *stage_mem)
+{
+	const struct dt_model *model = plan->shapes;
+	struct json_object *m = NULL, *t = NULL;
+	int64_t gather = ((int64_t)dt_model_n_params(model) +
+			  plan->sync[0].optim_buffers *
+			  (int64_t)dt_model_n_trained(model)) * 4;
+
+	json_object_deep_copy(stage_mem, &m, NULL);
+	json_object_object_get_ex(m, "total", &t);
+	ADD(m, "checkpoint_gather", json_object_new_int64(gather));
+	ADD(m, "total", json_object_new_int64(json_object_get_int64(t) +
+					      gather));
+	return m;
+}
+
+static struct json_object *
+describe_server_rank(const struct dt_plan *plan, int r)
+{
+	struct json_object *x = json_object_new_object();
+	size_t off, len;
+
+	dt_ps_shard((size_t)plan->sync[0].trained, plan->n_servers,
+		    r - plan->dp_size, &off, &len);
+	ADD(x, "rank", json_object_new_int(r));
+	ADD(x, "role", json_object_new_string("parameter server"));
+	ADD(x, "shard_offset", json_object_new_int64((int64_t)off));
+	ADD(x, "shard_params", json_object_new_int64((int64_t)len));
+	return x;
+}
+
+/* Worker rank r's place, memory and bytes per step; *mem0 gets rank 0's
+ * memory where it differs from its stage's (the checkpoint's gather). */
+static struct json_object *
+describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
+	      int r, struct json_object **mem0)
+{
+	struct json_object *x = json_object_new_object();
+	struct json_object *bytes = json_object_new_object();
+	const struct stage_plan *mine;
+	struct dt_grid_pos pos;
+
+	dt_plan_position(plan, r, &pos);
+	mine = &sp[pos.stage];
+	ADD(x, "rank", json_object_new_int(r));
+	ADD(x, "role", json_object_new_string(
+		    mine->sync->impl == DT_SYNC_IMPL_SERVERS ? "worker" :
+		    plan->pp_size > 1 || plan->tp_size > 1 ?
+		    "model-parallel worker" : "data-parallel worker"));
+	ADD(x, "dp_rank", json_object_new_int(pos.dp));
+	ADD(x, "dp", json_object_new_int(pos.dp));
+	ADD(x, "stage", json_object_new_int(pos.stage));
+	ADD(x, "tp", json_object_new_int(pos.tp));
+	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
+	if (r == 0 && plan->pp_size > 1) {
+		*mem0 = gather_memory(plan, mine->memory);
+		ADD(x, "memory", *mem0);
+	} else {
+		ADD(x, "memory", json_object_get(mine->memory));
+	}
+	ADD(bytes, "p2p_bytes", json_object_new_int64(mine->p2p));
+	ADD(bytes, "grad_allreduce_bytes",
+	    json_object_new_int64(mine->grad_allreduce));
+	ADD(bytes, "tp_allreduce_bytes",
+	    json_object_new_int64(mine->tp_allreduce));
+	ADD(x, "bytes_per_step", bytes);
+	return x;
+}
+
+struct json_object *
+dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
+{
+	const struct dt_model *model = plan->shapes;
+	struct json_object *o = json_object_new_object();
+	struct json_object *comm = json_object_new_object();
+	struct json_object *data = json_object_new_object();
+	struct json_object *ranks = json_object_new_array();
+	struct json_object *mem0 = NULL;	/* rank 0's, with a gather */
+	int pp = plan->pp_size, busiest = 0;
+	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
+	int64_t dataset = plan->data.train_bytes + plan->data.eval_bytes;
+	int64_t loader = loader_bytes(job, plan);
+
+	ADD(o, "name", json_object_new_string(job->name));
+	ADD(o, "grid", describe_grid(job, plan));
+	ADD(o, "batch", describe_batch(plan));
+	describe_layers(plan, o);
+	for (int s = 0; s < pp; s++) {
+		sp[s].si = &plan->stages[s];
+		sp[s].sync = &plan->sync[s];
+		sp[s].in_flight = plan->in_flight[s];
+		sp[s].tp_floats = dt_model_tp_floats_per_sample(
+			model, sp[s].si->first_node, sp[s].si->last_node);
+		plan_stage(plan, dataset, loader, &sp[s]);
+		if (sp[s].total > sp[busiest].total)
+			busiest = s;
+	}
+	ADD(o, "stages", describe_stages(job, plan, sp));
+	if (plan->sync[0].impl == DT_SYNC_IMPL_SERVERS)
+		describe_servers(job, plan, comm);
+	else
+		describe_ring(plan, comm);
+	ADD(o, "communication_per_rank", comm);
+	ADD(data, "train_samples", plan->data.n_train >= 0 ?
+	    json_object_new_int64(plan->data.n_train) : NULL);
+	ADD(data, "eval_samples", plan->data.n_eval >= 0 ?
+	    json_object_new_int64(plan->data.n_eval) : NULL);
+	ADD(o, "data", data);
+	for (int r = 0; r < plan->world_size; r++)
+		json_object_array_add(ranks, r >= plan->world_size -
+				      plan->n_servers ?
+				      describe_server_rank(plan, r) :
+				      describe_rank(plan, sp, r, &mem0));
 	ADD(o, "ranks", ranks);
 	/* The rank that needs the most (every rank's without a pipeline;
 	 * with one, rank 0 while it gathers a checkpoint, or the stage
@@ -543,6 +605,28 @@ print_wire(FILE *out, struct json_object *comm)
 		fprintf(out, "; one blocking sum after backward\n");
 }
 
+/* The plan's sync of a stage (describe_sync): who updates what. */
+static void
+print_sync(FILE *out, const char *head, struct json_object *sync)
+{
+	int64_t n = get_i(sync, "sum_ranks", NULL);
+
+	if (sync == NULL)
+		return;
+	fprintf(out, "%sgradient sync: %s", head, json_object_get_string(
+			get(sync, "implementation")));
+	if (n > 0)
+		fprintf(out, " over %lld rank%s", (long long)n,
+			n == 1 ? "" : "s");
+	fprintf(out, "; the optimizer (%lld buffer%s a value) updates "
+		"trained floats %lld-%lld\n",
+		(long long)get_i(sync, "optimizer_buffers", NULL),
+		get_i(sync, "optimizer_buffers", NULL) == 1 ? "" : "s",
+		(long long)get_i(sync, "optimizer_offset", NULL),
+		(long long)(get_i(sync, "optimizer_offset", NULL) +
+			    get_i(sync, "optimizer_params", NULL)));
+}
+
 static void
 print_stages(const struct json_object *d, FILE *out)
 {
@@ -633,6 +717,7 @@ print_stages(const struct json_object *d, FILE *out)
 		fprintf(out, "\n  bytes per rank and step: point-to-point %s, "
 			"gradient all-reduce %s, tensor all-reduce %s\n", b1,
 			b2, b3);
+		print_sync(out, "  ", get(st, "sync"));
 	}
 	fprintf(out, "a rank holds its stage's parameters, gradients and "
 		"optimizer state; the ranks of a tensor group hold whole "
@@ -730,9 +815,12 @@ dt_plan_print(const struct json_object *d, FILE *out)
 		", one tensor-parallel rank's share" : "", b2);
 	if (split)
 		print_stages(d, out);
-	else
+	else {
 		print_memory(out, "\nmemory per rank:",
 			     get(d, "memory_per_rank"));
+		print_sync(out, "\n", get(json_object_array_get_idx(
+			get(d, "stages"), 0), "sync"));
+	}
 	bytes_text(b1, sizeof b1, get_i(d, "communication_per_rank",
 					"sent_per_step"));
 	bytes_text(b2, sizeof b2, get_i(d, "communication_per_rank",

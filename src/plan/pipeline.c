@@ -4,6 +4,8 @@
 
 #include <assert.h>
 
+#include "plan/sync_plan.h"
+
 void
 dt_plan_position(const struct dt_plan *plan, int rank,
 		 struct dt_grid_pos *pos)
@@ -62,8 +64,8 @@ dt_plan_accum_schedule(const struct dt_job *job, const struct dt_plan *plan,
 				 "auto or depth_first", where, why);
 	}
 	if (want == DT_ACCUM_AUTO)
-		want = why == NULL && job->parallel.overlap &&
-		       plan->dp_size > 1 && plan->grad_accum_steps > 1 ?
+		want = why == NULL && dt_plan_sync_overlap(job, plan) &&
+		       plan->grad_accum_steps > 1 ?
 		       DT_ACCUM_BREADTH_FIRST : DT_ACCUM_DEPTH_FIRST;
 	*out = want;
 	return DT_OK;

@@ -20,6 +20,7 @@
 struct dt_model;
 struct dt_stage_info;
 struct dt_pipe_op;
+struct dt_sync_plan;
 struct json_object;
 
 /* The sizes of a job's data, as far as they are known: samples and their
@@ -66,6 +67,9 @@ struct dt_plan {
 	int64_t *in_flight;		/* (pp_size) dt_plan_in_flight */
 	struct dt_pipe_op *ops;		/* (pp_size, 2 * grad_accum_steps)
 					 * each stage's schedule of one step */
+	struct dt_sync_plan *sync;	/* (pp_size) how each stage's
+					 * gradient is summed and applied
+					 * (plan/sync_plan.h) */
 	struct dt_plan_data data;	/* as given; -1 fields unknown */
 	int64_t steps_per_epoch;	/* -1 until the training samples are
 					 * known */
@@ -86,7 +90,8 @@ struct dt_plan {
  * the grid (dt_plan_batch), the BLAS threads (dt_plan_blas_threads on
  * host), exact accumulation, the stage of every node of the whole model
  * (dt_plan_layout on a shapes-only model that the plan keeps), each
- * stage's holdings, micro-batches in flight and schedule, and, with data
+ * stage's holdings, micro-batches in flight, schedule and gradient sync
+ * (dt_plan_sync), and, with data
  * (NULL: sizes unknown), what dt_plan_set_data adds. With train.steps
  * the length and its learning-rate schedule are known without the data.
  * On error returns DT_ERR_PLAN (or DT_ERR_JOB for the schedule) naming

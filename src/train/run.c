@@ -558,7 +558,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	cfg.optim = r->optim;
 	cfg.world = r->comm;
 	cfg.sum_comm = r->layout.stage_comm;
-	cfg.split = r->layout.split;
+	cfg.stage = r->layout.grid.stage;
 	cfg.norm_owner = r->layout.grid.dp == 0 && r->layout.grid.tp == 0;
 	cfg.first_tensor = r->layout.first_tensor;
 	cfg.n_tensors_all = r->layout.n_tensors_all;

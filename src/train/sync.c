@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "comm/hier.h"
+#include "plan/sync_plan.h"
 #include "graph/kern.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
@@ -45,11 +46,11 @@ _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
 	       "parallel.hierarchical's words are comm/hier.h's modes");
 
-/* Sum of squares of n floats in double, in eight lanes. */
+/* Sum of squares of g (n) in double, in eight lanes. */
 static double
 tensor_sq(const float *g, int64_t n)
 {
-	double lane[8] = { 0 }, total = 0;
+	double lane[8] = { 0 }, total = 0;	/* lane: (8) */
 	int64_t i = 0;
 
 	for (; i + 8 <= n; i += 8)
@@ -114,7 +115,7 @@ bucket_norms(struct dt_grad_sync *s, int b)
 {
 	struct dt_model *m = s->cfg.model;
 	const struct dt_grad_bucket *k = &s->buckets[b];
-	const float *g = dt_model_grads(m);
+	const float *g = dt_model_grads(m);	/* (n) the rank's gradient */
 
 	for (int t = k->t_lo; t < k->t_hi; t++) {
 		struct dt_tensor_info ti;
@@ -281,7 +282,7 @@ static void
 bucket_done(struct dt_grad_sync *s, int b)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
-	float *g = dt_model_grads(s->cfg.model);
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
 	if (s->wire == DT_GRAD_WIRE_BF16)
 		dt_bf16_unpack(g + k->lo, s->wire16 + k->lo, k->hi - k->lo);
@@ -298,13 +299,13 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
 	struct dt_comm *c = s->cfg.sum_comm;
-	float *g = dt_model_grads(s->cfg.model) + k->lo;
-	size_t n = k->hi - k->lo;
+	float *g = dt_model_grads(s->cfg.model) + k->lo;	/* (n) */
+	size_t n = k->hi - k->lo;	/* the bucket's floats */
 	uint64_t b0 = dt_comm_bytes_sent(c);
 	enum dt_status st;
 
 	if (s->wire == DT_GRAD_WIRE_BF16) {
-		uint16_t *w = s->wire16 + k->lo;
+		uint16_t *w = s->wire16 + k->lo;	/* (n) */
 
 		dt_bf16_pack(w, g, n);
 		st = s->overlap ? dt_comm_iallreduce_sum_bf16(c, w, n, err) :
@@ -314,7 +315,7 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 		 * (p-1)/p x 12 bytes a value, 6 on 2 ranks where the
 		 * double all-reduce sends 8), the same floats as rounding
 		 * the double all-reduce's sum. */
-		double *a = s->acc + k->lo;
+		double *a = s->acc + k->lo;	/* (n) */
 
 		st = s->overlap ?
 		     dt_comm_iallreduce_sum_f64_f32(c, a, g, n, err) :
@@ -352,7 +353,7 @@ static enum dt_status
 exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
 	const struct dt_grad_bucket *k = &s->buckets[bucket];
-	float *g = dt_model_grads(s->cfg.model);
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
 	exact_add(s, bucket);
 	if (s->wire == DT_GRAD_WIRE_BF16)
@@ -431,43 +432,83 @@ optim_apply(struct dt_grad_sync *s, float lr)
 		      dt_model_grads(s->cfg.model), lr);
 }
 
+/* What every collective implementation sets up after its own: the
+ * tensors' norms taken as buckets finish, and the per-host sum
+ * (collective over sum_comm). */
+static enum dt_status
+collective_init(struct dt_grad_sync *s, struct dt_error *err)
+{
+	const struct dt_grad_sync_cfg *cfg = &s->cfg;
+	int split = s->plan->impl == DT_SYNC_IMPL_STAGES ||
+		    s->plan->impl == DT_SYNC_IMPL_STAGES_EXACT;
+	enum dt_status st;
+
+	assert(dt_comm_size(cfg->sum_comm) == s->plan->sum_ranks);
+	/* Who reads the norms: a rank holding the whole model (whole_norm2)
+	 * or its stage's owner (stage_finish). */
+	s->early_norms = s->overlap && (!split || cfg->norm_owner);
+	if (s->early_norms) {
+		int nt = dt_model_n_tensors(cfg->model);
+
+		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
+		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
+	}
+	st = dt_comm_hier_new(cfg->sum_comm, (enum dt_hier_mode)
+			      cfg->job->parallel.hierarchical, &s->hier,
+			      &s->hosts, &s->max_per_host, err);
+	if (s->hier != NULL)
+		s->cfg.sum_comm = s->hier;
+	return st;
+}
+
+/* The exact mode's accumulator and node ranges, then the rest. */
+static enum dt_status
+exact_init(struct dt_grad_sync *s, struct dt_error *err)
+{
+	s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);	/* (n) */
+	setup_node_ranges(s);
+	return collective_init(s, err);
+}
+
 static const struct dt_grad_sync_ops allreduce_ops = {
-	"allreduce", no_op, no_op, no_op, float_begin, whole_finish,
-	whole_norm2, optim_apply, NULL, NULL,
+	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
+	whole_finish, whole_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
-	"exact", exact_step_begin, exact_backward_begin, exact_backward_end,
-	exact_begin, whole_finish, whole_norm2, optim_apply,
-	exact_breadth_begin, exact_node_done,
+	"exact", exact_init, exact_step_begin, exact_backward_begin,
+	exact_backward_end, exact_begin, whole_finish, whole_norm2,
+	optim_apply, exact_breadth_begin, exact_node_done,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
-	"stages", no_op, no_op, no_op, float_begin, stage_finish,
-	shared_norm2, optim_apply, NULL, NULL,
+	"stages", collective_init, no_op, no_op, no_op, float_begin,
+	stage_finish, shared_norm2, optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
-	"stages-exact", exact_step_begin, exact_backward_begin,
+	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
 	optim_apply, NULL, NULL,
 };
 
-/* The buckets, the overlap and the wire of s: buckets of
- * parallel.bucket_mb MiB with overlap over more than one rank, else the
- * one bucket of the whole gradient; bf16 only where something crosses
- * the wire. */
+/* The implementations, by the plan's choice (plan/sync_plan.h). */
+static const struct dt_grad_sync_ops *const impls[] = {
+	[DT_SYNC_IMPL_ALLREDUCE] = &allreduce_ops,
+	[DT_SYNC_IMPL_EXACT] = &exact_ops,
+	[DT_SYNC_IMPL_STAGES] = &stage_allreduce_ops,
+	[DT_SYNC_IMPL_STAGES_EXACT] = &stage_exact_ops,
+	[DT_SYNC_IMPL_SERVERS] = &dt_sync_ps_ops,
+};
+
+/* The buckets, the overlap and the wire of s, as the plan decided them:
+ * buckets of its bucket_bytes (cut at whole tensors) with overlap, else
+ * the one bucket of the whole gradient. */
 static void
 setup_buckets(struct dt_grad_sync *s)
 {
-	const struct dt_job *job = s->cfg.job;
-	int summed = job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
-		     dt_comm_size(s->cfg.sum_comm) > 1;
-	size_t cap = 0;
+	size_t cap = (size_t)(s->plan->bucket_bytes / (int64_t)sizeof(float));
 	int nt = dt_model_n_tensors(s->cfg.model);
 
-	s->overlap = summed && job->parallel.overlap;
-	s->wire = summed ? job->parallel.grad_wire : DT_GRAD_WIRE_F32;
-	if (s->overlap)
-		cap = (size_t)(job->parallel.bucket_mb * 1048576.0 /
-			       sizeof(float));
+	s->overlap = s->plan->overlap;
+	s->wire = s->plan->wire;
 	s->buckets = dt_xcalloc((size_t)nt + 1, sizeof *s->buckets);
 	s->n_buckets = dt_grad_buckets_make(s->cfg.model, cap > 0 ? cap : 1,
 					    s->buckets);
@@ -492,40 +533,16 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		 struct dt_grad_sync **out, struct dt_error *err)
 {
 	struct dt_grad_sync *s = dt_xcalloc(1, sizeof *s);
-	int exact = cfg->plan->exact_accum;
-	enum dt_status st;
 
 	s->cfg = *cfg;
+	s->plan = &cfg->plan->sync[cfg->stage];
 	s->n = dt_model_n_trained(cfg->model);
+	assert((int64_t)s->n == s->plan->trained);
 	s->workers = cfg->world;
 	*out = s;
 	setup_buckets(s);
-	if (cfg->job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
-		return dt_sync_ps_init(s, err);
-	if (cfg->split)
-		s->ops = exact ? &stage_exact_ops : &stage_allreduce_ops;
-	else
-		s->ops = exact ? &exact_ops : &allreduce_ops;
-	if (exact) {
-		s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);
-		setup_node_ranges(s);
-	}
-	/* Who reads the norms: a rank holding the whole model (whole_norm2)
-	 * or its stage's owner (stage_finish). */
-	s->early_norms = s->overlap && (!cfg->split || cfg->norm_owner);
-	if (s->early_norms) {
-		int nt = dt_model_n_tensors(cfg->model);
-
-		s->sq = dt_xcalloc((size_t)nt + 1, sizeof *s->sq);
-		s->sq_have = dt_xcalloc((size_t)nt + 1, 1);
-	}
-	/* Collective over sum_comm: the per-host sum where it applies. */
-	st = dt_comm_hier_new(cfg->sum_comm,
-			      (enum dt_hier_mode)cfg->job->parallel.hierarchical,
-			      &s->hier, &s->hosts, &s->max_per_host, err);
-	if (s->hier != NULL)
-		s->cfg.sum_comm = s->hier;
-	return st;
+	s->ops = impls[s->plan->impl];
+	return s->ops->init(s, err);
 }
 
 void

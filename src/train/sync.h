@@ -39,7 +39,7 @@
  * does the whole blocking sum, as before buckets existed. A reduce-
  * scatter of the gradient plus an all-gather of the updated parameters
  * (sharded optimizer state) would be one more implementation of
- * begin/finish/apply.
+ * begin/finish/apply (below: which lines it needs).
  *
  * On the wire (parallel.grad_wire): f32 sends the float gradient (the
  * exact mode: its double accumulator, 8 bytes a value); bf16 sends each
@@ -47,6 +47,27 @@
  * back (util/bf16.h); the exact mode then rounds its double accumulator
  * to float first, so its micro-batches still add up exactly on each rank.
  * A sum over one rank sends nothing, and bf16 then changes nothing.
+ *
+ * The plan chooses the implementation, overlap, wire and buckets of each
+ * stage (plan/sync_plan.h, dt_plan_sync); the sync obeys plan->sync[stage]
+ * and re-derives none of it.
+ *
+ * A new implementation (a sharded optimizer, say) is its own file plus
+ * these lines elsewhere:
+ *   src/train/sync_<name>.c   its struct dt_grad_sync_ops (sync_priv.h:
+ *                             init, then the seam's calls), exported as
+ *                             const struct dt_grad_sync_ops
+ *                             dt_sync_<name>_ops;
+ *   src/train/local.mk        the file, in libdtrain_la_SOURCES;
+ *   src/train/sync_priv.h     extern const ... dt_sync_<name>_ops;
+ *   src/train/sync.c          [DT_SYNC_IMPL_<NAME>] = &dt_sync_<name>_ops
+ *                             in impls[];
+ *   src/plan/sync_plan.h      DT_SYNC_IMPL_<NAME> in enum dt_sync_impl;
+ *   src/plan/sync_plan.c      its name in impl_names[], the rule that
+ *                             picks it in impl_of, and, where it differs,
+ *                             its optimizer span (own_lo, own_hi) and
+ *                             bytes per step in dt_plan_sync.
+ * plan --dry-run then prints it with the rest of the stage's sync.
  *
  * Implementations (sync.c, sync_ps.c):
  *   allreduce        float gradients summed by MPI_SUM all-reduces
@@ -111,8 +132,8 @@ struct dt_grad_sync_cfg {
 	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
 					 * the data-parallel x tensor-
 					 * parallel ranks of the stage */
-	int split;			/* the model is cut into stages or
-					 * tensor slices */
+	int stage;			/* the rank's pipeline stage: the
+					 * sync obeys plan->sync[stage] */
 	int norm_owner;			/* this rank reports its stage's
 					 * tensor norms (dp = tp = 0) */
 	int first_tensor;		/* its first tensor's index in the
@@ -121,10 +142,12 @@ struct dt_grad_sync_cfg {
 	const int64_t *step;		/* optimizer steps done (the loop's) */
 };
 
-/* Chooses and makes the implementation for cfg (parameter servers when
- * the job says so: collective over cfg->world, servers and workers
- * alike). DT_ERR_MPI from the servers' set-up; otherwise DT_OK. *out is
- * owned by the caller (dt_grad_sync_free). */
+/* Makes the implementation the plan chose for cfg->stage
+ * (cfg->plan->sync[cfg->stage], plan/sync_plan.h), with its overlap,
+ * wire and buckets: collective over cfg->sum_comm, or for parameter
+ * servers over cfg->world, servers and workers alike. DT_ERR_MPI from
+ * the set-up's communicators; otherwise DT_OK. *out is owned by the
+ * caller (dt_grad_sync_free), also on error. */
 enum dt_status dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 				struct dt_grad_sync **out,
 				struct dt_error *err);

@@ -9,6 +9,10 @@
 /* One implementation: the seam's calls (sync.h) in order of use. */
 struct dt_grad_sync_ops {
 	const char *name;
+	/* What the implementation needs beyond the buckets (sync.c's
+	 * setup_buckets), once, in dt_grad_sync_new; collective where it
+	 * sets up communicators. */
+	enum dt_status (*init)(struct dt_grad_sync *s, struct dt_error *err);
 	void (*step_begin)(struct dt_grad_sync *s);
 	void (*backward_begin)(struct dt_grad_sync *s);
 	void (*backward_end)(struct dt_grad_sync *s);
@@ -28,6 +32,8 @@ struct dt_grad_sync_ops {
 struct dt_grad_sync {
 	const struct dt_grad_sync_ops *ops;
 	struct dt_grad_sync_cfg cfg;
+	const struct dt_sync_plan *plan;	/* the plan's decision for
+						 * this rank's stage */
 	size_t n;			/* trained floats of the rank */
 	double *acc;			/* exact: (n) the step's gradient */
 	uint64_t bytes;			/* gradient bytes handed to MPI */
@@ -63,8 +69,8 @@ struct dt_grad_sync {
 /* The squared norm of the rank's own whole gradient (sync.c). */
 double dt_sync_local_norm2(struct dt_grad_sync *s);
 
-/* Makes s the parameter-server implementation (sync_ps.c); collective
- * over s->cfg.world. */
-enum dt_status dt_sync_ps_init(struct dt_grad_sync *s, struct dt_error *err);
+/* The parameter-server implementation (sync_ps.c); its init is
+ * collective over s->cfg.world. */
+extern const struct dt_grad_sync_ops dt_sync_ps_ops;
 
 #endif

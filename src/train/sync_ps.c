@@ -61,13 +61,9 @@ ps_apply(struct dt_grad_sync *s, float lr)
 	(void)lr;
 }
 
-static const struct dt_grad_sync_ops ps_ops = {
-	"parameter_server", no_op, no_op, no_op, ps_begin, ps_finish,
-	ps_norm2, ps_apply, NULL, NULL,
-};
-
-enum dt_status
-dt_sync_ps_init(struct dt_grad_sync *s, struct dt_error *err)
+/* Collective over s->cfg.world, servers and workers alike. */
+static enum dt_status
+ps_init(struct dt_grad_sync *s, struct dt_error *err)
 {
 	const struct dt_job *job = s->cfg.job;
 	struct dt_ps_cfg cfg = {
@@ -85,10 +81,14 @@ dt_sync_ps_init(struct dt_grad_sync *s, struct dt_error *err)
 	st = dt_ps_new(s->cfg.world, &cfg, &s->ps, err);
 	free(cfg.decay);
 
-	s->ops = &ps_ops;
 	if (st != DT_OK)
 		return st;
 	s->lazy = cfg.async;
 	s->workers = dt_ps_is_server(s->ps) ? NULL : dt_ps_workers(s->ps);
 	return DT_OK;
 }
+
+const struct dt_grad_sync_ops dt_sync_ps_ops = {
+	"parameter_server", ps_init, no_op, no_op, no_op, ps_begin,
+	ps_finish, ps_norm2, ps_apply, NULL, NULL,
+};

@@ -1047,6 +1047,43 @@ START_TEST(describe_bytes_per_step)
 }
 END_TEST
 
+/* The plan decides each stage's sync once (plan/sync_plan.h), and the
+ * description prints it: over one rank nothing crosses the wire, so no
+ * overlap, no bf16 and one bucket, whatever the job says (the old
+ * description said overlap and bf16 there, unlike the trainer); over
+ * two, the job's overlap, bf16 wire (2 bytes a value of the 139 trained
+ * floats) and buckets of 0.5 MiB; Adam's two buffers over every trained
+ * float. */
+START_TEST(sync_plan_rule)
+{
+	struct json_object *d;
+
+	load("{micro_batch: 2, steps: 10, lr: 0.1, optimizer: adam}",
+	     "  strategy: data\n  overlap: true\n  grad_wire: bf16\n"
+	     "  bucket_mb: 0.5\n");
+	d = describe(1);
+	ck_assert_int_eq(jget(d, "stages.0.sync.overlap"), 0);
+	ck_assert_int_eq(jget(d, "communication_per_rank.overlap"), 0);
+	ck_assert_int_eq(jget(d, "stages.0.sync.wire_bytes_per_value"), 4);
+	ck_assert_int_eq(jget(d, "stages.0.sync.bucket_bytes"), 0);
+	ck_assert_int_eq(jget(d, "stages.0.sync.sum_ranks"), 1);
+	ck_assert_int_eq(jget(d, "stages.0.sync.bytes_per_step"), 0);
+	json_object_put(d);
+	d = describe(2);
+	ck_assert_int_eq(jget(d, "stages.0.sync.overlap"), 1);
+	ck_assert_int_eq(jget(d, "stages.0.sync.wire_bytes_per_value"), 2);
+	ck_assert_int_eq(jget(d, "stages.0.sync.bucket_bytes"), 524288);
+	ck_assert_int_eq(jget(d, "stages.0.sync.sum_ranks"), 2);
+	ck_assert_int_eq(jget(d, "stages.0.sync.bytes_per_step"), 139 * 2);
+	ck_assert_int_eq(jget(d, "stages.0.sync.optimizer_offset"), 0);
+	ck_assert_int_eq(jget(d, "stages.0.sync.optimizer_params"), 139);
+	ck_assert_int_eq(jget(d, "stages.0.sync.optimizer_buffers"), 2);
+	ck_assert_int_eq(jget(d, "memory_per_rank.optimizer_state"),
+			 2 * 139 * 4);
+	json_object_put(d);
+}
+END_TEST
+
 /* dt_plan_build fills every number a run executes, once: with the data's
  * size the steps, and each stage's schedule and slots as the plan's own
  * functions give them. */
@@ -1221,6 +1258,7 @@ main(void)
 	tcase_add_test(tc, blas_threads);
 	tcase_add_test(tc, self_comm);
 	tcase_add_test(tc, rundir_refuses_results);
+	tcase_add_test(tc, sync_plan_rule);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* sync_plan.c - how each stage's gradient is summed and applied
+ * (sync_plan.h): decided here once, from the job and the plan's grid,
+ * for the trainer's gradient sync (train/sync.h) to obey and for
+ * plan --dry-run to print. */
+#include "plan/sync_plan.h"
+
+#include "graph/graph.h"
+#include "plan/plan.h"
+
+static const char *const impl_names[] = {
+	[DT_SYNC_IMPL_ALLREDUCE] = "allreduce",
+	[DT_SYNC_IMPL_EXACT] = "exact",
+	[DT_SYNC_IMPL_STAGES] = "stages",
+	[DT_SYNC_IMPL_STAGES_EXACT] = "stages-exact",
+	[DT_SYNC_IMPL_SERVERS] = "parameter_server",
+};
+
+const char *
+dt_sync_impl_name(enum dt_sync_impl impl)
+{
+	return impl_names[impl];
+}
+
+/* The data- x tensor-parallel ranks of a stage, whose gradients add up;
+ * 0 with parameter servers (no collective sum). */
+static int
+sum_ranks(const struct dt_job *job, const struct dt_plan *plan)
+{
+	if (job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
+		return 0;
+	return plan->dp_size * (plan->tp_size > 0 ? plan->tp_size : 1);
+}
+
+int
+dt_plan_sync_summed(const struct dt_job *job, const struct dt_plan *plan)
+{
+	return sum_ranks(job, plan) > 1;
+}
+
+/* A sum over one rank sends nothing, so nothing overlaps; parameter
+ * servers push and pull after the last backward. */
+int
+dt_plan_sync_overlap(const struct dt_job *job, const struct dt_plan *plan)
+{
+	return dt_plan_sync_summed(job, plan) && job->parallel.overlap;
+}
+
+int
+dt_plan_optim_buffers(const struct dt_job *job)
+{
+	if (job->train.optimizer == DT_OPTIM_SGD)
+		return job->train.momentum > 0 ? 1 : 0;
+	return 2;
+}
+
+static enum dt_sync_impl
+impl_of(const struct dt_job *job, const struct dt_plan *plan)
+{
+	int split = plan->pp_size > 1 || plan->tp_size > 1;
+
+	if (job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
+		return DT_SYNC_IMPL_SERVERS;
+	if (split)
+		return plan->exact_accum ? DT_SYNC_IMPL_STAGES_EXACT :
+		       DT_SYNC_IMPL_STAGES;
+	return plan->exact_accum ? DT_SYNC_IMPL_EXACT : DT_SYNC_IMPL_ALLREDUCE;
+}
+
+void
+dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
+	     struct dt_sync_plan *out)
+{
+	const struct dt_stage_info *si = &plan->stages[stage];
+	int summed = dt_plan_sync_summed(job, plan);
+
+	out->impl = impl_of(job, plan);
+	out->sum_ranks = sum_ranks(job, plan);
+	out->summed = summed;
+	out->overlap = dt_plan_sync_overlap(job, plan);
+	/* bf16 only where something crosses the wire: over one rank it
+	 * would change nothing. */
+	out->wire = summed ? job->parallel.grad_wire : DT_GRAD_WIRE_F32;
+	if (out->wire == DT_GRAD_WIRE_BF16)
+		out->wire_bytes = 2;
+	else
+		out->wire_bytes = plan->exact_accum ? 8 : 4;
+	out->bucket_bytes = out->overlap ?
+			    (int64_t)(job->parallel.bucket_mb * 1048576.0) : 0;
+	out->trained = (int64_t)(si->trained_hi - si->trained_lo);
+	out->own_lo = 0;
+	out->own_hi = out->trained;
+	out->optim_buffers = dt_plan_optim_buffers(job);
+	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
+	/* The count the trainer measures (summary.json's bytes_per_step):
+	 * keep it computed exactly this way. */
+	out->bytes_per_step = summed ? out->trained * out->wire_bytes : 0;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* sync_plan.h - the plan's decision of how each pipeline stage's
+ * gradient is summed and applied (dt_plan_sync, sync_plan.c): the
+ * implementation, overlap, the wire, the buckets, the span of the
+ * trained parameters this rank's optimizer updates, the optimizer's
+ * buffers and the bytes per step. Written once here; the trainer's
+ * gradient sync (train/sync.h) obeys it and plan --dry-run prints it. */
+#ifndef DT_PLAN_SYNC_PLAN_H
+#define DT_PLAN_SYNC_PLAN_H
+
+#include <stdint.h>
+
+#include "job/job.h"
+
+struct dt_plan;
+
+/* The gradient-sync implementations (train/sync.h). */
+enum dt_sync_impl {
+	DT_SYNC_IMPL_ALLREDUCE = 0,	/* float sums, the whole model */
+	DT_SYNC_IMPL_EXACT,		/* double accumulator and sum */
+	DT_SYNC_IMPL_STAGES,		/* float, over a stage or slice */
+	DT_SYNC_IMPL_STAGES_EXACT,	/* double, over a stage or slice */
+	DT_SYNC_IMPL_SERVERS,		/* parameter servers */
+};
+
+/* What one rank of a stage does with its gradient each optimizer step
+ * (every rank of a stage does the same). Counts are floats of the
+ * rank's trained arena unless they say bytes. */
+struct dt_sync_plan {
+	enum dt_sync_impl impl;
+	int sum_ranks;			/* ranks whose gradients add up
+					 * (data- x tensor-parallel ranks of
+					 * the stage); 0 with servers */
+	int summed;			/* something crosses the wire:
+					 * sum_ranks > 1 */
+	int overlap;			/* buckets start during the last
+					 * backward (parallel.overlap where
+					 * summed) */
+	enum dt_grad_wire wire;		/* the job's where summed, else f32 */
+	int64_t wire_bytes;		/* a value on the wire: 2 bf16, 8 the
+					 * exact f32 wire, 4 float; also for
+					 * servers (4) */
+	int64_t bucket_bytes;		/* gradient per bucket (cut at whole
+					 * tensors, sync.h); 0: one bucket of
+					 * the whole gradient */
+	int64_t trained;		/* trained floats of the stage */
+	int64_t own_lo, own_hi;		/* trained floats [own_lo, own_hi)
+					 * this rank's optimizer updates
+					 * (every one today; servers update
+					 * for the workers) */
+	int optim_buffers;		/* optimizer buffers, each
+					 * (own_hi - own_lo) floats */
+	int64_t accumulator_bytes;	/* exact: the double accumulator,
+					 * (trained) doubles; else 0 */
+	int64_t bytes_per_step;		/* gradient bytes the rank hands to
+					 * MPI per step, as the trainer
+					 * counts them (trained x wire_bytes
+					 * where summed; 0 else, and with
+					 * servers) */
+};
+
+/* Names of the implementations, as summary.json and plan --dry-run
+ * write them: "allreduce", "exact", "stages", "stages-exact",
+ * "parameter_server". */
+const char *dt_sync_impl_name(enum dt_sync_impl impl);
+
+/* Whether job's gradients on plan (dt_plan_batch's grid) are summed
+ * over more than one rank by the collective sums (not parameter
+ * servers), and whether those sums overlap backward: the one place the
+ * overlap rule is written. Pure. */
+int dt_plan_sync_summed(const struct dt_job *job, const struct dt_plan *plan);
+int dt_plan_sync_overlap(const struct dt_job *job,
+			 const struct dt_plan *plan);
+
+/* Optimizer state buffers the job's optimizer keeps per trained float:
+ * SGD 0 (1 with momentum), Adam and AdamW 2. */
+int dt_plan_optim_buffers(const struct dt_job *job);
+
+/* Fills *out with stage `stage`'s sync on plan (its grid, exact_accum
+ * and stages set). Pure. */
+void dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan,
+		  int stage, struct dt_sync_plan *out);
+
+#endif
