@@ -47,6 +47,7 @@ struct run_args {
 	int max_restarts;
 	int elastic;		/* --elastic MIN; 0: restart at -n ranks */
 	int quiet;
+	int start_over;		/* resume --start-over */
 	const char *run_dir;
 	const char *mpi_args;	/* more mpirun options for -n, blank-separated */
 	const char **sets;
@@ -99,6 +100,9 @@ static const struct dt_cmd_opt resume_opts[] = {
 	RUN_OPT_RESTARTS,
 	RUN_OPT_ELASTIC,
 	RUN_OPT_MPI_ARGS,
+	{ .name = "start-over", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct run_args, start_over),
+	  .doc = "start over a run with no usable checkpoint" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_REFUSED, .arg = "dir",
 	  .doc = "the run directory is the argument" },
@@ -1322,6 +1326,7 @@ train_cmd(int argc, char **argv, int resume)
 	opts.run_dir = a.run_dir;
 	opts.progress = !a.quiet;
 	opts.resume = resume;
+	opts.start_over = a.start_over;
 	st = dt_train_run(&job, &opts, comm, &res, &err);
 	if (st == DT_OK && res.already_done == 2) {
 		/* A longer train.steps would not help: stderr said why. */
