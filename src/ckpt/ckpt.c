@@ -345,11 +345,45 @@ dt_ckpt_load(const char *path, const struct dt_ckpt_target *params,
 	return st;
 }
 
+enum dt_status
+dt_ckpt_check_run(const char *path, const char *run_id, const char *run_dir,
+		  struct dt_error *err)
+{
+	struct dt_ckpt_meta m;
+	char file[DT_CK_PATH_MAX], *text;
+	size_t len;
+	enum dt_status st;
+
+	if (run_id == NULL || run_id[0] == '\0')
+		return DT_OK;
+	if (join(file, path, DT_CK_META, err))
+		return DT_ERR_IO;
+	st = read_small(file, DT_CK_META, NULL, &text, &len, err);
+	if (st == DT_OK) {
+		st = dt_ck_meta_decode(text, len, &m, err);
+		free(text);
+	}
+	if (st != DT_OK) {
+		dt_error_prefix(err, "%s: ", path);
+		return st;
+	}
+	if (m.run_id[0] != '\0' && strcmp(m.run_id, run_id) != 0)
+		st = dt_errorf(err, DT_ERR_USAGE, "%s belongs to run %s (in "
+			       "%s), not to run %s (in %s): two runs shared "
+			       "the checkpoint directory; use that run's own "
+			       "directory, or give each run its own "
+			       "checkpoint.dir", path, m.run_id, m.run_dir,
+			       run_id, run_dir);
+	dt_ckpt_meta_fini(&m);
+	return st;
+}
+
 /* ---- listing ------------------------------------------------------------ */
 
 struct step_dir {
 	int64_t step;
 	char name[32];
+	int not_dir;		/* a symbolic link or a file: never followed */
 };
 
 static int
@@ -360,7 +394,8 @@ cmp_steps_desc(const void *a, const void *b)
 	return (x->step < y->step) - (x->step > y->step);
 }
 
-/* The step-N directories of ckpt_dir, highest step first. A missing
+/* The step-N entries of ckpt_dir, highest step first; those that are not
+ * directories of their own are listed with not_dir set. A missing
  * ckpt_dir holds none. */
 static enum dt_status
 list_steps(const char *ckpt_dir, struct step_dir **out, size_t *n,
@@ -383,14 +418,14 @@ list_steps(const char *ckpt_dir, struct step_dir **out, size_t *n,
 		struct stat st;
 
 		if (step < 0 || fstatat(dirfd(d), e->d_name, &st,
-					AT_SYMLINK_NOFOLLOW) != 0 ||
-		    !S_ISDIR(st.st_mode))
+					AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
 		if (*n == cap) {
 			cap = cap ? 2 * cap : 16;
 			*out = dt_xrealloc(*out, cap, sizeof **out);
 		}
 		(*out)[*n].step = step;
+		(*out)[*n].not_dir = !S_ISDIR(st.st_mode);
 		snprintf((*out)[*n].name, sizeof (*out)[*n].name,
 			 STEP_PREFIX "%09" PRId64, step);
 		(*n)++;
@@ -399,6 +434,24 @@ list_steps(const char *ckpt_dir, struct step_dir **out, size_t *n,
 	if (*n > 1)
 		qsort(*out, *n, sizeof **out, cmp_steps_desc);
 	return DT_OK;
+}
+
+/* Why the step-N entry p, not a directory of its own, is no checkpoint. */
+static void
+not_dir_error(const char *p, struct dt_error *e)
+{
+	char target[DT_CK_PATH_MAX];
+	ssize_t k = readlink(p, target, sizeof target - 1);
+
+	if (k < 0) {
+		dt_errorf(e, DT_ERR_FORMAT, "not a directory (a checkpoint is "
+			  "a directory)");
+		return;
+	}
+	target[k] = '\0';
+	dt_errorf(e, DT_ERR_FORMAT, "a symbolic link (to %s), not followed: "
+		  "a checkpoint is a directory of the run's own; move the "
+		  "directory it names here instead of linking it", target);
 }
 
 enum dt_status
@@ -424,8 +477,10 @@ dt_ckpt_find_latest(const char *ckpt_dir, char *path, size_t path_size,
 		if (st != DT_OK)
 			break;
 		dt_error_clear(&e);
-		if (read_ckpt(p, dirs[i].step, 0, NULL, 0, NULL, 0, NULL, &e) ==
-		    DT_OK) {
+		if (dirs[i].not_dir)
+			not_dir_error(p, &e);
+		else if (read_ckpt(p, dirs[i].step, 0, NULL, 0, NULL, 0, NULL,
+				   &e) == DT_OK) {
 			if (strlen(p) >= path_size) {
 				st = dt_errorf(err, DT_ERR_IO, "%s: path too "
 					       "long", p);
@@ -492,7 +547,7 @@ dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step, int64_t keep,
 	if (st != DT_OK)
 		return st;
 	for (size_t i = 0; i < n; i++) {
-		if (dirs[i].step >= newest_step ||
+		if (dirs[i].step >= newest_step || dirs[i].not_dir ||
 		    join(p, ckpt_dir, dirs[i].name, NULL) != DT_OK ||
 		    join(m, p, DT_CK_MANIFEST, NULL) != DT_OK)
 			continue;

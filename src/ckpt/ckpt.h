@@ -51,6 +51,8 @@
 #define DT_CKPT_NAME_MAX 256	/* tensor name, including the NUL */
 #define DT_CKPT_KEY_MAX 64	/* extra-metadata key, including the NUL */
 #define DT_CKPT_MAX_EXTRA 4096	/* extra-metadata entries */
+#define DT_CKPT_RUN_ID_MAX 64	/* a run's id, including the NUL */
+#define DT_CKPT_RUN_DIR_MAX 4096	/* its run directory, including the NUL */
 
 /* A tensor to write: n_dims (0..4, 0 = a scalar) dimensions, row-major
  * float32. name: 1..DT_CKPT_NAME_MAX-1 bytes, no control characters, not
@@ -100,6 +102,13 @@ struct dt_ckpt_meta {
 	int32_t pp_size;	/* pipeline stages, >= 1 */
 	int32_t tp_size;	/* tensor-parallel degree, >= 1 */
 	char *job_text;		/* the resolved job as YAML; NULL saves "" */
+	char run_id[DT_CKPT_RUN_ID_MAX];	/* the run the checkpoint
+						 * belongs to: 1 to 63 of
+						 * [0-9A-Za-z_-], or "" (none:
+						 * a checkpoint of an older
+						 * dtrain) */
+	char run_dir[DT_CKPT_RUN_DIR_MAX];	/* that run's directory, for
+						 * messages ("" with no id) */
 	struct dt_ckpt_scalar *extra;	/* n_extra entries */
 	size_t n_extra;		/* <= DT_CKPT_MAX_EXTRA */
 };
@@ -167,14 +176,16 @@ enum dt_status dt_ckpt_save(const char *ckpt_dir,
 enum dt_status dt_ckpt_verify(const char *path, struct dt_error *err);
 
 /* Finds the newest valid checkpoint in ckpt_dir. Walks the step-N
- * directories from the highest step down, verifying each; for each one
- * that fails, report(report_ctx, msg) gets the verifier's message (report
- * may be NULL). Directories whose names start with '.' (temporaries) and
- * other names are ignored.
+ * entries from the highest step down, verifying each; for each one that
+ * fails, report(report_ctx, msg) gets the verifier's message (report may
+ * be NULL). A step-N entry that is not a directory of its own (a
+ * symbolic link, a file) is never followed: it fails as a candidate,
+ * named and said why. Names starting with '.' (temporaries) and other
+ * names are ignored.
  *
  * Returns DT_OK with the checkpoint's path in path (path_size bytes) and
  * its step in *step; DT_OK with path "" and *step = -1 when there is no
- * checkpoint at all (ckpt_dir missing or holding no step-N directory);
+ * checkpoint at all (ckpt_dir missing or holding no step-N entry);
  * DT_ERR_FORMAT when checkpoints exist but none verifies, the message
  * naming how many and the newest one's problem; DT_ERR_IO if ckpt_dir
  * cannot be read or the path does not fit. */
@@ -182,6 +193,16 @@ enum dt_status dt_ckpt_find_latest(const char *ckpt_dir, char *path,
 				   size_t path_size, int64_t *step,
 				   dt_ckpt_report_fn *report, void *report_ctx,
 				   struct dt_error *err);
+
+/* Checks that the checkpoint at path belongs to the run run_id (in
+ * run_dir): its meta.json's run id is run_id. A checkpoint without one
+ * (written by an older dtrain) and an empty run_id (a run directory of
+ * an older dtrain) pass. Reads meta.json only (dt_ckpt_verify checks the
+ * rest). Returns DT_OK; DT_ERR_USAGE "PATH belongs to run B (in DIR_B),
+ * not to run A (in DIR_A)" with the remedy; DT_ERR_FORMAT or DT_ERR_IO
+ * when meta.json cannot be read. */
+enum dt_status dt_ckpt_check_run(const char *path, const char *run_id,
+				 const char *run_dir, struct dt_error *err);
 
 /* Loads the checkpoint at path into the caller's buffers, checking as it
  * reads everything dt_ckpt_verify checks. params/optim list the tensors

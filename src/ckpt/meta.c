@@ -11,7 +11,10 @@
  *    "extra": {"n": {"type": "int64", "value": 5},
  *              "loss_sum": {"type": "double", "bits": "3ff8000000000000",
  *                           "value": 1.5}},
+ *    "run_id": "9f0c...", "run_dir": "/home/me/runs/mnist",
  *    "job": "name: mnist\n..."}
+ * run_id and run_dir name the run the checkpoint belongs to; both are
+ * absent in a checkpoint of an older dtrain (which every reader takes).
  * A double's 64 bits are authoritative; "value" is for people only (and
  * left out when not finite).
  *
@@ -271,6 +274,31 @@ cmp_keys(const void *a, const void *b)
 	return strcmp((*x)->key, (*y)->key);
 }
 
+/* A run id: 1 to DT_CKPT_RUN_ID_MAX - 1 of [0-9A-Za-z_-]. */
+static int
+valid_run_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n < DT_CKPT_RUN_ID_MAX &&
+	       strspn(s, "0123456789abcdefghijklmnopqrstuvwxyz"
+		      "ABCDEFGHIJKLMNOPQRSTUVWXYZ_-") == n;
+}
+
+/* A run directory: no control characters, shorter than the field. */
+static int
+valid_run_dir(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n >= DT_CKPT_RUN_DIR_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
 enum dt_status
 dt_ck_meta_check(const struct dt_ckpt_meta *m, struct dt_error *err)
 {
@@ -287,6 +315,12 @@ dt_ck_meta_check(const struct dt_ckpt_meta *m, struct dt_error *err)
 		return dt_errorf(err, DT_ERR_FORMAT, "checkpoint metadata: "
 				 "world_size, dp_size, pp_size and tp_size "
 				 "must be >= 1");
+	if ((m->run_id[0] != '\0' && !valid_run_id(m->run_id)) ||
+	    !valid_run_dir(m->run_dir))
+		return dt_errorf(err, DT_ERR_FORMAT, "checkpoint metadata: "
+				 "run_id must be 1 to %d of [0-9A-Za-z_-], "
+				 "run_dir without control characters",
+				 DT_CKPT_RUN_ID_MAX - 1);
 	if (m->n_extra > DT_CKPT_MAX_EXTRA ||
 	    (m->n_extra > 0 && m->extra == NULL))
 		return dt_errorf(err, DT_ERR_FORMAT, "checkpoint metadata: "
@@ -370,6 +404,12 @@ dt_ck_meta_encode(const struct dt_ckpt_meta *m)
 		json_object_object_add(extra, x->key, v);
 	}
 	json_object_object_add(root, "extra", extra);
+	if (m->run_id[0] != '\0') {
+		json_object_object_add(root, "run_id",
+				       json_object_new_string(m->run_id));
+		json_object_object_add(root, "run_dir",
+				       json_object_new_string(m->run_dir));
+	}
 	json_object_object_add(root, "job", json_object_new_string(
 				       m->job_text ? m->job_text : ""));
 	return to_text(root);
@@ -433,13 +473,40 @@ decode_scalar(const char *key, json_object *v, struct dt_ckpt_scalar *x,
 	return DT_OK;
 }
 
+/* The optional run_id and run_dir of meta.json: both or neither. */
+static enum dt_status
+decode_run(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
+{
+	const char *L = "meta.json", *id, *dir;
+	json_object *v;
+	enum dt_status st;
+
+	if (!json_object_object_get_ex(root, "run_id", &v) &&
+	    !json_object_object_get_ex(root, "run_dir", &v))
+		return DT_OK;
+	if ((st = get_string(root, L, "run_id", &id, err)) ||
+	    (st = get_string(root, L, "run_dir", &dir, err)))
+		return st;
+	if (!valid_run_id(id))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: run_id: expected 1 "
+				 "to %d of [0-9A-Za-z_-]", L,
+				 DT_CKPT_RUN_ID_MAX - 1);
+	if (!valid_run_dir(dir))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: run_dir: longer than "
+				 "%d bytes or holds a control character", L,
+				 DT_CKPT_RUN_DIR_MAX - 1);
+	strcpy(m->run_id, id);
+	strcpy(m->run_dir, dir);
+	return DT_OK;
+}
+
 static enum dt_status
 decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 {
 	static const char *const keys[] = {
 		"format", "version", "step", "epoch", "epoch_samples",
 		"optim_steps", "seed", "world_size", "dp_size", "pp_size",
-		"tp_size", "extra", "job", NULL
+		"tp_size", "extra", "job", "run_id", "run_dir", NULL
 	};
 	static const char *const sizes[] = { "world_size", "dp_size",
 					     "pp_size", "tp_size" };
@@ -491,7 +558,7 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	m->job_text = dt_xstrdup(job);
-	return DT_OK;
+	return decode_run(root, m, err);
 }
 
 enum dt_status

@@ -33,6 +33,7 @@ struct run_args {
 	int max_restarts;
 	int elastic;		/* --elastic MIN; 0: restart at -n ranks */
 	int quiet;
+	int start_over;		/* resume --start-over */
 	const char *run_dir;
 	const char *mpi_args;	/* more mpirun options for -n, blank-separated */
 	const char **sets;
@@ -85,6 +86,9 @@ static const struct dt_cmd_opt resume_opts[] = {
 	RUN_OPT_RESTARTS,
 	RUN_OPT_ELASTIC,
 	RUN_OPT_MPI_ARGS,
+	{ .name = "start-over", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct run_args, start_over),
+	  .doc = "start over a run with no usable checkpoint" },
 	DT_CMD_OPT_SET_ENTRY,
 	{ .name = "run-dir", .kind = DT_CMD_ARG_REFUSED, .arg = "dir",
 	  .doc = "the run directory is the argument" },
@@ -382,6 +386,7 @@ train_rank(const struct run_args *a, const struct dt_job *job)
 	opts.run_dir = a->run_dir;
 	opts.progress = !a->quiet;
 	opts.resume = a->resume;
+	opts.start_over = a->start_over;
 	st = dt_train_run(job, &opts, comm, &res, &err);
 	if (st == DT_OK && dt_comm_rank(comm) == 0)
 		say_result(job, &res);

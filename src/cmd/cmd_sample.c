@@ -246,6 +246,8 @@ load_params(const char *dir, struct dt_model *m, int64_t *step,
 			       "is on by default) or set checkpoint."
 			       "every_steps, and `dtrain resume %s` to finish "
 			       "an interrupted run", dir, ckpt_dir, dir);
+	if (st == DT_OK)
+		st = dt_cmd_ckpt_of_run(dir, latest, err);
 	if (st != DT_OK)
 		return st;
 	/* The checkpoint's own loader wants the optimizer state listed too;

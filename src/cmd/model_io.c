@@ -15,6 +15,7 @@
 #include "graph/model.h"
 #include "train/init_from.h"
 #include "train/progress.h"
+#include "train/rundir.h"
 #include "util/alloc.h"
 
 int
@@ -65,8 +66,24 @@ find_best(const char *dir, const char *ckpt_dir, char *path, size_t size,
 }
 
 enum dt_status
-dt_cmd_find_checkpoint(const char *dir, int64_t step, char *path,
-		       size_t size, int64_t *found, struct dt_error *err)
+dt_cmd_ckpt_of_run(const char *dir, const char *path, struct dt_error *err)
+{
+	char id[DT_RUNDIR_ID_MAX], abs[DT_CKPT_RUN_DIR_MAX];
+	enum dt_status st;
+
+	st = dt_rundir_run_id(dir, 0, id, sizeof id, err);
+	if (st != DT_OK)
+		return st;
+	if (realpath(dir, abs) == NULL)
+		snprintf(abs, sizeof abs, "%s", dir);
+	return dt_ckpt_check_run(path, id, abs, err);
+}
+
+/* dt_cmd_find_checkpoint, but for the check that the checkpoint is the
+ * run's own. */
+static enum dt_status
+find_any(const char *dir, int64_t step, char *path, size_t size,
+	 int64_t *found, struct dt_error *err)
 {
 	char ckpt_dir[DT_JOB_PATH_MAX];
 	enum dt_status st;
@@ -108,6 +125,15 @@ dt_cmd_find_checkpoint(const char *dir, int64_t step, char *path,
 	if (st == DT_OK)
 		*found = step;
 	return st;
+}
+
+enum dt_status
+dt_cmd_find_checkpoint(const char *dir, int64_t step, char *path,
+		       size_t size, int64_t *found, struct dt_error *err)
+{
+	enum dt_status st = find_any(dir, step, path, size, found, err);
+
+	return st == DT_OK ? dt_cmd_ckpt_of_run(dir, path, err) : st;
 }
 
 /* See model_io.h. */

@@ -48,10 +48,19 @@ int dt_cmd_checkpoint_arg(const char *s, int64_t *step);
  * from CKPT_DIR is looked for in CKPT_DIR/best). DT_ERR_USAGE when
  * dir is no run, has no checkpoint, none of that step, or, for best,
  * no CKPT_DIR/best (naming the run, the directory and eval.keep_best,
- * the key that keeps one); the verifier's errors for a damaged one. */
+ * the key that keeps one); the verifier's errors for a damaged one;
+ * dt_cmd_ckpt_of_run's for a checkpoint of another run. */
 enum dt_status dt_cmd_find_checkpoint(const char *dir, int64_t step,
 				      char *path, size_t size,
 				      int64_t *found, struct dt_error *err);
+
+/* Whether the checkpoint at path belongs to the run in dir (its run id,
+ * RUN_DIR/run-id, against the checkpoint's): dt_ckpt_check_run's
+ * DT_ERR_USAGE naming both runs when not, DT_OK for a run or a
+ * checkpoint of an older dtrain (no id). dt_cmd_find_checkpoint checks
+ * this too. */
+enum dt_status dt_cmd_ckpt_of_run(const char *dir, const char *path,
+				  struct dt_error *err);
 
 /* Opens the run in dir: loads dir/job.yaml with sets[0..n_sets) applied,
  * builds the model for batches of 1 <= max_batch samples, and loads the

@@ -48,8 +48,7 @@ tripped(struct dt_diverge *d, const char *what, FILE *warn,
 		return DT_OK;
 	}
 	return dt_errorf(err, DT_ERR_NUMERIC, "%s: the run is diverging; "
-			 "stopping without a checkpoint of this state (the "
-			 "checkpoints already written are kept; lower "
+			 "stopping without a checkpoint of this state (lower "
 			 "train.lr, or set train.on_divergence: warn or off)",
 			 what);
 }

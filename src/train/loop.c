@@ -486,6 +486,8 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 		if (is_done(r))
 			break;
 		st = run_step(r, &c, err);
+		if (st == DT_ERR_NUMERIC)	/* of this state: set aside */
+			dt_run_set_aside(r, err);
 		if (st == DT_OK)
 			st = between_steps(r, &c, &last, res, err);
 		if (st != DT_OK)

@@ -9,35 +9,88 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "train/rundir.h"
+#include "util/alloc.h"
 #include "util/jsonnum.h"
 
 #define ADD(o, key, val) json_object_object_add(o, key, val)
 
-/* One line of metrics.jsonl (o is consumed), flushed to the kernel and
- * checked: a full disk must stop the run, not cut the file mid-line. */
+/* One line of metrics.jsonl (o is consumed), written whole with one
+ * write(2) after the stream is flushed: a full disk must stop the run,
+ * and a part of the line that reached the file is cut off again, so the
+ * file always ends with a whole line. */
 static enum dt_status
 metrics_line(struct dt_run *r, struct json_object *o, struct dt_error *err)
 {
 	const char *text = json_object_to_json_string_ext(
 		o, JSON_C_TO_STRING_PLAIN);
-	int bad;
+	size_t len = strlen(text), done = 0;
+	char *line;
+	struct stat sb;
+	int fd, e = 0;
 
 	if (r->metrics == NULL) {
 		json_object_put(o);
 		return DT_OK;
 	}
-	errno = 0;
-	bad = fputs(text, r->metrics) == EOF ||
-	      fputc('\n', r->metrics) == EOF ||
-	      fflush(r->metrics) == EOF || ferror(r->metrics);
+	line = dt_xmalloc(len + 2, 1);	/* (len + 1) bytes and a NUL */
+	memcpy(line, text, len);
+	line[len++] = '\n';
 	json_object_put(o);
-	if (bad)
+	fd = fileno(r->metrics);
+	errno = 0;
+	if (fflush(r->metrics) == EOF || fstat(fd, &sb) != 0)
+		e = errno != 0 ? errno : EIO;
+	while (e == 0 && done < len) {
+		ssize_t k = write(fd, line + done, len - done);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			e = k < 0 ? errno : ENOSPC;
+		else
+			done += (size_t)k;
+	}
+	free(line);
+	if (e == 0)
+		return DT_OK;
+	/* Opened for appending: the line began at the old end. */
+	if (done > 0 && ftruncate(fd, sb.st_size) != 0)
 		return dt_errorf(err, DT_ERR_IO, "%s/metrics.jsonl: write "
-				 "failed: %s", r->dir, strerror(errno != 0 ?
-							       errno : EIO));
-	return DT_OK;
+				 "failed: %s; and cutting the part written "
+				 "off again failed: %s", r->dir, strerror(e),
+				 strerror(errno));
+	return dt_errorf(err, DT_ERR_IO, "%s/metrics.jsonl: write failed: %s",
+			 r->dir, strerror(e));
+}
+
+int
+dt_metrics_history(const char *dir, int64_t *last_step, int *summary)
+{
+	char path[DT_JOB_PATH_MAX + 32], *line = NULL;
+	size_t cap = 0;
+	struct stat sb;
+	FILE *in;
+
+	*last_step = -1;
+	*summary = dt_rundir_path(path, sizeof path, dir, "summary.json",
+				  NULL) == DT_OK && stat(path, &sb) == 0;
+	if (dt_rundir_path(path, sizeof path, dir, "metrics.jsonl", NULL) ||
+	    (in = fopen(path, "r")) == NULL)
+		return *summary;
+	while (getline(&line, &cap, in) > 0) {
+		struct json_object *o = json_tokener_parse(line), *s;
+
+		if (o != NULL && json_object_object_get_ex(o, "step", &s) &&
+		    json_object_get_int64(s) > *last_step)
+			*last_step = json_object_get_int64(s);
+		json_object_put(o);
+	}
+	free(line);
+	fclose(in);
+	return *summary || *last_step > 0;
 }
 
 /* The wall-clock time now, ISO 8601 in UTC to the millisecond

@@ -39,6 +39,12 @@ enum dt_status dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
  * naming the directory or file. */
 enum dt_status dt_metrics_open_tb(struct dt_run *r, struct dt_error *err);
 
+/* What the run directory dir says was trained before: the highest step
+ * of metrics.jsonl's lines into *last_step (-1: none), and whether
+ * summary.json exists into *summary. Returns 1 when either shows a
+ * trained step, else 0 (a missing or unreadable file shows none). */
+int dt_metrics_history(const char *dir, int64_t *last_step, int *summary);
+
 /* Rank 0: rewrites RUN_DIR/metrics.jsonl keeping only the lines of steps
  * <= step (all of them dropped for step < 0), then opens it for appending
  * into r->metrics. Other ranks: DT_OK. */

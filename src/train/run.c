@@ -234,6 +234,8 @@ prepare_dir(struct dt_run *r, const struct dt_run_opts *opts,
 		st = dt_rundir_prepare(r->dir, err);
 	if (st == DT_OK && r->dir_lock < 0)
 		st = dt_rundir_lock(r->dir, &r->dir_lock, err);
+	if (st == DT_OK)	/* the run id, the checkpoint directory */
+		st = dt_run_claim(r, opts->resume, opts->start_over, err);
 	if (st == DT_OK && !opts->resume)
 		st = save_job(r, err);	/* resume: once there is work */
 	return st;
@@ -695,6 +697,7 @@ run_fini(struct dt_run *r)
 	free(r->perm);
 	free(r->report);
 	dt_plan_fini(&r->plan);
+	dt_run_release_ckpt(r, 0);
 	if (r->dir_lock >= 0)
 		close(r->dir_lock);	/* releases the run directory */
 }
@@ -716,6 +719,7 @@ run_init(struct dt_run *r, const struct dt_job *job, struct dt_comm *comm,
 	r->last_ckpt_step = -1;
 	r->resumed_from = -1;
 	r->dir_lock = -1;
+	r->ckpt_lock = -1;
 	dt_best_init(&r->best);
 }
 
@@ -750,22 +754,23 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 		res->already_done = done;
 		res->steps = r.position.step;
 	}
+	if (st == DT_OK && !done)
+		st = agree(&r, dt_metrics_write_plan(&r, err), err);
+	if (st == DT_OK && !done)
+		st = agree(&r, dt_metrics_reopen(&r, r.resumed_from, err), err);
+	if (st == DT_OK && !done)
+		st = agree(&r, dt_metrics_open_tb(&r, err), err);
 	if (st != DT_OK && r.rank == 0 && r.dir_made && r.dir_lock >= 0) {
-		/* refused before the first step (data, init_from, ...) in a
-		 * directory this run made: leave nothing behind */
+		/* refused before the first step (data, init_from, a full
+		 * disk, ...) in a directory this run made: leave nothing
+		 * behind */
+		dt_run_release_ckpt(&r, 1);
 		close(r.dir_lock);
 		r.dir_lock = -1;
 		dt_rundir_unmake(r.dir);
 	}
 	if (st != DT_OK || done)
 		goto out;	/* every rank, servers too, knows */
-	st = agree(&r, dt_metrics_write_plan(&r, err), err);
-	if (st == DT_OK)
-		st = agree(&r, dt_metrics_reopen(&r, r.resumed_from, err), err);
-	if (st == DT_OK)
-		st = agree(&r, dt_metrics_open_tb(&r, err), err);
-	if (st != DT_OK)
-		goto out;
 	ps = dt_grad_sync_servers(r.sync);
 	if (ps != NULL && dt_ps_is_server(ps))
 		st = serve(&r, ps, err);

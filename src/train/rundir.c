@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* rundir.c - run-directory creation and atomic file writes. */
+/* rundir.c - run-directory creation, its lock and run id, the claim on
+ * the checkpoint directory, and atomic file writes. */
 #include "train/rundir.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -80,13 +84,19 @@ dt_rundir_prepare(const char *dir, struct dt_error *err)
 void
 dt_rundir_unmake(const char *dir)
 {
-	static const char *const made[] = { "job.yaml", "lock" };
+	static const char *const made[] = { "job.yaml", DT_RUNDIR_ID_FILE,
+					    "checkpoints/" DT_RUNDIR_OWNER_FILE,
+					    "plan.json", "metrics.jsonl",
+					    "lock" };
 	char path[DT_JOB_PATH_MAX + 16];
 
 	for (size_t i = 0; i < sizeof made / sizeof *made; i++)
 		if (snprintf(path, sizeof path, "%s/%s", dir, made[i]) <
 		    (int)sizeof path)
 			(void)unlink(path);
+	if (snprintf(path, sizeof path, "%s/checkpoints", dir) <
+	    (int)sizeof path)
+		(void)rmdir(path);
 	(void)rmdir(dir);
 }
 
@@ -96,7 +106,12 @@ dt_rundir_write_atomic(const char *path,
 					    struct dt_error *err),
 		       void *ctx, struct dt_error *err)
 {
-	return dt_file_write_atomic(path, fn, ctx, err);
+	enum dt_status st = dt_file_write_atomic(path, fn, ctx, err);
+
+	/* fn's own messages ("cannot write the job: ...") know no path. */
+	if (st != DT_OK && err != NULL && strstr(err->msg, path) == NULL)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
 }
 
 enum dt_status
@@ -135,12 +150,204 @@ dt_rundir_lock(const char *dir, int *fd_out, struct dt_error *err)
 	len = snprintf(holder, sizeof holder, "pid %ld on host %s\n",
 		       (long)getpid(), host);
 	if (ftruncate(fd, 0) != 0 || pwrite(fd, holder, (size_t)len, 0) != len) {
-		int e = errno;
-
-		close(fd);
+		/* Held all the same: the caller undoes what it made. */
+		*fd_out = fd;
 		return dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", path,
-				 strerror(e));
+				 errno != 0 ? strerror(errno) : "short write");
 	}
 	*fd_out = fd;
 	return DT_OK;
+}
+
+/* A new run id: 32 hex digits from the kernel's random source. */
+static enum dt_status
+new_id(char *id, size_t size, struct dt_error *err)
+{
+	unsigned char b[16];
+	size_t got = 0;
+
+	while (got < sizeof b) {
+		ssize_t k = getrandom(b + got, sizeof b - got, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return dt_errorf(err, DT_ERR_IO, "cannot draw a run id: "
+					 "%s", strerror(errno));
+		got += (size_t)k;
+	}
+	for (size_t i = 0; i < sizeof b && 2 * i + 2 < size; i++)
+		snprintf(id + 2 * i, 3, "%02x", b[i]);
+	return DT_OK;
+}
+
+static enum dt_status
+write_id(FILE *out, void *ctx, struct dt_error *err)
+{
+	if (fprintf(out, "%s\n", (const char *)ctx) < 0)
+		return dt_errorf(err, DT_ERR_IO, "write failed: %s",
+				 strerror(errno));
+	return DT_OK;
+}
+
+enum dt_status
+dt_rundir_run_id(const char *dir, int make, char *id, size_t size,
+		 struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 16], buf[128];
+	FILE *f;
+	size_t n;
+
+	id[0] = '\0';
+	if (dt_rundir_path(path, sizeof path, dir, DT_RUNDIR_ID_FILE, err))
+		return DT_ERR_IO;
+	f = fopen(path, "r");
+	if (f == NULL && errno != ENOENT)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot read: %s", path,
+				 strerror(errno));
+	if (f != NULL) {
+		n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		n = strspn(buf, "0123456789abcdefABCDEF");
+		if (n < 1 || n >= size || n >= DT_RUNDIR_ID_MAX ||
+		    (buf[n] != '\n' && buf[n] != '\0'))
+			return dt_errorf(err, DT_ERR_FORMAT, "%s: expected the "
+					 "run's id (hex digits and a newline)",
+					 path);
+		memcpy(id, buf, n);
+		id[n] = '\0';
+		return DT_OK;
+	}
+	if (!make)
+		return DT_OK;	/* a run directory of an older dtrain */
+	if (new_id(buf, sizeof buf, err))
+		return DT_ERR_IO;
+	if (strlen(buf) >= size)
+		return dt_errorf(err, DT_ERR_IO, "run id buffer too small");
+	if (dt_rundir_write_atomic(path, write_id, buf, err))
+		return DT_ERR_IO;
+	strcpy(id, buf);
+	return DT_OK;
+}
+
+/* The run id of an owner line "run ID in DIR; pid P on host H" into id
+ * (DT_RUNDIR_ID_MAX bytes), "" when the line is not one. */
+static void
+owner_id(const char *line, char *id)
+{
+	size_t n;
+
+	id[0] = '\0';
+	if (strncmp(line, "run ", 4) != 0)
+		return;
+	n = strspn(line + 4, "0123456789abcdefABCDEF");
+	if (n >= 1 && n < DT_RUNDIR_ID_MAX && line[4 + n] == ' ') {
+		memcpy(id, line + 4, n);
+		id[n] = '\0';
+	}
+}
+
+/* Whether ckpt_dir holds a step-N entry (a checkpoint, or what looks
+ * like one). */
+static int
+holds_steps(const char *ckpt_dir)
+{
+	DIR *d = opendir(ckpt_dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (d == NULL)
+		return 0;
+	while (!found && (e = readdir(d)) != NULL)
+		found = strncmp(e->d_name, "step-", 5) == 0;
+	closedir(d);
+	return found;
+}
+
+/* The ckpt_dir owner file open as fd is held (flock) by this process:
+ * refuses another run's, else writes this run's line over it. */
+static enum dt_status
+own(int fd, const char *path, const char *ckpt_dir, const char *id,
+    const char *run_dir, int fresh, struct dt_error *err)
+{
+	char line[DT_JOB_PATH_MAX + 512], had[DT_RUNDIR_ID_MAX],
+		host[128] = "?";
+	ssize_t n = pread(fd, line, sizeof line - 1, 0);
+	int len;
+
+	line[n > 0 ? n : 0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	owner_id(line, had);
+	if (had[0] != '\0' && strcmp(had, id) != 0)
+		return dt_errorf(err, DT_ERR_EXISTS, "checkpoint directory %s "
+				 "belongs to another run (%s; %s), not to this "
+				 "run %s (in %s): two runs sharing one would "
+				 "prune and replace each other's checkpoints; "
+				 "give this run its own checkpoint.dir",
+				 ckpt_dir, line, path, id, run_dir);
+	if (had[0] == '\0' && fresh && holds_steps(ckpt_dir))
+		return dt_errorf(err, DT_ERR_EXISTS, "checkpoint directory %s "
+				 "already holds checkpoints of no known run "
+				 "(no %s): give this run its own "
+				 "checkpoint.dir, or empty it", ckpt_dir,
+				 path);
+	gethostname(host, sizeof host);
+	host[sizeof host - 1] = '\0';
+	len = snprintf(line, sizeof line, "run %s in %s; pid %ld on host %s\n",
+		       id, run_dir, (long)getpid(), host);
+	if (len < 0 || (size_t)len >= sizeof line)
+		return dt_errorf(err, DT_ERR_IO, "%s: run directory path too "
+				 "long", path);
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+		return dt_errorf(err, DT_ERR_IO, "%s: write failed: %s", path,
+				 errno != 0 ? strerror(errno) : "short write");
+	return DT_OK;
+}
+
+enum dt_status
+dt_rundir_claim_ckpt(const char *ckpt_dir, const char *id,
+		     const char *run_dir, int fresh, int *fd_out, int *made,
+		     struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 16], holder[DT_JOB_PATH_MAX + 512];
+	enum dt_status st;
+	ssize_t n;
+	int fd;
+
+	*fd_out = -1;
+	*made = 0;
+	if (mkdir(ckpt_dir, 0777) == 0)
+		*made = 1;
+	else if (errno != EEXIST)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create the "
+				 "checkpoint directory: %s", ckpt_dir,
+				 strerror(errno));
+	if (dt_rundir_path(path, sizeof path, ckpt_dir, DT_RUNDIR_OWNER_FILE,
+			   err))
+		return DT_ERR_IO;
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+
+		n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0)
+				     : -1;
+		close(fd);
+		if (e != EWOULDBLOCK)
+			return dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s",
+					 path, strerror(e));
+		holder[n > 0 ? n : 0] = '\0';
+		holder[strcspn(holder, "\n")] = '\0';
+		return dt_errorf(err, DT_ERR_EXISTS, "checkpoint directory %s "
+				 "is in use by another dtrain (%s; %s): give "
+				 "this run its own checkpoint.dir", ckpt_dir,
+				 holder[0] != '\0' ? holder : "holder unknown",
+				 path);
+	}
+	*fd_out = fd;	/* held: the caller undoes what it made */
+	st = own(fd, path, ckpt_dir, id, run_dir, fresh, err);
+	return st;
 }

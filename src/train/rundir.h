@@ -14,10 +14,20 @@
  * how to choose another. DT_ERR_IO naming the path if it cannot be made. */
 enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 
+/* The run's id, DIR/run-id: 32 hex digits and a newline, drawn at the
+ * run's start; every checkpoint names it (ckpt.h, run_id). */
+#define DT_RUNDIR_ID_FILE "run-id"
+#define DT_RUNDIR_ID_MAX 64	/* bytes of an id, with the NUL */
+/* The claim on a checkpoint directory, CKPT_DIR/owner: "run ID in DIR;
+ * pid P on host H", flock'ed while the run goes. */
+#define DT_RUNDIR_OWNER_FILE "owner"
+
 /* Undoes a run refused before its first step in a directory it made:
- * removes dir/job.yaml and dir/lock, then dir itself if nothing else is
- * in it (rmdir; a directory holding anything else stays). Best effort:
- * errors are ignored, as the run is failing with an error of its own. */
+ * removes dir/job.yaml, dir/run-id, dir/checkpoints/owner, dir/plan.json,
+ * dir/metrics.jsonl (empty before the first step) and dir/lock,
+ * then dir/checkpoints and dir itself if nothing else is in them (rmdir;
+ * a directory holding anything else stays). Best effort: errors are
+ * ignored, as the run is failing with an error of its own. */
 void dt_rundir_unmake(const char *dir);
 
 /* Takes the run directory dir (which must exist) for this process: an
@@ -28,7 +38,9 @@ void dt_rundir_unmake(const char *dir);
  * On success *fd_out is the open lock file (the caller closes it).
  * Errors: DT_ERR_EXISTS "DIR is in use by another dtrain (pid P on host
  * H; DIR/lock): ..." when another process holds it, at once (no wait);
- * DT_ERR_IO naming the path. *fd_out is then -1. */
+ * DT_ERR_IO naming the path. *fd_out is then -1, except after a failed
+ * write of the holder (a full disk): the lock is taken, *fd_out is the
+ * open file, so the caller can undo what it made (dt_rundir_unmake). */
 enum dt_status dt_rundir_lock(const char *dir, int *fd_out,
 			      struct dt_error *err);
 
@@ -40,6 +52,31 @@ enum dt_status dt_rundir_write_atomic(const char *path,
 							   void *ctx,
 							   struct dt_error *err),
 				      void *ctx, struct dt_error *err);
+
+/* The run id of the run directory dir (DT_RUNDIR_ID_FILE) into id (size
+ * bytes, at least DT_RUNDIR_ID_MAX). A directory without one: with make,
+ * a new id is drawn and written there atomically; without, id is ""
+ * (a run of an older dtrain). Errors: DT_ERR_FORMAT naming the file when
+ * it holds no id; DT_ERR_IO naming the path. */
+enum dt_status dt_rundir_run_id(const char *dir, int make, char *id,
+				size_t size, struct dt_error *err);
+
+/* Claims the checkpoint directory ckpt_dir for the run id (in run_dir),
+ * as dt_rundir_lock claims a run directory: makes ckpt_dir if missing
+ * (its parent must exist; *made 1), takes an flock on ckpt_dir/owner,
+ * held until *fd_out is closed, and writes "run ID in RUN_DIR; pid P on
+ * host H" there. Two runs given one checkpoint.dir would otherwise prune
+ * and replace each other's checkpoints. Refused with DT_ERR_EXISTS:
+ * another process holds it ("... is in use by another dtrain (HOLDER;
+ * PATH)"), at once; the owner file names another run ("... belongs to
+ * another run (LINE; PATH), not to this run ID (in DIR)"); fresh (a new
+ * run) and ckpt_dir holds step-N entries with no owner. DT_ERR_IO naming
+ * the path. Once the flock is taken *fd_out is the open file, also on
+ * those errors (the caller closes it and undoes what it made); else -1. */
+enum dt_status dt_rundir_claim_ckpt(const char *ckpt_dir, const char *id,
+				    const char *run_dir, int fresh,
+				    int *fd_out, int *made,
+				    struct dt_error *err);
 
 /* Convenience: path = dir + "/" + name into buf (DT_ERR_IO if too long). */
 enum dt_status dt_rundir_path(char *buf, size_t size, const char *dir,

@@ -9,14 +9,18 @@
 #include <errno.h>
 #include <json.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ckpt/ckpt.h"
 #include "job/schema.h"
 #include "train/gather.h"
+#include "train/metrics.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
+#include "util/fileio.h"
 
 /* Tensor lists for the checkpoint: one per model tensor, named
  * "node.name", and one per optimizer buffer. */
@@ -139,6 +143,70 @@ position_extras(const struct dt_run *r, struct dt_ckpt_scalar *extra)
 }
 
 enum dt_status
+dt_run_claim(struct dt_run *r, int resume, int start_over,
+	     struct dt_error *err)
+{
+	enum dt_status st;
+
+	r->start_over = start_over;
+	if (r->rank != 0)
+		return DT_OK;
+	if (realpath(r->dir, r->run_path) == NULL)
+		snprintf(r->run_path, sizeof r->run_path, "%s", r->dir);
+	st = dt_rundir_run_id(r->dir, 1, r->run_id, sizeof r->run_id, err);
+	if (st == DT_OK)
+		st = dt_rundir_claim_ckpt(r->ckpt_dir, r->run_id, r->run_path,
+					  !resume, &r->ckpt_lock,
+					  &r->ckpt_made, err);
+	return st;
+}
+
+void
+dt_run_release_ckpt(struct dt_run *r, int undo)
+{
+	char path[DT_JOB_PATH_MAX + 16];
+
+	if (r->rank != 0 || r->ckpt_lock < 0)
+		return;
+	if (undo && r->ckpt_made &&
+	    dt_rundir_path(path, sizeof path, r->ckpt_dir,
+			   DT_RUNDIR_OWNER_FILE, NULL) == DT_OK) {
+		(void)unlink(path);
+		(void)rmdir(r->ckpt_dir);
+	}
+	close(r->ckpt_lock);
+	r->ckpt_lock = -1;
+}
+
+void
+dt_run_set_aside(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 64], aside[DT_JOB_PATH_MAX + 80],
+		msg[sizeof err->msg];
+	int64_t bad = r->position.step;
+
+	if (r->rank != 0 || r->last_ckpt_step != bad || bad <= 0 ||
+	    dt_ckpt_path(path, sizeof path, r->ckpt_dir, bad, NULL) != DT_OK)
+		return;
+	snprintf(msg, sizeof msg, "%s", err->msg);
+	snprintf(aside, sizeof aside, "%s.diverged", path);
+	if (access(aside, F_OK) == 0 || rename(path, aside) != 0) {
+		dt_errorf(err, err->status, "%s; and the checkpoint of step "
+			  "%lld, whose state gave that loss, could not be set "
+			  "aside as %s (%s): remove it before resuming", msg,
+			  (long long)bad, aside, access(aside, F_OK) == 0 ?
+			  "that name is taken" : strerror(errno));
+		return;
+	}
+	dt_file_fsync_dir(r->ckpt_dir, NULL);
+	r->last_ckpt_step = -1;
+	dt_errorf(err, err->status, "%s; the checkpoint of step %lld, whose "
+		  "state gave that loss, is set aside as %s: a resume "
+		  "continues from the checkpoint before it", msg,
+		  (long long)bad, aside);
+}
+
+enum dt_status
 dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 {
 	enum dt_status st = dt_run_checkpoint_to(r, r->ckpt_dir,
@@ -207,6 +275,10 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		meta.pp_size = r->plan.pp_size;
 		meta.tp_size = r->plan.tp_size;
 		meta.job_text = job_text(r->job);
+		snprintf(meta.run_id, sizeof meta.run_id, "%s", r->run_id);
+		if (r->run_id[0] != '\0')
+			snprintf(meta.run_dir, sizeof meta.run_dir, "%s",
+				 r->run_path);
 		meta.n_extra = position_extras(r, extra);
 		dt_best_meta_put(&r->best, &extra[meta.n_extra]);
 		meta.n_extra += DT_BEST_N_EXTRA;
@@ -430,6 +502,41 @@ checked_best(const char *dir, const struct dt_ckpt_meta *m,
 	return DT_OK;
 }
 
+/* Rank 0, no usable checkpoint (find: the search's status, err its
+ * message): DT_OK to start from the beginning, or the refusal of a run
+ * that has trained and would be started over. */
+static enum dt_status
+no_checkpoint(struct dt_run *r, enum dt_status find, struct dt_error *err)
+{
+	char why[sizeof err->msg];
+	int64_t last;
+	int summary, history = dt_metrics_history(r->dir, &last, &summary);
+
+	if (find == DT_OK)
+		snprintf(why, sizeof why, "%.1024s holds no checkpoint",
+			 r->ckpt_dir);
+	else
+		snprintf(why, sizeof why, "%s", err->msg);
+	if (r->start_over || (!history && find == DT_OK)) {
+		fprintf(stderr, "dtrain: %s; starting from the beginning%s\n",
+			why, r->start_over ? " (--start-over)" : "");
+		return DT_OK;
+	}
+	if (!history)
+		return find;
+	return dt_errorf(err, find == DT_OK ? DT_ERR_USAGE : find, "%s: the "
+			 "run has trained (%s%lld%s) but %s%s; resuming would "
+			 "start it over and rewrite its history: put its "
+			 "checkpoint back, or start over from step 0 with "
+			 "dtrain resume --start-over %s", r->dir,
+			 last > 0 ? "metrics.jsonl to step " : "",
+			 (long long)(last > 0 ? last : 0),
+			 summary ? (last > 0 ? ", summary.json" :
+				    " steps; summary.json") : "",
+			 why, find == DT_OK ? "" : " (each candidate is "
+			 "named above, with why it was skipped)", r->dir);
+}
+
 /* Rank 0: the newest checkpoint that verifies into params and bufs (the
  * arrays of whole, the whole model), its position into *pos (found 0
  * when there is none). */
@@ -452,13 +559,17 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 		st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path,
 					 &step, dt_ckpt_report_file, stderr,
 					 err);
+	if (st == DT_ERR_FORMAT || (st == DT_OK && step < 0))
+		return no_checkpoint(r, st, err);
 	if (st != DT_OK)
 		return st;
-	if (step < 0) {
-		fprintf(stderr, "dtrain: no checkpoint in %s; starting from "
-			"the beginning\n", r->ckpt_dir);
-		return DT_OK;
-	}
+	if (r->start_over)
+		return dt_errorf(err, DT_ERR_USAGE, "%s: --start-over is for a "
+				 "run with no usable checkpoint, and %s is "
+				 "one: resume without it", r->dir, path);
+	st = dt_ckpt_check_run(path, r->run_id, r->run_path, err);
+	if (st != DT_OK)
+		return st;
 	tensors_init(&t, r->job, whole, params, bufs, n_bufs);
 	st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
 			  (size_t)t.n_optim, &meta, err);

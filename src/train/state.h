@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ckpt/ckpt.h"
 #include "data/data.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
@@ -55,6 +56,15 @@ struct dt_run {
 	int dir_made;			/* rank 0: this run created dir (it
 					 * did not exist before) */
 	char ckpt_dir[DT_JOB_PATH_MAX];
+	char run_id[DT_CKPT_RUN_ID_MAX];	/* rank 0: RUN_DIR/run-id, which
+						 * every checkpoint names ("":
+						 * not yet claimed) */
+	char run_path[DT_CKPT_RUN_DIR_MAX];	/* rank 0: dir, absolute where
+						 * it resolves, for messages */
+	int ckpt_lock;			/* rank 0: ckpt_dir/owner, held
+					 * (dt_rundir_claim_ckpt), else -1 */
+	int ckpt_made;			/* rank 0: this run created ckpt_dir */
+	int start_over;			/* resume --start-over */
 	struct dt_batch_source train, eval;
 	int have_eval;
 	struct dt_vocab vocab;		/* data.format text */
@@ -102,10 +112,38 @@ enum dt_status dt_run_checkpoint(struct dt_run *r, struct dt_error *err);
 enum dt_status dt_run_checkpoint_to(struct dt_run *r, const char *dir,
 				    int64_t keep_last, struct dt_error *err);
 
+/* Rank 0, once the run directory is locked: the run's id (drawn and
+ * written to RUN_DIR/run-id when it has none) and the claim on its
+ * checkpoint directory (dt_rundir_claim_ckpt; fresh when !resume);
+ * start_over is resume --start-over (dt_run_restore). Errors as
+ * dt_rundir_run_id and dt_rundir_claim_ckpt say; the held claim is then
+ * in r->ckpt_lock for dt_run_release_ckpt. Other ranks: DT_OK. */
+enum dt_status dt_run_claim(struct dt_run *r, int resume, int start_over,
+			    struct dt_error *err);
+
+/* Rank 0: lets go of the checkpoint directory's claim; with undo (a run
+ * refused before its first step) first removes the owner file and the
+ * directory when this run made it. Other ranks: nothing. */
+void dt_run_release_ckpt(struct dt_run *r, int undo);
+
+/* After a numeric abort at step position.step + 1 (train.on_divergence,
+ * train.on_nonfinite): the state of position.step gave the rejected loss,
+ * so its checkpoint, when the newest is of that step, is renamed
+ * step-N.diverged (which no reader takes for a checkpoint) and err's
+ * message says so; a resume then continues from the checkpoint before.
+ * Rank 0 renames; every rank may call it. */
+void dt_run_set_aside(struct dt_run *r, struct dt_error *err);
+
 /* Restores r from the newest valid checkpoint in r->ckpt_dir (collective:
  * rank 0 reads and verifies, then broadcasts). Sets r->resumed_from to its
  * step, or -1 when there is none (the run starts from the beginning).
- * Checkpoints that fail verification are named on stderr by rank 0. */
+ * Checkpoints that fail verification are named on stderr by rank 0. A
+ * checkpoint of another run (its run id) is refused (DT_ERR_USAGE naming
+ * both). A run that has trained (dt_metrics_history) and has no usable
+ * checkpoint is refused (DT_ERR_USAGE, or DT_ERR_FORMAT when candidates
+ * failed, each named on stderr) unless r->start_over; with start_over
+ * and a usable checkpoint, DT_ERR_USAGE (the option is for a run with
+ * none). */
 enum dt_status dt_run_restore(struct dt_run *r, struct dt_error *err);
 
 /* A failure in the middle of training that the other ranks cannot know

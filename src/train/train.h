@@ -24,6 +24,9 @@ struct dt_run_opts {
 	int resume;		/* 1: continue the run in run_dir from its
 				 * newest valid checkpoint (from the start if
 				 * it has none) instead of starting afresh */
+	int start_over;		/* resume: start from step 0 although the run
+				 * has trained and has no usable checkpoint
+				 * (refused otherwise) */
 };
 
 /* What a finished run reports (identical on every rank). */

@@ -42,6 +42,9 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/spdx.sh \
 	tests/integration/json-strict.sh \
 	tests/integration/rundir-lock.sh \
+	tests/integration/ckpt-shared.sh \
+	tests/integration/resume-history.sh \
+	tests/integration/diverge-aside.sh \
 	tests/integration/report.sh \
 	tests/integration/init-from.sh \
 	tests/integration/best.sh \

@@ -4,9 +4,13 @@
 # never lie"): the run directory is a 64 KiB tmpfs, the checkpoints go
 # elsewhere (checkpoint.dir), and a line a step fills it within a few
 # hundred steps. The run must exit 1 naming metrics.jsonl, write a
-# checkpoint at the step it stopped, and leave no summary.json; on 2 ranks
-# too (rank 0 writes, every rank stops). Needs mount(8) of a tmpfs (root);
-# skipped with a message elsewhere.
+# checkpoint at the step it stopped, leave no summary.json and no part of
+# a line at the end of metrics.jsonl (issue 31: it ended in
+# `{"step":303,"epoch"`); on 2 ranks too (rank 0 writes, every rank
+# stops). A disk full at the start (issue 31): each file the run makes
+# before its first step failing in turn, the error names the file and no
+# run directory (nor an empty lock) is left behind. Needs mount(8) of a
+# tmpfs (root); skipped with a message elsewhere.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 mkdir full
@@ -48,7 +52,10 @@ check_full() {
 	# Every whole line before the cut parses; the steps go up to the stop.
 	"$PYTHON" - "$1/metrics.jsonl" "$step" <<'PY' || fail "metrics.jsonl is wrong"
 import json, sys
-lines = open(sys.argv[1]).read().split("\n")
+text = open(sys.argv[1]).read()
+if text and not text.endswith("\n"):
+    sys.exit("metrics.jsonl ends in part of a line: %r" % text[-60:])
+lines = text.split("\n")
 whole = [json.loads(l) for l in lines[:-1]]
 if not whole or whole[-1]["step"] > int(sys.argv[2]):
     sys.exit("last whole line %r, stopped at %s" % (whole[-1:], sys.argv[2]))
@@ -63,4 +70,23 @@ rm -rf full/r1
 expect_fail 1 "metrics.jsonl" mpi 2 "$DTRAIN" run -q --run-dir full/r2 \
 	--set checkpoint.dir="$SCRATCH/ckpt2" job.yaml
 check_full full/r2 ckpt2
-echo "a full disk under metrics.jsonl: exit 1, named, checkpointed"
+rm -rf full/r2
+
+# Full at the start: 1 to 4 free blocks of 4 KiB let the lock, run-id,
+# checkpoints/owner, job.yaml and plan.json through one after another,
+# and the next one fails.
+for free in 0 1 2 3 4; do
+	rm -f full/fill
+	dd if=/dev/zero of=full/fill bs=4096 count=$((16 - free)) 2>/dev/null || :
+	set +e
+	"$DTRAIN" run -q --run-dir full/s job.yaml >/dev/null 2>err
+	rc=$?
+	set -e
+	[ "$rc" -eq 1 ] || { cat err >&2; fail "$free blocks free: exit $rc, expected 1"; }
+	grep -Eq "full/s/(lock|run-id|checkpoints/owner|job.yaml|plan.json)[^:]*: .*No space left on device" err ||
+		{ cat err >&2; fail "$free blocks free: the error names no file"; }
+	[ ! -e full/s ] || { ls -lR full/s >&2; fail "$free blocks free: the run directory was left behind"; }
+	sed 's/^/  /' err
+done
+rm -f full/fill
+echo "a full disk under metrics.jsonl: exit 1, named, checkpointed, whole lines; full at the start: named, nothing left"
