@@ -171,6 +171,18 @@ dt_ck_write_f32(struct dt_ck_wfile *w, const float *p, size_t n,
 #endif
 }
 
+/* Frees the deflate stream of a gzip writer, finished or not. */
+static void
+wfile_end_gz(struct dt_ck_wfile *w)
+{
+	if (!w->gz)
+		return;
+	deflateEnd(&w->z);
+	free(w->zbuf);
+	w->zbuf = NULL;
+	w->gz = 0;
+}
+
 enum dt_status
 dt_ck_wclose(struct dt_ck_wfile *w, struct dt_error *err)
 {
@@ -180,11 +192,8 @@ dt_ck_wclose(struct dt_ck_wfile *w, struct dt_error *err)
 		w->z.next_in = NULL;
 		w->z.avail_in = 0;
 		st = deflate_out(w, Z_FINISH, err);
-		deflateEnd(&w->z);
-		free(w->zbuf);
-		w->zbuf = NULL;
-		w->gz = 0;
 	}
+	wfile_end_gz(w);
 	st = dt_file_sync_close(w->fd, w->path, st, err);
 	w->fd = -1;
 	return st;
@@ -193,12 +202,7 @@ dt_ck_wclose(struct dt_ck_wfile *w, struct dt_error *err)
 void
 dt_ck_wabort(struct dt_ck_wfile *w)
 {
-	if (w->gz) {
-		deflateEnd(&w->z);
-		free(w->zbuf);
-		w->zbuf = NULL;
-		w->gz = 0;
-	}
+	wfile_end_gz(w);
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;

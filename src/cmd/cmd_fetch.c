@@ -81,25 +81,13 @@ cmd_fetch(int argc, char **argv)
 	opts.progress = isatty(STDERR_FILENO);
 	opts.max_bytes = job.data.max_bytes;
 	opts.refresh = a.refresh;
-	{
-		const struct {
-			const char *key;
-			const struct dt_source *src;
-		} parts[] = {
-			{ "data.train.images", &job.data.train.images_src },
-			{ "data.train.labels", &job.data.train.labels_src },
-			{ "data.train.file", &job.data.train.file },
-			{ "data.eval.images", &job.data.eval.images_src },
-			{ "data.eval.labels", &job.data.eval.labels_src },
-			{ "data.eval.file", &job.data.eval.file },
-		};
+	for (int i = 0; i < DT_JOB_SOURCES; i++) {
+		const char *key;
+		const struct dt_source *src = dt_job_source(&job, i, &key);
 
-		for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-			st = fetch_source(&job, parts[i].key, parts[i].src,
-					  &opts, &err);
-			if (st != DT_OK)
-				return dt_cmd_fail(st, &err);
-		}
+		st = fetch_source(&job, key, src, &opts, &err);
+		if (st != DT_OK)
+			return dt_cmd_fail(st, &err);
 	}
 	return 0;
 }

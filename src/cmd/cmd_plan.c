@@ -418,6 +418,64 @@ static const struct dt_cmd_opt plan_opts[] = {
 	{ .kind = DT_CMD_ARG_END },
 };
 
+/* --print-job: writes what run would train (defaults filled in, --set
+ * applied, repeat blocks expanded) to stdout as YAML that run reads back.
+ * With -n (ranks > 0) the layout is first checked as run -n checks it.
+ * Returns the exit status. */
+static int
+print_job(const struct dt_job *job, int ranks,
+	  const struct dt_plan_host *host)
+{
+	struct dt_plan plan;
+	struct dt_error err;
+	enum dt_status st = DT_OK;
+
+	if (ranks > 0) {
+		memset(&plan, 0, sizeof plan);
+		st = dt_plan_build(job, ranks, host, NULL, &plan, &err);
+		dt_plan_fini(&plan);
+	}
+	if (st == DT_OK)
+		st = dt_job_write(job, stdout, &err);
+	if (st == DT_OK && fflush(stdout) != 0)
+		st = dt_errorf(&err, DT_ERR_IO, "standard output: %s",
+			       strerror(errno));
+	return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
+}
+
+/* Builds *plan for the job on ranks ranks and gives it the data: the
+ * sources (srcs[0..*n_srcs)) and the sample counts and bytes their
+ * headers give. On error returns its status; the caller finishes *plan
+ * either way. */
+static enum dt_status
+plan_with_data(const struct dt_job *job, int ranks,
+	       const struct dt_plan_host *host, struct dt_plan *plan,
+	       struct plan_source *srcs, int *n_srcs,
+	       struct dt_plan_data *data, struct dt_error *err)
+{
+	enum dt_status st;
+
+	st = dt_plan_build(job, ranks, host, NULL, plan, err);
+	if (st == DT_OK)
+		st = find_sources(job, srcs, n_srcs, err);
+	if (st == DT_OK)
+		st = peek_split(job, srcs, *n_srcs, "train",
+				dt_model_input_size(plan->shapes),
+				&data->n_train, &data->train_bytes, err);
+	if (st == DT_OK)
+		st = peek_split(job, srcs, *n_srcs, "eval",
+				dt_model_input_size(plan->shapes),
+				&data->n_eval, &data->eval_bytes, err);
+	if (st == DT_OK)
+		st = peek_tokens(job, srcs, *n_srcs, data, err);
+	/* The loader's epoch order, int64 per sample. */
+	if (st == DT_OK && data->n_train > 0)
+		data->train_bytes += data->n_train * 8;
+	if (st == DT_OK)
+		st = dt_plan_set_data(job, data, plan, err);
+	return st;
+}
+
 static int
 cmd_plan(int argc, char **argv)
 {
@@ -425,13 +483,12 @@ cmd_plan(int argc, char **argv)
 	/* ranks 0: no -n, 1 rank; gflops -1: no --gflops */
 	struct plan_args a = { .ranks = 0, .gflops = -1 };
 	struct dt_cmd_line line;
-	const char **sets;
 	struct plan_source srcs[PLAN_MAX_SOURCES];
 	struct json_object *desc;
 	struct dt_plan plan;
 	struct dt_error err;
 	enum dt_status st;
-	int n_sets, ranks, json, n_srcs = 0;
+	int ranks, n_srcs = 0;
 	struct dt_plan_data data = { -1, 0, -1, 0 };
 	struct dt_plan_host host = {
 		.cores = dt_cpus_node_share(1),
@@ -442,53 +499,24 @@ cmd_plan(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	memset(&plan, 0, sizeof plan);
-	sets = line.sets;
-	n_sets = line.n_sets;
 	ranks = a.ranks > 0 ? a.ranks : 1;
-	json = a.json;
-	if (a.print_job && (json || a.link != NULL || a.gflops >= 0)) {
-		free(sets);
+	if (a.print_job && (a.json || a.link != NULL || a.gflops >= 0)) {
+		free(line.sets);
 		return dt_cmd_usage_error(&dt_cmd_plan, "%s prints the job, "
 					  "not a plan: it takes no --json, "
 					  "--link or --gflops", "--print-job");
 	}
-	st = dt_cmd_load_job(line.operand, sets, n_sets, &job, &err);
-	free(sets);
+	st = dt_cmd_load_job(line.operand, line.sets, line.n_sets, &job,
+			     &err);
+	free(line.sets);
+	if (st != DT_OK)
+		return dt_cmd_fail(st, &err);
 	host.local_ranks = ranks;
-	/* With -n, the layout is checked as run -n checks it. */
-	if (st == DT_OK && a.print_job && a.ranks > 0) {
-		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);
-		dt_plan_fini(&plan);
-	}
-	if (st == DT_OK && a.print_job) {
-		/* What run would train: defaults filled in, --set applied,
-		 * repeat blocks expanded, as YAML that run reads back. */
-		st = dt_job_write(&job, stdout, &err);
-		if (st == DT_OK && fflush(stdout) != 0)
-			st = dt_errorf(&err, DT_ERR_IO, "standard output: %s",
-				       strerror(errno));
-		return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
-	}
-	if (st == DT_OK)
-		st = dt_plan_build(&job, ranks, &host, NULL, &plan, &err);
-	if (st == DT_OK)
-		st = find_sources(&job, srcs, &n_srcs, &err);
-	if (st == DT_OK)
-		st = peek_split(&job, srcs, n_srcs, "train",
-				dt_model_input_size(plan.shapes), &data.n_train,
-				&data.train_bytes, &err);
-	if (st == DT_OK)
-		st = peek_split(&job, srcs, n_srcs, "eval",
-				dt_model_input_size(plan.shapes), &data.n_eval,
-				&data.eval_bytes, &err);
-	if (st == DT_OK)
-		st = peek_tokens(&job, srcs, n_srcs, &data, &err);
-	/* The loader's epoch order, int64 per sample. */
-	if (st == DT_OK && data.n_train > 0)
-		data.train_bytes += data.n_train * 8;
-	if (st == DT_OK)
-		st = dt_plan_set_data(&job, &data, &plan, &err);
+	if (a.print_job)
+		return print_job(&job, a.ranks, &host);
+	memset(&plan, 0, sizeof plan);
+	st = plan_with_data(&job, ranks, &host, &plan, srcs, &n_srcs, &data,
+			    &err);
 	if (st != DT_OK) {
 		dt_plan_fini(&plan);
 		return dt_cmd_fail(st, &err);
@@ -497,22 +525,17 @@ cmd_plan(int argc, char **argv)
 	json_object_object_add(desc, "sources",
 			       describe_sources(srcs, n_srcs));
 	st = add_link(&a, &job, &plan, desc, &err);
-	if (st != DT_OK) {
-		json_object_put(desc);
-		dt_plan_fini(&plan);
-		return dt_cmd_fail(st, &err);
-	}
-	if (json) {
+	if (st == DT_OK && a.json)
 		printf("%s\n", json_object_to_json_string_ext(
 			       desc, JSON_C_TO_STRING_PRETTY |
 			       JSON_C_TO_STRING_SPACED));
-	} else {
+	else if (st == DT_OK) {
 		dt_plan_print(desc, stdout);
 		print_sources(srcs, n_srcs, data.n_train, stdout);
 	}
 	json_object_put(desc);
 	dt_plan_fini(&plan);
-	return 0;
+	return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
 }
 
 const struct dt_cmd dt_cmd_plan = {

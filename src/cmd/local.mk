@@ -10,16 +10,12 @@ libdtrain_la_SOURCES += src/cmd/cmd_fetch.c
 libdtrain_la_SOURCES += src/cmd/cmd_sample.c
 libdtrain_la_SOURCES += src/cmd/cmd_version.c src/cmd/cmd_complete.c
 
-check_PROGRAMS += tests/unit/test_cmd
-TESTS += tests/unit/test_cmd
-tests_unit_test_cmd_SOURCES = tests/unit/test_cmd.c
-tests_unit_test_cmd_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_cmd_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_cmd
 
 # train/progress.c's lines and ticker, tested here with the launcher that
 # depends on them (src/train/ is being restructured).
-check_PROGRAMS += tests/unit/test_progress
-TESTS += tests/unit/test_progress
-tests_unit_test_progress_SOURCES = tests/unit/test_progress.c
-tests_unit_test_progress_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_progress_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_progress
+
+# cmd/hosts.c: the hostfile, the placement of ranks and the probe of an
+# elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
+UNIT_TESTS += tests/unit/test_hosts

@@ -223,16 +223,16 @@ opt_scan_error(const struct dt_cmd *cmd, int c, char **argv,
 			 "help %s describes every option)", name, cmd->name);
 }
 
-enum dt_status
-dt_cmd_opts_parse(const struct dt_cmd *cmd, int argc, char **argv, void *dst,
-		  struct dt_cmd_line *line, struct dt_error *err)
+/* Fills longopts (OPT_MAX + 2 entries) and shorts (2 * OPT_MAX + 4
+ * bytes) with getopt_long's view of cmd's table: each long name's value
+ * is OPT_LONG_VAL(its index), -h and --help are added, and both arrays
+ * are terminated. */
+static void
+opt_getopt_tables(const struct dt_cmd *cmd, struct option *longopts,
+		  char *shorts)
 {
-	struct option longopts[OPT_MAX + 2];
-	char shorts[2 * OPT_MAX + 4];
-	int n_long = 0, n_short = 0, c, n_operands;
-	enum dt_status st = DT_OK;
+	int n_long = 0, n_short = 0;
 
-	memset(line, 0, sizeof *line);
 	/* ':' first: a missing value is told apart from an unknown
 	 * option. */
 	shorts[n_short++] = ':';
@@ -255,7 +255,43 @@ dt_cmd_opts_parse(const struct dt_cmd *cmd, int argc, char **argv, void *dst,
 	longopts[n_long++] = (struct option){ "help", no_argument, NULL, 'h' };
 	longopts[n_long] = (struct option){ NULL, 0, NULL, 0 };
 	shorts[n_short] = '\0';
+}
 
+/* Checks the arguments left after the options (argv[optind..argc)):
+ * one operand, or none where cmd's is optional; stores it in
+ * line->operand. DT_ERR_USAGE saying what was expected otherwise. */
+static enum dt_status
+opt_operand(const struct dt_cmd *cmd, int argc, char **argv,
+	    struct dt_cmd_line *line, struct dt_error *err)
+{
+	int n_operands = argc - optind;
+
+	if (n_operands == 0 && !cmd->operand_optional)
+		return dt_errorf(err, DT_ERR_USAGE, "expected one %s",
+				 cmd->operand_noun);
+	if (n_operands > 1)
+		return dt_errorf(err, DT_ERR_USAGE, "expected %s %s, found %d "
+				 "arguments that are not options (\"%s\", "
+				 "\"%s\"%s)", cmd->operand_optional ?
+				 "at most one" : "one", cmd->operand_noun,
+				 n_operands, argv[optind], argv[optind + 1],
+				 n_operands > 2 ? ", ..." : "");
+	if (n_operands == 1)
+		line->operand = argv[optind];
+	return DT_OK;
+}
+
+enum dt_status
+dt_cmd_opts_parse(const struct dt_cmd *cmd, int argc, char **argv, void *dst,
+		  struct dt_cmd_line *line, struct dt_error *err)
+{
+	struct option longopts[OPT_MAX + 2];
+	char shorts[2 * OPT_MAX + 4];
+	int c;
+	enum dt_status st = DT_OK;
+
+	memset(line, 0, sizeof *line);
+	opt_getopt_tables(cmd, longopts, shorts);
 	line->sets = dt_xmalloc((size_t)argc + 1, sizeof *line->sets);
 	/* 0, not 1: glibc then also forgets the permutation state of an
 	 * earlier scan (the unit tests parse many times). */
@@ -287,22 +323,8 @@ dt_cmd_opts_parse(const struct dt_cmd *cmd, int argc, char **argv, void *dst,
 		}
 		st = opt_store(o, name, optarg, dst, line, err);
 	}
-	n_operands = argc - optind;
-	if (st == DT_OK && !line->help) {
-		if (n_operands == 0 && !cmd->operand_optional)
-			st = dt_errorf(err, DT_ERR_USAGE, "expected one %s",
-				       cmd->operand_noun);
-		else if (n_operands > 1)
-			st = dt_errorf(err, DT_ERR_USAGE, "expected %s %s, "
-				       "found %d arguments that are not "
-				       "options (\"%s\", \"%s\"%s)",
-				       cmd->operand_optional ? "at most one" :
-				       "one", cmd->operand_noun, n_operands,
-				       argv[optind], argv[optind + 1],
-				       n_operands > 2 ? ", ..." : "");
-		else if (n_operands == 1)
-			line->operand = argv[optind];
-	}
+	if (st == DT_OK && !line->help)
+		st = opt_operand(cmd, argc, argv, line, err);
 	if (st != DT_OK) {
 		free(line->sets);
 		line->sets = NULL;

@@ -87,34 +87,14 @@ shape_json(const struct dt_shape *s)
 
 #define ADD(o, k, v) json_object_object_add((o), (k), (v))
 
-static struct json_object *
-layer_json(const struct dt_cmd_model *cm, int i)
+/* Adds to o the fields of layer l's type (node n in the model): dense's
+ * units, a convolution's kernel, and so on. */
+static void
+add_type_fields(struct json_object *o, const struct dt_layer_spec *l,
+		const struct dt_node *n)
 {
-	const struct dt_model *m = cm->model;
-	const struct dt_layer_spec *l = &cm->job->model.layers[i];
-	const struct dt_node *n = layer_node(m, i);
-	struct json_object *o = json_object_new_object();
-	struct json_object *ins = json_object_new_array();
-	char key[DT_LAYER_NAME_MAX];
 	int64_t stride;
 
-	module_key(l->name, key, sizeof key);
-	ADD(o, "name", json_object_new_string(l->name));
-	ADD(o, "key", json_object_new_string(key));
-	ADD(o, "type", json_object_new_string(kind_word(l->kind)));
-	for (int k = 0; k < n->n_inputs; k++) {
-		int src = n->inputs[k];
-		const char *nm = src == DT_NODE_INPUT ? "input" :
-			cm->job->model.layers[m->nodes[src].layer].name;
-
-		json_object_array_add(ins, json_object_new_string(nm));
-	}
-	ADD(o, "inputs", ins);
-	ADD(o, "in_shape", shape_json(&n->in_shape[0]));
-	ADD(o, "out_shape", shape_json(&n->out_shape));
-	if (l->activation != DT_ACT_NONE)
-		ADD(o, "activation",
-		    json_object_new_string(dt_activation_name(l->activation)));
 	switch (l->kind) {
 	case DT_LAYER_DENSE:
 		ADD(o, "units", json_object_new_int64(l->units));
@@ -167,6 +147,37 @@ layer_json(const struct dt_cmd_model *cm, int i)
 	default:
 		break;
 	}
+}
+
+/* The layer's fields as the torch loader reads them (top of this file). */
+static struct json_object *
+layer_json(const struct dt_cmd_model *cm, int i)
+{
+	const struct dt_model *m = cm->model;
+	const struct dt_layer_spec *l = &cm->job->model.layers[i];
+	const struct dt_node *n = layer_node(m, i);
+	struct json_object *o = json_object_new_object();
+	struct json_object *ins = json_object_new_array();
+	char key[DT_LAYER_NAME_MAX];
+
+	module_key(l->name, key, sizeof key);
+	ADD(o, "name", json_object_new_string(l->name));
+	ADD(o, "key", json_object_new_string(key));
+	ADD(o, "type", json_object_new_string(kind_word(l->kind)));
+	for (int k = 0; k < n->n_inputs; k++) {
+		int src = n->inputs[k];
+		const char *nm = src == DT_NODE_INPUT ? "input" :
+			cm->job->model.layers[m->nodes[src].layer].name;
+
+		json_object_array_add(ins, json_object_new_string(nm));
+	}
+	ADD(o, "inputs", ins);
+	ADD(o, "in_shape", shape_json(&n->in_shape[0]));
+	ADD(o, "out_shape", shape_json(&n->out_shape));
+	if (l->activation != DT_ACT_NONE)
+		ADD(o, "activation",
+		    json_object_new_string(dt_activation_name(l->activation)));
+	add_type_fields(o, l, n);
 	return o;
 }
 

@@ -269,24 +269,6 @@ hier_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 	return hier_allreduce(c, buf, n, type, DT_COMM_SUM, err);
 }
 
-static enum dt_status
-hier_coll_test(struct dt_comm *c, int *all_done, struct dt_error *err)
-{
-	(void)c;
-	(void)err;
-	if (all_done != NULL)
-		*all_done = 1;
-	return DT_OK;
-}
-
-static enum dt_status
-hier_coll_wait(struct dt_comm *c, struct dt_error *err)
-{
-	(void)c;
-	(void)err;
-	return DT_OK;
-}
-
 static const struct dt_comm_ops hier_ops = {
 	.allreduce = hier_allreduce,
 	.bcast = hier_bcast,
@@ -299,8 +281,7 @@ static const struct dt_comm_ops hier_ops = {
 	.recv = hier_recv,
 	.wait = hier_wait,
 	.iallreduce = hier_iallreduce,
-	.coll_test = hier_coll_test,
-	.coll_wait = hier_coll_wait,
+	/* coll_test, coll_wait: NULL, nothing is ever in flight (above) */
 };
 
 /* The node, leader and peer communicators of flat's MPI communicator fc

@@ -7,11 +7,7 @@ libdtrain_la_SOURCES += src/comm/comm.h src/comm/comm_priv.h src/comm/comm.c src
 libdtrain_la_CPPFLAGS += $(MPI_CFLAGS)
 
 # Check suite (no MPI: layout checks, shards, split on one process)
-check_PROGRAMS += tests/unit/test_ps
-TESTS += tests/unit/test_ps
-tests_unit_test_ps_SOURCES = tests/unit/test_ps.c
-tests_unit_test_ps_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_ps_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_ps
 
 # The toy problem under mpirun, run by tests/integration/ps-toy.sh
 check_PROGRAMS += tests/ps/ps_toy

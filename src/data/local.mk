@@ -8,23 +8,13 @@ libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
 	src/data/tokens.c src/data/text.c src/data/sniff.c src/data/header.c \
 	src/data/digest.c
 
-check_PROGRAMS += tests/unit/test_data
-TESTS += tests/unit/test_data
-tests_unit_test_data_SOURCES = tests/unit/test_data.c
-tests_unit_test_data_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_data_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_fetch
-TESTS += tests/unit/test_fetch
-tests_unit_test_fetch_SOURCES = tests/unit/test_fetch.c
-tests_unit_test_fetch_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_fetch_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_formats
-TESTS += tests/unit/test_formats
-tests_unit_test_formats_SOURCES = tests/unit/test_formats.c
-tests_unit_test_formats_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_formats_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_data tests/unit/test_fetch \
+	tests/unit/test_formats
+# the flat temporary directory of test_data and test_formats
+SCRATCH_DIR_SOURCES = tests/unit/scratch_dir.c tests/unit/scratch_dir.h
+tests_unit_test_data_SOURCES = tests/unit/test_data.c $(SCRATCH_DIR_SOURCES)
+tests_unit_test_formats_SOURCES = tests/unit/test_formats.c \
+	$(SCRATCH_DIR_SOURCES)
 
 # the HTTP server test_fetch starts on 127.0.0.1
 EXTRA_DIST += tests/http_server.py

@@ -72,7 +72,6 @@
 #include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/threadpool.h"
-#include "util/rng.h"
 
 #define ATTENTION_INIT_STD 0.02f
 
@@ -166,15 +165,11 @@ attention_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
 	for (int k = 0; k < n->n_tensors; k++) {
 		struct dt_param_tensor *pt = &n->tensor[k];
 
-		if (pt->n_dims == 1) {
+		if (pt->n_dims == 1)
 			memset(pt->data, 0, (size_t)pt->size * sizeof(float));
-			continue;
-		}
-		for (int64_t j = 0; j < pt->size; j++)
-			pt->data[j] = ATTENTION_INIT_STD *
-				      dt_rng_normal(seed, DT_RNG_INIT,
-						    tensor_index + (uint64_t)k,
-						    (uint64_t)j);
+		else
+			dt_param_init_normal(pt, ATTENTION_INIT_STD, seed,
+					     tensor_index + (uint64_t)k);
 	}
 }
 

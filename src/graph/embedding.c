@@ -23,7 +23,6 @@
 
 #include "graph/layer.h"
 #include "util/threadpool.h"
-#include "util/rng.h"
 
 #define EMBEDDING_MAX_VOCAB (INT64_C(1) << 24)	/* float ids are exact */
 #define EMBEDDING_INIT_STD 0.02f
@@ -64,12 +63,8 @@ embedding_infer(struct dt_node *n, const struct dt_job *job,
 static void
 embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
 {
-	struct dt_param_tensor *w = &n->tensor[0];
-
-	for (int64_t j = 0; j < w->size; j++)
-		w->data[j] = EMBEDDING_INIT_STD *
-			     dt_rng_normal(seed, DT_RNG_INIT, tensor_index,
-					   (uint64_t)j);
+	dt_param_init_normal(&n->tensor[0], EMBEDDING_INIT_STD, seed,
+			     tensor_index);
 }
 
 /* The row of token id v, or -1 when v is not an id in [0, vocab). */

@@ -509,6 +509,15 @@ dt_model_use_slot(struct dt_model *m, int slot)
 	}
 }
 
+void
+dt_param_init_normal(struct dt_param_tensor *pt, float std, uint64_t seed,
+		     uint64_t tensor_index)
+{
+	for (int64_t j = 0; j < pt->size; j++)
+		pt->data[j] = std * dt_rng_normal(seed, DT_RNG_INIT,
+						  tensor_index, (uint64_t)j);
+}
+
 static void
 init_tensor(struct dt_param_tensor *pt, uint64_t seed, uint64_t index)
 {
@@ -520,14 +529,10 @@ init_tensor(struct dt_param_tensor *pt, uint64_t seed, uint64_t index)
 		for (int64_t j = 0; j < pt->size; j++)
 			pt->data[j] = 1.0f;
 		break;
-	case DT_INIT_HE_NORMAL: {
-		float std = (float)sqrt(2.0 / (double)pt->fan_in);
-
-		for (int64_t j = 0; j < pt->size; j++)
-			pt->data[j] = std * dt_rng_normal(seed, DT_RNG_INIT,
-							  index, (uint64_t)j);
+	case DT_INIT_HE_NORMAL:
+		dt_param_init_normal(pt, (float)sqrt(2.0 / (double)pt->fan_in),
+				     seed, index);
 		break;
-	}
 	case DT_INIT_XAVIER_UNIFORM: {
 		float a = (float)sqrt(6.0 / (double)(pt->fan_in +
 						     pt->fan_out));

@@ -76,6 +76,13 @@ struct dt_param_tensor {
 	float *grad;		/* size floats in the gradient arena */
 };
 
+/* Fills pt->data (pt->size floats) with std times standard normal draws
+ * keyed as enum dt_init says: the He rule (std = sqrt(2/fan_in)), and the
+ * init hooks of the layers that draw with a fixed std (GPT-2's 0.02 for
+ * embeddings and attention). */
+void dt_param_init_normal(struct dt_param_tensor *pt, float std,
+			  uint64_t seed, uint64_t tensor_index);
+
 /* Tensor parallelism (Megatron-LM: Shoeybi et al., "Megatron-LM: Training
  * Multi-Billion Parameter Language Models Using Model Parallelism", 2019).
  * Every rank of a tensor-parallel group holds the whole parameter arena

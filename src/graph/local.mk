@@ -19,52 +19,19 @@ GRADCHECK_SUITES = tests/unit/test_graph tests/unit/test_graph_layers \
 	tests/unit/test_graph_nlp
 CLEANFILES += $(GRADCHECK_SUITES:=.gradcheck)
 
-check_PROGRAMS += tests/unit/test_graph
-TESTS += tests/unit/test_graph
+UNIT_TESTS += $(GRADCHECK_SUITES) tests/unit/test_layer_registry \
+	tests/unit/test_graph_threads tests/unit/test_graph_tp \
+	tests/unit/test_graph_kern
 tests_unit_test_graph_SOURCES = tests/unit/test_graph.c $(GRADCHECK_SOURCES)
-tests_unit_test_graph_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_graph_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_graph_nlp
-TESTS += tests/unit/test_graph_nlp
 tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c \
 	$(GRADCHECK_SOURCES)
-tests_unit_test_graph_nlp_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_graph_nlp_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_graph_layers
-TESTS += tests/unit/test_graph_layers
 tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c \
 	$(GRADCHECK_SOURCES)
-tests_unit_test_graph_layers_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_graph_layers_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_graph_tp
-TESTS += tests/unit/test_graph_tp
-tests_unit_test_graph_tp_SOURCES = tests/unit/test_graph_tp.c
-tests_unit_test_graph_tp_CFLAGS = $(UNIT_CFLAGS) -pthread
-tests_unit_test_graph_tp_LDADD = $(UNIT_LDADD) -lpthread
-
-check_PROGRAMS += tests/unit/test_layer_registry
-TESTS += tests/unit/test_layer_registry
 tests_unit_test_layer_registry_SOURCES = tests/unit/test_layer_registry.c \
 	$(GRADCHECK_SOURCES)
-tests_unit_test_layer_registry_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_layer_registry_LDADD = $(UNIT_LDADD)
+tests_unit_test_graph_threads_SOURCES = tests/unit/test_graph_threads.c \
+	$(GRADCHECK_SOURCES)
 # (through a variable: automake takes a plain NAME.log target for an
 # override of its rule)
 GRADCHECK_REGISTRY_LOG = tests/unit/test_layer_registry.log
 $(GRADCHECK_REGISTRY_LOG): $(GRADCHECK_SUITES:=.log)
-
-check_PROGRAMS += tests/unit/test_graph_kern
-TESTS += tests/unit/test_graph_kern
-tests_unit_test_graph_kern_SOURCES = tests/unit/test_graph_kern.c
-tests_unit_test_graph_kern_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_graph_kern_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_graph_threads
-TESTS += tests/unit/test_graph_threads
-tests_unit_test_graph_threads_SOURCES = tests/unit/test_graph_threads.c \
-	$(GRADCHECK_SOURCES)
-tests_unit_test_graph_threads_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_graph_threads_LDADD = $(UNIT_LDADD)

@@ -17,7 +17,6 @@
 #include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/threadpool.h"
-#include "util/rng.h"
 
 #define POS_EMBEDDING_INIT_STD 0.02f
 
@@ -63,12 +62,8 @@ pos_embedding_infer(struct dt_node *n, const struct dt_job *job,
 static void
 pos_embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
 {
-	struct dt_param_tensor *w = &n->tensor[0];
-
-	for (int64_t j = 0; j < w->size; j++)
-		w->data[j] = POS_EMBEDDING_INIT_STD *
-			     dt_rng_normal(seed, DT_RNG_INIT, tensor_index,
-					   (uint64_t)j);
+	dt_param_init_normal(&n->tensor[0], POS_EMBEDDING_INIT_STD, seed,
+			     tensor_index);
 }
 
 /* Forward runs on the pass's thread pool by samples, backward's dweight

@@ -433,6 +433,15 @@ enum dt_status dt_job_fingerprint(const struct dt_job *job,
 				  unsigned char out[32], char hex[65],
 				  struct dt_error *err);
 
+/* The i-th data source of job (0 <= i < DT_JOB_SOURCES), in schema
+ * order: data.train.images, data.train.labels, data.train.file, then the
+ * same of data.eval. Its key ("data.train.images", static storage) goes
+ * to *key. A source the job does not give has path[0] == '\0'. The one
+ * list of the sources for the code that goes through all of them (fetch,
+ * the start-up agreement). */
+const struct dt_source *dt_job_source(const struct dt_job *job, int i,
+				      const char **key);
+
 /* Calls fn, in schema order, for every key that takes a value: scalars,
  * model.input_shape, model.layers and the keys of one layer, spelled
  * "model.layers.N.units". type reads "a number > 0", "one of sgd, adam,

@@ -8,6 +8,7 @@
  * with adjacent transpositions), as git and many CLIs do. */
 #include "job/keys.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
@@ -65,6 +66,24 @@ dt_job_key_applies(const struct dt_job *job, const struct dt_key *k)
 		return true;
 	return (k->when_mask >> *(const int *)((const char *)job +
 					       dt_job_schema[w].off)) & 1u;
+}
+
+const struct dt_source *
+dt_job_source(const struct dt_job *job, int i, const char **key)
+{
+	int n = 0;
+
+	assert(i >= 0 && i < DT_JOB_SOURCES);
+	for (int ki = 0; ki < dt_job_schema_len; ki++) {
+		const struct dt_key *k = &dt_job_schema[ki];
+
+		if (k->type != DT_KEY_SOURCE || n++ != i)
+			continue;
+		*key = k->key;
+		return (const struct dt_source *)((const char *)job + k->off);
+	}
+	assert(!"fewer source rows in the schema than DT_JOB_SOURCES");
+	return NULL;
 }
 
 int

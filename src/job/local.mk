@@ -7,11 +7,8 @@ libdtrain_la_SOURCES += src/job/job.h src/job/layer_types.h \
 	src/job/apply.h src/job/apply.c src/job/check.h src/job/check.c \
 	src/job/job.c src/job/write.c src/job/fingerprint.c
 
-check_PROGRAMS += tests/unit/test_job
-TESTS += tests/unit/test_job
+UNIT_TESTS += tests/unit/test_job
 tests_unit_test_job_SOURCES = tests/unit/test_job.c tests/unit/test_job_errors.c \
 	tests/unit/test_job_layers.c tests/unit/test_job_sections.c \
 	tests/unit/test_job_bounds.c tests/unit/test_job_utf8.c \
 	tests/unit/job_test.h
-tests_unit_test_job_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_job_LDADD = $(UNIT_LDADD)

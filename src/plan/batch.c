@@ -215,6 +215,27 @@ pipeline_micro_batches(const struct dt_job *job, int64_t dp, int64_t *k,
 	return DT_OK;
 }
 
+/* Refuses a global batch g that does not split into f x dp samples per
+ * step, f being train.micro_batch or grad_accum_steps (named by what),
+ * with a data-parallel degree that would fit (dp_hint) and pipe, the
+ * pipeline's remark or "". */
+static enum dt_status
+check_multiple(const struct dt_job *job, int64_t g, const char *what,
+	       int64_t f, int64_t dp, const char *pipe, struct dt_error *err)
+{
+	char hint[160];
+	char where[512];
+
+	if (g % (f * dp) == 0)
+		return DT_OK;
+	dp_hint(job, g, f, dp, hint, sizeof hint);
+	dt_job_where(job, "train.global_batch", where, sizeof where);
+	return dt_errorf(err, DT_ERR_PLAN, "%sglobal batch %lld is not a "
+			 "multiple of %s %lld x data-parallel degree %lld = "
+			 "%lld%s%s", where, (long long)g, what, (long long)f,
+			 (long long)dp, (long long)(f * dp), hint, pipe);
+}
+
 enum dt_status
 dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 	      struct dt_error *err)
@@ -223,7 +244,6 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 	int64_t k = job->train.grad_accum_steps, dp = world_size;
 	int ps = job->parallel.sync == DT_SYNC_PARAMETER_SERVER;
 	const char *pipe = "";
-	char hint[160];
 	char where[512];
 	enum dt_status st;
 
@@ -324,34 +344,17 @@ dt_plan_batch(const struct dt_job *job, int world_size, struct dt_plan *plan,
 					 (long long)(m * k * dp), pipe);
 		}
 	} else if (g != 0 && m != 0) {
-		if (g % (m * dp) != 0) {
-			dp_hint(job, g, m, dp, hint, sizeof hint);
-			dt_job_where(job, "train.global_batch", where,
-				     sizeof where);
-			return dt_errorf(err, DT_ERR_PLAN,
-					 "%sglobal batch %lld is not a multiple "
-					 "of micro_batch %lld x data-parallel "
-					 "degree %lld = %lld%s%s",
-					 where, (long long)g, (long long)m,
-					 (long long)dp, (long long)(m * dp),
-					 hint, pipe);
-		}
+		st = check_multiple(job, g, "micro_batch", m, dp, pipe, err);
+		if (st != DT_OK)
+			return st;
 		k = g / (m * dp);
 	} else if (g != 0) {
 		if (k == 0)
 			k = 1;
-		if (g % (k * dp) != 0) {
-			dp_hint(job, g, k, dp, hint, sizeof hint);
-			dt_job_where(job, "train.global_batch", where,
-				     sizeof where);
-			return dt_errorf(err, DT_ERR_PLAN,
-					 "%sglobal batch %lld is not a multiple "
-					 "of grad_accum_steps %lld x "
-					 "data-parallel degree %lld = %lld%s%s",
-					 where, (long long)g, (long long)k,
-					 (long long)dp, (long long)(k * dp),
-					 hint, pipe);
-		}
+		st = check_multiple(job, g, "grad_accum_steps", k, dp, pipe,
+				    err);
+		if (st != DT_OK)
+			return st;
 		m = g / (k * dp);
 	} else {
 		if (k == 0)

@@ -26,19 +26,6 @@
 
 /* ---- the record ---- */
 
-/* The data sources, with their keys. */
-static const struct {
-	const char *key;
-	size_t off;
-} sources[] = {
-	{ "data.train.images", offsetof(struct dt_job, data.train.images_src) },
-	{ "data.train.labels", offsetof(struct dt_job, data.train.labels_src) },
-	{ "data.train.file", offsetof(struct dt_job, data.train.file) },
-	{ "data.eval.images", offsetof(struct dt_job, data.eval.images_src) },
-	{ "data.eval.labels", offsetof(struct dt_job, data.eval.labels_src) },
-	{ "data.eval.file", offsetof(struct dt_job, data.eval.file) },
-};
-
 static void
 put_source(FILE *f, const char *key, const struct dt_source *src)
 {
@@ -68,7 +55,7 @@ dt_agree_record(const struct dt_job *job, int world_size, char **out,
 	struct dt_error perr;
 	struct dt_plan plan;
 	enum dt_status st;
-	size_t n = 0, i;
+	size_t n = 0;
 	FILE *f;
 
 	*out = NULL;
@@ -83,9 +70,12 @@ dt_agree_record(const struct dt_job *job, int world_size, char **out,
 	fprintf(f, "build.version\t%s\n", PACKAGE_VERSION);
 	fprintf(f, "world.size\t%d\n", world_size);
 	fprintf(f, "job.sha256\t%s\n", hex);
-	for (i = 0; i < sizeof sources / sizeof sources[0]; i++)
-		put_source(f, sources[i].key, (const struct dt_source *)
-			   ((const char *)job + sources[i].off));
+	for (int i = 0; i < DT_JOB_SOURCES; i++) {
+		const char *key;
+		const struct dt_source *src = dt_job_source(job, i, &key);
+
+		put_source(f, key, src);
+	}
 	if (dt_plan_batch(job, world_size, &plan, &perr) != DT_OK) {
 		fputs("plan\trefused\n", f);
 	} else {
@@ -433,15 +423,14 @@ dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
 	if (f == NULL)
 		return dt_errorf(err, DT_ERR_IO, "cannot build the data "
 				 "record: %s", strerror(errno));
-	for (i = 0; i < sizeof sources / sizeof sources[0] && st == DT_OK;
-	     i++) {
-		const struct dt_source *src = (const struct dt_source *)
-			((const char *)job + sources[i].off);
+	for (i = 0; i < DT_JOB_SOURCES && st == DT_OK; i++) {
+		const char *key;
+		const struct dt_source *src = dt_job_source(job, (int)i, &key);
 		struct stat sb;
 
 		if (src->path[0] == '\0')
 			continue;
-		fprintf(f, "%s\t%s: ", sources[i].key, src->path);
+		fprintf(f, "%s\t%s: ", key, src->path);
 		if (stat(src->path, &sb) != 0) {
 			fprintf(f, "missing: %s\n", strerror(errno));
 			continue;

@@ -26,21 +26,6 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/rundir.h src/train/rundir.c \
 	src/train/progress.h src/train/progress.c
 
-check_PROGRAMS += tests/unit/test_sync
-TESTS += tests/unit/test_sync
-tests_unit_test_sync_SOURCES = tests/unit/test_sync.c
-tests_unit_test_sync_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_sync_LDADD = $(UNIT_LDADD)
-
-check_PROGRAMS += tests/unit/test_diverge
-TESTS += tests/unit/test_diverge
-tests_unit_test_diverge_SOURCES = tests/unit/test_diverge.c
-tests_unit_test_diverge_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_diverge_LDADD = $(UNIT_LDADD)
-
-# Check suite of the start-up agreement on the single-process communicator
-check_PROGRAMS += tests/unit/test_agree
-TESTS += tests/unit/test_agree
-tests_unit_test_agree_SOURCES = tests/unit/test_agree.c
-tests_unit_test_agree_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_agree_LDADD = $(UNIT_LDADD)
+# test_agree: the start-up agreement on the single-process communicator
+UNIT_TESTS += tests/unit/test_sync tests/unit/test_diverge \
+	tests/unit/test_agree

@@ -5,7 +5,6 @@
  * temporary directory; the real Fashion-MNIST files are read too when they
  * are installed. */
 #include <check.h>
-#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <zlib.h>
 
 #include "data/data.h"
+#include "scratch_dir.h"
 #include "util/alloc.h"
 
 #define FMNIST "/usr/share/datasets/fashion-mnist"
@@ -942,38 +942,13 @@ END_TEST
 static void
 make_tmpdir(void)
 {
-	const char *base = getenv("TMPDIR");
-
-	if (base == NULL || *base == '\0')
-		base = "/tmp";
-	if (snprintf(tmpdir, sizeof tmpdir, "%s/dtrain-test-data-XXXXXX",
-		     base) >= (int)sizeof tmpdir) {
-		fprintf(stderr, "test_data: TMPDIR is too long\n");
-		abort();
-	}
-	if (mkdtemp(tmpdir) == NULL) {
-		perror(tmpdir);
-		abort();
-	}
+	scratch_dir_make(tmpdir, sizeof tmpdir, "data");
 }
 
 static void
 remove_tmpdir(void)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char path[PATH_MAX + 300];
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
+	scratch_dir_remove(tmpdir);
 }
 
 static Suite *

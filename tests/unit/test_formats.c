@@ -4,7 +4,6 @@
  * malformed ones, each with the exact message a user would read. Every
  * file is written by the test into a temporary directory. */
 #include <check.h>
-#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,6 +16,7 @@
 #include <zlib.h>
 
 #include "data/data.h"
+#include "scratch_dir.h"
 #include "util/alloc.h"
 
 /* Made once per test case by an unchecked fixture, before Check forks. */
@@ -1148,34 +1148,13 @@ END_TEST
 static void
 make_tmpdir(void)
 {
-	const char *base = getenv("TMPDIR");
-
-	if (base == NULL || *base == '\0')
-		base = "/tmp";
-	snprintf(tmpdir, sizeof tmpdir, "%s/dtrain-test-formats-XXXXXX", base);
-	if (mkdtemp(tmpdir) == NULL) {
-		perror(tmpdir);
-		abort();
-	}
+	scratch_dir_make(tmpdir, sizeof tmpdir, "formats");
 }
 
 static void
 remove_tmpdir(void)
 {
-	DIR *d = opendir(tmpdir);
-	struct dirent *e;
-	char path[PATH_MAX + 300];
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof path, "%s/%s", tmpdir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
+	scratch_dir_remove(tmpdir);
 }
 
 static Suite *

@@ -168,6 +168,39 @@ START_TEST(test_sources)
 }
 END_TEST
 
+/* dt_job_source: the six sources in schema order, each with its key and
+ * the job's own storage, the ones not given with an empty path. */
+START_TEST(test_source_list)
+{
+	const struct dt_source *want[DT_JOB_SOURCES] = {
+		&job.data.train.images_src, &job.data.train.labels_src,
+		&job.data.train.file, &job.data.eval.images_src,
+		&job.data.eval.labels_src, &job.data.eval.file,
+	};
+	static const char *const keys[DT_JOB_SOURCES] = {
+		"data.train.images", "data.train.labels", "data.train.file",
+		"data.eval.images", "data.eval.labels", "data.eval.file",
+	};
+
+	ck_assert_int_eq(parse(data_job("  train:\n"
+					"    images: https://example.org/i.gz\n"
+					"    labels: l.gz\n"
+					"  eval: {images: e.gz, labels: f.gz}\n",
+					"")), DT_OK);
+	for (int i = 0; i < DT_JOB_SOURCES; i++) {
+		const char *key = NULL;
+
+		ck_assert_ptr_eq(dt_job_source(&job, i, &key), want[i]);
+		ck_assert_str_eq(key, keys[i]);
+	}
+	ck_assert_str_eq(job.data.train.images_src.path,
+			 "https://example.org/i.gz");
+	ck_assert_str_eq(job.data.eval.labels_src.path, "/jobs/f.gz");
+	ck_assert_str_eq(job.data.train.file.path, "");
+	ck_assert_str_eq(job.data.eval.file.path, "");
+}
+END_TEST
+
 START_TEST(test_data_errors)
 {
 	char line[256];
@@ -524,6 +557,7 @@ job_section_tcase(void)
 
 	tcase_add_test(tc, test_data_formats);
 	tcase_add_test(tc, test_sources);
+	tcase_add_test(tc, test_source_list);
 	tcase_add_test(tc, test_data_errors);
 	tcase_add_test(tc, test_train_keys);
 	tcase_add_test(tc, test_train_errors);
