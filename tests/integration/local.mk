@@ -53,7 +53,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
-	tests/integration/stdout-full.sh
+	tests/integration/stdout-full.sh \
+	tests/integration/eval-topk.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
