@@ -54,7 +54,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
 	tests/integration/stdout-full.sh \
-	tests/integration/eval-topk.sh
+	tests/integration/eval-topk.sh \
+	tests/integration/eval-predict-memory.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
