@@ -575,6 +575,46 @@ write_page(FILE *out, void *ctx, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Reads the run in dir into rep (report_close frees it, also after an
+ * error). */
+static enum dt_status
+report_open(struct report *rep, const char *dir, struct dt_error *err)
+{
+	enum dt_status st;
+
+	memset(rep, 0, sizeof *rep);
+	rep->dir = dir;
+	for (size_t i = 0; i < N_SERIES; i++)
+		rep->points[i] = json_object_new_array();
+	st = read_metrics(rep, err);
+	if (st == DT_OK)
+		st = read_others(rep, err);
+	return st;
+}
+
+static void
+report_close(struct report *rep)
+{
+	for (size_t i = 0; i < N_SERIES; i++)
+		json_object_put(rep->points[i]);
+	json_object_put(rep->summary);
+	free(rep->plan);
+	free(rep->job);
+	memset(rep, 0, sizeof *rep);
+}
+
+enum dt_status
+dt_report_page(const char *dir, FILE *out, struct dt_error *err)
+{
+	struct report rep;
+	enum dt_status st = report_open(&rep, dir, err);
+
+	if (st == DT_OK)
+		st = write_page(out, &rep, err);
+	report_close(&rep);
+	return st;
+}
+
 struct report_args {
 	const char *output;	/* NULL: RUN_DIR/report.html */
 };
@@ -601,14 +641,8 @@ cmd_report(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	free(line.sets);
-	memset(&rep, 0, sizeof rep);
-	rep.dir = line.operand;
-	for (size_t i = 0; i < N_SERIES; i++)
-		rep.points[i] = json_object_new_array();
 	dt_error_clear(&err);
-	st = read_metrics(&rep, &err);
-	if (st == DT_OK)
-		st = read_others(&rep, &err);
+	st = report_open(&rep, line.operand, &err);
 	if (st == DT_OK && a.output != NULL)
 		snprintf(out, sizeof out, "%s", a.output);
 	else if (st == DT_OK)
@@ -616,11 +650,7 @@ cmd_report(int argc, char **argv)
 				    &err);
 	if (st == DT_OK)
 		st = dt_rundir_write_atomic(out, write_page, &rep, &err);
-	for (size_t i = 0; i < N_SERIES; i++)
-		json_object_put(rep.points[i]);
-	json_object_put(rep.summary);
-	free(rep.plan);
-	free(rep.job);
+	report_close(&rep);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	printf("%s\n", out);
