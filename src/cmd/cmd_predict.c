@@ -23,8 +23,9 @@
  * ranks'. Under mpirun each rank runs a contiguous
  * share of the batches (batches [nb r/R, nb (r+1)/R) of nb), so that a
  * batch holds the same rows on any number of ranks, and the rows are
- * summed into rank 0's array (each row is nonzero on one rank only, so the sum is a copy: the file is
- * the same bits on any number of ranks), which writes the file. */
+ * summed into rank 0's array (each row is nonzero on one rank only, so
+ * the sum is a copy: the file is the same bits on any number of ranks),
+ * which writes the file. */
 #include "cmd/cmd.h"
 
 #include <errno.h>

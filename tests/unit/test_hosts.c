@@ -2,7 +2,8 @@
 /* test_hosts.c - the hosts of an elastic launch (cmd/hosts.c): a hostfile
  * with comments, a host named twice and a line without slots=, its
  * refusals (a line longer than the reader's buffer, whose tail was once
- * read as a host of its own; slots that add up past an int), where the ranks go when hosts are lost, the hostfile written
+ * read as a host of its own; slots that add up past an int), where the
+ * ranks go when hosts are lost, the hostfile written
  * back, and the probe against a stand-in for mpirun (a shell script that
  * answers, fails or never answers, by the host it is given). */
 #include <check.h>
