@@ -8,11 +8,17 @@
  * checkpoint and split the mean loss and accuracy equal the eval_loss and
  * eval_accuracy of the run's summary.json (up to the order of a sum in
  * double). Besides: the top-k accuracy (a label counts when fewer than k
- * classes have a higher probability than it), for classifiers (one label
+ * classes have a higher logit than it: ranked by the logits, as the
+ * probabilities of the unlikely classes underflow to 0 and would tie with
+ * the label), the labels whose logits hold a NaN (a diverged model: its
+ * loss and accuracies are then not numbers, and said to be), for
+ * classifiers (one label
  * per sample) per-class accuracy and the confusion matrix, for per-token
  * language models the perplexity exp(loss) (Jelinek et al., 1977).
  * Under mpirun each rank takes the contiguous share [n r/R, n (r+1)/R) of
- * the samples and the sums are added over the ranks in double. */
+ * the samples and the sums are added over the ranks in double. Batches
+ * are --batch samples, or as many up to 128 as the memory available
+ * holds (cmd/model_io.h, dt_cmd_batch_fit). */
 #include "cmd/cmd.h"
 
 #include <json-c/json.h>
@@ -31,13 +37,14 @@
 #include "util/alloc.h"
 #include "util/jsonnum.h"
 
-#define EVAL_BATCH 128
+#define EVAL_BATCH 128		/* the batch without --batch */
 #define EVAL_MAX_CONFUSION 1024	/* classes up to which a matrix is kept */
 
 struct eval_args {
 	const char *data;	/* NULL: "eval" */
 	const char *checkpoint;	/* NULL: the newest */
 	int top_k;
+	int batch;		/* 0: sized from memory */
 	int json;
 };
 
@@ -49,6 +56,9 @@ static const struct dt_cmd_opt eval_opts[] = {
 	{ .name = "top-k", .kind = DT_CMD_ARG_INT, .arg = "k",
 	  .offset = offsetof(struct eval_args, top_k), .min = 1,
 	  .max = 1000000, .doc = "also count the k most likely (default 5)" },
+	{ .name = "batch", .kind = DT_CMD_ARG_INT, .arg = "n",
+	  .offset = offsetof(struct eval_args, batch), .min = 1,
+	  .max = 65536, .doc = "samples per batch (default: up to 128)" },
 	{ .name = "json", .kind = DT_CMD_ARG_FLAG,
 	  .offset = offsetof(struct eval_args, json),
 	  .doc = "print JSON instead of text" },
@@ -91,8 +101,10 @@ set_source(struct dt_job *job, const char *src, struct dt_error *err)
 }
 
 /* The sums of one rank, added over the ranks: [0] loss, [1] correct,
- * [2] top-k correct, [3] labels counted, then per class the labels and
- * the correct ones, then the confusion matrix (label-major). */
+ * [2] top-k correct, [3] labels counted, [4] labels whose logits hold a
+ * NaN, then per class the labels and the correct ones, then the
+ * confusion matrix (label-major). */
+#define SUMS_HEAD 5
 struct eval_sums {
 	double *v;
 	size_t n;
@@ -103,44 +115,53 @@ struct eval_sums {
 static double *
 per_class_count(struct eval_sums *s)
 {
-	return s->v + 4;
+	return s->v + SUMS_HEAD;
 }
 
 static double *
 per_class_correct(struct eval_sums *s)
 {
-	return s->v + 4 + s->classes;
+	return s->v + SUMS_HEAD + s->classes;
 }
 
 static double *
 confusion(struct eval_sums *s)
 {
-	return s->v + 4 + 2 * s->classes;
+	return s->v + SUMS_HEAD + 2 * s->classes;
 }
 
-/* Adds one batch: probs (count, lps, classes), labels (count, lps). */
+/* Adds one batch: logits (rows, classes) (rows = batch x lps), labels
+ * (rows). A label counts for the top-k when fewer than top_k classes
+ * have a higher logit; the prediction is the highest logit, the lower id
+ * on a tie. A row with a NaN counts in [4] and in no accuracy. */
 static void
-count_batch(struct eval_sums *s, const float *probs, const int32_t *y,
+count_batch(struct eval_sums *s, const float *logits, const int32_t *y,
 	    int64_t rows, int top_k)
 {
 	int64_t c = s->classes;
 
 	for (int64_t r = 0; r < rows; r++) {
-		const float *p = probs + r * c;
+		const float *z = logits + r * c;
 		int32_t label = y[r];
-		int64_t higher = 0, best = 0;
+		int64_t higher = 0, best = 0, nan = 0;
 
 		for (int64_t j = 0; j < c; j++) {
-			if (p[j] > p[label])
+			nan += isnan(z[j]) != 0;
+			if (z[j] > z[label])
 				higher++;
-			if (p[j] > p[best])
+			if (z[j] > z[best])
 				best = j;
+		}
+		s->v[3] += 1;
+		if (s->per_class)
+			per_class_count(s)[label] += 1;
+		if (nan > 0) {
+			s->v[4] += 1;
+			continue;
 		}
 		if (higher < top_k)
 			s->v[2] += 1;
-		s->v[3] += 1;
 		if (s->per_class) {
-			per_class_count(s)[label] += 1;
 			if (best == label)
 				per_class_correct(s)[label] += 1;
 			confusion(s)[label * c + best] += 1;
@@ -148,66 +169,75 @@ count_batch(struct eval_sums *s, const float *probs, const int32_t *y,
 	}
 }
 
-/* Runs the model over this rank's share of src and sums into s; rank
- * 0's share stands for all on the progress line. */
-static enum dt_status
-run_share(struct dt_cmd_model *cm, struct dt_batch_source *src,
-	  struct dt_comm *comm, struct eval_sums *s, int top_k,
-	  struct dt_progress *shown, struct dt_error *err)
-{
-	int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
-	int64_t n = src->n, lo = n * rank / size, hi = n * (rank + 1) / size;
-	int64_t in = dt_model_input_size(cm->model);
-	int64_t lps = dt_model_labels_per_sample(cm->model);
-	float *x = dt_xalloc_floats((size_t)(EVAL_BATCH * in));	/* (B, in) */
-	int32_t *y = dt_xmalloc((size_t)(EVAL_BATCH * lps), sizeof *y);
-	/* (B, lps) */
-	int64_t *idx = dt_xmalloc(EVAL_BATCH, sizeof *idx);
+/* What one `dtrain eval` holds from start to end. */
+struct eval_run {
+	struct eval_args a;
+	struct dt_cmd_line line;
+	struct dt_cmd_model cm;
+	struct dt_batch_source src;
+	struct eval_sums s;
+	struct dt_comm *comm;
+	struct dt_progress shown;
+	const char *what;	/* --data, or "eval" */
+	int which;		/* the job's split: 0 train, 1 eval */
+	int64_t lps;		/* labels per sample */
+	int64_t batch;		/* samples per forward pass */
+};
 
-	dt_progress_task_begin(shown, "eval", n, 0);
-	for (int64_t i = lo; i < hi; i += EVAL_BATCH) {
-		int64_t count = hi - i < EVAL_BATCH ? hi - i : EVAL_BATCH;
-		int64_t correct = 0;
+/* Runs the model over this rank's share of the source and sums into
+ * e->s; rank 0's share stands for all on the progress line. */
+static enum dt_status
+run_share(struct eval_run *e, struct dt_error *err)
+{
+	struct eval_sums *s = &e->s;
+	int rank = dt_comm_rank(e->comm), size = dt_comm_size(e->comm);
+	int64_t n = e->src.n, lo = n * rank / size, hi = n * (rank + 1) / size;
+	int64_t in = dt_model_input_size(e->cm.model), b = e->batch;
+	float *x = dt_xalloc_floats((size_t)(b * in));	/* (B, in) */
+	int32_t *y = dt_xmalloc((size_t)(b * e->lps), sizeof *y);
+	/* (B, lps) */
+	int64_t *idx = dt_xmalloc((size_t)b, sizeof *idx);	/* (B) */
+
+	dt_progress_task_begin(&e->shown, "eval", n, 0);
+	for (int64_t i = lo; i < hi; i += b) {
+		int64_t count = hi - i < b ? hi - i : b, correct = 0, osz;
 		double ls = 0;
 
 		for (int64_t j = 0; j < count; j++)
 			idx[j] = i + j;
-		dt_source_gather(src, idx, count, x, y);
-		dt_model_eval(cm->model, x, y, count, &ls, &correct);
+		dt_source_gather(&e->src, idx, count, x, y);
+		dt_model_eval(e->cm.model, x, y, count, &ls, &correct);
 		s->v[0] += ls;
 		s->v[1] += (double)correct;
-		count_batch(s, dt_model_probs(cm->model), y, count * lps,
-			    top_k);
-		dt_progress_task_update(shown, (i + count - lo) * n /
+		count_batch(s, dt_cmd_model_logits(&e->cm, &osz), y,
+			    count * e->lps, e->a.top_k);
+		dt_progress_task_update(&e->shown, (i + count - lo) * n /
 					(hi - lo));
 	}
-	dt_progress_task_end(shown);
+	dt_progress_task_end(&e->shown);
 	free(x);
 	free(y);
 	free(idx);
-	return dt_comm_allreduce_sum_f64(comm, s->v, s->n, err);
+	return dt_comm_allreduce_sum_f64(e->comm, s->v, s->n, err);
+}
+
+/* The loss and the accuracies to report: NaN when a label's logits held
+ * a NaN (the sums of the others would pass for the model's). */
+static void
+results(const struct eval_sums *s, double *loss, double *acc, double *top)
+{
+	double labels = s->v[3], nan = s->v[4] > 0 ? NAN : 0;
+
+	*loss = s->v[0] / labels + nan;
+	*acc = s->v[1] / labels + nan;
+	*top = s->v[2] / labels + nan;
 }
 
 static void
-print_text(const char *dir, const char *what, const struct dt_cmd_model *cm,
-	   struct eval_sums *s, int64_t n, int64_t lps, int top_k)
+print_per_class(struct eval_sums *s)
 {
-	double labels = s->v[3], loss = s->v[0] / labels;
 	int width = 1;
 
-	printf("%s: checkpoint of step %lld, %s: %lld samples", dir,
-	       (long long)cm->step, what, (long long)n);
-	if (lps > 1)
-		printf(" of %lld tokens", (long long)lps);
-	printf("\n");
-	printf("loss %.6f nats per %s\n", loss, lps > 1 ? "token" : "sample");
-	if (lps > 1)
-		printf("perplexity %.4f\n", exp(loss));
-	printf("accuracy %.6f (%.0f of %.0f)\n", s->v[1] / labels, s->v[1],
-	       labels);
-	printf("top-%d accuracy %.6f\n", top_k, s->v[2] / labels);
-	if (!s->per_class)
-		return;
 	printf("per-class accuracy:\n");
 	for (int64_t c = 0; c < s->classes; c++) {
 		double k = per_class_count(s)[c];
@@ -218,7 +248,7 @@ print_text(const char *dir, const char *what, const struct dt_cmd_model *cm,
 	}
 	printf("confusion matrix (a row per label, a column per "
 	       "prediction):\n");
-	for (double top = labels; top >= 10; top /= 10)
+	for (double top = s->v[3]; top >= 10; top /= 10)
 		width++;
 	for (int64_t r = 0; r < s->classes; r++) {
 		for (int64_t c = 0; c < s->classes; c++)
@@ -229,164 +259,230 @@ print_text(const char *dir, const char *what, const struct dt_cmd_model *cm,
 }
 
 static void
-print_json(const char *dir, const char *what, const struct dt_cmd_model *cm,
-	   struct eval_sums *s, int64_t n, int64_t lps, int top_k)
+print_text(struct eval_run *e)
+{
+	struct eval_sums *s = &e->s;
+	double loss, acc, top;
+
+	results(s, &loss, &acc, &top);
+	printf("%s: checkpoint of step %lld, %s: %lld samples",
+	       e->line.operand, (long long)e->cm.step, e->what,
+	       (long long)e->src.n);
+	if (e->lps > 1)
+		printf(" of %lld tokens", (long long)e->lps);
+	printf("\n");
+	if (s->v[4] > 0)
+		printf("not a number: the model's logits hold a NaN for %.0f "
+		       "of %.0f labels (a diverged checkpoint?)\n", s->v[4],
+		       s->v[3]);
+	printf("loss %.6f nats per %s\n", loss, e->lps > 1 ? "token" :
+	       "sample");
+	if (e->lps > 1)
+		printf("perplexity %.4f\n", exp(loss));
+	printf("accuracy %.6f (%.0f of %.0f)\n", acc, s->v[1], s->v[3]);
+	printf("top-%d accuracy %.6f\n", e->a.top_k, top);
+	if (s->per_class)
+		print_per_class(s);
+}
+
+static void
+json_per_class(struct json_object *o, struct eval_sums *s)
+{
+	struct json_object *acc = json_object_new_array();
+	struct json_object *cnt = json_object_new_array();
+	struct json_object *mat = json_object_new_array();
+
+	for (int64_t c = 0; c < s->classes; c++) {
+		double k = per_class_count(s)[c];
+		struct json_object *row = json_object_new_array();
+
+		json_object_array_add(acc, k > 0 ?
+				      dt_json_float(per_class_correct(s)[c] /
+						    k) : NULL);
+		json_object_array_add(cnt, json_object_new_int64((int64_t)k));
+		for (int64_t j = 0; j < s->classes; j++)
+			json_object_array_add(row, json_object_new_int64(
+				(int64_t)confusion(s)[c * s->classes + j]));
+		json_object_array_add(mat, row);
+	}
+	json_object_object_add(o, "per_class_accuracy", acc);
+	json_object_object_add(o, "class_counts", cnt);
+	json_object_object_add(o, "confusion", mat);
+}
+
+static void
+print_json(struct eval_run *e)
 {
 	struct json_object *o = json_object_new_object();
-	double labels = s->v[3], loss = s->v[0] / labels;
+	double loss, acc, top;
 
-	json_object_object_add(o, "run_dir", json_object_new_string(dir));
+	results(&e->s, &loss, &acc, &top);
+	json_object_object_add(o, "run_dir",
+			       json_object_new_string(e->line.operand));
 	json_object_object_add(o, "checkpoint",
-			       json_object_new_string(cm->ckpt));
-	json_object_object_add(o, "step", json_object_new_int64(cm->step));
-	json_object_object_add(o, "data", json_object_new_string(what));
-	json_object_object_add(o, "samples", json_object_new_int64(n));
+			       json_object_new_string(e->cm.ckpt));
+	json_object_object_add(o, "step", json_object_new_int64(e->cm.step));
+	json_object_object_add(o, "data", json_object_new_string(e->what));
+	json_object_object_add(o, "samples", json_object_new_int64(e->src.n));
 	json_object_object_add(o, "labels_per_sample",
-			       json_object_new_int64(lps));
+			       json_object_new_int64(e->lps));
+	json_object_object_add(o, "nan_labels",
+			       json_object_new_int64((int64_t)e->s.v[4]));
 	json_object_object_add(o, "loss", dt_json_float(loss));
-	json_object_object_add(o, "accuracy",
-			       dt_json_float(s->v[1] / labels));
-	json_object_object_add(o, "top_k", json_object_new_int(top_k));
-	json_object_object_add(o, "top_k_accuracy",
-			       dt_json_float(s->v[2] / labels));
-	if (lps > 1)
+	json_object_object_add(o, "accuracy", dt_json_float(acc));
+	json_object_object_add(o, "top_k", json_object_new_int(e->a.top_k));
+	json_object_object_add(o, "top_k_accuracy", dt_json_float(top));
+	json_object_object_add(o, "batch", json_object_new_int64(e->batch));
+	if (e->lps > 1)
 		json_object_object_add(o, "perplexity",
 				       dt_json_float(exp(loss)));
-	if (s->per_class) {
-		struct json_object *acc = json_object_new_array();
-		struct json_object *cnt = json_object_new_array();
-		struct json_object *mat = json_object_new_array();
-
-		for (int64_t c = 0; c < s->classes; c++) {
-			double k = per_class_count(s)[c];
-			struct json_object *row = json_object_new_array();
-
-			json_object_array_add(acc, k > 0 ?
-				dt_json_float(per_class_correct(s)[c] /
-						       k) : NULL);
-			json_object_array_add(cnt,
-					      json_object_new_int64((int64_t)k));
-			for (int64_t j = 0; j < s->classes; j++)
-				json_object_array_add(row,
-					json_object_new_int64((int64_t)
-					confusion(s)[c * s->classes + j]));
-			json_object_array_add(mat, row);
-		}
-		json_object_object_add(o, "per_class_accuracy", acc);
-		json_object_object_add(o, "class_counts", cnt);
-		json_object_object_add(o, "confusion", mat);
-	}
+	if (e->s.per_class)
+		json_per_class(o, &e->s);
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 					    JSON_C_TO_STRING_SPACED |
 					    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 }
 
+/* The communicator, the job and the shapes of its model, the split. */
+static enum dt_status
+eval_open(struct eval_run *e, int64_t step, struct dt_error *err)
+{
+	enum dt_status st = dt_cmd_comm_new(&e->comm, err);
+
+	if (st == DT_OK)
+		st = dt_cmd_model_open(e->line.operand, e->line.sets,
+				       e->line.n_sets, step, 0, &e->cm, err);
+	if (st == DT_OK &&
+	    e->cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
+		st = dt_errorf(err, DT_ERR_USAGE, "%s: eval needs a "
+			       "classifier or language model (loss "
+			       "softmax_cross_entropy); this one's loss is "
+			       "mse", e->line.operand);
+	if (st != DT_OK)
+		return st;
+	if (strcmp(e->what, "train") == 0)
+		e->which = 0;
+	else if (strcmp(e->what, "eval") != 0)
+		st = set_source(e->cm.job, e->what, err);
+	return st;
+}
+
+/* Fetches and opens the split, and checks it against the model. */
+static enum dt_status
+eval_read(struct eval_run *e, struct dt_error *err)
+{
+	const struct dt_meter *old;
+	struct dt_meter m;
+	enum dt_status st;
+	int64_t in = dt_model_input_size(e->cm.model);
+
+	st = dt_source_fetch_all(e->cm.job, e->comm, 0, err);
+	dt_progress_meter(&e->shown, &m);
+	old = dt_meter_use(&m);
+	if (st == DT_OK)
+		st = dt_source_open(&e->src, e->cm.job, e->which,
+				    dt_model_n_classes(e->cm.model),
+				    EVAL_BATCH, &e->cm.vocab, NULL, err);
+	dt_meter_use(old);
+	if (st != DT_OK)
+		return st;
+	e->lps = dt_model_labels_per_sample(e->cm.model);
+	if (e->src.n == 0)
+		return dt_errorf(err, DT_ERR_USAGE, "%s: the job has no %s "
+				 "split (give --data train or a source)",
+				 e->line.operand, e->what);
+	if (e->src.x_size != in || e->src.y_size != e->lps)
+		return dt_errorf(err, DT_ERR_DATA, "%s: samples have %lld "
+				 "inputs and %lld labels but the model takes "
+				 "%lld and predicts %lld", e->what,
+				 (long long)e->src.x_size,
+				 (long long)e->src.y_size, (long long)in,
+				 (long long)e->lps);
+	return DT_OK;
+}
+
+/* --top-k, the sums, the batch that memory allows, the parameters. */
+static enum dt_status
+eval_prepare(struct eval_run *e, struct dt_error *err)
+{
+	struct eval_sums *s = &e->s;
+	struct dt_cmd_batch_cost cost = { .cmd = "eval", .dflt = EVAL_BATCH };
+	enum dt_status st;
+
+	s->classes = dt_model_n_classes(e->cm.model);
+	/* Top-k of more than the classes would be 1 by definition. */
+	if (e->a.top_k == 0)
+		e->a.top_k = s->classes < 5 ? (int)s->classes : 5;
+	else if (e->a.top_k > s->classes)
+		return dt_errorf(err, DT_ERR_USAGE, "--top-k %d: the model "
+				 "has %lld classes", e->a.top_k,
+				 (long long)s->classes);
+	s->per_class = e->lps == 1 && s->classes <= EVAL_MAX_CONFUSION;
+	s->n = SUMS_HEAD + (s->per_class ?
+			    (size_t)(s->classes * (s->classes + 2)) : 0);
+	s->v = dt_xcalloc(s->n, sizeof *s->v);
+	/* The batch's inputs, labels and sample indices. */
+	cost.asked = e->a.batch;
+	cost.local_ranks = dt_comm_local_size(e->comm);
+	cost.fixed = (int64_t)(s->n * sizeof *s->v);
+	cost.per_sample = 4 * dt_model_input_size(e->cm.model) +
+			  4 * e->lps + 8;
+	st = dt_cmd_batch_fit(&e->cm, &cost, &e->batch, err);
+	if (st == DT_OK)
+		st = dt_cmd_model_load(&e->cm, e->batch, err);
+	return st;
+}
+
+static enum dt_status
+eval_output(struct eval_run *e, struct dt_error *err)
+{
+	if (e->a.json)
+		print_json(e);
+	else
+		print_text(e);
+	if (fflush(stdout) != 0)
+		return dt_errorf(err, DT_ERR_IO, "writing to standard output "
+				 "failed");
+	return DT_OK;
+}
+
 static int
 cmd_eval(int argc, char **argv)
 {
-	struct eval_args a = { .top_k = 0 };	/* 0: not given */
-	struct dt_cmd_line line;
-	struct dt_cmd_model cm = { 0 };
-	struct dt_batch_source src;
-	struct eval_sums s = { 0 };
-	struct dt_comm *comm = NULL;
-	struct dt_progress shown;
-	const struct dt_meter *old;
-	struct dt_meter m;
+	struct eval_run e = { .which = 1 };	/* top_k, batch 0: not given */
 	struct dt_error err;
-	const char *what;
-	int64_t step = -1, lps = 0;
+	int64_t step = -1;
 	enum dt_status st;
-	int which = 1, rc;
+	int rc;
 
-	rc = dt_cmd_parse(&dt_cmd_eval, argc, argv, &a, &line);
+	rc = dt_cmd_parse(&dt_cmd_eval, argc, argv, &e.a, &e.line);
 	if (rc >= 0)
 		return rc;
 	dt_error_clear(&err);
-	memset(&src, 0, sizeof src);
-	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0) {
-		free(line.sets);
+	if (dt_cmd_checkpoint_arg(e.a.checkpoint, &step) != 0) {
+		free(e.line.sets);
 		return dt_cmd_usage_error(&dt_cmd_eval, "--checkpoint %s: "
 					  "expected a step or best",
-					  a.checkpoint);
+					  e.a.checkpoint);
 	}
-	what = a.data != NULL ? a.data : "eval";
-	st = dt_cmd_comm_new(&comm, &err);
+	e.what = e.a.data != NULL ? e.a.data : "eval";
+	st = eval_open(&e, step, &err);
+	free(e.line.sets);
+	dt_cmd_progress_init(&e.shown, e.comm);
 	if (st == DT_OK)
-		st = dt_cmd_model_open(line.operand, line.sets, line.n_sets,
-				       step, EVAL_BATCH, &cm, &err);
-	free(line.sets);
-	if (st == DT_OK && cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
-		st = dt_errorf(&err, DT_ERR_USAGE, "%s: eval needs a "
-			       "classifier or language model (loss "
-			       "softmax_cross_entropy); this one's loss is "
-			       "mse", line.operand);
-	if (st == DT_OK) {
-		if (strcmp(what, "train") == 0)
-			which = 0;
-		else if (strcmp(what, "eval") != 0)
-			st = set_source(cm.job, what, &err);
-	}
+		st = eval_read(&e, &err);
 	if (st == DT_OK)
-		st = dt_source_fetch_all(cm.job, comm, 0, &err);
-	dt_cmd_progress_init(&shown, comm);
-	dt_progress_meter(&shown, &m);
-	old = dt_meter_use(&m);
+		st = eval_prepare(&e, &err);
 	if (st == DT_OK)
-		st = dt_source_open(&src, cm.job, which,
-				    dt_model_n_classes(cm.model), EVAL_BATCH,
-				    &cm.vocab, NULL, &err);
-	dt_meter_use(old);
-	if (st == DT_OK) {
-		lps = dt_model_labels_per_sample(cm.model);
-		if (src.n == 0)
-			st = dt_errorf(&err, DT_ERR_USAGE, "%s: the job has no "
-				       "%s split (give --data train or a "
-				       "source)", line.operand, what);
-		else if (src.x_size != dt_model_input_size(cm.model) ||
-			 src.y_size != lps)
-			st = dt_errorf(&err, DT_ERR_DATA, "%s: samples have "
-				       "%lld inputs and %lld labels but the "
-				       "model takes %lld and predicts %lld",
-				       what, (long long)src.x_size,
-				       (long long)src.y_size,
-				       (long long)dt_model_input_size(cm.model),
-				       (long long)lps);
-	}
-	if (st == DT_OK) {
-		s.classes = dt_model_n_classes(cm.model);
-		/* Top-k of more than the classes would be 1 by definition. */
-		if (a.top_k == 0)
-			a.top_k = s.classes < 5 ? (int)s.classes : 5;
-		else if (a.top_k > s.classes)
-			st = dt_errorf(&err, DT_ERR_USAGE, "--top-k %d: the "
-				       "model has %lld classes", a.top_k,
-				       (long long)s.classes);
-	}
-	if (st == DT_OK) {
-		s.per_class = lps == 1 && s.classes <= EVAL_MAX_CONFUSION;
-		s.n = 4 + (s.per_class ? (size_t)(s.classes * (s.classes + 2))
-			   : 0);
-		s.v = dt_xcalloc(s.n, sizeof *s.v);
-		st = run_share(&cm, &src, comm, &s, a.top_k, &shown, &err);
-	}
-	dt_progress_end(&shown);
-	if (st == DT_OK && dt_comm_rank(comm) == 0) {
-		if (a.json)
-			print_json(line.operand, what, &cm, &s, src.n, lps,
-				   a.top_k);
-		else
-			print_text(line.operand, what, &cm, &s, src.n, lps,
-				   a.top_k);
-		if (fflush(stdout) != 0)
-			st = dt_errorf(&err, DT_ERR_IO, "writing to standard "
-				       "output failed");
-	}
-	free(s.v);
-	dt_source_fini(&src);
-	dt_cmd_model_close(&cm);
-	return dt_cmd_comm_finish(comm, st, &err);
+		st = run_share(&e, &err);
+	dt_progress_end(&e.shown);
+	if (st == DT_OK && dt_comm_rank(e.comm) == 0)
+		st = eval_output(&e, &err);
+	free(e.s.v);
+	dt_source_fini(&e.src);
+	dt_cmd_model_close(&e.cm);
+	return dt_cmd_comm_finish(e.comm, st, &err);
 }
 
 const struct dt_cmd dt_cmd_eval = {

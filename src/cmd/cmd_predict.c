@@ -15,12 +15,17 @@
  *   --probabilities (N, *out)     softmax over the last axis (the loss's
  *                                 output)
  *   --top-k K       (N, [T,] K)   int64 class ids, most likely first, the
- *                                 lower id first on a tie
- * Batches of --batch samples. Under mpirun each rank runs a contiguous
+ *                                 lower id first on a tie (ranked by the
+ *                                 logits: probabilities underflow to 0
+ *                                 and tie)
+ * Batches of --batch samples, or as many up to 256 as the memory
+ * available holds (cmd/model_io.h, dt_cmd_batch_fit), the least of the
+ * ranks'. Under mpirun each rank runs a contiguous
  * share of the batches (batches [nb r/R, nb (r+1)/R) of nb), so that a
- * batch holds the same rows on any number of ranks, and the rows are summed into rank 0's array
- * (each row is nonzero on one rank only, so the sum is a copy: the file is
- * the same bits on any number of ranks), which writes the file. */
+ * batch holds the same rows on any number of ranks, and the rows are
+ * summed into rank 0's array (each row is nonzero on one rank only, so
+ * the sum is a copy: the file is the same bits on any number of ranks),
+ * which writes the file. */
 #include "cmd/cmd.h"
 
 #include <errno.h>
@@ -38,12 +43,14 @@
 #include "util/alloc.h"
 #include "util/meter.h"
 
+#define PREDICT_BATCH 256	/* the batch without --batch */
+
 struct predict_args {
 	const char *input;
 	const char *output;
 	int probabilities;
 	int top_k;		/* 0: not asked */
-	int batch;
+	int batch;		/* 0: sized from memory */
 	const char *checkpoint;	/* NULL: the newest */
 };
 
@@ -64,7 +71,7 @@ static const struct dt_cmd_opt predict_opts[] = {
 	  .max = 1000000, .doc = "write the k most likely class ids" },
 	{ .name = "batch", .kind = DT_CMD_ARG_INT, .arg = "n",
 	  .offset = offsetof(struct predict_args, batch), .min = 1,
-	  .max = 65536, .doc = "samples per batch (default 256)" },
+	  .max = 65536, .doc = "samples per batch (default: up to 256)" },
 	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct predict_args,
 					     checkpoint)),
 	{ .kind = DT_CMD_ARG_END },
@@ -365,173 +372,258 @@ fail:
 	return dt_errorf(err, DT_ERR_IO, "write failed: %s", strerror(errno));
 }
 
-static int
-cmd_predict(int argc, char **argv)
-{
-	struct predict_args a = { .batch = 256 };
+/* What one `dtrain predict` holds from start to end. */
+struct predict_run {
+	struct predict_args a;
 	struct dt_cmd_line line;
-	struct dt_cmd_model cm = { 0 };
-	struct inputs in = { 0 };
-	struct dt_comm *comm = NULL;
-	struct dt_error err;
-	struct npy_out o = { 0 };
-	float *out = NULL;	/* (n, width) logits or probabilities */
-	float *pad = NULL;	/* (batch, size): a short last batch */
-	double *ids = NULL;	/* (n, rows, k) for --top-k */
-	int64_t width = 0, classes = 0, rows = 0;
-	int ld;
-	int64_t ldims[4], step;
+	struct dt_cmd_model cm;
+	struct inputs in;
+	struct dt_comm *comm;
 	struct dt_progress shown;
-	const struct dt_meter *old;
-	struct dt_meter m;
-	enum dt_status st;
-	int rc = dt_cmd_parse(&dt_cmd_predict, argc, argv, &a, &line);
+	float *out;		/* (n, width) logits or probabilities */
+	float *pad;		/* (batch, size): a short last batch */
+	double *ids;		/* (n, rows, k) for --top-k */
+	int64_t width, classes, rows;	/* per sample: outputs, classes,
+					 * predictions (T, or 1) */
+	int ld;			/* the last layer's output: ld dims */
+	int64_t ldims[4];
+	int64_t batch;
+};
 
-	if (rc >= 0)
-		return rc;
-	free(line.sets);
-	if (a.input == NULL || a.output == NULL)
-		return dt_cmd_usage_error(&dt_cmd_predict, "%s", a.input ==
-					  NULL ? "--input is required" :
+/* The usage errors of the options alone: an exit status, or -1. */
+static int
+check_args(const struct predict_args *a, int64_t *step)
+{
+	if (a->input == NULL || a->output == NULL)
+		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
+					  a->input == NULL ?
+					  "--input is required" :
 					  "-o is required");
-	if (a.top_k > 0 && a.probabilities)
+	if (a->top_k > 0 && a->probabilities)
 		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
 					  "--top-k and --probabilities "
 					  "exclude each other");
-	if (dt_cmd_checkpoint_arg(a.checkpoint, &step) != 0)
+	if (dt_cmd_checkpoint_arg(a->checkpoint, step) != 0)
 		return dt_cmd_usage_error(&dt_cmd_predict, "--checkpoint %s: "
 					  "expected a step or best",
-					  a.checkpoint);
-	dt_error_clear(&err);
-	st = dt_cmd_comm_new(&comm, &err);
+					  a->checkpoint);
+	return -1;
+}
+
+/* The communicator, the job and its model's shapes, the inputs. */
+static enum dt_status
+predict_open(struct predict_run *p, int64_t step, struct dt_error *err)
+{
+	const struct dt_meter *old;
+	struct dt_meter m;
+	enum dt_status st = dt_cmd_comm_new(&p->comm, err);
+
 	if (st == DT_OK)
-		st = dt_cmd_model_open(line.operand, NULL, 0, step, a.batch,
-				       &cm, &err);
-	if (st == DT_OK && (a.top_k > 0 || a.probabilities) &&
-	    cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
-		st = dt_errorf(&err, DT_ERR_USAGE, "%s: --probabilities and "
+		st = dt_cmd_model_open(p->line.operand, NULL, 0, step, 0,
+				       &p->cm, err);
+	if (st == DT_OK && (p->a.top_k > 0 || p->a.probabilities) &&
+	    p->cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
+		st = dt_errorf(err, DT_ERR_USAGE, "%s: --probabilities and "
 			       "--top-k need a softmax_cross_entropy model",
-			       line.operand);
-	dt_cmd_progress_init(&shown, st == DT_OK ? comm : NULL);
-	dt_progress_meter(&shown, &m);
+			       p->line.operand);
+	dt_cmd_progress_init(&p->shown, st == DT_OK ? p->comm : NULL);
+	dt_progress_meter(&p->shown, &m);
 	old = dt_meter_use(&m);
 	if (st == DT_OK)
-		st = read_inputs(&cm, a.input, &in, &err);
+		st = read_inputs(&p->cm, p->a.input, &p->in, err);
 	if (st == DT_OK)
-		st = check_token_ids(&cm, a.input, &in, &err);
+		st = check_token_ids(&p->cm, p->a.input, &p->in, err);
 	dt_meter_use(old);
-	if (st == DT_OK) {
-		int rank = dt_comm_rank(comm), size = dt_comm_size(comm);
-		/* Whole batches per rank: a batch is the same rows whatever
-		 * the number of ranks, so BLAS rounds every row the same. */
-		int64_t nb = (in.n + a.batch - 1) / a.batch;
-		int64_t lo = nb * rank / size * a.batch;
-		int64_t hi = nb * (rank + 1) / size * a.batch;
+	return st;
+}
 
-		dt_cmd_model_logits_shape(&cm, &ld, ldims);
-		classes = ldims[ld - 1];
-		rows = 1;
-		for (int d = 0; d < ld; d++)
-			rows *= ldims[d];
-		width = rows;
-		rows /= classes;
-		if (a.top_k > classes)
-			st = dt_errorf(&err, DT_ERR_USAGE, "--top-k %d: the model "
-				       "has %lld classes", a.top_k,
-				       (long long)classes);
-		else if (a.top_k > 0)
-			ids = dt_xcalloc((size_t)(in.n * rows * a.top_k),
-					 sizeof *ids);
-		else
-			out = dt_xcalloc((size_t)(in.n * width), sizeof *out);
-		if (hi > in.n)
-			hi = in.n;
-		/* Rank 0's share stands for all on the progress line. */
-		dt_progress_task_begin(&shown, "predict", in.n, 0);
-		/* A last batch short of --batch runs padded with zeros to
-		 * the full size: every product then has the rows of any
-		 * other batch, and a BLAS whose rounding of a row depends on
-		 * the call's row count (OpenBLAS's Haswell kernels for a
-		 * call's last rows) rounds it as in a full batch. */
-		if (in.n % a.batch != 0)
-			pad = dt_xcalloc((size_t)(a.batch * in.size),
-					 sizeof *pad);
-		for (int64_t i = lo; st == DT_OK && i < hi; i += a.batch) {
-			int64_t count = hi - i < a.batch ? hi - i : a.batch;
-			const float *x = in.x + i * in.size;
-			int64_t osz;
-			const float *res;
+/* The batch that memory allows, the least over the ranks (a batch is
+ * the same rows on any number of ranks). */
+static enum dt_status
+predict_batch(struct predict_run *p, struct dt_error *err)
+{
+	struct dt_cmd_batch_cost cost = {
+		.cmd = "predict", .asked = p->a.batch, .dflt = PREDICT_BATCH,
+		.local_ranks = dt_comm_local_size(p->comm),
+		/* The padded last batch's inputs. */
+		.per_sample = 4 * p->in.size,
+	};
+	enum dt_status st;
+	int neg;
 
-			dt_progress_task_update(&shown, (i - lo) * in.n /
-						(hi - lo));
-			if (count < a.batch) {
-				memcpy(pad, x, (size_t)(count * in.size) *
-				       sizeof *pad);
-				x = pad;
-			}
-			dt_model_eval(cm.model, x, NULL, a.batch, NULL, NULL);
-			if (a.probabilities || a.top_k > 0)
-				res = dt_model_probs(cm.model);
-			else
-				res = dt_cmd_model_logits(&cm, &osz);
-			if (out != NULL) {
-				memcpy(out + i * width, res, (size_t)(count *
-				       width) * sizeof *out);
-				continue;
-			}
-			for (int64_t r = 0; r < count * rows; r++)
-				top_k(res + r * classes, classes, a.top_k,
-				      ids + (i * rows + r) * a.top_k);
-		}
-		dt_progress_task_end(&shown);
+	/* The output on every rank; rank 0 converts the ids to int64. */
+	if (p->a.top_k > 0)
+		cost.fixed = p->in.n * p->rows * p->a.top_k * 8 * 2;
+	else
+		cost.fixed = p->in.n * p->width * 4;
+	st = dt_cmd_batch_fit(&p->cm, &cost, &p->batch, err);
+	if (st != DT_OK || dt_comm_size(p->comm) == 1)
+		return st;
+	neg = -(int)p->batch;
+	st = dt_comm_allreduce_max_int(p->comm, &neg, 1, err);
+	p->batch = -neg;
+	return st;
+}
+
+/* The output's shape, the batch, the parameters and the buffers. */
+static enum dt_status
+predict_prepare(struct predict_run *p, struct dt_error *err)
+{
+	enum dt_status st;
+
+	dt_cmd_model_logits_shape(&p->cm, &p->ld, p->ldims);
+	p->classes = p->ldims[p->ld - 1];
+	p->rows = 1;
+	for (int d = 0; d < p->ld; d++)
+		p->rows *= p->ldims[d];
+	p->width = p->rows;
+	p->rows /= p->classes;
+	if (p->a.top_k > p->classes)
+		return dt_errorf(err, DT_ERR_USAGE, "--top-k %d: the model "
+				 "has %lld classes", p->a.top_k,
+				 (long long)p->classes);
+	st = predict_batch(p, err);
+	if (st == DT_OK)
+		st = dt_cmd_model_load(&p->cm, p->batch, err);
+	if (st != DT_OK)
+		return st;
+	if (p->a.top_k > 0)
+		p->ids = dt_xcalloc((size_t)(p->in.n * p->rows * p->a.top_k),
+				    sizeof *p->ids);
+	else
+		p->out = dt_xcalloc((size_t)(p->in.n * p->width),
+				    sizeof *p->out);
+	/* A last batch short of the batch runs padded with zeros to the
+	 * full size: every product then has the rows of any other batch,
+	 * and a BLAS whose rounding of a row depends on the call's row
+	 * count (OpenBLAS's Haswell kernels for a call's last rows) rounds
+	 * it as in a full batch. */
+	if (p->in.n % p->batch != 0)
+		p->pad = dt_xcalloc((size_t)(p->batch * p->in.size),
+				    sizeof *p->pad);
+	return DT_OK;
+}
+
+/* One batch of count rows from sample i into the output. */
+static void
+predict_one(struct predict_run *p, int64_t i, int64_t count)
+{
+	const float *x = p->in.x + i * p->in.size, *res;
+	int64_t osz;
+
+	if (count < p->batch) {
+		memcpy(p->pad, x, (size_t)(count * p->in.size) *
+		       sizeof *p->pad);
+		x = p->pad;
 	}
-	dt_progress_end(&shown);
-	if (st == DT_OK && out != NULL)
-		st = dt_comm_allreduce_sum_f32(comm, out,
-					       (size_t)(in.n * width), &err);
-	if (st == DT_OK && ids != NULL)
-		st = dt_comm_allreduce_sum_f64(comm, ids,
-					       (size_t)(in.n * rows * a.top_k),
-					       &err);
-	if (st == DT_OK && dt_comm_rank(comm) == 0) {
-		int64_t *lids = NULL;
-
-		o.dims[0] = in.n;
-		o.n_dims = 1;
-		if (ids != NULL) {
-			size_t n = (size_t)(in.n * rows * a.top_k);
-
-			lids = dt_xmalloc(n, sizeof *lids);
-			for (size_t i = 0; i < n; i++)
-				lids[i] = (int64_t)ids[i];
-			for (int d = 0; d < ld - 1; d++)
-				o.dims[o.n_dims++] = ldims[d];
-			o.dims[o.n_dims++] = a.top_k;
-			o.descr = "<i8";
-			o.data = lids;
-			o.bytes = n * sizeof *lids;
-		} else {
-			for (int d = 0; d < ld; d++)
-				o.dims[o.n_dims++] = ldims[d];
-			o.descr = "<f4";
-			o.data = out;
-			o.bytes = (size_t)(in.n * width) * sizeof *out;
-		}
-		st = dt_rundir_write_atomic(a.output, write_npy, &o, &err);
-		free(lids);
-		if (st == DT_OK)
-			fprintf(stderr, "%s: %s of %lld samples (checkpoint "
-				"of step %lld)\n", a.output, ids != NULL ?
-				"top-k class ids" : a.probabilities ?
-				"probabilities" : "logits", (long long)in.n,
-				(long long)cm.step);
+	dt_model_eval(p->cm.model, x, NULL, p->batch, NULL, NULL);
+	if (p->a.probabilities)
+		res = dt_model_probs(p->cm.model);
+	else
+		res = dt_cmd_model_logits(&p->cm, &osz);
+	if (p->out != NULL) {
+		memcpy(p->out + i * p->width, res, (size_t)(count * p->width) *
+		       sizeof *p->out);
+		return;
 	}
-	free(out);
-	free(pad);
-	free(ids);
-	free(in.x);
-	dt_cmd_model_close(&cm);
-	return dt_cmd_comm_finish(comm, st, &err);
+	for (int64_t r = 0; r < count * p->rows; r++)
+		top_k(res + r * p->classes, p->classes, p->a.top_k,
+		      p->ids + (i * p->rows + r) * p->a.top_k);
+}
+
+/* This rank's share of whole batches, then the sum into rank 0. */
+static enum dt_status
+predict_share(struct predict_run *p, struct dt_error *err)
+{
+	int rank = dt_comm_rank(p->comm), size = dt_comm_size(p->comm);
+	int64_t n = p->in.n, b = p->batch, nb = (n + b - 1) / b;
+	int64_t lo = nb * rank / size * b, hi = nb * (rank + 1) / size * b;
+
+	if (hi > n)
+		hi = n;
+	/* Rank 0's share stands for all on the progress line. */
+	dt_progress_task_begin(&p->shown, "predict", n, 0);
+	for (int64_t i = lo; i < hi; i += b) {
+		dt_progress_task_update(&p->shown, (i - lo) * n / (hi - lo));
+		predict_one(p, i, hi - i < b ? hi - i : b);
+	}
+	dt_progress_task_end(&p->shown);
+	if (p->out != NULL)
+		return dt_comm_allreduce_sum_f32(p->comm, p->out,
+						 (size_t)(n * p->width), err);
+	return dt_comm_allreduce_sum_f64(p->comm, p->ids,
+					 (size_t)(n * p->rows * p->a.top_k),
+					 err);
+}
+
+/* Rank 0: the NPY file, atomically. */
+static enum dt_status
+predict_write(struct predict_run *p, struct dt_error *err)
+{
+	struct npy_out o = { .n_dims = 1, .dims = { p->in.n } };
+	int64_t *lids = NULL;
+	enum dt_status st;
+
+	if (p->ids != NULL) {
+		size_t n = (size_t)(p->in.n * p->rows * p->a.top_k);
+
+		lids = dt_xmalloc(n, sizeof *lids);
+		for (size_t i = 0; i < n; i++)
+			lids[i] = (int64_t)p->ids[i];
+		for (int d = 0; d < p->ld - 1; d++)
+			o.dims[o.n_dims++] = p->ldims[d];
+		o.dims[o.n_dims++] = p->a.top_k;
+		o.descr = "<i8";
+		o.data = lids;
+		o.bytes = n * sizeof *lids;
+	} else {
+		for (int d = 0; d < p->ld; d++)
+			o.dims[o.n_dims++] = p->ldims[d];
+		o.descr = "<f4";
+		o.data = p->out;
+		o.bytes = (size_t)(p->in.n * p->width) * sizeof *p->out;
+	}
+	st = dt_rundir_write_atomic(p->a.output, write_npy, &o, err);
+	free(lids);
+	if (st == DT_OK)
+		fprintf(stderr, "%s: %s of %lld samples (checkpoint of step "
+			"%lld)\n", p->a.output, p->ids != NULL ?
+			"top-k class ids" : p->a.probabilities ?
+			"probabilities" : "logits", (long long)p->in.n,
+			(long long)p->cm.step);
+	return st;
+}
+
+static int
+cmd_predict(int argc, char **argv)
+{
+	struct predict_run p = { .a.batch = 0 };	/* 0: not given */
+	struct dt_error err;
+	enum dt_status st;
+	int64_t step;
+	int rc = dt_cmd_parse(&dt_cmd_predict, argc, argv, &p.a, &p.line);
+
+	if (rc >= 0)
+		return rc;
+	free(p.line.sets);
+	rc = check_args(&p.a, &step);
+	if (rc >= 0)
+		return rc;
+	dt_error_clear(&err);
+	st = predict_open(&p, step, &err);
+	if (st == DT_OK)
+		st = predict_prepare(&p, &err);
+	if (st == DT_OK)
+		st = predict_share(&p, &err);
+	dt_progress_end(&p.shown);
+	if (st == DT_OK && dt_comm_rank(p.comm) == 0)
+		st = predict_write(&p, &err);
+	free(p.out);
+	free(p.pad);
+	free(p.ids);
+	free(p.in.x);
+	dt_cmd_model_close(&p.cm);
+	return dt_cmd_comm_finish(p.comm, st, &err);
 }
 
 const struct dt_cmd dt_cmd_predict = {

@@ -6,14 +6,16 @@
  * and of the slowest rank where they were logged), the per-rank time
  * totals of summary.json, the plan (plan.json) and the job (job.yaml).
  *
- * The page fetches nothing: its data is a JSON block inside it and its
- * script (report_script.c) draws the charts as inline SVG; the plan and
+ * The page fetches nothing: its data is a JSON block inside it, written
+ * as strict JSON whatever the files held (strict_copy), and its script
+ * (report_script.c) draws the charts as inline SVG; the plan and
  * the job are HTML-escaped text. It can be made at any time, also while
  * the run is going on (summary.json is then missing and said to be). */
 #include "cmd/cmd.h"
 
 #include <errno.h>
 #include <json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,8 +201,48 @@ parse_object(const char *path, int first_line, const char *text,
 	return DT_OK;
 }
 
+/* A copy of v that json-c writes as strict JSON (RFC 8259): json-c's
+ * reader takes 0., 00.5, NaN and Infinity and its writer gives a parsed
+ * number back as it was written, which a browser's JSON.parse refuses.
+ * Numbers are written anew (dtrain's shortest form), NaN and the
+ * infinities as null, strings, booleans and the structure as they are.
+ * NULL for null; the caller owns the copy. */
+static struct json_object *
+strict_copy(struct json_object *v)
+{
+	struct json_object *c;
+
+	switch (json_object_get_type(v)) {
+	case json_type_null:
+		return NULL;
+	case json_type_boolean:
+		return json_object_new_boolean(json_object_get_boolean(v));
+	case json_type_double:
+		return dt_json_number(json_object_get_double(v));
+	case json_type_int:
+		return json_object_new_int64(json_object_get_int64(v));
+	case json_type_string:
+		return json_object_new_string_len(json_object_get_string(v),
+			json_object_get_string_len(v));
+	case json_type_array:
+		c = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(v); i++)
+			json_object_array_add(c, strict_copy(
+				json_object_array_get_idx(v, i)));
+		return c;
+	case json_type_object:
+		c = json_object_new_object();
+		json_object_object_foreach(v, key, val)
+			json_object_object_add(c, key, strict_copy(val));
+		return c;
+	}
+	return NULL;
+}
+
 /* Appends [step, value] of series def to pts when the line o has the
- * value; a value that is neither a number nor null is an error. */
+ * value; a value that is neither a number nor null is an error. NaN and
+ * the infinities (which dtrain writes as null) are left out as null
+ * is. */
 static enum dt_status
 take_point(const struct series_def *def, struct json_object *o, int64_t step,
 	   struct json_object *pts, const char *path, int line,
@@ -220,6 +262,8 @@ take_point(const struct series_def *def, struct json_object *o, int64_t step,
 				 "a number", path, line,
 				 def->group ? def->group : "",
 				 def->group ? "." : "", def->key);
+	if (!isfinite(json_object_get_double(v)))
+		return DT_OK;
 	p = json_object_new_array();
 	json_object_array_add(p, json_object_new_int64(step));
 	json_object_array_add(p, dt_json_number(
@@ -420,7 +464,7 @@ page_data(const struct report *rep)
 		json_object_object_add(bars, "title", json_object_new_string(
 					       "Time per rank over the run"));
 		json_object_object_add(bars, "keys", keys);
-		json_object_object_add(bars, "ranks", json_object_get(ranks));
+		json_object_object_add(bars, "ranks", strict_copy(ranks));
 		json_object_object_add(data, "bars", bars);
 	}
 	return data;
@@ -531,6 +575,46 @@ write_page(FILE *out, void *ctx, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Reads the run in dir into rep (report_close frees it, also after an
+ * error). */
+static enum dt_status
+report_open(struct report *rep, const char *dir, struct dt_error *err)
+{
+	enum dt_status st;
+
+	memset(rep, 0, sizeof *rep);
+	rep->dir = dir;
+	for (size_t i = 0; i < N_SERIES; i++)
+		rep->points[i] = json_object_new_array();
+	st = read_metrics(rep, err);
+	if (st == DT_OK)
+		st = read_others(rep, err);
+	return st;
+}
+
+static void
+report_close(struct report *rep)
+{
+	for (size_t i = 0; i < N_SERIES; i++)
+		json_object_put(rep->points[i]);
+	json_object_put(rep->summary);
+	free(rep->plan);
+	free(rep->job);
+	memset(rep, 0, sizeof *rep);
+}
+
+enum dt_status
+dt_report_page(const char *dir, FILE *out, struct dt_error *err)
+{
+	struct report rep;
+	enum dt_status st = report_open(&rep, dir, err);
+
+	if (st == DT_OK)
+		st = write_page(out, &rep, err);
+	report_close(&rep);
+	return st;
+}
+
 struct report_args {
 	const char *output;	/* NULL: RUN_DIR/report.html */
 };
@@ -557,14 +641,8 @@ cmd_report(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	free(line.sets);
-	memset(&rep, 0, sizeof rep);
-	rep.dir = line.operand;
-	for (size_t i = 0; i < N_SERIES; i++)
-		rep.points[i] = json_object_new_array();
 	dt_error_clear(&err);
-	st = read_metrics(&rep, &err);
-	if (st == DT_OK)
-		st = read_others(&rep, &err);
+	st = report_open(&rep, line.operand, &err);
 	if (st == DT_OK && a.output != NULL)
 		snprintf(out, sizeof out, "%s", a.output);
 	else if (st == DT_OK)
@@ -572,11 +650,7 @@ cmd_report(int argc, char **argv)
 				    &err);
 	if (st == DT_OK)
 		st = dt_rundir_write_atomic(out, write_page, &rep, &err);
-	for (size_t i = 0; i < N_SERIES; i++)
-		json_object_put(rep.points[i]);
-	json_object_put(rep.summary);
-	free(rep.plan);
-	free(rep.job);
+	report_close(&rep);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	printf("%s\n", out);

@@ -17,6 +17,7 @@
 #include "train/progress.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
+#include "util/sysmem.h"
 
 int
 dt_cmd_checkpoint_arg(const char *s, int64_t *step)
@@ -177,11 +178,97 @@ dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 					    sizeof cm->ckpt, &cm->step, err);
 	if (st == DT_OK)
 		st = dt_model_new(cm->job, max_batch, &cm->model, err);
-	if (st == DT_OK)
+	if (st == DT_OK && max_batch > 0)
 		st = dt_cmd_import_params(cm->model, cm->ckpt, err);
 	if (st != DT_OK)
 		dt_cmd_model_close(cm);
 	return st;
+}
+
+enum dt_status
+dt_cmd_model_load(struct dt_cmd_model *cm, int64_t max_batch,
+		  struct dt_error *err)
+{
+	struct dt_model *m = NULL;
+	enum dt_status st;
+
+	st = dt_model_new(cm->job, max_batch, &m, err);
+	if (st == DT_OK) {
+		dt_model_free(cm->model);
+		cm->model = m;
+		st = dt_cmd_import_params(cm->model, cm->ckpt, err);
+	}
+	if (st != DT_OK)
+		dt_cmd_model_close(cm);
+	return st;
+}
+
+/* Bytes of a batch of b samples under c on cm's model. */
+static double
+batch_bytes(const struct dt_cmd_model *cm, const struct dt_cmd_batch_cost *c,
+	    int64_t b)
+{
+	double arenas = 2.0 * 4.0 * (double)dt_model_n_params(cm->model);
+	double act = 4.0 * (double)dt_model_act_floats_per_sample(cm->model);
+
+	return arenas + (double)c->fixed + (double)b * (act +
+						       (double)c->per_sample);
+}
+
+enum dt_status
+dt_cmd_batch_fit(const struct dt_cmd_model *cm,
+		 const struct dt_cmd_batch_cost *c, int64_t *batch,
+		 struct dt_error *err)
+{
+	int64_t want = c->asked > 0 ? c->asked : c->dflt, avail, fits;
+	const char *kind = "node";
+	char hint[128];
+	double one, each;
+
+	if (dt_sysmem_available(&avail, &kind) != 0) {
+		*batch = want;
+		return DT_OK;
+	}
+	if (c->local_ranks > 1)
+		avail /= c->local_ranks;
+	one = batch_bytes(cm, c, 1);
+	each = batch_bytes(cm, c, 2) - one;
+	fits = one > (double)avail ? 0 : 1 + (int64_t)(((double)avail - one) /
+						       each);
+	if (fits >= want) {
+		*batch = want;
+		return DT_OK;
+	}
+	if (fits >= 1 && c->asked == 0) {
+		fprintf(stderr, "dtrain: %s: batches of %lld samples, not "
+			"%lld: %lld bytes (%.1f MiB) of memory are available "
+			"(%s)\n", c->cmd, (long long)fits, (long long)want,
+			(long long)avail, (double)avail / 1048576.0, kind);
+		*batch = fits;
+		return DT_OK;
+	}
+	if (fits < 1)
+		want = 1;
+	if (fits >= 1)
+		snprintf(hint, sizeof hint, "the largest batch that fits is "
+			 "--batch %lld", (long long)fits);
+	else
+		snprintf(hint, sizeof hint, "even a batch of 1 does not fit, "
+			 "short by %.0f bytes: free memory or raise the limit",
+			 batch_bytes(cm, c, 1) - (double)avail);
+	return dt_errorf(err, DT_ERR_PLAN, "not enough memory: %s in batches "
+			 "of %lld sample%s needs %.0f bytes (%.1f MiB: "
+			 "parameters and gradients %.0f, %.0f a sample, "
+			 "outputs %lld) but only %lld bytes (%.1f MiB) are "
+			 "available (%s%s); %s", c->cmd, (long long)want,
+			 want == 1 ? "" : "s", batch_bytes(cm, c, want),
+			 batch_bytes(cm, c, want) / 1048576.0,
+			 batch_bytes(cm, c, 0) - (double)c->fixed, each,
+			 (long long)c->fixed, (long long)avail,
+			 (double)avail / 1048576.0, kind[0] == 'c' ?
+			 "the cgroup's memory limit less its usage" :
+			 "the node's MemAvailable", c->local_ranks > 1 ?
+			 ", shared by the ranks on this node" : "", hint);
 }
 
 void

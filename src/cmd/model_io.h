@@ -65,7 +65,10 @@ enum dt_status dt_cmd_ckpt_of_run(const char *dir, const char *path,
 /* Opens the run in dir: loads dir/job.yaml with sets[0..n_sets) applied,
  * builds the model for batches of 1 <= max_batch samples, and loads the
  * parameters of the checkpoint step names (dt_cmd_find_checkpoint), and
- * vocab.bin for a text job.
+ * vocab.bin for a text job. max_batch 0 builds the model's shapes only
+ * (no arenas, no parameters loaded: graph.h's dt_model_new with 0), for
+ * a command that sizes its batch first (dt_cmd_batch_fit) and then calls
+ * dt_cmd_model_load.
  * Returns DT_OK with *cm owned by the caller (dt_cmd_model_close);
  * DT_ERR_USAGE when dir is no run, has no such checkpoint or no
  * checkpoint at all; the job's, the checkpoint's or the vocabulary's
@@ -74,6 +77,41 @@ enum dt_status dt_cmd_model_open(const char *dir, const char *const *sets,
 				 int n_sets, int64_t step, int64_t max_batch,
 				 struct dt_cmd_model *cm,
 				 struct dt_error *err);
+
+/* Builds the arenas of cm's model (opened with max_batch 0) for batches
+ * of 1 <= max_batch samples and loads the checkpoint's parameters into
+ * them. Errors as dt_cmd_model_open's; cm is then closed (empty). */
+enum dt_status dt_cmd_model_load(struct dt_cmd_model *cm, int64_t max_batch,
+				 struct dt_error *err);
+
+/* What a batch of eval or predict costs, in bytes, besides the model's
+ * parameter and gradient arenas and its activations (max_batch times
+ * dt_model_act_floats_per_sample floats), which dt_cmd_batch_fit counts
+ * itself from cm's (shapes-only) model. */
+struct dt_cmd_batch_cost {
+	const char *cmd;	/* "eval", "predict": named in messages */
+	int64_t asked;		/* --batch, or 0 when not given */
+	int64_t dflt;		/* the batch without --batch and a limit */
+	int64_t fixed;		/* bytes whatever the batch (outputs) */
+	int64_t per_sample;	/* bytes a sample besides activations */
+	int local_ranks;	/* processes of the command on this node,
+				 * which share its memory (0 counts as 1) */
+};
+
+/* The batch for c (above) within the memory this process may still take
+ * (util/sysmem.h, as `dtrain run` checks it, train/memcheck.h: the
+ * node's MemAvailable, or the cgroup's limit less its usage where that
+ * is less, shared by c->local_ranks), counting what is resident already
+ * as taken: c->asked when
+ * it fits, else DT_ERR_PLAN naming the bytes needed and available and the
+ * largest batch that fits; without c->asked the largest batch up to
+ * c->dflt that fits, said on stderr when below c->dflt; DT_ERR_PLAN
+ * (exit status 2) with both figures when even a batch of 1 does not fit.
+ * Where no figure can be read, c->asked or c->dflt. Into *batch; on
+ * error *batch is untouched. Allocates nothing. */
+enum dt_status dt_cmd_batch_fit(const struct dt_cmd_model *cm,
+				const struct dt_cmd_batch_cost *c,
+				int64_t *batch, struct dt_error *err);
 
 /* Frees what cm holds and empties it; an empty cm is fine. */
 void dt_cmd_model_close(struct dt_cmd_model *cm);

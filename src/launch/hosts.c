@@ -28,6 +28,17 @@ find_host(struct dt_hosts *hosts, const char *name)
 	return NULL;
 }
 
+/* The slots of the hosts read so far. */
+static int64_t
+all_slots(const struct dt_hosts *hosts)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < hosts->n; i++)
+		n += hosts->h[i].slots;
+	return n;
+}
+
 /* One line of a hostfile, comments already cut: adds its host. */
 static enum dt_status
 read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
@@ -52,11 +63,18 @@ read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
 		errno = 0;
 		slots = strtol(word + 6, &end, 10);
 		if (errno != 0 || end == word + 6 || *end != '\0' ||
-		    slots < 1 || slots > 1 << 20)
+		    slots < 1 || slots > DT_HOSTS_SLOTS_MAX)
 			return dt_errorf(err, DT_ERR_USAGE, "%s:%d: %s: "
 					 "expected slots=N with N from 1 to "
-					 "1048576", path, line_no, word);
+					 "%d", path, line_no, word,
+					 DT_HOSTS_SLOTS_MAX);
 	}
+	/* Every sum of slots (a host's, all hosts', dt_hosts_slots) then
+	 * stays within an int. */
+	if (all_slots(hosts) + slots > DT_HOSTS_SLOTS_MAX)
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: the hosts' slots "
+				 "add up to more than %d", path, line_no,
+				 DT_HOSTS_SLOTS_MAX);
 	h = find_host(hosts, name);
 	if (h != NULL) {
 		h->slots += (int)slots;
@@ -78,7 +96,7 @@ enum dt_status
 dt_hosts_read(const char *path, struct dt_hosts *hosts, struct dt_error *err)
 {
 	FILE *f = fopen(path, "r");
-	char line[4096];
+	char line[DT_HOSTS_LINE_MAX + 2];	/* the line, its newline, NUL */
 	int cap = 0, line_no = 0;
 	enum dt_status st = DT_OK;
 
@@ -89,8 +107,17 @@ dt_hosts_read(const char *path, struct dt_hosts *hosts, struct dt_error *err)
 				 strerror(errno));
 	while (st == DT_OK && fgets(line, sizeof line, f) != NULL) {
 		char *hash = strchr(line, '#');
+		size_t len = strlen(line);
 
 		line_no++;
+		/* A line that fills the buffer without its newline would go
+		 * on as another line: a comment's tail read as a host. */
+		if (len == sizeof line - 1 && line[len - 1] != '\n') {
+			st = dt_errorf(err, DT_ERR_USAGE, "%s:%d: line longer "
+				       "than %zu bytes", path, line_no,
+				       sizeof line - 2);
+			break;
+		}
 		if (hash != NULL)
 			*hash = '\0';
 		st = read_line(hosts, &cap, line, path, line_no, err);

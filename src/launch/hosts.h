@@ -11,6 +11,10 @@
 #include "util/status.h"
 
 #define DT_HOST_NAME_MAX 256
+/* The most slots of a hostfile, on one line and in all. */
+#define DT_HOSTS_SLOTS_MAX (1 << 20)
+/* The longest hostfile line, its newline not counted. */
+#define DT_HOSTS_LINE_MAX 4094
 
 /* What a probe found of a host it marked not alive (struct dt_host's
  * probe), when not the probe's own exit status. */
@@ -37,8 +41,10 @@ struct dt_hosts {
 /* Reads the hostfile at path (Open MPI's format: one host per line, its
  * name first, then words such as slots=N; '#' starts a comment) into
  * *hosts, every host alive. Returns DT_ERR_IO "PATH: ..." when it cannot
- * be read, DT_ERR_USAGE "PATH:LINE: ..." for a bad slots count and for a
- * file that names no host; *hosts is then empty. The caller frees it with
+ * be read, DT_ERR_USAGE "PATH:LINE: ..." for a line longer than
+ * DT_HOSTS_LINE_MAX bytes, a bad slots count (1 to DT_HOSTS_SLOTS_MAX),
+ * slots that add up to more than DT_HOSTS_SLOTS_MAX, and "PATH: ..." for
+ * a file that names no host; *hosts is then empty. The caller frees it with
  * dt_hosts_fini. */
 enum dt_status dt_hosts_read(const char *path, struct dt_hosts *hosts,
 			     struct dt_error *err);

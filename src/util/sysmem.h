@@ -9,8 +9,10 @@
  * node's MemAvailable (/proc/meminfo, proc(5)), and, where the process is
  * in a memory-limited control group, that group's limit less its usage
  * (cgroup v2 memory.max - memory.current, or v1 memory.limit_in_bytes -
- * memory.usage_in_bytes; the kernel's Documentation/admin-guide/cgroup-v2
- * and cgroup-v1/memory). Fills *avail (bytes) and *limit_kind ("node" or
+ * memory.usage_in_bytes, of the group /proc/self/cgroup names and of
+ * every group above it, the least of them: a limit binds the groups
+ * below; the kernel's Documentation/admin-guide/cgroup-v2 and
+ * cgroup-v1/memory). Fills *avail (bytes) and *limit_kind ("node" or
  * "cgroup", the one that binds; a static string) and returns 0; returns -1
  * and leaves both untouched when neither can be read (not Linux, no
  * /proc). Reads a few small files; allocates nothing; thread-safe.

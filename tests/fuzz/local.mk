@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT
 # tests/fuzz: libFuzzer targets for the readers of untrusted input (the
 # job parser, every data format, the checkpoint and safetensors readers,
-# the HTTP header lines and the download sniffer), with seed corpora.
+# the HTTP header lines and the download sniffer, the hostfile of an
+# elastic launch, the run files `dtrain report` reads), with seed corpora.
 #
 # make check builds each target with replay.c as its main and runs it on
 # its seeds and on tests/fuzz/regress/NAME/ (no clang needed). make fuzz
 # runs tests/fuzz/run.sh: a separate clang build with libFuzzer, ASan and
 # UBSan, each target for FUZZ_SECONDS (60) seconds. fuzz-targets is what
 # run.sh makes in that build; it is no use in a gcc build.
-FUZZ_TARGETS = job idx csv npy tokens vocab safetensors ckpt_meta ckpt_manifest http_header sniff
+FUZZ_TARGETS = job idx csv npy tokens vocab safetensors ckpt_meta ckpt_manifest http_header sniff \
+	hostfile report
 FUZZ_SECONDS = 60
 LIBFUZZER_FLAGS = -fsanitize=fuzzer
 FUZZ_COMMON = tests/fuzz/fuzz.h tests/fuzz/fuzz_file.c
@@ -89,6 +91,20 @@ tests_fuzz_replay_sniff_SOURCES = tests/fuzz/fuzz_sniff.c tests/fuzz/replay.c \
 	$(FUZZ_COMMON)
 tests_fuzz_replay_sniff_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"sniff"'
 tests_fuzz_replay_sniff_LDADD = libdtrain.la $(DT_LIBS)
+
+check_PROGRAMS += tests/fuzz/replay_hostfile
+TESTS += tests/fuzz/replay_hostfile
+tests_fuzz_replay_hostfile_SOURCES = tests/fuzz/fuzz_hostfile.c tests/fuzz/replay.c \
+	$(FUZZ_COMMON)
+tests_fuzz_replay_hostfile_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"hostfile"'
+tests_fuzz_replay_hostfile_LDADD = libdtrain.la $(DT_LIBS)
+
+check_PROGRAMS += tests/fuzz/replay_report
+TESTS += tests/fuzz/replay_report
+tests_fuzz_replay_report_SOURCES = tests/fuzz/fuzz_report.c tests/fuzz/replay.c \
+	$(FUZZ_COMMON)
+tests_fuzz_replay_report_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"report"'
+tests_fuzz_replay_report_LDADD = libdtrain.la $(DT_LIBS)
 
 EXTRA_DIST += tests/fuzz/run.sh tests/fuzz/corpus tests/fuzz/regress \
 	tests/fuzz/job.dict tests/fuzz/ckpt.dict tests/fuzz/safetensors.dict \

@@ -31,7 +31,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${DTRAIN_FUZZ_BUILD:-/tmp/dtrain-fuzz}
 cc=${FUZZ_CC:-clang}
 all="job idx csv npy tokens vocab safetensors ckpt_meta ckpt_manifest
-http_header sniff"
+http_header sniff hostfile report"
 targets=${DTRAIN_FUZZ_TARGETS:-$all}
 
 die() {

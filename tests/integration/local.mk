@@ -64,7 +64,10 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
-	tests/integration/stdout-full.sh
+	tests/integration/stdout-full.sh \
+	tests/integration/eval-topk.sh \
+	tests/integration/eval-predict-memory.sh \
+	tests/integration/report-strict-json.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_hosts.c - the hosts of an elastic launch (launch/hosts.c): a hostfile
  * with comments, a host named twice and a line without slots=, its
- * refusals, where the ranks go when hosts are lost, the hostfile written
+ * refusals (a line longer than the reader's buffer, whose tail was once
+ * read as a host of its own; slots that add up past an int), where the
+ * ranks go when hosts are lost, the hostfile written
  * back, and the probe against a stand-in for mpirun (a shell script that
  * answers, fails or never answers, by the host it is given). */
 #include <check.h>
@@ -107,6 +109,82 @@ START_TEST(read_refusals)
 		      err.msg);
 	snprintf(path, sizeof path, "%s/missing", dir);
 	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_IO);
+}
+END_TEST
+
+/* Writes n lines of line to DIR/name; the path into path (256 bytes). */
+static void
+put_lines(const char *name, const char *line, int n, char *path)
+{
+	FILE *f;
+
+	snprintf(path, 256, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	for (int i = 0; i < n; i++)
+		fputs(line, f);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A comment of 5000 bytes, spaces then " evil slots=7": read whole, it is
+ * a comment; cut at the 4095 bytes of the old buffer, its tail made a
+ * host "evil" with 7 slots. Refused now, naming line 2; a line of
+ * DT_HOSTS_LINE_MAX bytes and its newline still reads. */
+START_TEST(read_refuses_long_lines)
+{
+	char path[256], want[400], *text = malloc(8192);
+	struct dt_hosts h;
+	struct dt_error err;
+	size_t at;
+
+	ck_assert_ptr_nonnull(text);
+	strcpy(text, "a slots=2\n#");
+	at = strlen(text);
+	memset(text + at, ' ', 5000);
+	strcpy(text + at + 5000 - 13, " evil slots=7\nb\n");
+	put("long", text, path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	snprintf(want, sizeof want, "%s:2: line longer than 4094 bytes",
+		 path);
+	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+	ck_assert_int_eq(h.n, 0);
+	/* 4094 bytes: "c slots=3", spaces, then the newline. */
+	strcpy(text, "c slots=3");
+	memset(text + 9, ' ', DT_HOSTS_LINE_MAX - 9);
+	strcpy(text + DT_HOSTS_LINE_MAX, "\nd\n");
+	put("edge", text, path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_OK);
+	ck_assert_int_eq(h.n, 2);
+	ck_assert_int_eq(h.h[0].slots, 3);
+	ck_assert_str_eq(h.h[1].name, "d");
+	dt_hosts_fini(&h);
+	free(text);
+}
+END_TEST
+
+/* 2048 lines of slots=1048576 added up to 2^31, past an int; the file
+ * is refused at the line where the sum passes 2^20, whether the lines
+ * name one host or many, and 2^20 in all still reads. */
+START_TEST(read_bounds_slot_sums)
+{
+	char path[256], want[400];
+	struct dt_hosts h;
+	struct dt_error err;
+
+	put_lines("one", "a slots=1048576\n", 2048, path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	snprintf(want, sizeof want, "%s:2: the hosts' slots add up to more "
+		 "than 1048576", path);
+	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+	ck_assert_int_eq(h.n, 0);
+	put("many", "a slots=1048575\nb slots=1\nc slots=1\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	snprintf(want, sizeof want, "%s:3: the hosts' slots add up", path);
+	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
+	put("full", "a slots=1048575\nb slots=1\n", path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_OK);
+	ck_assert_int_eq(dt_hosts_slots(&h), 1048576);
+	dt_hosts_fini(&h);
 }
 END_TEST
 
@@ -217,6 +295,8 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, read_merges_and_counts);
 	tcase_add_test(tc, read_refusals);
+	tcase_add_test(tc, read_refuses_long_lines);
+	tcase_add_test(tc, read_bounds_slot_sums);
 	tcase_add_test(tc, placement_fills_slots_in_order);
 	tcase_add_test(tc, write_keeps_the_alive);
 	tcase_add_test(tc, probe_marks_silent_and_failing_hosts);
