@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-#include "cmd/hosts.h"
+#include "launch/hosts.h"
 #include "util/status.h"
 
 static int
