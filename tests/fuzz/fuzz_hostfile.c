@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_hostfile.c - an elastic launch's hostfile (dt_hosts_read,
- * cmd/hosts.h).
+ * launch/hosts.h).
  *
  * Any bytes must read or fail with DT_ERR_USAGE (or DT_ERR_IO) and a
  * message. What reads must hold hosts of 1 to DT_HOSTS_SLOTS_MAX slots
