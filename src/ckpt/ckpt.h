@@ -109,11 +109,15 @@ struct dt_ckpt_meta {
 						 * dtrain) */
 	char run_dir[DT_CKPT_RUN_DIR_MAX];	/* that run's directory, for
 						 * messages ("" with no id) */
+	char *data_shards;	/* the training data's shard list, one
+				 * "NAME<TAB>BYTES" line per shard; NULL:
+				 * none (not saved) */
 	struct dt_ckpt_scalar *extra;	/* n_extra entries */
 	size_t n_extra;		/* <= DT_CKPT_MAX_EXTRA */
 };
 
-/* Frees what dt_ckpt_load put in *meta (job_text, extra) and zeroes it.
+/* Frees what dt_ckpt_load put in *meta (job_text, data_shards, extra)
+ * and zeroes it.
  * Accepts NULL and a zeroed struct. Never call it on a struct whose
  * pointers the caller owns itself. */
 void dt_ckpt_meta_fini(struct dt_ckpt_meta *meta);

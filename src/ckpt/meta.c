@@ -412,6 +412,9 @@ dt_ck_meta_encode(const struct dt_ckpt_meta *m)
 	}
 	json_object_object_add(root, "job", json_object_new_string(
 				       m->job_text ? m->job_text : ""));
+	if (m->data_shards != NULL)
+		json_object_object_add(root, "data_shards",
+				       json_object_new_string(m->data_shards));
 	return to_text(root);
 }
 
@@ -421,6 +424,7 @@ dt_ckpt_meta_fini(struct dt_ckpt_meta *meta)
 	if (meta == NULL)
 		return;
 	free(meta->job_text);
+	free(meta->data_shards);
 	free(meta->extra);
 	memset(meta, 0, sizeof *meta);
 }
@@ -506,7 +510,8 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 	static const char *const keys[] = {
 		"format", "version", "step", "epoch", "epoch_samples",
 		"optim_steps", "seed", "world_size", "dp_size", "pp_size",
-		"tp_size", "extra", "job", "run_id", "run_dir", NULL
+		"tp_size", "extra", "job", "run_id", "run_dir", "data_shards",
+		NULL
 	};
 	static const char *const sizes[] = { "world_size", "dp_size",
 					     "pp_size", "tp_size" };
@@ -558,6 +563,13 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	m->job_text = dt_xstrdup(job);
+	/* Optional: only a run over token shards saves it. */
+	if (json_object_object_get_ex(root, "data_shards", &v)) {
+		st = get_string(root, L, "data_shards", &job, err);
+		if (st != DT_OK)
+			return st;
+		m->data_shards = dt_xstrdup(job);
+	}
 	return decode_run(root, m, err);
 }
 

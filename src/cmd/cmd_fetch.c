@@ -16,6 +16,40 @@
 #include "job/job.h"
 #include "train/source.h"
 
+/* A local pattern of token shards (data.h, dt_shards_expand): each file
+ * it names must be there; prints "KEY[I] PATH" for each. */
+static enum dt_status
+fetch_pattern(const struct dt_job *job, const char *key,
+	      const struct dt_source *src, const struct dt_fetch_opts *opts,
+	      struct dt_error *err)
+{
+	char local[DT_JOB_PATH_MAX];
+	char where[DT_JOB_PATH_MAX + 128];
+	char **names = NULL;
+	int64_t n = 0;
+	enum dt_status st;
+
+	st = dt_shards_expand(src->path, &names, &n, err);
+	for (int64_t i = 0; i < n && st == DT_OK; i++) {
+		struct dt_fetch_source fs = {
+			.url = names[i],
+			.sha256 = "",
+			.expect = dt_source_expect(job, src),
+		};
+
+		st = dt_fetch(&fs, opts, local, sizeof local, err);
+		if (st == DT_OK)
+			printf("%s[%lld] %s\n", key, (long long)i, local);
+	}
+	dt_shards_names_free(names, n);
+	if (st != DT_OK) {
+		dt_job_where(job, key, where, sizeof where);
+		dt_error_prefix(err, "%s", where);
+	}
+	fflush(stdout);
+	return st;
+}
+
 /* Fetches the source named key ("data.train.images") of job, if it is
  * given, and prints "KEY PATH". On failure err says where the key is in the
  * job and what went wrong with the URL or file. */
@@ -36,6 +70,8 @@ fetch_source(const struct dt_job *job, const char *key,
 
 	if (src->path[0] == '\0')
 		return DT_OK;
+	if (dt_shards_is_pattern(src->path))
+		return fetch_pattern(job, key, src, opts, err);
 	st = dt_fetch(&fs, opts, local, sizeof local, err);
 	if (st != DT_OK) {
 		dt_job_where(job, key, where, sizeof where);

@@ -161,8 +161,14 @@ read_tokens(const struct dt_cmd_model *cm, const char *path,
 	 * ctx + 1 of a training sample. */
 	if (job->data.format == DT_FORMAT_TEXT)
 		st = dt_text_encode(path, &cm->vocab, 1, 1, &td, err);
+	else if (job->data.format == DT_FORMAT_LLMC)
+		st = dt_tokens_open_shards((char *const *)&path, 1,
+					   DT_TOKFILE_LLMC,
+					   dt_model_n_classes(cm->model), 1, 1,
+					   &td, err);
 	else
-		st = dt_tokens_load(path, (int)job->data.token_bytes,
+		st = dt_tokens_load(path, job->data.format == DT_FORMAT_U16 ?
+				    2 : (int)job->data.token_bytes,
 				    dt_model_n_classes(cm->model), 1, 1, &td,
 				    err);
 	if (st == DT_OK)
@@ -195,7 +201,7 @@ check_token_ids(const struct dt_cmd_model *cm, const char *path,
 	int64_t vocab = -1;
 
 	if (job->data.format != DT_FORMAT_TEXT &&
-	    job->data.format != DT_FORMAT_TOKENS)
+	    !dt_job_format_token_ids(job->data.format))
 		return DT_OK;
 	for (int i = 0; i < job->model.n_layers; i++) {
 		const struct dt_layer_spec *l = &job->model.layers[i];
@@ -232,7 +238,7 @@ read_inputs(const struct dt_cmd_model *cm, const char *path,
 	enum dt_data_format fmt = cm->job->data.format;
 	/* data.scale is for idx, npy and csv data; token ids go in as
 	 * they are (its default, 1/255, would make them fractions). */
-	float scale = fmt == DT_FORMAT_TEXT || fmt == DT_FORMAT_TOKENS ?
+	float scale = fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt) ?
 		      1.0f : cm->job->data.scale > 0 ?
 		      (float)cm->job->data.scale : 1.0f;
 	enum dt_status st;
@@ -284,7 +290,7 @@ read_inputs(const struct dt_cmd_model *cm, const char *path,
 		dt_dataset_fini(&ds);
 		return st;
 	}
-	if (fmt == DT_FORMAT_TEXT || fmt == DT_FORMAT_TOKENS)
+	if (fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt))
 		return read_tokens(cm, path, in, want, err);
 	{
 		struct dt_idx idx = { 0 };

@@ -201,7 +201,8 @@ graph_json(const struct dt_cmd_model *cm)
 	 * (none for token ids). */
 	ADD(o, "input_scale", json_object_new_double(
 		job->data.format == DT_FORMAT_TEXT ||
-		job->data.format == DT_FORMAT_TOKENS || job->data.scale <= 0 ?
+		dt_job_format_token_ids(job->data.format) ||
+		job->data.scale <= 0 ?
 		1.0 : (double)(float)job->data.scale));
 	ADD(o, "loss", json_object_new_string(
 		job->model.loss == DT_LOSS_MSE ? "mse" :

@@ -204,7 +204,98 @@ struct dt_token_data {
 	void *owned;		/* malloc'd or mapped block */
 	size_t owned_len;	/* its length, for munmap */
 	int mapped;
+	/* Sharded data (dt_tokens_open_shards): tokens is NULL and the
+	 * windows are numbered across the shards in order. */
+	int64_t n_shards;
+	struct dt_token_shard *shards;	/* (n_shards) */
 };
+
+/* ---- token shards (shards.c) ------------------------------------------- */
+
+/* The most files one pattern or list may name. */
+#define DT_SHARDS_MAX 1000000
+/* llm.c's token shards (dev/data/data_common.py): 256 little-endian int32,
+ * [0] the magic, [1] the version (1: uint16 tokens), [2] the token count,
+ * the rest unused; then the tokens. */
+#define DT_LLMC_MAGIC 20240520
+#define DT_LLMC_HEADER_BYTES 1024
+
+/* How the files of a token source hold their ids (little-endian). */
+enum dt_token_file {
+	DT_TOKFILE_RAW16 = 1,	/* uint16, no header (nanoGPT's train.bin) */
+	DT_TOKFILE_RAW32 = 2,	/* uint32, no header */
+	DT_TOKFILE_LLMC = 3,	/* llm.c's header, then uint16 */
+};
+
+/* One mapped shard of a token source. */
+struct dt_token_shard {
+	char *path;			/* owned */
+	const unsigned char *tokens;	/* (n_tokens) ids, little-endian,
+					 * inside map */
+	int64_t n_tokens;
+	int64_t bytes;			/* the file's size */
+	int64_t first;			/* global index of its first window */
+	int64_t n;			/* its windows (0 when too short) */
+	void *map;			/* the whole file, read-only */
+	size_t map_len;
+};
+
+/* Whether path is a pattern (has '{', '*', '?' or '[') rather than one
+ * file's name. */
+int dt_shards_is_pattern(const char *path);
+
+/* Expands pattern into the files it names: each brace group, left to
+ * right, is a list {a,b,c} or a range {FIRST..LAST} of decimal numbers
+ * (zero-padded to FIRST's width when FIRST has a leading 0, as bash
+ * does: {000..127} gives 000 to 127); braces do not nest; then each name
+ * with '*', '?' or '[' is expanded by glob(3), sorted, and must match at
+ * least one file. A name without wildcards is kept whether or not the
+ * file exists (opening it says). *names (n strings; free with
+ * dt_shards_names_free) and *n. Errors: DT_ERR_DATA "PATTERN: byte N:
+ * '{' without its '}'", a range that is not {FIRST..LAST} of decimal
+ * numbers or goes down, braces with neither, more than DT_SHARDS_MAX
+ * names; DT_ERR_IO "PATTERN: no file matches GLOB". On error *names is
+ * NULL and *n 0. */
+enum dt_status dt_shards_expand(const char *pattern, char ***names,
+				int64_t *n, struct dt_error *err);
+/* Frees n names and the array; accepts NULL. */
+void dt_shards_names_free(char **names, int64_t n);
+
+/* Checks the llm.c header hdr (DT_LLMC_HEADER_BYTES bytes, or fewer when
+ * file_bytes is smaller) of the file path of file_bytes bytes, and sets
+ * *n_tokens to its token count. Errors, DT_ERR_FORMAT naming the file,
+ * the field and its byte offset: "PATH: byte 1000: the file ends inside
+ * the 1024-byte llm.c header", "PATH: byte 0: header field magic is M,
+ * expected 20240520", "PATH: byte 4: header field version is V,
+ * expected 1", "PATH: byte 8: header field token count is N, but the
+ * file's B bytes after the header hold M uint16 tokens". */
+enum dt_status dt_llmc_header_check(const char *path,
+				    const unsigned char *hdr,
+				    int64_t file_bytes, int64_t *n_tokens,
+				    struct dt_error *err);
+
+/* Opens the token files paths[0..n_paths) (n_paths >= 1) as one source
+ * without reading them into memory: each is mapped read-only and its
+ * header (llmc) or length checked; each shard is cut into its own
+ * windows of context tokens, stride apart (0: context), numbered across
+ * the shards in order, so td->n is the sum of every shard's windows. The
+ * tokens are scanned once (every id below vocab_size when it is > 0,
+ * else td->vocab_size becomes the largest + 1), a piece at a time, and
+ * the pages are dropped from the mapping after. Gzip files are refused.
+ * Errors: DT_ERR_IO "PATH: cannot open: ..."; DT_ERR_FORMAT as
+ * dt_llmc_header_check, "PATH: byte N: the file ends inside a token",
+ * "PATH: byte 0: empty token file" or a gzip file; DT_ERR_DATA "PATH:
+ * byte B: token T (index I) is not below vocab_size V" or no shard long
+ * enough for one sample. On success td owns the mappings (dt_tokens_fini);
+ * on error td is empty. */
+enum dt_status dt_tokens_open_shards(char *const *paths, int64_t n_paths,
+				     enum dt_token_file kind,
+				     int64_t vocab_size, int64_t context,
+				     int64_t stride, struct dt_token_data *td,
+				     struct dt_error *err);
+/* The shard list's fingerprint: one "NAME<TAB>BYTES" line per shard, in
+ * order, NAME the file's last path component. Caller frees. */
+char *dt_tokens_shard_list(const struct dt_token_data *td);
 
 /* Reads a flat file of little-endian token ids (uint16 when elem_size is
  * 2, uint32 when 4; no header; plain files are mmap'd read-only, .gz

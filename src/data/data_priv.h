@@ -4,6 +4,7 @@
  *
  *   blob.c    a whole file in memory: inflated (gzip), read, or mapped
  *   tokens.c  cutting a token stream into samples (also used by text.c)
+ *   shards.c  token data over many mapped files
  *   header.c  one HTTP response header line (for fetch.c; fuzzed alone)
  *   digest.c  the sha256 of a file, cached per version (uses fetch.c's
  *             cache directory) */
@@ -16,6 +17,13 @@
 #include "data/data.h"
 #include "data/fetch.h"
 #include "util/status.h"
+
+/* Unmaps and frees a sharded td's shards (dt_tokens_fini calls it). */
+void dt_tokens_shards_fini(struct dt_token_data *td);
+/* dt_tokens_gather for a sharded td. */
+void dt_tokens_shards_gather(const struct dt_token_data *td,
+			     const int64_t *idx, int64_t count, int32_t *x,
+			     int32_t *y);
 
 /* The bytes of one file (decompressed when it is gzip). */
 struct dt_blob {

@@ -5,8 +5,8 @@ libdtrain_la_SOURCES += src/data/data.h src/data/idx.c src/data/dataset.c \
 # sources (fetch: libcurl, OpenSSL's sha256) and more formats
 libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
 	src/data/data_priv.h src/data/blob.c src/data/csv.c src/data/npy.c \
-	src/data/tokens.c src/data/text.c src/data/sniff.c src/data/header.c \
-	src/data/digest.c
+	src/data/tokens.c src/data/shards.c src/data/text.c src/data/sniff.c \
+	src/data/header.c src/data/digest.c
 
 UNIT_TESTS += tests/unit/test_data tests/unit/test_fetch \
 	tests/unit/test_formats

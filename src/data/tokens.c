@@ -146,6 +146,7 @@ dt_tokens_fini(struct dt_token_data *td)
 {
 	if (td == NULL)
 		return;
+	dt_tokens_shards_fini(td);
 	if (td->mapped)
 		munmap(td->owned, td->owned_len);
 	else
@@ -159,6 +160,10 @@ dt_tokens_gather(const struct dt_token_data *td, const int64_t *idx,
 {
 	const int64_t c = td->context;
 
+	if (td->shards != NULL) {
+		dt_tokens_shards_gather(td, idx, count, x, y);
+		return;
+	}
 	for (int64_t k = 0; k < count; k++) {
 		int64_t start = idx[k] * td->stride;
 

@@ -334,3 +334,10 @@ dt_job_load(const char *path, const char *const *overrides, int n_overrides,
 	free(text);
 	return st;
 }
+
+bool
+dt_job_format_token_ids(enum dt_data_format f)
+{
+	return f == DT_FORMAT_TOKENS || f == DT_FORMAT_LLMC ||
+	       f == DT_FORMAT_U16;
+}

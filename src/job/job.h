@@ -165,7 +165,13 @@ enum dt_data_format {
 	DT_FORMAT_NPY,		/* images (features) + labels */
 	DT_FORMAT_TOKENS,	/* file of token ids; context */
 	DT_FORMAT_TEXT,		/* file of text; context; text_unit */
+	DT_FORMAT_LLMC,		/* llm.c token shards; context */
+	DT_FORMAT_U16,		/* raw uint16 token files; context */
 };
+
+/* Whether format f is a file (or shards) of token ids: tokens, llmc or
+ * u16. */
+bool dt_job_format_token_ids(enum dt_data_format f);
 
 enum dt_job_text_unit {
 	DT_JOB_TEXT_BYTES = 0,

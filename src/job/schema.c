@@ -62,7 +62,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 
 /* Each list is in the order of its enum. */
 static const char *const format_names[] = {
-	"idx", "csv", "npy", "tokens", "text", NULL
+	"idx", "csv", "npy", "tokens", "text", "llmc", "u16", NULL
 };
 static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
 /* model.loss: the words of DT_LOSS_TYPES that a job may name. mse is
@@ -129,8 +129,10 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "idx, npy: file of training labels" },
 	{ .key = "data.train.file", SOURCE(file, train),
 	  .flags = DT_KEYF_REQUIRED,
-	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT)),
-	  .doc = "csv, tokens, text: the training file" },
+	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT) | FMT(LLMC) |
+		  FMT(U16)),
+	  .doc = "csv, tokens, text: the training file; tokens, llmc, "
+		 "u16: or a pattern of shards" },
 	{ .key = "data.eval", .type = DT_KEY_SECTION,
 	  .doc = "the evaluation split" },
 	{ .key = "data.eval.images", SOURCE(images_src, eval),
@@ -142,10 +144,12 @@ const struct dt_key dt_job_schema[] = {
 	  .def_doc = "no evaluation",
 	  .doc = "idx, npy: file of evaluation labels" },
 	{ .key = "data.eval.file", SOURCE(file, eval),
-	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT)),
-	  .def_doc = "tokens, text: the tail of the training file; "
-		     "csv: no evaluation",
-	  .doc = "csv, tokens, text: the evaluation file" },
+	  FORMATS(FMT(CSV) | FMT(TOKENS) | FMT(TEXT) | FMT(LLMC) |
+		  FMT(U16)),
+	  .def_doc = "tokens, text, llmc, u16: the tail of the training "
+		     "data; csv: no evaluation",
+	  .doc = "csv, tokens, text: the evaluation file; tokens, llmc, "
+		 "u16: or a pattern of shards" },
 	{ .key = "data.scale", .type = DT_KEY_FLOAT, .off = OFF(data.scale),
 	  .def = "0.00392156862745098", GT(0),
 	  FORMATS(FMT(IDX) | FMT(NPY) | FMT(CSV)),
@@ -163,16 +167,17 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "tokens: bytes per token id, little-endian" },
 	{ .key = "data.context", .type = DT_KEY_INT, .off = OFF(data.context),
 	  IN_REQ(1, DT_JOB_SAMPLE_MAX),
-	  FORMATS(FMT(TOKENS) | FMT(TEXT)),
-	  .doc = "tokens, text: tokens in one sample" },
+	  FORMATS(FMT(TOKENS) | FMT(TEXT) | FMT(LLMC) | FMT(U16)),
+	  .doc = "tokens, text, llmc, u16: tokens in one sample" },
 	{ .key = "data.text_unit", .type = DT_KEY_ENUM,
 	  .off = OFF(data.text_unit), .def = "bytes",
 	  .names = text_unit_names, FORMATS(FMT(TEXT)),
 	  .doc = "text: a token is a byte or a UTF-8 character" },
 	{ .key = "data.eval_fraction", .type = DT_KEY_FLOAT,
 	  .off = OFF(data.eval_fraction), .def = "0.1", UNIT_OPEN,
-	  FORMATS(FMT(TOKENS) | FMT(TEXT)),
-	  .doc = "tokens, text: held-out tail when there is no eval file" },
+	  FORMATS(FMT(TOKENS) | FMT(TEXT) | FMT(LLMC) | FMT(U16)),
+	  .doc = "tokens, text, llmc, u16: held-out tail when there is "
+		 "no eval file" },
 	{ .key = "data.prefetch", .type = DT_KEY_INT,
 	  .off = OFF(data.prefetch), .def = "2", IN(0, DT_JOB_PREFETCH_MAX),
 	  .doc = "batches the loader prepares ahead" },

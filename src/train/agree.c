@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "data/data.h"
 #include "data/fetch.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
@@ -26,24 +27,57 @@
 
 /* ---- the record ---- */
 
+/* The files of src: its path, or each file its pattern of shards names
+ * (data.h, dt_shards_expand), as "KEY[I]" keys; a pattern that does not
+ * expand is one line saying why. Calls fn(f, key, path) for each. */
 static void
-put_source(FILE *f, const char *key, const struct dt_source *src)
+each_file(FILE *f, const char *key, const struct dt_source *src,
+	  void (*fn)(FILE *f, const char *key, const char *path, void *ctx),
+	  void *ctx)
 {
+	struct dt_error e;
+	char k[64], **names;
+	int64_t n;
+
+	if (!dt_shards_is_pattern(src->path)) {
+		fn(f, key, src->path, ctx);
+		return;
+	}
+	if (dt_shards_expand(src->path, &names, &n, &e) != DT_OK) {
+		fprintf(f, "%s\t%s\n", key, e.msg);
+		return;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		snprintf(k, sizeof k, "%s[%" PRId64 "]", key, i);
+		fn(f, k, names[i], ctx);
+	}
+	dt_shards_names_free(names, n);
+}
+
+static void
+put_size(FILE *f, const char *key, const char *path, void *ctx)
+{
+	const struct dt_source *src = ctx;
 	struct stat sb;
 
-	if (src->path[0] == '\0')
-		return;
 	fprintf(f, "%s\t", key);
-	if (strncmp(src->path, "http://", 7) == 0 ||
-	    strncmp(src->path, "https://", 8) == 0)
+	if (strncmp(path, "http://", 7) == 0 ||
+	    strncmp(path, "https://", 8) == 0)
 		fputs("URL", f);
-	else if (stat(src->path, &sb) != 0)
+	else if (stat(path, &sb) != 0)
 		fprintf(f, "missing: %s", strerror(errno));
 	else
 		fprintf(f, "%" PRId64 " bytes", (int64_t)sb.st_size);
 	if (src->sha256[0] != '\0')
 		fprintf(f, ", sha256 %s", src->sha256);
 	fputc('\n', f);
+}
+
+static void
+put_source(FILE *f, const char *key, const struct dt_source *src)
+{
+	if (src->path[0] != '\0')
+		each_file(f, key, src, put_size, (void *)src);
 }
 
 enum dt_status
@@ -408,12 +442,39 @@ dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
 	return st;
 }
 
+/* put_digest's state: the first failure stops the hashing. */
+struct digest_rec {
+	enum dt_status st;
+	struct dt_error *err;
+};
+
+static void
+put_digest(FILE *f, const char *key, const char *path, void *ctx)
+{
+	struct digest_rec *dr = ctx;
+	struct stat sb;
+	char hex[65];
+
+	if (dr->st != DT_OK)
+		return;
+	fprintf(f, "%s\t%s: ", key, path);
+	if (stat(path, &sb) != 0) {
+		fprintf(f, "missing: %s\n", strerror(errno));
+		return;
+	}
+	dr->st = dt_fetch_digest(path, NULL, hex, dr->err);
+	if (dr->st == DT_OK)
+		fprintf(f, "%" PRId64 " bytes, sha256 %s\n",
+			(int64_t)sb.st_size, hex);
+}
+
 enum dt_status
 dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
 		     struct dt_error *err)
 {
-	char *buf = NULL, hex[65];
-	enum dt_status st = DT_OK;
+	char *buf = NULL;
+	struct digest_rec dr = { DT_OK, err };
+	enum dt_status st;
 	size_t n = 0, i;
 	FILE *f;
 
@@ -423,23 +484,14 @@ dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
 	if (f == NULL)
 		return dt_errorf(err, DT_ERR_IO, "cannot build the data "
 				 "record: %s", strerror(errno));
-	for (i = 0; i < DT_JOB_SOURCES && st == DT_OK; i++) {
+	for (i = 0; i < DT_JOB_SOURCES; i++) {
 		const char *key;
 		const struct dt_source *src = dt_job_source(job, (int)i, &key);
-		struct stat sb;
 
-		if (src->path[0] == '\0')
-			continue;
-		fprintf(f, "%s\t%s: ", key, src->path);
-		if (stat(src->path, &sb) != 0) {
-			fprintf(f, "missing: %s\n", strerror(errno));
-			continue;
-		}
-		st = dt_fetch_digest(src->path, NULL, hex, err);
-		if (st == DT_OK)
-			fprintf(f, "%" PRId64 " bytes, sha256 %s\n",
-				(int64_t)sb.st_size, hex);
+		if (src->path[0] != '\0')
+			each_file(f, key, src, put_digest, &dr);
 	}
+	st = dr.st;
 	if (fclose(f) != 0 && st == DT_OK)
 		st = dt_errorf(err, DT_ERR_IO, "cannot build the data record: "
 			       "%s", strerror(errno));

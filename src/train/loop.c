@@ -277,7 +277,7 @@ log_window(struct dt_run *r, struct cadence *c, int last,
 	};
 	enum dt_status st = DT_OK;
 
-	line.tokens_per_s = r->job->data.format == DT_FORMAT_TOKENS ||
+	line.tokens_per_s = dt_job_format_token_ids(r->job->data.format) ||
 			    r->job->data.format == DT_FORMAT_TEXT ?
 			    line.samples_per_s * (double)r->labels_per_sample :
 			    NAN;
@@ -358,7 +358,8 @@ periodic_eval(struct dt_run *r, struct cadence *c, int *stop, int *last,
 	if (r->rank == 0) {
 		if (*out == DT_OK)
 			*out = dt_metrics_eval(r, el, ea, err);
-		dt_progress_eval(&r->progress, step, el, ea);
+		dt_progress_eval(&r->progress, step, el, ea,
+				 r->labels_per_sample > 1 ? exp(el) : NAN);
 	}
 	st = dt_best_after_eval(r, el, ea, err);
 	if (st != DT_OK)

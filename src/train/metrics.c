@@ -246,11 +246,15 @@ dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
 	ADD(o, "time", iso_time_now());
 	ADD(o, "eval_loss", dt_json_float(loss));
 	ADD(o, "eval_accuracy", dt_json_float(accuracy));
+	if (r->labels_per_sample > 1)
+		ADD(o, "eval_perplexity", dt_json_float(exp(loss)));
 	st = metrics_line(r, o, err);
 	if (st == DT_OK)
 		st = tb_scalar(r, "eval/loss", loss, err);
 	if (st == DT_OK)
 		st = tb_scalar(r, "eval/accuracy", accuracy, err);
+	if (st == DT_OK && r->labels_per_sample > 1)
+		st = tb_scalar(r, "eval/perplexity", exp(loss), err);
 	return st;
 }
 

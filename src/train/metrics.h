@@ -29,8 +29,9 @@ struct dt_log_line {
 enum dt_status dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 			      struct dt_error *err);
 
-/* Rank 0: the metrics.jsonl line (and the scalars) of an evaluation;
- * errors as dt_metrics_log. */
+/* Rank 0: the metrics.jsonl line (and the scalars) of an evaluation,
+ * with eval_perplexity, exp(loss), for a model with a label per token
+ * (loss is then the mean token loss); errors as dt_metrics_log. */
 enum dt_status dt_metrics_eval(struct dt_run *r, double loss, double accuracy,
 			       struct dt_error *err);
 

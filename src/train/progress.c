@@ -247,7 +247,7 @@ dt_progress_tick(struct dt_progress *p, int64_t step, int64_t epoch,
 
 void
 dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
-		 double accuracy)
+		 double accuracy, double perplexity)
 {
 	char when[32];
 
@@ -260,8 +260,11 @@ dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 		fmt_utc(when, sizeof when);
 		fprintf(p->out, "%s ", when);
 	}
-	fprintf(p->out, "eval at step %lld: loss %.4f accuracy %.4f\n",
+	fprintf(p->out, "eval at step %lld: loss %.4f accuracy %.4f",
 		(long long)step, loss, accuracy);
+	if (!isnan(perplexity))
+		fprintf(p->out, " perplexity %.4f", perplexity);
+	fputc('\n', p->out);
 	p->drawn = 0;
 	fflush(p->out);
 	pthread_mutex_unlock(&p->lock);

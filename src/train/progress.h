@@ -81,9 +81,10 @@ void dt_progress_step(struct dt_progress *p, int64_t step, int64_t epoch,
 void dt_progress_tick(struct dt_progress *p, int64_t step, int64_t epoch,
 		      double loss, double rate, double elapsed);
 
-/* Prints an evaluation result on its own line. */
+/* Prints an evaluation result on its own line, with the perplexity
+ * (exp of the mean token loss) unless it is NaN. */
 void dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
-		      double accuracy);
+		      double accuracy, double perplexity);
 
 /* Ends the progress line (newline on a TTY if one is drawn) and stops the
  * ticker. Idempotent; p may be reported to again afterwards. */

@@ -25,6 +25,8 @@ dt_source_expect(const struct dt_job *job, const struct dt_source *src)
 	case DT_FORMAT_NPY:
 		return DT_DATA_NPY;
 	case DT_FORMAT_TOKENS:
+	case DT_FORMAT_LLMC:
+	case DT_FORMAT_U16:
 		return DT_DATA_BINARY;
 	case DT_FORMAT_CSV:
 	case DT_FORMAT_TEXT:
@@ -32,6 +34,32 @@ dt_source_expect(const struct dt_job *job, const struct dt_source *src)
 	}
 	(void)src;
 	return DT_DATA_ANY;
+}
+
+/* A pattern of shards (data.h, dt_shards_expand) names local files of a
+ * token format, each checked when it is opened (llm.c's header, whole
+ * tokens); a sha256 or size in the job names one file, so a pattern
+ * takes neither. */
+static enum dt_status
+check_pattern(const struct dt_job *job, const char *key,
+	      const struct dt_source *src, struct dt_error *err)
+{
+	char where[DT_JOB_PATH_MAX + 128];
+
+	dt_job_where(job, key, where, sizeof where);
+	if (!dt_job_format_token_ids(job->data.format))
+		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of shards "
+				 "is read for data.format tokens, llmc and "
+				 "u16 only", where, src->path);
+	if (is_url(src->path))
+		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of URLs is "
+				 "not read; give local shards", where,
+				 src->path);
+	if (src->sha256[0] != '\0' || src->size != 0)
+		return dt_errorf(err, DT_ERR_JOB, "%s%s: sha256 and size name "
+				 "one file, and a pattern names several; give "
+				 "the pattern alone", where, src->path);
+	return DT_OK;
 }
 
 /* Makes one source local: a URL is fetched (or found in the cache) and its
@@ -50,6 +78,8 @@ fetch_one(const struct dt_job *job, const char *key, struct dt_source *src,
 
 	if (src->path[0] == '\0')
 		return DT_OK;
+	if (dt_shards_is_pattern(src->path))
+		return check_pattern(job, key, src, err);
 	fs.url = src->path;
 	fs.sha256 = src->sha256;
 	fs.size = src->size;
@@ -139,6 +169,30 @@ dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
 			      DT_TEXT_CHARS : DT_TEXT_BYTES, v, err);
 }
 
+/* Token files read in place (dt_tokens_open_shards): llmc and u16
+ * always, tokens when the source is a pattern of shards. */
+static enum dt_status
+open_shards(struct dt_batch_source *s, const struct dt_job *job,
+	    const char *path, int64_t n_classes, struct dt_error *err)
+{
+	enum dt_token_file kind = job->data.format == DT_FORMAT_LLMC ?
+				  DT_TOKFILE_LLMC : DT_TOKFILE_RAW16;
+	int64_t ctx = job->data.context, n = 1;
+	char *one[1] = { (char *)path }, **names = one;
+	enum dt_status st = DT_OK;
+
+	if (job->data.format == DT_FORMAT_TOKENS && job->data.token_bytes == 4)
+		kind = DT_TOKFILE_RAW32;
+	if (dt_shards_is_pattern(path))
+		st = dt_shards_expand(path, &names, &n, err);
+	if (st == DT_OK)
+		st = dt_tokens_open_shards(names, n, kind, n_classes, ctx, ctx,
+					   &s->td, err);
+	if (names != one)
+		dt_shards_names_free(names, n);
+	return st;
+}
+
 static enum dt_status
 open_tokens(struct dt_batch_source *s, const struct dt_job *job,
 	    const char *path, int64_t n_classes, const struct dt_vocab *vocab,
@@ -148,6 +202,8 @@ open_tokens(struct dt_batch_source *s, const struct dt_job *job,
 
 	if (job->data.format == DT_FORMAT_TEXT)
 		return dt_text_encode(path, vocab, ctx, ctx, &s->td, err);
+	if (job->data.format != DT_FORMAT_TOKENS || dt_shards_is_pattern(path))
+		return open_shards(s, job, path, n_classes, err);
 	return dt_tokens_load(path, (int)job->data.token_bytes, n_classes,
 			      ctx, ctx, &s->td, err);
 }
@@ -244,6 +300,8 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 	}
 	case DT_FORMAT_TOKENS:
 	case DT_FORMAT_TEXT:
+	case DT_FORMAT_LLMC:
+	case DT_FORMAT_U16:
 		return open_token_split(s, job, which, n_classes, max_batch,
 					vocab, err);
 	}
@@ -298,8 +356,10 @@ dt_source_bytes(const struct dt_batch_source *s)
 {
 	if (s->n <= 0)
 		return 0;
+	/* Shards are mapped: the page cache holds them, not the run. */
 	if (s->tokens)
-		return s->td.n_tokens * s->td.elem_size;
+		return s->td.shards != NULL ? 0 :
+		       s->td.n_tokens * s->td.elem_size;
 	return s->ds.n * s->ds.sample_size * (s->ds.x_u8 != NULL ? 1 : 4) +
 	       s->ds.n * (int64_t)sizeof(int32_t);
 }

@@ -279,6 +279,8 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		if (r->run_id[0] != '\0')
 			snprintf(meta.run_dir, sizeof meta.run_dir, "%s",
 				 r->run_path);
+		if (r->train.td.shards != NULL)
+			meta.data_shards = dt_tokens_shard_list(&r->train.td);
 		meta.n_extra = position_extras(r, extra);
 		dt_best_meta_put(&r->best, &extra[meta.n_extra]);
 		meta.n_extra += DT_BEST_N_EXTRA;
@@ -292,6 +294,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
 		free(meta.job_text);
+		free(meta.data_shards);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);
@@ -540,6 +543,71 @@ no_checkpoint(struct dt_run *r, enum dt_status find, struct dt_error *err)
 /* Rank 0: the newest checkpoint that verifies into params and bufs (the
  * arrays of whole, the whole model), its position into *pos (found 0
  * when there is none). */
+/* Line i (0-based) of a shard list, into buf; "" past the end. */
+static void
+shard_line(const char *list, int64_t i, char *buf, size_t size)
+{
+	const char *p = list != NULL ? list : "", *e;
+
+	for (; i > 0 && *p != '\0'; i--) {
+		e = strchr(p, '\n');
+		p = e != NULL ? e + 1 : p + strlen(p);
+	}
+	e = strchr(p, '\n');
+	snprintf(buf, size, "%.*s", (int)(e != NULL ? e - p : (int)strlen(p)),
+		 p);
+	/* "NAME<TAB>BYTES" reads "NAME (BYTES bytes)" in messages. */
+	if ((e = strchr(buf, '\t')) != NULL) {
+		char bytes[32];
+
+		snprintf(bytes, sizeof bytes, "%s", e + 1);
+		snprintf(buf + (e - buf), size - (size_t)(e - buf),
+			 " (%s bytes)", bytes);
+	}
+}
+
+/* A run over token shards resumes only over the shard list its
+ * checkpoint was saved with (names and sizes, in order): windows are
+ * numbered across the shards, so another list would silently move every
+ * sample after the first change. */
+static enum dt_status
+checked_shards(const struct dt_run *r, const char *path,
+	       const struct dt_ckpt_meta *m, struct dt_error *err)
+{
+	char *now = r->train.td.shards != NULL ?
+		    dt_tokens_shard_list(&r->train.td) : NULL;
+	char was_l[DT_JOB_PATH_MAX + 64], now_l[DT_JOB_PATH_MAX + 64];
+	enum dt_status st = DT_OK;
+	int64_t i = 0;
+
+	if ((now == NULL) != (m->data_shards == NULL)) {
+		st = dt_errorf(err, DT_ERR_DATA, "%s: saved %s a list of token "
+			       "shards, and the training data %s; resume with "
+			       "the data it was saved with", path,
+			       now == NULL ? "with" : "without",
+			       now == NULL ? "is not sharded" : "is");
+		free(now);
+		return st;
+	}
+	if (now == NULL || strcmp(now, m->data_shards) == 0) {
+		free(now);
+		return DT_OK;
+	}
+	for (;; i++) {
+		shard_line(m->data_shards, i, was_l, sizeof was_l);
+		shard_line(now, i, now_l, sizeof now_l);
+		if (strcmp(was_l, now_l) != 0)
+			break;
+	}
+	st = dt_errorf(err, DT_ERR_DATA, "%s: the training shards changed "
+		       "since the checkpoint: shard %lld was %s, is now %s; "
+		       "resume with the same shard list", path, (long long)i,
+		       was_l[0] ? was_l : "absent",
+		       now_l[0] ? now_l : "absent");
+	free(now);
+	return st;
+}
+
 static enum dt_status
 read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	    float **bufs, int n_bufs, struct position *pos,
@@ -579,6 +647,8 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 			       "the job has %llu", path,
 			       (unsigned long long)meta.seed,
 			       (unsigned long long)r->job->seed);
+	if (st == DT_OK)
+		st = checked_shards(r, path, &meta, err);
 	if (st == DT_OK)
 		st = checked_position(r, path, step, &meta, pos, err);
 	if (st == DT_OK)

@@ -9,8 +9,8 @@
 # runs tests/fuzz/run.sh: a separate clang build with libFuzzer, ASan and
 # UBSan, each target for FUZZ_SECONDS (60) seconds. fuzz-targets is what
 # run.sh makes in that build; it is no use in a gcc build.
-FUZZ_TARGETS = job idx csv npy tokens vocab safetensors ckpt_meta ckpt_manifest http_header sniff \
-	hostfile report
+FUZZ_TARGETS = job idx csv npy tokens llmc vocab safetensors ckpt_meta ckpt_manifest http_header \
+	sniff hostfile report
 FUZZ_SECONDS = 60
 LIBFUZZER_FLAGS = -fsanitize=fuzzer
 FUZZ_COMMON = tests/fuzz/fuzz.h tests/fuzz/fuzz_file.c
@@ -42,6 +42,13 @@ tests_fuzz_replay_npy_SOURCES = tests/fuzz/fuzz_npy.c tests/fuzz/replay.c \
 	$(FUZZ_COMMON)
 tests_fuzz_replay_npy_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"npy"'
 tests_fuzz_replay_npy_LDADD = libdtrain.la $(DT_LIBS)
+
+check_PROGRAMS += tests/fuzz/replay_llmc
+TESTS += tests/fuzz/replay_llmc
+tests_fuzz_replay_llmc_SOURCES = tests/fuzz/fuzz_llmc.c tests/fuzz/replay.c \
+	$(FUZZ_COMMON)
+tests_fuzz_replay_llmc_CPPFLAGS = $(AM_CPPFLAGS) -DDT_FUZZ_NAME='"llmc"'
+tests_fuzz_replay_llmc_LDADD = libdtrain.la $(DT_LIBS)
 
 check_PROGRAMS += tests/fuzz/replay_tokens
 TESTS += tests/fuzz/replay_tokens

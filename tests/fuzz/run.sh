@@ -30,7 +30,7 @@ esac
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${DTRAIN_FUZZ_BUILD:-/tmp/dtrain-fuzz}
 cc=${FUZZ_CC:-clang}
-all="job idx csv npy tokens vocab safetensors ckpt_meta ckpt_manifest
+all="job idx csv npy tokens llmc vocab safetensors ckpt_meta ckpt_manifest
 http_header sniff hostfile report"
 targets=${DTRAIN_FUZZ_TARGETS:-$all}
 

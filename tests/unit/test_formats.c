@@ -880,6 +880,267 @@ START_TEST(test_tokens_errors)
 }
 END_TEST
 
+/* ---- token shards (llm.c, raw uint16) ------------------------------------ */
+
+/* An llm.c shard: the 256-int32 header (magic, version, count as given)
+ * and the tokens. */
+static void
+llmc_bytes(struct bytes *b, int64_t magic, int64_t version, int64_t count,
+	   const uint16_t *tok, size_t n)
+{
+	memset(b, 0, sizeof *b);
+	put_le(b, (uint64_t)magic, 4);
+	put_le(b, (uint64_t)version, 4);
+	put_le(b, (uint64_t)count, 4);
+	for (int i = 3; i < 256; i++)
+		put_le(b, 0, 4);
+	for (size_t i = 0; i < n; i++)
+		put_le(b, tok[i], 2);
+}
+
+START_TEST(test_llmc_shards)
+{
+	char p0[PATH_MAX], p1[PATH_MAX], p2[PATH_MAX];
+	char *paths[3] = { p0, p1, p2 };
+	uint16_t a[9] = { 10, 11, 12, 13, 14, 15, 16, 17, 18 };
+	uint16_t c[7] = { 30, 31, 32, 33, 34, 35, 36 };
+	int32_t x[3 * 3], y[3 * 3];
+	int64_t idx[3];
+	struct dt_token_data td;
+	struct dt_error err;
+	struct bytes b;
+	char *list;
+
+	llmc_bytes(&b, 20240520, 1, 9, a, 9);
+	write_file(p0, "s0.bin", b.p, b.n, 0);
+	free(b.p);
+	/* Too short for a window of 3 and its target: no samples. */
+	llmc_bytes(&b, 20240520, 1, 2, a, 2);
+	write_file(p1, "s1.bin", b.p, b.n, 0);
+	free(b.p);
+	llmc_bytes(&b, 20240520, 1, 7, c, 7);
+	write_file(p2, "s2.bin", b.p, b.n, 0);
+	free(b.p);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 3, DT_TOKFILE_LLMC, 0,
+					       3, 0, &td, &err), DT_OK);
+	/* s0: 9 tokens, (9 - 3 - 1) / 3 + 1 = 2 windows (starts 0, 3);
+	 * s1: none; s2: (7 - 4) / 3 + 1 = 2 (starts 0, 3). */
+	ck_assert_int_eq(td.n, 4);
+	ck_assert_int_eq(td.n_tokens, 18);
+	ck_assert_int_eq(td.vocab_size, 37);
+	ck_assert_ptr_null(td.tokens);
+	idx[0] = 1;
+	idx[1] = 2;
+	idx[2] = 3;
+	dt_tokens_gather(&td, idx, 3, x, y);
+	/* Window 1: s0 from 13; window 2: s2 from 30; window 3: s2 from 33. */
+	ck_assert_int_eq(x[0], 13);
+	ck_assert_int_eq(x[2], 15);
+	ck_assert_int_eq(y[2], 16);
+	ck_assert_int_eq(x[3], 30);
+	ck_assert_int_eq(y[5], 33);
+	ck_assert_int_eq(x[6], 33);
+	ck_assert_int_eq(y[8], 36);
+	list = dt_tokens_shard_list(&td);
+	ck_assert_str_eq(list, "s0.bin\t1042\ns1.bin\t1028\ns2.bin\t1038\n");
+	free(list);
+	dt_tokens_fini(&td);
+	ck_assert_ptr_null(td.shards);
+
+	/* nanoGPT's train.bin: the same ids without a header. */
+	write_file(p0, "train.bin", a, sizeof a, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_RAW16, 19,
+					       4, 0, &td, &err), DT_OK);
+	ck_assert_int_eq(td.n, 2);
+	idx[0] = 1;
+	dt_tokens_gather(&td, idx, 1, x, y);
+	ck_assert_int_eq(x[0], 14);
+	ck_assert_int_eq(y[3], 18);
+	dt_tokens_fini(&td);
+}
+END_TEST
+
+/* Each malformed field of the header is refused naming the file, the
+ * field and its byte offset. */
+START_TEST(test_llmc_header_errors)
+{
+	char path[PATH_MAX];
+	char *paths[1] = { path };
+	uint16_t t[6] = { 1, 2, 3, 4, 5, 6 };
+	struct dt_token_data td;
+	struct dt_error err;
+	struct bytes b;
+
+	llmc_bytes(&b, 20240521, 1, 6, t, 6);
+	write_file(path, "magic.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 0: header field magic is 20240521, "
+		   "expected 20240520 (an llm.c token shard)");
+	ck_assert_ptr_null(td.shards);
+	free(b.p);
+
+	llmc_bytes(&b, 20240801, 7, 6, t, 6);
+	write_file(path, "llama.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 0: header field magic is 20240801, "
+		   "expected 20240520 (an llm.c token shard); 20240801 is "
+		   "llm.c's LLaMA-3 shard with uint32 tokens, not read");
+	free(b.p);
+
+	llmc_bytes(&b, 20240520, 2, 6, t, 6);
+	write_file(path, "version.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 4: header field version is 2, "
+		   "expected 1 (uint16 tokens)");
+	free(b.p);
+
+	/* A count the body does not hold: cut short, or too long. */
+	llmc_bytes(&b, 20240520, 1, 7, t, 6);
+	write_file(path, "count.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 8: header field token count is 7, but "
+		   "the file's 12 bytes after the header hold 6 uint16 "
+		   "tokens; is the file cut short?");
+	write_file(path, "half.bin", b.p, b.n - 1, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 8: header field token count is 7, but "
+		   "the file's 11 bytes after the header hold 5 and a half "
+		   "uint16 tokens; is the file cut short?");
+	free(b.p);
+	llmc_bytes(&b, 20240520, 1, -1, t, 6);
+	write_file(path, "neg.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 8: header field token count is -1, but "
+		   "the file's 12 bytes after the header hold 6 uint16 "
+		   "tokens; is the file cut short?");
+
+	write_file(path, "cut.bin", b.p, 1000, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 1000: the file ends inside the "
+		   "1024-byte llm.c header; is it an llm.c token shard?");
+	free(b.p);
+
+	/* A token past the vocabulary: its byte counts the header. */
+	t[4] = 300;
+	llmc_bytes(&b, 20240520, 1, 6, t, 6);
+	write_file(path, "vocab.bin", b.p, b.n, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_LLMC, 300,
+					       2, 0, &td, &err), DT_ERR_DATA);
+	expect_msg(&err, path, ": byte 1032: token 300 (index 4) is not below "
+		   "vocab_size 300");
+	free(b.p);
+
+	write_file(path, "odd.bin", t, 11, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_RAW16, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 10: the file ends inside a token: 11 "
+		   "bytes is not a multiple of 2 (uint16 tokens)");
+	write_file(path, "gz.bin.gz", t, sizeof t, 1);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_RAW16, 0,
+					       2, 0, &td, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": byte 0: a gzip file; shards are mapped as "
+		   "they are, so gunzip it first");
+	write_file(path, "short.bin", t, 4, 0);
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_RAW16, 0,
+					       2, 0, &td, &err), DT_ERR_DATA);
+	expect_msg(&err, path, ": 2 tokens in 1 file, none long enough for "
+		   "one sample of context 2 (needs 3)");
+	path_of(path, "missing.bin");
+	ck_assert_int_eq(dt_tokens_open_shards(paths, 1, DT_TOKFILE_RAW16, 0,
+					       2, 0, &td, &err), DT_ERR_IO);
+	expect_msg(&err, path, ": cannot open: No such file or directory");
+}
+END_TEST
+
+START_TEST(test_shards_expand)
+{
+	char pat[PATH_MAX], want[PATH_MAX], p[PATH_MAX];
+	char **names;
+	int64_t n;
+	struct dt_error err;
+
+	ck_assert_int_eq(dt_shards_expand("d/s-{000008..000011}.bin", &names,
+					  &n, &err), DT_OK);
+	ck_assert_int_eq(n, 4);
+	ck_assert_str_eq(names[0], "d/s-000008.bin");
+	ck_assert_str_eq(names[1], "d/s-000009.bin");
+	ck_assert_str_eq(names[3], "d/s-000011.bin");
+	dt_shards_names_free(names, n);
+	/* A list, then a range without padding, left to right. */
+	ck_assert_int_eq(dt_shards_expand("{train,val}_{9..10}", &names, &n,
+					  &err), DT_OK);
+	ck_assert_int_eq(n, 4);
+	ck_assert_str_eq(names[0], "train_9");
+	ck_assert_str_eq(names[1], "train_10");
+	ck_assert_str_eq(names[2], "val_9");
+	ck_assert_str_eq(names[3], "val_10");
+	dt_shards_names_free(names, n);
+	ck_assert_int_eq(dt_shards_is_pattern("a/b.bin"), 0);
+	ck_assert_int_ne(dt_shards_is_pattern("a/*.bin"), 0);
+
+	/* A glob: sorted, and only what matches. */
+	write_file(p, "g_b.tok", "x", 1, 0);
+	write_file(p, "g_a.tok", "x", 1, 0);
+	write_file(p, "g_c.other", "x", 1, 0);
+	path_of(pat, "g_*.tok");
+	ck_assert_int_eq(dt_shards_expand(pat, &names, &n, &err), DT_OK);
+	ck_assert_int_eq(n, 2);
+	path_of(want, "g_a.tok");
+	ck_assert_str_eq(names[0], want);
+	path_of(want, "g_b.tok");
+	ck_assert_str_eq(names[1], want);
+	dt_shards_names_free(names, n);
+	path_of(pat, "g_{a,c}.*");
+	ck_assert_int_eq(dt_shards_expand(pat, &names, &n, &err), DT_OK);
+	ck_assert_int_eq(n, 2);
+	path_of(want, "g_c.other");
+	ck_assert_str_eq(names[1], want);
+	dt_shards_names_free(names, n);
+
+	path_of(pat, "none_*.bin");
+	ck_assert_int_eq(dt_shards_expand(pat, &names, &n, &err), DT_ERR_IO);
+	ck_assert_ptr_null(names);
+	ck_assert_int_eq(n, 0);
+	expect_msg(&err, pat, ": no file matches %s", pat);
+	ck_assert_int_eq(dt_shards_expand("s{1..3.bin", &names, &n, &err),
+			 DT_ERR_DATA);
+	ck_assert_str_eq(err.msg, "s{1..3.bin: byte 1: '{' without its '}' "
+			 "(braces do not nest)");
+	ck_assert_int_eq(dt_shards_expand("s{5..2}", &names, &n, &err),
+			 DT_ERR_DATA);
+	ck_assert_str_eq(err.msg, "s{5..2}: byte 1: range {5..2} must go up "
+			 "and hold at most 1000000 numbers");
+	ck_assert_int_eq(dt_shards_expand("s{a..c}", &names, &n, &err),
+			 DT_ERR_DATA);
+	ck_assert_str_eq(err.msg, "s{a..c}: byte 1: a range must be "
+			 "{FIRST..LAST} with decimal numbers");
+	ck_assert_int_eq(dt_shards_expand("x/{one}", &names, &n, &err),
+			 DT_ERR_DATA);
+	ck_assert_str_eq(err.msg, "x/{one}: byte 2: expected a range "
+			 "{FIRST..LAST} or a list {a,b,...} inside the braces");
+	ck_assert_int_eq(dt_shards_expand("{0..1}{2..3", &names, &n, &err),
+			 DT_ERR_DATA);
+	ck_assert_str_eq(err.msg, "{0..1}{2..3: byte 6: '{' without its '}' "
+			 "(braces do not nest)");
+}
+END_TEST
+
 /* ---- text ---------------------------------------------------------------- */
 
 START_TEST(test_text_bytes)
@@ -1186,6 +1447,9 @@ formats_suite(void)
 	tcase_add_test(tc, test_tokens_good);
 	tcase_add_test(tc, test_tokens_inputs);
 	tcase_add_test(tc, test_tokens_errors);
+	tcase_add_test(tc, test_llmc_shards);
+	tcase_add_test(tc, test_llmc_header_errors);
+	tcase_add_test(tc, test_shards_expand);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("text");

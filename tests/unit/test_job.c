@@ -751,7 +751,8 @@ START_TEST(test_each_key)
 	ck_assert_str_eq(kl.types[i], "an integer in {2, 4}");
 	ck_assert_str_eq(kl.defs[i], "2");
 	i = find_key(&kl, "data.context");
-	ck_assert_str_eq(kl.defs[i], "required with data.format tokens, text");
+	ck_assert_str_eq(kl.defs[i], "required with data.format tokens, text, "
+			 "llmc, u16");
 	i = find_key(&kl, "data.train.images");
 	ck_assert_str_eq(kl.types[i], "a path or URL");
 	ck_assert_str_eq(kl.defs[i], "required with data.format idx, npy");

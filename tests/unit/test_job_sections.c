@@ -244,7 +244,7 @@ START_TEST(test_data_errors)
 			  "data.prefetch: must be in [0, 64], found -1");
 	expect_data_error("  format: parquet\n", "", 6, 11,
 			  "data.format: expected one of idx, csv, npy, tokens, "
-			  "text, found \"parquet\"");
+			  "text, llmc, u16, found \"parquet\"");
 
 	/* Sources. */
 	expect_data_error("  train: {images: {path: a, sha256: abc}, labels: "

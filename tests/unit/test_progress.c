@@ -68,7 +68,8 @@ START_TEST(plain_line_has_utc_time)
 	dt_progress_init(&p, f, 0, 20);
 	/* 10 s for 5 steps: 2 s a step, 15 steps left: 30 s. */
 	dt_progress_step(&p, 5, 0, 1.5, 0.01, 100, 10.0, 0);
-	dt_progress_eval(&p, 5, 0.25, 0.875);
+	dt_progress_eval(&p, 5, 0.25, 0.875, NAN);
+	dt_progress_eval(&p, 6, 0.5, 0.25, 1.75);
 	dt_progress_end(&p);
 	s = slurp(f);
 	memset(&tm, 0, sizeof tm);
@@ -84,8 +85,12 @@ START_TEST(plain_line_has_utc_time)
 	/* The evaluation line: a time of its own, then the numbers. */
 	last = strchr(s, '\n') + 1;
 	ck_assert_ptr_nonnull(strptime(last, "%Y-%m-%dT%H:%M:%SZ ", &tm));
-	ck_assert_str_eq(last + 21, "eval at step 5: loss 0.2500 accuracy "
-			 "0.8750\n");
+	ck_assert_int_eq(strncmp(last + 21, "eval at step 5: loss 0.2500 "
+				 "accuracy 0.8750\n", 44), 0);
+	/* A language model's adds its perplexity. */
+	last = strchr(last, '\n') + 1;
+	ck_assert_str_eq(last + 21, "eval at step 6: loss 0.5000 accuracy "
+			 "0.2500 perplexity 1.7500\n");
 	free(s);
 	fclose(f);
 }

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: MIT */
+/* shards.c - token data spread over many files, read where it lies: a
+ * pattern expanded into the list of shards (brace ranges and lists as the
+ * shell writes them, then glob(3)), llm.c's shard header (Karpathy's
+ * llm.c, dev/data/data_common.py: 256 little-endian int32, magic 20240520,
+ * version 1, the token count, then uint16 tokens) and nanoGPT's raw
+ * uint16 files, each mapped read-only. Nothing is decoded whole: a sample
+ * is one window of one shard, widened to int32 when it is gathered, so
+ * the memory a run holds does not grow with the corpus; the page cache
+ * keeps (and, under pressure, drops) the mapped bytes. */
+#include "data/data.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data/data_priv.h"
+#include "util/alloc.h"
+
+static long long
+ll(int64_t v)
+{
+	return (long long)v;
+}
+
+/* ---- patterns ---------------------------------------------------------- */
+
+struct names {
+	char **v;
+	int64_t n, cap;
+};
+
+static void
+names_add(struct names *l, const char *s, size_t len)
+{
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		l->v = dt_xrealloc(l->v, (size_t)l->cap, sizeof *l->v);
+	}
+	l->v[l->n] = dt_xmalloc(len + 1, 1);
+	memcpy(l->v[l->n], s, len);
+	l->v[l->n][len] = '\0';
+	l->n++;
+}
+
+void
+dt_shards_names_free(char **names, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int
+dt_shards_is_pattern(const char *path)
+{
+	return strpbrk(path, "{*?[") != NULL;
+}
+
+/* The '}' that closes the '{' at p (no nesting), or NULL. */
+static const char *
+closing(const char *p)
+{
+	for (p++; *p != '\0'; p++) {
+		if (*p == '{')
+			return NULL;
+		if (*p == '}')
+			return p;
+	}
+	return NULL;
+}
+
+static int
+all_digits(const char *s, size_t n)
+{
+	if (n == 0 || n > 18)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+static enum dt_status expand(const char *pat, const char *whole,
+			     struct names *out, struct dt_error *err);
+
+/* Expands prefix + alternative + the rest of the pattern for each
+ * alternative of the brace group [open, close]. */
+static enum dt_status
+expand_group(const char *pat, const char *open, const char *close,
+	     const char *whole, struct names *out, struct dt_error *err)
+{
+	size_t pre = (size_t)(open - pat), in = (size_t)(close - open - 1);
+	const char *body = open + 1, *dots = strstr(body, "..");
+	size_t room = strlen(pat) + 64;
+	char *buf = dt_xmalloc(room, 1);
+	enum dt_status st = DT_OK;
+
+	memcpy(buf, pat, pre);
+	if (dots != NULL && dots < close) {
+		size_t la = (size_t)(dots - body), lb = in - la - 2;
+		long long a, b;
+		int width;
+
+		if (!all_digits(body, la) || !all_digits(dots + 2, lb)) {
+			free(buf);
+			return dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: a "
+					 "range must be {FIRST..LAST} with "
+					 "decimal numbers", whole,
+					 ll(open - whole));
+		}
+		a = strtoll(body, NULL, 10);
+		b = strtoll(dots + 2, NULL, 10);
+		if (b < a || b - a >= DT_SHARDS_MAX) {
+			free(buf);
+			return dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: "
+					 "range {%lld..%lld} must go up and "
+					 "hold at most %d numbers", whole,
+					 ll(open - whole), a, b,
+					 DT_SHARDS_MAX);
+		}
+		/* {000..127}: as wide as FIRST when it has a leading 0. */
+		width = body[0] == '0' && la > 1 ? (int)la : 1;
+		for (long long v = a; v <= b && st == DT_OK; v++) {
+			int k = snprintf(buf + pre, 32, "%0*lld", width, v);
+
+			snprintf(buf + pre + k, room - pre - (size_t)k, "%s",
+				 close + 1);
+			st = expand(buf, whole, out, err);
+		}
+		free(buf);
+		return st;
+	}
+	if (memchr(body, ',', in) == NULL) {
+		free(buf);
+		return dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: expected a "
+				 "range {FIRST..LAST} or a list {a,b,...} "
+				 "inside the braces", whole, ll(open - whole));
+	}
+	for (const char *a = body; a <= close && st == DT_OK;) {
+		const char *e = a;
+
+		while (e < close && *e != ',')
+			e++;
+		memcpy(buf + pre, a, (size_t)(e - a));
+		snprintf(buf + pre + (size_t)(e - a),
+			 room - pre - (size_t)(e - a), "%s", close + 1);
+		st = expand(buf, whole, out, err);
+		a = e + 1;
+	}
+	free(buf);
+	return st;
+}
+
+/* Expands pat's first brace group, recursively; a pattern without braces
+ * goes through glob(3) when it has a wildcard. */
+static enum dt_status
+expand(const char *pat, const char *whole, struct names *out,
+       struct dt_error *err)
+{
+	const char *open = strchr(pat, '{'), *close;
+	glob_t g;
+	int rc;
+
+	if (open != NULL) {
+		close = closing(open);
+		if (close == NULL)
+			return dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: "
+					 "'{' without its '}' (braces do not "
+					 "nest)", whole,
+					 ll((int64_t)strlen(whole) -
+					    (int64_t)strlen(pat) +
+					    (open - pat)));
+		return expand_group(pat, open, close, whole, out, err);
+	}
+	if (out->n >= DT_SHARDS_MAX)
+		return dt_errorf(err, DT_ERR_DATA, "%s: expands to more than "
+				 "%d files", whole, DT_SHARDS_MAX);
+	if (strpbrk(pat, "*?[") == NULL) {
+		names_add(out, pat, strlen(pat));
+		return DT_OK;
+	}
+	rc = glob(pat, GLOB_ERR, NULL, &g);
+	if (rc == GLOB_NOMATCH)
+		return dt_errorf(err, DT_ERR_IO, "%s: no file matches %s",
+				 whole, pat);
+	if (rc != 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot list the files "
+				 "of %s: %s", whole, pat, rc == GLOB_NOSPACE ?
+				 "out of memory" : "read error");
+	for (size_t i = 0; i < g.gl_pathc; i++)
+		names_add(out, g.gl_pathv[i], strlen(g.gl_pathv[i]));
+	globfree(&g);
+	return DT_OK;
+}
+
+enum dt_status
+dt_shards_expand(const char *pattern, char ***names, int64_t *n,
+		 struct dt_error *err)
+{
+	struct names l = { 0 };
+	enum dt_status st = expand(pattern, pattern, &l, err);
+
+	if (st == DT_OK && l.n > DT_SHARDS_MAX)
+		st = dt_errorf(err, DT_ERR_DATA, "%s: expands to %lld files, "
+			       "more than %d", pattern, ll(l.n),
+			       DT_SHARDS_MAX);
+	if (st != DT_OK) {
+		dt_shards_names_free(l.v, l.n);
+		*names = NULL;
+		*n = 0;
+		return st;
+	}
+	*names = l.v;
+	*n = l.n;
+	return DT_OK;
+}
+
+/* ---- llm.c's header ---------------------------------------------------- */
+
+static int64_t
+le32(const unsigned char *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+			 (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+}
+
+enum dt_status
+dt_llmc_header_check(const char *path, const unsigned char *hdr,
+		     int64_t file_bytes, int64_t *n_tokens,
+		     struct dt_error *err)
+{
+	int64_t magic, version, count, body;
+
+	if (file_bytes < DT_LLMC_HEADER_BYTES)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %lld: the file "
+				 "ends inside the %d-byte llm.c header; is it "
+				 "an llm.c token shard?", path,
+				 ll(file_bytes), DT_LLMC_HEADER_BYTES);
+	magic = le32(hdr);
+	version = le32(hdr + 4);
+	count = le32(hdr + 8);
+	if (magic != DT_LLMC_MAGIC)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 0: header "
+				 "field magic is %lld, expected %d (an llm.c "
+				 "token shard)%s", path, ll(magic),
+				 DT_LLMC_MAGIC, magic == 20240801 ?
+				 "; 20240801 is llm.c's LLaMA-3 shard with "
+				 "uint32 tokens, not read" : "");
+	if (version != 1)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 4: header "
+				 "field version is %lld, expected 1 (uint16 "
+				 "tokens)", path, ll(version));
+	body = (file_bytes - DT_LLMC_HEADER_BYTES) / 2;
+	if (count < 0 || count != body ||
+	    (file_bytes - DT_LLMC_HEADER_BYTES) % 2 != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 8: header "
+				 "field token count is %lld, but the file's "
+				 "%lld bytes after the header hold %lld%s "
+				 "uint16 tokens; is the file cut short?",
+				 path, ll(count),
+				 ll(file_bytes - DT_LLMC_HEADER_BYTES),
+				 ll(body),
+				 (file_bytes - DT_LLMC_HEADER_BYTES) % 2 ?
+				 " and a half" : "");
+	*n_tokens = count;
+	return DT_OK;
+}
+
+/* ---- mapped shards ----------------------------------------------------- */
+
+static unsigned
+tok_at(const struct dt_token_shard *s, int elem_size, int64_t i)
+{
+	const unsigned char *p = s->tokens + i * elem_size;
+
+	if (elem_size == 2)
+		return (unsigned)p[0] | (unsigned)p[1] << 8;
+	return (unsigned)p[0] | (unsigned)p[1] << 8 | (unsigned)p[2] << 16 |
+	       (unsigned)p[3] << 24;
+}
+
+/* Maps one shard and checks its header or length. */
+static enum dt_status
+map_shard(struct dt_token_shard *s, enum dt_token_file kind, int elem_size,
+	  struct dt_error *err)
+{
+	struct stat sb;
+	int64_t skip = kind == DT_TOKFILE_LLMC ? DT_LLMC_HEADER_BYTES : 0;
+	int fd = open(s->path, O_RDONLY | O_CLOEXEC);
+	enum dt_status st = DT_OK;
+
+	if (fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s",
+				 s->path, strerror(errno));
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return dt_errorf(err, DT_ERR_IO, "%s: not a regular file",
+				 s->path);
+	}
+	s->bytes = (int64_t)sb.st_size;
+	if (s->bytes > 0) {
+		s->map = mmap(NULL, (size_t)s->bytes, PROT_READ, MAP_PRIVATE,
+			      fd, 0);
+		if (s->map == MAP_FAILED) {
+			s->map = NULL;
+			st = dt_errorf(err, DT_ERR_IO, "%s: cannot map: %s",
+				       s->path, strerror(errno));
+		}
+		s->map_len = (size_t)s->bytes;
+	}
+	close(fd);
+	if (st != DT_OK)
+		return st;
+	if (s->bytes >= 2 && ((unsigned char *)s->map)[0] == 0x1f &&
+	    ((unsigned char *)s->map)[1] == 0x8b && kind != DT_TOKFILE_LLMC)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte 0: a gzip "
+				 "file; shards are mapped as they are, so "
+				 "gunzip it first", s->path);
+	if (kind == DT_TOKFILE_LLMC)
+		st = dt_llmc_header_check(s->path, s->map, s->bytes,
+					  &s->n_tokens, err);
+	else if (s->bytes == 0)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: byte 0: empty token "
+			       "file", s->path);
+	else if (s->bytes % elem_size != 0)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: byte %lld: the file "
+			       "ends inside a token: %lld bytes is not a "
+			       "multiple of %d (uint%d tokens)", s->path,
+			       ll(s->bytes - s->bytes % elem_size),
+			       ll(s->bytes), elem_size, 8 * elem_size);
+	else
+		s->n_tokens = s->bytes / elem_size;
+	if (st == DT_OK)
+		s->tokens = (const unsigned char *)s->map + skip;
+	return st;
+}
+
+/* Every token of s below vocab (when vocab > 0) and INT32_MAX; *max is
+ * the largest seen. Read in pieces, each dropped from this process's
+ * mapping once read, so the scan of a large shard leaves no resident
+ * trace beyond the page cache. */
+static enum dt_status
+scan_shard(const struct dt_token_shard *s, int elem_size, int64_t skip,
+	   int64_t vocab, int64_t *max, struct dt_error *err)
+{
+	const int64_t piece = 1 << 20;	/* tokens */
+
+	madvise(s->map, s->map_len, MADV_SEQUENTIAL);
+	for (int64_t a = 0; a < s->n_tokens; a += piece) {
+		int64_t b = a + piece < s->n_tokens ? a + piece : s->n_tokens;
+
+		for (int64_t i = a; i < b; i++) {
+			int64_t t = tok_at(s, elem_size, i);
+
+			if ((vocab > 0 && t >= vocab) || t > INT32_MAX)
+				return dt_errorf(err, DT_ERR_DATA, "%s: byte "
+						 "%lld: token %lld (index "
+						 "%lld) is not below %s %lld",
+						 s->path,
+						 ll(skip + i * elem_size),
+						 ll(t), ll(i),
+						 vocab > 0 ? "vocab_size" :
+						 "the largest id dtrain "
+						 "handles,",
+						 ll(vocab > 0 ? vocab :
+						    INT32_MAX));
+			if (t > *max)
+				*max = t;
+		}
+	}
+	/* Whole pages only: the header page stays. */
+	madvise(s->map, s->map_len, MADV_DONTNEED);
+	madvise(s->map, s->map_len, MADV_RANDOM);
+	return DT_OK;
+}
+
+enum dt_status
+dt_tokens_open_shards(char *const *paths, int64_t n_paths,
+		      enum dt_token_file kind, int64_t vocab_size,
+		      int64_t context, int64_t stride,
+		      struct dt_token_data *td, struct dt_error *err)
+{
+	int elem_size = kind == DT_TOKFILE_RAW32 ? 4 : 2;
+	int64_t skip = kind == DT_TOKFILE_LLMC ? DT_LLMC_HEADER_BYTES : 0;
+	int64_t max = -1;
+	enum dt_status st = DT_OK;
+
+	assert(n_paths >= 1 && context >= 1 && stride >= 0);
+	memset(td, 0, sizeof *td);
+	if (stride == 0)
+		stride = context;
+	td->elem_size = elem_size;
+	td->context = context;
+	td->stride = stride;
+	td->shards = dt_xcalloc((size_t)n_paths, sizeof *td->shards);
+	td->n_shards = n_paths;
+	for (int64_t i = 0; i < n_paths && st == DT_OK; i++) {
+		struct dt_token_shard *s = &td->shards[i];
+
+		s->path = dt_xstrdup(paths[i]);
+		st = map_shard(s, kind, elem_size, err);
+		if (st == DT_OK)
+			st = scan_shard(s, elem_size, skip, vocab_size, &max,
+					err);
+		if (st != DT_OK)
+			break;
+		/* Windows stay inside their shard: a sample never spans
+		 * two files, so each is one contiguous read. */
+		s->first = td->n;
+		s->n = s->n_tokens >= context + 1 ?
+		       (s->n_tokens - context - 1) / stride + 1 : 0;
+		td->n += s->n;
+		td->n_tokens += s->n_tokens;
+	}
+	if (st == DT_OK && td->n == 0)
+		st = dt_errorf(err, DT_ERR_DATA, "%s%s: %lld tokens in %lld "
+			       "file%s, none long enough for one sample of "
+			       "context %lld (needs %lld)", paths[0],
+			       n_paths > 1 ? " and the rest" : "",
+			       ll(td->n_tokens), ll(n_paths),
+			       n_paths > 1 ? "s" : "", ll(context),
+			       ll(context + 1));
+	if (st != DT_OK) {
+		dt_tokens_fini(td);
+		return st;
+	}
+	td->vocab_size = vocab_size > 0 ? vocab_size : max + 1;
+	return DT_OK;
+}
+
+void
+dt_tokens_shards_fini(struct dt_token_data *td)
+{
+	for (int64_t i = 0; i < td->n_shards; i++) {
+		if (td->shards[i].map != NULL)
+			munmap(td->shards[i].map, td->shards[i].map_len);
+		free(td->shards[i].path);
+	}
+	free(td->shards);
+	td->shards = NULL;
+	td->n_shards = 0;
+}
+
+/* The shard that holds window w: the last one whose first <= w (shards
+ * without windows share their first with the next and are passed). */
+static const struct dt_token_shard *
+shard_of(const struct dt_token_data *td, int64_t w)
+{
+	int64_t lo = 0, hi = td->n_shards - 1;
+
+	while (lo < hi) {
+		int64_t mid = lo + (hi - lo + 1) / 2;
+
+		if (td->shards[mid].first <= w)
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	return &td->shards[lo];
+}
+
+void
+dt_tokens_shards_gather(const struct dt_token_data *td, const int64_t *idx,
+			int64_t count, int32_t *x, int32_t *y)
+{
+	const int64_t c = td->context;
+
+	for (int64_t k = 0; k < count; k++) {
+		const struct dt_token_shard *s;
+		int64_t start;
+
+		assert(idx[k] >= 0 && idx[k] < td->n);
+		s = shard_of(td, idx[k]);
+		start = (idx[k] - s->first) * td->stride;
+		for (int64_t j = 0; j < c; j++)
+			x[k * c + j] = (int32_t)tok_at(s, td->elem_size,
+						       start + j);
+		if (y == NULL)
+			continue;
+		for (int64_t j = 0; j < c; j++)
+			y[k * c + j] = (int32_t)tok_at(s, td->elem_size,
+						       start + j + 1);
+	}
+}
+
+char *
+dt_tokens_shard_list(const struct dt_token_data *td)
+{
+	size_t cap = 1, len = 0;
+	char *buf;
+
+	for (int64_t i = 0; i < td->n_shards; i++)
+		cap += strlen(td->shards[i].path) + 24;
+	buf = dt_xmalloc(cap, 1);
+	buf[0] = '\0';
+	for (int64_t i = 0; i < td->n_shards; i++) {
+		const char *base = strrchr(td->shards[i].path, '/');
+
+		len += (size_t)snprintf(buf + len, cap - len, "%s\t%lld\n",
+					base ? base + 1 : td->shards[i].path,
+					ll(td->shards[i].bytes));
+	}
+	return buf;
+}
