@@ -19,6 +19,7 @@ const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_export,
 	&dt_cmd_report,
 	&dt_cmd_sample,
+	&dt_cmd_tokenize,
 	&dt_cmd_help,
 	NULL,
 };

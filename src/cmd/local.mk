@@ -10,6 +10,7 @@ libdtrain_la_SOURCES += src/cmd/cmd_plan.c
 libdtrain_la_SOURCES += src/cmd/cmd_report.h src/cmd/cmd_report.c src/cmd/report_script.c
 libdtrain_la_SOURCES += src/cmd/cmd_fetch.c
 libdtrain_la_SOURCES += src/cmd/cmd_sample.c
+libdtrain_la_SOURCES += src/cmd/cmd_tokenize.c
 libdtrain_la_SOURCES += src/cmd/cmd_version.c src/cmd/cmd_complete.c
 
 check_PROGRAMS += tests/unit/test_cmd

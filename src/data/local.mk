@@ -5,7 +5,9 @@ libdtrain_la_SOURCES += src/data/data.h src/data/idx.c src/data/dataset.c \
 # sources (fetch: libcurl, OpenSSL's sha256) and more formats
 libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
 	src/data/data_priv.h src/data/blob.c src/data/csv.c src/data/npy.c \
-	src/data/tokens.c src/data/text.c src/data/sniff.c src/data/header.c
+	src/data/tokens.c src/data/text.c src/data/sniff.c src/data/header.c \
+	src/data/bpe.h src/data/bpe_priv.h src/data/bpe.c src/data/bpe_learn.c \
+	src/data/bpe_files.c
 
 check_PROGRAMS += tests/unit/test_data
 TESTS += tests/unit/test_data
