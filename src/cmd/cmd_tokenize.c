@@ -135,7 +135,6 @@ const struct dt_cmd dt_cmd_tokenize = {
 	.opts = tokenize_opts,
 	.operand = "file",
 	.operand_noun = "input file",
-	.operand_doc = "the text to learn from or encode, or the tokens "
-		       "to decode",
+	.operand_doc = "the text, or the tokens to decode",
 	.run = cmd_tokenize,
 };
