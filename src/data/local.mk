@@ -29,3 +29,9 @@ tests_unit_test_formats_LDADD = $(UNIT_LDADD)
 
 # the HTTP server test_fetch starts on 127.0.0.1
 EXTRA_DIST += tests/http_server.py
+
+check_PROGRAMS += tests/unit/test_bpe
+TESTS += tests/unit/test_bpe
+tests_unit_test_bpe_SOURCES = tests/unit/test_bpe.c
+tests_unit_test_bpe_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_bpe_LDADD = $(UNIT_LDADD)
