@@ -102,13 +102,13 @@ cmd_tokenize(int argc, char **argv)
 	if (a.output == NULL)
 		return dt_cmd_usage_error(&dt_cmd_tokenize, "%s", "-o output "
 					  "is required");
+	if (a.decode && a.tokenizer == NULL)
+		return dt_cmd_usage_error(&dt_cmd_tokenize, "%s", "--decode "
+					  "needs -t, the tokenizer");
 	if ((a.vocab_size > 0) == (a.tokenizer != NULL))
 		return dt_cmd_usage_error(&dt_cmd_tokenize, "%s", "give "
 					  "--vocab-size (to learn) or -t (to "
 					  "encode or decode), one of them");
-	if (a.decode && a.tokenizer == NULL)
-		return dt_cmd_usage_error(&dt_cmd_tokenize, "%s", "--decode "
-					  "needs -t, the tokenizer");
 	dt_error_clear(&err);
 	if (a.vocab_size > 0) {
 		st = learn(&a, line.operand, &err);

@@ -55,7 +55,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
-	tests/integration/stdout-full.sh
+	tests/integration/stdout-full.sh \
+	tests/integration/tokenize.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
