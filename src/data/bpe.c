@@ -400,6 +400,12 @@ dt_bpe_digest(const struct dt_bpe *b)
 	return b->digest;
 }
 
+int64_t
+dt_bpe_byte_id(const struct dt_bpe *b, uint8_t c)
+{
+	return b->byte_id[c];
+}
+
 size_t
 dt_bpe_piece(const struct dt_bpe *b, int64_t id, const unsigned char **bytes)
 {

@@ -55,6 +55,9 @@ int64_t dt_bpe_merges(const struct dt_bpe *b);
  * dt_bpe_save wrote; "" for a tokenizer only learned. Owned by b. */
 const char *dt_bpe_digest(const struct dt_bpe *b);
 
+/* The id of the one-byte token of byte c. */
+int64_t dt_bpe_byte_id(const struct dt_bpe *b, uint8_t c);
+
 /* The bytes of token id (in [0, size)): sets *bytes (owned by b, not
  * terminated) and returns their count (>= 1). */
 size_t dt_bpe_piece(const struct dt_bpe *b, int64_t id,
@@ -135,6 +138,22 @@ int dt_bpe_token_width(const struct dt_bpe *b);
 enum dt_status dt_bpe_write_tokens(const struct dt_bpe *b,
 				   const int32_t *ids, int64_t n,
 				   const char *path, struct dt_error *err);
+
+struct dt_token_data;
+/* dt_text_encode for a BPE (data.h): encodes the text at path once and
+ * keeps the ids in the download cache (DTRAIN_CACHE, else as dt_fetch
+ * finds it) as bpe-T-X.tok, T and X the first 16 hex digits of the
+ * tokenizer's digest and of the text's sha256, written atomically; the
+ * next call with the same tokenizer and text maps that file instead of
+ * encoding. A cache that cannot be made or written is passed over (the
+ * ids are then kept in memory). The windows are cut as dt_tokens_load
+ * cuts them; td->vocab_size is the tokenizer's size. Errors: as
+ * dt_bpe_encode_file and dt_tokens_load (a damaged cache file is
+ * refused naming it, with its token width and ids checked). */
+enum dt_status dt_bpe_text_encode(struct dt_bpe *b, const char *path,
+				  int64_t context, int64_t stride,
+				  struct dt_token_data *td,
+				  struct dt_error *err);
 
 /* Decodes the token file at tokens (dt_bpe_token_width(b) bytes per id)
  * into the bytes they stand for, written atomically to out. Errors:

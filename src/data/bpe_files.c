@@ -2,15 +2,18 @@
 /* bpe_files.c - a byte-level BPE (bpe.h) over files: learning from a text
  * file, encoding one into ids, writing the ids as a token file (flat
  * little-endian uint16 or uint32, the format tokens.c reads) and decoding
- * a token file back into the bytes it stands for. */
+ * a token file back into the bytes it stands for; the encoded text kept
+ * in the download cache. */
 #include "data/bpe.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "data/bpe_priv.h"
 #include "data/data_priv.h"
+#include "data/fetch.h"
 #include "util/alloc.h"
 #include "util/endian.h"
 #include "util/fileio.h"
@@ -147,5 +150,79 @@ dt_bpe_decode_file(const struct dt_bpe *b, const char *tokens,
 	if (st == DT_OK)
 		st = dt_file_write_atomic(out, put_bytes, &d, err);
 	dt_blob_fini(&blob);
+	return st;
+}
+
+/* The cache file of the text at path: CACHE/bpe-T-X.tok into buf. */
+static enum dt_status
+cache_file(const struct dt_bpe *b, const char *path, char *buf, size_t size,
+	   struct dt_error *err)
+{
+	char dir[DT_FILE_PATH_MAX], hex[65];
+	enum dt_status st = dt_fetch_cache_dir(NULL, dir, sizeof dir, err);
+	int n;
+
+	if (st == DT_OK)
+		st = dt_sha256_file(path, hex, err);
+	if (st != DT_OK)
+		return st;
+	n = snprintf(buf, size, "%s/bpe-%.16s-%.16s.tok", dir,
+		     dt_bpe_digest(b), hex);
+	if (n < 0 || (size_t)n >= size)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long", dir);
+	return DT_OK;
+}
+
+enum dt_status
+dt_bpe_text_encode(struct dt_bpe *b, const char *path, int64_t context,
+		   int64_t stride, struct dt_token_data *td,
+		   struct dt_error *err)
+{
+	char cache[DT_FILE_PATH_MAX];
+	int width = dt_bpe_token_width(b);
+	int32_t *ids;
+	int64_t n;
+	struct dt_error skip;
+	enum dt_status st;
+
+	memset(td, 0, sizeof *td);
+	if (dt_bpe_digest(b)[0] == '\0' ||
+	    cache_file(b, path, cache, sizeof cache, &skip) != DT_OK)
+		cache[0] = '\0';
+	if (cache[0] != '\0' && access(cache, R_OK) == 0)
+		return dt_tokens_load(cache, width, dt_bpe_size(b), context,
+				      stride, td, err);
+	st = dt_bpe_encode_file(b, path, &ids, &n, err);
+	if (st != DT_OK)
+		return st;
+	if (n == 0) {
+		free(ids);
+		return dt_errorf(err, DT_ERR_DATA, "%s: empty text", path);
+	}
+	if (cache[0] != '\0' &&
+	    dt_bpe_write_tokens(b, ids, n, cache, &skip) == DT_OK) {
+		free(ids);
+		return dt_tokens_load(cache, width, dt_bpe_size(b), context,
+				      stride, td, err);
+	}
+	/* no cache: the ids in memory, narrowed to the file's width */
+	if (width == 2) {
+		uint16_t *narrow = dt_xmalloc((size_t)n, sizeof *narrow);
+
+		for (int64_t i = 0; i < n; i++)
+			narrow[i] = (uint16_t)ids[i];
+		free(ids);
+		td->owned = narrow;
+	} else {
+		td->owned = ids;
+	}
+	td->tokens = td->owned;
+	td->n_tokens = n;
+	td->elem_size = width;
+	td->vocab_size = dt_bpe_size(b);
+	td->owned_len = (size_t)n * (size_t)width;
+	st = dt_tokens_window(td, path, context, stride, err);
+	if (st != DT_OK)
+		dt_tokens_fini(td);
 	return st;
 }

@@ -56,7 +56,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
 	tests/integration/stdout-full.sh \
-	tests/integration/tokenize.sh
+	tests/integration/tokenize.sh \
+	tests/integration/bpe-train.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
