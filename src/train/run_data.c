@@ -114,7 +114,7 @@ load_bpe(struct dt_run *r, int64_t classes, struct dt_error *err)
 
 	if (dj->data.tokenizer[0] == '\0') {
 		dt_job_where(dj, "data.text_unit", where, sizeof where);
-		return dt_errorf(err, DT_ERR_JOB, "%s: text_unit bpe needs "
+		return dt_errorf(err, DT_ERR_JOB, "%stext_unit bpe needs "
 				 "data.tokenizer, the tokenizer file", where);
 	}
 	st = dt_vocab_load_bpe(dj->data.tokenizer, &r->vocab, err);
@@ -142,6 +142,13 @@ load_vocab(struct dt_run *r, int64_t classes, struct dt_error *err)
 		return DT_OK;
 	if (dj->data.text_unit == DT_JOB_TEXT_BPE)
 		return load_bpe(r, classes, err);
+	if (dj->data.tokenizer[0] != '\0') {
+		char where[DT_JOB_PATH_MAX + 128];
+
+		dt_job_where(dj, "data.tokenizer", where, sizeof where);
+		return dt_errorf(err, DT_ERR_JOB, "%sa tokenizer is used only "
+				 "with data.text_unit: bpe", where);
+	}
 	st = dt_source_vocab(dj, &r->vocab, err);
 	if (st == DT_OK && r->vocab.size > classes)
 		st = dt_errorf(err, DT_ERR_DATA,

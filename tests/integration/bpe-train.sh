@@ -8,7 +8,8 @@
 # again; the run keeps the tokenizer as tokenizer.json, with which
 # `dtrain sample` prints the prompt and then text that decodes from the
 # tokenizer's pieces; a missing data.tokenizer, a tokenizer with more ids
-# than the model's output and a damaged cache file are refused.
+# than the model's output, a tokenizer with another text_unit and a
+# damaged cache file are refused.
 . "${top_srcdir}/tests/integration/lib.sh"
 export DTRAIN_CACHE="$SCRATCH/cache"
 
@@ -110,6 +111,9 @@ PY
 job "" 300 >nojob.yaml
 expect_fail 2 'text_unit bpe needs data.tokenizer' \
 	"$DTRAIN" run -q --run-dir r3 nojob.yaml
+sed 's/text_unit: bpe/text_unit: bytes/' job.yaml >bytes.yaml
+expect_fail 2 'data.tokenizer: a tokenizer is used only with data.text_unit: bpe' \
+	"$DTRAIN" run -q --run-dir r6 bytes.yaml
 job "  tokenizer: tok.json" 200 >small.yaml
 expect_fail 1 'tok.json: the tokenizer has 300 ids but the model.s output has 200' \
 	"$DTRAIN" run -q --run-dir r4 small.yaml
