@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw
+	bench/allreduce_raw bench/bench_bpe
+bench_bench_bpe_SOURCES = bench/bench_bpe.c
+bench_bench_bpe_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_mlp_SOURCES = bench/bench_mlp.c
 bench_bench_mlp_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_layers_SOURCES = bench/bench_layers.c
@@ -10,7 +12,7 @@ bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_allreduce_raw_SOURCES = bench/allreduce_raw.c
 bench_allreduce_raw_LDADD = libdtrain.la $(DT_LIBS)
 CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw
+	bench/allreduce_raw bench/bench_bpe
 
 # make bench: the shipped jobs next to their PyTorch twins at 1 thread, 2
 # threads and 2 ranks (bench/side-by-side.sh, about 5 minutes), the

@@ -33,6 +33,7 @@ extern const struct dt_cmd dt_cmd_predict;
 extern const struct dt_cmd dt_cmd_plan;
 extern const struct dt_cmd dt_cmd_sample;
 extern const struct dt_cmd dt_cmd_fetch;
+extern const struct dt_cmd dt_cmd_tokenize;
 extern const struct dt_cmd dt_cmd_help;
 
 /* Every command, NULL-terminated, in the order `dtrain help` lists them. */

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "ckpt/ckpt.h"
+#include "data/bpe.h"
 #include "data/data.h"
 #include "graph/graph.h"
 #include "job/job.h"
@@ -124,6 +125,28 @@ utf8_decode(const unsigned char *s, size_t n, size_t i, uint32_t *cp)
 	return len;
 }
 
+/* encode_prompt for a BPE: every prompt has an encoding. out (strlen
+ * (prompt) + 1) becomes *ids. */
+static enum dt_status
+encode_prompt_bpe(const struct dt_vocab *v, const char *prompt, int64_t *out,
+		  int64_t **ids, int64_t *n_ids, struct dt_error *err)
+{
+	size_t n = strlen(prompt);
+	int32_t *tok = dt_xmalloc(n + 1, sizeof *tok);
+	enum dt_status st = dt_bpe_encode(v->bpe, (const unsigned char *)prompt,
+					  n, tok, n_ids, err);
+
+	for (int64_t i = 0; st == DT_OK && i < *n_ids; i++)
+		out[i] = tok[i];
+	free(tok);
+	if (st != DT_OK) {
+		free(out);
+		return st;
+	}
+	*ids = out;
+	return DT_OK;
+}
+
 /* The prompt's token ids into *ids (heap, *n_ids of them; the caller
  * frees it). DT_ERR_USAGE naming the byte offset of invalid UTF-8, or the
  * first character that the vocabulary lacks. */
@@ -135,6 +158,8 @@ encode_prompt(const struct dt_vocab *v, const char *prompt, const char *dir,
 	size_t n = strlen(prompt), i = 0;
 	int64_t *out = dt_xmalloc(n + 1, sizeof *out), k = 0;
 
+	if (v->unit == DT_TEXT_BPE)
+		return encode_prompt_bpe(v, prompt, out, ids, n_ids, err);
 	while (i < n) {
 		uint32_t cp = s[i];
 		size_t len = 1;
@@ -290,9 +315,11 @@ static int
 put_token(const struct dt_vocab *v, int64_t id)
 {
 	char piece[4];
-	size_t len = dt_vocab_piece(v, id, piece);
+	const unsigned char *bytes = (const unsigned char *)piece;
+	size_t len = v->unit == DT_TEXT_BPE ? dt_bpe_piece(v->bpe, id, &bytes) :
+		     dt_vocab_piece(v, id, piece);
 
-	return fwrite(piece, 1, len, stdout) == len ? 0 : -1;
+	return fwrite(bytes, 1, len, stdout) == len ? 0 : -1;
 }
 
 /* Generates a->n_chars tokens after the prompt ids (n_ids >= 1) and
@@ -365,11 +392,16 @@ cmd_sample(int argc, char **argv)
 			       "model (its job has no data.format: text)",
 			       a.dir);
 	if (st == DT_OK) {
-		snprintf(path, sizeof path, "%s/vocab.bin", a.dir);
+		int bpe = job->data.text_unit == DT_JOB_TEXT_BPE;
+		const char *name = bpe ? "tokenizer.json" : "vocab.bin";
+
+		snprintf(path, sizeof path, "%s/%s", a.dir, name);
 		if (access(path, F_OK) != 0)
-			st = dt_errorf(&err, DT_ERR_USAGE, "%s: no vocab.bin "
-				       "(the run stopped before reading its "
-				       "data; run it again)", a.dir);
+			st = dt_errorf(&err, DT_ERR_USAGE, "%s: no %s (the run "
+				       "stopped before reading its data; run "
+				       "it again)", a.dir, name);
+		else if (bpe)
+			st = dt_vocab_load_bpe(path, &v, &err);
 		else
 			st = dt_vocab_load(path, &v, &err);
 	}

@@ -19,6 +19,7 @@ const struct dt_cmd *const dt_cmd_table[] = {
 	&dt_cmd_export,
 	&dt_cmd_report,
 	&dt_cmd_sample,
+	&dt_cmd_tokenize,
 	&dt_cmd_help,
 	NULL,
 };
@@ -35,9 +36,15 @@ dt_cmd_find(const char *name)
 void
 dt_cmd_print_commands(FILE *out)
 {
+	int width = 0;
+
+	/* the names' column, two spaces wider than the longest */
+	for (int i = 0; dt_cmd_table[i] != NULL; i++)
+		if ((int)strlen(dt_cmd_table[i]->name) > width)
+			width = (int)strlen(dt_cmd_table[i]->name);
 	fputs("usage: dtrain <command> [options]\n\ncommands:\n", out);
 	for (int i = 0; dt_cmd_table[i] != NULL; i++)
-		fprintf(out, "  %-8s %s\n", dt_cmd_table[i]->name,
+		fprintf(out, "  %-*s  %s\n", width, dt_cmd_table[i]->name,
 			dt_cmd_table[i]->summary);
 	fputs("\n  dtrain --help | --version\n"
 	      "dtrain help COMMAND (or dtrain COMMAND --help) describes its "

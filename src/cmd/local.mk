@@ -8,6 +8,7 @@ libdtrain_la_SOURCES += src/cmd/cmd_plan.c
 libdtrain_la_SOURCES += src/cmd/cmd_report.h src/cmd/cmd_report.c src/cmd/report_script.c
 libdtrain_la_SOURCES += src/cmd/cmd_fetch.c
 libdtrain_la_SOURCES += src/cmd/cmd_sample.c
+libdtrain_la_SOURCES += src/cmd/cmd_tokenize.c
 libdtrain_la_SOURCES += src/cmd/cmd_version.c src/cmd/cmd_complete.c
 
 UNIT_TESTS += tests/unit/test_cmd
@@ -15,7 +16,3 @@ UNIT_TESTS += tests/unit/test_cmd
 # train/progress.c's lines and ticker, tested here with the launcher that
 # depends on them (src/train/ is being restructured).
 UNIT_TESTS += tests/unit/test_progress
-
-# cmd/hosts.c: the hostfile, the placement of ranks and the probe of an
-# elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
-UNIT_TESTS += tests/unit/test_hosts

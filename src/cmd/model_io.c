@@ -165,11 +165,16 @@ dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 	cm->job = dt_xcalloc(1, sizeof *cm->job);
 	st = dt_cmd_load_job(path, sets, n_sets, cm->job, err);
 	if (st == DT_OK && cm->job->data.format == DT_FORMAT_TEXT) {
-		snprintf(path, sizeof path, "%s/vocab.bin", dir);
+		int bpe = cm->job->data.text_unit == DT_JOB_TEXT_BPE;
+		const char *name = bpe ? "tokenizer.json" : "vocab.bin";
+
+		snprintf(path, sizeof path, "%s/%s", dir, name);
 		if (access(path, F_OK) != 0)
-			st = dt_errorf(err, DT_ERR_USAGE, "%s: no vocab.bin (the "
-				       "run stopped before reading its data)",
-				       dir);
+			st = dt_errorf(err, DT_ERR_USAGE, "%s: no %s (the run "
+				       "stopped before reading its data)", dir,
+				       name);
+		else if (bpe)
+			st = dt_vocab_load_bpe(path, &cm->vocab, err);
 		else
 			st = dt_vocab_load(path, &cm->vocab, err);
 	}

@@ -333,14 +333,19 @@ void dt_tokens_gather(const struct dt_token_data *td, const int64_t *idx,
 enum dt_text_unit {
 	DT_TEXT_BYTES = 1,	/* each byte */
 	DT_TEXT_CHARS = 2,	/* each Unicode code point of UTF-8 text */
+	DT_TEXT_BPE = 3,	/* byte-level BPE tokens (data/bpe.h) */
 };
 
+struct dt_bpe;
+
 /* A character-level vocabulary: token id i stands for units[i]. Sorted
- * ascending, so the same text always gives the same ids. */
+ * ascending, so the same text always gives the same ids. Or, with unit
+ * DT_TEXT_BPE, a BPE tokenizer's ids (units NULL, bpe set). */
 struct dt_vocab {
 	enum dt_text_unit unit;
 	int64_t size;
 	uint32_t *units;	/* (size) bytes or code points, ascending */
+	struct dt_bpe *bpe;	/* DT_TEXT_BPE: the tokenizer, owned */
 };
 
 /* Builds the vocabulary of the text at path (plain or gzip): every
@@ -363,9 +368,16 @@ enum dt_status dt_vocab_save(const struct dt_vocab *v, const char *path,
  * success v owns units. */
 enum dt_status dt_vocab_load(const char *path, struct dt_vocab *v,
 			     struct dt_error *err);
-/* Frees v->units and empties *v; accepts NULL. */
+/* Frees v->units (and v->bpe) and empties *v; accepts NULL. */
 void dt_vocab_fini(struct dt_vocab *v);
-/* The id of a byte or code point, or -1 if v lacks it. */
+/* Reads a BPE tokenizer (dt_bpe_load: a tokenizer.json, or GPT-2's
+ * encoder.json with vocab.bpe beside it) into v: unit DT_TEXT_BPE, size
+ * its ids. Errors as dt_bpe_load's. dt_vocab_save of such a v writes the
+ * tokenizer as a tokenizer.json. */
+enum dt_status dt_vocab_load_bpe(const char *path, struct dt_vocab *v,
+				 struct dt_error *err);
+/* The id of a byte or code point (for BPE: of the one-byte token of a
+ * byte), or -1 if v lacks it. */
 int64_t dt_vocab_id(const struct dt_vocab *v, uint32_t unit);
 /* Writes the text of token id (in [0, v->size)) to out: one byte, or the
  * code point's UTF-8 (1 to 4 bytes). Returns the length; out is not
@@ -374,7 +386,9 @@ size_t dt_vocab_piece(const struct dt_vocab *v, int64_t id, char out[4]);
 
 /* Turns the text at path into token ids with vocabulary v and cuts them
  * into samples as dt_tokens_load does (td->vocab_size = v->size; ids are
- * uint16 when v->size <= 65536). Errors: as dt_vocab_build, and
+ * uint16 when v->size <= 65536). A BPE vocabulary encodes once: the ids
+ * are kept in the download cache keyed by the tokenizer's and the text's
+ * sha256 (dt_bpe_text_encode) and mapped from there the next time. Errors: as dt_vocab_build, and
  * DT_ERR_DATA "PATH: byte N: character U+00E9 is not in the vocabulary"
  * and too few tokens for one sample. On success td owns its memory. */
 enum dt_status dt_text_encode(const char *path, const struct dt_vocab *v,

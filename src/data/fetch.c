@@ -1292,3 +1292,20 @@ dt_fetch_is_cached(const struct dt_fetch_source *src,
 		  (src->size == 0 || (int64_t)sb.st_size == src->size);
 	return DT_OK;
 }
+
+enum dt_status
+dt_fetch_cache_dir(const struct dt_fetch_opts *opts, char *dir, size_t size,
+		   struct dt_error *err)
+{
+	struct dt_fetch_opts none;
+	enum dt_status st;
+
+	if (opts == NULL) {
+		dt_fetch_opts_init(&none);
+		opts = &none;
+	}
+	st = cache_dir(opts, dir, size, err);
+	if (st == DT_OK)
+		st = make_dirs(dir, err);
+	return st;
+}

@@ -162,6 +162,14 @@ enum dt_status dt_fetch_is_cached(const struct dt_fetch_source *src,
 				  char *local_path, size_t size, int *cached,
 				  struct dt_error *err);
 
+/* The download cache's directory (opts->cache_dir, else DTRAIN_CACHE,
+ * XDG_CACHE_HOME/dtrain or HOME/.cache/dtrain; opts may be NULL), made
+ * with its parents when missing, into dir (size bytes). DT_ERR_IO when
+ * there is none or it cannot be made. */
+enum dt_status dt_fetch_cache_dir(const struct dt_fetch_opts *opts,
+				  char *dir, size_t size,
+				  struct dt_error *err);
+
 /* Writes the lowercase hex sha256 of the file at path into hex (65 bytes
  * with the terminator). Returns DT_ERR_IO naming path if it cannot be
  * read; hex is untouched on error. */

@@ -6,7 +6,9 @@ libdtrain_la_SOURCES += src/data/data.h src/data/idx.c src/data/dataset.c \
 libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
 	src/data/data_priv.h src/data/blob.c src/data/csv.c src/data/npy.c \
 	src/data/tokens.c src/data/shards.c src/data/text.c src/data/sniff.c \
-	src/data/header.c src/data/digest.c
+	src/data/header.c src/data/digest.c \
+	src/data/bpe.h src/data/bpe_priv.h src/data/bpe.c src/data/bpe_learn.c \
+	src/data/bpe_files.c
 
 UNIT_TESTS += tests/unit/test_data tests/unit/test_fetch \
 	tests/unit/test_formats
@@ -18,3 +20,6 @@ tests_unit_test_formats_SOURCES = tests/unit/test_formats.c \
 
 # the HTTP server test_fetch starts on 127.0.0.1
 EXTRA_DIST += tests/http_server.py
+
+# the tokenizer's Check suite
+UNIT_TESTS += tests/unit/test_bpe

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "data/bpe.h"
 #include "data/data_priv.h"
 #include "util/alloc.h"
 #include "util/endian.h"
@@ -167,7 +168,19 @@ dt_vocab_fini(struct dt_vocab *v)
 	if (v == NULL)
 		return;
 	free(v->units);
+	dt_bpe_free(v->bpe);
 	memset(v, 0, sizeof *v);
+}
+
+enum dt_status
+dt_vocab_load_bpe(const char *path, struct dt_vocab *v, struct dt_error *err)
+{
+	memset(v, 0, sizeof *v);
+	if (dt_bpe_load(path, &v->bpe, err) != DT_OK)
+		return err->status;
+	v->unit = DT_TEXT_BPE;
+	v->size = dt_bpe_size(v->bpe);
+	return DT_OK;
 }
 
 int64_t
@@ -175,6 +188,8 @@ dt_vocab_id(const struct dt_vocab *v, uint32_t unit)
 {
 	int64_t lo = 0, hi = v->size;
 
+	if (v->unit == DT_TEXT_BPE)
+		return unit < 256 ? dt_bpe_byte_id(v->bpe, (uint8_t)unit) : -1;
 	while (lo < hi) {
 		int64_t mid = lo + (hi - lo) / 2;
 
@@ -191,7 +206,7 @@ dt_vocab_piece(const struct dt_vocab *v, int64_t id, char out[4])
 {
 	uint32_t c;
 
-	assert(id >= 0 && id < v->size);
+	assert(id >= 0 && id < v->size && v->unit != DT_TEXT_BPE);
 	c = v->units[id];
 	if (v->unit == DT_TEXT_BYTES || c < 0x80) {
 		out[0] = (char)c;
@@ -222,12 +237,15 @@ dt_vocab_save(const struct dt_vocab *v, const char *path,
 	      struct dt_error *err)
 {
 	size_t len = VOCAB_HEADER + 4 * (size_t)v->size + 4;
-	unsigned char *buf = dt_xcalloc(len, 1);
+	unsigned char *buf;
 	char tmp[4096];
 	size_t done = 0;
 	enum dt_status st = DT_OK;
 	int fd, n;
 
+	if (v->unit == DT_TEXT_BPE)
+		return dt_bpe_save(v->bpe, path, err);
+	buf = dt_xcalloc(len, 1);
 	memcpy(buf, VOCAB_MAGIC, 8);
 	dt_le_put(buf + 8, VOCAB_VERSION, 4);
 	dt_le_put(buf + 12, VOCAB_HEADER, 4);
@@ -383,13 +401,17 @@ dt_text_encode(const char *path, const struct dt_vocab *v, int64_t context,
 {
 	struct dt_blob b;
 	int32_t *table;		/* (largest unit + 1): id or -1 */
-	uint32_t top = v->units[v->size - 1];
+	uint32_t top;
 	int wide = v->size > 65536;
 	void *ids;
 	int64_t n = 0;
 	enum dt_status st;
 
 	assert(v->size > 0 && context >= 1 && stride >= 0);
+	if (v->unit == DT_TEXT_BPE)
+		return dt_bpe_text_encode(v->bpe, path, context, stride, td,
+					  err);
+	top = v->units[v->size - 1];
 	memset(td, 0, sizeof *td);
 	st = dt_blob_read(path, 1, &b, err);
 	if (st != DT_OK)

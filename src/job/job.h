@@ -176,6 +176,7 @@ bool dt_job_format_token_ids(enum dt_data_format f);
 enum dt_job_text_unit {
 	DT_JOB_TEXT_BYTES = 0,
 	DT_JOB_TEXT_UTF8,
+	DT_JOB_TEXT_BPE,	/* data.tokenizer's byte-level BPE */
 };
 
 /* "auto" for a parallel degree. */
@@ -251,7 +252,10 @@ struct dt_job {
 		int64_t label_column;	/* csv: 0-based, -1 = last (default) */
 		int64_t token_bytes;	/* tokens: 2 (uint16) or 4 (uint32) */
 		int64_t context;	/* tokens, text: window length */
-		enum dt_job_text_unit text_unit;	/* text: bytes (default) or utf8 */
+		enum dt_job_text_unit text_unit;	/* text: bytes (default), utf8
+						 * or bpe */
+		char tokenizer[DT_JOB_PATH_MAX];	/* text_unit bpe: the
+							 * tokenizer file */
 		double eval_fraction;	/* tokens, text without an eval file:
 					 * held-out tail of the file (default
 					 * 0.1) */

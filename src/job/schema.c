@@ -64,7 +64,9 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 static const char *const format_names[] = {
 	"idx", "csv", "npy", "tokens", "text", "llmc", "u16", NULL
 };
-static const char *const text_unit_names[] = { "bytes", "utf8", NULL };
+static const char *const text_unit_names[] = {
+	"bytes", "utf8", "bpe", NULL
+};
 /* model.loss: the words of DT_LOSS_TYPES that a job may name. mse is
  * left out until a data format gives float targets: the graph's mse node
  * (graph/mse.c) is there and gradient-checked, but every reader gives
@@ -172,7 +174,11 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "data.text_unit", .type = DT_KEY_ENUM,
 	  .off = OFF(data.text_unit), .def = "bytes",
 	  .names = text_unit_names, FORMATS(FMT(TEXT)),
-	  .doc = "text: a token is a byte or a UTF-8 character" },
+	  .doc = "text: a token is a byte, a UTF-8 character or BPE's" },
+	{ .key = "data.tokenizer", .type = DT_KEY_PATH,
+	  .off = OFF(data.tokenizer), .size = SZ(data.tokenizer),
+	  FORMATS(FMT(TEXT)), .def_doc = "none",
+	  .doc = "text, text_unit bpe: the tokenizer file" },
 	{ .key = "data.eval_fraction", .type = DT_KEY_FLOAT,
 	  .off = OFF(data.eval_fraction), .def = "0.1", UNIT_OPEN,
 	  FORMATS(FMT(TOKENS) | FMT(TEXT) | FMT(LLMC) | FMT(U16)),

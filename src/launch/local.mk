@@ -9,16 +9,8 @@ libdtrain_la_SOURCES += src/launch/launch.h src/launch/launch_priv.h \
 
 # launch/hosts.c: the hostfile, the placement of ranks and the probe of an
 # elastic launch (tests/cluster/elastic.sh runs it on simulated hosts).
-check_PROGRAMS += tests/unit/test_hosts
-TESTS += tests/unit/test_hosts
-tests_unit_test_hosts_SOURCES = tests/unit/test_hosts.c
-tests_unit_test_hosts_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_hosts_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_hosts
 
 # The command line built for mpirun, the ranks' notes (torn and hostile
 # ones rejected) and the decisions after a launch ends.
-check_PROGRAMS += tests/unit/test_launch
-TESTS += tests/unit/test_launch
-tests_unit_test_launch_SOURCES = tests/unit/test_launch.c
-tests_unit_test_launch_CFLAGS = $(UNIT_CFLAGS)
-tests_unit_test_launch_LDADD = $(UNIT_LDADD)
+UNIT_TESTS += tests/unit/test_launch

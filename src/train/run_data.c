@@ -35,7 +35,9 @@ write_vocab(struct dt_run *r, struct dt_error *err)
 
 	if (r->rank != 0)
 		return DT_OK;
-	st = dt_rundir_path(path, sizeof path, r->dir, "vocab.bin", err);
+	st = dt_rundir_path(path, sizeof path, r->dir,
+			    r->vocab.unit == DT_TEXT_BPE ? "tokenizer.json" :
+			    "vocab.bin", err);
 	if (st == DT_OK)
 		st = dt_vocab_save(&r->vocab, path, err);
 	return st;
@@ -101,6 +103,33 @@ check_sizes(const struct dt_run *r, struct dt_error *err)
 	return DT_OK;
 }
 
+/* data.text_unit bpe: the tokenizer, whose ids the model's output must
+ * cover, saved in the run directory for sample and predict. */
+static enum dt_status
+load_bpe(struct dt_run *r, int64_t classes, struct dt_error *err)
+{
+	const struct dt_job *dj = r->data_job;
+	char where[DT_JOB_PATH_MAX + 128];
+	enum dt_status st;
+
+	if (dj->data.tokenizer[0] == '\0') {
+		dt_job_where(dj, "data.text_unit", where, sizeof where);
+		return dt_errorf(err, DT_ERR_JOB, "%stext_unit bpe needs "
+				 "data.tokenizer, the tokenizer file", where);
+	}
+	st = dt_vocab_load_bpe(dj->data.tokenizer, &r->vocab, err);
+	if (st == DT_OK && r->vocab.size > classes)
+		st = dt_errorf(err, DT_ERR_DATA, "%s: the tokenizer has %lld "
+			       "ids but the model's output has %lld classes; "
+			       "raise the last layer's units (and the "
+			       "embedding's vocab) to %lld",
+			       dj->data.tokenizer, (long long)r->vocab.size,
+			       (long long)classes, (long long)r->vocab.size);
+	if (st == DT_OK)
+		st = write_vocab(r, err);
+	return st;
+}
+
 /* data.format text: the vocabulary of the training file, which the
  * model's output must cover. */
 static enum dt_status
@@ -111,6 +140,15 @@ load_vocab(struct dt_run *r, int64_t classes, struct dt_error *err)
 
 	if (dj->data.format != DT_FORMAT_TEXT)
 		return DT_OK;
+	if (dj->data.text_unit == DT_JOB_TEXT_BPE)
+		return load_bpe(r, classes, err);
+	if (dj->data.tokenizer[0] != '\0') {
+		char where[DT_JOB_PATH_MAX + 128];
+
+		dt_job_where(dj, "data.tokenizer", where, sizeof where);
+		return dt_errorf(err, DT_ERR_JOB, "%sa tokenizer is used only "
+				 "with data.text_unit: bpe", where);
+	}
 	st = dt_source_vocab(dj, &r->vocab, err);
 	if (st == DT_OK && r->vocab.size > classes)
 		st = dt_errorf(err, DT_ERR_DATA,

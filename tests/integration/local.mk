@@ -68,7 +68,9 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/stdout-full.sh \
 	tests/integration/eval-topk.sh \
 	tests/integration/eval-predict-memory.sh \
-	tests/integration/report-strict-json.sh
+	tests/integration/report-strict-json.sh \
+	tests/integration/tokenize.sh \
+	tests/integration/bpe-train.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -328,7 +328,7 @@ START_TEST(real_tables_are_complete)
 			}
 		}
 	}
-	ck_assert_int_eq(n, 10);
+	ck_assert_int_eq(n, 11);
 	ck_assert_ptr_null(dt_cmd_find("frobnicate"));
 }
 END_TEST

@@ -226,8 +226,8 @@ START_TEST(test_data_errors)
 			  "(only tokens)");
 	expect_data_error("  format: text\n  train: {file: t}\n"
 			  "  context: 8\n  text_unit: utf16\n", "", 9, 14,
-			  "data.text_unit: expected one of bytes, utf8, found "
-			  "\"utf16\"");
+			  "data.text_unit: expected one of bytes, utf8, bpe, "
+			  "found \"utf16\"");
 	expect_data_error("  format: text\n  train: {file: t}\n  context: 8\n"
 			  "  eval: {file: e}\n  eval_fraction: 0.2\n", "", 10,
 			  18, "data.eval_fraction: not used when "
