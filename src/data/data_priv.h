@@ -84,8 +84,8 @@ void dt_fetch_parse_header_line(struct dt_fetch_header *h, const char *line,
 /* The cache directory (fetch.h, dt_fetch_opts.cache_dir) into dir (size
  * bytes): DT_ERR_IO when none can be found (no $HOME), DT_ERR_USAGE when
  * it does not fit. Creates nothing. */
-enum dt_status dt_fetch_cache_dir(const struct dt_fetch_opts *o, char *dir,
-				  size_t size, struct dt_error *err);
+enum dt_status dt_fetch_cache_path(const struct dt_fetch_opts *o, char *dir,
+				   size_t size, struct dt_error *err);
 /* mkdir -p dir; DT_ERR_IO naming the part that cannot be made. */
 enum dt_status dt_fetch_make_dirs(const char *dir, struct dt_error *err);
 

@@ -67,7 +67,7 @@ entry_path(const char *key, const struct dt_fetch_opts *o, char *file,
 	struct dt_error e;
 	int n;
 
-	if (dt_fetch_cache_dir(o, dir, sizeof dir, &e) != DT_OK)
+	if (dt_fetch_cache_path(o, dir, sizeof dir, &e) != DT_OK)
 		return -1;
 	if (strlen(dir) + 8 >= sizeof dir)
 		return -1;

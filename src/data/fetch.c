@@ -211,7 +211,7 @@ classify(const struct dt_fetch_source *src, enum kind *kind, const char **path,
 }
 
 enum dt_status
-dt_fetch_cache_dir(const struct dt_fetch_opts *o, char *dir, size_t size,
+dt_fetch_cache_path(const struct dt_fetch_opts *o, char *dir, size_t size,
 		   struct dt_error *err)
 {
 	const char *base = o->cache_dir;
@@ -324,7 +324,7 @@ cache_paths(const char *url, const struct dt_fetch_opts *o, char *dir,
 	    char *file, size_t size, struct dt_error *err)
 {
 	char name[2 * NAME_HASH_BYTES + NAME_BASE_MAX + 4];
-	enum dt_status st = dt_fetch_cache_dir(o, dir, size, err);
+	enum dt_status st = dt_fetch_cache_path(o, dir, size, err);
 	int n;
 
 	if (st != DT_OK)
@@ -1304,8 +1304,8 @@ dt_fetch_cache_dir(const struct dt_fetch_opts *opts, char *dir, size_t size,
 		dt_fetch_opts_init(&none);
 		opts = &none;
 	}
-	st = cache_dir(opts, dir, size, err);
+	st = dt_fetch_cache_path(opts, dir, size, err);
 	if (st == DT_OK)
-		st = make_dirs(dir, err);
+		st = dt_fetch_make_dirs(dir, err);
 	return st;
 }

@@ -218,6 +218,37 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 	return st;
 }
 
+/* The checkpoint's meta.json of r's position: its step, layout, job,
+ * run, shard list (heap: the caller frees meta->job_text and
+ * meta->data_shards) and extras (in extra, N_EXTRA + DT_BEST_N_EXTRA
+ * entries, the caller's). */
+static void
+fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
+	  struct dt_ckpt_scalar *extra)
+{
+	memset(meta, 0, sizeof *meta);
+	meta->step = r->position.step;
+	meta->epoch = r->position.epoch;
+	meta->epoch_samples = r->position.epoch_off;
+	meta->optim_steps = dt_optim_steps(r->optim);
+	meta->seed = r->job->seed;
+	meta->world_size = r->plan.world_size;
+	meta->dp_size = r->plan.dp_size;
+	meta->pp_size = r->plan.pp_size;
+	meta->tp_size = r->plan.tp_size;
+	meta->job_text = job_text(r->job);
+	snprintf(meta->run_id, sizeof meta->run_id, "%s", r->run_id);
+	if (r->run_id[0] != '\0')
+		snprintf(meta->run_dir, sizeof meta->run_dir, "%s",
+			 r->run_path);
+	if (r->train.td.shards != NULL)
+		meta->data_shards = dt_tokens_shard_list(&r->train.td);
+	meta->n_extra = position_extras(r, extra);
+	dt_best_meta_put(&r->best, &extra[meta->n_extra]);
+	meta->n_extra += DT_BEST_N_EXTRA;
+	meta->extra = extra;
+}
+
 enum dt_status
 dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		     struct dt_error *err)
@@ -264,27 +295,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		else
 			tensors_init(&t, r->job, r->model,
 				     dt_model_params(r->model), bufs, n_bufs);
-		memset(&meta, 0, sizeof meta);
-		meta.step = r->position.step;
-		meta.epoch = r->position.epoch;
-		meta.epoch_samples = r->position.epoch_off;
-		meta.optim_steps = dt_optim_steps(r->optim);
-		meta.seed = r->job->seed;
-		meta.world_size = r->plan.world_size;
-		meta.dp_size = r->plan.dp_size;
-		meta.pp_size = r->plan.pp_size;
-		meta.tp_size = r->plan.tp_size;
-		meta.job_text = job_text(r->job);
-		snprintf(meta.run_id, sizeof meta.run_id, "%s", r->run_id);
-		if (r->run_id[0] != '\0')
-			snprintf(meta.run_dir, sizeof meta.run_dir, "%s",
-				 r->run_path);
-		if (r->train.td.shards != NULL)
-			meta.data_shards = dt_tokens_shard_list(&r->train.td);
-		meta.n_extra = position_extras(r, extra);
-		dt_best_meta_put(&r->best, &extra[meta.n_extra]);
-		meta.n_extra += DT_BEST_N_EXTRA;
-		meta.extra = extra;
+		fill_meta(r, &meta, extra);
 		memset(&opts, 0, sizeof opts);
 		opts.keep_last = keep_last;
 		opts.compress_optim = r->job->checkpoint.compress;
