@@ -192,6 +192,28 @@ substitute(struct dt_ynode *n, const struct dt_ynode *v)
 		n->set = v->set;
 }
 
+/* The path of item j, kid, of the list at path: a layer or block with a
+ * name by that name, as --set spells it ("model.layers.head",
+ * "model.layers.block.fc" for "model.layers.block.layers" item fc),
+ * anything else by its index. */
+static void
+item_path(const char *path, const struct dt_ynode *kid, int j, char *buf,
+	  size_t size)
+{
+	const struct dt_ynode *name = lookup(kid, "name", NULL);
+	size_t n = strlen(path);
+
+	if (strncmp(path, layers_prefix, sizeof layers_prefix - 2) != 0 ||
+	    name == NULL || name->kind != DT_YNODE_SCALAR) {
+		snprintf(buf, size, "%s.%d", path, j);
+		return;
+	}
+	if (n > 7 + sizeof layers_prefix &&
+	    strcmp(path + n - 7, ".layers") == 0)
+		n -= 7;
+	snprintf(buf, size, "%.*s.%s", (int)n, path, name->text);
+}
+
 enum dt_status
 dt_job_vars_subst(struct dt_job_ctx *c, const struct dt_ynode *vars,
 		  struct dt_ynode *n, const char *path)
@@ -220,7 +242,7 @@ dt_job_vars_subst(struct dt_job_ctx *c, const struct dt_ynode *vars,
 			snprintf(sub, sizeof sub, "%s%s%s", path,
 				 path[0] ? "." : "", n->kids[j - 1]->text);
 		else
-			snprintf(sub, sizeof sub, "%s.%d", path, j);
+			item_path(path, n->kids[j], j, sub, sizeof sub);
 		st = dt_job_vars_subst(c, vars, n->kids[j], sub);
 		if (st != DT_OK)
 			return st;
