@@ -149,14 +149,18 @@ dt_cmd_write_completion(FILE *out)
 	}
 	fputs("\t*)\n\t\treturn 0\n\t\t;;\n\tesac\n"
 	      /* --set KEY=VALUE: bash splits at the = (COMP_WORDBREAKS),
-	       * leaving the = as the word or before it */
+	       * leaving the = as the word or before it. Readline replaces
+	       * only the text after the last break character, which is
+	       * empty when the word is the = itself: the reply then must
+	       * not repeat the = (it would read KEY==VALUE). When = is not
+	       * a break character the word is all of KEY=VALUE. */
 	      "\tlocal key= val= pre=\n"
 	      "\tif [ \"$prev\" = = ] && [ \"${COMP_WORDS[COMP_CWORD-3]}\" = "
 	      "--set ]; then\n"
 	      "\t\tkey=${COMP_WORDS[COMP_CWORD-2]} val=$cur\n"
 	      "\telif [ \"$cur\" = = ] && [ \"${COMP_WORDS[COMP_CWORD-2]}\" "
 	      "= --set ]; then\n"
-	      "\t\tkey=$prev pre==\n"
+	      "\t\tkey=$prev\n"
 	      "\telif [ \"$prev\" = --set ] && [[ $cur == *=* ]]; then\n"
 	      "\t\tkey=${cur%%=*} val=${cur#*=} pre=$key=\n"
 	      "\tfi\n"

@@ -332,6 +332,110 @@ check_train(struct dt_job_ctx *c)
 	return DT_OK;
 }
 
+/* "job.yaml:12:3" or "--set TEXT" for where a value came from. */
+static void
+place(const struct dt_job_ctx *c, struct dt_pos pos, char *buf, size_t size)
+{
+	if (pos.from_set > 0 && pos.from_set <= c->job->origin.n_sets)
+		snprintf(buf, size, "--set %s",
+			 c->job->origin.sets[pos.from_set - 1]);
+	else
+		snprintf(buf, size, "%s:%d:%d", c->name, pos.line, pos.col);
+}
+
+/* The window length of a token or text job, said by the first given of
+ * data.context, model.input_shape ([T]) and each pos_embedding's length. */
+struct window {
+	bool check;		/* fail on a disagreement (else skip it) */
+	int64_t t;		/* 0: none given yet */
+	struct dt_pos at;
+	char key[96];
+};
+
+/* Takes value v of key, given at at, into w: the first one sets it, a
+ * later one must agree (a pos_embedding, whose length is a most, may be
+ * longer). */
+static enum dt_status
+window_take(const struct dt_job_ctx *c, struct window *w, const char *key,
+	    int64_t v, struct dt_pos at, bool at_least)
+{
+	char where[DT_JOB_SET_MAX + 64];
+
+	if (w->t == 0) {
+		w->t = v;
+		w->at = at;
+		snprintf(w->key, sizeof w->key, "%s", key);
+		return DT_OK;
+	}
+	if (v == w->t || (at_least && v > w->t) || !w->check)
+		return DT_OK;
+	place(c, w->at, where, sizeof where);
+	return dt_job_failf(c, at, key, "expected %s%" PRId64 ", the window "
+			    "length %s gives (%s), found %" PRId64 "; give it "
+			    "in one place and leave the other out",
+			    at_least ? "at least " : "", w->t, w->key, where,
+			    v);
+}
+
+/* data.context, model.input_shape and pos_embedding.length of a tokens or
+ * text job are one number: each left out is derived from the first given
+ * (in that order); with check, those given must agree (checked after the
+ * other checks, so a wrong value of one key is named first). */
+static enum dt_status
+derive_window(const struct dt_job_ctx *c, bool check)
+{
+	struct dt_job *job = c->job;
+	int kc = dt_job_schema_find("data.context");
+	int ks = dt_job_schema_find("model.input_shape");
+	struct window w = { .check = check };
+	enum dt_status st = DT_OK;
+	char key[96];
+	int i;
+
+	if (job->data.format != DT_FORMAT_TOKENS &&
+	    job->data.format != DT_FORMAT_TEXT)
+		return DT_OK;
+	if (dt_job_given(job->origin.key[kc]))
+		st = window_take(c, &w, "data.context", job->data.context,
+				 job->origin.key[kc], false);
+	if (st == DT_OK && dt_job_given(job->origin.key[ks]) &&
+	    job->model.n_input_dims == 1)
+		st = window_take(c, &w, "model.input_shape.0",
+				 job->model.input_shape[0],
+				 job->origin.shape[0], false);
+	for (i = 0; st == DT_OK && i < job->model.n_layers; i++) {
+		const struct dt_layer_spec *l = &job->model.layers[i];
+		struct dt_pos at = job->origin.layer[i][DT_LAYER_KEY_LENGTH];
+
+		if (l->kind != DT_LAYER_POS_EMBEDDING || !dt_job_given(at))
+			continue;
+		snprintf(key, sizeof key, "model.layers.%s.length", l->name);
+		st = window_take(c, &w, key, l->length, at, true);
+	}
+	if (st != DT_OK || w.t == 0 || check)
+		return st;
+	if (!dt_job_given(job->origin.key[kc])) {
+		job->data.context = w.t;
+		job->origin.key[kc] = w.at;
+	}
+	if (!dt_job_given(job->origin.key[ks])) {
+		job->model.n_input_dims = 1;
+		job->model.input_shape[0] = w.t;
+		job->origin.key[ks] = w.at;
+		job->origin.shape[0] = w.at;
+	}
+	for (i = 0; i < job->model.n_layers; i++) {
+		struct dt_layer_spec *l = &job->model.layers[i];
+		struct dt_pos *at = &job->origin.layer[i][DT_LAYER_KEY_LENGTH];
+
+		if (l->kind == DT_LAYER_POS_EMBEDDING && !dt_job_given(*at)) {
+			l->length = w.t;
+			*at = w.at;
+		}
+	}
+	return DT_OK;
+}
+
 enum dt_status
 dt_job_finish(struct dt_job_ctx *c)
 {
@@ -341,6 +445,7 @@ dt_job_finish(struct dt_job_ctx *c)
 	int i;
 
 	dt_job_default_names(job);
+	derive_window(c, false);
 	for (i = 0; i < dt_job_schema_len; i++) {
 		const struct dt_key *k = &dt_job_schema[i];
 
@@ -359,5 +464,6 @@ dt_job_finish(struct dt_job_ctx *c)
 		if (st != DT_OK)
 			return st;
 	}
-	return check_train(c);
+	st = check_train(c);
+	return st == DT_OK ? derive_window(c, true) : st;
 }

@@ -26,7 +26,9 @@ dt_job_node_pos(const struct dt_job_ctx *c, const struct dt_ynode *n)
 {
 	struct dt_pos pos = { 0, 0, 0 };
 
-	if (c->set != 0) {
+	if (n->set != 0) {
+		pos.from_set = n->set;
+	} else if (c->set != 0) {
 		pos.from_set = c->set;
 	} else {
 		pos.line = n->line;

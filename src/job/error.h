@@ -20,14 +20,17 @@ struct dt_job_ctx {
 	const char *name;	/* the job file, as named in messages */
 	const char *text;	/* its contents, for the source line */
 	size_t len;
-	const char *dir;	/* base for relative paths in this source */
+	const char *dir;	/* base for relative paths in the file */
+	const char *set_dir;	/* and in values from --set (the working
+				 * directory) */
 	int set;		/* 1-based --set being applied, 0: the file */
 };
 
 /* True when the value at pos was given (in the file or by --set). */
 bool dt_job_given(struct dt_pos pos);
 
-/* Where node n is: its line and column in the file, or the --set. */
+/* Where node n is: its line and column in the file, or the --set (the
+ * node's own, n->set, or the one being applied, c->set). */
 struct dt_pos dt_job_node_pos(const struct dt_job_ctx *c,
 			      const struct dt_ynode *n);
 

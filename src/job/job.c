@@ -4,6 +4,7 @@
  * whole job (check.c). Nothing here writes a file. */
 #include "job/apply.h"
 #include "job/check.h"
+#include "job/tree.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -118,6 +119,98 @@ apply_source_part(struct dt_job_ctx *c, const char *key,
 	return true;
 }
 
+/* The key of layer i's type closest to leaf, or NULL. */
+static const char *
+closest_layer_key(const struct dt_job *job, int i, const char *leaf)
+{
+	const struct dt_layer_type *t =
+		dt_job_layer_type(&job->model.layers[i]);
+	const char *best = NULL;
+	int k, d, best_d = 1 << 20;
+
+	for (k = 0; k < DT_JOB_LAYER_KEYS; k++) {
+		if (!((t->takes >> k) & 1u))
+			continue;
+		d = dt_job_distance(leaf, dt_job_layer_schema[k].key);
+		if (d < best_d) {
+			best_d = d;
+			best = dt_job_layer_schema[k].key;
+		}
+	}
+	return best_d <= dt_job_suggest_limit(strlen(leaf)) ? best : NULL;
+}
+
+/* "model.layers.NAME[.KEY]" for a layer that is no repeat block's as
+ * written (tree.c took those): the layer named NAME once blocks are
+ * expanded ("head", "dense3", "block.2.fc"). */
+static enum dt_status
+apply_named_layer(struct dt_job_ctx *c, const char *key,
+		  const struct dt_ynode *v)
+{
+	const struct dt_job *job = c->job;
+	struct dt_pos pos = { 0, 0, c->set };
+	const char *rest = key + 13, *dot = strrchr(rest, '.'), *best;
+	char name[DT_LAYER_NAME_MAX + 1], keys[256];
+	int i, k, n = job->model.n_layers;
+
+	i = dt_job_find_layer(job, rest, n);
+	if (i >= 0)
+		return dt_job_apply_layer(c, i, v, true);
+	if (dot != NULL && (size_t)(dot - rest) < sizeof name) {
+		snprintf(name, sizeof name, "%.*s", (int)(dot - rest), rest);
+		i = dt_job_find_layer(job, name, n);
+	}
+	if (i >= 0) {
+		k = dt_job_layer_key_find(dot + 1);
+		if (k >= 0)
+			return dt_job_apply_layer_key(c, i, k, key, NULL, v);
+		best = closest_layer_key(job, i, dot + 1);
+		dt_job_type_keys(dt_job_layer_type(&job->model.layers[i]),
+				 keys, sizeof keys);
+		if (best != NULL)
+			return dt_job_failf(c, pos, key, "unknown key; did you "
+					    "mean model.layers.%s.%s? (%s "
+					    "takes %s)", name, best,
+					    dt_job_layer_type(&job->model
+							      .layers[i])->name,
+					    keys);
+		return dt_job_failf(c, pos, key, "unknown key; %s takes %s",
+				    dt_job_layer_type(&job->model.layers[i])
+				    ->name, keys);
+	}
+	if (dot != NULL && dt_job_layer_key_find(dot + 1) >= 0)
+		snprintf(name, sizeof name, "%.*s", (int)(dot - rest), rest);
+	else
+		snprintf(name, sizeof name, "%s", rest);
+	best = dt_job_closest_layer(job, name, n, false);
+	if (best != NULL)
+		return dt_job_failf(c, pos, key, "no layer or repeat block "
+				    "named \"%s\"; did you mean '%s'?", name,
+				    best);
+	return dt_job_failf(c, pos, key, "no layer or repeat block named "
+			    "\"%s\" (a layer is named by its name:, or by "
+			    "its index model.layers.N)", name);
+}
+
+/* "model.layers.N.repeat": layer N is one copy's; the count is the
+ * block's, by name. */
+static enum dt_status
+repeat_by_index(const struct dt_job_ctx *c, const char *key, int i)
+{
+	const char *name = c->job->model.layers[i].name, *dot;
+	struct dt_pos pos = { 0, 0, c->set };
+
+	dot = strchr(name, '.');
+	if (dot != NULL)
+		return dt_job_failf(c, pos, key, "a repeat count is the "
+				    "block's: layer %d is %s; set "
+				    "model.layers.%.*s.repeat", i, name,
+				    (int)(dot - name), name);
+	return dt_job_failf(c, pos, key, "layer %d (%s) is in no repeat "
+			    "block; only a block takes repeat, as "
+			    "model.layers.BLOCK.repeat", i, name);
+}
+
 /* Applies the value node v of one override to key. */
 static enum dt_status
 apply_override(struct dt_job_ctx *c, const char *key,
@@ -141,6 +234,8 @@ apply_override(struct dt_job_ctx *c, const char *key,
 		k = dt_job_layer_key_find(rest + 1);
 		if (k >= 0)
 			return dt_job_apply_layer_key(c, i, k, key, NULL, v);
+		if (strcmp(rest, ".repeat") == 0)
+			return repeat_by_index(c, key, i);
 	}
 	i = dt_job_list_index(key, "model.input_shape", &rest);
 	if (i >= 0 && rest[0] == '\0') {
@@ -151,6 +246,10 @@ apply_override(struct dt_job_ctx *c, const char *key,
 					       &job->model.input_shape[i],
 					       &job->origin.shape[i]);
 	}
+	if (strncmp(key, "model.layers.", 13) == 0 &&
+	    dt_job_list_index(key, "model.layers", &rest) < 0 &&
+	    dt_job_schema_find(key) < 0)
+		return apply_named_layer(c, key, v);
 	ki = dt_job_schema_find(key);
 	if (ki >= 0)
 		return dt_job_apply_key(c, ki, key, v);
@@ -159,17 +258,18 @@ apply_override(struct dt_job_ctx *c, const char *key,
 	return dt_job_unknown_key(c, pos, key);
 }
 
-/* Splits, parses and applies override number c->set. */
+/* Splits override number c->set, text, into its key (into key, size
+ * bytes) and its value as a node tree (*v, caller frees; "key=" gives an
+ * empty plain scalar, as in a file), every node marked as the override's. */
 static enum dt_status
-apply_set(struct dt_job_ctx *c, const char *text)
+split_set(struct dt_job_ctx *c, const char *text, char *key, size_t size,
+	  struct dt_ynode **v)
 {
 	struct dt_pos pos = { 0, 0, c->set };
-	struct dt_ynode empty, *root = NULL;
-	struct dt_yaml_error ye;
 	const char *eq = strchr(text, '='), *k0 = text, *k1 = eq;
-	enum dt_status st;
-	char key[256];
+	struct dt_yaml_error ye;
 
+	*v = NULL;
 	/* Blanks around the key ("train.lr = 0.1") mean the obvious. */
 	while (k1 != NULL && k0 < k1 && (*k0 == ' ' || *k0 == '\t'))
 		k0++;
@@ -177,56 +277,93 @@ apply_set(struct dt_job_ctx *c, const char *text)
 		k1--;
 	if (eq == NULL || k1 == k0)
 		return dt_job_failf(c, pos, NULL, "expected key.path=value");
-	snprintf(key, sizeof key, "%.*s", (int)(k1 - k0), k0);
-	if (!dt_yaml_parse(eq + 1, strlen(eq + 1), &root, &ye))
+	snprintf(key, size, "%.*s", (int)(k1 - k0), k0);
+	if (!dt_yaml_parse(eq + 1, strlen(eq + 1), v, &ye))
 		return dt_job_failf(c, pos, key, "value is not valid YAML: %s",
 				    ye.msg);
-	if (root == NULL) {
-		/* "key=" sets nothing: a plain empty scalar, as in a file. */
-		memset(&empty, 0, sizeof empty);
-		empty.kind = DT_YNODE_SCALAR;
-		empty.text = (char *)"";
-		st = apply_override(c, key, &empty);
-	} else {
-		st = apply_override(c, key, root);
+	if (*v == NULL) {
+		*v = dt_xcalloc(1, sizeof **v);
+		(*v)->kind = DT_YNODE_SCALAR;
+		(*v)->text = dt_xcalloc(1, 1);
 	}
-	dt_yaml_free(root);
-	return st;
+	dt_job_tree_mark(*v, c->set);
+	return DT_OK;
 }
 
-/* Parses text as the job file and applies it. */
+/* Parses the job file into *root, a mapping (caller frees). */
 static enum dt_status
-apply_file(struct dt_job_ctx *c)
+read_file(struct dt_job_ctx *c, struct dt_ynode **root)
 {
 	struct dt_pos top = { 1, 1, 0 };
 	struct dt_yaml_error ye;
-	struct dt_ynode *root;
-	enum dt_status st;
 	char found[160];
 
-	if (!dt_yaml_parse(c->text, c->len, &root, &ye)) {
+	if (!dt_yaml_parse(c->text, c->len, root, &ye)) {
 		struct dt_pos at = { ye.line, ye.col, 0 };
 
 		return dt_job_failf(c, at, NULL, "%s", ye.msg);
 	}
-	if (root == NULL || dt_yaml_is_null(root)) {
-		dt_yaml_free(root);
+	if (*root == NULL || dt_yaml_is_null(*root))
 		return dt_job_failf(c, top, NULL, "expected a mapping of job "
 				    "sections (data, model, train, ...), found "
 				    "an empty file");
-	}
-	c->job->origin.root.line = root->line;
-	c->job->origin.root.col = root->col;
-	if (root->kind != DT_YNODE_MAP) {
-		dt_yaml_describe(root, found, sizeof found);
+	c->job->origin.root.line = (*root)->line;
+	c->job->origin.root.col = (*root)->col;
+	if ((*root)->kind != DT_YNODE_MAP) {
+		dt_yaml_describe(*root, found, sizeof found);
 		top = c->job->origin.root;
-		dt_yaml_free(root);
 		return dt_job_failf(c, top, NULL, "expected a mapping of job "
 				    "sections (data, model, train, ...), found "
 				    "%s", found);
 	}
-	st = dt_job_apply_section(c, "", root);
-	dt_yaml_free(root);
+	return DT_OK;
+}
+
+/* The overrides not put into the file's tree, applied after it. */
+struct later {
+	char key[DT_JOB_MAX_SETS][256];
+	struct dt_ynode *v[DT_JOB_MAX_SETS];	/* NULL: done in the tree */
+};
+
+/* The file, then the overrides: those that name a var or a repeat
+ * block's layer edit the file's tree before it is applied (tree.c), in
+ * order; the tree's var references are then replaced and the tree
+ * applied; the other overrides follow, in order, their values' var
+ * references replaced too. */
+static enum dt_status
+apply_sources(struct dt_job_ctx *c, const char *const *overrides, int n,
+	      struct dt_ynode *root, struct later *l)
+{
+	struct dt_ynode *vars = NULL;
+	enum dt_status st;
+	bool done;
+	int i;
+
+	st = dt_job_vars_check(c, root, &vars);
+	for (i = 0; i < n && st == DT_OK; i++) {
+		c->set = i + 1;
+		st = split_set(c, overrides[i] ? overrides[i] : "", l->key[i],
+			       sizeof l->key[i], &l->v[i]);
+		if (st == DT_OK)
+			st = dt_job_tree_set(c, root, vars, l->key[i],
+					     &l->v[i], &done);
+	}
+	c->set = 0;
+	vars = dt_job_vars_detach(root);
+	if (st == DT_OK)
+		st = dt_job_vars_subst(c, vars, root, "");
+	if (st == DT_OK)
+		st = dt_job_apply_section(c, "", root);
+	for (i = 0; i < n && st == DT_OK; i++) {
+		if (l->v[i] == NULL)
+			continue;
+		c->set = i + 1;
+		st = dt_job_vars_subst(c, vars, l->v[i], l->key[i]);
+		if (st == DT_OK)
+			st = apply_override(c, l->key[i], l->v[i]);
+	}
+	c->set = 0;
+	dt_yaml_free(vars);
 	return st;
 }
 
@@ -236,7 +373,9 @@ dt_job_parse(const char *name, const char *text, size_t len,
 	     struct dt_job *job, struct dt_error *err)
 {
 	char file_dir[DT_JOB_PATH_MAX], cwd[DT_JOB_PATH_MAX];
+	struct dt_ynode *root = NULL;
 	struct dt_job_ctx c;
+	struct later *l;
 	enum dt_status st;
 	int i;
 
@@ -272,21 +411,21 @@ dt_job_parse(const char *name, const char *text, size_t len,
 		return dt_errorf(err, DT_ERR_JOB, "%s: the job file's directory "
 				 "is longer than %d bytes", name,
 				 DT_JOB_PATH_MAX - 1);
-	c.dir = file_dir;
-	st = apply_file(&c);
-	if (st != DT_OK)
-		return st;
-
 	if (getcwd(cwd, sizeof cwd) == NULL)
 		cwd[0] = '\0';
-	c.dir = cwd;
-	for (i = 0; i < n_overrides; i++) {
-		c.set = i + 1;
-		st = apply_set(&c, overrides[i] ? overrides[i] : "");
-		if (st != DT_OK)
-			return st;
+	c.dir = file_dir;
+	c.set_dir = cwd;
+	st = read_file(&c, &root);
+	if (st == DT_OK) {
+		l = dt_xcalloc(1, sizeof *l);
+		st = apply_sources(&c, overrides, n_overrides, root, l);
+		for (i = 0; i < n_overrides; i++)
+			dt_yaml_free(l->v[i]);
+		free(l);
 	}
-	c.set = 0;
+	dt_yaml_free(root);
+	if (st != DT_OK)
+		return st;
 	if (!dt_job_given(job->origin.key[dt_job_schema_find("name")]))
 		default_name(job->path, job->name, sizeof job->name);
 	return dt_job_finish(&c);

@@ -18,6 +18,7 @@
  *   value.c    one value of a key, checked and stored
  *   layers.c   model.layers: layer mappings, repeat blocks, layer checks
  *   apply.c    a node tree -> the job, section by section
+ *   tree.c     vars: and $NAME, --set of a var or a block's layer
  *   check.c    the checks that need the whole job
  *   job.c      dt_job_parse, dt_job_load: defaults, file, --set
  *   write.c    dt_job_write (above keys.c only)

@@ -60,10 +60,10 @@
 	X(EMBEDDING, embedding, DT_WORDS_SELF,                              \
 	  DT_TAKES(VOCAB) | DT_TAKES(DIM), DT_TAKES(VOCAB) | DT_TAKES(DIM), \
 	  1, 1)                                                             \
-	/* adds a learned vector per position to (T, dim) */                \
+	/* adds a learned vector per position to (T, dim); dim left out is \
+	 * the input's width, length the job's window (check.c) */          \
 	X(POS_EMBEDDING, pos_embedding, DT_WORDS_SELF,                      \
-	  DT_TAKES(LENGTH) | DT_TAKES(DIM),                                 \
-	  DT_TAKES(LENGTH) | DT_TAKES(DIM), 1, 1)                           \
+	  DT_TAKES(LENGTH) | DT_TAKES(DIM), DT_TAKES(LENGTH), 1, 1)         \
 	/* multi-head self-attention (T, C) -> (T, C) */                    \
 	X(ATTENTION, attention, DT_WORDS_SELF,                              \
 	  DT_TAKES(HEADS) | DT_TAKES(CAUSAL) | DT_TAKES(BIAS),              \

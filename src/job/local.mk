@@ -4,6 +4,7 @@ libdtrain_la_SOURCES += src/job/job.h src/job/layer_types.h \
 	src/job/yaml.h src/job/yaml.c src/job/schema.h src/job/schema.c \
 	src/job/keys.h src/job/keys.c src/job/error.h src/job/error.c \
 	src/job/value.h src/job/value.c src/job/layers.h src/job/layers.c \
+	src/job/tree.h src/job/tree.c \
 	src/job/apply.h src/job/apply.c src/job/check.h src/job/check.c \
 	src/job/job.c src/job/write.c src/job/fingerprint.c
 

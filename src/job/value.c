@@ -305,7 +305,8 @@ store_path(const struct dt_job_ctx *c, const struct dt_key *k,
 				    "expected a local path, found the URL %s",
 				    found);
 	}
-	if (!resolve_path(c->dir, v->text, dst, k->size))
+	if (!resolve_path(v->set != 0 || c->set != 0 ? c->set_dir : c->dir,
+			  v->text, dst, k->size))
 		return dt_job_failf(c, dt_job_node_pos(c, v), path,
 				    "expected a path of at most %zu bytes "
 				    "once resolved, found a longer one",

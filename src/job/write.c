@@ -201,6 +201,9 @@ put_layers(FILE *out, const struct dt_job *job, int indent)
 			if (k == DT_LAYER_KEY_TYPE || !((t->takes >> k) & 1u) ||
 			    (k == DT_LAYER_KEY_INPUTS && l->n_inputs == 0))
 				continue;
+			/* A pos_embedding's dim left out is its input's. */
+			if (k == DT_LAYER_KEY_DIM && l->dim == 0)
+				continue;
 			fprintf(out, ", %s: ", lk->key);
 			put_value(out, lk, (const char *)l + lk->off);
 		}

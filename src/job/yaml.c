@@ -196,7 +196,9 @@ build(struct builder *b, yaml_event_t *ev, int depth, struct dt_ynode **out)
 		return true;
 	case YAML_ALIAS_EVENT:
 		set_error(b->ye, ev->start_mark.line, ev->start_mark.column,
-			  "aliases such as *%s are not supported",
+			  "aliases such as *%s are not supported; name the "
+			  "value once under vars: and write $NAME where it "
+			  "is used",
 			  (const char *)ev->data.alias.anchor);
 		yaml_event_delete(ev);
 		return false;

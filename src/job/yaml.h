@@ -22,6 +22,9 @@ struct dt_ynode {
 	char *text;			/* scalar: NUL-terminated UTF-8 */
 	size_t len;			/* scalar: bytes in text */
 	bool quoted;			/* scalar: any style but plain */
+	int set;			/* 1-based --set it came from, 0: the
+					 * file (job/tree.c puts overrides'
+					 * values into the file's tree) */
 	struct dt_ynode **kids;
 	int n_kids;
 };
@@ -37,7 +40,9 @@ struct dt_yaml_error {
  * Returns true and sets *root to the tree (NULL for a stream with no
  * document: empty or only comments), which the caller frees with
  * dt_yaml_free. Returns false and fills *ye on a syntax error, on a second
- * document, on aliases, tags, NUL characters or nesting deeper than 64;
+ * document, on aliases (and so on any "billion laughs" expansion: a job
+ * names a value once under vars: instead, job/tree.c), tags, NUL
+ * characters or nesting deeper than 64;
  * *root is then NULL. A tab used as indentation is reported as such rather
  * than as libyaml's scanner error. */
 bool dt_yaml_parse(const char *text, size_t len, struct dt_ynode **root,

@@ -60,8 +60,15 @@ got=$(complete_words dtrain run --set checkpoint.k)
 # the values of a key with words, however bash split at the =
 got=$(complete_words dtrain run --set eval.monitor = '')
 [ "$got" = "loss accuracy perplexity" ] || fail "--set eval.monitor=: $got"
+# At the = itself readline replaces the empty text after it, so the
+# words come without an = of their own: "eval.monitor=" + "loss", never
+# "eval.monitor==loss" (the old script offered "=loss").
 got=$(complete_words dtrain run --set eval.monitor =)
-[ "$got" = "=loss =accuracy =perplexity" ] || fail "--set eval.monitor= (at =): $got"
+[ "$got" = "loss accuracy perplexity" ] || fail "--set eval.monitor= (at =): $got"
+line="dtrain run --set data.text_unit=$(complete_words dtrain run --set \
+	data.text_unit = | cut -d' ' -f1)"
+[ "$line" = "dtrain run --set data.text_unit=bytes" ] ||
+	fail "--set data.text_unit=<Tab> reads '$line'"
 got=$(complete_words dtrain run --set model.layers.2.activation=ge)
 [ "$got" = model.layers.2.activation=gelu ] || fail "--set ...activation=ge: $got"
 got=$(complete_words dtrain plan --set parallel.overlap = f)

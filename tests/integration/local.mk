@@ -8,6 +8,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/jobs-plan.sh \
 	tests/integration/plan-memory.sh \
 	tests/integration/plan-tokens.sh \
+	tests/integration/job-sweep.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
 	tests/integration/rank-failure.sh \

@@ -243,7 +243,9 @@ START_TEST(test_err_tabs_and_syntax)
 		     "job.yaml:2:1: expected one YAML document, found a "
 		     "second\n---\n^");
 	expect_error("a: &x 1\nb: *x\n", NULL, 0,
-		     "job.yaml:2:4: aliases such as *x are not supported\n"
+		     "job.yaml:2:4: aliases such as *x are not supported; "
+		     "name the value once under vars: and write $NAME where "
+		     "it is used\n"
 		     "b: *x\n   ^");
 }
 END_TEST

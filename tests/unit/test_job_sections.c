@@ -84,21 +84,21 @@ START_TEST(test_data_formats)
 	ck_assert_str_eq(job.data.train.labels, "/jobs/y.npy");
 
 	ck_assert_int_eq(parse(data_job("  format: tokens\n  train: {file: t.bin}\n"
-					"  token_bytes: 4\n  context: 128\n"
+					"  token_bytes: 4\n  context: 4\n"
 					"  eval_fraction: 0\n  max_bytes: 1024\n",
 					"")), DT_OK);
 	ck_assert_int_eq(job.data.format, DT_FORMAT_TOKENS);
 	ck_assert_int_eq(job.data.token_bytes, 4);
-	ck_assert_int_eq(job.data.context, 128);
+	ck_assert_int_eq(job.data.context, 4);
 	ck_assert(job.data.eval_fraction == 0.0);
 	ck_assert_int_eq(job.data.max_bytes, 1024);
 
 	ck_assert_int_eq(parse(data_job("  format: text\n  train: {file: t.txt}\n"
-					"  context: 64\n  text_unit: utf8\n",
+					"  context: 4\n  text_unit: utf8\n",
 					"")), DT_OK);
 	ck_assert_int_eq(job.data.format, DT_FORMAT_TEXT);
 	ck_assert_int_eq(job.data.text_unit, DT_JOB_TEXT_UTF8);
-	ck_assert_int_eq(job.data.context, 64);
+	ck_assert_int_eq(job.data.context, 4);
 }
 END_TEST
 
@@ -214,9 +214,16 @@ START_TEST(test_data_errors)
 	expect_data_error(idx_train, "  header: true\n", 7, 11,
 			  "data.header: not used when data.format is idx (only "
 			  "csv)");
-	expect_data_error("  format: tokens\n  train: {file: t}\n", "", 6, 3,
-			  "data.context: required key missing (data.format is "
-			  "tokens); expected an integer in [1, 4194304]");
+	/* data_job's input_shape [4] says the window: data.context is
+	 * derived from it, and a different one is refused naming both. */
+	ck_assert_int_eq(parse(data_job("  format: tokens\n  train: {file: "
+					"t}\n", "")), DT_OK);
+	ck_assert_int_eq(job.data.context, 4);
+	expect_data_error("  format: tokens\n  train: {file: t}\n  context: "
+			  "5\n", "", 2, 17, "model.input_shape.0: expected 5, "
+			  "the window length data.context gives (job.yaml:8:12), "
+			  "found 4; give it in one place and leave the other "
+			  "out");
 	expect_data_error("  format: tokens\n  train: {file: t}\n"
 			  "  context: 8\n  token_bytes: 3\n", "", 9, 16,
 			  "data.token_bytes: must be in {2, 4}, found 3");
