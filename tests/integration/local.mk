@@ -20,6 +20,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/data-trust.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
+	tests/integration/recompute.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/function-length.sh \
 	tests/integration/design-doc.sh \
