@@ -42,6 +42,14 @@
  *   y    T*C     the heads concatenated; backward reuses it for dy and dq
  *   ds   T*T     backward's score gradient for one head at a time
  * in all 4*T*C + (h+1)*T*T, besides the output and its gradient.
+ * With model.recompute: attention (n->recompute) the scratch keeps qkv
+ * and y only, 4*T*C, and att and ds move to n->work, one head's (T, T)
+ * each per sample, shared by every attention node and micro-batch:
+ * forward makes each head's probabilities there for y alone, and
+ * backward makes them again, head by head, just before that head's
+ * backward, through the same tile_probs on the same q and k, so the
+ * bits are those without recompute. That adds the scores and softmax,
+ * 2*T*T*C + 5*h*T*T FLOPs per sample (recompute_flops).
  *
  * FLOPs per sample, nominal: the full T x T matrices even with the causal
  * mask (the tiles compute 10/16 of them at T = 64), so plans and
@@ -100,9 +108,9 @@ attn_params(struct dt_node *n)
 }
 
 static int64_t
-attn_scratch(int64_t t, int64_t c, int64_t heads)
+attn_scratch(int64_t t, int64_t c, int64_t heads, bool recompute)
 {
-	return 4 * t * c + (heads + 1) * t * t;
+	return recompute ? 4 * t * c : 4 * t * c + (heads + 1) * t * t;
 }
 
 static enum dt_status
@@ -259,10 +267,45 @@ tile_width(int i1, int t, bool causal)
 	return causal ? i1 : t;
 }
 
+/* Rows [i0, i1) of one head's probabilities a (T, T) from q and k
+ * (T, hs) at row stride ldq: row i holds the softmax of its first i+1
+ * scores (all T without the mask), 0 after them. head_forward and the
+ * recompute of model.recompute: attention both make them here, so they
+ * are the same bits. */
+static void
+tile_probs(const float *q, const float *k, float *a, int i0, int i1, int t,
+	   int hs, int ldq, float scale, bool causal)
+{
+	const int w = tile_width(i1, t, causal);
+
+	/* s = q k^T / sqrt(hs) over the tile's rows and columns */
+	dt_kern_sgemm_small(0, 1, i1 - i0, w, hs, scale, q + (size_t)i0 * ldq,
+			    ldq, k, ldq, 0.0f, a + (size_t)i0 * t, t);
+	for (int i = i0; i < i1; i++) {
+		float *row = a + (size_t)i * t;	/* (T) */
+		const int valid = causal ? i + 1 : t;
+
+		dt_kern_softmax(row, valid, NULL);
+		memset(row + valid, 0, (size_t)(t - valid) * sizeof(float));
+	}
+}
+
+/* One head's probabilities a (T, T) alone, tile by tile as head_forward
+ * makes them. */
+static void
+head_probs(const float *q, const float *k, float *a, int t, int hs, int ldq,
+	   float scale, bool causal)
+{
+	const int tile = causal ? ATTN_TILE : t;
+
+	for (int i0 = 0; i0 < t; i0 += tile)
+		tile_probs(q, k, a, i0, i0 + tile < t ? i0 + tile : t, t, hs,
+			   ldq, scale, causal);
+}
+
 /* One head of one sample, forward: q, k, v (T, hs) at row stride ldq (3C),
- * a (T, T) the probabilities, y (T, hs) at row stride ldy (C). Row i of a
- * holds the softmax of its first i+1 scores (all T without the mask), 0
- * after them. */
+ * a (T, T) the probabilities (tile_probs), y (T, hs) at row stride ldy
+ * (C). */
 static void
 head_forward(const float *q, const float *k, const float *v, float *a,
 	     float *y, int t, int hs, int ldq, int ldy, float scale,
@@ -275,17 +318,7 @@ head_forward(const float *q, const float *k, const float *v, float *a,
 		const int w = tile_width(i1, t, causal);
 		float *ar = a + (size_t)i0 * t;		/* (i1-i0, T) */
 
-		/* s = q k^T / sqrt(hs) over the tile's rows and columns */
-		dt_kern_sgemm_small(0, 1, i1 - i0, w, hs, scale,
-				    q + (size_t)i0 * ldq, ldq, k, ldq, 0.0f, ar, t);
-		for (int i = i0; i < i1; i++) {
-			float *row = a + (size_t)i * t;	/* (T) */
-			const int valid = causal ? i + 1 : t;
-
-			dt_kern_softmax(row, valid, NULL);
-			memset(row + valid, 0,
-			       (size_t)(t - valid) * sizeof(float));
-		}
+		tile_probs(q, k, a, i0, i1, t, hs, ldq, scale, causal);
 		/* y_h = att v over the same block */
 		dt_kern_sgemm_small(0, 0, i1 - i0, hs, w, 1.0f, ar, t, v,
 				    ldq, 0.0f, y + (size_t)i0 * ldy, ldy);
@@ -388,19 +421,31 @@ heads_part(void *ctx, int64_t lo, int64_t hi)
 	const int heads = (int)n->spec.heads, hs = c / heads;
 	const float scale = 1.0f / sqrtf((float)hs);
 	float *qkv = n->scratch;			/* (B, T, 3C) */
-	float *att = qkv + j->batch * t * 3 * c;	/* (B, h, T, T) */
-	float *y = att + j->batch * heads * t * t;	/* (B, T, C) */
-	float *ds = y + j->batch * t * c;		/* (B, T, T) */
+	/* Without recompute: the probabilities of every head (B, h, T, T)
+	 * and ds (B, T, T) in scratch; with it, y follows qkv and n->work
+	 * holds one head's probabilities and ds per sample (B, 2, T, T). */
+	const int64_t hk = n->recompute ? 1 : heads;	/* heads kept */
+	float *att = n->recompute ? n->work				/* (B, hk, T, T) */
+				  : qkv + j->batch * t * 3 * c;
+	float *y = n->recompute ? qkv + j->batch * t * 3 * c	/* (B, T, C) */
+				: att + j->batch * heads * t * t;
+	float *ds = n->recompute ? att + t * t : y + j->batch * t * c;
+	const int64_t ds_stride = n->recompute ? 2 * t * t : t * t;
 
 	for (int64_t b = lo; b < hi; b++) {
 		for (int h = j->h0; h < j->h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
 			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			float *a = att + (b * heads + h) * t * t; /* (T, T) */
+			float *a = n->recompute			/* (T, T) */
+				   ? att + b * 2 * t * t
+				   : att + (b * hk + h) * t * t;
 			float *yh = y + b * t * c + h * hs;	/* ld C */
 
+			if (j->backward && n->recompute)
+				head_probs(q, k, a, t, hs, 3 * c, scale,
+					   n->spec.causal);
 			if (j->backward)
-				head_backward(q, k, v, a, yh, ds + b * t * t,
+				head_backward(q, k, v, a, yh, ds + b * ds_stride,
 					      t, hs, 3 * c, c, scale,
 					      n->spec.causal);
 			else
@@ -424,6 +469,17 @@ heads_run(const struct dt_node *n, const struct dt_pass *p, int h0, int h1,
 	dt_kern_set_threads(blas);
 }
 
+/* Where y lies in the scratch of a pass over batch samples: after qkv
+ * and, without recompute, the probabilities (heads_part). */
+static float *
+attn_y(const struct dt_node *n, int64_t batch)
+{
+	const int64_t t = n->in_shape[0].dim[0], c = n->in_shape[0].dim[1];
+
+	return n->scratch + batch * t * 3 * c +
+	       (n->recompute ? 0 : batch * n->spec.heads * t * t);
+}
+
 static void
 attention_forward(struct dt_node *n, struct dt_pass *p,
 		  const float *const *in)
@@ -434,8 +490,7 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
 	float *qkv = n->scratch;			/* (B, T, 3C) */
-	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
-	float *y = att + batch * heads * t * t;		/* (B, T, C) */
+	float *y = attn_y(n, batch);			/* (B, T, C) */
 	const struct dt_tp *tp = attn_group(n, p);
 	/* this rank's heads [h0, h1) and their columns [c0, c0 + cl) */
 	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
@@ -504,8 +559,7 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	const int rows = (int)(batch * t);
 	const float *dout = n->dout;			/* (B, T, C) */
 	float *qkv = n->scratch;			/* (B, T, 3C) */
-	float *att = qkv + batch * t * 3 * c;		/* (B, h, T, T) */
-	float *y = att + batch * heads * t * t;		/* (B, T, C) */
+	float *y = attn_y(n, batch);			/* (B, T, C) */
 	const struct dt_tp *tp = attn_group(n, p);
 	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
 	const int h0 = tp ? h1 - heads / tp->size : 0;
@@ -587,7 +641,27 @@ static int64_t
 attention_scratch_floats(const struct dt_node *n)
 {
 	return attn_scratch(n->in_shape[0].dim[0], n->in_shape[0].dim[1],
-			    n->spec.heads);
+			    n->spec.heads, n->recompute);
+}
+
+/* model.recompute: attention: one head's probabilities and ds. */
+static int64_t
+attention_work_floats(const struct dt_node *n)
+{
+	return 2 * n->in_shape[0].dim[0] * n->in_shape[0].dim[0];
+}
+
+/* The scores and softmax of the heads of one rank, made again. */
+static double
+attention_recompute_flops(const struct dt_node *n)
+{
+	const double t = (double)n->in_shape[0].dim[0];
+	const double c = (double)n->in_shape[0].dim[1];
+	const double h = (double)n->spec.heads;
+	const double share = n->tp_size > 1 && n->tp_mode == DT_TP_HEADS
+			     ? (double)n->tp_size : 1.0;
+
+	return (2.0 * t * t * c + 5.0 * h * t * t) / share;
 }
 
 const struct dt_layer_ops dt_layer_attention = {
@@ -598,4 +672,6 @@ const struct dt_layer_ops dt_layer_attention = {
 	.backward = attention_backward,
 	.fwd_flops = attention_fwd_flops,
 	.scratch_floats = attention_scratch_floats,
+	.work_floats = attention_work_floats,
+	.recompute_flops = attention_recompute_flops,
 };

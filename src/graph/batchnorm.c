@@ -161,7 +161,11 @@ forward_part(void *ctx, int64_t lo, int64_t hi)
 	for (int64_t ch = lo; ch < hi; ch++) {
 		double mean, var;
 
-		if (p->training) {
+		if (p->training && p->recompute) {
+			/* the second forward of model.recompute: the
+			 * statistics are updated once per micro-batch */
+			bn_batch_stats(j->x, p->batch, c, s, ch, &mean, &var);
+		} else if (p->training) {
 			bn_batch_stats(j->x, p->batch, c, s, ch, &mean, &var);
 			run_mean[ch] = (float)((1.0 - mom) * run_mean[ch] +
 					       mom * mean);

@@ -15,6 +15,7 @@
 #include "graph/kern.h"
 #include "graph/layer.h"
 #include "graph/model.h"
+#include "graph/recompute.h"
 #include "graph/stage.h"
 #include "util/alloc.h"
 #include "util/rng.h"
@@ -227,6 +228,10 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 	loss->inputs[0] = k - 1;
 	loss->in_name[0] = loss->spec.name;
 	m->loss = job->model.loss;
+	for (int i = 0; i < m->n_nodes; i++)
+		m->nodes[i].recompute =
+			job->model.recompute == DT_RECOMPUTE_ATTENTION &&
+			m->nodes[i].ops->work_floats != NULL;
 	assert(k + 1 == m->n_nodes);
 	return DT_OK;
 }
@@ -384,17 +389,33 @@ dt_node_act_floats(const struct dt_node *n, int64_t *scratch)
 	return n->out_size * (has_dout(n) ? 2 : 1) + *scratch;
 }
 
+/* The activation floats per sample of the whole model as one stage: the
+ * kept nodes' buffers and, under model.recompute, the workspace
+ * (recompute.c), which also marks the segments for m->recompute. */
 static enum dt_status
 size_activations(struct dt_model *m, struct dt_error *err)
 {
 	int64_t total = 0, scratch;
 
+	m->seg_first = dt_xcalloc((size_t)m->n_nodes, sizeof *m->seg_first);
+	m->seg_last = dt_xcalloc((size_t)m->n_nodes, sizeof *m->seg_last);
+	m->transient = dt_xcalloc((size_t)m->n_nodes, sizeof *m->transient);
+	dt_recompute_mark(m, NULL, m->seg_first, m->seg_last, m->transient);
 	for (int i = 0; i < m->n_nodes; i++)
-		if (__builtin_add_overflow(total,
+		if (!m->transient[i] &&
+		    __builtin_add_overflow(total,
 					   dt_node_act_floats(&m->nodes[i],
 							   &scratch),
 					   &total))
 			goto too_big;
+	if (__builtin_add_overflow(total,
+				   dt_recompute_seg_floats(m, m->seg_first,
+							   m->transient, 0,
+							   m->n_nodes - 1) +
+				   dt_recompute_layer_floats(m, 0,
+							     m->n_nodes - 1),
+				   &total))
+		goto too_big;
 	m->act_floats = total;
 	if (m->max_batch > 0 &&
 	    (__builtin_mul_overflow(total, m->max_batch, &total) ||
@@ -427,7 +448,8 @@ fuse_activations(struct dt_model *m)
 		    a->spec.activation != DT_ACT_RELU || a->n_inputs != 1 ||
 		    a->inputs[0] != i - 1 || a->layer != n->layer ||
 		    !n->ops->fuses_relu || n->n_consumers != 1 ||
-		    n->tp_mode != DT_TP_NONE)
+		    n->tp_mode != DT_TP_NONE ||
+		    m->transient[i] != m->transient[i - 1])
 			continue;
 		n->fused_act = DT_ACT_RELU;
 		a->act_fused = true;
@@ -438,7 +460,8 @@ fuse_activations(struct dt_model *m)
 		    q->ops != &dt_layer_maxpool2d || q->n_inputs != 1 ||
 		    q->inputs[0] != i || q->spec.kernel != 2 ||
 		    (q->spec.stride != 0 && q->spec.stride != 2) ||
-		    q->spec.padding != 0)
+		    q->spec.padding != 0 ||
+		    m->transient[i + 1] != m->transient[i])
 			continue;
 		n->fused_pool = q;
 		q->pool_fused = true;
@@ -447,16 +470,27 @@ fuse_activations(struct dt_model *m)
 
 /* Lays out one activation slot of the stage: the offsets of each present
  * node's output, output gradient and scratch (max_batch rows each), and
- * points the tensors into the parameter and gradient arenas. */
+ * points the tensors into the parameter and gradient arenas. A transient
+ * node's offsets are in the workspace instead (model.h), where each
+ * segment starts at 0. */
 static void
 layout_slot(struct dt_model *m)
 {
-	int64_t at = 0, rows = m->max_batch;
+	int64_t slot_at = 0, work_at = 0, rows = m->max_batch;
+	int seg = -1;
 
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct dt_node *n = &m->nodes[i];
 		int64_t scratch = 0;
 		bool own = i >= m->first && i <= m->last;
+		int64_t *at_p = own && m->transient[i] ? &work_at : &slot_at;
+		int64_t at;
+
+		if (own && m->transient[i] && m->seg_first[i] != seg) {
+			seg = m->seg_first[i];
+			work_at = 0;
+		}
+		at = *at_p;
 
 		m->out_off[i] = m->dout_off[i] = m->scratch_off[i] = -1;
 		for (int k = 0; k < n->n_tensors; k++) {
@@ -472,7 +506,7 @@ layout_slot(struct dt_model *m)
 			 * places (sized by the plan) stay unused */
 			m->out_off[i] = m->out_off[i - 1];
 			m->dout_off[i] = m->dout_off[i - 1];
-			at += rows * n->out_size * (has_dout(n) ? 2 : 1);
+			*at_p = at + rows * n->out_size * (has_dout(n) ? 2 : 1);
 			continue;
 		}
 		if (own)
@@ -487,20 +521,31 @@ layout_slot(struct dt_model *m)
 			m->scratch_off[i] = at;
 			at += rows * scratch;
 		}
+		*at_p = at;
 	}
-	m->slot_floats = (size_t)at;
+	m->slot_floats = (size_t)slot_at;
+	m->layer_work_off = (size_t)(rows *
+		dt_recompute_seg_floats(m, m->seg_first, m->transient,
+					m->first, m->last));
+	m->work_floats = m->layer_work_off + (size_t)(rows *
+		dt_recompute_layer_floats(m, m->first, m->last));
 }
 
 void
 dt_model_use_slot(struct dt_model *m, int slot)
 {
-	float *base;
+	float *base, *slot_base, *work;
 
 	assert(m->acts != NULL && slot >= 0 && slot < m->n_slots);
 	m->slot = slot;
-	base = m->acts + (size_t)slot * m->slot_floats;
+	slot_base = m->acts + (size_t)slot * m->slot_floats;
+	work = m->acts + (size_t)m->n_slots * m->slot_floats;
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct dt_node *n = &m->nodes[i];
+
+		base = m->transient[i] && i >= m->first && i <= m->last ?
+		       work : slot_base;
+		n->work = n->recompute ? work + m->layer_work_off : NULL;
 
 		n->out = m->out_off[i] >= 0 ? base + m->out_off[i] : NULL;
 		n->dout = m->dout_off[i] >= 0 ? base + m->dout_off[i] : NULL;
@@ -667,6 +712,7 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	m->n_nodes = count_nodes(job);
 	m->nodes = dt_xcalloc((size_t)m->n_nodes, sizeof *m->nodes);
 	m->tp.size = 1;
+	m->recompute = job->model.recompute;
 	if ((st = check_input_shape(m, job, err)) != DT_OK ||
 	    (st = make_nodes(m, job, err)) != DT_OK ||
 	    (st = infer_shapes(m, job, err)) != DT_OK ||
@@ -698,6 +744,10 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	setup_stage(m, stage_of_node, n_stages, stage);
 	if (stage_of_node != NULL)
 		localize(m);
+	/* The segments of this stage's layout (a block cut by a stage
+	 * boundary is two). */
+	dt_recompute_mark(m, m->stage_of, m->seg_first, m->seg_last,
+			  m->transient);
 	m->n_slots = n_slots;
 	m->slot_step = dt_xcalloc((size_t)n_slots, sizeof *m->slot_step);
 	m->slot_first = dt_xcalloc((size_t)n_slots, sizeof *m->slot_first);
@@ -710,15 +760,21 @@ model_new(const struct dt_job *job, int64_t max_batch,
 		m->grads = dt_xalloc_floats(m->n_params);
 		fuse_activations(m);
 		layout_slot(m);
-		if (m->slot_floats > SIZE_MAX / sizeof(float) /
-				     (size_t)n_slots) {
+		if (m->slot_floats > (SIZE_MAX / sizeof(float) -
+				      m->work_floats) / (size_t)n_slots) {
 			dt_model_free(m);
 			return dt_errorf(err, DT_ERR_PLAN, "activations for %d "
 					 "micro-batches of %lld samples do not "
 					 "fit in memory", n_slots,
 					 (long long)max_batch);
 		}
-		m->acts = dt_xalloc_floats(m->slot_floats * (size_t)n_slots);
+		m->acts = dt_xalloc_floats(m->slot_floats * (size_t)n_slots +
+					   m->work_floats);
+		m->seg_runs = dt_xcalloc((size_t)m->n_nodes,
+					 sizeof *m->seg_runs);
+		m->seg_din_add = dt_xcalloc((size_t)m->n_nodes *
+					    DT_NODE_MAX_INPUTS,
+					    sizeof *m->seg_din_add);
 		m->dout_written = dt_xcalloc((size_t)m->n_nodes,
 					     sizeof *m->dout_written);
 		dt_model_use_slot(m, 0);
@@ -771,6 +827,11 @@ dt_model_free(struct dt_model *m)
 	free(m->out_off);
 	free(m->dout_off);
 	free(m->scratch_off);
+	free(m->seg_first);
+	free(m->seg_last);
+	free(m->transient);
+	free(m->seg_runs);
+	free(m->seg_din_add);
 	free(m->nodes);
 	free(m);
 }
@@ -934,6 +995,28 @@ node_backward(struct dt_model *m, struct dt_pass *p, int i, const float *x,
 	n->ops->backward(n, p, in, din, din_add);
 }
 
+/* Runs again the forward of the transient nodes of segment [first, last]
+ * (recompute.c) over the current slot, in order, with the pass p of the
+ * backward: the position and the training flag of the first forward, so
+ * the same bits. */
+static void
+recompute_segment(struct dt_model *m, struct dt_pass *p, const float *x,
+		  int first, int last)
+{
+	const float *in[DT_NODE_MAX_INPUTS];
+
+	p->recompute = true;
+	for (int i = first; i <= last; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		if (!m->transient[i])
+			continue;
+		gather_inputs(m, n, x, in);
+		n->ops->forward(n, p, in);
+	}
+	p->recompute = false;
+}
+
 /* Reverse order is a reverse topological order, so every consumer of a
  * node has added into its dout before the node's own backward runs. On a
  * pipeline stage the gradients of the live set sent on (dt_model_send_
@@ -949,6 +1032,8 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 	for (int j = 0; j < m->n_send; j++)
 		m->dout_written[m->send[j]] = m->nodes[m->send[j]].needs_grad;
 	for (int i = m->last; i >= m->first; i--) {
+		if (m->seg_last[i] == i)
+			recompute_segment(m, p, x, m->seg_first[i], i);
 		if (node_runs(m, i, din_add))
 			node_backward(m, p, i, x, din_add);
 		if (m->bwd_hook != NULL)
@@ -1024,6 +1109,47 @@ dt_model_stage_backward(struct dt_model *m, const float *x,
 	backward(m, &p, x);
 }
 
+/* Whether segment [first, last] has a transient node. */
+static bool
+seg_recomputes(const struct dt_model *m, int first, int last)
+{
+	for (int i = first; i <= last; i++)
+		if (m->transient[i])
+			return true;
+	return false;
+}
+
+/* The breadth-first backward of segment [first, last] under
+ * model.recompute: micro-batch by micro-batch (the workspace holds one),
+ * each recomputed and then its nodes from the last to the first. Each
+ * node still sees the micro-batches in order 0 .. n_micro - 1, and
+ * hook(ctx, i, k) follows node i's pass over k, so the contract of
+ * dt_model_backward_breadth holds. */
+static void
+breadth_segment(struct dt_model *m, int n_micro, const float *const *x,
+		const int32_t *const *labels, int64_t batch, float grad_scale,
+		void (*hook)(void *ctx, int node, int micro), void *ctx,
+		int first, int last)
+{
+	struct dt_pass p;
+
+	for (int i = last; i >= first; i--)
+		m->seg_runs[i] = node_runs(m, i, m->seg_din_add +
+					   (size_t)i * DT_NODE_MAX_INPUTS);
+	for (int k = 0; k < n_micro; k++) {
+		dt_model_use_slot(m, k);
+		make_pass(m, &p, labels[k], NULL, batch, true, grad_scale);
+		recompute_segment(m, &p, x[k], first, last);
+		for (int i = last; i >= first; i--) {
+			if (m->seg_runs[i])
+				node_backward(m, &p, i, x[k], m->seg_din_add +
+					      (size_t)i * DT_NODE_MAX_INPUTS);
+			if (hook != NULL)
+				hook(ctx, i, k);
+		}
+	}
+}
+
 void
 dt_model_backward_breadth(struct dt_model *m, int n_micro,
 			  const float *const *x, const int32_t *const *labels,
@@ -1038,6 +1164,15 @@ dt_model_backward_breadth(struct dt_model *m, int n_micro,
 	       m->n_recv == 0);
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
 	for (int i = m->last; i >= m->first; i--) {
+		if (m->seg_last[i] == i &&
+		    seg_recomputes(m, m->seg_first[i], i)) {
+			breadth_segment(m, n_micro, x, labels, batch,
+					grad_scale, hook, ctx,
+					m->seg_first[i], i);
+			i = m->seg_first[i];
+			continue;
+		}
+
 		bool runs = node_runs(m, i, din_add);
 
 		for (int k = 0; k < n_micro; k++) {
@@ -1116,7 +1251,14 @@ dt_model_probs(const struct dt_model *m)
 double
 dt_model_flops_per_sample(const struct dt_model *m)
 {
-	return 3.0 * m->fwd_flops;
+	return 3.0 * m->fwd_flops +
+	       dt_model_recompute_flops_per_sample(m);
+}
+
+double
+dt_model_recompute_flops_per_sample(const struct dt_model *m)
+{
+	return dt_recompute_flops(m, m->transient, 0, m->n_nodes - 1);
 }
 
 int64_t

@@ -178,12 +178,22 @@ void dt_model_eval_targets(struct dt_model *m, const float *x,
 const float *dt_model_probs(const struct dt_model *m);
 
 /* Forward plus backward FLOPs for one sample (multiply-add = 2 FLOPs;
- * counting rules at the top of this file). */
+ * counting rules at the top of this file), the recompute's included. */
 double dt_model_flops_per_sample(const struct dt_model *m);
 
-/* Floats per sample in the activation arena: every node's output, the
- * output gradient of every node a gradient flows back to (all but the loss
- * in a plain MLP), and layer scratch.
+/* What job's model.recompute adds to the backward, FLOPs per sample
+ * (0 for none): blocks, the forward of every node whose activations it
+ * drops (a node of a repeat block's copy that nothing outside the copy
+ * reads, on the model's stage layout); attention, each attention's
+ * scores and softmax (2*T*T*C + 5*h*T*T, its tensor-parallel share). */
+double dt_model_recompute_flops_per_sample(const struct dt_model *m);
+
+/* Floats per sample in the activation arena of the model as one stage:
+ * every node's output, the output gradient of every node a gradient
+ * flows back to (all but the loss in a plain MLP), and layer scratch;
+ * under model.recompute the dropped nodes' buffers count once, as the
+ * workspace the largest block copy needs (blocks), and attention keeps
+ * 4*T*C of its scratch per sample with one shared 2*T*T (attention).
  * The arena holds max_batch times this. */
 int64_t dt_model_act_floats_per_sample(const struct dt_model *m);
 
@@ -250,6 +260,9 @@ struct dt_stage_info {
 	 * its nodes' outputs, gradients and scratch, and the received live
 	 * set's outputs and gradients. */
 	int64_t act_floats;
+	/* Floats per sample held once, whatever the micro-batches in
+	 * flight: the workspace of model.recompute (0 for none). */
+	int64_t act_work_floats;
 	int64_t send_fwd_floats;	/* per sample, to stage + 1 */
 	int64_t send_bwd_floats;	/* per sample, gradients to stage - 1 */
 };

@@ -142,6 +142,12 @@ struct dt_pass {
 	 * NULL: one thread. A layer splits a loop by its outputs only, so
 	 * the pool size never changes the bits. */
 	struct dt_pool *pool;
+	/* A forward pass that computes again, inside a backward pass, what a
+	 * forward pass of the same micro-batch computed before (graph.h,
+	 * model.recompute: blocks): its outputs are the same bits and it
+	 * must leave every other state alone (batchnorm's running
+	 * statistics are not updated twice). */
+	bool recompute;
 	/* outputs of loss nodes: */
 	double loss_sum;	/* sum over the batch (and tokens) of losses */
 	int64_t n_correct;	/* argmax == label, counted per token */
@@ -189,6 +195,13 @@ struct dt_node {
 	float *dout;		/* (max_batch, out_size); NULL when no gradient
 				 * flows back through the node */
 	float *scratch;		/* (max_batch, ops->scratch_floats), or NULL */
+	/* model.recompute: attention, for a type with ops->work_floats: the
+	 * layer keeps in scratch only what backward cannot recompute
+	 * cheaply, and computes the rest again in backward into work. */
+	bool recompute;
+	float *work;		/* (max_batch, ops->work_floats) when
+				 * recompute, shared by every such node of
+				 * the model and every slot; else NULL */
 	/* Set by the graph when a layer applies the activation node that
 	 * follows it (ops->fuses_relu; graph.c's fuse_activations): the
 	 * layer's fused_act is DT_ACT_RELU and its forward writes relu(out),
@@ -249,6 +262,12 @@ struct dt_layer_ops {
 	/* Optional: floats per sample of n->scratch, activation storage
 	 * beyond the output and output gradient (which the graph sizes). */
 	int64_t (*scratch_floats)(const struct dt_node *n);
+	/* Optional, for model.recompute: attention (n->recompute set):
+	 * floats per sample of n->work, which holds nothing from a forward
+	 * pass to its backward, and the FLOPs per sample the backward adds
+	 * to compute again what forward left out of scratch. */
+	int64_t (*work_floats)(const struct dt_node *n);
+	double (*recompute_flops)(const struct dt_node *n);
 	/* The type can apply a relu that follows it inside its own passes
 	 * (struct dt_node's fused_act), which saves the relu's two passes
 	 * over the output. */

@@ -9,7 +9,8 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/shape.c src/graph/dropout.c src/graph/softmax.c \
 	src/graph/add.c src/graph/concat.c \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
-	src/graph/pos_embedding.c src/graph/attention.c
+	src/graph/pos_embedding.c src/graph/attention.c \
+	src/graph/recompute.c src/graph/recompute.h
 
 # The finite-difference rig every layer suite links, and the registry test
 # that holds the types it checked against DT_LAYER_TYPES; it reads what the

@@ -52,6 +52,20 @@ struct dt_model {
 	uint64_t *slot_step;	/* (n_slots) dt_model_set_position per slot */
 	int64_t *slot_first;
 
+	/* model.recompute (recompute.c): seg_first[i], seg_last[i] node i's
+	 * segment on this stage (-1: none); transient[i]: its buffers lie
+	 * in the workspace and backward computes them again. seg_runs and
+	 * seg_din_add: the breadth-first backward's node_runs answers for
+	 * a segment, (n_nodes) and (n_nodes, DT_NODE_MAX_INPUTS). The
+	 * workspace, work_floats floats after the n_slots slots, holds the
+	 * transient buffers of one segment at offsets out_off[i] etc., then
+	 * the layer work (n->work) at layer_work_off. */
+	enum dt_recompute recompute;
+	int *seg_first, *seg_last;
+	bool *transient;
+	bool *seg_runs, *seg_din_add;
+	size_t work_floats, layer_work_off;
+
 	/* Tensor parallelism (tensor.c): the group the split nodes use,
 	 * tp.size == 1 without. */
 	struct dt_tp tp;

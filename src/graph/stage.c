@@ -14,7 +14,9 @@
 
 #include "graph/layer.h"
 #include "graph/model.h"
+#include "graph/recompute.h"
 #include "graph/stage.h"
+#include "util/alloc.h"
 
 enum dt_status
 dt_model_check_stages(const struct dt_model *m, const int *stage_of_node,
@@ -74,6 +76,33 @@ received_floats(const struct dt_node *n)
 	return n->out_size * (n->needs_grad ? 2 : 1);
 }
 
+/* The recompute part of dt_model_stage_info: the stage's dropped nodes
+ * out of act_floats, the workspace into act_work_floats, the recompute's
+ * FLOPs into flops_per_sample. */
+static void
+stage_recompute(const struct dt_model *m, const int *stage_of_node,
+		struct dt_stage_info *out)
+{
+	int *seg_first = dt_xcalloc((size_t)m->n_nodes, sizeof *seg_first);
+	int *seg_last = dt_xcalloc((size_t)m->n_nodes, sizeof *seg_last);
+	bool *transient = dt_xcalloc((size_t)m->n_nodes, sizeof *transient);
+	int first = out->first_node, last = out->last_node;
+	int64_t scratch;
+
+	dt_recompute_mark(m, stage_of_node, seg_first, seg_last, transient);
+	for (int i = first; i <= last; i++)
+		if (transient[i])
+			out->act_floats -= dt_node_act_floats(&m->nodes[i],
+							      &scratch);
+	out->act_work_floats =
+		dt_recompute_seg_floats(m, seg_first, transient, first, last) +
+		dt_recompute_layer_floats(m, first, last);
+	out->flops_per_sample += dt_recompute_flops(m, transient, first, last);
+	free(seg_first);
+	free(seg_last);
+	free(transient);
+}
+
 void
 dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 		    int n_stages, int stage, struct dt_stage_info *out)
@@ -119,6 +148,7 @@ dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 			}
 		}
 	}
+	stage_recompute(m, stage_of_node, out);
 	/* A stage without tensors: empty ranges where its tensors would
 	 * have started. */
 	if (!lo_set) {

@@ -74,6 +74,14 @@ enum dt_loss_kind {
 #undef DT_LOSS_ENUM_
 };
 
+/* model.recompute: which activations a training pass drops after its
+ * forward and computes again in its backward (graph.h). */
+enum dt_recompute {
+	DT_RECOMPUTE_NONE = 0,
+	DT_RECOMPUTE_BLOCKS,	/* the inside of each repeat block's copy */
+	DT_RECOMPUTE_ATTENTION,	/* the attention's (T, T) probabilities */
+};
+
 enum dt_schedule_kind {
 	DT_SCHEDULE_CONSTANT = 0,
 	DT_SCHEDULE_STEP,
@@ -271,6 +279,7 @@ struct dt_job {
 		int n_layers;
 		struct dt_layer_spec layers[DT_JOB_MAX_LAYERS];
 		enum dt_loss_kind loss;
+		enum dt_recompute recompute;	/* default none */
 		char init_from[DT_JOB_PATH_MAX];	/* "" = random init; else
 						 * a safetensors file to
 						 * start from */

@@ -74,6 +74,9 @@ static const char *const text_unit_names[] = {
 static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
 _Static_assert(DT_LOSS_SOFTMAX_CROSS_ENTROPY == 0,
 	       "loss_names is in the order of enum dt_loss_kind");
+/* model.recompute, in the order of enum dt_recompute. */
+static const char *const recompute_names[] = { "none", "blocks", "attention",
+					       NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
 static const char *const monitor_names[] = {
@@ -203,6 +206,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "model.loss", .type = DT_KEY_ENUM, .off = OFF(model.loss),
 	  .def = "softmax_cross_entropy", .names = loss_names,
 	  .doc = "loss on the last layer's output" },
+	{ .key = "model.recompute", .type = DT_KEY_ENUM,
+	  .off = OFF(model.recompute), .def = "none",
+	  .names = recompute_names,
+	  .doc = "activations dropped after forward, recomputed in backward" },
 	{ .key = "model.init_from", .type = DT_KEY_PATH,
 	  .off = OFF(model.init_from), .size = SZ(model.init_from),
 	  .def_doc = "random init",

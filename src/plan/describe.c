@@ -44,6 +44,21 @@ struct stage_plan {
 static int64_t get_i(const struct json_object *o, const char *a,
 		     const char *b);
 
+/* model.recompute's words, in the order of enum dt_recompute. */
+static const char *const recompute_words[] = { "none", "blocks",
+					       "attention" };
+
+/* The number o's key a holds, 0 when it holds none. */
+static double
+get_d(const struct json_object *o, const char *a)
+{
+	struct json_object *x;
+
+	if (!json_object_object_get_ex(o, a, &x))
+		return 0;
+	return json_object_get_double(x);
+}
+
 /* The element of the gradient sums' wire (train/sync.h). */
 static const char *
 wire_word(const struct dt_sync_plan *sync)
@@ -64,8 +79,10 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t input = dt_model_input_size(plan->shapes) * mb;
 	int64_t per_step = mb * plan->grad_accum_steps;
 	/* Each micro-batch in flight has its slot of activations and its
-	 * copy of the input batch (train/exec.c). */
-	int64_t act = (sp->si->act_floats * mb + input) * sp->in_flight * 4;
+	 * copy of the input batch (train/exec.c); the recompute's workspace
+	 * is one for all of them. */
+	int64_t act = (sp->si->act_floats * mb + input) * sp->in_flight * 4 +
+		      sp->si->act_work_floats * mb * 4;
 	/* A rank holds its stage's tensors only (the whole model without a
 	 * pipeline): parameters and gradients, and the optimizer's buffers
 	 * over the span it updates. */
@@ -170,6 +187,8 @@ describe_layers(const struct dt_plan *plan, struct json_object *o)
 		    (int64_t)dt_model_n_params(model)));
 	ADD(o, "flops_per_sample", dt_json_number(total_flops));
 	ADD(o, "fwd_flops_per_sample", dt_json_number(fwd));
+	ADD(o, "recompute_flops_per_sample",
+	    dt_json_number(dt_model_recompute_flops_per_sample(model)));
 	ADD(o, "flops_per_step",
 	    dt_json_number(total_flops * (double)plan->global_batch));
 }
@@ -253,7 +272,11 @@ describe_stage(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "trained_params", json_object_new_int64(sp->sync->trained));
 	ADD(x, "activation_floats_per_sample",
 	    json_object_new_int64(si->act_floats));
+	ADD(x, "activation_work_floats_per_sample",
+	    json_object_new_int64(si->act_work_floats));
 	ADD(x, "micro_batches_in_flight", json_object_new_int64(sp->in_flight));
+	ADD(x, "in_flight_reason",
+	    json_object_new_string(dt_plan_in_flight_reason(plan, s)));
 	/* As in the ranks' memory: the slots and the input batch. */
 	ADD(x, "activation_bytes", json_object_new_int64(
 		    get_i(sp->memory, "activations", NULL)));
@@ -436,6 +459,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	int64_t loader = loader_bytes(job, plan);
 
 	ADD(o, "name", json_object_new_string(job->name));
+	ADD(o, "recompute", json_object_new_string(
+		    recompute_words[job->model.recompute]));
 	ADD(o, "grid", describe_grid(job, plan));
 	ADD(o, "batch", describe_batch(plan));
 	describe_layers(plan, o);
@@ -689,8 +714,10 @@ print_stages(const struct json_object *d, FILE *out)
 			}
 			fprintf(out, ")");
 		}
-		fprintf(out, "; %lld micro-batch(es) of activations held\n",
-			(long long)get_i(st, "micro_batches_in_flight", NULL));
+		fprintf(out, "; %lld micro-batch(es) of activations held "
+			"(%s)\n",
+			(long long)get_i(st, "micro_batches_in_flight", NULL),
+			json_object_get_string(get(st, "in_flight_reason")));
 		/* Rank 0 also holds the gathered model while it writes a
 		 * checkpoint: its own line. */
 		if (get_i(r, "rank", NULL) == 0 &&
@@ -813,6 +840,13 @@ dt_plan_print(const struct json_object *d, FILE *out)
 		(long long)get_i(d, "params", NULL), b1,
 		get_i(d, "grid", "tensor_parallel") > 1 ?
 		", one tensor-parallel rank's share" : "", b2);
+	if (get_d(d, "recompute_flops_per_sample") > 0) {
+		flops_text(b1, sizeof b1,
+			   get_d(d, "recompute_flops_per_sample"));
+		fprintf(out, "recompute: %s; its forward again in backward "
+			"adds %s per sample (in the total)\n",
+			json_object_get_string(get(d, "recompute")), b1);
+	}
 	if (split)
 		print_stages(d, out);
 	else {

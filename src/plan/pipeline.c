@@ -93,6 +93,27 @@ dt_plan_in_flight(const struct dt_plan *plan, int stage)
 	return left < m ? left : m;
 }
 
+const char *
+dt_plan_in_flight_reason(const struct dt_plan *plan, int stage)
+{
+	if (plan->pp_size <= 1)
+		return plan->accum_schedule == DT_ACCUM_BREADTH_FIRST ?
+		       "breadth-first accumulation: every micro-batch's "
+		       "forward before the backward" :
+		       "each micro-batch's backward follows its forward";
+	if (plan->pipe_schedule == DT_PIPE_GPIPE)
+		return "GPipe: every micro-batch's forward before any "
+		       "backward";
+	if (plan->grad_accum_steps <= plan->pp_size - stage)
+		return "1F1B: the step has no more micro-batches than the "
+		       "stages from here to the last";
+	return stage + 1 == plan->pp_size ?
+	       "1F1B: the last stage runs each backward right after its "
+	       "forward" :
+	       "1F1B: the forwards that fill the stages after this one, "
+	       "plus the one whose backward comes next";
+}
+
 void
 dt_plan_pipe_ops(const struct dt_plan *plan, int stage, struct dt_pipe_op *ops)
 {

@@ -195,6 +195,11 @@ enum dt_status dt_plan_accum_schedule(const struct dt_job *job,
  * accumulation schedule (plan->accum_schedule), else 1. */
 int64_t dt_plan_in_flight(const struct dt_plan *plan, int stage);
 
+/* Why stage `stage` holds dt_plan_in_flight micro-batches, in words for
+ * the plan ("1F1B: the forwards that fill the stages after this one,
+ * plus the one whose backward comes next"); a static string. */
+const char *dt_plan_in_flight_reason(const struct dt_plan *plan, int stage);
+
 /* One step of a stage's pipeline schedule: the forward or the backward
  * pass of micro-batch `micro` (0 .. m-1). */
 struct dt_pipe_op {

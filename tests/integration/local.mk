@@ -21,6 +21,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/data-trust.sh \
 	tests/integration/sample.sh \
 	tests/integration/layouts.sh \
+	tests/integration/recompute.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/shards.sh \
 	tests/integration/function-length.sh \

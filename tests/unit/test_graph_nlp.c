@@ -844,6 +844,91 @@ START_TEST(test_lm_model)
 }
 END_TEST
 
+/* model.recompute through graph.h: two copies of a block {ln, attn}
+ * (named as `repeat:` names them) between the embeddings and the head.
+ * Each copy's attention is read outside the copy, so it is kept; each
+ * layernorm is transient. Per sample (T = 4, C = 8, h = 2): wte and wpe
+ * 64 each (output and gradient), a layernorm 32 + 32 + 8, an attention
+ * 64 + 176 (4*T*C + (h+1)*T*T), head 88, loss 44: 884 without recompute;
+ * blocks keeps the attentions and one layernorm's 72 as the workspace:
+ * 884 - 2*72 + 72 = 812; attention keeps 4*T*C = 128 of each
+ * attention's scratch and one shared 2*T*T = 32: 884 - 2*48 + 32 = 820.
+ * FLOPs: blocks adds the layernorms' forward, attention each attention's
+ * 2*T*T*C + 5*h*T*T = 416. The gradients are the bits of none's and
+ * pass the finite-difference check. */
+START_TEST(test_lm_recompute)
+{
+	static const enum dt_layer_kind kinds[] = {
+		DT_LAYER_EMBEDDING, DT_LAYER_POS_EMBEDDING, DT_LAYER_LAYERNORM,
+		DT_LAYER_ATTENTION, DT_LAYER_LAYERNORM, DT_LAYER_ATTENTION,
+		DT_LAYER_DENSE,
+	};
+	static const char *const names[] = { "wte", "wpe", "b.0.ln", "b.0.attn",
+					     "b.1.ln", "b.1.attn", "head" };
+	static const int64_t want_act[] = { 884, 812, 820 };
+	static const float x[] = { 1, 5, 10, 0, 3, 3, 7, 2 };	/* (2, 4) */
+	static const int32_t labels[] = { 4, 9, 0, 1, 3, 7, 2, 10 }; /* (2, 4) */
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m[3];
+	struct dt_error err;
+	double loss[3], ln_flops = 0;
+
+	snprintf(job->path, sizeof job->path, "lm.yaml");
+	job->seed = 5;
+	job->model.n_input_dims = 1;
+	job->model.input_shape[0] = 4;
+	job->model.n_layers = 7;
+	job->model.loss = DT_LOSS_SOFTMAX_CROSS_ENTROPY;
+	for (int i = 0; i < 7; i++)
+		job->model.layers[i] = spec_of(kinds[i], names[i]);
+	job->model.layers[0].vocab = 11;
+	job->model.layers[0].dim = 8;
+	job->model.layers[1].length = 6;
+	job->model.layers[1].dim = 8;
+	job->model.layers[3].heads = 2;
+	job->model.layers[5].heads = 2;
+	job->model.layers[6].units = 11;
+	for (int rc = 0; rc < 3; rc++) {
+		job->model.recompute = (enum dt_recompute)rc;
+		if (dt_model_new(job, 2, &m[rc], &err) != DT_OK)
+			ck_abort_msg("%s", err.msg);
+		ck_assert_int_eq(dt_model_act_floats_per_sample(m[rc]),
+				 want_act[rc]);
+		dt_model_zero_grads(m[rc]);
+		dt_model_train_step(m[rc], x, labels, 2, 1.0f, &loss[rc],
+				    NULL);
+	}
+	for (int i = 0; i < dt_model_n_layers(m[0]); i++) {
+		struct dt_layer_info li;
+
+		dt_model_layer_info(m[0], i, &li);
+		if (strcmp(li.kind, "layernorm") == 0)
+			ln_flops += li.fwd_flops;
+	}
+	ck_assert(ln_flops > 0);
+	ck_assert(dt_model_recompute_flops_per_sample(m[0]) == 0);
+	ck_assert(dt_model_recompute_flops_per_sample(m[1]) == ln_flops);
+	ck_assert(dt_model_recompute_flops_per_sample(m[2]) == 2 * 416.0);
+	ck_assert(dt_model_flops_per_sample(m[1]) ==
+		  dt_model_flops_per_sample(m[0]) + ln_flops);
+	for (int rc = 1; rc < 3; rc++) {
+		ck_assert(loss[rc] == loss[0]);
+		ck_assert(memcmp(dt_model_grads(m[rc]), dt_model_grads(m[0]),
+				 dt_model_n_params(m[0]) * sizeof(float)) == 0);
+		ck_assert_int_eq(gc_model_check(m[rc], x, labels, NULL, 2,
+						&(struct gc_model_tol){
+							.eps = 1e-3,
+							.atol = 1e-3,
+							.rtol = 2e-2,
+							.stride = 3,
+							.sum = true }, NULL), 0);
+	}
+	for (int rc = 0; rc < 3; rc++)
+		dt_model_free(m[rc]);
+	free(job);
+}
+END_TEST
+
 /* Batchnorm's running statistics are buffers: laid out after every trained
  * tensor, so the optimizer (and weight decay) covers only dt_model_n_trained
  * floats; an AdamW step with weight decay leaves them as they were. */
@@ -926,6 +1011,7 @@ graph_nlp_suite(void)
 	suite_add_tcase(s, layers);
 
 	tcase_add_test(model, test_lm_model);
+	tcase_add_test(model, test_lm_recompute);
 	tcase_add_test(model, test_buffers_after_trained);
 	suite_add_tcase(s, model);
 	return s;
