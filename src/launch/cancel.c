@@ -8,11 +8,18 @@
  * seconds (1 by default), sends SIGTERM, waits as long again, then sends
  * SIGKILL. The ranks need DT_STOP_GRACE_S (train/signals.h) to finish
  * their step and checkpoint, so the timeout must be at least half that. */
+#ifndef _XOPEN_SOURCE
+#define _XOPEN_SOURCE 700	/* nftw and its FTW_* flags */
+#endif
 #include "launch/launch_priv.h"
 
+#include <ftw.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "train/signals.h"
 
@@ -54,4 +61,41 @@ dt_launch_mpirun_grace_short(char *msg, size_t size)
 		 DT_STOP_GRACE_S, DT_SIGKILL_TIMEOUT_PARAM, DT_SIGKILL_TIMEOUT,
 		 DT_SIGKILL_TIMEOUT_ENV, DT_SIGKILL_TIMEOUT);
 	return 1;
+}
+
+/* nftw's callback: removes one entry, the deepest first. */
+static int
+remove_entry(const char *path, const struct stat *st, int flag,
+	     struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void
+dt_launch_mpirun_session_clean(pid_t mpirun)
+{
+	const char *tmpdir = getenv("TMPDIR");
+	char pattern[PATH_MAX];
+	glob_t g;
+
+	snprintf(pattern, sizeof pattern, "%s/ompi.*.%ld/pid.%ld",
+		 tmpdir != NULL && *tmpdir != '\0' ? tmpdir : "/tmp",
+		 (long)getuid(), (long)mpirun);
+	if (glob(pattern, 0, NULL, &g) != 0)
+		return;
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		char *slash;
+
+		nftw(g.gl_pathv[i], remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+		slash = strrchr(g.gl_pathv[i], '/');
+		*slash = '\0';
+		rmdir(g.gl_pathv[i]);	/* only once empty */
+	}
+	globfree(&g);
 }

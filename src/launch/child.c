@@ -101,7 +101,12 @@ end_stopped(pid_t child, int n_ranks, const char *dir, const char *host,
 		*t_noted = dt_launch_now();
 	if (dt_launch_now() - *t_noted < DT_STOP_END_S)
 		return 0;
+	fprintf(stderr, "dtrain: every rank wrote its checkpoint and its exit "
+		"status; ending mpirun, which holds them (signalled too, it "
+		"waits out its odls_base_sigkill_timeout, their last messages "
+		"with it)\n");
 	kill(-child, SIGKILL);
+	dt_launch_mpirun_session_clean(child);
 	for (int r = 0; r < n_ranks; r++) {
 		pid_t pid;
 

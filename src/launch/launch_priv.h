@@ -83,6 +83,12 @@ void dt_launch_named_hostfile(const struct dt_launch_config *cfg, char *buf,
  * mpi_args (NULL: none). A launch passes DT_SIGKILL_TIMEOUT otherwise. */
 int dt_launch_sigkill_given(const char *mpi_args);
 
+/* After mpirun (pid mpirun) was killed outright: removes the session
+ * directory it would have removed itself, Open MPI 4.1's
+ * $TMPDIR/ompi.HOST.UID/pid.MPIRUN (/tmp without TMPDIR), and the
+ * directory above once empty. Quietly does nothing when none is there. */
+void dt_launch_mpirun_session_clean(pid_t mpirun);
+
 /* ---- exit_note.c: the notes a rank leaves for the launcher ---- */
 
 /* A note is the file DIR/rank-R.pid or DIR/rank-R.exit holding one line,
