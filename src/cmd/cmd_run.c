@@ -357,6 +357,17 @@ say_result(const struct dt_job *job, const struct dt_train_result *res)
 	}
 }
 
+/* Rank 0 under an mpirun that would kill the ranks before a cancel's
+ * checkpoint is written says so, and what to give mpirun. */
+static void
+warn_mpirun_grace(int rank)
+{
+	char msg[512];
+
+	if (rank == 0 && dt_launch_mpirun_grace_short(msg, sizeof msg))
+		fprintf(stderr, "dtrain: warning: %s\n", msg);
+}
+
 /* The rank's entry: this process is one of the ranks mpirun, srun or the
  * launcher started (or the only one); trains the job on them. Returns
  * its exit code. */
@@ -378,6 +389,7 @@ train_rank(const struct run_args *a, const struct dt_job *job)
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	dt_launch_note_pid(dt_comm_rank(comm));
+	warn_mpirun_grace(dt_comm_rank(comm));
 	/* The launcher may pass a stop on from now: keep it for the loop
 	 * (which stops after its first step) rather than die of it while
 	 * the data loads. */

@@ -19,14 +19,21 @@
 
 #include "launch/banner.h"
 
-/* How many SIGINT/SIGTERM/SIGHUP the launcher caught: set by the
- * handler, so process-wide by nature. */
+/* How many SIGINT/SIGTERM/SIGHUP the launcher caught, and the last of
+ * them: set by the handler, so process-wide by nature. */
 static volatile sig_atomic_t stop_count;
+static volatile sig_atomic_t stop_sig;
+
+/* Seconds from the moment every rank of a stopped job noted its exit
+ * code to ending what is left of it: mpirun, signalled itself by a
+ * scheduler, waits out its kill timeout (cancel.c) with the ranks held in
+ * MPI_Finalize, and would outlive the scheduler's grace period. */
+#define DT_STOP_END_S 2
 
 static void
 on_stop(int sig)
 {
-	(void)sig;
+	stop_sig = sig;
 	stop_count++;
 }
 
@@ -51,15 +58,17 @@ dt_launch_stop_count(void)
 	return stop_count;
 }
 
-/* Asks the job to stop as a signal to this launcher asked: SIGTERM to
- * every rank that noted its pid on this host in dir (each finishes its
- * step, checkpoints and exits 3; a second one stops it at once), or,
- * with none noted yet (still starting: nothing to save), to the child.
- * mpirun itself is left alone: on a signal of its own it would kill the
- * ranks a second after SIGTERM (Open MPI's odls_base_sigkill_timeout),
- * before a long step and its checkpoint end. */
+/* Asks the job to stop as a signal to this launcher asked: sig (SIGINT
+ * for a Ctrl-C, else SIGTERM) to every rank that noted its pid on this
+ * host in dir (each finishes its step, checkpoints and exits 3; copies
+ * of one stop count once, a second, separate Ctrl-C stops it at once:
+ * train/signals.h), or, with none noted yet (still starting: nothing to
+ * save), SIGTERM to the child. mpirun itself is left alone: on a signal
+ * of its own it kills the ranks after its odls_base_sigkill_timeout
+ * (cancel.c). */
 static void
-forward_stop(pid_t child, int n_ranks, const char *dir, const char *host)
+forward_stop(pid_t child, int n_ranks, const char *dir, const char *host,
+	     int sig)
 {
 	int sent = 0;
 
@@ -67,11 +76,44 @@ forward_stop(pid_t child, int n_ranks, const char *dir, const char *host)
 		pid_t pid;
 
 		if (dt_launch_note_local_pid(dir, r, host, &pid) &&
-		    kill(pid, SIGTERM) == 0)
+		    kill(pid, sig) == 0)
 			sent++;
 	}
 	if (sent == 0)
 		kill(child, SIGTERM);
+}
+
+/* After a stop was passed on: once every rank has noted its exit code
+ * (*t_noted: when that was first seen, 0 before), DT_STOP_END_S later,
+ * SIGKILL to mpirun's process group and to the ranks of this host still
+ * there (their work is done). Returns 1 once it has. */
+static int
+end_stopped(pid_t child, int n_ranks, const char *dir, const char *host,
+	    double *t_noted)
+{
+	for (int r = 0; r < n_ranks; r++) {
+		long code;
+
+		if (!dt_launch_note_code(dir, r, 1, &code))
+			return 0;
+	}
+	if (*t_noted == 0)
+		*t_noted = dt_launch_now();
+	if (dt_launch_now() - *t_noted < DT_STOP_END_S)
+		return 0;
+	fprintf(stderr, "dtrain: every rank wrote its checkpoint and its exit "
+		"status; ending mpirun, which holds them (signalled too, it "
+		"waits out its odls_base_sigkill_timeout, their last messages "
+		"with it)\n");
+	kill(-child, SIGKILL);
+	dt_launch_mpirun_session_clean(child);
+	for (int r = 0; r < n_ranks; r++) {
+		pid_t pid;
+
+		if (dt_launch_note_local_pid(dir, r, host, &pid))
+			kill(pid, SIGKILL);
+	}
+	return 1;
 }
 
 /* Waits up to ms for mpirun's stderr (fd; -1: none, just sleeps) and
@@ -179,8 +221,8 @@ static int
 supervise(pid_t pid, int n_ranks, const char *dir, const char *host,
 	  struct dt_launch_guard *g, int *err_fd, struct dt_banner *b)
 {
-	int status, forwarded = 0;
-	double last = 0;
+	int status, forwarded = 0, ended = 0;
+	double last = 0, t_noted = 0;
 
 	for (;;) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
@@ -194,14 +236,23 @@ supervise(pid_t pid, int n_ranks, const char *dir, const char *host,
 		if (stop_count > forwarded) {
 			forwarded = stop_count;
 			if (n_ranks > 0)
-				forward_stop(pid, n_ranks, dir, host);
+				forward_stop(pid, n_ranks, dir, host,
+					     stop_sig == SIGINT ? SIGINT :
+					     SIGTERM);
 			else
-				kill(pid, SIGTERM);
+				kill(pid, stop_sig == SIGINT ? SIGINT :
+				     SIGTERM);
 		}
+		if (n_ranks > 0 && forwarded > 0 && !ended)
+			ended = end_stopped(pid, n_ranks, dir, host, &t_noted);
 		if (n_ranks > 0)
 			dt_launch_guard_step(g, pid, n_ranks, dir, host);
 		relay(err_fd, b, 50, &last);
 	}
+	/* Ended here after the ranks noted their codes: those say how the
+	 * job went (dt_launch_job_status), not the SIGKILL. */
+	if (ended && WIFSIGNALED(status))
+		status = 1 << 8;
 	/* What mpirun wrote before it ended; a daemon it started may hold
 	 * the pipe a little longer. */
 	for (double until = dt_launch_now() + 2.0; *err_fd >= 0 &&

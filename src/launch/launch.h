@@ -12,6 +12,8 @@
 #ifndef DT_LAUNCH_H
 #define DT_LAUNCH_H
 
+#include <stddef.h>
+
 struct dt_job;
 
 /* What to launch and how. Nothing in it is copied: it must outlive the
@@ -66,6 +68,15 @@ int dt_launch_run(const struct dt_launch_config *cfg);
  * set): a rank that is, keeps a stop signal for the training loop from
  * the start. */
 int dt_launch_supervised(void);
+
+/* A rank's check of the mpirun that started it (one it knows by Open
+ * MPI's variables; a singleton or srun's ranks have none): whether mpirun
+ * would kill the ranks sooner after a cancel than DT_STOP_GRACE_S
+ * (train/signals.h), as its odls_base_sigkill_timeout, from the
+ * environment its --mca sets, says. Returns 1 with what to give mpirun
+ * in msg (size bytes, no "dtrain: " and no newline), else 0. A value set
+ * only in an MCA parameter file is not seen. */
+int dt_launch_mpirun_grace_short(char *msg, size_t size);
 
 /* A rank of a launched job tells the launcher what mpirun would not: its
  * pid, once it is running, and its exit code (0 to 255), once its work is

@@ -69,6 +69,26 @@ int dt_launch_hostfile_option(const char *const *words, int n, int i,
 void dt_launch_named_hostfile(const struct dt_launch_config *cfg, char *buf,
 			      size_t size, const char **from);
 
+/* ---- cancel.c: how long mpirun leaves the ranks after a signal ---- */
+
+/* Open MPI's setting of the seconds between each step of its kill
+ * sequence (SIGCONT, SIGTERM, SIGKILL), its variable, and the value a
+ * launch passes: half of DT_STOP_GRACE_S (train/signals.h), so that
+ * mpirun's SIGKILL comes no sooner than the grace period. */
+#define DT_SIGKILL_TIMEOUT_PARAM "odls_base_sigkill_timeout"
+#define DT_SIGKILL_TIMEOUT_ENV "OMPI_MCA_odls_base_sigkill_timeout"
+#define DT_SIGKILL_TIMEOUT "15"
+
+/* Whether the user set mpirun's kill timeout: in the environment, or in
+ * mpi_args (NULL: none). A launch passes DT_SIGKILL_TIMEOUT otherwise. */
+int dt_launch_sigkill_given(const char *mpi_args);
+
+/* After mpirun (pid mpirun) was killed outright: removes the session
+ * directory it would have removed itself, Open MPI 4.1's
+ * $TMPDIR/ompi.HOST.UID/pid.MPIRUN (/tmp without TMPDIR), and the
+ * directory above once empty. Quietly does nothing when none is there. */
+void dt_launch_mpirun_session_clean(pid_t mpirun);
+
 /* ---- exit_note.c: the notes a rank leaves for the launcher ---- */
 
 /* A note is the file DIR/rank-R.pid or DIR/rank-R.exit holding one line,

@@ -103,7 +103,7 @@ dt_launch_cmd_build(struct dt_launch_cmd *cmd,
 		    int n_ranks, const char *hostfile, int as_resume,
 		    long cores, int pass_tty)
 {
-	size_t cap = (size_t)cfg->n_rank_args + 16 + max_words(cfg->mpi_args);
+	size_t cap = (size_t)cfg->n_rank_args + 20 + max_words(cfg->mpi_args);
 	const char **args = dt_xmalloc(cap, sizeof *args);
 	int n = 0;
 
@@ -122,6 +122,13 @@ dt_launch_cmd_build(struct dt_launch_cmd *cmd,
 		if (pass_tty) {
 			args[n++] = "-x";
 			args[n++] = DT_PROGRESS_TTY_ENV;
+		}
+		/* A cancel gets its grace period (cancel.c), unless the
+		 * user chose mpirun's timeout. */
+		if (!dt_launch_sigkill_given(cfg->mpi_args)) {
+			args[n++] = "--mca";
+			args[n++] = DT_SIGKILL_TIMEOUT_PARAM;
+			args[n++] = DT_SIGKILL_TIMEOUT;
 		}
 		cmd->mpi_words = add_mpi_args(cfg->mpi_args, hostfile, args,
 					      &n);

@@ -14,10 +14,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "launch/launch_priv.h"
+#include "train/signals.h"
 
 static char dir[64];
 
@@ -82,11 +84,14 @@ START_TEST(mpirun_first_launch)
 	const char *const want[] = {
 		DT_MPIRUN, "-np", "4", "--oversubscribe",
 		"-x", "DTRAIN_LAUNCH_DIR", "-x", "DTRAIN_PROGRESS_TTY",
+		"--mca", "odls_base_sigkill_timeout", "15",
 		"--bind-to", "none", "--hostfile", "h1", "-mca", "btl", "self",
 		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
 	};
 
-	/* 2 cores for 4 ranks: oversubscribed; the terminal hint passed. */
+	/* 2 cores for 4 ranks: oversubscribed; the terminal hint passed;
+	 * mpirun waits 15 s twice before it kills (a cancel's 30 s). */
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
 	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 4, NULL, 0, 2, 1);
 	assert_argv(&cmd, want);
 	dt_launch_cmd_fini(&cmd);
@@ -102,12 +107,14 @@ START_TEST(mpirun_restart_on_elastic_hosts)
 	struct dt_launch_cmd cmd;
 	const char *const want[] = {
 		DT_MPIRUN, "-np", "3", "-x", "DTRAIN_LAUNCH_DIR",
+		"--mca", "odls_base_sigkill_timeout", "15",
 		"--bind-to", "none", "-mca", "btl", "self",
 		"--hostfile", "/l/hosts", "/x/dtrain", "resume", "-q", "r", NULL
 	};
 
 	/* Every hostfile named gives way to the elastic one; 3 ranks on 8
 	 * cores; a restart is `resume -q RUN_DIR`. */
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
 	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 3, "/l/hosts", 1, 8, 0);
 	assert_argv(&cmd, want);
 	dt_launch_cmd_fini(&cmd);
@@ -553,6 +560,97 @@ START_TEST(grace)
 }
 END_TEST
 
+START_TEST(mpirun_timeout_of_the_user)
+{
+	struct dt_launch_config cfg =
+		config4("--mca odls_base_sigkill_timeout 40");
+	struct dt_launch_cmd cmd;
+	const char *const mine[] = {
+		DT_MPIRUN, "-np", "2", "-x", "DTRAIN_LAUNCH_DIR",
+		"--mca", "odls_base_sigkill_timeout", "40",
+		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
+	};
+	const char *const from_env[] = {
+		DT_MPIRUN, "-np", "2", "-x", "DTRAIN_LAUNCH_DIR",
+		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
+	};
+
+	/* The user's own timeout, in --mpi-args or the environment, is
+	 * left as it is. */
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 2, NULL, 0, 8, 0);
+	assert_argv(&cmd, mine);
+	dt_launch_cmd_fini(&cmd);
+	cfg.mpi_args = NULL;
+	setenv("OMPI_MCA_odls_base_sigkill_timeout", "5", 1);
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 2, NULL, 0, 8, 0);
+	assert_argv(&cmd, from_env);
+	dt_launch_cmd_fini(&cmd);
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
+}
+END_TEST
+
+START_TEST(mpirun_grace_checked)
+{
+	char msg[512] = "";
+
+	/* Not started by mpirun (a singleton, srun): nothing to check. */
+	unsetenv("OMPI_MCA_orte_hnp_uri");
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
+	ck_assert_int_eq(dt_launch_mpirun_grace_short(msg, sizeof msg), 0);
+	/* Under mpirun with Open MPI's default of 1 s: SIGKILL after 2 s. */
+	setenv("OMPI_MCA_orte_hnp_uri", "1.0;tcp://127.0.0.1:1", 1);
+	ck_assert_int_eq(dt_launch_mpirun_grace_short(msg, sizeof msg), 1);
+	ck_assert_ptr_nonnull(strstr(msg, "kills the ranks 2 s after"));
+	ck_assert_ptr_nonnull(strstr(msg, "--mca odls_base_sigkill_timeout "
+				      "15"));
+	setenv("OMPI_MCA_odls_base_sigkill_timeout", "14", 1);
+	ck_assert_int_eq(dt_launch_mpirun_grace_short(msg, sizeof msg), 1);
+	ck_assert_ptr_nonnull(strstr(msg, "kills the ranks 28 s after"));
+	setenv("OMPI_MCA_odls_base_sigkill_timeout", "15x", 1);
+	ck_assert_int_eq(dt_launch_mpirun_grace_short(msg, sizeof msg), 1);
+	setenv("OMPI_MCA_odls_base_sigkill_timeout", "15", 1);
+	ck_assert_int_eq(dt_launch_mpirun_grace_short(msg, sizeof msg), 0);
+	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
+	unsetenv("OMPI_MCA_orte_hnp_uri");
+}
+END_TEST
+
+/* The copy rule of train/signals.h, and its handler in a child: copies of
+ * one stop keep it alive and stopping; a SIGINT DT_STOP_COPY_S later ends
+ * it at once, 128 + SIGINT. */
+START_TEST(stop_copies_count_once)
+{
+	struct timespec nap = { DT_STOP_COPY_S, 200 * 1000 * 1000 };
+	int status;
+	pid_t pid;
+
+	ck_assert_int_eq(dt_signals_is_copy(SIGTERM, DT_STOP_GRACE_S - 0.1),
+			 1);
+	ck_assert_int_eq(dt_signals_is_copy(SIGTERM, DT_STOP_GRACE_S), 0);
+	ck_assert_int_eq(dt_signals_is_copy(SIGINT, DT_STOP_COPY_S - 0.1), 1);
+	ck_assert_int_eq(dt_signals_is_copy(SIGINT, DT_STOP_COPY_S), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dt_signals_install();
+		raise(SIGTERM);
+		raise(SIGTERM);
+		raise(SIGINT);
+		if (dt_signals_pending() != SIGTERM)
+			_exit(10);
+		dt_signals_restore();	/* kept: a stop is under way */
+		raise(SIGTERM);
+		nanosleep(&nap, NULL);
+		raise(SIGINT);
+		_exit(11);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_int_eq(WEXITSTATUS(status), 128 + SIGINT);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -568,6 +666,9 @@ main(void)
 	tcase_add_test(cmd, mpirun_left_out);
 	tcase_add_test(cmd, mpirun_probe);
 	tcase_add_test(cmd, hostfile_named);
+	tcase_add_test(cmd, mpirun_timeout_of_the_user);
+	tcase_add_test(cmd, mpirun_grace_checked);
+	tcase_add_test(cmd, stop_copies_count_once);
 	tcase_add_checked_fixture(note, setup, teardown);
 	tcase_add_test(note, note_round_trip);
 	tcase_add_test(note, note_torn_is_rejected);
