@@ -111,6 +111,26 @@ write_words(FILE *out)
 	fputs("\tesac\n", out);
 }
 
+/* The case arm of each command in _dtrain: its options, the options that
+ * take a file, and what its operand is. */
+static void
+write_command_cases(FILE *out)
+{
+	for (int i = 0; dt_cmd_table[i] != NULL; i++) {
+		const struct dt_cmd *c = dt_cmd_table[i];
+
+		fprintf(out, "\t%s)\n\t\topts='", c->name);
+		write_opts(c, out, 0);
+		fputs("'\n\t\ttakes='", out);
+		write_opts(c, out, 1);
+		fputs(" '\n", out);
+		/* help takes a command; the others a file or directory. */
+		if (c == &dt_cmd_help)
+			fputs("\t\toperand=command\n", out);
+		fputs("\t\t;;\n", out);
+	}
+}
+
 void
 dt_cmd_write_completion(FILE *out)
 {
@@ -134,19 +154,7 @@ dt_cmd_write_completion(FILE *out)
 		fprintf(out, "%s ", dt_cmd_table[i]->name);
 	fputs("--help --version' -- \"$cur\"))\n\t\treturn 0\n\tfi\n"
 	      "\tcase ${COMP_WORDS[1]} in\n", out);
-	for (int i = 0; dt_cmd_table[i] != NULL; i++) {
-		const struct dt_cmd *c = dt_cmd_table[i];
-
-		fprintf(out, "\t%s)\n\t\topts='", c->name);
-		write_opts(c, out, 0);
-		fputs("'\n\t\ttakes='", out);
-		write_opts(c, out, 1);
-		fputs(" '\n", out);
-		/* help takes a command; the others a file or directory. */
-		if (c == &dt_cmd_help)
-			fputs("\t\toperand=command\n", out);
-		fputs("\t\t;;\n", out);
-	}
+	write_command_cases(out);
 	fputs("\t*)\n\t\treturn 0\n\t\t;;\n\tesac\n"
 	      /* --set KEY=VALUE: bash splits at the = (COMP_WORDBREAKS),
 	       * leaving the = as the word or before it. Readline replaces
