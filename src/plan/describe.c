@@ -348,9 +348,12 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	ADD(comm, "received_per_step", json_object_new_int64(ring));
 }
 
-/* Rank 0 holds the whole model while it writes a checkpoint of a
- * pipeline: the parameters and optimizer state gathered from every
- * stage, on top of its stage's memory. A new object. */
+/* Rank 0 holds the whole model while it writes a checkpoint of a model
+ * cut into stages or tensor slices (train/gather.c): the parameters and
+ * optimizer state gathered from every stage into a copy of their own,
+ * on top of its stage's memory (a tensor-parallel rank holds its
+ * stage's tensors whole, and copies them all the same). A new
+ * object. */
 static struct json_object *
 gather_memory(const struct dt_plan *plan, struct json_object *stage_mem)
 {
@@ -406,7 +409,7 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	if (r == 0 && plan->pp_size > 1) {
+	if (r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) {
 		*mem0 = gather_memory(plan, mine->memory);
 		ADD(x, "memory", *mem0);
 	} else {
@@ -466,9 +469,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 				      describe_server_rank(plan, r) :
 				      describe_rank(plan, sp, r, &mem0));
 	ADD(o, "ranks", ranks);
-	/* The rank that needs the most (every rank's without a pipeline;
-	 * with one, rank 0 while it gathers a checkpoint, or the stage
-	 * with the most). */
+	/* The rank that needs the most (every rank's without a pipeline
+	 * or tensor parallelism; with either, rank 0 while it gathers a
+	 * checkpoint, or the stage with the most). */
 	ADD(o, "memory_per_rank", json_object_get(
 		    mem0 != NULL && get_i(mem0, "total", NULL) >
 		    sp[busiest].total ? mem0 : sp[busiest].memory));
@@ -564,7 +567,8 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	fprintf(out, "%s", head);
 	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
 		/* The accumulator exists only on the double path, the
-		 * gather only on rank 0 of a pipeline. */
+		 * gather only on rank 0 of a pipeline or of
+		 * tensor parallelism. */
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
