@@ -72,6 +72,12 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
 	int64_t opt = y->optim_buffers * (y->own_hi - y->own_lo) * 4;
+	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
+	 * chunk from its neighbour into a buffer of doubles kept from step
+	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
+	int64_t sum_buf = y->summed && (y->impl == DT_SYNC_IMPL_EXACT ||
+					y->impl == DT_SYNC_IMPL_STAGES_EXACT) ?
+			  (y->trained / y->sum_ranks + 1) * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(n_params * 4));
@@ -79,12 +85,13 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "optimizer_state", json_object_new_int64(opt));
 	ADD(mem, "grad_accumulator",
 	    json_object_new_int64(y->accumulator_bytes));
+	ADD(mem, "sum_buffers", json_object_new_int64(sum_buf));
 	ADD(mem, "activations", json_object_new_int64(act));
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes + act +
-		    dataset + loader + DT_PLAN_RUNTIME_BYTES;
+	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes +
+		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
@@ -559,6 +566,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	static const char *const memkeys[] = { "params", "grads",
 					       "optimizer_state",
 					       "grad_accumulator",
+					       "sum_buffers",
 					       "activations", "dataset",
 					       "loader", "runtime",
 					       "checkpoint_gather", "total" };
@@ -567,9 +575,10 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	fprintf(out, "%s", head);
 	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
 		/* The accumulator exists only on the double path, the
-		 * gather only on rank 0 of a pipeline or of
-		 * tensor parallelism. */
+		 * ring's buffers only where it sums, the gather only on
+		 * rank 0 of a pipeline or of tensor parallelism. */
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
+		     strcmp(memkeys[i], "sum_buffers") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
 			continue;
