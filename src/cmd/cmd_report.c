@@ -4,7 +4,8 @@
  * curves of metrics.jsonl (loss and accuracy, train and eval, throughput,
  * learning rate, gradient norm, the per-interval time breakdown of rank 0
  * and of the slowest rank where they were logged), the per-rank time
- * totals of summary.json, the plan (plan.json) and the job (job.yaml).
+ * totals of summary.json and each rank's peak resident memory beside the
+ * plan's figure, the plan (plan.json) and the job (job.yaml).
  *
  * The page fetches nothing: its data is a JSON block inside it, written
  * as strict JSON whatever the files held (strict_copy), and its script
@@ -497,6 +498,69 @@ put_summary(FILE *out, const struct report *rep)
 	fputs("</table>\n", out);
 }
 
+/* The int64 at key of o, or -1 where it is not a number. */
+static int64_t
+member_i64(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) ||
+	    !(json_object_is_type(v, json_type_int) ||
+	      json_object_is_type(v, json_type_double)))
+		return -1;
+	return json_object_get_int64(v);
+}
+
+/* Each rank's peak resident memory beside the plan's figure for it, from
+ * summary.json "ranks": a row per rank with both in MiB, their ratio and
+ * a bar of the ratio (100 px: the plan), red beyond 15% over. */
+static void
+put_memory(FILE *out, const struct report *rep)
+{
+	struct json_object *ranks = NULL;
+	size_t n = 0, have = 0;
+
+	fputs("<h2>Memory per rank</h2>\n", out);
+	if (rep->summary != NULL &&
+	    json_object_object_get_ex(rep->summary, "ranks", &ranks) &&
+	    json_object_is_type(ranks, json_type_array))
+		n = json_object_array_length(ranks);
+	for (size_t i = 0; i < n; i++)
+		have += member_i64(json_object_array_get_idx(ranks, i),
+				   "peak_resident_bytes") >= 0;
+	if (have == 0) {
+		fputs("<p>Not recorded in summary.json "
+		      "(\"peak_resident_bytes\").</p>\n", out);
+		return;
+	}
+	fputs("<table class=\"summary\" id=\"memory\">\n<tr><th>rank</th>"
+	      "<th>peak resident (VmHWM)</th><th>plan</th>"
+	      "<th>peak / plan</th><th></th></tr>\n", out);
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *e = json_object_array_get_idx(ranks, i);
+		int64_t peak = member_i64(e, "peak_resident_bytes");
+		int64_t plan = member_i64(e, "plan_memory_bytes");
+		double ratio = plan > 0 && peak >= 0 ?
+			       (double)peak / (double)plan : -1;
+
+		if (peak < 0)
+			continue;
+		fprintf(out, "<tr><td>%lld</td><td>%.1f MiB</td>",
+			(long long)member_i64(e, "rank"),
+			(double)peak / 1048576.0);
+		if (ratio < 0) {
+			fputs("<td>-</td><td>-</td><td></td></tr>\n", out);
+			continue;
+		}
+		fprintf(out, "<td>%.1f MiB</td><td>%.2f</td><td><div "
+			"class=\"bar%s\" style=\"width:%.0fpx\"></div>"
+			"</td></tr>\n", (double)plan / 1048576.0, ratio,
+			ratio > 1.15 ? " over" : "",
+			ratio < 3 ? 100 * ratio : 300);
+	}
+	fputs("</table>\n", out);
+}
+
 static void
 put_text_block(FILE *out, const char *title, const char *id,
 	       const char *text, const char *missing)
@@ -525,6 +589,7 @@ static const char page_style[] =
 	"table.summary th,table.summary td{border:1px solid #ddd;"
 	"padding:.2em .6em;text-align:left;vertical-align:top}\n"
 	"table.summary td{font-family:monospace;word-break:break-all}\n"
+	".bar{height:.8em;background:#4a7fb5}.bar.over{background:#c33}\n"
 	"pre{background:#f6f6f6;border:1px solid #ddd;padding:.6em;"
 	"overflow:auto;max-height:40em}\n";
 
@@ -560,6 +625,7 @@ write_page(FILE *out, void *ctx, struct dt_error *err)
 	if (json_object_object_get_ex(data, "bars", NULL) == 0)
 		fputs("<p>Not recorded in summary.json (\"ranks\").</p>\n",
 		      out);
+	put_memory(out, rep);
 	put_text_block(out, "Plan (plan.json)", "plan", rep->plan,
 		       "No plan.json.");
 	put_text_block(out, "Job (job.yaml)", "job", rep->job,

@@ -89,6 +89,12 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
 	int64_t opt = y->optim_buffers * (y->own_hi - y->own_lo) * 4;
+	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
+	 * chunk from its neighbour into a buffer of doubles kept from step
+	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
+	int64_t sum_buf = y->summed && (y->impl == DT_SYNC_IMPL_EXACT ||
+					y->impl == DT_SYNC_IMPL_STAGES_EXACT) ?
+			  (y->trained / y->sum_ranks + 1) * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(n_params * 4));
@@ -96,12 +102,13 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "optimizer_state", json_object_new_int64(opt));
 	ADD(mem, "grad_accumulator",
 	    json_object_new_int64(y->accumulator_bytes));
+	ADD(mem, "sum_buffers", json_object_new_int64(sum_buf));
 	ADD(mem, "activations", json_object_new_int64(act));
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes + act +
-		    dataset + loader + DT_PLAN_RUNTIME_BYTES;
+	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes +
+		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
@@ -371,9 +378,12 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	ADD(comm, "received_per_step", json_object_new_int64(ring));
 }
 
-/* Rank 0 holds the whole model while it writes a checkpoint of a
- * pipeline: the parameters and optimizer state gathered from every
- * stage, on top of its stage's memory. A new object. */
+/* Rank 0 holds the whole model while it writes a checkpoint of a model
+ * cut into stages or tensor slices (train/gather.c): the parameters and
+ * optimizer state gathered from every stage into a copy of their own,
+ * on top of its stage's memory (a tensor-parallel rank holds its
+ * stage's tensors whole, and copies them all the same). A new
+ * object. */
 static struct json_object *
 gather_memory(const struct dt_plan *plan, struct json_object *stage_mem)
 {
@@ -429,7 +439,7 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	if (r == 0 && plan->pp_size > 1) {
+	if (r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) {
 		*mem0 = gather_memory(plan, mine->memory);
 		ADD(x, "memory", *mem0);
 	} else {
@@ -491,9 +501,9 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 				      describe_server_rank(plan, r) :
 				      describe_rank(plan, sp, r, &mem0));
 	ADD(o, "ranks", ranks);
-	/* The rank that needs the most (every rank's without a pipeline;
-	 * with one, rank 0 while it gathers a checkpoint, or the stage
-	 * with the most). */
+	/* The rank that needs the most (every rank's without a pipeline
+	 * or tensor parallelism; with either, rank 0 while it gathers a
+	 * checkpoint, or the stage with the most). */
 	ADD(o, "memory_per_rank", json_object_get(
 		    mem0 != NULL && get_i(mem0, "total", NULL) >
 		    sp[busiest].total ? mem0 : sp[busiest].memory));
@@ -581,6 +591,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	static const char *const memkeys[] = { "params", "grads",
 					       "optimizer_state",
 					       "grad_accumulator",
+					       "sum_buffers",
 					       "activations", "dataset",
 					       "loader", "runtime",
 					       "checkpoint_gather", "total" };
@@ -589,8 +600,10 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	fprintf(out, "%s", head);
 	for (size_t i = 0; i < sizeof memkeys / sizeof memkeys[0]; i++) {
 		/* The accumulator exists only on the double path, the
-		 * gather only on rank 0 of a pipeline. */
+		 * ring's buffers only where it sums, the gather only on
+		 * rank 0 of a pipeline or of tensor parallelism. */
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
+		     strcmp(memkeys[i], "sum_buffers") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
 			continue;

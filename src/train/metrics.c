@@ -378,8 +378,44 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 	ADD(o, "bytes_per_step", a);
 }
 
+/* The plan's memory of rank (the total of plan.json's "ranks"), in
+ * bytes; -1 where the plan has none. */
+static int64_t
+planned_memory(const struct dt_run *r, int rank)
+{
+	struct json_object *ranks, *x, *mem, *total;
+
+	if (r->plan.desc == NULL ||
+	    !json_object_object_get_ex(r->plan.desc, "ranks", &ranks) ||
+	    rank < 0 || (size_t)rank >= json_object_array_length(ranks))
+		return -1;
+	x = json_object_array_get_idx(ranks, (size_t)rank);
+	if (!json_object_object_get_ex(x, "memory", &mem) ||
+	    !json_object_object_get_ex(mem, "total", &total))
+		return -1;
+	return json_object_get_int64(total);
+}
+
+/* Worker w's peak resident memory beside the plan's figure for its rank,
+ * into e: the measured bytes, the planned and their ratio (null where
+ * either is unknown). */
+static void
+add_peak(struct json_object *e, const struct dt_run *r, int w, int rank)
+{
+	int64_t plan = planned_memory(r, rank);
+	double peak = r->peak_resident != NULL ? r->peak_resident[w] : -1;
+
+	ADD(e, "peak_resident_bytes", peak >= 0 ?
+	    json_object_new_int64((int64_t)peak) : NULL);
+	ADD(e, "plan_memory_bytes", plan > 0 ?
+	    json_object_new_int64(plan) : NULL);
+	ADD(e, "peak_over_plan", peak >= 0 && plan > 0 ?
+	    dt_json_float(peak / (double)plan) : NULL);
+}
+
 /* Each worker's time breakdown over the whole run (this run or resume),
- * as gathered on the last logged step. */
+ * as gathered on the last logged step, and its peak resident memory
+ * against the plan's. */
 static void
 add_ranks(struct json_object *o, const struct dt_run *r)
 {
@@ -391,12 +427,38 @@ add_ranks(struct json_object *o, const struct dt_run *r)
 	for (int w = 0; w < r->n_workers; w++) {
 		/* row: (DT_RANK_TIMES) */
 		const double *row = r->rank_times + DT_RANK_TIMES * w;
+		struct json_object *e = breakdown_object(
+			(int)row[0], row + 1 + DT_TIME_PARTS);
 
-		json_object_array_add(a, breakdown_object(
-					      (int)row[0],
-					      row + 1 + DT_TIME_PARTS));
+		add_peak(e, r, w, (int)row[0]);
+		json_object_array_add(a, e);
 	}
 	ADD(o, "ranks", a);
+}
+
+void
+dt_metrics_memory_note(const struct dt_run *r, FILE *out)
+{
+	if (r->rank != 0 || r->peak_resident == NULL ||
+	    r->rank_times == NULL)
+		return;
+	for (int w = 0; w < r->n_workers; w++) {
+		int rank = (int)r->rank_times[DT_RANK_TIMES * w];
+		int64_t plan = planned_memory(r, rank);
+		double peak = r->peak_resident[w];
+
+		if (plan <= 0 || peak < 0 ||
+		    peak <= (1 + DT_METRICS_PEAK_SLACK) * (double)plan)
+			continue;
+		fprintf(out, "dtrain: warning: rank %d: peak resident memory %.0f "
+			"bytes (%.1f MiB) is %.2f x the plan's %lld bytes "
+			"(%.1f MiB), more than %.0f%% over it (summary.json, "
+			"ranks); dtrain plan --dry-run shows the plan's "
+			"terms\n", rank, peak, peak / 1048576.0,
+			peak / (double)plan, (long long)plan,
+			(double)plan / 1048576.0,
+			100.0 * DT_METRICS_PEAK_SLACK);
+	}
 }
 
 enum dt_status

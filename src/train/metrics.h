@@ -58,10 +58,23 @@ enum dt_status dt_metrics_write_plan(struct dt_run *r, struct dt_error *err);
 
 /* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x 3 per-step
  * byte counts: point-to-point, gradient all-reduce, tensor-parallel, or
- * NULL). Other ranks: DT_OK. */
+ * NULL), with each worker's peak resident memory (r->peak_resident) and
+ * the plan's memory of its rank under "ranks". Other ranks: DT_OK. */
 enum dt_status dt_metrics_write_summary(struct dt_run *r,
 					const struct dt_train_result *res,
 					const double *bytes,
 					struct dt_error *err);
+
+/* How far a rank's measured peak resident memory may exceed the plan's
+ * figure for it before the run says so: 15%. */
+#define DT_METRICS_PEAK_SLACK 0.15
+
+/* Rank 0, at the end of a run: one line on out for each worker whose
+ * peak resident memory (r->peak_resident) exceeds the plan's memory of
+ * its rank (plan.json "ranks", "memory", "total") by more than
+ * DT_METRICS_PEAK_SLACK, naming the rank, both figures in bytes and MiB
+ * and their ratio. Nothing where every rank is within it, where either
+ * figure is unknown, or on other ranks. */
+void dt_metrics_memory_note(const struct dt_run *r, FILE *out);
 
 #endif

@@ -31,6 +31,7 @@
 #include "train/state.h"
 #include "util/alloc.h"
 #include "util/cpus.h"
+#include "util/sysmem.h"
 
 /* Collective agreement on a status; the failing rank reports its own
  * message at once, so the user sees which rank and why. */
@@ -377,6 +378,45 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 	return bytes;
 }
 
+/* Test aid, documented in dtrain(1): DTRAIN_TEST_BALLAST=R:MIB makes
+ * rank R touch MIB MiB more at the end of its run (and free them), as a
+ * term the plan forgot would, so tests see the run say so. */
+static void
+test_ballast(const struct dt_run *r)
+{
+	const char *v = getenv("DTRAIN_TEST_BALLAST");
+	const char *colon = v != NULL ? strchr(v, ':') : NULL;
+	long mib = colon != NULL ? strtol(colon + 1, NULL, 10) : 0;
+	volatile char *b;	/* (mib << 20) */
+
+	if (colon == NULL || strtol(v, NULL, 10) != r->rank || mib <= 0 ||
+	    mib > 1 << 20)
+		return;
+	b = dt_xmalloc((size_t)mib << 20, 1);
+	for (size_t i = 0; i < (size_t)mib << 20; i += 4096)
+		b[i] = 1;
+	free((void *)b);
+}
+
+/* Each worker's peak resident memory so far (util/sysmem.h: VmHWM), into
+ * r->peak_resident on every worker: a sum of slots that are zero but for
+ * their owner's (collective over the workers). */
+static enum dt_status
+gather_peaks(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_comm *w = dt_grad_sync_workers(r->sync);
+	int64_t peak;
+
+	test_ballast(r);
+	free(r->peak_resident);
+	r->peak_resident = dt_xcalloc((size_t)r->n_workers,
+				      sizeof *r->peak_resident);
+	r->peak_resident[dt_comm_rank(w)] =
+		dt_sysmem_peak_resident(&peak) == 0 ? (double)peak : -1;
+	return dt_comm_allreduce_sum_f64(w, r->peak_resident,
+					 (size_t)r->n_workers, err);
+}
+
 /* A signal stopped the final evaluation: the final checkpoint, as for a
  * stop during a step, and exit 3 (no summary: the run has no final
  * evaluation). */
@@ -410,8 +450,8 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	/* bytes: (world_size, 3); NULL with parameter servers */
 	double *bytes = bytes_per_step(r, &st, err);
 
-	enum dt_status out = DT_OK;
-	struct dt_error out_err;
+	enum dt_status out = DT_OK, peaks;
+	struct dt_error out_err, peaks_err;
 
 	if (st == DT_OK && r->have_eval &&
 	    r->best.eval_step == r->position.step) {
@@ -435,6 +475,11 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	    r->job->checkpoint.at_end &&
 	    r->last_ckpt_step != r->position.step)
 		st = dt_run_checkpoint(r, err);
+	/* The peaks after the last checkpoint, which may gather the whole
+	 * model to rank 0; every worker takes part whatever its status. */
+	peaks = gather_peaks(r, &peaks_err);
+	if (st == DT_OK && peaks != DT_OK)
+		st = dt_errorf(err, peaks, "%s", peaks_err.msg);
 	/* A metrics line that could not be written fails the run after the
 	 * checkpoint, instead of a summary over a cut file. */
 	if (st == DT_OK) {
@@ -444,6 +489,8 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 			st = dt_metrics_write_summary(r, res, bytes, err);
 		st = agree_on(r, dt_grad_sync_workers(r->sync), st, err);
 	}
+	if (st == DT_OK)
+		dt_metrics_memory_note(r, stderr);
 	free(bytes);
 	return st;
 }
@@ -686,6 +733,7 @@ run_fini(struct dt_run *r)
 		fclose(r->metrics);
 	dt_tfevents_close(r->tb, NULL);
 	free(r->rank_times);
+	free(r->peak_resident);
 	dt_layout_fini(&r->layout);
 	dt_model_free(r->model);
 	dt_optim_free(r->optim);

@@ -98,6 +98,10 @@ struct dt_run {
 					 * workers' time breakdowns as of
 					 * the last logged step (loop.c) */
 	int n_workers;
+	double *peak_resident;		/* (n_workers) each worker's peak
+					 * resident bytes (VmHWM) at the
+					 * end, -1 where unreadable; NULL
+					 * before (run.c) */
 	struct dt_tfevents *tb;		/* rank 0, log.tensorboard: the
 					 * events file; else NULL */
 };

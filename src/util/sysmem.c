@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sysmem.c - memory this process may still take (see sysmem.h). */
+/* sysmem.c - memory this process may still take, and its peak (see
+ * sysmem.h). */
 #include "util/sysmem.h"
 
 #include <inttypes.h>
@@ -164,5 +165,24 @@ dt_sysmem_available(int64_t *avail, const char **limit_kind)
 		*avail = node;
 		*limit_kind = "node";
 	}
+	return 0;
+}
+
+int
+dt_sysmem_peak_resident(int64_t *bytes)
+{
+	char line[256];
+	int64_t kb = -1;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmHWM: %" SCNd64 " kB", &kb) == 1)
+			break;
+	fclose(f);
+	if (kb < 0 || kb >= INT64_MAX / 1024)
+		return -1;
+	*bytes = kb * 1024;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* sysmem.h - how much memory this process may still take. */
+/* sysmem.h - how much memory this process may still take, and how much
+ * it has held at most. */
 #ifndef DT_UTIL_SYSMEM_H
 #define DT_UTIL_SYSMEM_H
 
@@ -19,5 +20,13 @@
  * DTRAIN_TEST_MEM_AVAILABLE=BYTES in the environment (a test aid) is
  * returned instead, as "node". */
 int dt_sysmem_available(int64_t *avail, const char **limit_kind);
+
+/* This process's peak resident set size so far, in bytes, into *bytes:
+ * the VmHWM line of /proc/self/status (proc(5): the high-water mark of
+ * its resident pages, its binary's and libraries' included, which the
+ * kernel keeps from the process's start). Returns 0, or -1 with *bytes
+ * untouched where it cannot be read (not Linux, no /proc). Allocates
+ * nothing; thread-safe. */
+int dt_sysmem_peak_resident(int64_t *bytes);
 
 #endif

@@ -7,6 +7,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-watchdog.sh \
 	tests/integration/jobs-plan.sh \
 	tests/integration/plan-memory.sh \
+	tests/integration/plan-vs-measured.sh \
 	tests/integration/plan-tokens.sh \
 	tests/integration/job-sweep.sh \
 	tests/integration/np-equivalence.sh \

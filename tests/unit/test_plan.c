@@ -977,6 +977,12 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.grad_allreduce_bytes"),
 			 27 * 8);
 	ck_assert_int_eq(jget(d, "ranks.3.memory.grad_accumulator"), 27 * 8);
+	/* The exact sum's ring over the stage's 2 data-parallel ranks
+	 * receives half of its doubles (and one) into a buffer. */
+	ck_assert_int_eq(jget(d, "ranks.2.memory.sum_buffers"),
+			 (112 / 2 + 1) * 8);
+	ck_assert_int_eq(jget(d, "ranks.3.memory.sum_buffers"),
+			 (27 / 2 + 1) * 8);
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.tp_allreduce_bytes"),
 			 0);
 	/* A rank holds its stage's tensors: d2's 27 floats on stage 1;
@@ -1011,6 +1017,16 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.grad_allreduce_bytes"),
 			 (40 + 72 + 27) * 4);
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.p2p_bytes"), 0);
+	/* Float sums: no ring buffer of doubles. Rank 0 gathers a copy of
+	 * the whole model (139 floats; SGD keeps no state) to write a
+	 * checkpoint, as a pipeline's does (train/gather.c). */
+	ck_assert_int_eq(jget(d, "ranks.1.memory.sum_buffers"), 0);
+	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
+			 139 * 4);
+	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
+			 jget(d, "ranks.1.memory.total") + 139 * 4);
+	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
+			 jget(d, "ranks.0.memory.total"));
 	json_object_put(d);
 	/* 3 does not divide 8 units. */
 	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 3, &perr),

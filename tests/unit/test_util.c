@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_util.c - the shared helpers of src/util/: byte order (endian.h),
- * atomic file replacement (fileio.h) and zlib's gz* errors (gz.h). */
+ * atomic file replacement (fileio.h), zlib's gz* errors (gz.h), JSON
+ * numbers (jsonnum.h) and the peak resident memory (sysmem.h). */
 #include <check.h>
 #include <errno.h>
 #include <float.h>
@@ -18,6 +19,7 @@
 #include "util/fileio.h"
 #include "util/gz.h"
 #include "util/jsonnum.h"
+#include "util/sysmem.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define HOST_IS_LE 0
@@ -450,6 +452,51 @@ START_TEST(json_seconds)
 }
 END_TEST
 
+/* ---- peak resident memory ---------------------------------------------- */
+
+/* VmRSS of /proc/self/status in bytes: what is resident now. */
+static int64_t
+resident_now(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/self/status", "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof line, f) != NULL)
+		if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	ck_assert_int_gt(kb, 0);
+	return (int64_t)kb * 1024;
+}
+
+/* Touching 64 MiB raises the high-water mark to at least what was
+ * resident before plus those 64 MiB (less a few pages), and freeing them
+ * does not lower it, while what is resident falls. */
+START_TEST(peak_resident)
+{
+	const size_t n = (size_t)64 << 20;
+	int64_t before = 0, after = 0, later = 0, now = resident_now();
+	char *buf;
+
+	ck_assert_int_eq(dt_sysmem_peak_resident(&before), 0);
+	ck_assert_int_ge(before, now - ((int64_t)1 << 20));
+	buf = malloc(n);
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 1, n);
+	ck_assert_int_eq(((volatile char *)buf)[n - 1], 1);
+	ck_assert_int_eq(dt_sysmem_peak_resident(&after), 0);
+	ck_assert_int_ge(after, now + (int64_t)n - ((int64_t)1 << 20));
+	free(buf);
+	ck_assert_int_eq(dt_sysmem_peak_resident(&later), 0);
+	/* The kernel's counters of resident pages are per CPU and
+	 * approximate: a few hundred KiB either way. */
+	ck_assert_int_ge(later, after - ((int64_t)1 << 20));
+	ck_assert_int_lt(resident_now(), after - (int64_t)n / 2);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -466,6 +513,7 @@ main(void)
 	tcase_add_test(tc, json_numbers);
 	tcase_add_test(tc, json_floats);
 	tcase_add_test(tc, json_seconds);
+	tcase_add_test(tc, peak_resident);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
