@@ -32,6 +32,12 @@ tests_unit_test_sync_SOURCES = tests/unit/test_sync.c
 tests_unit_test_sync_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_sync_LDADD = $(UNIT_LDADD)
 
+check_PROGRAMS += tests/unit/test_sync_optim
+TESTS += tests/unit/test_sync_optim
+tests_unit_test_sync_optim_SOURCES = tests/unit/test_sync_optim.c
+tests_unit_test_sync_optim_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_sync_optim_LDADD = $(UNIT_LDADD)
+
 check_PROGRAMS += tests/unit/test_diverge
 TESTS += tests/unit/test_diverge
 tests_unit_test_diverge_SOURCES = tests/unit/test_diverge.c
