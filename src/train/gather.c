@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* gather.c - the whole model on one rank, for checkpoints of a model
  * cut into stages (gather.h): rank 0 collects every stage's parameters,
- * buffers and optimizer state at their one-rank offsets, and a restore
- * hands each rank its stage's part of the whole. */
+ * buffers and optimizer state (the gradient sync's, dt_grad_sync_state)
+ * at their one-rank offsets, and a restore hands each rank its stage's
+ * part of the whole. */
 #include "train/gather.h"
 
 #include <stdio.h>
@@ -16,7 +17,7 @@ enum { TAG_GATHER = 13 };
 enum dt_status
 dt_full_alloc(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 {
-	int n_bufs = 0;
+	struct dt_grad_sync_state os;
 	size_t n;
 	enum dt_status st;
 
@@ -24,11 +25,11 @@ dt_full_alloc(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 	st = dt_model_new(r->job, 0, &f->shapes, err);
 	if (st != DT_OK)
 		return st;
-	dt_optim_state(r->optim, &n_bufs);
+	dt_grad_sync_state(r->sync, &os);
 	n = dt_model_n_params(f->shapes);
 	f->params = dt_xalloc_floats(n);
-	f->n_bufs = n_bufs;
-	for (int b = 0; b < n_bufs; b++)
+	f->n_bufs = os.n_bufs;
+	for (int b = 0; b < os.n_bufs; b++)
 		f->bufs[b] = dt_xalloc_floats(dt_model_n_trained(f->shapes));
 	return DT_OK;
 }
@@ -53,9 +54,12 @@ copy_stage(struct dt_run *r, struct dt_full *f, const struct dt_stage_info *si,
 	float *params = dt_model_params(r->model);	/* (n_params) */
 	size_t nt = si->trained_hi - si->trained_lo;
 	size_t nb = si->buffer_hi - si->buffer_lo;
-	int n_bufs = 0;
+	struct dt_grad_sync_state os;
+
+	dt_grad_sync_state(r->sync, &os);
+	int n_bufs = os.n_bufs;
 	/* bufs: (n_bufs) (n_trained) */
-	float **bufs = dt_optim_state(r->optim, &n_bufs);
+	float **bufs = os.bufs;
 
 #define COPY(local, whole, n) \
 	memcpy(to_full ? (whole) : (local), to_full ? (local) : (whole), \
@@ -90,10 +94,13 @@ enum dt_status
 dt_full_gather(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 {
 	float *params = dt_model_params(r->model);	/* (n_params) */
-	int n_bufs = 0;
-	/* bufs: (n_bufs) (n_trained) */
-	float **bufs = dt_optim_state(r->optim, &n_bufs);
+	struct dt_grad_sync_state os;
 	enum dt_status st = DT_OK;
+
+	dt_grad_sync_state(r->sync, &os);
+	int n_bufs = os.n_bufs;
+	/* bufs: (n_bufs) (n_trained) */
+	float **bufs = os.bufs;
 
 	memset(f, 0, sizeof *f);
 	if (r->rank == 0) {

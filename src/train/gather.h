@@ -16,11 +16,11 @@ struct dt_full {
 	struct dt_model *shapes;
 	float *params;		/* (n_params of shapes) */
 	float *bufs[4];		/* (n_trained of shapes) each */
-	int n_bufs;		/* as dt_optim_state gives */
+	int n_bufs;		/* as dt_grad_sync_state gives */
 };
 
-/* Allocates f for r's job and optimizer, zeroed. DT_ERR_* from building
- * the shapes. */
+/* Allocates f for r's job and its sync's optimizer state, zeroed.
+ * DT_ERR_* from building the shapes. */
 enum dt_status dt_full_alloc(struct dt_run *r, struct dt_full *f,
 				  struct dt_error *err);
 void dt_full_free(struct dt_full *f);

@@ -26,6 +26,7 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/rundir.h src/train/rundir.c \
 	src/train/progress.h src/train/progress.c
 
-# test_agree: the start-up agreement on the single-process communicator
+# test_agree: the start-up agreement on the single-process communicator;
+# test_sync_optim: the optimizer the sync seam makes and owns
 UNIT_TESTS += tests/unit/test_sync tests/unit/test_diverge \
-	tests/unit/test_agree
+	tests/unit/test_agree tests/unit/test_sync_optim

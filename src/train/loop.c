@@ -202,8 +202,7 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 		dt_run_die(r, err);
 	t[2] = dt_now();
 	norm2 = dt_grad_sync_norm2(r->sync, r->report);
-	c->grad_norm = dt_grad_sync_servers(r->sync) == NULL ? sqrt(norm2) :
-		       NAN;
+	c->grad_norm = dt_grad_sync_has_norm(r->sync) ? sqrt(norm2) : NAN;
 	if (!isfinite(r->report->loss_sum) || !isfinite(norm2)) {
 		if (r->job->train.on_nonfinite == DT_NONFINITE_ABORT)
 			return nonfinite_error(r, step_loss, err);

@@ -176,20 +176,6 @@ tb_scalar(struct dt_run *r, const char *tag, double v, struct dt_error *err)
 				  v, err);
 }
 
-/* The staleness of the gradients the servers applied since the last
- * logged step. */
-static void
-add_staleness(struct dt_ps *ps, struct json_object *o)
-{
-	struct dt_ps_stats st;
-	struct dt_error e;
-
-	if (ps == NULL || dt_ps_stats(ps, &st, &e) != DT_OK)
-		return;
-	ADD(o, "staleness_mean", dt_json_float(st.staleness_mean));
-	ADD(o, "staleness_max", json_object_new_int64(st.staleness_max));
-}
-
 enum dt_status
 dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 	       struct dt_error *err)
@@ -214,7 +200,7 @@ dt_metrics_log(struct dt_run *r, const struct dt_log_line *line,
 	ADD(o, "breakdown", breakdown_object(-1, r->rank_times + 1));
 	ADD(o, "slowest", breakdown_object((int)slow[0], slow + 1));
 	ADD(o, "passes", passes_object(line));
-	add_staleness(dt_grad_sync_servers(r->sync), o);
+	dt_grad_sync_log(r->sync, o);	/* its own keys (staleness) */
 	if (r->position.skipped > 0)
 		ADD(o, "skipped_steps",
 		    json_object_new_int64(r->position.skipped));
@@ -306,35 +292,6 @@ sent_bytes(const struct dt_run *r)
 {
 	return dt_comm_bytes_sent(r->comm) + dt_comm_p2p_bytes_sent(r->comm) +
 	       dt_layout_bytes_sent(&r->layout);
-}
-
-static void
-add_servers(struct json_object *o, const struct dt_run *r)
-{
-	struct dt_ps *servers = dt_grad_sync_servers(r->sync);
-	int async = dt_grad_sync_lazy(r->sync);
-	struct json_object *h;
-	struct dt_ps_stats ps;
-	struct dt_error e;
-
-	if (servers == NULL)
-		return;
-	h = json_object_new_array();
-	memset(&ps, 0, sizeof ps);
-	if (dt_ps_stats(servers, &ps, &e) == DT_OK)
-		for (int i = 0; i < ps.n_hist; i++)
-			json_object_array_add(h,
-					      json_object_new_int64(ps.hist[i]));
-	ADD(o, "parameter_servers", json_object_new_int(
-		    dt_ps_n_servers(servers)));
-	ADD(o, "ps_mode", json_object_new_string(async ? "async" : "sync"));
-	ADD(o, "max_staleness", json_object_new_int64(
-		    async ? r->job->parallel.max_staleness : 0));
-	/* hist[i]: shard gradients applied i updates stale; the last bucket
-	 * counts any staler than the bound (always 0). */
-	ADD(o, "staleness_histogram", h);
-	ADD(o, "server_bytes_per_step",
-	    dt_json_number(ps.server_bytes_per_step));
 }
 
 static void
@@ -490,7 +447,7 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	ADD(o, "skipped_steps", json_object_new_int64(res->skipped_steps));
 	ADD(o, "resumed_from", res->resumed_from >= 0 ?
 	    json_object_new_int64(res->resumed_from) : NULL);
-	add_servers(o, r);
+	dt_grad_sync_summary(r->sync, o);	/* its own lines (servers) */
 	ADD(o, "bytes_sent_rank0", json_object_new_int64((int64_t)sent_bytes(r)));
 	add_grid(o, r);
 	add_bytes(o, r, bytes);

@@ -20,7 +20,6 @@
 
 #include "train/agree.h"
 #include "train/run_data.h"
-#include "train/decay.h"
 #include "train/eval.h"
 #include "train/init_from.h"
 #include "train/loop.h"
@@ -355,9 +354,17 @@ announce(const struct dt_run *r)
 			100.0 * dt_plan_bubble(p));
 }
 
+/* 1 when every rank trains: the training ranks' communicator is the
+ * world (not with parameter servers, whose ranks serve instead). */
+static int
+all_train(const struct dt_run *r)
+{
+	return dt_grad_sync_workers(r->sync) == r->comm;
+}
+
 /* Each rank's bytes per training step, to every rank (a sum of slots):
- * world_size x (point-to-point, gradient, tensor-parallel). NULL with
- * parameter servers (they do not take part). */
+ * world_size x (point-to-point, gradient, tensor-parallel). NULL when
+ * some ranks do not train (they do not take part). */
 static double *
 bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 {
@@ -366,7 +373,7 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 	double *bytes;				/* (world_size, 3) */
 
 	*st = DT_OK;
-	if (dt_grad_sync_servers(r->sync) != NULL)
+	if (!all_train(r))
 		return NULL;
 	bytes = dt_xcalloc((size_t)(3 * world), sizeof *bytes);
 	bytes[3 * r->rank] = (double)(r->layout.bytes_p2p / (uint64_t)n);
@@ -425,7 +432,7 @@ stopped_in_eval(struct dt_run *r, struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
 
-	if (dt_grad_sync_servers(r->sync) == NULL &&
+	if (!dt_grad_sync_state_remote(r->sync) &&
 	    r->last_ckpt_step != r->position.step)
 		st = dt_run_checkpoint(r, err);
 	if (st != DT_OK)
@@ -442,7 +449,7 @@ stopped_in_eval(struct dt_run *r, struct dt_error *err)
 }
 
 /* The end of a run: the final evaluation, its metrics line, the final
- * checkpoint and summary.json. */
+ * checkpoint (unless the release wrote it) and summary.json. */
 static enum dt_status
 finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 {
@@ -471,7 +478,7 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 			st = dt_best_after_eval(r, res->eval_loss,
 						res->eval_accuracy, err);
 	}
-	if (st == DT_OK && dt_grad_sync_servers(r->sync) == NULL &&
+	if (st == DT_OK && !dt_grad_sync_state_remote(r->sync) &&
 	    r->job->checkpoint.at_end &&
 	    r->last_ckpt_step != r->position.step)
 		st = dt_run_checkpoint(r, err);
@@ -495,58 +502,31 @@ finish(struct dt_run *r, struct dt_train_result *res, struct dt_error *err)
 	return st;
 }
 
-static double
-ps_lr(int64_t step, void *ctx)
-{
-	return dt_lr_at(&((struct dt_run *)ctx)->plan.lr_schedule, step);
-}
-
-/* A server's whole run: restore its shard on resume, then serve until
- * every worker is done. A failure here leaves workers waiting, so it ends
- * the job. */
+/* A rank that does not train (a parameter server): the sync's role for
+ * the whole run. A failure here leaves the training ranks waiting, so it
+ * ends the job. */
 static enum dt_status
-serve(struct dt_run *r, struct dt_ps *ps, struct dt_error *err)
+serve(struct dt_run *r, struct dt_error *err)
 {
-	enum dt_status st = DT_OK;
-
-	if (r->resumed_from >= 0)
-		st = dt_ps_scatter_state(ps, NULL, NULL, 0, err);
-	if (st == DT_OK)
-		st = dt_ps_serve(ps, r->resumed_from >= 0 ? NULL :
-				 dt_model_params(r->model), ps_lr, r, err);
-	if (st != DT_OK)
+	if (dt_grad_sync_serve(r->sync, err) != DT_OK)
 		dt_run_die(r, err);
 	return DT_OK;
 }
 
-/* A worker's side of the resume with parameter servers: worker 0 sends
- * the restored state to the servers. */
+/* After the loop. Where the optimizer state lives on ranks that stop at
+ * the release (parameter servers), the final checkpoint is written while
+ * they still hold it; then the release, which brings the final
+ * parameters. */
 static enum dt_status
-ps_resume(struct dt_run *r, struct dt_ps *ps, struct dt_error *err)
-{
-	int n_bufs = 0;
-	/* bufs: (n_bufs) (n_trained) */
-	float **bufs = dt_optim_state(r->optim, &n_bufs);
-
-	if (r->resumed_from < 0)
-		return DT_OK;
-	return dt_ps_scatter_state(ps, dt_model_params(r->model),
-				   r->rank == 0 ? bufs : NULL,
-				   dt_optim_steps(r->optim), err);
-}
-
-/* The servers hold the final state: checkpoint it while they serve, then
- * release them and take the final parameters. */
-static enum dt_status
-release_servers(struct dt_run *r, struct dt_ps *ps, enum dt_status st,
-		struct dt_error *err)
+release(struct dt_run *r, enum dt_status st, struct dt_error *err)
 {
 	struct dt_error e2;
 
-	if (st == DT_OK && r->job->checkpoint.at_end &&
+	if (st == DT_OK && dt_grad_sync_state_remote(r->sync) &&
+	    r->job->checkpoint.at_end &&
 	    r->last_ckpt_step != r->position.step)
 		st = dt_run_checkpoint(r, err);
-	if (dt_ps_done(ps, dt_model_params(r->model), &e2) != DT_OK)
+	if (dt_grad_sync_release(r->sync, &e2) != DT_OK)
 		dt_run_die(r, &e2);
 	return st;
 }
@@ -582,16 +562,6 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	dt_model_set_pool(r->model, r->pool);
-	r->optim = dt_optim_new(r->job, dt_model_n_trained(r->model));
-	if (dt_decay_restricted(r->job)) {
-		size_t n_spans;
-		struct dt_optim_span *spans =
-			dt_decay_spans(r->model, r->job->train.decay, &n_spans);
-
-		dt_optim_set_decay(r->optim, spans, n_spans, 0);
-		free(spans);
-	}
-	dt_optim_set_pool(r->optim, r->pool);
 	r->labels_per_sample = dt_model_labels_per_sample(r->model);
 	if (r->labels_per_sample < 1)
 		return dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
@@ -604,7 +574,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	cfg.job = r->job;
 	cfg.plan = &r->plan;
 	cfg.model = r->model;
-	cfg.optim = r->optim;
+	cfg.pool = r->pool;
 	cfg.world = r->comm;
 	cfg.sum_comm = r->layout.stage_comm;
 	cfg.stage = r->layout.grid.stage;
@@ -678,10 +648,10 @@ static enum dt_status
 work(struct dt_run *r, const struct dt_run_opts *opts,
      struct dt_train_result *res, struct dt_error *err)
 {
-	struct dt_ps *ps = dt_grad_sync_servers(r->sync);
 	enum dt_status st;
 
-	if (ps != NULL && ps_resume(r, ps, err) != DT_OK)
+	/* A restored state goes to the ranks that keep it (the servers). */
+	if (dt_grad_sync_start(r->sync, err) != DT_OK)
 		dt_run_die(r, err);
 	r->perm = dt_xmalloc((size_t)r->train.n, sizeof *r->perm);
 	dt_progress_init(&r->progress,
@@ -692,8 +662,7 @@ work(struct dt_run *r, const struct dt_run_opts *opts,
 	test_signal_setup(r);
 	st = dt_loop_run(r, res, err);
 	dt_progress_end(&r->progress);
-	if (ps != NULL)
-		st = release_servers(r, ps, st, err);
+	st = release(r, st, err);
 	if (st == DT_OK)
 		st = finish(r, res, err);
 	return st;
@@ -736,7 +705,6 @@ run_fini(struct dt_run *r)
 	free(r->peak_resident);
 	dt_layout_fini(&r->layout);
 	dt_model_free(r->model);
-	dt_optim_free(r->optim);
 	dt_pool_free(r->pool);
 	dt_source_fini(&r->train);
 	dt_source_fini(&r->eval);
@@ -777,7 +745,6 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	     struct dt_error *err)
 {
 	struct dt_run r;
-	struct dt_ps *ps;
 	enum dt_status st;
 	int done = 0;
 
@@ -819,13 +786,13 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	}
 	if (st != DT_OK || done)
 		goto out;	/* every rank, servers too, knows */
-	ps = dt_grad_sync_servers(r.sync);
-	if (ps != NULL && dt_ps_is_server(ps))
-		st = serve(&r, ps, err);
+	if (!dt_grad_sync_trains(r.sync))
+		st = serve(&r, err);
 	else
 		st = work(&r, opts, res, err);
-	if (ps != NULL) {
-		/* Workers and servers end together, on the same status. */
+	if (!all_train(&r)) {
+		/* Those that train and those that serve end together, on
+		 * the same status. */
 		enum dt_status all = dt_comm_agree(comm, st, NULL);
 
 		if (all != DT_OK && st == DT_OK)

@@ -3,9 +3,12 @@
  *
  * Only rank 0 writes: in data parallelism every rank holds the same
  * parameters and optimizer state. On restore rank 0 reads and verifies and
- * broadcasts, so the other ranks need not see the run directory. */
+ * broadcasts, so the other ranks need not see the run directory. The
+ * optimizer state comes from the gradient sync, which owns it (sync.h:
+ * dt_grad_sync_state, _state_collect, _state_loaded). */
 #include "train/state.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <json.h>
 #include <math.h>
@@ -219,18 +222,18 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 }
 
 /* The checkpoint's meta.json of r's position: its step, layout, job,
- * run, shard list (heap: the caller frees meta->job_text and
- * meta->data_shards) and extras (in extra, N_EXTRA + DT_BEST_N_EXTRA
- * entries, the caller's). */
+ * run, the optimizer's step count, shard list (heap: the caller frees
+ * meta->job_text and meta->data_shards) and extras (in extra, N_EXTRA +
+ * DT_BEST_N_EXTRA entries, the caller's). */
 static void
 fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
-	  struct dt_ckpt_scalar *extra)
+	  struct dt_ckpt_scalar *extra, int64_t optim_steps)
 {
 	memset(meta, 0, sizeof *meta);
 	meta->step = r->position.step;
 	meta->epoch = r->position.epoch;
 	meta->epoch_samples = r->position.epoch_off;
-	meta->optim_steps = dt_optim_steps(r->optim);
+	meta->optim_steps = optim_steps;
 	meta->seed = r->job->seed;
 	meta->world_size = r->plan.world_size;
 	meta->dp_size = r->plan.dp_size;
@@ -257,45 +260,34 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	struct dt_full f;
 
 	memset(&f, 0, sizeof f);
-	struct dt_ps *servers = dt_grad_sync_servers(r->sync);
-
 	if (r->layout.split) {
 		/* Each stage holds its own part: rank 0 collects them. */
 		st = dt_full_gather(r, &f, err);
 	}
-	if (servers != NULL) {
-		/* The master parameters and the optimizer state live on the
-		 * servers: every worker gets the parameters, worker 0 the
-		 * optimizer state, all of the same step. */
-		int n_bufs = 0;
-		/* bufs: (n_bufs) (n_trained) */
-		float **bufs = dt_optim_state(r->optim, &n_bufs);
-		int64_t steps = 0;
-
-		st = dt_ps_gather_state(servers, dt_model_params(r->model),
-					r->rank == 0 ? bufs : NULL,
-					r->rank == 0 ? &steps : NULL, err);
-		/* A failure goes on to the agreement below, so that every
-		 * worker learns of it instead of waiting there. */
-		if (st == DT_OK && r->rank == 0)
-			dt_optim_set_steps(r->optim, steps);
-	}
+	/* Where the state is kept elsewhere (parameter servers), every
+	 * training rank fetches it; a failure goes on to the agreement
+	 * below, so that every one learns of it instead of waiting there. */
+	if (st == DT_OK)
+		st = dt_grad_sync_state_collect(r->sync, err);
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
 		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
 		struct dt_ckpt_meta meta;
 		struct dt_ckpt_opts opts;
-		int n_bufs = 0;
-		/* bufs: (n_bufs) (n_trained) */
-		float **bufs = dt_optim_state(r->optim, &n_bufs);
+		struct dt_grad_sync_state os;
 
+		dt_grad_sync_state(r->sync, &os);
+		/* A checkpoint's optimizer tensors are the state of every
+		 * trained float, which is what each implementation keeps. */
+		assert(os.lo == 0 && os.hi == dt_model_n_trained(r->model));
 		if (r->layout.split)
 			tensors_init(&t, r->job, f.shapes, f.params, f.bufs,
 				     f.n_bufs);
 		else
 			tensors_init(&t, r->job, r->model,
-				     dt_model_params(r->model), bufs, n_bufs);
-		fill_meta(r, &meta, extra);
+				     dt_model_params(r->model), os.bufs,
+				     os.n_bufs);
+		fill_meta(r, &meta, extra, os.steps);
 		memset(&opts, 0, sizeof opts);
 		opts.keep_last = keep_last;
 		opts.compress_optim = r->job->checkpoint.compress;
@@ -678,12 +670,16 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 {
 	struct position pos;
 	enum dt_status st = DT_OK;
-	int n_bufs = 0;
-	/* bufs: (n_bufs) (n_trained) */
-	float **bufs = dt_optim_state(r->optim, &n_bufs);
+	struct dt_grad_sync_state os;
 	struct dt_model *whole = r->model;
 	float *params = dt_model_params(r->model);	/* (n_params) */
 	struct dt_full f;
+
+	dt_grad_sync_state(r->sync, &os);
+	assert(os.lo == 0 && os.hi == dt_model_n_trained(r->model));
+	int n_bufs = os.n_bufs;
+	/* bufs: (n_bufs) (n_trained) */
+	float **bufs = os.bufs;
 
 	memset(&pos, 0, sizeof pos);
 	memset(&f, 0, sizeof f);
@@ -729,7 +725,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	dt_full_free(&f);
 	if (st != DT_OK)
 		return st;
-	dt_optim_set_steps(r->optim, pos.optim_steps);
+	dt_grad_sync_state_loaded(r->sync, pos.optim_steps);
 	r->position.step = pos.step;
 	r->position.epoch = pos.epoch;
 	r->position.epoch_off = pos.epoch_off;

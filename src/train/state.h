@@ -13,7 +13,6 @@
 #include "comm/comm.h"
 #include "graph/graph.h"
 #include "job/job.h"
-#include "optim/optim.h"
 #include "plan/plan.h"
 #include "train/best.h"
 #include "train/diverge.h"
@@ -71,11 +70,11 @@ struct dt_run {
 	int64_t labels_per_sample;
 	struct dt_model *model;		/* the whole model, or this rank's
 					 * stage of it */
-	struct dt_optim *optim;
 	struct dt_pool *pool;		/* the rank's threads for the layers'
 					 * and the optimizer's loops */
 	struct dt_layout layout;	/* the executor's */
-	struct dt_grad_sync *sync;
+	struct dt_grad_sync *sync;	/* the gradient sync, which owns the
+					 * optimizer and its state */
 	struct dt_step_report *report;	/* (DT_STEP_REPORT_FIXED + n_norms
 					 * doubles) */
 	int n_norms;			/* dt_grad_sync_n_norms */

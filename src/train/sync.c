@@ -25,7 +25,11 @@
  * model indices in the step report (on its rank of data- and tensor-
  * parallel index 0, zeros elsewhere), the report's sum brings every
  * stage's, and the same model-order sum follows. Adding zeros and
- * reordering nothing, both give the same bits. */
+ * reordering nothing, both give the same bits.
+ *
+ * The seam owns the optimizer (sync.h): made here over the plan's span
+ * of the rank's trained floats for every implementation, stepped by
+ * apply, its state shown to checkpoints by dt_grad_sync_state. */
 #include "train/sync.h"
 
 #include <assert.h>
@@ -36,6 +40,7 @@
 #include "comm/hier.h"
 #include "plan/sync_plan.h"
 #include "graph/kern.h"
+#include "train/decay.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
@@ -425,11 +430,14 @@ whole_norm2(struct dt_grad_sync *s, const struct dt_step_report *report)
 	return dt_sync_local_norm2(s);
 }
 
+/* The update of the optimizer's span of the summed gradient. */
 static void
 optim_apply(struct dt_grad_sync *s, float lr)
 {
-	dt_optim_step(s->cfg.optim, dt_model_params(s->cfg.model),
-		      dt_model_grads(s->cfg.model), lr);
+	size_t lo = (size_t)s->plan->own_lo;
+
+	dt_optim_step(s->optim, dt_model_params(s->cfg.model) + lo,
+		      dt_model_grads(s->cfg.model) + lo, lr);
 }
 
 /* What every collective implementation sets up after its own: the
@@ -528,6 +536,28 @@ setup_buckets(struct dt_grad_sync *s)
 		s->wire16 = dt_xcalloc(s->n + 1, sizeof *s->wire16);
 }
 
+/* The optimizer over the plan's span [own_lo, own_hi) of the trained
+ * floats, with train.decay's spans in the arena's coordinates (the
+ * span's first float is the optimizer's element 0). */
+static void
+setup_optim(struct dt_grad_sync *s)
+{
+	const struct dt_job *job = s->cfg.job;
+	size_t lo = (size_t)s->plan->own_lo, hi = (size_t)s->plan->own_hi;
+
+	assert(lo <= hi && hi <= s->n);
+	s->optim = dt_optim_new(job, hi - lo);
+	if (dt_decay_restricted(job)) {
+		size_t n_spans;
+		struct dt_optim_span *spans =
+			dt_decay_spans(s->cfg.model, job->train.decay, &n_spans);
+
+		dt_optim_set_decay(s->optim, spans, n_spans, lo);
+		free(spans);
+	}
+	dt_optim_set_pool(s->optim, s->cfg.pool);
+}
+
 enum dt_status
 dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		 struct dt_grad_sync **out, struct dt_error *err)
@@ -541,6 +571,7 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	s->workers = cfg->world;
 	*out = s;
 	setup_buckets(s);
+	setup_optim(s);
 	s->ops = impls[s->plan->impl];
 	return s->ops->init(s, err);
 }
@@ -551,6 +582,7 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	if (s == NULL)
 		return;
 	dt_ps_free(s->ps);
+	dt_optim_free(s->optim);
 	dt_comm_free(s->hier);
 	free(s->acc);
 	free(s->buckets);
@@ -576,16 +608,84 @@ dt_grad_sync_lazy(const struct dt_grad_sync *s)
 	return s->lazy;
 }
 
-struct dt_ps *
-dt_grad_sync_servers(const struct dt_grad_sync *s)
-{
-	return s->ps;
-}
-
 struct dt_comm *
 dt_grad_sync_workers(const struct dt_grad_sync *s)
 {
 	return s->workers;
+}
+
+int
+dt_grad_sync_trains(const struct dt_grad_sync *s)
+{
+	return !s->serves;
+}
+
+void
+dt_grad_sync_state(struct dt_grad_sync *s, struct dt_grad_sync_state *out)
+{
+	out->bufs = dt_optim_state(s->optim, &out->n_bufs);
+	out->lo = (size_t)s->plan->own_lo;
+	out->hi = (size_t)s->plan->own_hi;
+	out->steps = dt_optim_steps(s->optim);
+}
+
+enum dt_status
+dt_grad_sync_state_collect(struct dt_grad_sync *s, struct dt_error *err)
+{
+	return s->role != NULL ? s->role->collect(s, err) : DT_OK;
+}
+
+void
+dt_grad_sync_state_loaded(struct dt_grad_sync *s, int64_t steps)
+{
+	dt_optim_set_steps(s->optim, steps);
+	s->resumed = 1;
+}
+
+int
+dt_grad_sync_state_remote(const struct dt_grad_sync *s)
+{
+	return s->state_remote;
+}
+
+enum dt_status
+dt_grad_sync_start(struct dt_grad_sync *s, struct dt_error *err)
+{
+	return s->role != NULL ? s->role->start(s, err) : DT_OK;
+}
+
+enum dt_status
+dt_grad_sync_release(struct dt_grad_sync *s, struct dt_error *err)
+{
+	return s->role != NULL ? s->role->release(s, err) : DT_OK;
+}
+
+enum dt_status
+dt_grad_sync_serve(struct dt_grad_sync *s, struct dt_error *err)
+{
+	if (!s->serves)
+		return DT_OK;
+	return s->role->serve(s, err);
+}
+
+int
+dt_grad_sync_has_norm(const struct dt_grad_sync *s)
+{
+	return !s->no_norm;
+}
+
+void
+dt_grad_sync_log(struct dt_grad_sync *s, struct json_object *line)
+{
+	if (s->role != NULL)
+		s->role->log(s, line);
+}
+
+void
+dt_grad_sync_summary(struct dt_grad_sync *s, struct json_object *summary)
+{
+	if (s->role != NULL)
+		s->role->summary(s, summary);
 }
 
 int

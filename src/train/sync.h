@@ -52,12 +52,30 @@
  * stage (plan/sync_plan.h, dt_plan_sync); the sync obeys plan->sync[stage]
  * and re-derives none of it.
  *
+ * The sync owns the update. dt_grad_sync_new makes the optimizer over the
+ * trained floats the plan gives this rank's optimizer ([own_lo, own_hi)
+ * of plan->sync[stage]: every one today), apply steps it, and its state
+ * reaches checkpoints only through the seam: dt_grad_sync_state (what
+ * this rank keeps, and which span it covers), _state_collect before a
+ * save, _state_loaded after a load. Where a rank has a role beside
+ * training, the implementation answers for it: _trains and _serve (the
+ * parameter servers' ranks), _start and _release around the loop, and
+ * its own lines in metrics.jsonl and summary.json (_log, _summary). The
+ * rest of train/ asks the seam these questions and never which
+ * implementation runs.
+ *
  * A new implementation (a sharded optimizer, say) is its own file plus
  * these lines elsewhere:
  *   src/train/sync_<name>.c   its struct dt_grad_sync_ops (sync_priv.h:
  *                             init, then the seam's calls), exported as
  *                             const struct dt_grad_sync_ops
- *                             dt_sync_<name>_ops;
+ *                             dt_sync_<name>_ops; its apply steps
+ *                             s->optim (sync.c made it over the plan's
+ *                             span); where its state lives elsewhere or
+ *                             its ranks have a role beside training, a
+ *                             struct dt_grad_sync_role its init sets in
+ *                             s->role (checkpoints, run.c and metrics.c
+ *                             then need no line);
  *   src/train/local.mk        the file, in libdtrain_la_SOURCES;
  *   src/train/sync_priv.h     extern const ... dt_sync_<name>_ops;
  *   src/train/sync.c          [DT_SYNC_IMPL_<NAME>] = &dt_sync_<name>_ops
@@ -81,7 +99,9 @@
  *                    of a pipeline stage; the norm from every stage's
  *                    per-tensor squares, which travel in the step report
  *   parameter_server the gradient goes to the server ranks, which update
- *                    and send back the parameters (no local optimizer)
+ *                    and send back the parameters; the local optimizer
+ *                    only holds the state that checkpoints write and a
+ *                    resume hands back to the servers
  */
 #ifndef DT_TRAIN_SYNC_H
 #define DT_TRAIN_SYNC_H
@@ -89,15 +109,15 @@
 #include <stdint.h>
 
 #include "comm/comm.h"
-#include "comm/ps.h"
 #include "graph/graph.h"
 #include "job/job.h"
-#include "optim/optim.h"
 #include "plan/plan.h"
 #include "train/step_report.h"
 #include "util/status.h"
 
 struct dt_grad_sync;
+struct dt_pool;
+struct json_object;
 
 /* One bucket: gradient floats [lo, hi) of the rank's arena, whole
  * tensors, final in a backward pass once node ready_node has run (the
@@ -127,7 +147,7 @@ struct dt_grad_sync_cfg {
 	const struct dt_job *job;
 	const struct dt_plan *plan;
 	struct dt_model *model;		/* the rank's model (or stage) */
-	struct dt_optim *optim;
+	struct dt_pool *pool;		/* the optimizer's threads, or NULL */
 	struct dt_comm *world;		/* every rank */
 	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
 					 * the data-parallel x tensor-
@@ -144,10 +164,13 @@ struct dt_grad_sync_cfg {
 
 /* Makes the implementation the plan chose for cfg->stage
  * (cfg->plan->sync[cfg->stage], plan/sync_plan.h), with its overlap,
- * wire and buckets: collective over cfg->sum_comm, or for parameter
- * servers over cfg->world, servers and workers alike. DT_ERR_MPI from
- * the set-up's communicators; otherwise DT_OK. *out is owned by the
- * caller (dt_grad_sync_free), also on error. */
+ * wire and buckets, and the optimizer (job->train) over the plan's span
+ * [own_lo, own_hi) of the trained floats, its weight decay restricted
+ * as train.decay says, its loops on cfg->pool: collective over
+ * cfg->sum_comm, or for parameter servers over cfg->world, servers and
+ * workers alike. DT_ERR_MPI from the set-up's communicators; otherwise
+ * DT_OK. *out is owned by the caller (dt_grad_sync_free, which frees the
+ * optimizer too), also on error. */
 enum dt_status dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 				struct dt_grad_sync **out,
 				struct dt_error *err);
@@ -162,13 +185,82 @@ int dt_grad_sync_n_norms(const struct dt_grad_sync *s);
  * they meet anyway. */
 int dt_grad_sync_lazy(const struct dt_grad_sync *s);
 
-/* The parameter-server set-up, or NULL for the other implementations
- * (for the checkpoint's gather, the servers' loop and summary.json). */
-struct dt_ps *dt_grad_sync_servers(const struct dt_grad_sync *s);
-
-/* The communicator of the ranks that train (the workers; NULL on a
- * server). */
+/* The communicator of the ranks that train (cfg->world, or the
+ * parameter servers' workers; NULL on a rank that does not train). */
 struct dt_comm *dt_grad_sync_workers(const struct dt_grad_sync *s);
+
+/* 1 when this rank runs the training loop; 0 when its role is another
+ * (a parameter server: it calls dt_grad_sync_serve instead). */
+int dt_grad_sync_trains(const struct dt_grad_sync *s);
+
+/* The optimizer state this rank keeps, as checkpoints read and write it:
+ * n_bufs buffers (0 plain SGD, 1 momentum, 2 Adam/AdamW: m then v) of
+ * the trained floats [lo, hi) of the rank's arena (every one today),
+ * owned by the sync; a restore writes into them, then calls
+ * dt_grad_sync_state_loaded. */
+struct dt_grad_sync_state {
+	int n_bufs;
+	float **bufs;		/* (n_bufs) (hi - lo) each */
+	size_t lo, hi;
+	int64_t steps;		/* updates applied */
+};
+void dt_grad_sync_state(struct dt_grad_sync *s,
+			struct dt_grad_sync_state *out);
+
+/* Before a checkpoint, collective over the training ranks (every one,
+ * after the same step): brings the state of every update so far to
+ * where dt_grad_sync_state and the model's parameters show it (the
+ * parameter servers send their shards: the parameters to every worker,
+ * the optimizer state and its steps to world rank 0). Nothing to do
+ * where the rank holds its own. Errors: DT_ERR_MPI. */
+enum dt_status dt_grad_sync_state_collect(struct dt_grad_sync *s,
+					  struct dt_error *err);
+
+/* After a restore filled dt_grad_sync_state's buffers and the model's
+ * parameters: the optimizer continues from steps updates, and
+ * dt_grad_sync_start / _serve hand the state on where it is kept
+ * elsewhere. */
+void dt_grad_sync_state_loaded(struct dt_grad_sync *s, int64_t steps);
+
+/* 1 when the optimizer state lives on ranks that do not train until
+ * dt_grad_sync_release (parameter servers): a final checkpoint must then
+ * be written before the release. */
+int dt_grad_sync_state_remote(const struct dt_grad_sync *s);
+
+/* A training rank, before its first step, collective with the other
+ * ranks' dt_grad_sync_start and _serve: after dt_grad_sync_state_loaded,
+ * hands the restored state to the ranks that keep it (world rank 0 sends
+ * the parameters and optimizer state to the parameter servers, the other
+ * workers take its parameters). Errors: DT_ERR_MPI; the other ranks then
+ * wait: end the job. */
+enum dt_status dt_grad_sync_start(struct dt_grad_sync *s,
+				  struct dt_error *err);
+
+/* A training rank, after its last step: the ranks that do not train are
+ * released (the parameter servers stop serving) and the final
+ * parameters come back into the model. Errors: DT_ERR_MPI; end the job. */
+enum dt_status dt_grad_sync_release(struct dt_grad_sync *s,
+				    struct dt_error *err);
+
+/* A rank that does not train (dt_grad_sync_trains 0): its whole run,
+ * from the state loaded or the model's first parameters, with the
+ * plan's learning-rate schedule, until every training rank has called
+ * dt_grad_sync_release. Errors: DT_ERR_MPI; the training ranks then
+ * wait: end the job. DT_OK at once on a training rank. */
+enum dt_status dt_grad_sync_serve(struct dt_grad_sync *s,
+				  struct dt_error *err);
+
+/* 1 when dt_grad_sync_norm2 is the step's gradient norm; 0 where no rank
+ * sees the whole gradient (parameter servers: grad_norm is null). */
+int dt_grad_sync_has_norm(const struct dt_grad_sync *s);
+
+/* World rank 0: the implementation's own keys of a metrics.jsonl line
+ * (the parameter servers' staleness over the log window) into line, and
+ * of summary.json (the servers, the mode, the staleness histogram and
+ * bytes) into summary; nothing for the others. */
+void dt_grad_sync_log(struct dt_grad_sync *s, struct json_object *line);
+void dt_grad_sync_summary(struct dt_grad_sync *s,
+			  struct json_object *summary);
 
 void dt_grad_sync_step_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
@@ -254,9 +346,9 @@ int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,
  * size: 8 a value for the exact f32 wire, 4 float, 2 bf16). */
 uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
 
-/* The update with the summed gradient at learning rate lr: the
- * optimizer on this rank, or nothing where the servers made it (finish
- * brought the new parameters). */
+/* The update with the summed gradient at learning rate lr: the sync's
+ * optimizer over its span of the rank's parameters, or nothing where the
+ * servers made it (finish brought the new parameters). */
 void dt_grad_sync_apply(struct dt_grad_sync *s, float lr);
 
 #endif

@@ -4,6 +4,8 @@
 #ifndef DT_TRAIN_SYNC_PRIV_H
 #define DT_TRAIN_SYNC_PRIV_H
 
+#include "comm/ps.h"
+#include "optim/optim.h"
 #include "train/sync.h"
 
 /* One implementation: the seam's calls (sync.h) in order of use. */
@@ -29,12 +31,39 @@ struct dt_grad_sync_ops {
 	void (*node_done)(struct dt_grad_sync *s, int node);
 };
 
+/* What an implementation whose optimizer state lives elsewhere, or
+ * whose ranks have a role beside training, does at the seam's state and
+ * role calls (sync.h: dt_grad_sync_state_collect, _start, _release,
+ * _serve, _log, _summary); its init sets s->role. Without one (NULL)
+ * the rank keeps its own state, only trains, and writes no lines of its
+ * own. */
+struct dt_grad_sync_role {
+	enum dt_status (*collect)(struct dt_grad_sync *s,
+				  struct dt_error *err);
+	enum dt_status (*start)(struct dt_grad_sync *s, struct dt_error *err);
+	enum dt_status (*release)(struct dt_grad_sync *s,
+				  struct dt_error *err);
+	enum dt_status (*serve)(struct dt_grad_sync *s, struct dt_error *err);
+	void (*log)(struct dt_grad_sync *s, struct json_object *line);
+	void (*summary)(struct dt_grad_sync *s, struct json_object *summary);
+};
+
 struct dt_grad_sync {
 	const struct dt_grad_sync_ops *ops;
+	const struct dt_grad_sync_role *role;	/* or NULL (above) */
 	struct dt_grad_sync_cfg cfg;
 	const struct dt_sync_plan *plan;	/* the plan's decision for
 						 * this rank's stage */
 	size_t n;			/* trained floats of the rank */
+	struct dt_optim *optim;		/* over trained floats [plan->own_lo,
+					 * own_hi): apply updates with it;
+					 * parameter servers keep in it the
+					 * state checkpoints read and a
+					 * resume hands back */
+	int resumed;			/* dt_grad_sync_state_loaded ran */
+	int serves;			/* this rank serves, never trains */
+	int state_remote;		/* dt_grad_sync_state_remote */
+	int no_norm;			/* norm2 is not the gradient's */
 	double *acc;			/* exact: (n) the step's gradient */
 	uint64_t bytes;			/* gradient bytes handed to MPI */
 	struct dt_comm *workers;	/* the ranks that train */

@@ -3,12 +3,21 @@
  * seam (sync.h, comm/ps.h): a worker pushes its float gradient to the
  * server ranks, each holding a shard of the parameters and the optimizer
  * state, and pulls back the updated parameters; synchronous, or
- * asynchronous with a staleness bound. */
+ * asynchronous with a staleness bound. It answers for the servers' role
+ * itself: a server rank serves instead of training, the workers hand it
+ * a restored state before the first step and release it after the
+ * last, a checkpoint collects the state from it, and the staleness and
+ * the servers' figures are its lines in metrics.jsonl and summary.json.
+ * The sync's own optimizer (sync.c) is never stepped here: it holds the
+ * state worker 0 collects for checkpoints and restores for a resume. */
+#include <json.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train/decay.h"
 #include "train/sync_priv.h"
+#include "util/jsonnum.h"
 
 static void
 no_op(struct dt_grad_sync *s)
@@ -61,6 +70,116 @@ ps_apply(struct dt_grad_sync *s, float lr)
 	(void)lr;
 }
 
+/* Every worker: the servers' state after every update so far; the
+ * parameters to every worker, the optimizer state to world rank 0. */
+static enum dt_status
+ps_collect(struct dt_grad_sync *s, struct dt_error *err)
+{
+	int first = dt_comm_rank(s->cfg.world) == 0, n_bufs = 0;
+	/* bufs: (n_bufs) (n) */
+	float **bufs = dt_optim_state(s->optim, &n_bufs);
+	int64_t steps = 0;
+	enum dt_status st;
+
+	st = dt_ps_gather_state(s->ps, dt_model_params(s->cfg.model),
+				first ? bufs : NULL, first ? &steps : NULL,
+				err);
+	if (st == DT_OK && first)
+		dt_optim_set_steps(s->optim, steps);
+	return st;
+}
+
+/* A worker's side of a resume: world rank 0 sends the restored state to
+ * the servers. */
+static enum dt_status
+ps_start(struct dt_grad_sync *s, struct dt_error *err)
+{
+	int n_bufs = 0;
+	/* bufs: (n_bufs) (n) */
+	float **bufs = dt_optim_state(s->optim, &n_bufs);
+
+	if (!s->resumed)
+		return DT_OK;
+	return dt_ps_scatter_state(s->ps, dt_model_params(s->cfg.model),
+				   dt_comm_rank(s->cfg.world) == 0 ? bufs :
+				   NULL, dt_optim_steps(s->optim), err);
+}
+
+static enum dt_status
+ps_release(struct dt_grad_sync *s, struct dt_error *err)
+{
+	return dt_ps_done(s->ps, dt_model_params(s->cfg.model), err);
+}
+
+static double
+ps_lr(int64_t step, void *ctx)
+{
+	const struct dt_grad_sync *s = ctx;
+
+	return dt_lr_at(&s->cfg.plan->lr_schedule, step);
+}
+
+/* A server's whole run: its shard of a restored state (from ps_start),
+ * then serving until every worker is done. */
+static enum dt_status
+ps_serve(struct dt_grad_sync *s, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (s->resumed)
+		st = dt_ps_scatter_state(s->ps, NULL, NULL, 0, err);
+	if (st == DT_OK)
+		st = dt_ps_serve(s->ps, s->resumed ? NULL :
+				 dt_model_params(s->cfg.model), ps_lr, s, err);
+	return st;
+}
+
+/* The gradients' staleness over the log window (worker 0). */
+static void
+ps_log(struct dt_grad_sync *s, struct json_object *line)
+{
+	struct dt_ps_stats st;
+	struct dt_error e;
+
+	if (dt_ps_stats(s->ps, &st, &e) != DT_OK)
+		return;
+	json_object_object_add(line, "staleness_mean",
+			       dt_json_float(st.staleness_mean));
+	json_object_object_add(line, "staleness_max",
+			       json_object_new_int64(st.staleness_max));
+}
+
+/* The servers, the mode and what the run's gradients met (worker 0). */
+static void
+ps_summary(struct dt_grad_sync *s, struct json_object *o)
+{
+	struct json_object *h = json_object_new_array();
+	struct dt_ps_stats ps;
+	struct dt_error e;
+
+	memset(&ps, 0, sizeof ps);
+	if (dt_ps_stats(s->ps, &ps, &e) == DT_OK)
+		for (int i = 0; i < ps.n_hist; i++)
+			json_object_array_add(h,
+					      json_object_new_int64(ps.hist[i]));
+	json_object_object_add(o, "parameter_servers", json_object_new_int(
+				       dt_ps_n_servers(s->ps)));
+	json_object_object_add(o, "ps_mode", json_object_new_string(
+				       s->lazy ? "async" : "sync"));
+	json_object_object_add(o, "max_staleness", json_object_new_int64(
+				       s->lazy ? s->cfg.job->parallel.
+				       max_staleness : 0));
+	/* hist[i]: shard gradients applied i updates stale; the last bucket
+	 * counts any staler than the bound (always 0). */
+	json_object_object_add(o, "staleness_histogram", h);
+	json_object_object_add(o, "server_bytes_per_step",
+			       dt_json_number(ps.server_bytes_per_step));
+}
+
+static const struct dt_grad_sync_role ps_role = {
+	ps_collect, ps_start, ps_release, ps_serve, ps_log, ps_summary,
+};
+
 /* Collective over s->cfg.world, servers and workers alike. */
 static enum dt_status
 ps_init(struct dt_grad_sync *s, struct dt_error *err)
@@ -84,7 +203,11 @@ ps_init(struct dt_grad_sync *s, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	s->lazy = cfg.async;
-	s->workers = dt_ps_is_server(s->ps) ? NULL : dt_ps_workers(s->ps);
+	s->serves = dt_ps_is_server(s->ps);
+	s->workers = s->serves ? NULL : dt_ps_workers(s->ps);
+	s->state_remote = 1;
+	s->no_norm = 1;
+	s->role = &ps_role;
 	return DT_OK;
 }
 
