@@ -121,7 +121,7 @@ enum dt_status dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc,
  *
  * The cut: dt_comm_part gives rank `rank` of p its part [*lo, *hi) of n
  * values. Chunk i of n is [floor(n i / p), floor(n (i + 1) / p)) (sizes
- * differ by at most one, the larger ones last), and rank r holds chunk
+ * differ by at most one, the last is ceil(n / p)), and rank r holds chunk
  * (r + 1) mod p: the chunk where the ring's sum ends (below), so that
  * the exact mode keeps the bits it has always had. With n < p some parts
  * are empty (n = 0: all). p >= 1 and 0 <= rank < p; the same on every

@@ -13,6 +13,14 @@ tests_unit_test_ps_SOURCES = tests/unit/test_ps.c
 tests_unit_test_ps_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_ps_LDADD = $(UNIT_LDADD)
 
+# Check suite (no MPI: the cut of the sharded collectives, their one-rank
+# forms)
+check_PROGRAMS += tests/unit/test_comm
+TESTS += tests/unit/test_comm
+tests_unit_test_comm_SOURCES = tests/unit/test_comm.c
+tests_unit_test_comm_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_comm_LDADD = $(UNIT_LDADD) -lm
+
 # The toy problem under mpirun, run by tests/integration/ps-toy.sh
 check_PROGRAMS += tests/ps/ps_toy
 tests_ps_ps_toy_SOURCES = tests/ps/ps_toy.c

@@ -61,6 +61,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
+	tests/integration/rsag.sh \
 	tests/integration/stdout-full.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
@@ -82,6 +83,12 @@ tests_integration_progress_probe_LDADD = libdtrain.la $(DT_LIBS)
 check_PROGRAMS += tests/integration/ring_probe
 tests_integration_ring_probe_SOURCES = tests/integration/ring_probe.c
 tests_integration_ring_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
+
+# The reduce-scatter and the all-gather under mpirun, run by
+# tests/integration/rsag.sh
+check_PROGRAMS += tests/integration/rsag_probe
+tests_integration_rsag_probe_SOURCES = tests/integration/rsag_probe.c
+tests_integration_rsag_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 
 # The Open MPI settings a rank makes for itself, read back through MPI_T,
 # for tests/integration/mca-env.sh
