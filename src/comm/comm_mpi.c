@@ -178,7 +178,8 @@ ring_post(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
 	int left = ring_mod(me - 1, np), right = ring_mod(me + 1, np);
 	int rs = r->step < np - 1;
 	int t = rs ? r->step : r->step - (np - 1);
-	int cs = ring_mod(me + !rs - t, np), cr = ring_mod(me + !rs - t - 1, np);
+	int cs = ring_mod(me + !rs - t, np);
+	int cr = ring_mod(me + !rs - t - 1, np);
 	MPI_Datatype dt = rs && r->type == DT_COMM_F64 ? MPI_DOUBLE :
 			  MPI_FLOAT;
 	size_t elem = dt == MPI_DOUBLE ? sizeof(double) : sizeof(float);
@@ -198,7 +199,8 @@ ring_post(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
 				       r->tag, impl->ring, &q[2 * b]);
 		if (rc == MPI_SUCCESS && (b == 0 || block_count(ns, b) > 0))
 			rc = MPI_Isend(sbuf + at, block_count(ns, b), dt,
-				       right, r->tag, impl->ring, &q[2 * b + 1]);
+				       right, r->tag, impl->ring,
+				       &q[2 * b + 1]);
 	}
 	return rc;
 }
@@ -594,7 +596,8 @@ static void
 ring_init(struct mpi_impl *impl, struct ring_sum *r, size_t n, int first,
 	  int end)
 {
-	size_t big = chunk_len(n, impl->np, impl->np - 1);	/* the largest */
+	/* The last chunk is the largest. */
+	size_t big = chunk_len(n, impl->np, impl->np - 1);
 
 	r->n = n;
 	r->step = first;

@@ -105,8 +105,11 @@ fold64(const struct probe *p, size_t i, int k, size_t c)
 {
 	double s = value((int)c, i, k, 0);
 
-	for (int j = 1; j < p->size; j++)
-		s = value((int)((c + (size_t)j) % (size_t)p->size), i, k, 0) + s;
+	for (int j = 1; j < p->size; j++) {
+		int r = (int)((c + (size_t)j) % (size_t)p->size);
+
+		s = value(r, i, k, 0) + s;
+	}
 	return s;
 }
 
@@ -115,9 +118,11 @@ fold32(const struct probe *p, size_t i, int k, size_t c)
 {
 	float s = (float)value((int)c, i, k, 0);
 
-	for (int j = 1; j < p->size; j++)
-		s = (float)value((int)((c + (size_t)j) % (size_t)p->size), i,
-				 k, 0) + s;
+	for (int j = 1; j < p->size; j++) {
+		int r = (int)((c + (size_t)j) % (size_t)p->size);
+
+		s = (float)value(r, i, k, 0) + s;
+	}
 	return s;
 }
 
