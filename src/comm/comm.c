@@ -174,16 +174,144 @@ dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
 	return istart(c, buf, n, DT_COMM_BF16, err);
 }
 
-enum dt_status
-dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
-			      size_t n, struct dt_error *err)
+size_t
+dt_comm_chunk_lo(size_t n, int p, int i)
 {
+	size_t q = n / (size_t)p, r = n % (size_t)p;
+
+	/* floor(n i / p) = q i + floor(r i / p), and r i < p^2 fits. */
+	return q * (size_t)i + r * (size_t)i / (size_t)p;
+}
+
+void
+dt_comm_part(size_t n, int p, int rank, size_t *lo, size_t *hi)
+{
+	int i = (rank + 1) % p;	/* where the ring's sum of a chunk ends */
+
+	*lo = dt_comm_chunk_lo(n, p, i);
+	*hi = dt_comm_chunk_lo(n, p, i + 1);
+}
+
+/* The reduce-scatter of n values of type, blocking or started. Without
+ * an implementation of its own, the all-reduce: its sum holds every
+ * part. The payload is counted as an all-reduce's, whatever ran. */
+static enum dt_status
+reduce_scatter(struct dt_comm *c, void *buf, size_t n, int type, int start,
+	       struct dt_error *err)
+{
+	size_t elem = type == DT_COMM_F32 ? sizeof(float) : sizeof(double);
+	uint64_t b0 = c->bytes_sent;
 	enum dt_status st;
 
-	if (c->ops->sum_round != NULL && c->size > 1)
-		WATCHED(c, "MPI_Waitall (ring sum)",
-			c->ops->sum_round(c, acc, out, n, err));
-	st = dt_comm_allreduce_sum_f64(c, acc, n, err);
+	if (c->size == 1)
+		return DT_OK;
+	if (c->ops->reduce_scatter == NULL)
+		st = start ? istart(c, buf, n, type, err) :
+			     ok_or(c, buf, n, type, DT_COMM_SUM, err);
+	else if (start)	/* starting does not wait: not watched */
+		st = c->ops->reduce_scatter(c, buf, n, type, 1, err);
+	else {
+		dt_watch_enter(c->watch, "MPI_Waitall (reduce-scatter)");
+		st = c->ops->reduce_scatter(c, buf, n, type, 0, err);
+		dt_watch_leave(c->watch);
+	}
+	if (st == DT_OK)
+		c->bytes_sent = b0 + (uint64_t)n * elem;
+	return st;
+}
+
+enum dt_status
+dt_comm_reduce_scatter_sum_f32(struct dt_comm *c, float *buf, size_t n,
+			       struct dt_error *err)
+{
+	return reduce_scatter(c, buf, n, DT_COMM_F32, 0, err);
+}
+
+enum dt_status
+dt_comm_reduce_scatter_sum_f64(struct dt_comm *c, double *buf, size_t n,
+			       struct dt_error *err)
+{
+	return reduce_scatter(c, buf, n, DT_COMM_F64, 0, err);
+}
+
+enum dt_status
+dt_comm_ireduce_scatter_sum_f32(struct dt_comm *c, float *buf, size_t n,
+				struct dt_error *err)
+{
+	return reduce_scatter(c, buf, n, DT_COMM_F32, 1, err);
+}
+
+enum dt_status
+dt_comm_ireduce_scatter_sum_f64(struct dt_comm *c, double *buf, size_t n,
+				struct dt_error *err)
+{
+	return reduce_scatter(c, buf, n, DT_COMM_F64, 1, err);
+}
+
+/* Without an all-gather of its own: each rank's part broadcast from it
+ * (copies only, so the same bits). */
+static enum dt_status
+allgather_bcast(struct dt_comm *c, float *buf, size_t n, struct dt_error *err)
+{
+	for (int r = 0; r < c->size; r++) {
+		size_t lo, hi;
+		enum dt_status st;
+
+		dt_comm_part(n, c->size, r, &lo, &hi);
+		if (hi == lo)
+			continue;
+		st = dt_comm_bcast(c, buf + lo, (hi - lo) * sizeof *buf, r,
+				   err);
+		if (st != DT_OK)
+			return st;
+	}
+	return DT_OK;
+}
+
+static enum dt_status
+allgather(struct dt_comm *c, float *buf, size_t n, int start,
+	  struct dt_error *err)
+{
+	uint64_t b0 = c->bytes_sent;
+	enum dt_status st;
+
+	if (c->size == 1)
+		return DT_OK;
+	if (c->ops->allgather == NULL)
+		st = allgather_bcast(c, buf, n, err);
+	else if (start)
+		st = c->ops->allgather(c, buf, n, 1, err);
+	else {
+		dt_watch_enter(c->watch, "MPI_Waitall (all-gather)");
+		st = c->ops->allgather(c, buf, n, 0, err);
+		dt_watch_leave(c->watch);
+	}
+	if (st == DT_OK)
+		c->bytes_sent = b0 + (uint64_t)n * sizeof *buf;
+	return st;
+}
+
+enum dt_status
+dt_comm_allgather_f32(struct dt_comm *c, float *buf, size_t n,
+		      struct dt_error *err)
+{
+	return allgather(c, buf, n, 0, err);
+}
+
+enum dt_status
+dt_comm_iallgather_f32(struct dt_comm *c, float *buf, size_t n,
+		       struct dt_error *err)
+{
+	return allgather(c, buf, n, 1, err);
+}
+
+/* The double all-reduce, then the rounding: where there is no ring. */
+static enum dt_status
+sum_then_round(struct dt_comm *c, double *acc, float *out, size_t n,
+	       struct dt_error *err)
+{
+	enum dt_status st = dt_comm_allreduce_sum_f64(c, acc, n, err);
+
 	if (st != DT_OK)
 		return st;
 	for (size_t i = 0; i < n; i++)
@@ -191,14 +319,41 @@ dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
 	return DT_OK;
 }
 
+enum dt_status
+dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
+			      size_t n, struct dt_error *err)
+{
+	uint64_t b0 = c->bytes_sent;
+	size_t lo, hi;
+	enum dt_status st;
+
+	if (c->ops->isum_round == NULL || c->size == 1)
+		return sum_then_round(c, acc, out, n, err);
+	dt_comm_part(n, c->size, c->rank, &lo, &hi);
+	st = dt_comm_reduce_scatter_sum_f64(c, acc, n, err);
+	if (st != DT_OK)
+		return st;
+	for (size_t i = lo; i < hi; i++)
+		out[i] = (float)acc[i];
+	st = dt_comm_allgather_f32(c, out, n, err);
+	/* Counted as the double all-reduce it stands for. */
+	c->bytes_sent = b0 + (st == DT_OK ? (uint64_t)n * sizeof *acc : 0);
+	return st;
+}
+
 /* Starting does not wait: not watched. */
 enum dt_status
 dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc, float *out,
 			       size_t n, struct dt_error *err)
 {
+	enum dt_status st;
+
 	if (c->ops->isum_round == NULL || c->size == 1)
 		return dt_comm_allreduce_sum_f64_f32(c, acc, out, n, err);
-	return c->ops->isum_round(c, acc, out, n, err);
+	st = c->ops->isum_round(c, acc, out, n, err);
+	if (st == DT_OK)
+		c->bytes_sent += (uint64_t)n * sizeof *acc;
+	return st;
 }
 
 enum dt_status

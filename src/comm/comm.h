@@ -85,36 +85,101 @@ enum dt_status dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf,
  * bytes (6 a value instead of 8 on 2 ranks): out[i] =
  * (float)(sum over the ranks of acc[i]), the same floats on every rank,
  * for acc and out of n values (the batch dimension already summed into
- * acc). Over Open MPI it is a ring of dtrain's own (point-to-point on a
- * duplicate of the communicator; Patarasuk and Yuan, "Bandwidth optimal
- * all-reduce algorithms for clusters of workstations", JPDC 2009): P - 1
- * reduce-scatter steps in double, after which each rank holds the whole
- * sum of one chunk of n / P values and rounds it to float, then P - 1
- * all-gather steps of those floats. Each rank sends (P - 1) / P x 12 n
- * bytes where the double all-reduce sends (P - 1) / P x 16 n. The value
- * is that of dt_comm_allreduce_sum_f64 and a rounding whenever the
- * double sums are exact (sums of floats of nearby exponents, as the
- * gradients' accumulators are), and on 2 ranks always: a + b in double
- * does not depend on the order. acc is clobbered (partial sums); out is
- * written. dt_comm_bytes_sent counts the 8 n bytes handed in, as for
- * the double all-reduce. Without the ring (one rank, the host-first
- * communicator of comm/hier.h): the double all-reduce and the rounding.
- * The non-blocking form starts the sum as dt_comm_iallreduce_sum_f64
- * does (the same rules: acc and out belong to the sum until a wait
- * covers it; it is one sum for dt_comm_coll_wait_first; tests and the
- * progress thread move its steps on). Errors: DT_ERR_MPI naming the
- * call and the rank. */
+ * acc). It is dt_comm_reduce_scatter_sum_f64 of acc, each rank rounding
+ * its part (dt_comm_part) into out once, then dt_comm_allgather_f32 of
+ * out: the ring of dtrain's own over Open MPI (above), each rank sending
+ * (P - 1) / P x 12 n bytes where the double all-reduce sends
+ * (P - 1) / P x 16 n. The value is that of dt_comm_allreduce_sum_f64
+ * and a rounding whenever the double sums are exact (sums of floats of
+ * nearby exponents, as the gradients' accumulators are), and on 2 ranks
+ * always: a + b in double does not depend on the order. acc is
+ * clobbered (partial sums); out is written. dt_comm_bytes_sent counts
+ * the 8 n bytes handed in, as for the double all-reduce. Without the
+ * ring (one rank, the host-first communicator of comm/hier.h, whose
+ * host-first double sum is its point): the double all-reduce and the
+ * rounding. The non-blocking form starts the sum as
+ * dt_comm_iallreduce_sum_f64 does (the same rules: acc and out belong
+ * to the sum until a wait covers it; it is one sum for
+ * dt_comm_coll_wait_first; tests and the progress thread move its steps
+ * on, the all-gather's first as soon as the reduce-scatter's last is
+ * done and rounded). Errors: DT_ERR_MPI naming the call and the rank. */
 enum dt_status dt_comm_allreduce_sum_f64_f32(struct dt_comm *c, double *acc,
 					     float *out, size_t n,
 					     struct dt_error *err);
 enum dt_status dt_comm_iallreduce_sum_f64_f32(struct dt_comm *c, double *acc,
 					      float *out, size_t n,
 					      struct dt_error *err);
+/* The sharded collectives (for ZeRO-style sharding: Rajbhandari et al.,
+ * "ZeRO: memory optimizations toward training trillion parameter
+ * models", SC 2020). A buffer of n values is cut into P parts, one a
+ * rank: a reduce-scatter leaves each rank the sum over the ranks of its
+ * own part only, an all-gather gives every rank every rank's part. One
+ * after the other they are an all-reduce (Rabenseifner's composition;
+ * Thakur, Rabenseifner and Gropp, "Optimization of collective
+ * communication operations in MPICH", IJHPCA 19(1), 2005), and
+ * dt_comm_allreduce_sum_f64_f32 is exactly that.
+ *
+ * The cut: dt_comm_part gives rank `rank` of p its part [*lo, *hi) of n
+ * values. Chunk i of n is [floor(n i / p), floor(n (i + 1) / p)) (sizes
+ * differ by at most one, the last is ceil(n / p)), and rank r holds chunk
+ * (r + 1) mod p: the chunk where the ring's sum ends (below), so that
+ * the exact mode keeps the bits it has always had. With n < p some parts
+ * are empty (n = 0: all). p >= 1 and 0 <= rank < p; the same on every
+ * communicator and every implementation. */
+void dt_comm_part(size_t n, int p, int rank, size_t *lo, size_t *hi);
+
+/* Reduce-scatter, in place: buf holds this rank's n floats / doubles
+ * (every rank passes the same n); on return buf[lo, hi) (dt_comm_part
+ * of n, dt_comm_size, dt_comm_rank) holds the sum over the ranks of
+ * those values and the rest of buf is clobbered (partial sums). Over
+ * Open MPI a ring of dtrain's own on a duplicate of the communicator
+ * (Patarasuk and Yuan, "Bandwidth optimal all-reduce algorithms for
+ * clusters of workstations", JPDC 69(2), 2009): P - 1 steps, in each of
+ * which every rank sends one chunk to its right neighbour and adds the
+ * one its left sends, (P - 1) / P x n values sent a rank, half an
+ * all-reduce's. Chunk i is summed in the order x_i, then + x_(i+1), ...,
+ * + x_(i-1) (rank indices mod P, each addition in the buffer's type),
+ * fixed by the ranks, so the same from run to run; on 2 ranks and
+ * wherever the sums are exact it equals the all-reduce's value. The
+ * host-first communicator (comm/hier.h) runs its flat communicator's
+ * ring; one rank: buf is already the result. dt_comm_bytes_sent counts
+ * the n values handed in (as an all-reduce would); on one rank
+ * nothing. The non-blocking form starts it as dt_comm_iallreduce_sum_f32
+ * does (buf belongs to it until a wait covers it; it is one sum for
+ * dt_comm_coll_wait_first; tests and the progress thread move its steps
+ * on); on the host-first communicator it is done when it returns.
+ * Errors: DT_ERR_MPI naming the call and the rank. */
+enum dt_status dt_comm_reduce_scatter_sum_f32(struct dt_comm *c, float *buf,
+					      size_t n, struct dt_error *err);
+enum dt_status dt_comm_reduce_scatter_sum_f64(struct dt_comm *c,
+					      double *buf, size_t n,
+					      struct dt_error *err);
+enum dt_status dt_comm_ireduce_scatter_sum_f32(struct dt_comm *c,
+					       float *buf, size_t n,
+					       struct dt_error *err);
+enum dt_status dt_comm_ireduce_scatter_sum_f64(struct dt_comm *c,
+					       double *buf, size_t n,
+					       struct dt_error *err);
+/* All-gather, in place: buf[lo, hi) (dt_comm_part, as above) holds this
+ * rank's part of n floats; on return all of buf holds every rank's part,
+ * bit for bit as its rank held it (nothing is added; the rest of buf
+ * was ignored). Over Open MPI the second half of the same ring: P - 1
+ * steps, each passing on to the right the part received from the left
+ * (Patarasuk and Yuan, above), (P - 1) / P x 4 n bytes sent a rank. The
+ * host-first communicator runs its flat communicator's; one rank:
+ * nothing to do. dt_comm_bytes_sent counts the 4 n bytes of buf (on
+ * one rank nothing). The non-blocking form: as for the reduce-scatter.
+ * Errors: DT_ERR_MPI naming the call and the rank. */
+enum dt_status dt_comm_allgather_f32(struct dt_comm *c, float *buf, size_t n,
+				     struct dt_error *err);
+enum dt_status dt_comm_iallgather_f32(struct dt_comm *c, float *buf, size_t n,
+				      struct dt_error *err);
 /* Drives the pending non-blocking sums of c forward without waiting
  * (MPI_Testall, or MPI_Testsome and the next steps of the ring sums of
  * dt_comm_iallreduce_sum_f64_f32 where those are pending: Open MPI
  * moves a non-blocking collective on only inside MPI calls). *all_done
- * (may be NULL) is 1 when none is pending any more.
+ * (may be NULL) is 1 when none is pending any more. The started reduce-
+ * scatters and all-gathers are pending sums as well, here and below.
  * Errors: DT_ERR_MPI. */
 enum dt_status dt_comm_coll_test(struct dt_comm *c, int *all_done,
 				 struct dt_error *err);

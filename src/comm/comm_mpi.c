@@ -19,18 +19,23 @@
  * thread. The sums are the same MPI calls on the same buffers, so no bit
  * changes.
  *
- * The rounded double sums (dt_comm_iallreduce_sum_f64_f32, the exact
- * mode's gradient) are a ring of dtrain's own over point-to-point
- * messages on a duplicate of the communicator (ring), one tag a sum:
- * P - 1 reduce-scatter steps of doubles, the rounding of the chunk each
- * rank then holds summed, P - 1 all-gather steps of floats. Each step is
- * a receive from the left neighbour and a send to the right one, in two
- * slots of colls; whoever tests or waits (the caller or the thread) runs
- * MPI_Testsome / MPI_Waitsome over every pending request and moves each
- * ring whose step has completed to its next (drive). Where no ring sum
- * is pending, the tests and waits are MPI_Testall / MPI_Waitall as
- * before. The rounding happens once per value, on one rank, so every
- * rank gets the same floats. */
+ * The reduce-scatters, the all-gathers and the rounded double sums
+ * (dt_comm_reduce_scatter_sum_*, dt_comm_allgather_f32 and
+ * dt_comm_iallreduce_sum_f64_f32, the exact mode's gradient) are one
+ * ring of dtrain's own over point-to-point messages on a duplicate of
+ * the communicator (ring), one tag a collective: P - 1 reduce-scatter
+ * steps of floats or doubles, after which each rank holds its part
+ * (dt_comm_part) summed, then P - 1 all-gather steps of floats. A
+ * reduce-scatter runs the first half alone, an all-gather the second,
+ * and the rounded sum both, rounding its part of the doubles into the
+ * floats in between. Each step is a receive from the left neighbour and
+ * a send to the right one (a pair for every 2^30 values of a chunk: MPI
+ * counts are int), in slots of colls; whoever tests or waits (the
+ * caller or the thread) runs MPI_Testsome / MPI_Waitsome over every
+ * pending request and moves each ring whose step has completed to its
+ * next (drive). Where no ring is pending, the tests and waits are
+ * MPI_Testall / MPI_Waitall as before. The rounding happens once per
+ * value, on one rank, so every rank gets the same floats. */
 #include "comm/comm.h"
 #include "comm/comm_priv.h"
 #include "comm/mpi_priv.h"
@@ -48,22 +53,34 @@
 #include "util/alloc.h"
 #include "util/bf16.h"
 
-/* One piece of a rounded double sum in flight: a ring over the P ranks,
- * P - 1 reduce-scatter steps in double, then P - 1 all-gather steps of
- * the rounded floats (see the top of the file). */
+/* The most values in one message of a ring step (MPI counts are int). */
+#define RING_BLOCK ((size_t)1 << 30)
+
+/* One ring collective in flight over the P ranks (see the top of the
+ * file): steps [0, P-1) reduce-scatter buf, steps [P-1, 2P-2) all-gather
+ * out. A reduce-scatter ends at P-1, an all-gather starts there, a
+ * rounded double sum runs them all. */
 struct ring_sum {
-	double *acc;		/* (n) this rank's doubles, summed in place */
-	float *out;		/* (n) the rounded sums, on every rank */
+	void *buf;		/* (n) the reduce-scatter's floats or
+				 * doubles (type), summed in place */
+	int type;		/* DT_COMM_F32 or DT_COMM_F64: buf's */
+	float *out;		/* (n) the all-gather's floats */
 	size_t n;
-	int step;		/* in flight: [0, P-1) reduce-scatter,
-				 * [P-1, 2P-2) all-gather; 2P-2: done */
+	int step;		/* the step in flight */
+	int end;		/* the step after its last: P-1 or 2P-2 */
+	int round;		/* after the last reduce-scatter step, this
+				 * rank's part of buf (doubles) rounded
+				 * into out */
+	int nq;			/* its requests: a receive and a send for
+				 * each RING_BLOCK values of the largest
+				 * chunk */
 	int sum;		/* the index of its sum (sum_end) */
-	int slot;		/* its receive and send: colls[slot],
-				 * colls[slot + 1] */
+	int slot;		/* its requests: colls[slot, slot + nq) */
 	int tag;
 	double *tmp;		/* (tmp_cap) the chunk a reduce-scatter step
-				 * receives; kept for the next sums */
-	size_t tmp_cap;
+				 * receives, floats or doubles; kept for the
+				 * next sums */
+	size_t tmp_cap;		/* in doubles */
 };
 
 struct mpi_impl {
@@ -90,8 +107,10 @@ struct mpi_impl {
 	int n_rings, cap_rings;
 	int *idx;		/* (cap_idx) MPI_Testsome's indices */
 	int cap_idx;
-	double *btmp;		/* (btmp_cap) the blocking sum's chunk */
+	double *btmp;		/* (btmp_cap) the blocking ring's chunk */
 	size_t btmp_cap;
+	MPI_Request *bq;	/* (cap_bq) the blocking ring's requests */
+	int cap_bq;
 	/* The progress thread of colls (see the top of the file). */
 	long progress_ns;	/* its interval; 0: none; splits inherit */
 	int thread_on;		/* started (lock, wake, thread valid) */
@@ -111,17 +130,18 @@ colls_clear(struct mpi_impl *impl)
 	impl->n_rings = 0;
 }
 
-/* Chunk i of n values split over np ranks: [chunk_lo(i), chunk_lo(i+1)). */
+/* Chunk i of n values cut into np: [chunk_lo(i), chunk_lo(i + 1)), the
+ * cut of dt_comm_part. */
 static size_t
 chunk_lo(size_t n, int np, int i)
 {
-	return n * (size_t)i / (size_t)np;
+	return dt_comm_chunk_lo(n, np, i);
 }
 
-static int
-chunk_count(size_t n, int np, int i)
+static size_t
+chunk_len(size_t n, int np, int i)
 {
-	return (int)(chunk_lo(n, np, i + 1) - chunk_lo(n, np, i));
+	return chunk_lo(n, np, i + 1) - chunk_lo(n, np, i);
 }
 
 static int
@@ -130,71 +150,111 @@ ring_mod(int a, int np)
 	return ((a % np) + np) % np;
 }
 
-/* Posts step r->step of ring sum r: q[0] its receive from the left
- * neighbour, q[1] its send to the right one. Reduce-scatter step s sends
- * this rank's partial sum of chunk (me - s) and receives the left's of
- * chunk (me - s - 1) into tmp; all-gather step t sends the rounded chunk
- * (me + 1 - t) and receives chunk (me - t) straight into out. Returns the
- * MPI rc. */
+/* The count of the message of block b (RING_BLOCK values from b x
+ * RING_BLOCK) of a chunk of len values: 0 past its end. */
+static int
+block_count(size_t len, int b)
+{
+	size_t at = (size_t)b * RING_BLOCK;
+
+	if (at >= len)
+		return 0;
+	return (int)(len - at < RING_BLOCK ? len - at : RING_BLOCK);
+}
+
+/* Posts step r->step of ring r: for each block b of RING_BLOCK values,
+ * q[2b] its receive from the left neighbour and q[2b + 1] its send to
+ * the right one (block 0 always, empty or not; the others only within
+ * the chunk, MPI_REQUEST_NULL past it). Reduce-scatter step s sends this
+ * rank's partial sum of chunk (me - s) and receives the left's of chunk
+ * (me - s - 1) into tmp; all-gather step t sends chunk (me + 1 - t) of
+ * out and receives chunk (me - t) straight into out. After step P - 2
+ * this rank holds chunk (me + 1) summed: its part (dt_comm_part). Returns
+ * the MPI rc. */
 static int
 ring_post(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
 {
 	int np = impl->np, me = impl->me;
 	int left = ring_mod(me - 1, np), right = ring_mod(me + 1, np);
-	int rc;
+	int rs = r->step < np - 1;
+	int t = rs ? r->step : r->step - (np - 1);
+	int cs = ring_mod(me + !rs - t, np);
+	int cr = ring_mod(me + !rs - t - 1, np);
+	MPI_Datatype dt = rs && r->type == DT_COMM_F64 ? MPI_DOUBLE :
+			  MPI_FLOAT;
+	size_t elem = dt == MPI_DOUBLE ? sizeof(double) : sizeof(float);
+	char *base = rs ? (char *)r->buf : (char *)r->out;
+	char *rbuf = rs ? (char *)r->tmp : base + chunk_lo(r->n, np, cr) * elem;
+	char *sbuf = base + chunk_lo(r->n, np, cs) * elem;
+	size_t nr = chunk_len(r->n, np, cr), ns = chunk_len(r->n, np, cs);
+	int rc = MPI_SUCCESS;
 
-	if (r->step < np - 1) {
-		int cs = ring_mod(me - r->step, np);
-		int cr = ring_mod(me - r->step - 1, np);
+	for (int b = 0; b < r->nq / 2 && rc == MPI_SUCCESS; b++) {
+		size_t at = (size_t)b * RING_BLOCK * elem;
 
-		rc = MPI_Irecv(r->tmp, chunk_count(r->n, np, cr), MPI_DOUBLE,
-			       left, r->tag, impl->ring, &q[0]);
-		if (rc == MPI_SUCCESS)
-			rc = MPI_Isend(r->acc + chunk_lo(r->n, np, cs),
-				       chunk_count(r->n, np, cs), MPI_DOUBLE,
-				       right, r->tag, impl->ring, &q[1]);
-	} else {
-		int t = r->step - (np - 1);
-		int cs = ring_mod(me + 1 - t, np), cr = ring_mod(me - t, np);
-
-		rc = MPI_Irecv(r->out + chunk_lo(r->n, np, cr),
-			       chunk_count(r->n, np, cr), MPI_FLOAT, left,
-			       r->tag, impl->ring, &q[0]);
-		if (rc == MPI_SUCCESS)
-			rc = MPI_Isend(r->out + chunk_lo(r->n, np, cs),
-				       chunk_count(r->n, np, cs), MPI_FLOAT,
-				       right, r->tag, impl->ring, &q[1]);
+		q[2 * b] = MPI_REQUEST_NULL;
+		q[2 * b + 1] = MPI_REQUEST_NULL;
+		if (b == 0 || block_count(nr, b) > 0)
+			rc = MPI_Irecv(rbuf + at, block_count(nr, b), dt, left,
+				       r->tag, impl->ring, &q[2 * b]);
+		if (rc == MPI_SUCCESS && (b == 0 || block_count(ns, b) > 0))
+			rc = MPI_Isend(sbuf + at, block_count(ns, b), dt,
+				       right, r->tag, impl->ring,
+				       &q[2 * b + 1]);
 	}
 	return rc;
 }
 
-/* After step r->step of r has completed (both its requests): a reduce-
- * scatter step adds the chunk received into this rank's partial sums,
- * and the last one rounds the chunk this rank now holds summed over
- * every rank (chunk me + 1) into out, once, for every rank; then the
- * next step is posted into q, unless r is done. Returns the MPI rc. */
+/* Adds the chunk a reduce-scatter step received (tmp) into this rank's
+ * partial sums of it, in the buffer's type; the last step of a rounded
+ * sum then rounds the chunk, now summed over every rank, into out, once,
+ * for every rank. */
+static void
+ring_add(struct ring_sum *r, int np, int cr, int last)
+{
+	size_t lo = chunk_lo(r->n, np, cr), k = chunk_len(r->n, np, cr);
+
+	if (r->type == DT_COMM_F64) {
+		double *a = (double *)r->buf + lo;	/* (k) */
+
+		for (size_t i = 0; i < k; i++)
+			a[i] += r->tmp[i];
+		if (last && r->round)
+			for (size_t i = 0; i < k; i++)
+				r->out[lo + i] = (float)a[i];
+	} else {
+		float *a = (float *)r->buf + lo;	/* (k) */
+		const float *b = (const float *)r->tmp;	/* (k) */
+
+		for (size_t i = 0; i < k; i++)
+			a[i] += b[i];
+	}
+}
+
+/* After step r->step of r has completed (all its requests): a reduce-
+ * scatter step adds the chunk received (ring_add); then the next step
+ * is posted into q, unless r is done. Returns the MPI rc. */
 static int
 ring_next(struct mpi_impl *impl, struct ring_sum *r, MPI_Request *q)
 {
 	int np = impl->np;
 
-	if (r->step < np - 1) {
-		int cr = ring_mod(impl->me - r->step - 1, np);
-		double *a = r->acc + chunk_lo(r->n, np, cr);
-		int k = chunk_count(r->n, np, cr);
-
-		for (int i = 0; i < k; i++)
-			a[i] += r->tmp[i];
-		if (r->step == np - 2) {
-			float *o = r->out + chunk_lo(r->n, np, cr);
-
-			for (int i = 0; i < k; i++)
-				o[i] = (float)a[i];
-		}
-	}
-	if (++r->step == 2 * (np - 1))
+	if (r->step < np - 1)
+		ring_add(r, np, ring_mod(impl->me - r->step - 1, np),
+			 r->step == np - 2);
+	if (++r->step == r->end)
 		return MPI_SUCCESS;
 	return ring_post(impl, r, q);
+}
+
+/* Whether every request of a ring's step has completed. */
+static int
+ring_idle(const struct ring_sum *r, const MPI_Request *q)
+{
+	for (int i = 0; i < r->nq; i++)
+		if (q[i] != MPI_REQUEST_NULL)
+			return 0;
+	return 1;
 }
 
 /* Whether the first k sums started are done: their requests completed
@@ -209,7 +269,7 @@ sums_done(const struct mpi_impl *impl, int k)
 			return 0;
 	for (int i = 0; i < impl->n_rings; i++)
 		if (impl->rings[i].sum < k &&
-		    impl->rings[i].step < 2 * (impl->np - 1))
+		    impl->rings[i].step < impl->rings[i].end)
 			return 0;
 	return 1;
 }
@@ -222,8 +282,7 @@ rings_step(struct mpi_impl *impl)
 		struct ring_sum *r = &impl->rings[i];
 		MPI_Request *q = impl->colls + r->slot;
 
-		while (r->step < 2 * (impl->np - 1) &&
-		       q[0] == MPI_REQUEST_NULL && q[1] == MPI_REQUEST_NULL) {
+		while (r->step < r->end && ring_idle(r, q)) {
 			int rc = ring_next(impl, r, q);
 
 			if (rc != MPI_SUCCESS)
@@ -509,13 +568,6 @@ wait_sums(struct mpi_impl *impl, int k)
 	return rc;
 }
 
-/* The most values of one ring sum: its chunks' counts must fit an int. */
-static size_t
-ring_piece(int np)
-{
-	return ((size_t)1 << 30) * (size_t)np;
-}
-
 /* A chunk buffer of at least need doubles in *buf (of *cap): kept from
  * one step to the next, so it is allocated in the first step only. */
 static void
@@ -528,107 +580,151 @@ chunk_buffer(double **buf, size_t *cap, size_t need)
 	*cap = need;
 }
 
-/* The tag of the next ring sum: every rank starts the same sums in the
- * same order, so the same count; the sums in flight at once are far
- * fewer than tag_ub. */
+/* The tag of the next ring: every rank starts the same collectives in
+ * the same order, so the same count; the rings in flight at once are
+ * far fewer than tag_ub. */
 static int
 ring_tag(struct mpi_impl *impl)
 {
 	return (int)(impl->ring_seq++ % (unsigned)impl->tag_ub);
 }
 
-/* Starts the rounded double sum: a ring sum (its two requests in colls)
- * for each piece of at most ring_piece values, all of them one sum.
- * More than one rank (comm.c rounds a world of one itself). */
+/* Sets r up for steps [first, end) over n values (its buffers set by
+ * the caller): its requests, its tag and, with a reduce-scatter step,
+ * a chunk buffer as large as the largest chunk. */
+static void
+ring_init(struct mpi_impl *impl, struct ring_sum *r, size_t n, int first,
+	  int end)
+{
+	/* The last chunk is the largest. */
+	size_t big = chunk_len(n, impl->np, impl->np - 1);
+
+	r->n = n;
+	r->step = first;
+	r->end = end;
+	r->nq = 2 * (big > RING_BLOCK ? (int)((big + RING_BLOCK - 1) /
+					       RING_BLOCK) : 1);
+	r->tag = ring_tag(impl);
+	if (first < impl->np - 1)
+		chunk_buffer(&r->tmp, &r->tmp_cap, big + 1);
+}
+
+/* Starts a ring over n values, steps [first, end), as one pending sum
+ * (its requests in colls). More than one rank. */
 static enum dt_status
-mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
-	       struct dt_error *err)
+ring_start(struct dt_comm *c, const struct ring_sum *what, int first,
+	   int end, const char *call, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
-	size_t piece = ring_piece(impl->np);
-	int rc = MPI_SUCCESS;
+	struct ring_sum *r;
+	int rc;
 
 	progress_start(c);
 	colls_lock(impl);
-	for (size_t at = 0; at < n; at += piece) {
-		size_t m = n - at < piece ? n - at : piece;
-		struct ring_sum *r;
-		size_t need = m / (size_t)impl->np + 1;
+	if (impl->n_rings == impl->cap_rings) {
+		int old = impl->cap_rings;
 
-		if (impl->n_colls + 2 > impl->cap_colls) {
-			impl->cap_colls = impl->cap_colls ?
-					  2 * impl->cap_colls : 16;
-			impl->colls = dt_xrealloc(impl->colls,
-						  (size_t)impl->cap_colls,
-						  sizeof *impl->colls);
-		}
-		if (impl->n_rings == impl->cap_rings) {
-			int old = impl->cap_rings;
-
-			impl->cap_rings = old ? 2 * old : 16;
-			impl->rings = dt_xrealloc(impl->rings,
-						  (size_t)impl->cap_rings,
-						  sizeof *impl->rings);
-			memset(impl->rings + old, 0, (size_t)(impl->cap_rings -
-			       old) * sizeof *impl->rings);
-		}
-		r = &impl->rings[impl->n_rings++];
-		chunk_buffer(&r->tmp, &r->tmp_cap, need);
-		r->acc = acc + at;
-		r->out = out + at;
-		r->n = m;
-		r->step = 0;
-		r->sum = impl->n_sums;
-		r->slot = impl->n_colls;
-		r->tag = ring_tag(impl);
-		impl->colls[r->slot] = MPI_REQUEST_NULL;
-		impl->colls[r->slot + 1] = MPI_REQUEST_NULL;
-		impl->n_colls += 2;
-		rc = ring_post(impl, r, impl->colls + r->slot);
-		if (rc != MPI_SUCCESS)
-			break;
+		impl->cap_rings = old ? 2 * old : 16;
+		impl->rings = dt_xrealloc(impl->rings, (size_t)impl->cap_rings,
+					  sizeof *impl->rings);
+		memset(impl->rings + old, 0, (size_t)(impl->cap_rings - old) *
+		       sizeof *impl->rings);
 	}
+	r = &impl->rings[impl->n_rings++];
+	r->buf = what->buf;
+	r->type = what->type;
+	r->out = what->out;
+	r->round = what->round;
+	ring_init(impl, r, what->n, first, end);
+	while (impl->n_colls + r->nq > impl->cap_colls) {
+		impl->cap_colls = impl->cap_colls ? 2 * impl->cap_colls : 16;
+		impl->colls = dt_xrealloc(impl->colls, (size_t)impl->cap_colls,
+					  sizeof *impl->colls);
+	}
+	r->sum = impl->n_sums;
+	r->slot = impl->n_colls;
+	impl->n_colls += r->nq;
+	rc = ring_post(impl, r, impl->colls + r->slot);
 	if (rc != MPI_SUCCESS) {
 		colls_unlock(impl);
-		return check(c, rc, "MPI_Isend (ring sum)", err);
+		return check(c, rc, call, err);
 	}
-	c->bytes_sent += (uint64_t)n * sizeof(double);
 	sum_started(impl);
 	return DT_OK;
 }
 
-/* The blocking rounded double sum: the same ring, step after step, apart
- * from the sums in flight (its own requests and tags). More than one
- * rank, as mpi_isum_round. */
+/* Runs a ring over n values, steps [first, end), step after step, apart
+ * from the sums in flight (its own requests and tag). More than one
+ * rank. */
 static enum dt_status
-mpi_sum_round(struct dt_comm *c, double *acc, float *out, size_t n,
-	      struct dt_error *err)
+ring_run(struct dt_comm *c, struct ring_sum *r, int first, int end,
+	 const char *call, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
-	size_t piece = ring_piece(impl->np);
+	int rc;
 
-	for (size_t at = 0; at < n; at += piece) {
-		size_t m = n - at < piece ? n - at : piece;
-		size_t need = m / (size_t)impl->np + 1;
-		struct ring_sum r = { .acc = acc + at, .out = out + at,
-				      .n = m };
-		MPI_Request q[2] = { MPI_REQUEST_NULL, MPI_REQUEST_NULL };
-		int rc;
-
-		chunk_buffer(&impl->btmp, &impl->btmp_cap, need);
-		r.tmp = impl->btmp;
-		r.tag = ring_tag(impl);
-		rc = ring_post(impl, &r, q);
-		while (rc == MPI_SUCCESS && r.step < 2 * (impl->np - 1)) {
-			rc = MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
-			if (rc == MPI_SUCCESS)
-				rc = ring_next(impl, &r, q);
-		}
-		if (rc != MPI_SUCCESS)
-			return check(c, rc, "MPI_Waitall (ring sum)", err);
+	r->tmp = impl->btmp;
+	r->tmp_cap = impl->btmp_cap;
+	ring_init(impl, r, r->n, first, end);
+	impl->btmp = r->tmp;
+	impl->btmp_cap = r->tmp_cap;
+	if (impl->cap_bq < r->nq) {
+		impl->cap_bq = r->nq;
+		impl->bq = dt_xrealloc(impl->bq, (size_t)impl->cap_bq,
+				       sizeof *impl->bq);
 	}
-	c->bytes_sent += (uint64_t)n * sizeof(double);
-	return DT_OK;
+	rc = ring_post(impl, r, impl->bq);
+	while (rc == MPI_SUCCESS && r->step < r->end) {
+		rc = MPI_Waitall(r->nq, impl->bq, MPI_STATUSES_IGNORE);
+		if (rc == MPI_SUCCESS)
+			rc = ring_next(impl, r, impl->bq);
+	}
+	return check(c, rc, call, err);
+}
+
+/* The reduce-scatter: the ring's first P - 1 steps over buf. */
+static enum dt_status
+mpi_reduce_scatter(struct dt_comm *c, void *buf, size_t n, int type,
+		   int start, struct dt_error *err)
+{
+	struct ring_sum r = { .buf = buf, .type = type, .n = n };
+	int np = ((struct mpi_impl *)c->impl)->np;
+
+	if (start)
+		return ring_start(c, &r, 0, np - 1, "MPI_Isend (reduce-"
+				  "scatter)", err);
+	return ring_run(c, &r, 0, np - 1, "MPI_Waitall (reduce-scatter)",
+			err);
+}
+
+/* The all-gather: the ring's last P - 1 steps over buf. */
+static enum dt_status
+mpi_allgather(struct dt_comm *c, float *buf, size_t n, int start,
+	      struct dt_error *err)
+{
+	struct ring_sum r = { .out = buf, .type = DT_COMM_F32, .n = n };
+	int np = ((struct mpi_impl *)c->impl)->np;
+
+	if (start)
+		return ring_start(c, &r, np - 1, 2 * (np - 1), "MPI_Isend "
+				  "(all-gather)", err);
+	return ring_run(c, &r, np - 1, 2 * (np - 1), "MPI_Waitall "
+			"(all-gather)", err);
+}
+
+/* Starts the rounded double sum: the whole ring as one pending sum, the
+ * rounding between its halves. (The blocking one is comm.c's: the
+ * reduce-scatter, the rounding and the all-gather.) */
+static enum dt_status
+mpi_isum_round(struct dt_comm *c, double *acc, float *out, size_t n,
+	       struct dt_error *err)
+{
+	struct ring_sum r = { .buf = acc, .type = DT_COMM_F64, .out = out,
+			      .n = n, .round = 1 };
+	int np = ((struct mpi_impl *)c->impl)->np;
+
+	return ring_start(c, &r, 0, 2 * (np - 1), "MPI_Isend (ring sum)",
+			  err);
 }
 
 static enum dt_status
@@ -774,6 +870,7 @@ mpi_free(struct dt_comm *c)
 		free(impl->rings);
 		free(impl->idx);
 		free(impl->btmp);
+		free(impl->bq);
 	}
 	if (impl == NULL || !impl->child) {
 		MPI_Finalized(&finalized);
@@ -866,7 +963,8 @@ static const struct dt_comm_ops mpi_ops = {
 	.coll_test = mpi_coll_test,
 	.coll_wait = mpi_coll_wait,
 	.coll_wait_first = mpi_coll_wait_first,
-	.sum_round = mpi_sum_round,
+	.reduce_scatter = mpi_reduce_scatter,
+	.allgather = mpi_allgather,
 	.isum_round = mpi_isum_round,
 };
 

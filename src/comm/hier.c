@@ -269,6 +269,40 @@ hier_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 	return hier_allreduce(c, buf, n, type, DT_COMM_SUM, err);
 }
 
+/* The reduce-scatter and the all-gather (comm.h) are flat's ring over
+ * the same ranks in the same order, parts cut over all of them (no
+ * host-first phase: a part is one rank's, not one host's). A started one
+ * runs to its end before it returns, as the sums here do, so nothing is
+ * left for test and wait. The payload is counted on flat too, as the
+ * sums' (hier.h); comm.c counts it on c. */
+static enum dt_status
+hier_reduce_scatter(struct dt_comm *c, void *buf, size_t n, int type,
+		    int start, struct dt_error *err)
+{
+	struct dt_comm *flat = flat_of(c);
+	size_t elem = type == DT_COMM_F32 ? sizeof(float) : sizeof(double);
+	enum dt_status st = flat->ops->reduce_scatter(flat, buf, n, type, 0,
+						      err);
+
+	(void)start;
+	if (st == DT_OK)
+		flat->bytes_sent += (uint64_t)n * elem;
+	return st;
+}
+
+static enum dt_status
+hier_allgather(struct dt_comm *c, float *buf, size_t n, int start,
+	       struct dt_error *err)
+{
+	struct dt_comm *flat = flat_of(c);
+	enum dt_status st = flat->ops->allgather(flat, buf, n, 0, err);
+
+	(void)start;
+	if (st == DT_OK)
+		flat->bytes_sent += (uint64_t)n * sizeof *buf;
+	return st;
+}
+
 static const struct dt_comm_ops hier_ops = {
 	.allreduce = hier_allreduce,
 	.bcast = hier_bcast,
@@ -280,6 +314,8 @@ static const struct dt_comm_ops hier_ops = {
 	.isend = hier_isend,
 	.recv = hier_recv,
 	.wait = hier_wait,
+	.reduce_scatter = hier_reduce_scatter,
+	.allgather = hier_allgather,
 	.iallreduce = hier_iallreduce,
 	/* coll_test, coll_wait: NULL, nothing is ever in flight (above) */
 };

@@ -39,7 +39,9 @@ enum dt_hier_form {
  * dt_comm_free, which leaves flat and MPI up): its all-reduce of floats or
  * doubles with DT_COMM_SUM goes host first in DT_HIER_FORM_DEFAULT's form
  * (dt_comm_hier_new_form for the other), and everything else (maximum,
- * broadcast, barrier, split, point-to-point) goes to flat unchanged;
+ * broadcast, barrier, split, point-to-point, and the reduce-scatter and
+ * all-gather of comm.h: flat's ring, run to its end even when started)
+ * goes to flat unchanged;
  * the payload of each sum is counted in both *out's and flat's
  * dt_comm_bytes_sent, as the flat sum counts it. The scatter form keeps
  * a buffer of its part (about n / ranks-per-host elements), grown on

@@ -9,6 +9,10 @@ libdtrain_la_CPPFLAGS += $(MPI_CFLAGS)
 # Check suite (no MPI: layout checks, shards, split on one process)
 UNIT_TESTS += tests/unit/test_ps
 
+# Check suite (no MPI: the cut of the sharded collectives, their one-rank
+# forms)
+UNIT_TESTS += tests/unit/test_comm
+
 # The toy problem under mpirun, run by tests/integration/ps-toy.sh
 check_PROGRAMS += tests/ps/ps_toy
 tests_ps_ps_toy_SOURCES = tests/ps/ps_toy.c

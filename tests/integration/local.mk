@@ -69,6 +69,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \
 	tests/integration/ring-sum.sh \
+	tests/integration/rsag.sh \
 	tests/integration/stdout-full.sh \
 	tests/integration/eval-topk.sh \
 	tests/integration/eval-predict-memory.sh \
@@ -95,6 +96,12 @@ tests_integration_progress_probe_LDADD = libdtrain.la $(DT_LIBS)
 check_PROGRAMS += tests/integration/ring_probe
 tests_integration_ring_probe_SOURCES = tests/integration/ring_probe.c
 tests_integration_ring_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
+
+# The reduce-scatter and the all-gather under mpirun, run by
+# tests/integration/rsag.sh
+check_PROGRAMS += tests/integration/rsag_probe
+tests_integration_rsag_probe_SOURCES = tests/integration/rsag_probe.c
+tests_integration_rsag_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 
 # The Open MPI settings a rank makes for itself, read back through MPI_T,
 # for tests/integration/mca-env.sh
