@@ -86,21 +86,23 @@ enum dt_recompute {
  * (graph/init.c applies it; dtrain-job(5) gives the formulas). Biases
  * always start at 0 and norm gains at 1. */
 enum dt_init_rule {
-	DT_INIT_RULE_INHERIT = 0,	/* a layer's init: not given: model.init's;
-					 * as model.init (a job built in code
-					 * without one): as AUTO */
+	/* A layer's init: not given: model.init's. As model.init (a job
+	 * built in code without one): as AUTO. */
+	DT_INIT_RULE_INHERIT = 0,
 	DT_INIT_RULE_AUTO,	/* each layer type's own (the default) */
 	DT_INIT_RULE_HE,	/* N(0, 2/fan_in) */
-	DT_INIT_RULE_XAVIER,	/* U(-a, a), a = sqrt(6/(fan_in + fan_out)) */
+	/* U(-a, a), a = sqrt(6/(fan_in + fan_out)) */
+	DT_INIT_RULE_XAVIER,
 	DT_INIT_RULE_NORMAL,	/* N(0, std^2) */
-	DT_INIT_RULE_GPT2,	/* N(0, 0.02^2), residual projections scaled */
+	/* N(0, 0.02^2), residual projections scaled */
+	DT_INIT_RULE_GPT2,
 };
 
 /* A value of model.init or of a layer's init: "auto", "he", "xavier",
  * "gpt2" or "normal(STD)". */
 struct dt_init_choice {
 	enum dt_init_rule rule;
-	double std;		/* DT_INIT_RULE_NORMAL: >= 0, finite; else 0 */
+	double std;	/* DT_INIT_RULE_NORMAL: >= 0, finite; else 0 */
 };
 
 enum dt_schedule_kind {
@@ -240,9 +242,9 @@ struct dt_layer_spec {
 				 * true) */
 	bool bias;		/* dense, conv2d, attention: with bias
 				 * (default true) */
-	struct dt_init_choice init;	/* dense, conv2d, embedding,
-					 * pos_embedding, attention: how the
-					 * weights start (default: model.init) */
+	/* dense, conv2d, embedding, pos_embedding, attention: how the
+	 * weights start (default: model.init's) */
+	struct dt_init_choice init;
 	int n_shape;		/* reshape: target shape, one dim may be -1 */
 	int64_t shape[DT_JOB_MAX_DIMS];
 	int n_inputs;		/* 0: the previous layer (the model input for

@@ -145,7 +145,8 @@ START_TEST(test_default_unchanged)
 							NULL);
 
 				for (int e = 0; e < 3; e++)
-					ck_assert_msg(w[e] == firsts[t].first[e],
+					ck_assert_msg(w[e] ==
+						      firsts[t].first[e],
 						      "%s.%s[%d] = %a",
 						      firsts[t].node,
 						      firsts[t].name, e,
@@ -369,8 +370,10 @@ START_TEST(test_gpt2_residual)
 {
 	const char *gpt2[] = { "model.init=gpt2" };
 	const char *normal[] = { "model.init=normal(0.02)" };
-	const char *opt_out[] = { "model.init=gpt2",
-				  "model.layers.block.1.proj.init=normal(0.02)" };
+	const char *opt_out[] = {
+		"model.init=gpt2",
+		"model.layers.block.1.proj.init=normal(0.02)",
+	};
 	struct dt_model *g = build(gpt_2_blocks, gpt2, 1);
 	struct dt_model *r = build(gpt_2_blocks, normal, 1);
 	struct dt_model *o = build(gpt_2_blocks, opt_out, 2);

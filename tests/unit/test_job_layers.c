@@ -319,16 +319,16 @@ START_TEST(test_layer_init_errors)
 			   37, head);
 	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal(-0.1)\"",
 		 want);
-	expect_layer_error("    - {type: dense, units: 2, init: normal(-0.1)}\n",
-			   37, head);
+	expect_layer_error("    - {type: dense, units: 2, "
+			   "init: normal(-0.1)}\n", 37, head);
 	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal()\"",
 		 want);
 	expect_layer_error("    - {type: dense, units: 2, init: normal()}\n",
 			   37, head);
 	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal(.inf)\"",
 		 want);
-	expect_layer_error("    - {type: dense, units: 2, init: normal(.inf)}\n",
-			   37, head);
+	expect_layer_error("    - {type: dense, units: 2, "
+			   "init: normal(.inf)}\n", 37, head);
 	expect_layer_error("    - {type: layernorm, init: he}\n", 25,
 			   "model.layers.0.init: layernorm takes eps, name, "
 			   "inputs");
@@ -348,8 +348,8 @@ START_TEST(test_layer_init_errors)
 	expect_error(layers_job("    - {type: embedding, vocab: 8, dim: 4, "
 				"name: tok}\n"), s2, 1,
 		     "--set model.layers.tok.init=xavier: model.layers.0.init: "
-		     "embedding takes auto, gpt2 or normal(STD) (a table has no "
-		     "fan-in for he or xavier), found xavier");
+		     "embedding takes auto, gpt2 or normal(STD) (a table has "
+		     "no fan-in for he or xavier), found xavier");
 }
 END_TEST
 
