@@ -57,9 +57,10 @@
  *   projections 2*T*C*3C + 2*T*C*C, biases 3*T*C + T*C (with bias),
  *   scores 2*T*T*C, softmax 5*h*T*T (max, subtract, exp, sum, divide, as
  *   softmax_xent.c counts), weighted sum 2*T*T*C.
- * Init: weights N(0, 0.02^2) and biases 0, as GPT-2 (without GPT-2's
- * 1/sqrt(2 * layers) scaling of the output projection: a layer does not
- * know the depth of the model).
+ * Init: weights N(0, 0.02^2) and biases 0, as GPT-2; model.init: gpt2
+ * also scales proj_weight by 1/sqrt(2 * blocks) when the output is added
+ * into a residual stream (graph/init.c), and the job's init may name
+ * another rule for both weights.
  *
  * Tensor parallelism by heads (DT_TP_HEADS, layer.h; Megatron-LM's
  * attention): rank r of s runs heads [r*h/s, (r+1)*h/s), whose q, k and v
@@ -145,7 +146,7 @@ attention_infer(struct dt_node *n, const struct dt_job *job,
 	n->out_shape = *in;
 	n->tensor[k++] = (struct dt_param_tensor){
 		.name = "qkv_weight", .n_dims = 2, .shape = { c, 3 * c },
-		.init = DT_INIT_ZERO,	/* replaced by attention_init */
+		.init = DT_INIT_NORMAL, .std = ATTENTION_INIT_STD,
 		.fan_in = c, .fan_out = 3 * c,
 	};
 	if (n->spec.bias)
@@ -155,8 +156,8 @@ attention_infer(struct dt_node *n, const struct dt_job *job,
 		};
 	n->tensor[k++] = (struct dt_param_tensor){
 		.name = "proj_weight", .n_dims = 2, .shape = { c, c },
-		.init = DT_INIT_ZERO,	/* replaced by attention_init */
-		.fan_in = c, .fan_out = c,
+		.init = DT_INIT_NORMAL, .std = ATTENTION_INIT_STD,
+		.fan_in = c, .fan_out = c, .out_proj = true,
 	};
 	if (n->spec.bias)
 		n->tensor[k++] = (struct dt_param_tensor){
@@ -165,20 +166,6 @@ attention_infer(struct dt_node *n, const struct dt_job *job,
 		};
 	n->n_tensors = k;
 	return DT_OK;
-}
-
-static void
-attention_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
-{
-	for (int k = 0; k < n->n_tensors; k++) {
-		struct dt_param_tensor *pt = &n->tensor[k];
-
-		if (pt->n_dims == 1)
-			memset(pt->data, 0, (size_t)pt->size * sizeof(float));
-		else
-			dt_param_init_normal(pt, ATTENTION_INIT_STD, seed,
-					     tensor_index + (uint64_t)k);
-	}
 }
 
 /* The tensor group n runs its share of heads in, or NULL when it runs
@@ -667,7 +654,6 @@ attention_recompute_flops(const struct dt_node *n)
 const struct dt_layer_ops dt_layer_attention = {
 	.kind = "attention",
 	.infer = attention_infer,
-	.init = attention_init,
 	.forward = attention_forward,
 	.backward = attention_backward,
 	.fwd_flops = attention_fwd_flops,

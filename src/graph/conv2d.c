@@ -36,7 +36,8 @@
  * pool size never changes the bits, and the products run on one BLAS
  * thread each, so neither do the BLAS threads.
  * FLOPs per sample: 2*K*K*C*OC*L for the product plus OC*L for the bias.
- * Init: He-normal with fan_in C*K*K (He et al., layer.h); bias zero. */
+ * Init: He-normal with fan_in C*K*K (He et al., layer.h), unless the
+ * job's init names another rule (graph/init.c); bias zero. */
 #include <limits.h>
 #include <string.h>
 
@@ -179,6 +180,7 @@ conv2d_infer(struct dt_node *n, const struct dt_job *job,
 		.init = DT_INIT_HE_NORMAL,
 		.fan_in = g.ckk,
 		.fan_out = g.oc * g.k * g.k,
+		.out_proj = true,
 	};
 	n->tensor[1] = (struct dt_param_tensor){
 		.name = "bias",

@@ -17,7 +17,8 @@
  * multiply-add is 2) plus out for the bias); backward is counted as twice
  * that (graph.h), which is exact for dW plus dX and ignores the bias sums.
  * Init: He-normal when the layer's `activation:` is relu or gelu,
- * Xavier-uniform otherwise (layer.h gives the papers); bias zero.
+ * Xavier-uniform otherwise (layer.h gives the papers), unless the job's
+ * init names another rule (graph/init.c); bias zero.
  *
  * Tensor parallelism (layer.h; a group of s ranks, this one r), on slices
  * of the same buffers through the BLAS leading dimensions, no copies:
@@ -81,6 +82,7 @@ dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 				? DT_INIT_HE_NORMAL : DT_INIT_XAVIER_UNIFORM,
 		.fan_in = in,
 		.fan_out = units,
+		.out_proj = true,
 	};
 	n->tensor[1] = (struct dt_param_tensor){
 		.name = "bias",

@@ -6,7 +6,8 @@
  * The input holds token ids as floats, (T) per sample (any shape of up to
  * three axes works; the output appends dim to it): floats are exact
  * integers below 2^24, which bounds vocab. The weight is (vocab, dim),
- * drawn from N(0, 0.02^2) as GPT-2 does, and
+ * drawn from N(0, 0.02^2) as GPT-2 does (unless the job's init says
+ * otherwise: graph/init.c), and
  *   forward   y[t] = weight[id[t]]                  (T, dim)
  *   backward  dweight[id[t]] += dy[t]  (a scatter-add; ids repeat)
  * Token ids carry no gradient: when something upstream asks for one it
@@ -55,16 +56,10 @@ embedding_infer(struct dt_node *n, const struct dt_job *job,
 		.name = "weight",
 		.n_dims = 2,
 		.shape = { n->spec.vocab, n->spec.dim },
-		.init = DT_INIT_ZERO,	/* replaced by embedding_init */
+		.init = DT_INIT_NORMAL,
+		.std = EMBEDDING_INIT_STD,
 	};
 	return DT_OK;
-}
-
-static void
-embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
-{
-	dt_param_init_normal(&n->tensor[0], EMBEDDING_INIT_STD, seed,
-			     tensor_index);
 }
 
 /* The row of token id v, or -1 when v is not an id in [0, vocab). */
@@ -159,7 +154,6 @@ embedding_fwd_flops(const struct dt_node *n)
 const struct dt_layer_ops dt_layer_embedding = {
 	.kind = "embedding",
 	.infer = embedding_infer,
-	.init = embedding_init,
 	.forward = embedding_forward,
 	.backward = embedding_backward,
 	.fwd_flops = embedding_fwd_flops,

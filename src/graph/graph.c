@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/init.h"
 #include "graph/kern.h"
 #include "graph/layer.h"
 #include "graph/model.h"
@@ -266,8 +267,9 @@ check_input_shape(struct dt_model *m, const struct dt_job *job,
 	return DT_OK;
 }
 
-/* Runs shape inference over the nodes, in order, and checks the sizes
- * BLAS will see (int) and the parameter count. */
+/* Runs shape inference over the nodes, in order, checks the sizes BLAS
+ * will see (int) and the parameter count, and chooses each weight's init
+ * rule (init.c). */
 static enum dt_status
 infer_shapes(struct dt_model *m, const struct dt_job *job,
 	     struct dt_error *err)
@@ -369,6 +371,9 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 						      "too many parameters");
 		}
 	m->n_params = n_params;
+	/* The rules the tensors are drawn by, now that every node's readers
+	 * are counted (init.c finds residual branches by them). */
+	dt_model_choose_init(m, job);
 	return DT_OK;
 }
 
@@ -588,6 +593,9 @@ init_tensor(struct dt_param_tensor *pt, uint64_t seed, uint64_t index)
 						   (uint64_t)j) - 1.0f);
 		break;
 	}
+	case DT_INIT_NORMAL:
+		dt_param_init_normal(pt, pt->std, seed, index);
+		break;
 	}
 }
 
@@ -605,11 +613,8 @@ init_params(struct dt_model *m)
 			index += (uint64_t)n->n_tensors;
 			continue;
 		}
-		if (n->ops->init != NULL)
-			n->ops->init(n, m->seed, index);
-		else
-			for (int k = 0; k < n->n_tensors; k++)
-				init_tensor(&n->tensor[k], m->seed, index + k);
+		for (int k = 0; k < n->n_tensors; k++)
+			init_tensor(&n->tensor[k], m->seed, index + k);
 		index += (uint64_t)n->n_tensors;
 	}
 }

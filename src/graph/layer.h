@@ -41,7 +41,10 @@ int64_t dt_shape_size(const struct dt_shape *s);
 
 /* How a parameter tensor starts. Keys of the draws: (job->seed,
  * DT_RNG_INIT, tensor index in model order, element index), so every rank
- * draws the same bits without communicating. */
+ * draws the same bits without communicating. A layer's infer declares
+ * its own rule for each tensor (ZERO for biases, ONE for norm gains, one
+ * of the others for weights); init.c then replaces the rule of each
+ * weight by the job's choice (model.init, the layer's init:). */
 enum dt_init {
 	DT_INIT_ZERO = 0,
 	DT_INIT_ONE,
@@ -52,6 +55,10 @@ enum dt_init {
 	 * "Understanding the difficulty of training deep feedforward neural
 	 * networks", AISTATS 2010. */
 	DT_INIT_XAVIER_UNIFORM,
+	/* N(0, std^2), std the tensor's: GPT-2's 0.02 for embeddings and
+	 * attention (Radford et al., "Language Models are Unsupervised
+	 * Multitask Learners", 2019), or the job's normal(STD). */
+	DT_INIT_NORMAL,
 };
 
 /* A parameter tensor a layer declares in infer(); the graph lays the
@@ -62,7 +69,13 @@ struct dt_param_tensor {
 	int n_dims;
 	int64_t shape[DT_SHAPE_MAX_DIMS];
 	enum dt_init init;
-	int64_t fan_in, fan_out;	/* for the He and Xavier rules */
+	int64_t fan_in, fan_out;	/* for the He and Xavier rules; 0 for
+					 * a looked-up table (embeddings) */
+	float std;		/* DT_INIT_NORMAL: the standard deviation */
+	/* The matrix whose product is the layer's output (dense's and
+	 * conv2d's weight, attention's proj_weight): the one GPT-2's init
+	 * scales when the output is added into a residual stream. */
+	bool out_proj;
 	/* A buffer is state the layer updates itself in training forward
 	 * passes (batchnorm's running statistics), not a trained parameter.
 	 * It lies in the parameter arena like the others, so checkpoints and
@@ -77,9 +90,8 @@ struct dt_param_tensor {
 };
 
 /* Fills pt->data (pt->size floats) with std times standard normal draws
- * keyed as enum dt_init says: the He rule (std = sqrt(2/fan_in)), and the
- * init hooks of the layers that draw with a fixed std (GPT-2's 0.02 for
- * embeddings and attention). */
+ * keyed as enum dt_init says: the He rule (std = sqrt(2/fan_in)) and
+ * DT_INIT_NORMAL. */
 void dt_param_init_normal(struct dt_param_tensor *pt, float std,
 			  uint64_t seed, uint64_t tensor_index);
 
@@ -247,10 +259,6 @@ struct dt_layer_ops {
 	 * bad input returns DT_ERR_JOB through dt_node_errorf. */
 	enum dt_status (*infer)(struct dt_node *n, const struct dt_job *job,
 				struct dt_error *err);
-	/* Optional: initialises the node's tensors when the declared
-	 * dt_init rules are not enough; tensor_index is the model-wide
-	 * index of the node's first tensor, for the rng keys. */
-	void (*init)(struct dt_node *n, uint64_t seed, uint64_t tensor_index);
 	void (*forward)(struct dt_node *n, struct dt_pass *p,
 			const float *const *in);
 	void (*backward)(struct dt_node *n, struct dt_pass *p,

@@ -10,7 +10,8 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/add.c src/graph/concat.c \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
 	src/graph/pos_embedding.c src/graph/attention.c \
-	src/graph/recompute.c src/graph/recompute.h
+	src/graph/recompute.c src/graph/recompute.h \
+	src/graph/init.c src/graph/init.h
 
 # The finite-difference rig every layer suite links, and the registry test
 # that holds the types it checked against DT_LAYER_TYPES; it reads what the
@@ -22,7 +23,7 @@ CLEANFILES += $(GRADCHECK_SUITES:=.gradcheck)
 
 UNIT_TESTS += $(GRADCHECK_SUITES) tests/unit/test_layer_registry \
 	tests/unit/test_graph_threads tests/unit/test_graph_tp \
-	tests/unit/test_graph_kern
+	tests/unit/test_graph_kern tests/unit/test_graph_init
 tests_unit_test_graph_SOURCES = tests/unit/test_graph.c $(GRADCHECK_SOURCES)
 tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c \
 	$(GRADCHECK_SOURCES)
@@ -30,6 +31,7 @@ tests_unit_test_graph_layers_SOURCES = tests/unit/test_graph_layers.c \
 	$(GRADCHECK_SOURCES)
 tests_unit_test_layer_registry_SOURCES = tests/unit/test_layer_registry.c \
 	$(GRADCHECK_SOURCES)
+tests_unit_test_graph_init_SOURCES = tests/unit/test_graph_init.c
 tests_unit_test_graph_threads_SOURCES = tests/unit/test_graph_threads.c \
 	$(GRADCHECK_SOURCES)
 # (through a variable: automake takes a plain NAME.log target for an

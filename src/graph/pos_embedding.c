@@ -8,7 +8,8 @@
  * adds position t's learned vector:
  *   y[t] = x[t] + weight[t]     weight (length, dim), T <= length
  * so a model trained with length positions also runs on shorter windows.
- * The weight is drawn from N(0, 0.02^2) as GPT-2 does. dim must equal the
+ * The weight is drawn from N(0, 0.02^2) as GPT-2 does, unless the job's
+ * init says otherwise (graph/init.c). dim must equal the
  * input's width (a hand-built job may leave it 0 to take that width).
  *   backward  dx = dy,  dweight[t] += sum over the batch of dy[t]
  * FLOPs per sample: T*dim, the additions. */
@@ -54,16 +55,10 @@ pos_embedding_infer(struct dt_node *n, const struct dt_job *job,
 		.name = "weight",
 		.n_dims = 2,
 		.shape = { n->spec.length, dim },
-		.init = DT_INIT_ZERO,	/* replaced by pos_embedding_init */
+		.init = DT_INIT_NORMAL,
+		.std = POS_EMBEDDING_INIT_STD,
 	};
 	return DT_OK;
-}
-
-static void
-pos_embedding_init(struct dt_node *n, uint64_t seed, uint64_t tensor_index)
-{
-	dt_param_init_normal(&n->tensor[0], POS_EMBEDDING_INIT_STD, seed,
-			     tensor_index);
 }
 
 /* Forward runs on the pass's thread pool by samples, backward's dweight
@@ -126,7 +121,6 @@ pos_embedding_fwd_flops(const struct dt_node *n)
 const struct dt_layer_ops dt_layer_pos_embedding = {
 	.kind = "pos_embedding",
 	.infer = pos_embedding_infer,
-	.init = pos_embedding_init,
 	.forward = pos_embedding_forward,
 	.backward = pos_embedding_backward,
 	.fwd_flops = pos_embedding_fwd_flops,

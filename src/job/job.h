@@ -39,7 +39,7 @@
 #define DT_JOB_NAME_MAX 128
 #define DT_JOB_PATH_MAX 4096
 #define DT_JOB_MAX_KEYS 128	/* room in the position table, >= schema size */
-#define DT_JOB_LAYER_KEYS 19	/* type, units, ..., name, inputs */
+#define DT_JOB_LAYER_KEYS 20	/* type, units, ..., name, inputs */
 #define DT_JOB_SOURCES 6	/* data.{train,eval}.{images,labels,file} */
 #define DT_JOB_MAX_SETS 64	/* --set overrides remembered for messages */
 #define DT_JOB_SET_MAX 512	/* bytes kept of each --set text */
@@ -80,6 +80,29 @@ enum dt_recompute {
 	DT_RECOMPUTE_NONE = 0,
 	DT_RECOMPUTE_BLOCKS,	/* the inside of each repeat block's copy */
 	DT_RECOMPUTE_ATTENTION,	/* the attention's (T, T) probabilities */
+};
+
+/* How the weights of a layer start: model.init, or a layer's `init:`
+ * (graph/init.c applies it; dtrain-job(5) gives the formulas). Biases
+ * always start at 0 and norm gains at 1. */
+enum dt_init_rule {
+	/* A layer's init: not given: model.init's. As model.init (a job
+	 * built in code without one): as AUTO. */
+	DT_INIT_RULE_INHERIT = 0,
+	DT_INIT_RULE_AUTO,	/* each layer type's own (the default) */
+	DT_INIT_RULE_HE,	/* N(0, 2/fan_in) */
+	/* U(-a, a), a = sqrt(6/(fan_in + fan_out)) */
+	DT_INIT_RULE_XAVIER,
+	DT_INIT_RULE_NORMAL,	/* N(0, std^2) */
+	/* N(0, 0.02^2), residual projections scaled */
+	DT_INIT_RULE_GPT2,
+};
+
+/* A value of model.init or of a layer's init: "auto", "he", "xavier",
+ * "gpt2" or "normal(STD)". */
+struct dt_init_choice {
+	enum dt_init_rule rule;
+	double std;	/* DT_INIT_RULE_NORMAL: >= 0, finite; else 0 */
 };
 
 enum dt_schedule_kind {
@@ -219,6 +242,9 @@ struct dt_layer_spec {
 				 * true) */
 	bool bias;		/* dense, conv2d, attention: with bias
 				 * (default true) */
+	/* dense, conv2d, embedding, pos_embedding, attention: how the
+	 * weights start (default: model.init's) */
+	struct dt_init_choice init;
 	int n_shape;		/* reshape: target shape, one dim may be -1 */
 	int64_t shape[DT_JOB_MAX_DIMS];
 	int n_inputs;		/* 0: the previous layer (the model input for
@@ -280,6 +306,7 @@ struct dt_job {
 		struct dt_layer_spec layers[DT_JOB_MAX_LAYERS];
 		enum dt_loss_kind loss;
 		enum dt_recompute recompute;	/* default none */
+		struct dt_init_choice init;	/* default auto */
 		char init_from[DT_JOB_PATH_MAX];	/* "" = random init; else
 						 * a safetensors file to
 						 * start from */

@@ -112,6 +112,10 @@ dt_job_type_text(const struct dt_key *k, char *buf, size_t size)
 	case DT_KEY_PATH: snprintf(buf, size, "a path"); return;
 	case DT_KEY_SOURCE: snprintf(buf, size, "a path or URL"); return;
 	case DT_KEY_DEGREE: snprintf(buf, size, "auto or an integer"); return;
+	case DT_KEY_INIT:
+		snprintf(buf, size, "auto, he, xavier, gpt2 or normal(STD) "
+			 "with STD a number >= 0");
+		return;
 	case DT_KEY_NAMES:
 		snprintf(buf, size, "a list of 1 to %d layer names",
 			 k->n_max);

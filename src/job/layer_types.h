@@ -33,13 +33,13 @@
 
 #define DT_LAYER_TYPES(X)                                                   \
 	X(DENSE, dense, DT_WORDS_SELF,                                      \
-	  DT_TAKES(UNITS) | DT_TAKES(ACTIVATION) | DT_TAKES(BIAS),          \
-	  DT_TAKES(UNITS), 1, 1)                                            \
+	  DT_TAKES(UNITS) | DT_TAKES(ACTIVATION) | DT_TAKES(BIAS) |         \
+	  DT_TAKES(INIT), DT_TAKES(UNITS), 1, 1)                            \
 	/* (C, H, W) or (H, W) input */                                     \
 	X(CONV2D, conv2d, DT_WORDS_SELF,                                    \
 	  DT_TAKES(CHANNELS) | DT_TAKES(KERNEL) | DT_TAKES(STRIDE) |        \
-	  DT_TAKES(PADDING) | DT_TAKES(ACTIVATION) | DT_TAKES(BIAS),        \
-	  DT_TAKES(CHANNELS) | DT_TAKES(KERNEL), 1, 1)                      \
+	  DT_TAKES(PADDING) | DT_TAKES(ACTIVATION) | DT_TAKES(BIAS) |       \
+	  DT_TAKES(INIT), DT_TAKES(CHANNELS) | DT_TAKES(KERNEL), 1, 1)      \
 	/* stride defaults to the kernel */                                 \
 	X(MAXPOOL2D, maxpool2d, DT_WORDS_SELF,                              \
 	  DT_TAKES(KERNEL) | DT_TAKES(STRIDE) | DT_TAKES(PADDING),          \
@@ -58,16 +58,17 @@
 	  DT_TAKES(EPS) | DT_TAKES(MOMENTUM), 0, 1, 1)                      \
 	/* token ids (T) -> (T, dim) */                                     \
 	X(EMBEDDING, embedding, DT_WORDS_SELF,                              \
-	  DT_TAKES(VOCAB) | DT_TAKES(DIM), DT_TAKES(VOCAB) | DT_TAKES(DIM), \
-	  1, 1)                                                             \
+	  DT_TAKES(VOCAB) | DT_TAKES(DIM) | DT_TAKES(INIT),                 \
+	  DT_TAKES(VOCAB) | DT_TAKES(DIM), 1, 1)                            \
 	/* adds a learned vector per position to (T, dim); dim left out is \
 	 * the input's width, length the job's window (check.c) */          \
 	X(POS_EMBEDDING, pos_embedding, DT_WORDS_SELF,                      \
-	  DT_TAKES(LENGTH) | DT_TAKES(DIM), DT_TAKES(LENGTH), 1, 1)         \
+	  DT_TAKES(LENGTH) | DT_TAKES(DIM) | DT_TAKES(INIT),                \
+	  DT_TAKES(LENGTH), 1, 1)                                           \
 	/* multi-head self-attention (T, C) -> (T, C) */                    \
 	X(ATTENTION, attention, DT_WORDS_SELF,                              \
-	  DT_TAKES(HEADS) | DT_TAKES(CAUSAL) | DT_TAKES(BIAS),              \
-	  DT_TAKES(HEADS), 1, 1)                                            \
+	  DT_TAKES(HEADS) | DT_TAKES(CAUSAL) | DT_TAKES(BIAS) |             \
+	  DT_TAKES(INIT), DT_TAKES(HEADS), 1, 1)                            \
 	/* `type: relu` etc.; the function is in `activation` */            \
 	X(ACTIVATION, activation, DT_WORDS_ACTIVATIONS, 0, 0, 1, 1)         \
 	/* over the last axis */                                            \

@@ -591,6 +591,27 @@ check_keys(const struct dt_job_ctx *c, int i)
 			    t->max_inputs, l->n_inputs);
 }
 
+/* An embedding's or pos_embedding's table is looked up, not multiplied
+ * with an input: it has no fan-in for the He or Xavier rule. (model.init
+ * he or xavier leaves such tables at their own init; graph/init.c.) */
+static enum dt_status
+check_init(const struct dt_job_ctx *c, int i)
+{
+	const struct dt_layer_spec *l = &c->job->model.layers[i];
+	enum dt_init_rule r = l->init.rule;
+	char key[96];
+
+	if ((l->kind != DT_LAYER_EMBEDDING &&
+	     l->kind != DT_LAYER_POS_EMBEDDING) ||
+	    (r != DT_INIT_RULE_HE && r != DT_INIT_RULE_XAVIER))
+		return DT_OK;
+	snprintf(key, sizeof key, "model.layers.%d.init", i);
+	return dt_job_failf(c, c->job->origin.layer[i][DT_LAYER_KEY_INIT], key,
+			    "%s takes auto, gpt2 or normal(STD) (a table "
+			    "has no fan-in for he or xavier), found %s",
+			    dt_job_layer_type(l)->name, dt_job_init_words[r]);
+}
+
 /* Fills the defaults of the keys layer i's type takes and were not given;
  * keys it does not take stay 0. */
 static void
@@ -639,6 +660,8 @@ dt_job_check_layers(const struct dt_job_ctx *c)
 					      "");
 		}
 		st = check_keys(c, i);
+		if (st == DT_OK)
+			st = check_init(c, i);
 		if (st != DT_OK)
 			return st;
 		if (!dt_job_given(at))

@@ -57,7 +57,8 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
 	       sizeof(enum dt_hierarchical) == sizeof(int) &&
 	       sizeof(enum dt_grad_wire) == sizeof(int) &&
-	       sizeof(enum dt_accum_schedule) == sizeof(int),
+	       sizeof(enum dt_accum_schedule) == sizeof(int) &&
+	       sizeof(enum dt_init_rule) == sizeof(int),
 	       "enum keys are stored through int");
 
 /* Each list is in the order of its enum. */
@@ -210,6 +211,10 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(model.recompute), .def = "none",
 	  .names = recompute_names,
 	  .doc = "activations dropped after forward, recomputed in backward" },
+	{ .key = "model.init", .type = DT_KEY_INIT, .off = OFF(model.init),
+	  .def = "auto",
+	  .doc = "how weights start: each type's own (auto), he, xavier, "
+		 "normal(STD) or gpt2" },
 	{ .key = "model.init_from", .type = DT_KEY_PATH,
 	  .off = OFF(model.init_from), .size = SZ(model.init_from),
 	  .def_doc = "random init",
@@ -474,6 +479,10 @@ const struct dt_key dt_job_layer_schema[DT_JOB_LAYER_KEYS] = {
 	  .doc = "dense, conv2d: function applied to the output" },
 	{ .key = "bias", .type = DT_KEY_BOOL, .off = LOFF(bias), .def = "true",
 	  .doc = "dense, conv2d, attention: learn a bias" },
+	{ .key = "init", .type = DT_KEY_INIT, .off = LOFF(init),
+	  .def_doc = "model.init",
+	  .doc = "dense, conv2d, embedding, pos_embedding, attention: how "
+		 "the weights start" },
 	{ .key = "name", .type = DT_KEY_NAME, .off = LOFF(name),
 	  .size = LSZ(name), .def_doc = "type and index, as dense0",
 	  .doc = "name of the layer, unique in the model" },
@@ -481,6 +490,14 @@ const struct dt_key dt_job_layer_schema[DT_JOB_LAYER_KEYS] = {
 	  .off_n = LOFF(n_inputs), .size = LSZ(inputs[0]),
 	  .n_max = DT_LAYER_MAX_INPUTS, .def_doc = "the previous layer",
 	  .doc = "layers whose outputs feed this one, or input" },
+};
+
+const char *const dt_job_init_words[DT_INIT_RULE_GPT2 + 1] = {
+	[DT_INIT_RULE_AUTO] = "auto",
+	[DT_INIT_RULE_HE] = "he",
+	[DT_INIT_RULE_XAVIER] = "xavier",
+	[DT_INIT_RULE_NORMAL] = "normal",
+	[DT_INIT_RULE_GPT2] = "gpt2",
 };
 
 const struct dt_key dt_job_block_repeat = {

@@ -57,6 +57,8 @@ enum dt_key_type {
 	DT_KEY_LAYERS,		/* model.layers: a list of layer mappings */
 	DT_KEY_LAYER_TYPE,	/* a layer's type: names[] words, stored as
 				 * kind (and activation) by dt_layer_types */
+	DT_KEY_INIT,		/* struct dt_init_choice: a word of
+				 * dt_job_init_words, or normal(STD) */
 };
 
 #define DT_KEYF_REQUIRED 0x01	/* with `when`: required when it applies */
@@ -113,6 +115,7 @@ enum dt_layer_key {
 	DT_LAYER_KEY_SHAPE,
 	DT_LAYER_KEY_ACTIVATION,
 	DT_LAYER_KEY_BIAS,
+	DT_LAYER_KEY_INIT,
 	DT_LAYER_KEY_NAME,
 	DT_LAYER_KEY_INPUTS,
 };
@@ -126,6 +129,11 @@ struct dt_layer_type {
 	unsigned needs;			/* required keys, a subset */
 	int min_inputs, max_inputs;	/* length of `inputs:` when given */
 };
+
+/* The words of model.init and a layer's init:, by enum dt_init_rule from
+ * DT_INIT_RULE_AUTO on ("auto", "he", "xavier", "normal", "gpt2");
+ * normal is written normal(STD). [DT_INIT_RULE_INHERIT] is NULL. */
+extern const char *const dt_job_init_words[DT_INIT_RULE_GPT2 + 1];
 
 extern const struct dt_layer_type dt_layer_types[];
 extern const int dt_layer_types_len;

@@ -8,6 +8,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -326,6 +327,51 @@ store_degree(const struct dt_job_ctx *c, const struct dt_key *k,
 	return store_int(c, k, path, v, dst);
 }
 
+/* Reads an init value, text: a word of dt_job_init_words other than
+ * normal, or "normal(STD)" with STD a number in [0, FLT_MAX] (the graph
+ * draws in float). Returns false, *out untouched, for anything else. */
+static bool
+parse_init(const char *text, struct dt_init_choice *out)
+{
+	size_t n = strlen(text);
+	struct dt_ynum num;
+	char std[64];
+	int r;
+
+	for (r = DT_INIT_RULE_AUTO; r <= DT_INIT_RULE_GPT2; r++)
+		if (r != DT_INIT_RULE_NORMAL &&
+		    strcmp(text, dt_job_init_words[r]) == 0) {
+			*out = (struct dt_init_choice){
+				.rule = (enum dt_init_rule)r,
+			};
+			return true;
+		}
+	if (n < 9 || strncmp(text, "normal(", 7) != 0 ||
+	    text[n - 1] != ')' || n - 8 >= sizeof std)
+		return false;
+	memcpy(std, text + 7, n - 8);
+	std[n - 8] = '\0';
+	if (dt_yaml_number(std, &num) == DT_YNUM_NOT || !isfinite(num.value) ||
+	    num.value < 0 || num.value > FLT_MAX)
+		return false;
+	*out = (struct dt_init_choice){
+		.rule = DT_INIT_RULE_NORMAL,
+		.std = num.value + 0.0,		/* -0 reads as 0 */
+	};
+	return true;
+}
+
+static enum dt_status
+store_init(const struct dt_job_ctx *c, const struct dt_key *k,
+	   const char *path, const struct dt_ynode *v,
+	   struct dt_init_choice *dst)
+{
+	if (v->kind != DT_YNODE_SCALAR || dt_yaml_is_null(v) ||
+	    !parse_init(v->text, dst))
+		return dt_job_type_error(c, k, path, v);
+	return DT_OK;
+}
+
 enum dt_status
 dt_job_store_scalar(const struct dt_job_ctx *c, const struct dt_key *k,
 		    const char *path, const struct dt_ynode *v, void *dst,
@@ -342,6 +388,7 @@ dt_job_store_scalar(const struct dt_job_ctx *c, const struct dt_key *k,
 	case DT_KEY_NAME: st = store_name(c, k, path, v, dst); break;
 	case DT_KEY_PATH: st = store_path(c, k, path, v, dst, false); break;
 	case DT_KEY_DEGREE: st = store_degree(c, k, path, v, dst); break;
+	case DT_KEY_INIT: st = store_init(c, k, path, v, dst); break;
 	default: assert(!"not a scalar key");
 	}
 	if (st == DT_OK)
@@ -377,6 +424,12 @@ dt_job_store_default(const struct dt_key *k, void *dst)
 	case DT_KEY_NAME:
 	case DT_KEY_PATH:
 		snprintf(dst, k->size, "%s", k->def ? k->def : "");
+		break;
+	case DT_KEY_INIT:
+		/* A layer's has no default of its own: model.init's. */
+		memset(dst, 0, sizeof(struct dt_init_choice));
+		if (k->def != NULL && !parse_init(k->def, dst))
+			assert(!"a default init the parser refuses");
 		break;
 	default:
 		break;

@@ -96,6 +96,21 @@ put_value(FILE *out, const struct dt_key *k, const void *p)
 	case DT_KEY_ENUM:
 		fputs(k->names[*(const int *)p], out);
 		break;
+	case DT_KEY_INIT: {
+		const struct dt_init_choice *ic = p;
+
+		if (ic->rule == DT_INIT_RULE_NORMAL) {
+			format_double(ic->std, num, sizeof num);
+			fprintf(out, "normal(%s)", num);
+		} else {
+			/* INHERIT only as model.init of a job made in code,
+			 * where it means auto. */
+			fputs(dt_job_init_words[ic->rule ==
+				DT_INIT_RULE_INHERIT ? DT_INIT_RULE_AUTO :
+				ic->rule], out);
+		}
+		break;
+	}
 	case DT_KEY_NAME:
 	case DT_KEY_PATH:
 		put_string(out, p);
@@ -203,6 +218,10 @@ put_layers(FILE *out, const struct dt_job *job, int indent)
 				continue;
 			/* A pos_embedding's dim left out is its input's. */
 			if (k == DT_LAYER_KEY_DIM && l->dim == 0)
+				continue;
+			/* An init left out is model.init's. */
+			if (k == DT_LAYER_KEY_INIT &&
+			    l->init.rule == DT_INIT_RULE_INHERIT)
 				continue;
 			fprintf(out, ", %s: ", lk->key);
 			put_value(out, lk, (const char *)l + lk->off);

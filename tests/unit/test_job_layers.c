@@ -4,6 +4,7 @@
  * by expanded index) and the exact message of each layer error. */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "job_test.h"
@@ -250,6 +251,108 @@ START_TEST(test_layer_set)
 }
 END_TEST
 
+/* model.init and a layer's init: the words, normal(STD), the default
+ * (model.init auto, a layer's left to model.init), --set by expanded
+ * index and by name, and the written job reading back the same. */
+START_TEST(test_layer_init)
+{
+	const char *layers =
+		"    - {type: conv2d, channels: 4, kernel: 3, init: he}\n"
+		"    - {type: dense, units: 6, init: normal(0.05), name: mid}\n"
+		"    - {type: dense, units: 2, name: out}\n"
+		"  init: gpt2\n";
+	const char *s1[] = { "model.init=xavier",
+			     "model.layers.out.init=normal(1e-3)",
+			     "model.layers.0.init=auto" };
+	const struct dt_layer_spec *l = job.model.layers;
+	char *text;
+
+	ck_assert_int_eq(parse(layers_job("    - {type: dense, units: 2}\n")),
+			 DT_OK);
+	ck_assert_int_eq(job.model.init.rule, DT_INIT_RULE_AUTO);
+	ck_assert_int_eq(l[0].init.rule, DT_INIT_RULE_INHERIT);
+
+	ck_assert_int_eq(parse(layers_job(layers)), DT_OK);
+	ck_assert_int_eq(job.model.init.rule, DT_INIT_RULE_GPT2);
+	ck_assert_int_eq(l[0].init.rule, DT_INIT_RULE_HE);
+	ck_assert_int_eq(l[1].init.rule, DT_INIT_RULE_NORMAL);
+	ck_assert(l[1].init.std == 0.05);
+	ck_assert_int_eq(l[2].init.rule, DT_INIT_RULE_INHERIT);
+	/* Written: the layers that name one and model.init; read back. */
+	text = write_text(&job);
+	ck_assert_ptr_nonnull(strstr(text, "  init: gpt2\n"));
+	ck_assert_ptr_nonnull(strstr(text, ", init: he, name: \"conv2d0\"}"));
+	ck_assert_ptr_nonnull(strstr(text, ", init: normal(0.05), name: "
+				     "\"mid\"}"));
+	ck_assert_ptr_nonnull(strstr(text, "units: 2, activation: none, "
+				     "bias: true, name: \"out\"}"));
+	ck_assert_int_eq(parse(text), DT_OK);
+	free(text);
+	ck_assert_int_eq(job.model.init.rule, DT_INIT_RULE_GPT2);
+	ck_assert_int_eq(l[0].init.rule, DT_INIT_RULE_HE);
+	ck_assert(l[1].init.rule == DT_INIT_RULE_NORMAL &&
+		  l[1].init.std == 0.05);
+	ck_assert_int_eq(l[2].init.rule, DT_INIT_RULE_INHERIT);
+
+	ck_assert_int_eq(parse_as("j.yaml", layers_job(layers), s1, 3), DT_OK);
+	ck_assert_int_eq(job.model.init.rule, DT_INIT_RULE_XAVIER);
+	ck_assert_int_eq(l[0].init.rule, DT_INIT_RULE_AUTO);
+	ck_assert(l[1].init.rule == DT_INIT_RULE_NORMAL &&
+		  l[1].init.std == 0.05);
+	ck_assert(l[2].init.rule == DT_INIT_RULE_NORMAL &&
+		  l[2].init.std == 1e-3);
+}
+END_TEST
+
+/* The errors of init: file:line:col, the key and the words it takes. */
+START_TEST(test_layer_init_errors)
+{
+	const char *want = "expected auto, he, xavier, gpt2 or normal(STD) "
+			   "with STD a number >= 0, found ";
+	const char *s1[] = { "model.init=kaiming" };
+	const char *s2[] = { "model.layers.tok.init=xavier" };
+	char head[256];
+
+	snprintf(head, sizeof head, "model.layers.0.init: %s\"kaiming\"",
+		 want);
+	expect_layer_error("    - {type: dense, units: 2, init: kaiming}\n",
+			   37, head);
+	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal(-0.1)\"",
+		 want);
+	expect_layer_error("    - {type: dense, units: 2, "
+			   "init: normal(-0.1)}\n", 37, head);
+	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal()\"",
+		 want);
+	expect_layer_error("    - {type: dense, units: 2, init: normal()}\n",
+			   37, head);
+	snprintf(head, sizeof head, "model.layers.0.init: %s\"normal(.inf)\"",
+		 want);
+	expect_layer_error("    - {type: dense, units: 2, "
+			   "init: normal(.inf)}\n", 37, head);
+	expect_layer_error("    - {type: layernorm, init: he}\n", 25,
+			   "model.layers.0.init: layernorm takes eps, name, "
+			   "inputs");
+	expect_layer_error("    - {type: embedding, vocab: 8, dim: 4, "
+			   "init: he}\n", 49,
+			   "model.layers.0.init: embedding takes auto, gpt2 or "
+			   "normal(STD) (a table has no fan-in for he or "
+			   "xavier), found he");
+	snprintf(head, sizeof head, "job.yaml:7:9: model.init: %s\"he2\"\n"
+		 "  init: he2\n        ^", want);
+	expect_error(layers_job("    - {type: dense, units: 2}\n"
+				"  init: he2\n"), NULL, 0, head);
+	snprintf(head, sizeof head, "--set model.init=kaiming: model.init: "
+		 "%s\"kaiming\"", want);
+	expect_error(layers_job("    - {type: dense, units: 2}\n"), s1, 1,
+		     head);
+	expect_error(layers_job("    - {type: embedding, vocab: 8, dim: 4, "
+				"name: tok}\n"), s2, 1,
+		     "--set model.layers.tok.init=xavier: model.layers.0.init: "
+		     "embedding takes auto, gpt2 or normal(STD) (a table has "
+		     "no fan-in for he or xavier), found xavier");
+}
+END_TEST
+
 START_TEST(test_layer_errors)
 {
 	char msg[1024];
@@ -257,14 +360,14 @@ START_TEST(test_layer_errors)
 	expect_layer_error("    - {type: conv2d, channels: 8, kernel: 3, "
 			   "units: 4}\n", 46,
 			   "model.layers.0.units: conv2d takes channels, "
-			   "kernel, stride, padding, activation, bias, name, "
-			   "inputs");
+			   "kernel, stride, padding, activation, bias, init, "
+			   "name, inputs");
 	/* The type is read first wherever it stands. */
 	expect_layer_error("    - {units: 4, type: conv2d, channels: 8, "
 			   "kernel: 3}\n", 8,
 			   "model.layers.0.units: conv2d takes channels, "
-			   "kernel, stride, padding, activation, bias, name, "
-			   "inputs");
+			   "kernel, stride, padding, activation, bias, init, "
+			   "name, inputs");
 	expect_layer_error("    - {type: relu, activation: relu}\n", 20,
 			   "model.layers.0.activation: relu takes name, "
 			   "inputs");
@@ -366,7 +469,8 @@ START_TEST(test_layer_set_errors)
 		     "relu takes name, inputs");
 	expect_error(layers_job(dense), s2, 1,
 		     "--set model.layers.0.channels=3: model.layers.0.channels: "
-		     "dense takes units, activation, bias, name, inputs");
+		     "dense takes units, activation, bias, init, name, "
+		     "inputs");
 	expect_error(layers_job("    - {type: relu}\n"), s3, 1,
 		     "--set model.layers.0.type=conv2d: model.layers.0.channels: "
 		     "required key missing (type is conv2d); expected an "
@@ -479,6 +583,8 @@ job_layer_tcase(void)
 	tcase_add_test(tc, test_layer_types);
 	tcase_add_test(tc, test_repeat);
 	tcase_add_test(tc, test_layer_set);
+	tcase_add_test(tc, test_layer_init);
+	tcase_add_test(tc, test_layer_init_errors);
 	tcase_add_test(tc, test_layer_errors);
 	tcase_add_test(tc, test_layer_set_errors);
 	tcase_add_test(tc, test_block_errors);
