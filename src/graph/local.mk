@@ -10,7 +10,7 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/add.c src/graph/concat.c \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
 	src/graph/pos_embedding.c src/graph/attention.c \
-	src/graph/recompute.c src/graph/recompute.h
+	src/graph/recompute.c src/graph/recompute.h src/graph/tied.c
 
 # The finite-difference rig every layer suite links, and the registry test
 # that holds the types it checked against DT_LAYER_TYPES; it reads what the
