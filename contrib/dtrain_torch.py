@@ -15,7 +15,8 @@ form, layernorm and batchnorm with the job's eps, attention scaled by
 1/sqrt(head size) with the causal mask, pools with dtrain's padding
 (max: padding never wins; average: padding counts as zeros), dropout off
 in eval mode, a dense layer reading another layer's (T, C) output row by
-row and flattening anything else. The result is the last layer's output:
+row and flattening anything else, a dense layer with dtrain's `tie:`
+sharing its embedding's weight (one Parameter). The result is the last layer's output:
 logits for softmax_cross_entropy (model.probabilities(x) applies the
 softmax), predictions for mse.
 
@@ -165,6 +166,13 @@ class DtrainModel(nn.Module):
             if mod is not None:
                 self.add_module(layer["key"], mod)
             self._steps.append((layer, mod))
+        # A dense layer with dtrain's `tie:` uses the embedding's weight
+        # (vocab, dim) as its nn.Linear weight: one Parameter, shared
+        # (Press & Wolf 2017, GPT-2's lm_head).
+        for layer in graph["layers"]:
+            if layer.get("tie") is not None:
+                getattr(self, layer["key"]).weight = \
+                    getattr(self, layer["tie"]).weight
 
     def prepare(self, raw):
         """Raw features times input_scale in float32, as data/ does."""
@@ -222,6 +230,11 @@ def load(path):
                          "dtrain export --format torch" % path)
     model = DtrainModel(json.loads(meta["graph"]))
     state = {k: torch.from_numpy(v) for k, v in tensors.items()}
+    for layer in model.graph["layers"]:
+        # the file holds a tied table once, as the embedding's
+        tie = layer.get("tie")
+        if tie is not None and tie + ".weight" in state:
+            state[layer["key"] + ".weight"] = state[tie + ".weight"]
     for k, v in model.state_dict().items():
         if k.endswith("num_batches_tracked") and k not in state:
             state[k] = torch.zeros_like(v)

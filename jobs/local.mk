@@ -6,6 +6,8 @@ dist_examples_DATA = jobs/fashion-mnist-mlp.yaml
 dist_examples_DATA += jobs/fashion-mnist-mlp-http.yaml
 dist_examples_DATA += jobs/fashion-mnist-cnn.yaml
 dist_examples_DATA += jobs/char-gpt.yaml
+dist_examples_DATA += jobs/gpt2-124m.yaml
+dist_examples_DATA += jobs/gpt2-350m.yaml
 
 DEMO_RANKS = 2
 demo: dtrain

@@ -14,6 +14,9 @@
  *   layernorm    weight, bias (C): nn.LayerNorm
  *   batchnorm    weight, bias, running_mean, running_var (C):
  *                nn.BatchNorm1d/2d, the running statistics as buffers
+ *   dense with `tie:`  bias only; the graph's "tie" names the embedding
+ *                module whose weight (vocab, dim) is nn.Linear's, the
+ *                one tensor (the loader ties them)
  *   embedding    weight (vocab, dim): nn.Embedding
  *   pos_embedding weight (length, dim)
  * __metadata__ carries the resolved job (YAML) and the graph (JSON): the
@@ -99,6 +102,13 @@ add_type_fields(struct json_object *o, const struct dt_layer_spec *l,
 	case DT_LAYER_DENSE:
 		ADD(o, "units", json_object_new_int64(l->units));
 		ADD(o, "bias", json_object_new_boolean(l->bias));
+		if (l->tie[0] != '\0') {
+			char key[DT_LAYER_NAME_MAX];
+
+			/* no weight of its own: the embedding's */
+			module_key(l->tie, key, sizeof key);
+			ADD(o, "tie", json_object_new_string(key));
+		}
 		/* dense.c: another layer's (T, C) output maps row by row,
 		 * anything else is flattened first. */
 		ADD(o, "per_row", json_object_new_boolean(
@@ -368,8 +378,8 @@ dt_cmd_export_torch(const char *dir, int64_t which, const char *out,
 		return st;
 	}
 	graph = graph_json(&cm);
-	tf.n = dt_model_n_tensors(cm.model);
-	tf.t = dt_xcalloc((size_t)tf.n, sizeof *tf.t);
+	tf.t = dt_xcalloc((size_t)dt_model_n_tensors(cm.model) + 1,
+			  sizeof *tf.t);
 	h = json_object_new_object();
 	meta = json_object_new_object();
 	snprintf(buf, sizeof buf, "%lld", (long long)cm.step);
@@ -379,10 +389,16 @@ dt_cmd_export_torch(const char *dir, int64_t which, const char *out,
 	ADD(meta, "job", json_object_new_string(yaml));
 	ADD(meta, "graph", json_object_new_string(graph));
 	ADD(h, "__metadata__", meta);
-	for (int i = 0; i < tf.n && st == DT_OK; i++) {
-		struct ttensor *t = &tf.t[i];
+	for (int i = 0; i < dt_model_n_tensors(cm.model) && st == DT_OK;
+	     i++) {
+		struct ttensor *t = &tf.t[tf.n];
 		struct json_object *e, *shape, *offs;
+		struct dt_tensor_info ti;
 
+		dt_model_tensor_info(cm.model, i, &ti);
+		if (ti.tie_node != NULL)
+			continue;	/* the graph's "tie" names its table */
+		tf.n++;
 		torch_tensor(&cm, i, t);
 		if (json_object_object_get_ex(h, t->name, NULL)) {
 			st = dt_errorf(err, DT_ERR_USAGE, "%s: two layers give "

@@ -19,6 +19,11 @@
  * Init: He-normal when the layer's `activation:` is relu or gelu,
  * Xavier-uniform otherwise (layer.h gives the papers), unless the job's
  * init names another rule (graph/init.c); bias zero.
+ * With `tie: <embedding>` the weight is that embedding's table (vocab,
+ * dim), a tied copy (layer.h) read transposed, (out, in):
+ *   forward   Y = X W^T + b;  backward  dW += dY^T X,  dX = dY W
+ * and the layer is never split over tensor-parallel ranks (its
+ * embedding is not either).
  *
  * Tensor parallelism (layer.h; a group of s ranks, this one r), on slices
  * of the same buffers through the BLAS leading dimensions, no copies:
@@ -39,6 +44,13 @@
 #include "graph/kern.h"
 #include "graph/layer.h"
 
+/* Input features: W's rows, or its columns when it is a tied copy. */
+static int64_t
+dense_in(const struct dt_node *n)
+{
+	return n->tensor[0].shape[n->tie_src != NULL ? 1 : 0];
+}
+
 /* Rows per sample: T for another layer's (T, C) output, else 1. */
 static int64_t
 dense_rows(const struct dt_node *n)
@@ -46,6 +58,35 @@ dense_rows(const struct dt_node *n)
 	if (n->in_shape[0].n_dims == 2 && n->inputs[0] != DT_NODE_INPUT)
 		return n->in_shape[0].dim[0];
 	return 1;
+}
+
+/* `tie:` (layer.h's tie_src): the weight is a tied copy of the
+ * embedding's table, (units, in) = (vocab, dim), and the passes use it
+ * transposed (Press & Wolf, "Using the Output Embedding to Improve
+ * Language Models", EACL 2017; GPT-2's lm_head). */
+static enum dt_status
+tie_weight(struct dt_node *n, const struct dt_job *job, int64_t in,
+	   struct dt_error *err)
+{
+	const struct dt_layer_spec *e = &n->tie_src->spec;
+
+	if (e->vocab != n->spec.units || e->dim != in)
+		return dt_node_errorf(n, job, err,
+				      "tie: %s's table is (%lld, %lld), so "
+				      "units must be %lld and the input "
+				      "width %lld; found units %lld, input "
+				      "width %lld", e->name,
+				      (long long)e->vocab, (long long)e->dim,
+				      (long long)e->vocab, (long long)e->dim,
+				      (long long)n->spec.units,
+				      (long long)in);
+	n->tensor[0] = (struct dt_param_tensor){
+		.name = "weight",
+		.n_dims = 2,
+		.shape = { e->vocab, e->dim },
+		.tied = true,	/* the graph's init copies the embedding's */
+	};
+	return DT_OK;
 }
 
 static enum dt_status
@@ -90,7 +131,7 @@ dense_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 		.shape = { units },
 		.init = DT_INIT_ZERO,
 	};
-	return DT_OK;
+	return n->tie_src != NULL ? tie_weight(n, job, in, err) : DT_OK;
 }
 
 /* y(n) += b(n). */
@@ -120,7 +161,7 @@ column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	       int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	const float *b = n->n_tensors > 1 ? n->tensor[1].data : NULL;
 	float *y = n->out;			/* (R, out) */
 
@@ -142,7 +183,7 @@ row_forward(struct dt_pool *pool, struct dt_node *n, const struct dt_tp *tp,
 	    const float *x, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	float *y = n->out;			/* (R, out) */
 
 	dt_kern_par_sgemm(pool, 0, 0, (int)rows,
@@ -163,7 +204,7 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
 	const int64_t rows = p->batch * dense_rows(n);
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	float *y = n->out;			/* (R, out) */
 	struct dt_pool *pool = p->pool;
@@ -188,8 +229,10 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 				      n_out);
 		beta = 1.0f;
 	}
-	dt_kern_par_sgemm(pool, 0, 0, (int)rows,
-		    n_out, n_in, 1.0f, in[0], n_in, w, n_out, beta, y, n_out);
+	/* A tied weight is (out, in): Y = X W^T. */
+	dt_kern_par_sgemm(pool, 0, n->tie_src != NULL, (int)rows, n_out, n_in,
+			  1.0f, in[0], n_in, w, n->tie_src != NULL ? n_in
+			  : n_out, beta, y, n_out);
 }
 
 /* db(out) += the column sums of dy(rows, out), row after row: each db[j]
@@ -217,7 +260,7 @@ column_backward(struct dt_pool *pool, struct dt_node *n,
 		bool din_add, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
@@ -244,7 +287,7 @@ row_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	     float *din, bool din_add, int64_t rows, int lo, int len)
 {
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
@@ -262,13 +305,42 @@ row_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
 		    din_add ? 1.0f : 0.0f, din + lo, n_in);
 }
 
+/* The products of backward for a tied weight W (out, in), after the bias:
+ * dW(out, in) += dY^T X and dX(R, in) = dY W, side by side. */
+static void
+tied_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
+	      float *din, bool din_add, int64_t rows)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)dense_in(n);
+	const float *dy = n->dout;		/* (R, out) */
+	const struct dt_kern_gemm gw = {
+		.trans_a = 1, .m = n_out, .n = n_in, .k = (int)rows,
+		.alpha = 1.0f, .a = dy, .lda = n_out, .b = x, .ldb = n_in,
+		.beta = 1.0f, .c = n->tensor[0].grad, .ldc = n_in,
+	};
+
+	if (din == NULL) {
+		dt_kern_par_sgemm(pool, 1, 0, gw.m, gw.n, gw.k, 1.0f, gw.a,
+				  gw.lda, gw.b, gw.ldb, 1.0f, gw.c, gw.ldc);
+		return;
+	}
+	const struct dt_kern_gemm gx = {
+		.m = (int)rows, .n = n_in, .k = n_out, .alpha = 1.0f,
+		.a = dy, .lda = n_out, .b = n->tensor[0].data, .ldb = n_in,
+		.beta = din_add ? 1.0f : 0.0f, .c = din, .ldc = n_in,
+	};
+
+	dt_kern_par_sgemm2(pool, &gw, &gx);
+}
+
 static void
 dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	       float *const *din, const bool *din_add)
 {
 	const int64_t rows = p->batch * dense_rows(n);
 	const int n_out = (int)n->spec.units;
-	const int n_in = (int)n->tensor[0].shape[0];
+	const int n_in = (int)dense_in(n);
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 	float *dw = n->tensor[0].grad;		/* (in, out) */
@@ -291,6 +363,10 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	if (n->n_tensors > 1)
 		dt_kern_par_col_sums(pool, dy, n_out, n->tensor[1].grad,
 				     rows, n_out);
+	if (n->tie_src != NULL) {
+		tied_backward(pool, n, in[0], din[0], din_add[0], rows);
+		return;
+	}
 	const struct dt_kern_gemm gw = {
 		.trans_a = 1, .m = n_in, .n = n_out, .k = rows, .alpha = 1.0f,
 		.a = in[0], .lda = n_in, .b = dy, .ldb = n_out, .beta = 1.0f,

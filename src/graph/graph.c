@@ -196,6 +196,10 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 			     in++)
 				st = resolve_input(m, job, n, i, in, last, err);
 		}
+		n->tie_node = -1;
+		if (st == DT_OK && spec->tie[0] != '\0' &&
+		    n->ops == &dt_layer_dense)
+			st = dt_graph_resolve_tie(m, job, k, i, last, err);
 		last[i] = k++;
 		if (st == DT_OK && has_activation_node(spec)) {
 			n = &m->nodes[k];
@@ -207,6 +211,7 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 			n->n_inputs = 1;
 			n->inputs[0] = k - 1;
 			n->in_name[0] = m->nodes[k - 1].spec.name;
+			n->tie_node = -1;
 			last[i] = k++;
 		}
 	}
@@ -226,6 +231,7 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 				 job->path[0] ? job->path : "<job>",
 				 (int)job->model.loss);
 	loss->n_inputs = 1;
+	loss->tie_node = -1;
 	loss->inputs[0] = k - 1;
 	loss->in_name[0] = loss->spec.name;
 	m->loss = job->model.loss;
@@ -615,6 +621,8 @@ init_params(struct dt_model *m)
 		}
 		for (int k = 0; k < n->n_tensors; k++)
 			init_tensor(&n->tensor[k], m->seed, index + k);
+		if (n->tie_src != NULL)
+			dt_graph_init_tied(m, n, init_tensor);
 		index += (uint64_t)n->n_tensors;
 	}
 }
@@ -1293,6 +1301,9 @@ dt_model_layer_info(const struct dt_model *m, int i,
 	for (int d = 0; d < n->out_shape.n_dims; d++)
 		info->out_shape[d] = n->out_shape.dim[d];
 	info->n_params = n->n_params;
+	for (int t = 0; t < n->n_tensors; t++)
+		if (n->tensor[t].tied)
+			info->n_params -= n->tensor[t].size;
 	info->fwd_flops = n->ops->fwd_flops(n);
 	info->job_layer = n->layer;
 }
@@ -1320,6 +1331,8 @@ dt_model_tensor_info(const struct dt_model *m, int i,
 	info->offset = pt->offset;
 	info->size = pt->size;
 	info->node_index = m->tensor_node[i];
+	if (pt->tied)
+		info->tie_node = m->nodes[m->tensor_node[i]].tie_src->name;
 }
 
 void

@@ -231,9 +231,38 @@ struct dt_tensor_info {
 	size_t offset;		/* floats from the start of the arenas */
 	int64_t size;		/* floats */
 	int node_index;		/* its node's index (dt_model_layer_info) */
+	/* A tied copy (a dense layer's `tie:`): the node of the embedding
+	 * whose "<tie_node>.weight" it repeats, bit for bit; NULL for a
+	 * tensor of its own. Checkpoints, exports and norms skip a copy;
+	 * loaders fill it with dt_model_tie_fill. */
+	const char *tie_node;
 };
 void dt_model_tensor_info(const struct dt_model *m, int i,
 			  struct dt_tensor_info *info);
+
+/* Tied weights (tied.c; a dense layer's `tie:`, dtrain-job(5)). The
+ * dense layer holds a tied copy of its embedding's table, so a model with
+ * ties has dt_model_n_tied(m) floats more in its arenas than parameters:
+ * the parameter count is dt_model_n_params - dt_model_n_tied. Both count
+ * the whole model's nodes (every stage). */
+int64_t dt_model_n_tied(const struct dt_model *m);
+/* The ties of the whole model, in node order of the copies; k in
+ * [0, dt_model_n_ties). The offsets are m's arena offsets, SIZE_MAX and
+ * the tensor index -1 where m (a stage) does not hold that tensor. */
+int dt_model_n_ties(const struct dt_model *m);
+struct dt_tie_info {
+	int copy_node, src_node;	/* dt_model_layer_info indices */
+	int copy_tensor, src_tensor;	/* dt_model_tensor_info, or -1 */
+	size_t copy_offset, src_offset;	/* floats in the arenas */
+	int64_t size;			/* floats: vocab * dim */
+};
+void dt_model_tie_info(const struct dt_model *m, int k,
+		       struct dt_tie_info *out);
+/* Copies each embedding table into its tied copy within params, an
+ * arena laid out as m's (dt_model_params(m) or a copy of it), where m
+ * holds both; after loading the saved tensors, which hold the table
+ * once. */
+void dt_model_tie_fill(const struct dt_model *m, float *params);
 
 /* Pipeline stages (stage.c). A layout cuts the nodes (dt_model_n_layers,
  * the loss last) into n_stages contiguous runs: stage_of_node[i] is the

@@ -82,6 +82,16 @@ struct dt_param_tensor {
 	 * exports carry it; backward never writes its gradient, which stays
 	 * 0, and the optimizer must leave it alone (no weight decay). */
 	bool buffer;
+	/* A tied copy (a dense layer's `tie:`): this tensor holds the same
+	 * bits as tensor 0 of the embedding node tie_src names (struct
+	 * dt_node) and is no parameter of its own. It has its own floats in
+	 * both arenas so that the node may live on another pipeline stage
+	 * than the embedding: after each step's gradient sum, the sync adds
+	 * the two gradients and gives both tensors the sum
+	 * (train/tie.c), so the optimizer updates both alike; the norm,
+	 * checkpoints, exports and the parameter count take the
+	 * embedding's tensor only, and loaders fill the copy from it. */
+	bool tied;
 	/* set by the graph: */
 	int64_t size;		/* product of shape */
 	size_t offset;		/* floats from the start of the arenas */
@@ -231,6 +241,12 @@ struct dt_node {
 	 * relu's are then not written at all (nothing else reads them). */
 	struct dt_node *fused_pool;
 	bool pool_fused;
+	/* Set by the graph before infer for a dense layer with `tie:`: the
+	 * embedding node it names (an earlier node; its spec gives vocab
+	 * and dim), else NULL. The dense's weight is then a tied copy
+	 * (struct dt_param_tensor) of shape (units, in) = (vocab, dim). */
+	const struct dt_node *tie_src;
+	int tie_node;		/* tie_src's index, -1 without */
 };
 
 /* A layer type. Hooks marked optional may be NULL.

@@ -78,4 +78,20 @@ struct dt_model {
 	void *bwd_ctx;
 };
 
+/* tied.c: points dense node `node` (made from job layer `layer`; last[j]
+ * is the node of job layer j) at the embedding its `tie:` names, an
+ * earlier embedding layer that no other layer ties to; DT_ERR_JOB through
+ * dt_node_errorf otherwise. */
+enum dt_status dt_graph_resolve_tie(struct dt_model *m,
+				    const struct dt_job *job, int node,
+				    int layer, const int *last,
+				    struct dt_error *err);
+/* tied.c: fills node n's tied copy (its tensor 0) with the draws of the
+ * embedding it is tied to: that node's init hook, or init_tensor (the
+ * graph's rule for a declared dt_init), keyed by the embedding's tensor
+ * index, so any stage holding the copy gets the embedding's bits. */
+void dt_graph_init_tied(const struct dt_model *m, struct dt_node *n,
+			void (*init_tensor)(struct dt_param_tensor *pt,
+					    uint64_t seed, uint64_t index));
+
 #endif

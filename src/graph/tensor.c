@@ -47,7 +47,8 @@ row_partner(const struct dt_model *m, int i)
 
 	while (j >= 0 && is_passthrough(&m->nodes[j]))
 		j = only_consumer(m, j);
-	if (j >= 0 && m->nodes[j].ops == &dt_layer_dense)
+	if (j >= 0 && m->nodes[j].ops == &dt_layer_dense &&
+	    m->nodes[j].tie_src == NULL)
 		return j;
 	return -1;
 }
@@ -110,8 +111,10 @@ dt_model_plan_tensor_parallel(struct dt_model *m, const struct dt_job *job,
 			n->tp_size = tp_size;
 			continue;
 		}
-		/* A dense already made the row half of a pair is done. */
-		if (n->ops != &dt_layer_dense || n->tp_mode != DT_TP_NONE)
+		/* A dense already made the row half of a pair is done; a
+		 * tied one stays whole, as its embedding does. */
+		if (n->ops != &dt_layer_dense || n->tp_mode != DT_TP_NONE ||
+		    n->tie_src != NULL)
 			continue;
 		j = row_partner(m, i);
 		if (j < 0)

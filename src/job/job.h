@@ -39,7 +39,7 @@
 #define DT_JOB_NAME_MAX 128
 #define DT_JOB_PATH_MAX 4096
 #define DT_JOB_MAX_KEYS 128	/* room in the position table, >= schema size */
-#define DT_JOB_LAYER_KEYS 20	/* type, units, ..., name, inputs */
+#define DT_JOB_LAYER_KEYS 21	/* type, units, ..., name, inputs, tie */
 #define DT_JOB_SOURCES 6	/* data.{train,eval}.{images,labels,file} */
 #define DT_JOB_MAX_SETS 64	/* --set overrides remembered for messages */
 #define DT_JOB_SET_MAX 512	/* bytes kept of each --set text */
@@ -251,6 +251,9 @@ struct dt_layer_spec {
 				 * the first) */
 	char inputs[DT_LAYER_MAX_INPUTS][DT_LAYER_NAME_MAX];	/* names;
 				 * "input" is the model input */
+	/* dense: the name of an earlier embedding layer whose table
+	 * (vocab, dim) is this layer's weight, transposed; "" for none */
+	char tie[DT_LAYER_NAME_MAX];
 	struct dt_pos pos;	/* of the list entry */
 };
 

@@ -34,7 +34,7 @@
 #define DT_LAYER_TYPES(X)                                                   \
 	X(DENSE, dense, DT_WORDS_SELF,                                      \
 	  DT_TAKES(UNITS) | DT_TAKES(ACTIVATION) | DT_TAKES(BIAS) |         \
-	  DT_TAKES(INIT), DT_TAKES(UNITS), 1, 1)                            \
+	  DT_TAKES(INIT) | DT_TAKES(TIE), DT_TAKES(UNITS), 1, 1)            \
 	/* (C, H, W) or (H, W) input */                                     \
 	X(CONV2D, conv2d, DT_WORDS_SELF,                                    \
 	  DT_TAKES(CHANNELS) | DT_TAKES(KERNEL) | DT_TAKES(STRIDE) |        \

@@ -628,7 +628,8 @@ fill_defaults(struct dt_job *job, int i)
 
 		if (!takes(t, k) || dt_job_given(job->origin.layer[i][k]) ||
 		    k == DT_LAYER_KEY_TYPE || k == DT_LAYER_KEY_NAME ||
-		    k == DT_LAYER_KEY_INPUTS || k == DT_LAYER_KEY_SHAPE)
+		    k == DT_LAYER_KEY_INPUTS || k == DT_LAYER_KEY_SHAPE ||
+		    k == DT_LAYER_KEY_TIE)
 			continue;
 		if (k == DT_LAYER_KEY_STRIDE)
 			l->stride = l->kind == DT_LAYER_CONV2D ? 1 : l->kernel;

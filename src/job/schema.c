@@ -490,6 +490,10 @@ const struct dt_key dt_job_layer_schema[DT_JOB_LAYER_KEYS] = {
 	  .off_n = LOFF(n_inputs), .size = LSZ(inputs[0]),
 	  .n_max = DT_LAYER_MAX_INPUTS, .def_doc = "the previous layer",
 	  .doc = "layers whose outputs feed this one, or input" },
+	{ .key = "tie", .type = DT_KEY_NAME, .off = LOFF(tie),
+	  .size = LSZ(tie), .def_doc = "none: a weight of its own",
+	  .doc = "dense: use this embedding's table, transposed, as the "
+		 "weight (one tensor, gradients summed)" },
 };
 
 const char *const dt_job_init_words[DT_INIT_RULE_GPT2 + 1] = {
@@ -525,5 +529,5 @@ const int dt_layer_types_len = sizeof dt_layer_types /
 _Static_assert(sizeof dt_layer_types / sizeof dt_layer_types[0] ==
 	       sizeof type_names / sizeof type_names[0] - 1,
 	       "one word of type_names per row of dt_layer_types");
-_Static_assert(DT_LAYER_KEY_INPUTS + 1 == DT_JOB_LAYER_KEYS,
+_Static_assert(DT_LAYER_KEY_TIE + 1 == DT_JOB_LAYER_KEYS,
 	       "DT_JOB_LAYER_KEYS in job.h counts enum dt_layer_key");

@@ -118,6 +118,7 @@ enum dt_layer_key {
 	DT_LAYER_KEY_INIT,
 	DT_LAYER_KEY_NAME,
 	DT_LAYER_KEY_INPUTS,
+	DT_LAYER_KEY_TIE,
 };
 
 /* A word for `type:`, the kind it makes and the keys that kind takes. */

@@ -214,7 +214,8 @@ put_layers(FILE *out, const struct dt_job *job, int indent)
 			const struct dt_key *lk = &dt_job_layer_schema[k];
 
 			if (k == DT_LAYER_KEY_TYPE || !((t->takes >> k) & 1u) ||
-			    (k == DT_LAYER_KEY_INPUTS && l->n_inputs == 0))
+			    (k == DT_LAYER_KEY_INPUTS && l->n_inputs == 0) ||
+			    (k == DT_LAYER_KEY_TIE && l->tie[0] == '\0'))
 				continue;
 			/* A pos_embedding's dim left out is its input's. */
 			if (k == DT_LAYER_KEY_DIM && l->dim == 0)

@@ -190,8 +190,11 @@ describe_layers(const struct dt_plan *plan, struct json_object *o)
 		fwd += li.fwd_flops;
 	}
 	ADD(o, "layers", layers);
+	/* A tied copy (`tie:`) is the embedding's table again, no
+	 * parameter of its own. */
 	ADD(o, "params", json_object_new_int64(
-		    (int64_t)dt_model_n_params(model)));
+		    (int64_t)dt_model_n_params(model) -
+		    dt_model_n_tied(model)));
 	ADD(o, "flops_per_sample", dt_json_number(total_flops));
 	ADD(o, "fwd_flops_per_sample", dt_json_number(fwd));
 	ADD(o, "recompute_flops_per_sample",

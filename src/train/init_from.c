@@ -77,10 +77,16 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 						     sizeof *names);
 	enum dt_status st;
 
-	for (int i = 0; i < n; i++) {
-		struct dt_tensor_info ti;
+	int k = 0;
 
-		dt_model_tensor_info(m, i, &ti);
+	for (int j = 0; j < n; j++) {
+		struct dt_tensor_info ti;
+		int i = k;
+
+		dt_model_tensor_info(m, j, &ti);
+		if (ti.tie_node != NULL)
+			continue;	/* filled from its table below */
+		k++;
 		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
 		t[i].name = names[i];
 		t[i].data = params + ti.offset;
@@ -90,7 +96,9 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 	}
 	st = refuse_torch(path, err);
 	if (st == DT_OK)
-		st = dt_ckpt_import(path, t, (size_t)n, err);
+		st = dt_ckpt_import(path, t, (size_t)k, err);
+	if (st == DT_OK)
+		dt_model_tie_fill(m, params);
 	free(t);
 	free(names);
 	return st;

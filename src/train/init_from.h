@@ -15,7 +15,9 @@ struct dt_run;
  * checkpoints and `dtrain export` (its default format) write them. The
  * file must hold exactly these tensors; a file that `dtrain export
  * --format torch` wrote (PyTorch's layouts) is refused as such, since a
- * square weight would pass the shape check transposed. Returns DT_OK;
+ * square weight would pass the shape check transposed. A tied copy (a
+ * dense layer's `tie:`) is not in the file: it is filled from its
+ * embedding's table (dt_model_tie_fill). Returns DT_OK;
  * DT_ERR_FORMAT
  * naming the file and the tensor for a shape that differs (with both
  * shapes), a tensor missing or one the model does not have; DT_ERR_IO.

@@ -577,6 +577,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	cfg.pool = r->pool;
 	cfg.world = r->comm;
 	cfg.sum_comm = r->layout.stage_comm;
+	cfg.pipe_comm = r->layout.pipe_comm;
 	cfg.stage = r->layout.grid.stage;
 	cfg.norm_owner = r->layout.grid.dp == 0 && r->layout.grid.tp == 0;
 	cfg.first_tensor = r->layout.first_tensor;

@@ -26,7 +26,9 @@
 #include "util/fileio.h"
 
 /* Tensor lists for the checkpoint: one per model tensor, named
- * "node.name", and one per optimizer buffer. */
+ * "node.name" (a tied copy left out: its table is saved once), and one
+ * per optimizer buffer (the whole trained arena, the copy's moments with
+ * it). */
 struct tensors {
 	int n_params, n_optim;
 	char (*names)[128];
@@ -60,10 +62,17 @@ tensors_init(struct tensors *t, const struct dt_job *job,
 	t->pt = dt_xcalloc((size_t)t->n_params + 1, sizeof *t->pt);
 	t->optim = dt_xcalloc((size_t)n_bufs + 1, sizeof *t->optim);
 	t->ot = dt_xcalloc((size_t)n_bufs + 1, sizeof *t->ot);
-	for (int i = 0; i < t->n_params; i++) {
+	t->n_params = 0;
+	for (int j = 0; j < dt_model_n_tensors(model); j++) {
 		struct dt_tensor_info ti;
+		int i = t->n_params;
 
-		dt_model_tensor_info(model, i, &ti);
+		dt_model_tensor_info(model, j, &ti);
+		/* A tied copy is saved once, as its embedding's table; the
+		 * loader fills it (dt_model_tie_fill). */
+		if (ti.tie_node != NULL)
+			continue;
+		t->n_params++;
 		snprintf(t->names[i], sizeof t->names[i], "%s.%s", ti.node,
 			 ti.name);
 		t->params[i].name = t->names[i];
@@ -645,6 +654,8 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
 			  (size_t)t.n_optim, &meta, err);
 	tensors_fini(&t);
+	if (st == DT_OK)
+		dt_model_tie_fill(whole, params);
 	if (st == DT_OK && meta.seed != r->job->seed)
 		st = dt_errorf(err, DT_ERR_FORMAT, "%s: saved with seed %llu, "
 			       "the job has %llu", path,

@@ -91,7 +91,7 @@ own_norms(struct dt_grad_sync *s, double *norm2, int first)
 		struct dt_tensor_info ti;
 
 		dt_model_tensor_info(m, t, &ti);
-		if (ti.offset < n_trained)
+		if (ti.offset < n_trained && ti.tie_node == NULL)
 			norm2[first + t] = norm_of(s, t, &ti);
 	}
 }
@@ -106,7 +106,8 @@ dt_sync_local_norm2(struct dt_grad_sync *s)
 		struct dt_tensor_info ti;
 
 		dt_model_tensor_info(m, t, &ti);
-		if (ti.offset >= dt_model_n_trained(m))
+		/* a tied copy is its table again (tie_sum.h) */
+		if (ti.offset >= dt_model_n_trained(m) || ti.tie_node != NULL)
 			continue;
 		total += norm_of(s, t, &ti);
 	}
@@ -402,9 +403,13 @@ static enum dt_status
 whole_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
 {
+	enum dt_status st = settle(s, err);
+
 	(void)step_loss;
 	(void)report;
-	return settle(s, err);
+	if (st == DT_OK)
+		st = dt_tie_sum_run(s->tie, s->sq_have, err);
+	return st;
 }
 
 static enum dt_status
@@ -414,6 +419,8 @@ stage_finish(struct dt_grad_sync *s, double step_loss,
 	enum dt_status st = settle(s, err);
 
 	(void)step_loss;
+	if (st == DT_OK)
+		st = dt_tie_sum_run(s->tie, s->sq_have, err);
 	if (st != DT_OK)
 		return st;
 	memset(report->tensor_norm2, 0,
@@ -573,6 +580,12 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	setup_buckets(s);
 	setup_optim(s);
 	s->ops = impls[s->plan->impl];
+	if (s->ops == &dt_sync_ps_ops && dt_model_n_ties(cfg->model) > 0)
+		return dt_errorf(err, DT_ERR_JOB, "%s: parallel.sync: "
+				 "parameter_server cannot keep tied weights "
+				 "(a dense layer's tie:) equal; use allreduce",
+				 cfg->job->path);
+	s->tie = dt_tie_sum_new(cfg->model, cfg->pipe_comm);
 	return s->ops->init(s, err);
 }
 
@@ -593,6 +606,7 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	free(s->node_hi);
 	free(s->sq);
 	free(s->sq_have);
+	dt_tie_sum_free(s->tie);
 	free(s);
 }
 

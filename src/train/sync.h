@@ -22,7 +22,9 @@
  *                                           passes over the last one
  *   dt_grad_sync_progress                   between them (overlap)
  * and the loop, before the optimizer:
- *   dt_grad_sync_finish                     every bucket summed (waits)
+ *   dt_grad_sync_finish                     every bucket summed (waits),
+ *                                           then tied weights' two
+ *                                           gradients added (tie_sum.h)
  *   dt_grad_sync_norm2                      the squared gradient norm
  *   dt_grad_sync_apply                      the update
  *
@@ -152,6 +154,9 @@ struct dt_grad_sync_cfg {
 	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
 					 * the data-parallel x tensor-
 					 * parallel ranks of the stage */
+	struct dt_comm *pipe_comm;	/* the stages of the rank's
+					 * pipeline, for tied weights
+					 * (tie_sum.h); may be NULL */
 	int stage;			/* the rank's pipeline stage: the
 					 * sync obeys plan->sync[stage] */
 	int norm_owner;			/* this rank reports its stage's

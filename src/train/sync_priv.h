@@ -7,6 +7,7 @@
 #include "comm/ps.h"
 #include "optim/optim.h"
 #include "train/sync.h"
+#include "train/tie_sum.h"
 
 /* One implementation: the seam's calls (sync.h) in order of use. */
 struct dt_grad_sync_ops {
@@ -93,6 +94,7 @@ struct dt_grad_sync {
 					 * norm of each tensor, where
 					 * sq_have */
 	unsigned char *sq_have;		/* (n_tensors) */
+	struct dt_tie_sum *tie;		/* tied weights, or NULL */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

@@ -20,7 +20,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ckpt-kill.sh \
 	tests/integration/http.sh \
 	tests/integration/data-trust.sh \
-	tests/integration/sample.sh \
+	tests/integration/sample.sh tests/integration/tied.sh \
 	tests/integration/layouts.sh \
 	tests/integration/recompute.sh \
 	tests/integration/layout-resume.sh \

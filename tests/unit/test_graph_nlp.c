@@ -847,6 +847,83 @@ START_TEST(test_lm_model)
 }
 END_TEST
 
+/* Tied weights (`tie:`, graph/tied.c): the lm model with its head tied to
+ * wte. The head's weight is a copy of the table, (11, 8), with the same
+ * bits after init; the parameter count leaves it out; each gradient
+ * matches central differences of its own floats (the head's transposed
+ * products and the embedding's scatter), and their sum, the gradient
+ * the sync gives the one tensor, matches central differences of the
+ * loss when the table and its copy move together, as one tensor does. */
+START_TEST(test_tied_model)
+{
+	struct dt_job *job = make_lm_job(7);
+	struct dt_model *m = NULL;
+	struct dt_tie_info tie;
+	struct dt_tensor_info ti;
+	struct dt_error err;
+	static const float x[] = { 1, 5, 10, 0, 3, 3, 7, 2 };	/* (2, 4) */
+	static const int32_t labels[] = { 4, 9, 0, 1, 3, 7, 2, 10 }; /* (2, 4) */
+	double loss, up, down;
+	int bad = 0;
+
+	snprintf(job->model.layers[4].tie, sizeof job->model.layers[4].tie,
+		 "wte");
+	if (dt_model_new(job, 2, &m, &err) != DT_OK)
+		ck_abort_msg("%s", err.msg);
+	ck_assert_int_eq(dt_model_n_ties(m), 1);
+	dt_model_tie_info(m, 0, &tie);
+	ck_assert_int_eq(tie.size, 11 * 8);
+	dt_model_tensor_info(m, tie.copy_tensor, &ti);
+	ck_assert_str_eq(ti.node, "head");
+	ck_assert_str_eq(ti.tie_node, "wte");
+	ck_assert_int_eq(ti.shape[0], 11);	/* (vocab, dim), as wte */
+	ck_assert_int_eq(ti.shape[1], 8);
+	dt_model_tensor_info(m, tie.src_tensor, &ti);
+	ck_assert_ptr_null(ti.tie_node);
+	/* the untied model's count, less the head's 8 x 11 weight */
+	ck_assert_int_eq(dt_model_n_tied(m), 88);
+	ck_assert_uint_eq(dt_model_n_params(m) - (size_t)dt_model_n_tied(m),
+			  11 * 8 + 6 * 8 + 8 + 8 + 8 * 24 + 24 + 8 * 8 + 8 +
+			  11);
+
+	float *p = dt_model_params(m), *g = dt_model_grads(m);
+	float *src = p + tie.src_offset, *copy = p + tie.copy_offset;
+
+	ck_assert(memcmp(src, copy, 88 * sizeof(float)) == 0);
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, 2, 1.0f, &loss, NULL);
+	ck_assert(isfinite(loss));
+	ck_assert_int_eq(gc_model_check(m, x, labels, NULL, 2,
+					&(struct gc_model_tol){
+						.eps = 1e-2, .atol = 1e-3,
+						.rtol = 1e-2, .stride = 3,
+						.sum = true }, NULL), 0);
+	/* The shared perturbation, on every element of the table. */
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, 2, 1.0f, &loss, NULL);
+	for (int j = 0; j < 88; j++) {
+		double want = (double)g[tie.src_offset + (size_t)j] +
+			      g[tie.copy_offset + (size_t)j];
+		float keep = src[j];
+
+		src[j] = copy[j] = keep + 1e-2f;
+		dt_model_eval(m, x, labels, 2, &up, NULL);
+		src[j] = copy[j] = keep - 1e-2f;
+		dt_model_eval(m, x, labels, 2, &down, NULL);
+		src[j] = copy[j] = keep;
+		if (!gc_close_enough(want, (up - down) / 2e-2, 1e-3, 1e-2) &&
+		    bad++ < 5)
+			fprintf(stderr, "tied table [%d]: %g vs %g\n", j, want,
+				(up - down) / 2e-2);
+		/* the copy's own term is not the whole: the head reads
+		 * every row, the embedding 6 of 11 */
+	}
+	ck_assert_int_eq(bad, 0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
 /* model.recompute through graph.h: two copies of a block {ln, attn}
  * (named as `repeat:` names them) between the embeddings and the head.
  * Each copy's attention is read outside the copy, so it is kept; each
@@ -1014,6 +1091,7 @@ graph_nlp_suite(void)
 	suite_add_tcase(s, layers);
 
 	tcase_add_test(model, test_lm_model);
+	tcase_add_test(model, test_tied_model);
 	tcase_add_test(model, test_lm_recompute);
 	tcase_add_test(model, test_buffers_after_trained);
 	suite_add_tcase(s, model);

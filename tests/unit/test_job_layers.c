@@ -470,7 +470,7 @@ START_TEST(test_layer_set_errors)
 	expect_error(layers_job(dense), s2, 1,
 		     "--set model.layers.0.channels=3: model.layers.0.channels: "
 		     "dense takes units, activation, bias, init, name, "
-		     "inputs");
+		     "inputs, tie");
 	expect_error(layers_job("    - {type: relu}\n"), s3, 1,
 		     "--set model.layers.0.type=conv2d: model.layers.0.channels: "
 		     "required key missing (type is conv2d); expected an "

@@ -1,0 +1,157 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Tied weights (a dense layer's `tie:`, dtrain-job(5)): the shipped GPT-2
+# jobs plan GPT-2's parameter counts; a tiny tied model trains the same
+# bits on 1 rank, data-parallel on 2, tensor-parallel on 2 (nothing of it
+# splits: the tied head stays whole, as its embedding does) and in a
+# pipeline of 2 stages with the embedding on the first and the head on
+# the last (their gradients summed across the stages); a run stopped and
+# resumed gives the bits of the whole run; the checkpoint and the torch
+# export hold the table once, and the contrib loader ties it again and
+# gives dtrain's logits to 1e-5 (where torch is installed).
+. "${top_srcdir}/tests/integration/lib.sh"
+[ -f /usr/share/games/fortunes/cookie ] || {
+	echo "SKIP: fortunes missing (apt-get install fortunes)"
+	exit 77
+}
+
+# The counts of GPT-2 small and medium (jobs' comments work them out).
+for j in gpt2-124m:124439808 gpt2-350m:354823168; do
+	"$DTRAIN" plan "$top_srcdir/jobs/${j%%:*}.yaml" >plan.out
+	grep -q "^total: ${j#*:} parameters;" plan.out ||
+		{ grep total plan.out >&2; fail "${j%%:*}: not ${j#*:} parameters"; }
+done
+
+cat >tied.yaml <<'YAML'
+name: tied
+seed: 3
+data:
+  format: text
+  train: {file: /usr/share/games/fortunes/cookie}
+  context: 16
+  text_unit: bytes
+  eval_fraction: 0.1
+model:
+  layers:
+    - {type: embedding, name: tok, vocab: 96, dim: 16}
+    - {type: pos_embedding, name: pos, dim: 16}
+    - {type: layernorm, name: ln}
+    - {type: dense, name: fc, units: 16, activation: tanh}
+    - {type: dense, name: head, units: 96, bias: false, tie: tok}
+  loss: softmax_cross_entropy
+train: {global_batch: 8, micro_batch: 2, steps: 8, optimizer: adamw,
+        lr: 0.01, weight_decay: 0.1, clip_norm: 1.0}
+parallel: {blas_threads: 1}
+eval: {every_steps: 0}
+log: {every_steps: 1}
+checkpoint: {every_steps: 4}
+YAML
+
+# 96 x 16 + 16 x 16 + 2 x 16 + 16 x 16 + 16 = 2096: the head adds none.
+"$DTRAIN" plan tied.yaml | grep -q "^total: 2096 parameters;" ||
+	fail "tied.yaml: not 2096 parameters"
+M="--set parallel.strategy=model"
+"$DTRAIN" plan tied.yaml $M --set parallel.pipeline_parallel=2 -n 2 >pp.plan
+grep -Eq "^tok +embedding .* 0$" pp.plan && grep -Eq "^head +dense .* 1$" pp.plan ||
+	{ cat pp.plan >&2; fail "pp2: tok not on stage 0 or head not on stage 1"; }
+
+mpi 1 "$DTRAIN" run -q --run-dir one tied.yaml >/dev/null
+export_of one one.st
+for l in "dp2:--set parallel.strategy=data" \
+	 "tp2:$M --set parallel.tensor_parallel=2" \
+	 "pp2:$M --set parallel.pipeline_parallel=2"; do
+	name=${l%%:*}
+	# shellcheck disable=SC2086
+	mpi 2 "$DTRAIN" run -q --run-dir $name tied.yaml ${l#*:} \
+		>$name.out 2>&1 || { cat $name.out >&2; fail "$name: exit"; }
+	compare_losses one $name 0 >/dev/null ||
+		{ compare_losses one $name 0 || true; fail "$name: losses differ from one rank"; }
+	export_of $name $name.st
+	cmp one.st $name.st || fail "$name: parameters differ from one rank"
+	echo "ok: $name"
+done
+
+# Stopped at step 3 and resumed from its checkpoint, in the pipeline too.
+for np in 1 2; do
+	set -- ; [ $np -eq 2 ] && set -- $M --set parallel.pipeline_parallel=2
+	d=stop$np
+	set +e
+	DTRAIN_TEST_SIGNAL_AT_STEP=3 mpi $np -x DTRAIN_TEST_SIGNAL_AT_STEP \
+		"$DTRAIN" run -q --run-dir $d tied.yaml "$@" >/dev/null 2>$d.err
+	rc=$?
+	set -e
+	[ "$rc" -eq 3 ] || { cat $d.err >&2; fail "np=$np: stop exited $rc"; }
+	mpi $np "$DTRAIN" resume -q $d >/dev/null 2>$d.err2 ||
+		{ cat $d.err2 >&2; fail "np=$np: resume"; }
+	grep -q "resuming from .*step 3" $d.err2 || fail "np=$np: not resumed at 3"
+	export_of $d $d.st
+	cmp one.st $d.st || fail "np=$np: resumed parameters differ"
+	echo "ok: resume np=$np"
+done
+
+# One table in the checkpoint, the export and its torch form.
+"$DTRAIN" export --format torch -o tied.pt.safetensors one >/dev/null
+"$PYTHON" - one.st tied.pt.safetensors <<'PY'
+import json, struct, sys
+def header(path):
+    b = open(path, "rb").read()
+    (n,) = struct.unpack("<Q", b[:8])
+    return json.loads(b[8:8 + n])
+st, pt = header(sys.argv[1]), header(sys.argv[2])
+names = sorted(k for k in st if k != "__metadata__")
+want = ["fc.bias", "fc.weight", "ln.bias", "ln.weight", "pos.weight",
+        "tok.weight"]
+if names != want:
+    sys.exit("export: tensors %r, expected %r" % (names, want))
+if st["tok.weight"]["shape"] != [96, 16]:
+    sys.exit("export: tok.weight %r" % st["tok.weight"]["shape"])
+names = sorted(k for k in pt if k != "__metadata__")
+if names != want:
+    sys.exit("torch export: tensors %r, expected %r" % (names, want))
+head = [l for l in json.loads(pt["__metadata__"]["graph"])["layers"]
+        if l["name"] == "head"]
+if len(head) != 1 or head[0].get("tie") != "tok":
+    sys.exit("torch export: head's tie %r" % head)
+PY
+echo "ok: one table saved"
+
+"$DTRAIN" sample --prompt "The " -n 20 one >sample.out ||
+	fail "sample of a tied model"
+[ -s sample.out ] || fail "sample printed nothing"
+
+if "$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
+   /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+	need_torch
+	head -c 4000 /usr/share/games/fortunes/cookie | tail -c 1600 >tail.txt
+	"$DTRAIN" predict --input tail.txt -o tied.logits.npy one 2>/dev/null
+	"$TORCH_PY" - "$top_srcdir/contrib" <<'PY'
+import struct, sys
+import numpy as np
+import torch
+sys.path.insert(0, sys.argv[1])
+import dtrain_torch
+torch.set_num_threads(1)
+model = dtrain_torch.load("tied.pt.safetensors")
+if model.head.weight is not model.tok.weight:
+    sys.exit("the loader did not tie head.weight to tok.weight")
+v = open("one/vocab.bin", "rb").read()
+(n,) = struct.unpack("<q", v[24:32])
+ids = {int(u): i for i, u in enumerate(np.frombuffer(v, "<u4", n, 32))}
+tokens = np.array([ids[b] for b in open("tail.txt", "rb").read()])
+ctx = model.input_shape[0]
+nx = (len(tokens) - ctx) // ctx + 1
+x = np.stack([tokens[i * ctx:i * ctx + ctx] for i in range(nx)])
+with torch.no_grad():
+    ours = model(torch.from_numpy(x.astype(np.float32))).numpy()
+theirs = np.load("tied.logits.npy")
+if ours.shape != theirs.shape:
+    sys.exit("torch gives %r, dtrain %r" % (ours.shape, theirs.shape))
+diff = np.abs(ours.astype(np.float64) - theirs)
+if (diff > 1e-5 * (1 + np.abs(theirs))).any():
+    sys.exit("torch logits differ from dtrain's by up to %g" % diff.max())
+PY
+	echo "ok: torch logits"
+else
+	echo "torch missing (apt-get install python3-torch): the logits" \
+		"check is skipped; the tensor list above was checked"
+fi
