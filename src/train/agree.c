@@ -380,14 +380,16 @@ describe(const struct dt_job *job, int rank, const char *rec,
 	snprintf(buf, size, "%s", line);
 }
 
-/* Collective: compares every rank's record (rec, rec_n; what names it)
+/* Collective: compares every rank's record (cmp, cmp_n; what names it)
  * with rank 0's and, when they differ, has the lowest differing rank name
- * the first differing key (from rank 0's job text too, when text is not
- * NULL on every rank). Frees nothing of the caller's. */
+ * the first differing key of the records shown (rec, rec_n: cmp or a
+ * fuller form of it, line for line), from rank 0's job text too when text
+ * is not NULL on every rank. Frees nothing of the caller's. */
 static enum dt_status
 check_records(const struct dt_job *job, struct dt_comm *comm,
-	      const char *what, const char *rec, size_t rec_n,
-	      const char *text, size_t text_n, struct dt_error *err)
+	      const char *what, const char *cmp, size_t cmp_n,
+	      const char *rec, size_t rec_n, const char *text, size_t text_n,
+	      struct dt_error *err)
 {
 	char *rec0 = NULL, *text0 = NULL, *why = NULL;
 	size_t n0, why_n;
@@ -395,7 +397,7 @@ check_records(const struct dt_job *job, struct dt_comm *comm,
 	enum dt_status st;
 	int bad = -1;
 
-	st = dt_comm_check_same(comm, what, rec, rec_n, &bad, err);
+	st = dt_comm_check_same(comm, what, cmp, cmp_n, &bad, err);
 	if (st != DT_ERR_JOB)
 		return st;
 	/* They differ: rank 0's record and job text to every rank (their
@@ -436,7 +438,7 @@ dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
 	st = dt_comm_agree(comm, st, err);
 	if (st == DT_OK)
 		st = check_records(job, comm, "the start-up record", rec, rec_n,
-				   text, text_n, err);
+				   rec, rec_n, text, text_n, err);
 	free(rec);
 	free(text);
 	return st;
@@ -446,6 +448,7 @@ dt_agree_check(const struct dt_job *job, struct dt_comm *comm,
 struct digest_rec {
 	enum dt_status st;
 	struct dt_error *err;
+	int with_path;		/* 0: the bytes alone, as ranks compare them */
 };
 
 static void
@@ -457,7 +460,10 @@ put_digest(FILE *f, const char *key, const char *path, void *ctx)
 
 	if (dr->st != DT_OK)
 		return;
-	fprintf(f, "%s\t%s: ", key, path);
+	if (dr->with_path)
+		fprintf(f, "%s\t%s: ", key, path);
+	else
+		fprintf(f, "%s\t", key);
 	if (stat(path, &sb) != 0) {
 		fprintf(f, "missing: %s\n", strerror(errno));
 		return;
@@ -468,12 +474,13 @@ put_digest(FILE *f, const char *key, const char *path, void *ctx)
 			(int64_t)sb.st_size, hex);
 }
 
-enum dt_status
-dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
-		     struct dt_error *err)
+/* dt_agree_data_record, with or without each file's path. */
+static enum dt_status
+data_record(const struct dt_job *job, int with_path, char **out, size_t *len,
+	    struct dt_error *err)
 {
 	char *buf = NULL;
-	struct digest_rec dr = { DT_OK, err };
+	struct digest_rec dr = { DT_OK, err, with_path };
 	enum dt_status st;
 	size_t n = 0, i;
 	FILE *f;
@@ -505,6 +512,13 @@ dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
 }
 
 enum dt_status
+dt_agree_data_record(const struct dt_job *job, char **out, size_t *len,
+		     struct dt_error *err)
+{
+	return data_record(job, 1, out, len, err);
+}
+
+enum dt_status
 dt_agree_data(const struct dt_job *job, struct dt_comm *comm,
 	      struct dt_error *err)
 {
@@ -515,17 +529,19 @@ dt_agree_data(const struct dt_job *job, struct dt_comm *comm,
 
 	/* The node's first rank hashes and fills the digest cache; the
 	 * others then find each unchanged file's digest there, and hash
-	 * only a file that is another version on their side. */
+	 * only a file that is another version on their side. The ranks
+	 * compare the bytes alone: a downloaded source lies in each host's
+	 * own cache, at a path of its own. */
 	if (first)
-		st = dt_agree_data_record(job, &rec, &rec_n, err);
+		st = data_record(job, 0, &rec, &rec_n, err);
 	if (dt_comm_node_barrier(comm, NULL) != DT_OK && st == DT_OK)
 		st = dt_errorf(err, DT_ERR_MPI, "node barrier failed");
 	if (!first)
-		st = dt_agree_data_record(job, &rec, &rec_n, err);
+		st = data_record(job, 0, &rec, &rec_n, err);
 	st = dt_comm_agree(comm, st, err);
 	if (st == DT_OK)
 		st = check_records(job, comm, "the data record", rec, rec_n,
-				   NULL, 0, err);
+				   rec, rec_n, NULL, 0, err);
 	free(rec);
 	return st;
 }

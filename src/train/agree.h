@@ -45,7 +45,8 @@ enum dt_status dt_agree_record(const struct dt_job *job, int world_size,
 /* Collective over comm, to call once every data source of job is a local
  * file (after dt_source_fetch_all): proves that every rank reads the same
  * bytes, whether or not the job gives digests. Each rank's data record
- * (dt_agree_data_record) is compared with rank 0's; the node's first rank
+ * (dt_agree_data_record without the paths: a downloaded file lies in
+ * each host's own cache) is compared with rank 0's; the node's first rank
  * builds its record first, so each file is hashed once per node and
  * version (the digest cache, fetch.h's dt_fetch_digest) and the node's
  * other ranks hash only a file that differs on their side. When they
@@ -53,8 +54,8 @@ enum dt_status dt_agree_record(const struct dt_job *job, int world_size,
  * lowest differing rank, the source's key and both files' size and
  * digest:
  *   "ranks disagree before training: rank 1: data.train.images is
- *   /d/x.idx: 3136 bytes, sha256 5d41... (job.yaml:8:15), rank 0 has
- *   /d/x.idx: 3136 bytes, sha256 2cf2...; every rank stops".
+ *   3136 bytes, sha256 5d41... (job.yaml:8:15), rank 0 has 3136 bytes,
+ *   sha256 2cf2...; every rank stops".
  * A rank that cannot read a file fails with its status on every rank;
  * DT_ERR_MPI if a call fails. */
 enum dt_status dt_agree_data(const struct dt_job *job, struct dt_comm *comm,

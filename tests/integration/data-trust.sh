@@ -74,7 +74,7 @@ if unshare -m sh -c "mount --bind '$SCRATCH/other.idx' '$SCRATCH/labels.idx' &&
 		set --
 		[ "$digest" = none ] || set -- --set "data.train.labels.sha256=$good"
 		if [ "$digest" = none ]; then
-			pattern="ranks disagree before training: rank 1: data.train.labels is $SCRATCH/labels.idx: 10008 bytes, sha256 $other .*rank 0 has $SCRATCH/labels.idx: 10008 bytes, sha256 $good; every rank stops"
+			pattern="ranks disagree before training: rank 1: data.train.labels is 10008 bytes, sha256 $other .*rank 0 has 10008 bytes, sha256 $good; every rank stops"
 			code=2
 		else
 			pattern="rank 1: job.yaml:[0-9]+:[0-9]+: data.train.labels: $SCRATCH/labels.idx: sha256 mismatch: expected $good, got $other"
