@@ -206,7 +206,7 @@ START_TEST(test_csv_errors)
 	write_text(path, "ragged.csv", "1,2,0\n3,4,1\n5,2\n");
 	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
 			 DT_ERR_FORMAT);
-	expect_msg(&err, path, ": line 3: 2 columns, expected 3 (as on line 1)");
+	expect_msg(&err, path, ": line 3, column 3: 2 columns, expected 3 (as on line 1)");
 	ck_assert_ptr_null(ds.x_f32);
 	ck_assert_ptr_null(ds.y);
 	dt_dataset_fini(&ds);
