@@ -292,11 +292,13 @@ START_TEST(test_csv_values)
 			 DT_ERR_DATA);
 	expect_msg(&err, path, ": no data rows after the header");
 
+	/* The first data row places the label column. */
+	write_text(path, "header-row.csv", "a,b,c\n1,2,3\n");
 	o.label_col = 3;
 	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
 			 DT_ERR_DATA);
 	expect_msg(&err, path, ": label column 3 does not exist: the file has "
-		   "3 columns (line 1)");
+		   "3 columns (line 2)");
 
 	write_text(path, "nul.csv", "");
 	o.header = 0;
