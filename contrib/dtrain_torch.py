@@ -20,13 +20,15 @@ sharing its embedding's weight (one Parameter). The result is the last layer's o
 logits for softmax_cross_entropy (model.probabilities(x) applies the
 softmax), predictions for mse.
 
-Inputs are what the model sees: features already multiplied by the job's
-data.scale (model.input_scale; model.prepare(raw) does it in float32 as
-dtrain does), token ids as numbers.
+Inputs are what the model sees: features already multiplied by the
+scale the run used (model.input_scale) and, with data.normalize, mapped
+per feature by the training split's statistics (model.input_normalize:
+(x - shift) * mul); model.prepare(raw) does both in float32 as dtrain
+does. Token ids go in as numbers.
 
 As a script: python3 dtrain_torch.py FILE INPUT.npy OUTPUT.npy
-[--probabilities] [--raw] runs the model on INPUT (--raw: multiply by
-input_scale first) and writes float32 NPY. A file that is not safetensors
+[--probabilities] [--raw] runs the model on INPUT (--raw: raw features,
+scaled and normalised first by model.prepare) and writes float32 NPY. A file that is not safetensors
 or inputs of the wrong shape: one line on stderr naming the file, exit
 status 1; a bad argument or option: the usage, exit status 2.
 """
@@ -160,6 +162,12 @@ class DtrainModel(nn.Module):
         self.graph = graph
         self.input_shape = list(graph["input_shape"])
         self.input_scale = float(graph.get("input_scale", 1.0))
+        # data.normalize: (x * input_scale - shift) * mul per feature,
+        # all in float32 as data/ computes it; None without one
+        norm = graph.get("input_normalize")
+        self.input_normalize = None if norm is None else (
+            np.asarray(norm["shift"], dtype=np.float32),
+            np.asarray(norm["mul"], dtype=np.float32))
         self._steps = []
         for layer in graph["layers"]:
             mod = _module(layer)
@@ -175,9 +183,15 @@ class DtrainModel(nn.Module):
                     getattr(self, layer["tie"]).weight
 
     def prepare(self, raw):
-        """Raw features times input_scale in float32, as data/ does."""
-        x = torch.as_tensor(np.asarray(raw, dtype=np.float32))
-        return x * torch.tensor(self.input_scale, dtype=torch.float32)
+        """Raw features times input_scale, then the job's data.normalize
+        map (input_normalize), in float32 as data/ does."""
+        x = np.asarray(raw, dtype=np.float32)
+        x = x * np.float32(self.input_scale)
+        if self.input_normalize is not None:
+            shift, mul = self.input_normalize
+            flat = x.reshape(x.shape[0], -1)
+            x = ((flat - shift) * mul).reshape(x.shape)
+        return torch.as_tensor(np.ascontiguousarray(x, dtype=np.float32))
 
     def forward(self, x):
         b = x.shape[0]

@@ -8,6 +8,14 @@ dist_examples_DATA += jobs/fashion-mnist-cnn.yaml
 dist_examples_DATA += jobs/char-gpt.yaml
 dist_examples_DATA += jobs/gpt2-124m.yaml
 dist_examples_DATA += jobs/gpt2-350m.yaml
+dist_examples_DATA += jobs/tabular-csv.yaml
+dist_examples_DATA += jobs/regression-npy.yaml
+# their data, small, and the script that writes it (numpy)
+examplesdatadir = $(examplesdir)/data
+dist_examplesdata_DATA = jobs/data/make-data.py \
+	jobs/data/tabular-train.csv jobs/data/tabular-eval.csv \
+	jobs/data/regression-train-x.npy jobs/data/regression-train-y.npy \
+	jobs/data/regression-eval-x.npy jobs/data/regression-eval-y.npy
 
 DEMO_RANKS = 2
 demo: dtrain

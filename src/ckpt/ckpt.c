@@ -346,6 +346,29 @@ dt_ckpt_load(const char *path, const struct dt_ckpt_target *params,
 }
 
 enum dt_status
+dt_ckpt_read_meta(const char *path, struct dt_ckpt_meta *meta,
+		  struct dt_error *err)
+{
+	char file[DT_CK_PATH_MAX], *text;
+	size_t len;
+	enum dt_status st;
+
+	memset(meta, 0, sizeof *meta);
+	if (join(file, path, DT_CK_META, err))
+		return DT_ERR_IO;
+	st = read_small(file, DT_CK_META, NULL, &text, &len, err);
+	if (st == DT_OK) {
+		st = dt_ck_meta_decode(text, len, meta, err);
+		free(text);
+	}
+	if (st != DT_OK) {
+		dt_ckpt_meta_fini(meta);
+		dt_error_prefix(err, "%s: ", path);
+	}
+	return st;
+}
+
+enum dt_status
 dt_ckpt_check_run(const char *path, const char *run_id, const char *run_dir,
 		  struct dt_error *err)
 {

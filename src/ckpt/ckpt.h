@@ -112,11 +112,16 @@ struct dt_ckpt_meta {
 	char *data_shards;	/* the training data's shard list, one
 				 * "NAME<TAB>BYTES" line per shard; NULL:
 				 * none (not saved) */
+	char *data_norm;	/* what the features go through before the
+				 * model (data/data.h, dt_norm_text: the
+				 * scale and data.normalize's statistics);
+				 * NULL: none (not saved) */
 	struct dt_ckpt_scalar *extra;	/* n_extra entries */
 	size_t n_extra;		/* <= DT_CKPT_MAX_EXTRA */
 };
 
-/* Frees what dt_ckpt_load put in *meta (job_text, data_shards, extra)
+/* Frees what dt_ckpt_load put in *meta (job_text, data_shards,
+ * data_norm, extra)
  * and zeroes it.
  * Accepts NULL and a zeroed struct. Never call it on a struct whose
  * pointers the caller owns itself. */
@@ -207,6 +212,13 @@ enum dt_status dt_ckpt_find_latest(const char *ckpt_dir, char *path,
  * when meta.json cannot be read. */
 enum dt_status dt_ckpt_check_run(const char *path, const char *run_id,
 				 const char *run_dir, struct dt_error *err);
+
+/* Reads the meta.json of the checkpoint at path (no other file, nothing
+ * verified beyond it: dt_ckpt_verify checks the rest) into *meta, heap
+ * copies to free with dt_ckpt_meta_fini. Returns DT_OK, DT_ERR_FORMAT or
+ * DT_ERR_IO naming the checkpoint and meta.json; *meta is then zeroed. */
+enum dt_status dt_ckpt_read_meta(const char *path, struct dt_ckpt_meta *meta,
+				 struct dt_error *err);
 
 /* Loads the checkpoint at path into the caller's buffers, checking as it
  * reads everything dt_ckpt_verify checks. params/optim list the tensors

@@ -415,6 +415,9 @@ dt_ck_meta_encode(const struct dt_ckpt_meta *m)
 	if (m->data_shards != NULL)
 		json_object_object_add(root, "data_shards",
 				       json_object_new_string(m->data_shards));
+	if (m->data_norm != NULL)
+		json_object_object_add(root, "data_norm",
+				       json_object_new_string(m->data_norm));
 	return to_text(root);
 }
 
@@ -425,6 +428,7 @@ dt_ckpt_meta_fini(struct dt_ckpt_meta *meta)
 		return;
 	free(meta->job_text);
 	free(meta->data_shards);
+	free(meta->data_norm);
 	free(meta->extra);
 	memset(meta, 0, sizeof *meta);
 }
@@ -511,7 +515,7 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 		"format", "version", "step", "epoch", "epoch_samples",
 		"optim_steps", "seed", "world_size", "dp_size", "pp_size",
 		"tp_size", "extra", "job", "run_id", "run_dir", "data_shards",
-		NULL
+		"data_norm", NULL
 	};
 	static const char *const sizes[] = { "world_size", "dp_size",
 					     "pp_size", "tp_size" };
@@ -569,6 +573,13 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 		if (st != DT_OK)
 			return st;
 		m->data_shards = dt_xstrdup(job);
+	}
+	/* Optional: a run over idx, npy or csv features saves it. */
+	if (json_object_object_get_ex(root, "data_norm", &v)) {
+		st = get_string(root, L, "data_norm", &job, err);
+		if (st != DT_OK)
+			return st;
+		m->data_norm = dt_xstrdup(job);
 	}
 	return decode_run(root, m, err);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_eval.c - `dtrain eval RUN_DIR`: the loss and accuracy of a checkpoint
- * on a split of the run's job or on another source in its format.
+ * on a split of the run's job or on another source in its format; for a
+ * regression (model.loss mse) the mean squared and absolute errors and
+ * R^2 (the coefficient of determination).
  *
  * The sums are those of the trainer's evaluation (train/train.c): the
  * loss summed over samples and label positions (nats) from the loss
@@ -169,6 +171,35 @@ count_batch(struct eval_sums *s, const float *logits, const int32_t *y,
 	}
 }
 
+/* The sums of a regression (mse) after the head ([0] loss, [3]
+ * samples): per output j, 4 values at SUMS_HEAD + 4 j: the squared
+ * errors, the absolute errors, the targets and their squares. */
+static double *
+output_sums(struct eval_sums *s, int64_t j)
+{
+	return s->v + SUMS_HEAD + 4 * j;
+}
+
+/* Adds one batch of a regression: predictions and targets (rows, k). */
+static void
+count_regress(struct eval_sums *s, const float *pred, const float *t,
+	      int64_t rows, int64_t k)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		for (int64_t j = 0; j < k; j++) {
+			double *o = output_sums(s, j);
+			double d = (double)pred[r * k + j] - t[r * k + j];
+			double v = t[r * k + j];
+
+			o[0] += d * d;
+			o[1] += fabs(d);
+			o[2] += v;
+			o[3] += v * v;
+		}
+		s->v[3] += 1;
+	}
+}
+
 /* What one `dtrain eval` holds from start to end. */
 struct eval_run {
 	struct eval_args a;
@@ -180,7 +211,8 @@ struct eval_run {
 	struct dt_progress shown;
 	const char *what;	/* --data, or "eval" */
 	int which;		/* the job's split: 0 train, 1 eval */
-	int64_t lps;		/* labels per sample */
+	int64_t lps;		/* labels (or mse targets) per sample */
+	int regress;		/* model.loss mse: targets, MSE/MAE/R^2 */
 	int64_t batch;		/* samples per forward pass */
 };
 
@@ -206,6 +238,18 @@ run_share(struct eval_run *e, struct dt_error *err)
 		for (int64_t j = 0; j < count; j++)
 			idx[j] = i + j;
 		dt_source_gather(&e->src, idx, count, x, y);
+		if (e->regress) {
+			/* y holds the targets (source.h). */
+			const float *t = (const float *)(const void *)y;
+
+			dt_model_eval_targets(e->cm.model, x, t, count, &ls);
+			s->v[0] += ls;
+			count_regress(s, dt_cmd_model_logits(&e->cm, &osz), t,
+				      count, e->lps);
+			dt_progress_task_update(&e->shown, (i + count - lo) *
+						n / (hi - lo));
+			continue;
+		}
 		dt_model_eval(e->cm.model, x, y, count, &ls, &correct);
 		s->v[0] += ls;
 		s->v[1] += (double)correct;
@@ -258,12 +302,75 @@ print_per_class(struct eval_sums *s)
 	}
 }
 
+/* A regression's figures over all outputs: mean squared and absolute
+ * error per value, and R^2 = 1 - sum of squared errors / sum of squares
+ * about each output's mean (the outputs weighted by their variance);
+ * r2 per output into r2_out[k] when not NULL. */
+static void
+regress_results(struct eval_sums *s, int64_t k, double *mse, double *mae,
+		double *r2, double *r2_out)
+{
+	double n = s->v[3], sse = 0, sae = 0, sst = 0;
+
+	for (int64_t j = 0; j < k; j++) {
+		double *o = output_sums(s, j);
+		double ss = o[3] - o[2] * o[2] / n;
+
+		sse += o[0];
+		sae += o[1];
+		sst += ss;
+		if (r2_out != NULL)
+			r2_out[j] = 1.0 - o[0] / ss;
+	}
+	*mse = sse / (n * (double)k);
+	*mae = sae / (n * (double)k);
+	*r2 = 1.0 - sse / sst;
+}
+
+static void
+print_regress(struct eval_run *e)
+{
+	double mse, mae, r2;
+	double *r2_out = dt_xmalloc((size_t)e->lps, sizeof *r2_out);
+
+	regress_results(&e->s, e->lps, &mse, &mae, &r2, r2_out);
+	printf("%s: checkpoint of step %lld, %s: %lld samples of %lld "
+	       "output%s\n", e->line.operand, (long long)e->cm.step, e->what,
+	       (long long)e->src.n, (long long)e->lps, e->lps == 1 ? "" : "s");
+	printf("mse %.6g\nmae %.6g\nr2 %.6f\n", mse, mae, r2);
+	for (int64_t j = 0; e->lps > 1 && j < e->lps; j++)
+		printf("  output %lld: r2 %.6f\n", (long long)j, r2_out[j]);
+	free(r2_out);
+}
+
+static void
+json_regress(struct json_object *o, struct eval_run *e)
+{
+	double mse, mae, r2;
+	double *r2_out = dt_xmalloc((size_t)e->lps, sizeof *r2_out);
+	struct json_object *per = json_object_new_array();
+
+	regress_results(&e->s, e->lps, &mse, &mae, &r2, r2_out);
+	json_object_object_add(o, "outputs", json_object_new_int64(e->lps));
+	json_object_object_add(o, "mse", dt_json_float(mse));
+	json_object_object_add(o, "mae", dt_json_float(mae));
+	json_object_object_add(o, "r2", dt_json_float(r2));
+	for (int64_t j = 0; j < e->lps; j++)
+		json_object_array_add(per, dt_json_float(r2_out[j]));
+	json_object_object_add(o, "r2_per_output", per);
+	free(r2_out);
+}
+
 static void
 print_text(struct eval_run *e)
 {
 	struct eval_sums *s = &e->s;
 	double loss, acc, top;
 
+	if (e->regress) {
+		print_regress(e);
+		return;
+	}
 	results(s, &loss, &acc, &top);
 	printf("%s: checkpoint of step %lld, %s: %lld samples",
 	       e->line.operand, (long long)e->cm.step, e->what,
@@ -324,6 +431,13 @@ print_json(struct eval_run *e)
 	json_object_object_add(o, "step", json_object_new_int64(e->cm.step));
 	json_object_object_add(o, "data", json_object_new_string(e->what));
 	json_object_object_add(o, "samples", json_object_new_int64(e->src.n));
+	json_object_object_add(o, "batch", json_object_new_int64(e->batch));
+	if (e->regress) {
+		json_object_object_add(o, "loss", dt_json_float(
+			e->s.v[0] / e->s.v[3]));
+		json_regress(o, e);
+		goto out;
+	}
 	json_object_object_add(o, "labels_per_sample",
 			       json_object_new_int64(e->lps));
 	json_object_object_add(o, "nan_labels",
@@ -332,12 +446,12 @@ print_json(struct eval_run *e)
 	json_object_object_add(o, "accuracy", dt_json_float(acc));
 	json_object_object_add(o, "top_k", json_object_new_int(e->a.top_k));
 	json_object_object_add(o, "top_k_accuracy", dt_json_float(top));
-	json_object_object_add(o, "batch", json_object_new_int64(e->batch));
 	if (e->lps > 1)
 		json_object_object_add(o, "perplexity",
 				       dt_json_float(exp(loss)));
 	if (e->s.per_class)
 		json_per_class(o, &e->s);
+out:
 	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 					    JSON_C_TO_STRING_SPACED |
 					    JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -353,14 +467,9 @@ eval_open(struct eval_run *e, int64_t step, struct dt_error *err)
 	if (st == DT_OK)
 		st = dt_cmd_model_open(e->line.operand, e->line.sets,
 				       e->line.n_sets, step, 0, &e->cm, err);
-	if (st == DT_OK &&
-	    e->cm.job->model.loss != DT_LOSS_SOFTMAX_CROSS_ENTROPY)
-		st = dt_errorf(err, DT_ERR_USAGE, "%s: eval needs a "
-			       "classifier or language model (loss "
-			       "softmax_cross_entropy); this one's loss is "
-			       "mse", e->line.operand);
 	if (st != DT_OK)
 		return st;
+	e->regress = e->cm.job->model.loss == DT_LOSS_MSE;
 	if (strcmp(e->what, "train") == 0)
 		e->which = 0;
 	else if (strcmp(e->what, "eval") != 0)
@@ -383,11 +492,15 @@ eval_read(struct eval_run *e, struct dt_error *err)
 	if (st == DT_OK)
 		st = dt_source_open(&e->src, e->cm.job, e->which,
 				    dt_model_n_classes(e->cm.model),
+				    dt_model_targets_per_sample(e->cm.model),
 				    EVAL_BATCH, &e->cm.vocab, NULL, err);
 	dt_meter_use(old);
 	if (st != DT_OK)
 		return st;
-	e->lps = dt_model_labels_per_sample(e->cm.model);
+	/* The inputs as the model was trained on them. */
+	dt_cmd_model_inputs(&e->cm, &e->src.ds);
+	e->lps = dt_model_labels_per_sample(e->cm.model) +
+		 dt_model_targets_per_sample(e->cm.model);
 	if (e->src.n == 0)
 		return dt_errorf(err, DT_ERR_USAGE, "%s: the job has no %s "
 				 "split (give --data train or a source)",
@@ -412,15 +525,23 @@ eval_prepare(struct eval_run *e, struct dt_error *err)
 
 	s->classes = dt_model_n_classes(e->cm.model);
 	/* Top-k of more than the classes would be 1 by definition. */
-	if (e->a.top_k == 0)
+	if (e->regress && e->a.top_k > 0)
+		return dt_errorf(err, DT_ERR_USAGE, "--top-k: the model is a "
+				 "regression (loss mse), without classes");
+	if (e->regress)
+		s->n = SUMS_HEAD + (size_t)(4 * e->lps);
+	else if (e->a.top_k == 0)
 		e->a.top_k = s->classes < 5 ? (int)s->classes : 5;
 	else if (e->a.top_k > s->classes)
 		return dt_errorf(err, DT_ERR_USAGE, "--top-k %d: the model "
 				 "has %lld classes", e->a.top_k,
 				 (long long)s->classes);
-	s->per_class = e->lps == 1 && s->classes <= EVAL_MAX_CONFUSION;
-	s->n = SUMS_HEAD + (s->per_class ?
-			    (size_t)(s->classes * (s->classes + 2)) : 0);
+	s->per_class = !e->regress && e->lps == 1 &&
+		       s->classes <= EVAL_MAX_CONFUSION;
+	if (!e->regress)
+		s->n = SUMS_HEAD + (s->per_class ?
+				    (size_t)(s->classes * (s->classes + 2)) :
+				    0);
 	s->v = dt_xcalloc(s->n, sizeof *s->v);
 	/* The batch's inputs, labels and sample indices. */
 	cost.asked = e->a.batch;

@@ -304,6 +304,52 @@ print_sources(const struct plan_source *srcs, int n, int64_t n_train,
 			"or the first run)\n");
 }
 
+/* What the features go through before the model (idx, npy, csv): the
+ * scale, the rule where the job gives none, and data.normalize. */
+static struct json_object *
+describe_inputs(const struct dt_job *job)
+{
+	static const char *const norm[] = { "none", "standard", "minmax" };
+	struct json_object *o;
+	char text[160];
+	enum dt_data_format f = job->data.format;
+
+	if (f != DT_FORMAT_IDX && f != DT_FORMAT_NPY && f != DT_FORMAT_CSV)
+		return NULL;
+	if (job->data.scale > 0)
+		snprintf(text, sizeof text, "%.9g (data.scale)",
+			 job->data.scale);
+	else if (f == DT_FORMAT_CSV)
+		snprintf(text, sizeof text, "1 (CSV numbers go in as read)");
+	else
+		snprintf(text, sizeof text, "1/255 if the features are stored "
+			 "as bytes (uint8), else 1");
+	o = json_object_new_object();
+	json_object_object_add(o, "scale", json_object_new_string(text));
+	json_object_object_add(o, "normalize", json_object_new_string(
+				       norm[job->data.normalize]));
+	return o;
+}
+
+static void
+print_inputs(struct json_object *desc, FILE *out)
+{
+	struct json_object *in, *v;
+
+	if (!json_object_object_get_ex(desc, "inputs", &in) || in == NULL)
+		return;
+	json_object_object_get_ex(in, "scale", &v);
+	fprintf(out, "\ninputs: scale %s", json_object_get_string(v));
+	json_object_object_get_ex(in, "normalize", &v);
+	if (strcmp(json_object_get_string(v), "none") == 0)
+		fprintf(out, "; normalize none\n");
+	else
+		fprintf(out, "; normalize %s per feature, with statistics of "
+			"the training split (computed when the run reads it, "
+			"kept in every checkpoint)\n",
+			json_object_get_string(v));
+}
+
 struct plan_args {
 	int dry_run;	/* accepted for clarity; plan never runs anything */
 	int ranks;
@@ -480,6 +526,7 @@ static int
 cmd_plan(int argc, char **argv)
 {
 	static struct dt_job job;
+	struct json_object *inputs;
 	/* ranks 0: no -n, 1 rank; gflops -1: no --gflops */
 	struct plan_args a = { .ranks = 0, .gflops = -1 };
 	struct dt_cmd_line line;
@@ -524,6 +571,9 @@ cmd_plan(int argc, char **argv)
 	desc = json_object_get(plan.desc);
 	json_object_object_add(desc, "sources",
 			       describe_sources(srcs, n_srcs));
+	inputs = describe_inputs(&job);
+	if (inputs != NULL)
+		json_object_object_add(desc, "inputs", inputs);
 	st = add_link(&a, &job, &plan, desc, &err);
 	if (st == DT_OK && a.json)
 		printf("%s\n", json_object_to_json_string_ext(
@@ -531,6 +581,7 @@ cmd_plan(int argc, char **argv)
 			       JSON_C_TO_STRING_SPACED));
 	else if (st == DT_OK) {
 		dt_plan_print(desc, stdout);
+		print_inputs(desc, stdout);
 		print_sources(srcs, n_srcs, data.n_train, stdout);
 	}
 	json_object_put(desc);

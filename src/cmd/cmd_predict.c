@@ -3,15 +3,22 @@
  * a run's checkpoint on new inputs, written as one NPY array.
  *
  * Inputs: NPY (.npy, .npy.gz: records, then each sample's shape), CSV
- * (.csv, .csv.gz: laid out as the job's CSV data, the label column
- * present and ignored), IDX (an images file of the MNIST family), and for
- * a text or tokens job its text or token file, cut into windows of
- * data.context tokens at stride data.context with no label after them
- * (dt_text_encode, dt_tokens_load, dt_tokens_window_inputs). Features
- * are multiplied by data.scale as in training (idx, npy and csv jobs; a
- * text or tokens job's NPY or CSV holds token ids, checked against the
+ * (.csv, .csv.gz: one row per sample, the model's features alone, or
+ * laid out as the job's CSV data with its label or target columns, read
+ * and dropped; the first data row decides, a row of another width is
+ * refused naming its line and column; a header line is detected (a cell
+ * that is not a number) unless --header or --no-header says), IDX (an
+ * images file of the MNIST family), and for a text or tokens job its
+ * text or token file, cut into windows of data.context tokens at stride
+ * data.context with no label after them (dt_text_encode, dt_tokens_load,
+ * dt_tokens_window_inputs). Features go through what training applied:
+ * the scale and data.normalize's statistics saved in the checkpoint
+ * (model_io.h, dt_cmd_model_inputs), or, for a checkpoint without them,
+ * data.scale as the job resolves it (idx, npy and csv jobs; a text or
+ * tokens job's NPY or CSV holds token ids, checked against the
  * embeddings). Outputs, float32 unless noted, one row per sample:
- *   logits          (N, *out)     the last layer's output (default)
+ *   logits          (N, *out)     the last layer's output (default); for
+ *                                 a regression (mse) the predicted values
  *   --probabilities (N, *out)     softmax over the last axis (the loss's
  *                                 output)
  *   --top-k K       (N, [T,] K)   int64 class ids, most likely first, the
@@ -52,6 +59,7 @@ struct predict_args {
 	int top_k;		/* 0: not asked */
 	int batch;		/* 0: sized from memory */
 	const char *checkpoint;	/* NULL: the newest */
+	int header, no_header;	/* a CSV's first line: names or data */
 };
 
 static const struct dt_cmd_opt predict_opts[] = {
@@ -74,6 +82,12 @@ static const struct dt_cmd_opt predict_opts[] = {
 	  .max = 65536, .doc = "samples per batch (default: up to 256)" },
 	DT_CMD_OPT_CHECKPOINT_ENTRY(offsetof(struct predict_args,
 					     checkpoint)),
+	{ .name = "header", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct predict_args, header),
+	  .doc = "a CSV input's first line names the columns" },
+	{ .name = "no-header", .kind = DT_CMD_ARG_FLAG,
+	  .offset = offsetof(struct predict_args, no_header),
+	  .doc = "a CSV input's first line is data" },
 	{ .kind = DT_CMD_ARG_END },
 };
 
@@ -229,73 +243,131 @@ check_token_ids(const struct dt_cmd_model *cm, const char *path,
 	return DT_OK;
 }
 
-/* Reads path, by its kind, into in (n samples of the model's input). */
+/* What one `dtrain predict` holds from start to end. */
+struct predict_run {
+	struct predict_args a;
+	struct dt_cmd_line line;
+	struct dt_cmd_model cm;
+	struct inputs in;
+	struct dt_comm *comm;
+	struct dt_progress shown;
+	float *out;		/* (n, width) logits or probabilities */
+	float *pad;		/* (batch, size): a short last batch */
+	double *ids;		/* (n, rows, k) for --top-k */
+	int64_t width, classes, rows;	/* per sample: outputs, classes,
+					 * predictions (T, or 1) */
+	int ld;			/* the last layer's output: ld dims */
+	int64_t ldims[4];
+	int64_t batch;
+};
+
+/* The scale of inputs stored as bytes (u8) or not, when the checkpoint
+ * says none: data.scale, or what the readers resolve without it. Token
+ * ids go in as they are. */
+static float
+input_scale(const struct dt_cmd_model *cm, int bytes)
+{
+	enum dt_data_format fmt = cm->job->data.format;
+
+	if (fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt))
+		return 1.0f;
+	if (cm->has_norm)
+		return (float)cm->norm.scale;
+	if (cm->job->data.scale > 0)
+		return (float)cm->job->data.scale;
+	return bytes ? 1.0f / 255.0f : 1.0f;
+}
+
+/* The checkpoint's normalisation over in's samples (none for token
+ * ids, whose jobs have none). */
+static void
+normalize_inputs(const struct dt_cmd_model *cm, struct inputs *in)
+{
+	if (cm->has_norm && cm->norm.kind != DT_NORM_NONE)
+		dt_norm_apply(&cm->norm, in->x, in->n);
+}
+
 static enum dt_status
-read_inputs(const struct dt_cmd_model *cm, const char *path,
+read_npy(const struct dt_cmd_model *cm, const char *path, struct inputs *in,
+	 int64_t want, struct dt_error *err)
+{
+	struct dt_npy a = { 0 };
+	int64_t size = 1;
+	float scale;
+	enum dt_status st = dt_npy_read(path, &a, err);
+
+	if (st == DT_OK && a.n_dims < 1)
+		st = dt_errorf(err, DT_ERR_DATA, "%s: a scalar, not an array "
+			       "of samples", path);
+	if (st == DT_OK) {
+		for (int d = 1; d < a.n_dims; d++)
+			size *= a.dims[d];
+		st = shape_inputs(in, path, a.dims[0], size, want, err);
+	}
+	scale = input_scale(cm, a.dtype == DT_NPY_U8);
+	for (int64_t i = 0; st == DT_OK && i < in->n * size; i++)
+		in->x[i] = (float)npy_elem(a.data, a.dtype, i) * scale;
+	dt_npy_fini(&a);
+	return st;
+}
+
+static enum dt_status
+read_csv(const struct predict_run *p, const char *path, struct inputs *in,
+	 int64_t want, struct dt_error *err)
+{
+	const struct dt_cmd_model *cm = &p->cm;
+	enum dt_data_format fmt = cm->job->data.format;
+	int64_t targets = dt_model_targets_per_sample(cm->model);
+	struct dt_dataset ds = { 0 };
+	struct dt_csv_opts o = {
+		.header = p->a.header ? 1 : p->a.no_header ? 0 :
+			  DT_CSV_HEADER_DETECT,
+		.label_col = fmt == DT_FORMAT_CSV ?
+			     (int)cm->job->data.label_column : -1,
+		.delimiter = ',',
+		.n_classes = INT32_MAX,
+		.n_targets = targets,
+		.n_features = want,
+		.scale = input_scale(cm, 0),
+	};
+	enum dt_status st = dt_dataset_load_csv(path, &o, &ds, err);
+
+	if (st == DT_OK)
+		st = shape_inputs(in, path, ds.n, ds.sample_size, want, err);
+	if (st == DT_OK) {
+		int64_t *idx = dt_xmalloc((size_t)ds.n, sizeof *idx);
+
+		for (int64_t i = 0; i < ds.n; i++)
+			idx[i] = i;
+		dt_dataset_gather(&ds, idx, ds.n, in->x, NULL);
+		free(idx);
+	}
+	dt_dataset_fini(&ds);
+	return st;
+}
+
+/* Reads path, by its kind, into in (n samples of the model's input),
+ * scaled and normalised as in training. */
+static enum dt_status
+read_inputs(const struct predict_run *p, const char *path,
 	    struct inputs *in, struct dt_error *err)
 {
+	const struct dt_cmd_model *cm = &p->cm;
 	int64_t want = dt_model_input_size(cm->model);
 	enum dt_data_format fmt = cm->job->data.format;
-	/* data.scale is for idx, npy and csv data; token ids go in as
-	 * they are (its default, 1/255, would make them fractions). */
-	float scale = fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt) ?
-		      1.0f : cm->job->data.scale > 0 ?
-		      (float)cm->job->data.scale : 1.0f;
+	struct dt_idx idx = { 0 };
+	int64_t size = 1;
+	float scale;
 	enum dt_status st;
 
 	memset(in, 0, sizeof *in);
-	if (is_kind(path, ".npy")) {
-		struct dt_npy a = { 0 };
-		int64_t size = 1;
-
-		st = dt_npy_read(path, &a, err);
-		if (st == DT_OK && a.n_dims < 1)
-			st = dt_errorf(err, DT_ERR_DATA, "%s: a scalar, not "
-				       "an array of samples", path);
-		if (st == DT_OK) {
-			for (int d = 1; d < a.n_dims; d++)
-				size *= a.dims[d];
-			st = shape_inputs(in, path, a.dims[0], size, want,
-					  err);
-		}
-		for (int64_t i = 0; st == DT_OK && i < in->n * size; i++)
-			in->x[i] = (float)npy_elem(a.data, a.dtype, i) * scale;
-		dt_npy_fini(&a);
-		return st;
-	}
-	if (is_kind(path, ".csv")) {
-		struct dt_dataset ds = { 0 };
-		struct dt_csv_opts o = {
-			.header = fmt == DT_FORMAT_CSV ? cm->job->data.header
-			: 0,
-			.label_col = fmt == DT_FORMAT_CSV ?
-				     (int)cm->job->data.label_column : -1,
-			.delimiter = ',',
-			.n_classes = INT32_MAX,
-			.scale = scale,
-		};
-
-		st = dt_dataset_load_csv(path, &o, &ds, err);
-		if (st == DT_OK)
-			st = shape_inputs(in, path, ds.n, ds.sample_size, want,
-					  err);
-		if (st == DT_OK) {
-			int64_t *idx = dt_xmalloc((size_t)ds.n, sizeof *idx);
-
-			for (int64_t i = 0; i < ds.n; i++)
-				idx[i] = i;
-			dt_dataset_gather(&ds, idx, ds.n, in->x, NULL);
-			free(idx);
-		}
-		dt_dataset_fini(&ds);
-		return st;
-	}
-	if (fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt))
+	if (is_kind(path, ".npy"))
+		st = read_npy(cm, path, in, want, err);
+	else if (is_kind(path, ".csv"))
+		st = read_csv(p, path, in, want, err);
+	else if (fmt == DT_FORMAT_TEXT || dt_job_format_token_ids(fmt))
 		return read_tokens(cm, path, in, want, err);
-	{
-		struct dt_idx idx = { 0 };
-		int64_t size = 1;
-
+	else {
 		st = dt_idx_read(path, &idx, err);
 		if (st == DT_OK) {
 			for (int d = 1; d < idx.n_dims; d++)
@@ -303,12 +375,15 @@ read_inputs(const struct dt_cmd_model *cm, const char *path,
 			st = shape_inputs(in, path, idx.dims[0], size, want,
 					  err);
 		}
+		scale = input_scale(cm, idx.type == 0x08);
 		for (int64_t i = 0; st == DT_OK && i < in->n * size; i++)
 			in->x[i] = (float)idx_elem(idx.data, idx.type, i) *
 				   scale;
 		dt_idx_fini(&idx);
-		return st;
 	}
+	if (st == DT_OK)
+		normalize_inputs(cm, in);
+	return st;
 }
 
 /* The k largest of p (n values) into ids, largest first, the lower id
@@ -378,24 +453,6 @@ fail:
 	return dt_errorf(err, DT_ERR_IO, "write failed: %s", strerror(errno));
 }
 
-/* What one `dtrain predict` holds from start to end. */
-struct predict_run {
-	struct predict_args a;
-	struct dt_cmd_line line;
-	struct dt_cmd_model cm;
-	struct inputs in;
-	struct dt_comm *comm;
-	struct dt_progress shown;
-	float *out;		/* (n, width) logits or probabilities */
-	float *pad;		/* (batch, size): a short last batch */
-	double *ids;		/* (n, rows, k) for --top-k */
-	int64_t width, classes, rows;	/* per sample: outputs, classes,
-					 * predictions (T, or 1) */
-	int ld;			/* the last layer's output: ld dims */
-	int64_t ldims[4];
-	int64_t batch;
-};
-
 /* The usage errors of the options alone: an exit status, or -1. */
 static int
 check_args(const struct predict_args *a, int64_t *step)
@@ -405,6 +462,10 @@ check_args(const struct predict_args *a, int64_t *step)
 					  a->input == NULL ?
 					  "--input is required" :
 					  "-o is required");
+	if (a->header && a->no_header)
+		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
+					  "--header and --no-header exclude "
+					  "each other");
 	if (a->top_k > 0 && a->probabilities)
 		return dt_cmd_usage_error(&dt_cmd_predict, "%s",
 					  "--top-k and --probabilities "
@@ -436,7 +497,7 @@ predict_open(struct predict_run *p, int64_t step, struct dt_error *err)
 	dt_progress_meter(&p->shown, &m);
 	old = dt_meter_use(&m);
 	if (st == DT_OK)
-		st = read_inputs(&p->cm, p->a.input, &p->in, err);
+		st = read_inputs(p, p->a.input, &p->in, err);
 	if (st == DT_OK)
 		st = check_token_ids(&p->cm, p->a.input, &p->in, err);
 	dt_meter_use(old);
@@ -595,7 +656,8 @@ predict_write(struct predict_run *p, struct dt_error *err)
 		fprintf(stderr, "%s: %s of %lld samples (checkpoint of step "
 			"%lld)\n", p->a.output, p->ids != NULL ?
 			"top-k class ids" : p->a.probabilities ?
-			"probabilities" : "logits", (long long)p->in.n,
+			"probabilities" : p->cm.job->model.loss == DT_LOSS_MSE ?
+			"predicted values" : "logits", (long long)p->in.n,
 			(long long)p->cm.step);
 	return st;
 }

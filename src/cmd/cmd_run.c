@@ -350,8 +350,11 @@ say_result(const struct dt_job *job, const struct dt_train_result *res)
 		       (long long)res->steps, (long long)res->samples,
 		       res->wall_s, res->samples_per_s, res->train_loss);
 		if (res->eval_loss == res->eval_loss)
-			printf("; eval loss %.4f, test accuracy %.4f",
-			       res->eval_loss, res->eval_accuracy);
+			printf("; eval loss %.4f", res->eval_loss);
+		/* NaN for a regression (mse), which has no accuracy. */
+		if (res->eval_loss == res->eval_loss &&
+		    res->eval_accuracy == res->eval_accuracy)
+			printf(", test accuracy %.4f", res->eval_accuracy);
 		putchar('\n');
 		fflush(stdout);
 	}

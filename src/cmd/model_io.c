@@ -148,6 +148,25 @@ dt_cmd_import_params(struct dt_model *m, const char *ckpt,
 	return dt_init_import(m, dt_model_params(m), file, err);
 }
 
+/* The checkpoint's data_norm (meta.json), when it has one. */
+static enum dt_status
+read_norm(struct dt_cmd_model *cm, struct dt_error *err)
+{
+	struct dt_ckpt_meta meta;
+	char where[DT_JOB_PATH_MAX + 96];
+	enum dt_status st = dt_ckpt_read_meta(cm->ckpt, &meta, err);
+
+	if (st != DT_OK || meta.data_norm == NULL) {
+		dt_ckpt_meta_fini(&meta);
+		return st;
+	}
+	snprintf(where, sizeof where, "%s/meta.json: data_norm", cm->ckpt);
+	st = dt_norm_parse(meta.data_norm, where, &cm->norm, err);
+	cm->has_norm = st == DT_OK;
+	dt_ckpt_meta_fini(&meta);
+	return st;
+}
+
 enum dt_status
 dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 		  int64_t step, int64_t max_batch, struct dt_cmd_model *cm,
@@ -182,12 +201,23 @@ dt_cmd_model_open(const char *dir, const char *const *sets, int n_sets,
 		st = dt_cmd_find_checkpoint(dir, step, cm->ckpt,
 					    sizeof cm->ckpt, &cm->step, err);
 	if (st == DT_OK)
+		st = read_norm(cm, err);
+	if (st == DT_OK)
 		st = dt_model_new(cm->job, max_batch, &cm->model, err);
 	if (st == DT_OK && max_batch > 0)
 		st = dt_cmd_import_params(cm->model, cm->ckpt, err);
 	if (st != DT_OK)
 		dt_cmd_model_close(cm);
 	return st;
+}
+
+void
+dt_cmd_model_inputs(const struct dt_cmd_model *cm, struct dt_dataset *ds)
+{
+	if (!cm->has_norm)
+		return;
+	ds->scale = (float)cm->norm.scale;
+	ds->norm = cm->norm.kind != DT_NORM_NONE ? &cm->norm : NULL;
 }
 
 enum dt_status
@@ -281,6 +311,7 @@ dt_cmd_model_close(struct dt_cmd_model *cm)
 {
 	dt_model_free(cm->model);
 	dt_vocab_fini(&cm->vocab);
+	dt_norm_fini(&cm->norm);
 	free(cm->job);
 	memset(cm, 0, sizeof *cm);
 	cm->step = -1;

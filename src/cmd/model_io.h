@@ -19,6 +19,11 @@ struct dt_cmd_model {
 				 * overrides applied */
 	struct dt_model *model;	/* built for batches of max_batch */
 	struct dt_vocab vocab;	/* data.format text only; else empty */
+	struct dt_norm norm;	/* the inputs' scale and data.normalize
+				 * statistics the model was trained with
+				 * (the checkpoint's meta.json); */
+	int has_norm;		/* 0: the checkpoint has none (token data,
+				 * an older dtrain): the job's scale */
 	int64_t step;		/* the checkpoint's step */
 	char ckpt[DT_JOB_PATH_MAX + 64];	/* the checkpoint directory */
 };
@@ -112,6 +117,13 @@ struct dt_cmd_batch_cost {
 enum dt_status dt_cmd_batch_fit(const struct dt_cmd_model *cm,
 				const struct dt_cmd_batch_cost *c,
 				int64_t *batch, struct dt_error *err);
+
+/* The inputs as the model was trained on them: ds (a split opened from
+ * cm's job, or the inputs of predict) gets the checkpoint's scale and
+ * normalisation when it has them (borrowed from cm), else keeps the
+ * scale its reader resolved from the job. */
+void dt_cmd_model_inputs(const struct dt_cmd_model *cm,
+			 struct dt_dataset *ds);
 
 /* Frees what cm holds and empties it; an empty cm is fine. */
 void dt_cmd_model_close(struct dt_cmd_model *cm);

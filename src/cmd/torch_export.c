@@ -20,8 +20,10 @@
  *   embedding    weight (vocab, dim): nn.Embedding
  *   pos_embedding weight (length, dim)
  * __metadata__ carries the resolved job (YAML) and the graph (JSON): the
- * model's input shape, the float32 scale data/ applies to features, its
- * loss and output layer, and per layer its name,
+ * model's input shape, the float32 scale data/ applies to features, with
+ * data.normalize its map (input_normalize: kind, and per feature the
+ * float32 shift and mul), its loss and output layer, and per layer its
+ * name,
  * module key, type, inputs (layer names; "input" is the model input, a
  * name means that layer's output after its activation), activation,
  * input and output shapes (no batch) and the settings that its torch
@@ -191,6 +193,27 @@ layer_json(const struct dt_cmd_model *cm, int i)
 	return o;
 }
 
+/* data.normalize's map: its kind and, per feature, the float32 shift
+ * and multiplier, x' = (x * input_scale - shift) * mul in float32. */
+static struct json_object *
+normalize_json(const struct dt_norm *norm)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *shift = json_object_new_array();
+	struct json_object *mul = json_object_new_array();
+
+	for (int64_t j = 0; j < norm->n; j++) {
+		json_object_array_add(shift, json_object_new_double(
+			(double)norm->fshift[j]));
+		json_object_array_add(mul, json_object_new_double(
+			(double)norm->fmul[j]));
+	}
+	ADD(o, "kind", json_object_new_string(dt_norm_kind_name(norm->kind)));
+	ADD(o, "shift", shift);
+	ADD(o, "mul", mul);
+	return o;
+}
+
 /* The graph description (top of this file) as a JSON text; heap. */
 static char *
 graph_json(const struct dt_cmd_model *cm)
@@ -208,12 +231,15 @@ graph_json(const struct dt_cmd_model *cm)
 	ADD(o, "version", json_object_new_int(1));
 	ADD(o, "input_shape", in);
 	/* What data/ multiplies features by before the model sees them
-	 * (none for token ids). */
+	 * (none for token ids): the checkpoint's, else the job's. */
 	ADD(o, "input_scale", json_object_new_double(
+		cm->has_norm ? (double)(float)cm->norm.scale :
 		job->data.format == DT_FORMAT_TEXT ||
 		dt_job_format_token_ids(job->data.format) ||
 		job->data.scale <= 0 ?
 		1.0 : (double)(float)job->data.scale));
+	if (cm->has_norm && cm->norm.kind != DT_NORM_NONE)
+		ADD(o, "input_normalize", normalize_json(&cm->norm));
 	ADD(o, "loss", json_object_new_string(
 		job->model.loss == DT_LOSS_MSE ? "mse" :
 		"softmax_cross_entropy"));

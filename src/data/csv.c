@@ -2,7 +2,8 @@
 /* csv.c - a labelled dataset from a CSV file of numbers (RFC 4180's
  * syntax: delimited cells, double quotes around a cell, "" for a quote
  * inside one; a quoted cell may not span lines). One row per sample, one
- * column of integer class labels, every other column a feature. */
+ * column of integer class labels or K columns of float targets (or, for
+ * predict, neither), every other column a feature. */
 #include "data/data.h"
 
 #include <assert.h>
@@ -178,13 +179,18 @@ number(const struct cell *c, int64_t col, const struct pos *at, double *out,
 /* The growing output of the parser. */
 struct rows {
 	float *x;		/* (n, n_features) */
-	int32_t *y;		/* (n) */
+	int32_t *y;		/* (n) class labels, or NULL */
+	float *t;		/* (n, n_targets) targets, or NULL */
 	int64_t n, cap;
 	int64_t max;		/* rows the file can hold at most */
+	int64_t nf, nt;		/* features and targets per row */
+	int64_t lab0, nlab;	/* the label or target columns: [lab0,
+				 * lab0 + nlab); nlab 0: none */
+	int labelled;		/* the rows carry labels or targets */
 };
 
 static void
-grow(struct rows *r, int64_t n_features)
+grow(struct rows *r)
 {
 	if (r->n < r->cap)
 		return;
@@ -195,52 +201,134 @@ grow(struct rows *r, int64_t n_features)
 	if (r->cap > r->max)
 		r->cap = r->max > r->n ? r->max : r->n + 1;
 	r->x = dt_xrealloc(r->x, (size_t)r->cap,
-			   (size_t)n_features * sizeof *r->x);
-	r->y = dt_xrealloc(r->y, (size_t)r->cap, sizeof *r->y);
+			   (size_t)r->nf * sizeof *r->x);
+	if (r->labelled && r->nt > 0)
+		r->t = dt_xrealloc(r->t, (size_t)r->cap,
+				   (size_t)r->nt * sizeof *r->t);
+	else if (r->labelled)
+		r->y = dt_xrealloc(r->y, (size_t)r->cap, sizeof *r->y);
+}
+
+/* Checks a class label and stores it as row r->n's. */
+static enum dt_status
+take_label(double v, int64_t c, const struct dt_csv_opts *o,
+	   const struct pos *at, struct rows *r, struct dt_error *err)
+{
+	if (v != floor(v))
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, column "
+				 "%lld: label %g is not an integer", at->path,
+				 ll(at->line), ll(c + 1), v);
+	if (v < 0 || v >= (double)o->n_classes)
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, column "
+				 "%lld: label %.0f out of range [0, %lld)",
+				 at->path, ll(at->line), ll(c + 1), v,
+				 ll(o->n_classes));
+	r->y[r->n] = (int32_t)v;
+	return DT_OK;
 }
 
 /* Takes one data row's cells into r. */
 static enum dt_status
-take_row(const struct cell *cells, int64_t n_cols, int64_t label,
+take_row(const struct cell *cells, int64_t n_cols,
 	 const struct dt_csv_opts *o, const struct pos *at, struct rows *r,
 	 struct dt_error *err)
 {
-	int64_t nf = n_cols - 1;
 	float *x;
 	int64_t j = 0;
 
-	grow(r, nf);
-	x = r->x + r->n * nf;
+	grow(r);
+	x = r->x + r->n * r->nf;
 	for (int64_t c = 0; c < n_cols; c++) {
 		double v = 0;
 		enum dt_status st = number(&cells[c], c, at, &v, err);
 
 		if (st != DT_OK)
 			return st;
-		if (c != label) {
+		if (c < r->lab0 || c >= r->lab0 + r->nlab) {
 			x[j++] = (float)v;
 			continue;
 		}
-		if (v != floor(v))
-			return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, "
-					 "column %lld: label %g is not an "
-					 "integer", at->path, ll(at->line),
-					 ll(c + 1), v);
-		if (v < 0 || v >= (double)o->n_classes)
-			return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, "
-					 "column %lld: label %.0f out of range "
-					 "[0, %lld)", at->path, ll(at->line),
-					 ll(c + 1), v, ll(o->n_classes));
-		r->y[r->n] = (int32_t)v;
+		if (!r->labelled)
+			continue;
+		if (r->nt > 0) {
+			r->t[r->n * r->nt + (c - r->lab0)] = (float)v;
+			continue;
+		}
+		st = take_label(v, c, o, at, r, err);
+		if (st != DT_OK)
+			return st;
 	}
 	r->n++;
 	return DT_OK;
 }
 
+/* Whether every cell of a line is a number: a first line that is not
+ * holds the column names. */
+static int
+all_numbers(const struct cell *cells, int64_t n, const struct pos *at)
+{
+	for (int64_t c = 0; c < n; c++) {
+		double v;
+
+		if (number(&cells[c], c, at, &v, NULL) != DT_OK)
+			return 0;
+	}
+	return 1;
+}
+
+/* The first line fixes the columns: which hold the label or targets,
+ * and, for predict (o->n_features > 0), whether the rows have them. */
+static enum dt_status
+first_line(const struct dt_csv_opts *o, int64_t n_cols, size_t len,
+	   const struct pos *at, struct rows *r, struct dt_error *err)
+{
+	char delim = o->delimiter ? o->delimiter : ',';
+	int64_t width = o->n_targets > 0 ? o->n_targets : 1, lab;
+
+	if (n_cols < 2 && o->n_features <= 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld: 1 "
+				 "column: a label and at least one feature "
+				 "are needed (is the delimiter '%c'?)",
+				 at->path, ll(at->line), delim);
+	/* Each row: n_cols non-empty cells, n_cols - 1 delimiters. */
+	r->max = (int64_t)(len / (size_t)(2 * n_cols - 1)) + 1;
+	r->labelled = 1;
+	if (o->n_features > 0 && n_cols == o->n_features) {
+		r->labelled = 0;
+		r->nf = n_cols;
+		return DT_OK;
+	}
+	if (o->n_features > 0 && n_cols != o->n_features + width)
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld, column "
+				 "%lld: %lld columns, but the model takes %lld "
+				 "features (%lld columns without the label, "
+				 "%lld with it)", at->path, ll(at->line),
+				 ll((n_cols < o->n_features ? n_cols :
+				     o->n_features + width) + 1), ll(n_cols),
+				 ll(o->n_features), ll(o->n_features),
+				 ll(o->n_features + width));
+	lab = o->label_col >= 0 ? o->label_col : n_cols - width + 1 +
+	      o->label_col;
+	if (lab < 0 || lab + width > n_cols)
+		return dt_errorf(err, DT_ERR_DATA, "%s: label column %d%s "
+				 "does not exist: the file has %lld columns "
+				 "(line %lld)", at->path, o->label_col,
+				 width > 1 ? " and the targets after it" : "",
+				 ll(n_cols), ll(at->line));
+	r->lab0 = lab;
+	r->nlab = width;
+	r->nt = o->n_targets > 0 ? o->n_targets : 0;
+	r->nf = n_cols - width;
+	if (r->nf < 1)
+		return dt_errorf(err, DT_ERR_DATA, "%s: line %lld: %lld "
+				 "columns hold %lld targets and no feature",
+				 at->path, ll(at->line), ll(n_cols), ll(width));
+	return DT_OK;
+}
+
 static enum dt_status
 parse(const char *path, const unsigned char *text, size_t len,
-      const struct dt_csv_opts *o, struct rows *r, int64_t *n_cols_out,
-      struct dt_error *err)
+      const struct dt_csv_opts *o, struct rows *r, struct dt_error *err)
 {
 	/* An empty file comes without a buffer (text NULL), and NULL + 0
 	 * is undefined behaviour (C11 6.5.6p8). */
@@ -249,8 +337,8 @@ parse(const char *path, const unsigned char *text, size_t len,
 	struct cell *cells = NULL;
 	size_t cap = 0;
 	struct pos at = { path, 0 };
-	int64_t n_cols = -1, first_line = 0, label = 0;
-	int header = o->header;
+	int64_t n_cols = -1, first = 0;
+	int header = o->header, had_header = 0;
 	enum dt_status st = DT_OK;
 
 	if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
@@ -275,43 +363,36 @@ parse(const char *path, const unsigned char *text, size_t len,
 			st = err != NULL ? err->status : DT_ERR_FORMAT;
 			break;
 		}
+		if (header == DT_CSV_HEADER_DETECT)
+			header = !all_numbers(cells, n, &at);
 		if (n_cols < 0) {
 			n_cols = n;
-			first_line = at.line;
-			if (n_cols < 2) {
-				st = dt_errorf(err, DT_ERR_FORMAT, "%s: line "
-					       "%lld: 1 column: a label and at "
-					       "least one feature are needed "
-					       "(is the delimiter '%c'?)", path,
-					       ll(at.line), delim);
-				break;
+			first = at.line;
+			if (header) {
+				/* The data's first row decides; the header
+				 * must have as many columns. */
+				header = 0;
+				had_header = 1;
+				goto next;
 			}
-			/* Each row: n_cols non-empty cells, n_cols - 1
-			 * delimiters. */
-			r->max = (int64_t)(len / (size_t)(2 * n_cols - 1)) + 1;
-			label = o->label_col >= 0 ? o->label_col :
-				n_cols + o->label_col;
-			if (label < 0 || label >= n_cols) {
-				st = dt_errorf(err, DT_ERR_DATA, "%s: label "
-					       "column %d does not exist: the "
-					       "file has %lld columns (line %lld)",
-					       path, o->label_col, ll(n_cols),
-					       ll(at.line));
+			st = first_line(o, n_cols, len, &at, r, err);
+			if (st != DT_OK)
 				break;
-			}
 		} else if (n != n_cols) {
-			st = dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld: %lld "
-				       "column%s, expected %lld (as on line "
-				       "%lld)", path, ll(at.line), ll(n),
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld, "
+				       "column %lld: %lld column%s, expected "
+				       "%lld (as on line %lld)", path,
+				       ll(at.line), ll((n < n_cols ? n :
+							n_cols) + 1), ll(n),
 				       n == 1 ? "" : "s", ll(n_cols),
-				       ll(first_line));
+				       ll(first));
 			break;
+		} else if (r->nf == 0) {
+			st = first_line(o, n_cols, len, &at, r, err);
+			if (st != DT_OK)
+				break;
 		}
-		if (header) {
-			header = 0;
-			goto next;
-		}
-		st = take_row(cells, n_cols, label, o, &at, r, err);
+		st = take_row(cells, n_cols, o, &at, r, err);
 		if (st != DT_OK)
 			break;
 next:
@@ -325,8 +406,7 @@ next:
 	free(cells);
 	if (st == DT_OK && r->n == 0)
 		st = dt_errorf(err, DT_ERR_DATA, "%s: no data rows%s", path,
-			       o->header ? " after the header" : "");
-	*n_cols_out = n_cols;
+			       had_header ? " after the header" : "");
 	return st;
 }
 
@@ -336,28 +416,34 @@ dt_dataset_load_csv(const char *path, const struct dt_csv_opts *opts,
 {
 	struct dt_blob b;
 	struct rows r = { 0 };
-	int64_t n_cols = 0;
 	enum dt_status st;
 
-	assert(opts->n_classes > 0);
+	assert(opts->n_classes > 0 || opts->n_targets > 0);
 	memset(ds, 0, sizeof *ds);
 	st = dt_blob_read(path, 1, &b, err);
 	if (st != DT_OK)
 		return st;
-	st = parse(path, b.p, b.n, opts, &r, &n_cols, err);
+	st = parse(path, b.p, b.n, opts, &r, err);
 	dt_blob_fini(&b);
 	if (st != DT_OK) {
 		free(r.x);
 		free(r.y);
+		free(r.t);
 		return st;
 	}
 	ds->n = r.n;
-	ds->sample_size = n_cols - 1;
+	ds->sample_size = r.nf;
 	ds->n_shape = 1;
-	ds->shape[0] = n_cols - 1;
+	ds->shape[0] = r.nf;
 	ds->x_f32 = dt_xrealloc(r.x, (size_t)r.n,
-				(size_t)(n_cols - 1) * sizeof *r.x);
-	ds->y = dt_xrealloc(r.y, (size_t)r.n, sizeof *r.y);
+				(size_t)r.nf * sizeof *r.x);
+	if (r.y != NULL)
+		ds->y = dt_xrealloc(r.y, (size_t)r.n, sizeof *r.y);
+	if (r.t != NULL) {
+		ds->t = dt_xrealloc(r.t, (size_t)r.n,
+				    (size_t)r.nt * sizeof *r.t);
+		ds->n_targets = r.nt;
+	}
 	ds->scale = opts->scale != 0 ? opts->scale : 1.0f;
 	return DT_OK;
 }

@@ -48,6 +48,8 @@ enum dt_status dt_idx_peek(const char *path, struct dt_idx *idx,
 /* A labelled dataset in memory: n samples of sample_size features. The
  * features are kept as bytes when the file holds u8 (a quarter of the
  * memory), as floats otherwise; dt_dataset_gather converts and scales. */
+struct dt_norm;
+
 struct dt_dataset {
 	int64_t n;
 	int64_t sample_size;
@@ -55,13 +57,66 @@ struct dt_dataset {
 	int n_shape;
 	uint8_t *x_u8;		/* (n, sample_size) or NULL */
 	float *x_f32;		/* (n, sample_size) or NULL */
-	int32_t *y;		/* (n) */
+	int32_t *y;		/* (n) class labels, or NULL (targets, or
+				 * inputs without labels) */
+	float *t;		/* (n, n_targets) regression targets, or NULL */
+	int64_t n_targets;	/* floats per sample in t; 0 without */
 	float scale;		/* applied to features at gather time */
+	const struct dt_norm *norm;	/* applied after the scale, or NULL;
+					 * borrowed */
 };
+
+/* The scale a dataset gets when the job gives none (data.scale unset):
+ * 1/255 for features stored as bytes (IDX or NPY uint8: pixels), 1 for
+ * anything else (floats, wider integers, CSV text). */
+float dt_dataset_auto_scale(const struct dt_dataset *ds);
+
+/* data.normalize: a per-feature affine map after the scale,
+ * x' = (x - shift[j]) * mul[j] in float32 (shift and mul rounded to
+ * float32 from the doubles below), with statistics of the training
+ * split. Standard: shift the mean, mul 1/std (population standard
+ * deviation); minmax: shift the minimum, mul 1/(max - min); a feature
+ * that never varies gets mul 1. The numbers must come out the same on
+ * every rank and every run over the same data: dt_norm_fit sums in
+ * double, sample by sample in file order. */
+#define DT_NORM_NONE 0
+#define DT_NORM_STANDARD 1
+#define DT_NORM_MINMAX 2
+
+struct dt_norm {
+	int kind;		/* DT_NORM_* */
+	double scale;		/* the data's scale, as resolved */
+	int64_t n;		/* features; 0 with DT_NORM_NONE */
+	double *shift, *mul;	/* (n) each, heap */
+	float *fshift, *fmul;	/* (n) each: the same as float32 */
+};
+
+/* Fits norm (kind DT_NORM_*) to the features of ds as dt_dataset_gather
+ * gives them before any normalisation (each times ds->scale, in
+ * float32), summing in double: two passes for the standard deviation.
+ * norm->scale becomes ds->scale. norm is the caller's; its arrays are
+ * heap (dt_norm_fini). */
+void dt_norm_fit(struct dt_norm *norm, int kind, const struct dt_dataset *ds);
+/* Frees the arrays and empties *norm; accepts NULL. */
+void dt_norm_fini(struct dt_norm *norm);
+/* The kind's word: "none", "standard", "minmax". */
+const char *dt_norm_kind_name(int kind);
+/* Applies norm to count samples of norm->n features in x (in place);
+ * nothing for DT_NORM_NONE. */
+void dt_norm_apply(const struct dt_norm *norm, float *x, int64_t count);
+/* norm as text, for a checkpoint's meta.json: "scale S\nnormalize KIND
+ * N\n" then N lines "SHIFT MUL", the doubles in %.17g (read back to the
+ * same bits). Heap. */
+char *dt_norm_text(const struct dt_norm *norm);
+/* Parses dt_norm_text's text into norm (emptied first). DT_ERR_FORMAT
+ * naming `where` and the line on anything else; norm then empty. */
+enum dt_status dt_norm_parse(const char *text, const char *where,
+			     struct dt_norm *norm, struct dt_error *err);
 
 /* Loads images + labels, checks that the counts agree and every label is in
  * [0, n_classes) (DT_ERR_DATA naming the labels file, the record index and
- * the value). scale multiplies every feature. On success ds owns its
+ * the value). scale multiplies every feature (0: dt_dataset_auto_scale).
+ * On success ds owns its
  * buffers (dt_dataset_fini).
  * images: 2 to 4 dimensions (records, then the sample shape), any IDX type;
  * float images must be finite. labels: 1 dimension, an integer type.
@@ -77,11 +132,18 @@ enum dt_status dt_dataset_load_idx(const char *images, const char *labels,
 /* Frees the buffers and empties *ds; accepts NULL. */
 void dt_dataset_fini(struct dt_dataset *ds);
 
-/* Copies the samples idx[0..count) into x (count, sample_size), scaled,
- * and their labels into y (count). Every idx[k] must be in [0, n); y may be
- * NULL when the labels are not wanted. x and y are the caller's. */
+/* Copies the samples idx[0..count) into x (count, sample_size), scaled
+ * and, with ds->norm, normalised, and their labels into y (count). Every
+ * idx[k] must be in [0, n); y may be NULL when the labels are not wanted
+ * (it is not written either when ds->y is NULL). x and y are the
+ * caller's. Targets: dt_dataset_gather_targets. */
 void dt_dataset_gather(const struct dt_dataset *ds, const int64_t *idx,
 		       int64_t count, float *x, int32_t *y);
+
+/* The targets of samples idx[0..count) into t (count, n_targets); ds->t
+ * must be there. t is the caller's. */
+void dt_dataset_gather_targets(const struct dt_dataset *ds,
+			       const int64_t *idx, int64_t count, float *t);
 
 /* The epoch's order: perm[0..n) becomes a permutation of 0..n-1 that is a
  * pure function of (seed, epoch) (Fisher-Yates driven by util/rng.h), the
@@ -115,27 +177,43 @@ int64_t dt_steps_per_epoch(int64_t n, int64_t global_batch, int64_t *dropped);
  * _fini is still safe. */
 
 /* How to read a CSV file: numeric cells, one row per sample, one column of
- * integer class labels. Cells may be quoted ("1.5"); blank lines and a
+ * integer class labels or n_targets columns of float targets (or, for
+ * predict, possibly none). Cells may be quoted ("1.5"); blank lines and a
  * UTF-8 byte-order mark are skipped; numbers are read as strtod does in
  * the C locale. */
+#define DT_CSV_HEADER_DETECT (-1)
 struct dt_csv_opts {
-	int header;		/* nonzero: line 1 names the columns */
+	int header;		/* 1: line 1 names the columns; 0: it is data;
+				 * DT_CSV_HEADER_DETECT: a header when one
+				 * of its cells is not a number */
 	int label_col;		/* 0-based; negative counts from the end
 				 * (-1 = the last column) */
 	char delimiter;		/* 0 means ',' */
-	int64_t n_classes;	/* labels must be in [0, n_classes); > 0 */
+	int64_t n_classes;	/* labels must be in [0, n_classes); > 0
+				 * unless n_targets > 0 */
+	int64_t n_targets;	/* > 0: that many float target columns
+				 * starting at label_col (-1: the last
+				 * n_targets columns), no class label */
+	int64_t n_features;	/* > 0 (predict): rows of n_features
+				 * columns have no label or targets, rows of
+				 * n_features + the label's columns have them
+				 * (read and dropped); the first data row
+				 * decides, any other width is refused naming
+				 * its line and column */
 	float scale;		/* multiplies every feature; 0 means 1 */
 };
 
-/* Loads a CSV file into ds: every column but the label is a feature
- * (ds->x_f32, shape (n_columns - 1)), the label column gives ds->y.
- * The first row (the header, when there is one) fixes the number of
- * columns. Errors: DT_ERR_FORMAT "PATH: line L: 3 columns, expected 5 (as
- * on line 1)", "PATH: line L, column C: expected a number, found \"abc\"",
- * an empty cell, an unterminated quote, fewer than 2 columns;
- * DT_ERR_DATA for a non-finite or out-of-float32-range number, a label
- * that is not an integer in [0, n_classes), a label column past the last
- * one, or a file without data rows. On success ds owns its buffers. */
+/* Loads a CSV file into ds: every column but the label (or targets) is a
+ * feature (ds->x_f32, shape (n_columns - label columns)), the label
+ * column gives ds->y, target columns ds->t. The first row (the header,
+ * when there is one) fixes the number of columns. Errors: DT_ERR_FORMAT
+ * "PATH: line L, column C: 3 columns, expected 5 (as on line 1)" (C the
+ * first column missing or extra), "PATH: line L, column C: expected a
+ * number, found \"abc\"", an empty cell, an unterminated quote, fewer
+ * than 2 columns; DT_ERR_DATA for a non-finite or out-of-float32-range
+ * number, a label that is not an integer in [0, n_classes), a label
+ * column past the last one, or a file without data rows. On success ds
+ * owns its buffers. */
 enum dt_status dt_dataset_load_csv(const char *path,
 				   const struct dt_csv_opts *opts,
 				   struct dt_dataset *ds, struct dt_error *err);
@@ -180,8 +258,11 @@ void dt_npy_fini(struct dt_npy *arr);
 /* Loads a features .npy (2 to 4 dimensions: records, then each sample's
  * shape; any of the five dtypes, uint8 kept as bytes, the rest converted
  * to float32 and checked finite) and a labels .npy (1 dimension, uint8,
- * int32 or int64, every value in [0, n_classes)). Messages as for
- * dt_dataset_load_idx. On success ds owns its buffers. */
+ * int32 or int64, every value in [0, n_classes)). n_classes 0: the
+ * labels file holds regression targets instead, (records) or (records,
+ * K) of any dtype, into ds->t as float32 (checked finite). labels NULL
+ * (predict): features only. scale 0: dt_dataset_auto_scale. Messages as
+ * for dt_dataset_load_idx. On success ds owns its buffers. */
 enum dt_status dt_dataset_load_npy(const char *features, const char *labels,
 				   int64_t n_classes, float scale,
 				   struct dt_dataset *ds, struct dt_error *err);

@@ -151,11 +151,10 @@ dt_dataset_load_idx(const char *images, const char *labels,
 		ds->shape[i] = img.dims[i + 1];
 		ds->sample_size *= img.dims[i + 1];
 	}
-	ds->scale = scale;
-
 	st = take_labels(labels, &lab, n_classes, ds, err);
 	if (st == DT_OK)
 		st = take_images(images, &img, ds, err);
+	ds->scale = scale != 0 ? scale : dt_dataset_auto_scale(ds);
 out:
 	dt_idx_fini(&img);
 	dt_idx_fini(&lab);
@@ -172,7 +171,14 @@ dt_dataset_fini(struct dt_dataset *ds)
 	free(ds->x_u8);
 	free(ds->x_f32);
 	free(ds->y);
+	free(ds->t);
 	memset(ds, 0, sizeof *ds);
+}
+
+float
+dt_dataset_auto_scale(const struct dt_dataset *ds)
+{
+	return ds->x_u8 != NULL ? 1.0f / 255.0f : 1.0f;
 }
 
 /* The kernels below run in blocks of 16 with a constant inner trip count,
@@ -226,7 +232,21 @@ dt_dataset_gather(const struct dt_dataset *ds, const int64_t *idx,
 			scale_u8(ds->x_u8 + s * ss, dst, ss, scale);
 		else
 			scale_f32(ds->x_f32 + s * ss, dst, ss, scale);
-		if (y != NULL)
+		if (y != NULL && ds->y != NULL)
 			y[k] = ds->y[s];
 	}
+	if (ds->norm != NULL)
+		dt_norm_apply(ds->norm, x, count);
+}
+
+void
+dt_dataset_gather_targets(const struct dt_dataset *ds, const int64_t *idx,
+			  int64_t count, float *t)
+{
+	const int64_t nt = ds->n_targets;
+
+	assert(ds->t != NULL);
+	for (int64_t k = 0; k < count; k++)
+		memcpy(t + k * nt, ds->t + idx[k] * nt,
+		       (size_t)nt * sizeof *t);
 }

@@ -8,7 +8,7 @@ libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
 	src/data/tokens.c src/data/shards.c src/data/text.c src/data/sniff.c \
 	src/data/header.c src/data/digest.c \
 	src/data/bpe.h src/data/bpe_priv.h src/data/bpe.c src/data/bpe_learn.c \
-	src/data/bpe_files.c
+	src/data/bpe_files.c src/data/norm.c
 
 UNIT_TESTS += tests/unit/test_data tests/unit/test_fetch \
 	tests/unit/test_formats

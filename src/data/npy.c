@@ -505,6 +505,49 @@ take_labels(const char *path, const struct dt_npy *lab, int64_t n_classes,
 	return DT_OK;
 }
 
+/* Element i of any of the five dtypes as a double. */
+static double
+double_at(const struct dt_npy *a, int64_t i)
+{
+	switch (a->dtype) {
+	case DT_NPY_F32: return ((const float *)a->data)[i];
+	case DT_NPY_F64: return ((const double *)a->data)[i];
+	default: return (double)int_at(a, i);
+	}
+}
+
+/* Regression targets: (records) or (records, K) of any dtype, finite
+ * as float32, into ds->t. */
+static enum dt_status
+take_targets(const char *path, const struct dt_npy *lab,
+	     struct dt_dataset *ds, struct dt_error *err)
+{
+	char sh[128];
+	int64_t count;
+
+	shape_str(lab, sh, sizeof sh);
+	if (lab->n_dims < 1 || lab->n_dims > 2)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: byte %lld: targets "
+				 "must have shape (records,) or (records, K), "
+				 "found %s", path, ll(lab->shape_off), sh);
+	ds->n_targets = lab->n_dims == 2 ? lab->dims[1] : 1;
+	if (ds->n_targets < 1)
+		return dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: no targets "
+				 "per record (shape %s)", path,
+				 ll(lab->shape_off), sh);
+	count = ds->n * ds->n_targets;
+	ds->t = dt_xmalloc((size_t)count, sizeof *ds->t);
+	for (int64_t i = 0; i < count; i++) {
+		ds->t[i] = (float)double_at(lab, i);
+		if (!isfinite(ds->t[i]))
+			return dt_errorf(err, DT_ERR_DATA, "%s: record %lld: "
+					 "target %lld is not a finite float32",
+					 path, ll(i / ds->n_targets),
+					 ll(i % ds->n_targets));
+	}
+	return DT_OK;
+}
+
 static enum dt_status
 take_features(const char *path, struct dt_npy *f, struct dt_dataset *ds,
 	      struct dt_error *err)
@@ -548,16 +591,17 @@ dt_dataset_load_npy(const char *features, const char *labels,
 		    int64_t n_classes, float scale, struct dt_dataset *ds,
 		    struct dt_error *err)
 {
-	struct dt_npy f, lab;
+	struct dt_npy f, lab = { 0 };
 	char sh[128];
 	enum dt_status st;
 
-	assert(n_classes > 0);
+	assert(n_classes >= 0);
 	memset(ds, 0, sizeof *ds);
 	st = dt_npy_read(features, &f, err);
 	if (st != DT_OK)
 		return st;
-	st = dt_npy_read(labels, &lab, err);
+	if (labels != NULL)
+		st = dt_npy_read(labels, &lab, err);
 	if (st != DT_OK) {
 		dt_npy_fini(&f);
 		return st;
@@ -589,16 +633,21 @@ dt_dataset_load_npy(const char *features, const char *labels,
 		ds->shape[i] = f.dims[i + 1];
 		ds->sample_size *= f.dims[i + 1];
 	}
-	ds->scale = scale;
 	if (ds->sample_size == 0) {
 		st = dt_errorf(err, DT_ERR_DATA, "%s: byte %lld: samples of "
 			       "size 0 (shape %s)", features, ll(f.shape_off),
 			       sh);
 		goto out;
 	}
-	st = take_labels(labels, &lab, n_classes, ds, err);
+	if (labels == NULL)
+		st = DT_OK;
+	else if (n_classes == 0)
+		st = take_targets(labels, &lab, ds, err);
+	else
+		st = take_labels(labels, &lab, n_classes, ds, err);
 	if (st == DT_OK)
 		st = take_features(features, &f, ds, err);
+	ds->scale = scale != 0 ? scale : dt_dataset_auto_scale(ds);
 out:
 	dt_npy_fini(&f);
 	dt_npy_fini(&lab);

@@ -1070,6 +1070,12 @@ make_pass(const struct dt_model *m, struct dt_pass *p, const int32_t *labels,
 	p->training = training;
 	p->labels = labels;
 	p->targets = targets;
+	/* The stage passes carry an mse model's targets in the labels'
+	 * buffer (graph.h, dt_model_stage_forward). */
+	if (m->loss == DT_LOSS_MSE && targets == NULL && labels != NULL) {
+		p->targets = (const float *)(const void *)labels;
+		p->labels = NULL;
+	}
 	p->grad_scale = grad_scale;
 	p->seed = m->seed;
 	p->step = m->slot_step[m->slot];

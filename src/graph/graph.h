@@ -332,7 +332,9 @@ void dt_model_use_slot(struct dt_model *m, int slot);
 /* Forward pass of the stage's nodes over the current slot: x is (batch,
  * input_size) (read only by nodes that take the model input), labels
  * (batch, labels_per_sample) for the last stage's loss (NULL elsewhere and
- * to only predict). The received live set must be in place
+ * to only predict); for an mse model the same pointer carries the
+ * targets, (batch, targets_per_sample) floats (here and in the stage
+ * backward and breadth-first backward below). The received live set must be in place
  * (dt_model_live_buffers(m, 0, ...)). Loss outputs as dt_model_train_step
  * gives them, on the last stage; 0 elsewhere. training turns dropout on. */
 void dt_model_stage_forward(struct dt_model *m, const float *x,

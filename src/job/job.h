@@ -191,6 +191,14 @@ enum dt_accum_schedule {
 					 * node by node over all of them */
 };
 
+/* data.normalize: in the order of data/data.h's DT_NORM_* (train/
+ * passes one as the other). */
+enum dt_data_normalize {
+	DT_NORMALIZE_NONE = 0,
+	DT_NORMALIZE_STANDARD,	/* (x - mean) / std, per feature */
+	DT_NORMALIZE_MINMAX,	/* (x - min) / (max - min), per feature */
+};
+
 enum dt_data_format {
 	DT_FORMAT_IDX = 0,	/* images + labels */
 	DT_FORMAT_CSV,		/* file; label_column; header */
@@ -284,7 +292,10 @@ struct dt_job {
 		enum dt_data_format format;	/* data.format, default idx */
 		struct dt_data_split train;	/* data.train.{images,labels} */
 		struct dt_data_split eval;	/* data.eval.*; eval.images[0]==0 if none */
-		double scale;		/* data.scale: pixel multiplier, default 1/255 */
+		double scale;		/* data.scale: feature multiplier; 0
+					 * (unset): 1/255 for features stored
+					 * as bytes, 1 otherwise */
+		enum dt_data_normalize normalize;	/* default none */
 		bool header;		/* csv: first row is a header (default
 					 * false) */
 		int64_t label_column;	/* csv: 0-based, -1 = last (default) */

@@ -46,6 +46,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_optim_kind) == sizeof(int) &&
 	       sizeof(enum dt_strategy) == sizeof(int) &&
 	       sizeof(enum dt_data_format) == sizeof(int) &&
+	       sizeof(enum dt_data_normalize) == sizeof(int) &&
 	       sizeof(enum dt_job_text_unit) == sizeof(int) &&
 	       sizeof(enum dt_schedule_kind) == sizeof(int) &&
 	       sizeof(enum dt_on_nonfinite) == sizeof(int) &&
@@ -68,13 +69,15 @@ static const char *const format_names[] = {
 static const char *const text_unit_names[] = {
 	"bytes", "utf8", "bpe", NULL
 };
-/* model.loss: the words of DT_LOSS_TYPES that a job may name. mse is
- * left out until a data format gives float targets: the graph's mse node
- * (graph/mse.c) is there and gradient-checked, but every reader gives
- * class labels, and a job naming it could only be refused at run time. */
-static const char *const loss_names[] = { "softmax_cross_entropy", NULL };
-_Static_assert(DT_LOSS_SOFTMAX_CROSS_ENTROPY == 0,
+/* model.loss: the words of DT_LOSS_TYPES; mse takes float targets (csv
+ * columns, an npy array). */
+static const char *const loss_names[] = { "softmax_cross_entropy", "mse",
+					  NULL };
+_Static_assert(DT_LOSS_SOFTMAX_CROSS_ENTROPY == 0 && DT_LOSS_MSE == 1,
 	       "loss_names is in the order of enum dt_loss_kind");
+/* data.normalize, in the order of enum dt_data_normalize. */
+static const char *const normalize_names[] = { "none", "standard", "minmax",
+					       NULL };
 /* model.recompute, in the order of enum dt_recompute. */
 static const char *const recompute_names[] = { "none", "blocks", "attention",
 					       NULL };
@@ -157,9 +160,15 @@ const struct dt_key dt_job_schema[] = {
 	  .doc = "csv, tokens, text: the evaluation file; tokens, llmc, "
 		 "u16: or a pattern of shards" },
 	{ .key = "data.scale", .type = DT_KEY_FLOAT, .off = OFF(data.scale),
-	  .def = "0.00392156862745098", GT(0),
-	  FORMATS(FMT(IDX) | FMT(NPY) | FMT(CSV)),
+	  GT(0), FORMATS(FMT(IDX) | FMT(NPY) | FMT(CSV)),
+	  .def_doc = "1/255 for features stored as bytes (idx, npy uint8), "
+		     "else 1",
 	  .doc = "multiplier from a stored value to the network's input" },
+	{ .key = "data.normalize", .type = DT_KEY_ENUM,
+	  .off = OFF(data.normalize), .def = "none", .names = normalize_names,
+	  FORMATS(FMT(IDX) | FMT(NPY) | FMT(CSV)),
+	  .doc = "per-feature standard or minmax scaling, statistics of the "
+		 "training split" },
 	{ .key = "data.header", .type = DT_KEY_BOOL, .off = OFF(data.header),
 	  .def = "false", FORMATS(FMT(CSV)),
 	  .doc = "csv: the first row is a header" },

@@ -3,6 +3,8 @@
  * and stopped by a signal between its pieces (eval.h). */
 #include "train/eval.h"
 
+#include <math.h>
+
 #include <signal.h>
 #include <stdlib.h>
 
@@ -92,6 +94,7 @@ dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 	if (st != DT_OK)
 		return st;
 	*loss = sums[0] / per;
-	*accuracy = sums[1] / per;
+	/* A regression has nothing to be right about. */
+	*accuracy = r->job->model.loss == DT_LOSS_MSE ? NAN : sums[1] / per;
 	return DT_OK;
 }

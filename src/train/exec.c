@@ -111,7 +111,9 @@ alloc_slots(struct dt_run *r)
 {
 	struct dt_layout *l = &r->layout;
 	int64_t mb = r->plan.micro_batch, in = dt_model_input_size(r->model);
-	int64_t lps = dt_model_labels_per_sample(r->model);
+	/* Labels (int32), or an mse model's float targets. */
+	int64_t lps = dt_model_labels_per_sample(r->model) +
+		      dt_model_targets_per_sample(r->model);
 
 	l->slot_x = dt_xcalloc((size_t)l->n_slots, sizeof *l->slot_x);
 	l->slot_y = dt_xcalloc((size_t)l->n_slots, sizeof *l->slot_y);
@@ -258,7 +260,7 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 		memcpy(l->slot_x[slot], b->x,
 		       (size_t)(p->micro_batch * in) * sizeof(float));
 		memcpy(l->slot_y[slot], b->y,
-		       (size_t)(p->micro_batch * r->labels_per_sample) *
+		       (size_t)(p->micro_batch * r->y_per_sample) *
 		       sizeof(int32_t));
 		dt_loader_release(r->loader);
 		return first;

@@ -260,8 +260,11 @@ dt_progress_eval(struct dt_progress *p, int64_t step, double loss,
 		fmt_utc(when, sizeof when);
 		fprintf(p->out, "%s ", when);
 	}
-	fprintf(p->out, "eval at step %lld: loss %.4f accuracy %.4f",
-		(long long)step, loss, accuracy);
+	fprintf(p->out, "eval at step %lld: loss %.4f", (long long)step,
+		loss);
+	/* NaN: a regression (mse), which has no accuracy. */
+	if (!isnan(accuracy))
+		fprintf(p->out, " accuracy %.4f", accuracy);
 	if (!isnan(perplexity))
 		fprintf(p->out, " perplexity %.4f", perplexity);
 	fputc('\n', p->out);

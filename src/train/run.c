@@ -319,6 +319,25 @@ announce_eval(const struct dt_run *r)
 			"the end\n", (long long)n, when);
 }
 
+/* What the features go through before the model: the scale and where
+ * it comes from, the normalisation and its statistics. */
+static void
+announce_inputs(const struct dt_run *r)
+{
+	const struct dt_job *job = r->job;
+	const char *why = job->data.scale > 0 ? "data.scale" :
+			  r->train.ds.x_u8 != NULL ?
+			  "the default for features stored as bytes" :
+			  "the default for features stored as numbers";
+
+	if (r->train.tokens)
+		return;
+	fprintf(stderr, "dtrain: inputs: scale %.9g (%s), normalize %s%s\n",
+		r->norm.scale, why, dt_norm_kind_name(r->norm.kind),
+		r->norm.kind == DT_NORM_NONE ? "" :
+		" (statistics of the training split)");
+}
+
 static void
 announce(const struct dt_run *r)
 {
@@ -335,6 +354,7 @@ announce(const struct dt_run *r)
 		(long long)p->grad_accum_steps, p->dp_size,
 		(long long)p->total_steps, (long long)p->steps_per_epoch,
 		(long long)p->samples_dropped, whole_params(r));
+	announce_inputs(r);
 	hier = dt_grad_sync_hier(r->sync, &hosts, &per_host);
 	if (hier || hosts > 1)
 		fprintf(stderr, "dtrain: gradient sum over %d host%s, at most "
@@ -562,12 +582,13 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	dt_model_set_pool(r->model, r->pool);
-	r->labels_per_sample = dt_model_labels_per_sample(r->model);
-	if (r->labels_per_sample < 1)
-		return dt_errorf(err, DT_ERR_JOB, "%s: model.loss: mse needs "
-				 "float targets, which none of the data "
-				 "formats provides yet; use "
-				 "softmax_cross_entropy", r->job->path);
+	/* mse: the loss of a sample is already the mean over its
+	 * outputs (graph/mse.c), so the batch mean divides by samples. */
+	r->labels_per_sample = r->job->model.loss == DT_LOSS_MSE ? 1 :
+			       dt_model_labels_per_sample(r->model);
+	r->y_per_sample = r->job->model.loss == DT_LOSS_MSE ?
+			  dt_model_targets_per_sample(r->plan.shapes) :
+			  r->labels_per_sample;
 	dt_diverge_init(&r->diverge, r->job->train.on_divergence,
 			r->job->model.loss, dt_model_n_classes(r->plan.shapes));
 	memset(&cfg, 0, sizeof cfg);
@@ -710,6 +731,7 @@ run_fini(struct dt_run *r)
 	dt_source_fini(&r->train);
 	dt_source_fini(&r->eval);
 	dt_vocab_fini(&r->vocab);
+	dt_norm_fini(&r->norm);
 	free(r->data_job);
 	free(r->perm);
 	free(r->report);

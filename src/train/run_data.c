@@ -92,13 +92,15 @@ check_sizes(const struct dt_run *r, struct dt_error *err)
 					 "but the model takes %lld", where,
 					 which ? "eval" : "training",
 					 (long long)s->x_size, (long long)in);
-		if (s->y_size != r->labels_per_sample)
+		if (s->y_size != r->y_per_sample)
 			return dt_errorf(err, DT_ERR_DATA,
-					 "%s data: samples have %lld labels "
+					 "%s data: samples have %lld %s "
 					 "but the model's output has %lld",
 					 which ? "eval" : "training",
 					 (long long)s->y_size,
-					 (long long)r->labels_per_sample);
+					 s->ds.t != NULL ? "targets" :
+					 "labels",
+					 (long long)r->y_per_sample);
 	}
 	return DT_OK;
 }
@@ -165,11 +167,32 @@ load_vocab(struct dt_run *r, int64_t classes, struct dt_error *err)
 	return st;
 }
 
+/* data.normalize: the statistics of the training split, which every
+ * rank holds whole and sums alike (data/norm.c); the eval split takes
+ * the training split's scale and map. A resume replaces them with the
+ * checkpoint's (state.c). */
+static void
+fit_norm(struct dt_run *r)
+{
+	_Static_assert(DT_NORMALIZE_STANDARD == DT_NORM_STANDARD &&
+		       DT_NORMALIZE_MINMAX == DT_NORM_MINMAX,
+		       "enum dt_data_normalize is data.h's DT_NORM_*");
+	if (r->train.tokens || r->train.n == 0)
+		return;
+	dt_norm_fit(&r->norm, (int)r->data_job->data.normalize,
+		    &r->train.ds);
+	r->train.ds.norm = &r->norm;
+	r->eval.ds.norm = &r->norm;
+	r->eval.ds.scale = r->train.ds.scale;
+}
+
 enum dt_status
 dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
 {
 	char buf[DT_JOB_PATH_MAX + 32];
 	int64_t classes = dt_model_n_classes(r->model);
+	int64_t targets = r->job->model.loss == DT_LOSS_MSE ?
+			  r->y_per_sample : 0;
 	int64_t mb = r->plan.micro_batch;
 	const struct dt_job *dj = r->data_job;
 	const struct dt_meter *old;
@@ -186,17 +209,19 @@ dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
 	if (st == DT_OK)
 		st = load_vocab(r, classes, err);
 	if (st == DT_OK)
-		st = dt_source_open(&r->train, dj, 0, classes, mb, &r->vocab,
+		st = dt_source_open(&r->train, dj, 0, classes, targets, mb,
+				    &r->vocab,
 				    fail_train_images(r, buf, sizeof buf),
 				    err);
 	if (st == DT_OK)
-		st = dt_source_open(&r->eval, dj, 1, classes, mb, &r->vocab,
-				    NULL, err);
+		st = dt_source_open(&r->eval, dj, 1, classes, targets, mb,
+				    &r->vocab, NULL, err);
 	dt_meter_use(old);
 	dt_progress_end(&shown);
 	if (st != DT_OK)
 		return st;
 	r->have_eval = r->eval.n > 0;
+	fit_norm(r);
 	st = check_token_ids(r, err);
 	if (st == DT_OK)
 		st = check_sizes(r, err);

@@ -257,14 +257,29 @@ open_token_split(struct dt_batch_source *s, const struct dt_job *job,
 	return DT_OK;
 }
 
+/* The targets of an mse model: one float per output, the data's width
+ * checked against the model's. */
+static enum dt_status
+check_targets(const struct dt_batch_source *s, const char *path,
+	      int64_t n_targets, struct dt_error *err)
+{
+	if (n_targets == 0 || s->ds.n_targets == n_targets)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_DATA, "%s: %lld targets per sample, but "
+			 "the model's output (model.loss mse) has %lld",
+			 path, (long long)s->ds.n_targets,
+			 (long long)n_targets);
+}
+
 enum dt_status
 dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
-	       int which, int64_t n_classes, int64_t max_batch,
-	       const struct dt_vocab *vocab, const char *fail_train_images,
-	       struct dt_error *err)
+	       int which, int64_t n_classes, int64_t n_targets,
+	       int64_t max_batch, const struct dt_vocab *vocab,
+	       const char *fail_train_images, struct dt_error *err)
 {
 	const struct dt_data_split *sp = which == 0 ? &job->data.train :
 					 &job->data.eval;
+	/* 0: resolved by the reader from what the file stores. */
 	float scale = (float)job->data.scale;
 	enum dt_status st = DT_OK;
 
@@ -275,6 +290,11 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 	case DT_FORMAT_NPY:
 		if (sp->images[0] == '\0')
 			return DT_OK;
+		if (job->data.format == DT_FORMAT_IDX && n_targets > 0)
+			return dt_errorf(err, DT_ERR_JOB, "%s: data.format idx "
+					 "holds class labels; model.loss mse "
+					 "takes its float targets from csv "
+					 "columns or an npy array", job->path);
 		if (job->data.format == DT_FORMAT_IDX)
 			st = dt_dataset_load_idx(which == 0 && fail_train_images ?
 						 fail_train_images : sp->images,
@@ -282,7 +302,10 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 						 &s->ds, err);
 		else
 			st = dt_dataset_load_npy(sp->images, sp->labels,
-						 n_classes, scale, &s->ds, err);
+						 n_targets > 0 ? 0 : n_classes,
+						 scale, &s->ds, err);
+		if (st == DT_OK)
+			st = check_targets(s, sp->labels, n_targets, err);
 		break;
 	case DT_FORMAT_CSV: {
 		struct dt_csv_opts o = {
@@ -290,6 +313,7 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 			.label_col = (int)job->data.label_column,
 			.delimiter = ',',
 			.n_classes = n_classes,
+			.n_targets = n_targets,
 			.scale = scale,
 		};
 
@@ -309,7 +333,7 @@ dt_source_open(struct dt_batch_source *s, const struct dt_job *job,
 		return st;
 	s->n = s->ds.n;
 	s->x_size = s->ds.sample_size;
-	s->y_size = 1;
+	s->y_size = s->ds.t != NULL ? s->ds.n_targets : 1;
 	return DT_OK;
 }
 
@@ -328,6 +352,10 @@ dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 {
 	if (!s->tokens) {
 		dt_dataset_gather(&s->ds, idx, count, x, y);
+		/* y is allocated storage: floats may live in it. */
+		if (s->ds.t != NULL && y != NULL)
+			dt_dataset_gather_targets(&s->ds, idx, count,
+						  (float *)(void *)y);
 		return;
 	}
 	/* Windows are numbered within the split; token ids travel to the
@@ -361,5 +389,5 @@ dt_source_bytes(const struct dt_batch_source *s)
 		return s->td.shards != NULL ? 0 :
 		       s->td.n_tokens * s->td.elem_size;
 	return s->ds.n * s->ds.sample_size * (s->ds.x_u8 != NULL ? 1 : 4) +
-	       s->ds.n * (int64_t)sizeof(int32_t);
+	       s->ds.n * s->y_size * (int64_t)sizeof(int32_t);
 }

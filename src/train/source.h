@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* source.h - the training loop's view of a data split, whatever its format:
  * n samples, each x_size floats of input and y_size int32 labels (1 for a
- * classifier, context for a next-token language model). Internal to
+ * classifier, context for a next-token language model) or float targets
+ * (a regression's outputs). Internal to
  * train/. */
 #ifndef DT_TRAIN_SOURCE_H
 #define DT_TRAIN_SOURCE_H
@@ -21,7 +22,7 @@ struct dt_batch_source {
 	int64_t first;			/* tokens: first window of the split */
 	int64_t n;			/* samples in the split */
 	int64_t x_size;			/* floats per sample */
-	int64_t y_size;			/* labels per sample */
+	int64_t y_size;			/* labels (or targets) per sample */
 	int32_t *scratch;		/* tokens: (max_batch, context) ids */
 	int64_t max_batch;
 };
@@ -30,13 +31,17 @@ struct dt_batch_source {
  * the cache once per node: the node's first rank downloads while the
  * others wait, then they read the cached file), then opens split `which`
  * (0 train, 1 eval) for batches of at most max_batch samples. Labels must
- * be in [0, n_classes). For text the vocabulary comes from vocab (built by
- * dt_source_vocab). fail_train_images: test aid, see train.c.
+ * be in [0, n_classes); n_targets > 0 (an mse model) reads that many
+ * float targets per sample instead (csv columns, an npy array; y_size
+ * is then n_targets). data.scale unset: the reader's
+ * dt_dataset_auto_scale. For text the vocabulary comes from vocab (built
+ * by dt_source_vocab). fail_train_images: test aid, see train.c.
  * Returns DT_OK; a split that the job does not have gives n = 0.
  * Errors name the file and the place (see data.h). */
 enum dt_status dt_source_open(struct dt_batch_source *s,
 			      const struct dt_job *job, int which,
-			      int64_t n_classes, int64_t max_batch,
+			      int64_t n_classes, int64_t n_targets,
+			      int64_t max_batch,
 			      const struct dt_vocab *vocab,
 			      const char *fail_train_images,
 			      struct dt_error *err);
@@ -58,7 +63,8 @@ enum dt_status dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
 			       struct dt_error *err);
 
 /* Copies samples idx[0..count) into x (count, x_size) and their labels
- * into y (count, y_size). */
+ * into y (count, y_size): int32 class ids, or for a source of targets
+ * y_size floats per sample in the same (allocated) storage. */
 void dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 		      int64_t count, float *x, int32_t *y);
 

@@ -231,9 +231,10 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 }
 
 /* The checkpoint's meta.json of r's position: its step, layout, job,
- * run, the optimizer's step count, shard list (heap: the caller frees
- * meta->job_text and meta->data_shards) and extras (in extra, N_EXTRA +
- * DT_BEST_N_EXTRA entries, the caller's). */
+ * run, the optimizer's step count, shard list and inputs' map (heap:
+ * the caller frees meta->job_text, meta->data_shards and meta->data_norm)
+ * and extras (in extra, N_EXTRA + DT_BEST_N_EXTRA entries, the
+ * caller's). */
 static void
 fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 	  struct dt_ckpt_scalar *extra, int64_t optim_steps)
@@ -255,6 +256,8 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 			 r->run_path);
 	if (r->train.td.shards != NULL)
 		meta->data_shards = dt_tokens_shard_list(&r->train.td);
+	if (!r->train.tokens && r->train.n > 0)
+		meta->data_norm = dt_norm_text(&r->norm);
 	meta->n_extra = position_extras(r, extra);
 	dt_best_meta_put(&r->best, &extra[meta->n_extra]);
 	meta->n_extra += DT_BEST_N_EXTRA;
@@ -307,6 +310,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 				  (size_t)t.n_optim, err);
 		free(meta.job_text);
 		free(meta.data_shards);
+		free(meta.data_norm);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);
@@ -620,6 +624,35 @@ checked_shards(const struct dt_run *r, const char *path,
 	return st;
 }
 
+/* The scale and normalisation statistics the training data gives now
+ * (run_data.c) against those the checkpoint's model was trained with:
+ * a changed training file would feed the model other inputs. A
+ * checkpoint without them (an older dtrain) passes. */
+static enum dt_status
+checked_norm(const struct dt_run *r, const char *path,
+	     const struct dt_ckpt_meta *m, struct dt_error *err)
+{
+	char *now;
+	int same;
+
+	if (m->data_norm == NULL || r->train.tokens)
+		return DT_OK;
+	now = dt_norm_text(&r->norm);
+	same = strcmp(now, m->data_norm) == 0;
+	free(now);
+	if (same)
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_DATA, "%s: the model was trained on "
+			 "inputs with another scale or other data.normalize "
+			 "statistics than the training data gives now (%s); "
+			 "has %s changed? Resume with the data it was "
+			 "trained on, or start a new run", path,
+			 dt_norm_kind_name(r->norm.kind),
+			 r->job->data.format == DT_FORMAT_CSV ?
+			 r->job->data.train.file.path :
+			 r->job->data.train.images);
+}
+
 static enum dt_status
 read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	    float **bufs, int n_bufs, struct position *pos,
@@ -663,6 +696,8 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 			       (unsigned long long)r->job->seed);
 	if (st == DT_OK)
 		st = checked_shards(r, path, &meta, err);
+	if (st == DT_OK)
+		st = checked_norm(r, path, &meta, err);
 	if (st == DT_OK)
 		st = checked_position(r, path, step, &meta, pos, err);
 	if (st == DT_OK)

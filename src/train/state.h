@@ -67,7 +67,13 @@ struct dt_run {
 	struct dt_batch_source train, eval;
 	int have_eval;
 	struct dt_vocab vocab;		/* data.format text */
-	int64_t labels_per_sample;
+	int64_t labels_per_sample;	/* what the mean loss divides by:
+					 * labels per sample, 1 for mse */
+	int64_t y_per_sample;		/* int32 labels, or float targets
+					 * (mse), per sample in a batch's y */
+	struct dt_norm norm;		/* data.normalize's statistics and
+					 * the scale resolved (idx, npy,
+					 * csv); the splits' ds.norm */
 	struct dt_model *model;		/* the whole model, or this rank's
 					 * stage of it */
 	struct dt_pool *pool;		/* the rank's threads for the layers'

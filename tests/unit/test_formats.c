@@ -156,6 +156,81 @@ START_TEST(test_csv_good)
 }
 END_TEST
 
+/* Regression targets, inputs without labels (predict), a detected
+ * header, and data.normalize's statistics worked out by hand. */
+START_TEST(test_csv_targets_and_norm)
+{
+	static const char text[] = "1,10,0.5,-1\n3,30,1.5,1\n";
+	char path[PATH_MAX];
+	struct dt_csv_opts o = csv_opts(0, 1, 1);
+	struct dt_dataset ds;
+	struct dt_norm norm, back;
+	struct dt_error err;
+	float x[4];
+	int64_t idx[2] = { 1, 0 };
+	char *t;
+
+	/* Two targets from column 1 on: features columns 0 and 3. */
+	o.n_targets = 2;
+	write_text(path, "targets.csv", text);
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err), DT_OK);
+	ck_assert_int_eq(ds.sample_size, 2);
+	ck_assert_int_eq(ds.n_targets, 2);
+	ck_assert_ptr_null(ds.y);
+	ck_assert_float_eq(ds.x_f32[1], -1.0f);
+	ck_assert_float_eq(ds.t[2], 30.0f);
+	ck_assert_float_eq(ds.t[3], 1.5f);
+	/* Means (2, 0), population standard deviations (1, 1). */
+	dt_norm_fit(&norm, DT_NORM_STANDARD, &ds);
+	ck_assert(norm.shift[0] == 2.0 && norm.shift[1] == 0.0);
+	ck_assert(norm.mul[0] == 1.0 && norm.mul[1] == 1.0);
+	ds.norm = &norm;
+	dt_dataset_gather(&ds, idx, 2, x, NULL);
+	ck_assert_float_eq(x[0], 1.0f);
+	ck_assert_float_eq(x[1], 1.0f);
+	ck_assert_float_eq(x[2], -1.0f);
+	ck_assert_float_eq(x[3], -1.0f);
+	t = dt_norm_text(&norm);
+	ck_assert_str_eq(t, "scale 1\nnormalize standard 2\n2 1\n0 1\n");
+	ck_assert_int_eq(dt_norm_parse(t, "meta", &back, &err), DT_OK);
+	ck_assert(back.n == 2 && back.shift[0] == 2.0 && back.scale == 1.0);
+	ck_assert_int_eq(dt_norm_parse("scale 1\nnormalize standard 2\n2 1\n",
+				       "meta", &back, &err), DT_ERR_FORMAT);
+	ck_assert_str_eq(err.msg, "meta: line 4: expected two finite numbers "
+			 "(shift and multiplier of feature 1)");
+	free(t);
+	dt_norm_fini(&norm);
+	/* minmax: min 1 and -1, ranges 2 and 2. */
+	dt_norm_fit(&norm, DT_NORM_MINMAX, &ds);
+	ck_assert(norm.shift[0] == 1.0 && norm.shift[1] == -1.0);
+	ck_assert(norm.mul[0] == 0.5 && norm.mul[1] == 0.5);
+	dt_norm_fini(&norm);
+	dt_dataset_fini(&ds);
+
+	/* Predict: 4 features and no label; a detected header. */
+	o = csv_opts(DT_CSV_HEADER_DETECT, -1, 3);
+	o.n_features = 4;
+	write_text(path, "nolabel.csv", "a,b,c,d\n1,2,3,4\n5,6,7,8\n");
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err), DT_OK);
+	ck_assert_int_eq(ds.n, 2);
+	ck_assert_int_eq(ds.sample_size, 4);
+	ck_assert_ptr_null(ds.y);
+	ck_assert_float_eq(ds.x_f32[4], 5.0f);
+	dt_dataset_fini(&ds);
+	/* With the label column: dropped. */
+	write_text(path, "label.csv", "1,2,3,4,0\n5,6,7,8,2\n");
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err), DT_OK);
+	ck_assert_int_eq(ds.sample_size, 4);
+	ck_assert_float_eq(ds.x_f32[4], 5.0f);
+	dt_dataset_fini(&ds);
+	write_text(path, "wrong.csv", "1,2,3,4\n5,6,7\n");
+	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
+			 DT_ERR_FORMAT);
+	expect_msg(&err, path, ": line 2, column 4: 3 columns, expected 4 "
+		   "(as on line 1)");
+}
+END_TEST
+
 START_TEST(test_csv_dialects)
 {
 	char path[PATH_MAX];
@@ -206,7 +281,7 @@ START_TEST(test_csv_errors)
 	write_text(path, "ragged.csv", "1,2,0\n3,4,1\n5,2\n");
 	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
 			 DT_ERR_FORMAT);
-	expect_msg(&err, path, ": line 3: 2 columns, expected 3 (as on line 1)");
+	expect_msg(&err, path, ": line 3, column 3: 2 columns, expected 3 (as on line 1)");
 	ck_assert_ptr_null(ds.x_f32);
 	ck_assert_ptr_null(ds.y);
 	dt_dataset_fini(&ds);
@@ -292,11 +367,13 @@ START_TEST(test_csv_values)
 			 DT_ERR_DATA);
 	expect_msg(&err, path, ": no data rows after the header");
 
+	/* The first data row places the label column. */
+	write_text(path, "header-row.csv", "a,b,c\n1,2,3\n");
 	o.label_col = 3;
 	ck_assert_int_eq(dt_dataset_load_csv(path, &o, &ds, &err),
 			 DT_ERR_DATA);
 	expect_msg(&err, path, ": label column 3 does not exist: the file has "
-		   "3 columns (line 1)");
+		   "3 columns (line 2)");
 
 	write_text(path, "nul.csv", "");
 	o.header = 0;
@@ -1426,6 +1503,7 @@ formats_suite(void)
 
 	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
 	tcase_add_test(tc, test_csv_good);
+	tcase_add_test(tc, test_csv_targets_and_norm);
 	tcase_add_test(tc, test_csv_dialects);
 	tcase_add_test(tc, test_csv_errors);
 	tcase_add_test(tc, test_csv_values);

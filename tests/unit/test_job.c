@@ -198,8 +198,9 @@ START_TEST(test_defaults)
 			 DT_OK);
 	ck_assert_str_eq(job.name, "small");
 	ck_assert_uint_eq(job.seed, 0);
-	ck_assert(job.data.scale == 1.0 / 255.0);
-	ck_assert(job.data.scale == 0.00392156862745098);
+	/* Unset: the reader resolves it from what the file stores. */
+	ck_assert(job.data.scale == 0);
+	ck_assert_int_eq(job.data.normalize, DT_NORMALIZE_NONE);
 	ck_assert_str_eq(job.data.eval.images, "");
 	ck_assert_str_eq(job.data.eval.labels, "");
 	ck_assert_str_eq(job.model.layers[0].name, "dense0");
@@ -327,12 +328,17 @@ write_text(const struct dt_job *j)
 
 /* model.loss: mse is refused where the job is read, in the file and
  * with --set, not at run time after the data is loaded. */
-START_TEST(test_mse_refused)
+START_TEST(test_mse_and_normalize)
 {
-	const char *sets[] = { "model.loss=mse" };
+	const char *sets[] = { "model.loss=mse", "data.normalize=minmax" };
+	const char *bad[] = { "data.normalize=zscore" };
 
-	expect_error(min_job, sets, 1, "--set model.loss=mse: model.loss: "
-		     "expected one of softmax_cross_entropy, found \"mse\"");
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, sets, 2), DT_OK);
+	ck_assert_int_eq(job.model.loss, DT_LOSS_MSE);
+	ck_assert_int_eq(job.data.normalize, DT_NORMALIZE_MINMAX);
+	expect_error(min_job, bad, 1, "--set data.normalize=zscore: "
+		     "data.normalize: expected one of none, standard, minmax, "
+		     "found \"zscore\"");
 }
 END_TEST
 
@@ -734,12 +740,11 @@ START_TEST(test_each_key)
 	i = find_key(&kl, "model.layers.N.type");
 	snprintf(want, sizeof want, "one of %s", layer_type_words());
 	ck_assert_str_eq(kl.types[i], want);
-	/* Every loss of DT_LOSS_TYPES but mse, which no data format can
-	 * feed yet (job/schema.c). */
+	/* Every loss of DT_LOSS_TYPES. */
 	join_words(loss_words, words, sizeof words);
 	ck_assert_str_eq(words, "softmax_cross_entropy, mse");
 	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")],
-			 "one of softmax_cross_entropy");
+			 "one of softmax_cross_entropy, mse");
 	ck_assert_str_eq(kl.defs[i], "required");
 	i = find_key(&kl, "model.layers.N.stride");
 	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
@@ -872,7 +877,7 @@ job_suite(void)
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_set);
-	tcase_add_test(tc, test_mse_refused);
+	tcase_add_test(tc, test_mse_and_normalize);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_round_trip_everything);
 	tcase_add_test(tc, test_pos_and_where);
