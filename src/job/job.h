@@ -380,6 +380,9 @@ struct dt_job {
 		enum dt_accum_schedule accum_schedule;	/* auto (default) */
 		int64_t progress_us;	/* the sums' progress thread's
 					 * interval; 0 = none */
+		int64_t zero;		/* sharding over the summing ranks:
+					 * 0 (default) none, 1 optimizer
+					 * state, 2 and the gradient's sum */
 	} parallel;
 
 	struct {

@@ -375,6 +375,10 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.progress_us), .def = "0", IN(0, 1000000),
 	  ALLREDUCE,
 	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
+	{ .key = "parallel.zero", .type = DT_KEY_INT,
+	  .off = OFF(parallel.zero), .def = "0", IN(0, 2), ALLREDUCE,
+	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "
+		 "gradients" },
 	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.accum_schedule), .def = "auto",
 	  .names = accum_names,

@@ -80,6 +80,8 @@ dt_plan_build(const struct dt_job *job, int world_size,
 						  host->blas_env);
 	plan->exact_accum = dt_plan_exact_accum(plan);
 	st = dt_plan_accum_schedule(job, plan, &plan->accum_schedule, err);
+	if (st == DT_OK)
+		st = dt_plan_sync_check(job, plan, err);
 	if (st != DT_OK) {
 		dt_plan_fini(plan);
 		return st;

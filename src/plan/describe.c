@@ -88,12 +88,12 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * over the span it updates. */
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
-	int64_t opt = y->optim_buffers * (y->own_hi - y->own_lo) * 4;
+	int64_t opt = y->optim_buffers * y->own_max * 4;
 	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
 	 * chunk from its neighbour into a buffer of doubles kept from step
 	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
-	int64_t sum_buf = y->summed && (y->impl == DT_SYNC_IMPL_EXACT ||
-					y->impl == DT_SYNC_IMPL_STAGES_EXACT) ?
+	int64_t sum_buf = y->summed && (y->base == DT_SYNC_IMPL_EXACT ||
+					y->base == DT_SYNC_IMPL_STAGES_EXACT) ?
 			  (y->trained / y->sum_ranks + 1) * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
@@ -237,6 +237,10 @@ describe_sync(const struct dt_sync_plan *y)
 	ADD(x, "optimizer_params",
 	    json_object_new_int64(y->own_hi - y->own_lo));
 	ADD(x, "optimizer_buffers", json_object_new_int(y->optim_buffers));
+	ADD(x, "sums", json_object_new_string(dt_sync_impl_name(y->base)));
+	ADD(x, "zero", json_object_new_int(y->zero));
+	ADD(x, "shards", json_object_new_int(y->shards));
+	ADD(x, "optimizer_params_max", json_object_new_int64(y->own_max));
 	ADD(x, "accumulator_bytes",
 	    json_object_new_int64(y->accumulator_bytes));
 	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
@@ -659,8 +663,17 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 	if (n > 0)
 		fprintf(out, " over %lld rank%s", (long long)n,
 			n == 1 ? "" : "s");
-	fprintf(out, "; the optimizer (%lld buffer%s a value) updates "
+	if (get_i(sync, "zero", NULL) > 0)
+		fprintf(out, "; zero %lld: each rank's optimizer updates its "
+			"1/%lld of the trained floats (at most %lld), then "
+			"the parameters are all-gathered; on the first "
+			"rank",
+			(long long)get_i(sync, "zero", NULL),
+			(long long)get_i(sync, "shards", NULL),
+			(long long)get_i(sync, "optimizer_params_max", NULL));
+	fprintf(out, "%s the optimizer (%lld buffer%s a value) updates "
 		"trained floats %lld-%lld\n",
+		get_i(sync, "zero", NULL) > 0 ? "" : ";",
 		(long long)get_i(sync, "optimizer_buffers", NULL),
 		get_i(sync, "optimizer_buffers", NULL) == 1 ? "" : "s",
 		(long long)get_i(sync, "optimizer_offset", NULL),

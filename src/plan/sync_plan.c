@@ -5,6 +5,9 @@
  * plan --dry-run to print. */
 #include "plan/sync_plan.h"
 
+#include <stdio.h>
+
+#include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
 
@@ -14,6 +17,7 @@ static const char *const impl_names[] = {
 	[DT_SYNC_IMPL_STAGES] = "stages",
 	[DT_SYNC_IMPL_STAGES_EXACT] = "stages-exact",
 	[DT_SYNC_IMPL_SERVERS] = "parameter_server",
+	[DT_SYNC_IMPL_ZERO] = "zero",
 };
 
 const char *
@@ -68,13 +72,66 @@ impl_of(const struct dt_job *job, const struct dt_plan *plan)
 }
 
 void
+dt_plan_sync_own(const struct dt_sync_plan *sync, int sum_rank, int64_t *lo,
+		 int64_t *hi)
+{
+	size_t a, b;
+
+	dt_comm_part((size_t)sync->trained, sync->shards, sum_rank, &a, &b);
+	*lo = (int64_t)a;
+	*hi = (int64_t)b;
+}
+
+/* parallel.zero's level where the gradient is summed over more than one
+ * rank (over one there is nothing to shard), else 0. */
+static int
+zero_level(const struct dt_job *job, const struct dt_plan *plan)
+{
+	return dt_plan_sync_summed(job, plan) ? (int)job->parallel.zero : 0;
+}
+
+enum dt_status
+dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
+		   struct dt_error *err)
+{
+	const char *other = NULL, *why = NULL, *fix = NULL;
+	char where[512];
+
+	if (job->parallel.zero > 0 &&
+	    job->parallel.sync == DT_SYNC_PARAMETER_SERVER) {
+		other = "parallel.sync";
+		why = "the parameter servers keep the optimizer state";
+		fix = "parallel.sync: allreduce";
+	} else if (zero_level(job, plan) == 2 &&
+		   dt_plan_sync_overlap(job, plan)) {
+		other = "parallel.overlap";
+		why = "level 2 reduce-scatters the whole gradient at once "
+		      "after the last backward, so nothing overlaps it";
+		fix = "parallel.overlap: false, or parallel.zero: 1";
+	} else if (zero_level(job, plan) == 2 &&
+		   job->parallel.grad_wire == DT_GRAD_WIRE_BF16) {
+		other = "parallel.grad_wire";
+		why = "level 2 has no bf16 reduce-scatter";
+		fix = "parallel.grad_wire: f32, or parallel.zero: 1";
+	}
+	if (other == NULL)
+		return DT_OK;
+	dt_job_where(job, "parallel.zero", where, sizeof where);
+	return dt_errorf(err, DT_ERR_PLAN, "%s%lld does not combine with %s "
+			 "(%s); set %s", where, (long long)job->parallel.zero,
+			 other, why, fix);
+}
+
+void
 dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	     struct dt_sync_plan *out)
 {
 	const struct dt_stage_info *si = &plan->stages[stage];
 	int summed = dt_plan_sync_summed(job, plan);
 
-	out->impl = impl_of(job, plan);
+	out->base = impl_of(job, plan);
+	out->zero = zero_level(job, plan);
+	out->impl = out->zero > 0 ? DT_SYNC_IMPL_ZERO : out->base;
 	out->sum_ranks = sum_ranks(job, plan);
 	out->summed = summed;
 	out->overlap = dt_plan_sync_overlap(job, plan);
@@ -88,8 +145,11 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	out->bucket_bytes = out->overlap ?
 			    (int64_t)(job->parallel.bucket_mb * 1048576.0) : 0;
 	out->trained = (int64_t)(si->trained_hi - si->trained_lo);
-	out->own_lo = 0;
-	out->own_hi = out->trained;
+	/* At zero the summing ranks cut the trained floats into parts, one
+	 * a rank (dt_comm_part), and each optimizer updates its own. */
+	out->shards = out->zero > 0 ? out->sum_ranks : 1;
+	dt_plan_sync_own(out, 0, &out->own_lo, &out->own_hi);
+	out->own_max = (out->trained + out->shards - 1) / out->shards;
 	out->optim_buffers = dt_plan_optim_buffers(job);
 	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
 	/* The count the trainer measures (summary.json's bytes_per_step):

@@ -21,6 +21,8 @@ enum dt_sync_impl {
 	DT_SYNC_IMPL_STAGES,		/* float, over a stage or slice */
 	DT_SYNC_IMPL_STAGES_EXACT,	/* double, over a stage or slice */
 	DT_SYNC_IMPL_SERVERS,		/* parameter servers */
+	DT_SYNC_IMPL_ZERO,		/* sharded optimizer state (and
+					 * gradients), parallel.zero */
 };
 
 /* What one rank of a stage does with its gradient each optimizer step
@@ -28,6 +30,16 @@ enum dt_sync_impl {
  * rank's trained arena unless they say bytes. */
 struct dt_sync_plan {
 	enum dt_sync_impl impl;
+	enum dt_sync_impl base;		/* whose sums it runs: impl, or for
+					 * zero the implementation level 0
+					 * would run (allreduce, exact,
+					 * stages, stages-exact) */
+	int zero;			/* parallel.zero where summed, else 0:
+					 * 1 the optimizer state sharded, 2
+					 * the gradient's sum too */
+	int shards;			/* parts the trained floats are cut
+					 * into (dt_comm_part): sum_ranks at
+					 * zero, else 1 */
 	int sum_ranks;			/* ranks whose gradients add up
 					 * (data- x tensor-parallel ranks of
 					 * the stage); 0 with servers */
@@ -45,11 +57,16 @@ struct dt_sync_plan {
 					 * the whole gradient */
 	int64_t trained;		/* trained floats of the stage */
 	int64_t own_lo, own_hi;		/* trained floats [own_lo, own_hi)
-					 * this rank's optimizer updates
-					 * (every one today; servers update
-					 * for the workers) */
-	int optim_buffers;		/* optimizer buffers, each
-					 * (own_hi - own_lo) floats */
+					 * the optimizer of the stage's sum
+					 * rank 0 updates (every one but at
+					 * zero: dt_plan_sync_own gives each
+					 * rank's; servers update for the
+					 * workers) */
+	int64_t own_max;		/* the most trained floats one rank's
+					 * optimizer updates: ceil(trained /
+					 * shards) */
+	int optim_buffers;		/* optimizer buffers, each own_max
+					 * floats at most */
 	int64_t accumulator_bytes;	/* exact: the double accumulator,
 					 * (trained) doubles; else 0 */
 	int64_t bytes_per_step;		/* gradient bytes the rank hands to
@@ -75,6 +92,23 @@ int dt_plan_sync_overlap(const struct dt_job *job,
 /* Optimizer state buffers the job's optimizer keeps per trained float:
  * SGD 0 (1 with momentum), Adam and AdamW 2. */
 int dt_plan_optim_buffers(const struct dt_job *job);
+
+/* The trained floats [*lo, *hi) the optimizer of the rank whose index
+ * among the stage's summing ranks (its rank in their communicator) is
+ * sum_rank updates: dt_comm_part of sync->trained over sync->shards
+ * (comm/comm.h: the part a reduce-scatter leaves it and an all-gather
+ * takes from it); every trained float with one shard. Pure. */
+void dt_plan_sync_own(const struct dt_sync_plan *sync, int sum_rank,
+		      int64_t *lo, int64_t *hi);
+
+/* Where job and plan cannot shard as parallel.zero asks: DT_ERR_PLAN
+ * naming parallel.zero and the key it does not combine with
+ * (parallel.sync: parameter_server at any level; at level 2, where the
+ * gradient is summed, parallel.overlap: true and parallel.grad_wire:
+ * bf16), with the fix; DT_OK otherwise. Pure. */
+enum dt_status dt_plan_sync_check(const struct dt_job *job,
+				  const struct dt_plan *plan,
+				  struct dt_error *err);
 
 /* Fills *out with stage `stage`'s sync on plan (its grid, exact_accum
  * and stages set). Pure. */

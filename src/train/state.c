@@ -272,15 +272,17 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	struct dt_full f;
 
 	memset(&f, 0, sizeof f);
+	/* Where the state is kept elsewhere (parameter servers) or in parts
+	 * (parallel.zero), every training rank fetches it first; a failure
+	 * goes on to the agreement below, so that every one learns of it
+	 * instead of waiting there. */
+	st = dt_grad_sync_state_collect(r->sync, err);
 	if (r->layout.split) {
 		/* Each stage holds its own part: rank 0 collects them. */
-		st = dt_full_gather(r, &f, err);
+		st = dt_comm_agree(r->comm, st, err);
+		if (st == DT_OK)
+			st = dt_full_gather(r, &f, err);
 	}
-	/* Where the state is kept elsewhere (parameter servers), every
-	 * training rank fetches it; a failure goes on to the agreement
-	 * below, so that every one learns of it instead of waiting there. */
-	if (st == DT_OK)
-		st = dt_grad_sync_state_collect(r->sync, err);
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
 		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];

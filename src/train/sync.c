@@ -51,9 +51,8 @@ _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
 	       "parallel.hierarchical's words are comm/hier.h's modes");
 
-/* Sum of squares of g (n) in double, in eight lanes. */
-static double
-tensor_sq(const float *g, int64_t n)
+double
+dt_sync_tensor_sq(const float *g, int64_t n)
 {
 	double lane[8] = { 0 }, total = 0;	/* lane: (8) */
 	int64_t i = 0;
@@ -76,7 +75,8 @@ norm_of(struct dt_grad_sync *s, int t, const struct dt_tensor_info *ti)
 {
 	if (s->sq_have != NULL && s->sq_have[t])
 		return s->sq[t];
-	return tensor_sq(dt_model_grads(s->cfg.model) + ti->offset, ti->size);
+	return dt_sync_tensor_sq(dt_model_grads(s->cfg.model) + ti->offset,
+				 ti->size);
 }
 
 /* Writes the squared norm of each of the model's trained tensors at
@@ -130,7 +130,7 @@ bucket_norms(struct dt_grad_sync *s, int b)
 		if (ti.offset < k->lo || ti.offset >= k->hi ||
 		    ti.offset >= dt_model_n_trained(m))
 			continue;
-		s->sq[t] = tensor_sq(g + ti.offset, ti.size);
+		s->sq[t] = dt_sync_tensor_sq(g + ti.offset, ti.size);
 		s->sq_have[t] = 1;
 	}
 }
@@ -213,10 +213,8 @@ exact_backward_begin(struct dt_grad_sync *s)
 	memset(s->added, 0, (size_t)s->n_buckets);
 }
 
-/* Adds bucket b of this micro-batch's float gradient into the double
- * accumulator, once. */
-static void
-exact_add(struct dt_grad_sync *s, int b)
+void
+dt_sync_exact_add(struct dt_grad_sync *s, int b)
 {
 	const struct dt_grad_bucket *k = &s->buckets[b];
 
@@ -279,7 +277,7 @@ static void
 exact_backward_end(struct dt_grad_sync *s)
 {
 	for (int b = 0; b < s->n_buckets; b++)
-		exact_add(s, b);
+		dt_sync_exact_add(s, b);
 }
 
 /* After bucket b's sum has completed: the sum back into the float
@@ -361,7 +359,7 @@ exact_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 	const struct dt_grad_bucket *k = &s->buckets[bucket];
 	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
-	exact_add(s, bucket);
+	dt_sync_exact_add(s, bucket);
 	if (s->wire == DT_GRAD_WIRE_BF16)
 		dt_kern_par_f64_round(pool_of(s), s->acc + k->lo, g + k->lo,
 				      (int64_t)(k->hi - k->lo));
@@ -437,11 +435,10 @@ whole_norm2(struct dt_grad_sync *s, const struct dt_step_report *report)
 	return dt_sync_local_norm2(s);
 }
 
-/* The update of the optimizer's span of the summed gradient. */
-static void
-optim_apply(struct dt_grad_sync *s, float lr)
+void
+dt_sync_optim_apply(struct dt_grad_sync *s, float lr)
 {
-	size_t lo = (size_t)s->plan->own_lo;
+	size_t lo = s->own_lo;
 
 	dt_optim_step(s->optim, dt_model_params(s->cfg.model) + lo,
 		      dt_model_grads(s->cfg.model) + lo, lr);
@@ -454,8 +451,8 @@ static enum dt_status
 collective_init(struct dt_grad_sync *s, struct dt_error *err)
 {
 	const struct dt_grad_sync_cfg *cfg = &s->cfg;
-	int split = s->plan->impl == DT_SYNC_IMPL_STAGES ||
-		    s->plan->impl == DT_SYNC_IMPL_STAGES_EXACT;
+	int split = s->plan->base == DT_SYNC_IMPL_STAGES ||
+		    s->plan->base == DT_SYNC_IMPL_STAGES_EXACT;
 	enum dt_status st;
 
 	assert(dt_comm_size(cfg->sum_comm) == s->plan->sum_ranks);
@@ -487,21 +484,21 @@ exact_init(struct dt_grad_sync *s, struct dt_error *err)
 
 static const struct dt_grad_sync_ops allreduce_ops = {
 	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
-	whole_finish, whole_norm2, optim_apply, NULL, NULL,
+	whole_finish, whole_norm2, dt_sync_optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
 	"exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, whole_finish, whole_norm2,
-	optim_apply, exact_breadth_begin, exact_node_done,
+	dt_sync_optim_apply, exact_breadth_begin, exact_node_done,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
 	"stages", collective_init, no_op, no_op, no_op, float_begin,
-	stage_finish, shared_norm2, optim_apply, NULL, NULL,
+	stage_finish, shared_norm2, dt_sync_optim_apply, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
 	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
-	optim_apply, NULL, NULL,
+	dt_sync_optim_apply, NULL, NULL,
 };
 
 /* The implementations, by the plan's choice (plan/sync_plan.h). */
@@ -511,7 +508,14 @@ static const struct dt_grad_sync_ops *const impls[] = {
 	[DT_SYNC_IMPL_STAGES] = &stage_allreduce_ops,
 	[DT_SYNC_IMPL_STAGES_EXACT] = &stage_exact_ops,
 	[DT_SYNC_IMPL_SERVERS] = &dt_sync_ps_ops,
+	[DT_SYNC_IMPL_ZERO] = &dt_sync_zero_ops,
 };
+
+const struct dt_grad_sync_ops *
+dt_sync_impl_ops(enum dt_sync_impl impl)
+{
+	return impls[impl];
+}
 
 /* The buckets, the overlap and the wire of s, as the plan decided them:
  * buckets of its bucket_bytes (cut at whole tensors) with overlap, else
@@ -544,13 +548,13 @@ setup_buckets(struct dt_grad_sync *s)
 }
 
 /* The optimizer over the plan's span [own_lo, own_hi) of the trained
- * floats, with train.decay's spans in the arena's coordinates (the
+ * floats (dt_plan_sync_own of the rank's place among the summing ranks), with train.decay's spans in the arena's coordinates (the
  * span's first float is the optimizer's element 0). */
 static void
 setup_optim(struct dt_grad_sync *s)
 {
 	const struct dt_job *job = s->cfg.job;
-	size_t lo = (size_t)s->plan->own_lo, hi = (size_t)s->plan->own_hi;
+	size_t lo = s->own_lo, hi = s->own_hi;
 
 	assert(lo <= hi && hi <= s->n);
 	s->optim = dt_optim_new(job, hi - lo);
@@ -570,12 +574,16 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 		 struct dt_grad_sync **out, struct dt_error *err)
 {
 	struct dt_grad_sync *s = dt_xcalloc(1, sizeof *s);
+	int64_t lo, hi;
 
 	s->cfg = *cfg;
 	s->plan = &cfg->plan->sync[cfg->stage];
 	s->n = dt_model_n_trained(cfg->model);
 	assert((int64_t)s->n == s->plan->trained);
 	s->workers = cfg->world;
+	dt_plan_sync_own(s->plan, dt_comm_rank(cfg->sum_comm), &lo, &hi);
+	s->own_lo = (size_t)lo;
+	s->own_hi = (size_t)hi;
 	*out = s;
 	setup_buckets(s);
 	setup_optim(s);
@@ -594,6 +602,8 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 {
 	if (s == NULL)
 		return;
+	if (s->role != NULL && s->role->fini != NULL)
+		s->role->fini(s);
 	dt_ps_free(s->ps);
 	dt_optim_free(s->optim);
 	dt_comm_free(s->hier);
@@ -613,7 +623,8 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 int
 dt_grad_sync_n_norms(const struct dt_grad_sync *s)
 {
-	return s->ops->finish == stage_finish ? s->cfg.n_tensors_all : 0;
+	return s->ops->finish == stage_finish || s->report_norms ?
+	       s->cfg.n_tensors_all : 0;
 }
 
 int
@@ -637,9 +648,13 @@ dt_grad_sync_trains(const struct dt_grad_sync *s)
 void
 dt_grad_sync_state(struct dt_grad_sync *s, struct dt_grad_sync_state *out)
 {
+	if (s->role != NULL && s->role->state != NULL) {
+		s->role->state(s, out);
+		return;
+	}
 	out->bufs = dt_optim_state(s->optim, &out->n_bufs);
-	out->lo = (size_t)s->plan->own_lo;
-	out->hi = (size_t)s->plan->own_hi;
+	out->lo = s->own_lo;
+	out->hi = s->own_hi;
 	out->steps = dt_optim_steps(s->optim);
 }
 
@@ -654,6 +669,8 @@ dt_grad_sync_state_loaded(struct dt_grad_sync *s, int64_t steps)
 {
 	dt_optim_set_steps(s->optim, steps);
 	s->resumed = 1;
+	if (s->role != NULL && s->role->loaded != NULL)
+		s->role->loaded(s);
 }
 
 int

@@ -55,8 +55,9 @@
  * and re-derives none of it.
  *
  * The sync owns the update. dt_grad_sync_new makes the optimizer over the
- * trained floats the plan gives this rank's optimizer ([own_lo, own_hi)
- * of plan->sync[stage]: every one today), apply steps it, and its state
+ * trained floats the plan gives this rank's optimizer (dt_plan_sync_own
+ * of plan->sync[stage]: every one but at parallel.zero), apply steps it,
+ * and its state
  * reaches checkpoints only through the seam: dt_grad_sync_state (what
  * this rank keeps, and which span it covers), _state_collect before a
  * save, _state_loaded after a load. Where a rank has a role beside
@@ -104,6 +105,10 @@
  *                    and send back the parameters; the local optimizer
  *                    only holds the state that checkpoints write and a
  *                    resume hands back to the servers
+ *   zero             (sync_zero.c, parallel.zero) the optimizer over the
+ *                    rank's part of the trained floats, the parameters
+ *                    all-gathered after its update; the sums of one of
+ *                    the above (level 1) or a reduce-scatter (level 2)
  */
 #ifndef DT_TRAIN_SYNC_H
 #define DT_TRAIN_SYNC_H

@@ -6,6 +6,7 @@
 
 #include "comm/ps.h"
 #include "optim/optim.h"
+#include "plan/sync_plan.h"
 #include "train/sync.h"
 #include "train/tie_sum.h"
 
@@ -35,9 +36,10 @@ struct dt_grad_sync_ops {
 /* What an implementation whose optimizer state lives elsewhere, or
  * whose ranks have a role beside training, does at the seam's state and
  * role calls (sync.h: dt_grad_sync_state_collect, _start, _release,
- * _serve, _log, _summary); its init sets s->role. Without one (NULL)
- * the rank keeps its own state, only trains, and writes no lines of its
- * own. */
+ * _serve, _log, _summary, and where not NULL dt_grad_sync_state,
+ * _state_loaded and, from dt_grad_sync_free, fini: what init made
+ * beyond the seam's); its init sets s->role. Without one (NULL) the rank
+ * keeps its own state, only trains, and writes no lines of its own. */
 struct dt_grad_sync_role {
 	enum dt_status (*collect)(struct dt_grad_sync *s,
 				  struct dt_error *err);
@@ -47,6 +49,9 @@ struct dt_grad_sync_role {
 	enum dt_status (*serve)(struct dt_grad_sync *s, struct dt_error *err);
 	void (*log)(struct dt_grad_sync *s, struct json_object *line);
 	void (*summary)(struct dt_grad_sync *s, struct json_object *summary);
+	void (*state)(struct dt_grad_sync *s, struct dt_grad_sync_state *out);
+	void (*loaded)(struct dt_grad_sync *s);
+	void (*fini)(struct dt_grad_sync *s);
 };
 
 struct dt_grad_sync {
@@ -56,6 +61,12 @@ struct dt_grad_sync {
 	const struct dt_sync_plan *plan;	/* the plan's decision for
 						 * this rank's stage */
 	size_t n;			/* trained floats of the rank */
+	size_t own_lo, own_hi;		/* the trained floats its optimizer
+					 * updates (dt_plan_sync_own of its
+					 * rank among the summing ranks) */
+	struct dt_sync_zero *zero;	/* sync_zero.c's, else NULL */
+	int report_norms;		/* the tensors' squared norms travel
+					 * in the step report (n_norms) */
 	struct dt_optim *optim;		/* over trained floats [plan->own_lo,
 					 * own_hi): apply updates with it;
 					 * parameter servers keep in it the
@@ -100,8 +111,27 @@ struct dt_grad_sync {
 /* The squared norm of the rank's own whole gradient (sync.c). */
 double dt_sync_local_norm2(struct dt_grad_sync *s);
 
+/* Sum of squares of g (n) in double, in eight lanes: a tensor's squared
+ * norm as every implementation takes it (sync.c). */
+double dt_sync_tensor_sq(const float *g, int64_t n);
+
+/* The exact mode's: adds bucket b of this micro-batch's float gradient
+ * into the double accumulator s->acc, once a micro-batch (sync.c). */
+void dt_sync_exact_add(struct dt_grad_sync *s, int b);
+
+/* The update of the optimizer's span [own_lo, own_hi) of the summed
+ * gradient (sync.c). */
+void dt_sync_optim_apply(struct dt_grad_sync *s, float lr);
+
+/* The ops of implementation impl (sync.c's impls[]). */
+const struct dt_grad_sync_ops *dt_sync_impl_ops(enum dt_sync_impl impl);
+
 /* The parameter-server implementation (sync_ps.c); its init is
  * collective over s->cfg.world. */
 extern const struct dt_grad_sync_ops dt_sync_ps_ops;
+
+/* Sharded optimizer state and gradient sums, parallel.zero (sync_zero.c);
+ * its init is collective over s->cfg.sum_comm. */
+extern const struct dt_grad_sync_ops dt_sync_zero_ops;
 
 #endif

@@ -178,6 +178,7 @@ ps_summary(struct dt_grad_sync *s, struct json_object *o)
 
 static const struct dt_grad_sync_role ps_role = {
 	ps_collect, ps_start, ps_release, ps_serve, ps_log, ps_summary,
+	NULL, NULL, NULL,
 };
 
 /* Collective over s->cfg.world, servers and workers alike. */

@@ -23,6 +23,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/data-trust.sh \
 	tests/integration/sample.sh tests/integration/tied.sh \
 	tests/integration/layouts.sh \
+	tests/integration/zero.sh \
 	tests/integration/recompute.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/shards.sh \

@@ -1,0 +1,136 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# parallel.zero (dtrain-job(5)): sharding the optimizer state (1) and the
+# gradient's sum (2) over a stage's summing ranks changes no bit. A tiny
+# MLP (784 -> 6 -> 10: 4780 trained floats, AdamW, clip_norm on, so the
+# gradient norm steers every update) trains 12 steps of 32 samples in
+# micro-batches of 8:
+# - on 2 and 4 ranks at zero 0, 1 and 2 (2 micro-batches a rank on 2, one
+#   on 4: the exact sum) and on 2 ranks with a global batch of 16 (one
+#   micro-batch each: the float sum), zero 1 with overlap in small
+#   buckets, the losses, the gradient norms and the exported parameters
+#   equal one rank's bit for bit;
+# - pipeline 2 x data 2 at zero 1 and 2 too;
+# - a zero-2 checkpoint on 4 ranks resumes on one rank at zero 0, a zero-2
+#   pipeline 2 x data 2 one likewise, and a one-rank checkpoint resumes
+#   on 2 ranks at zero 2, each ending with one rank's parameters;
+# - plan: the optimizer state per rank is the whole, 4780 x 2 buffers x 4
+#   bytes = 38240, divided by the ranks: 19120 on 2, 9560 on 4;
+# - the combinations that cannot work are refused with exit 2 naming both
+#   keys.
+. "${top_srcdir}/tests/integration/lib.sh"
+need_fmnist
+cat >job.yaml <<YAML
+name: zero
+seed: 5
+data:
+  train:
+    images: $FMNIST/t10k-images-idx3-ubyte.gz
+    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
+model:
+  input_shape: [28, 28]
+  layers:
+    - {type: dense, units: 6, activation: relu}
+    - {type: dense, units: 10}
+train:
+  global_batch: 32
+  micro_batch: 8
+  steps: 12
+  optimizer: adamw
+  lr: 0.01
+  clip_norm: 0.5
+log: {every_steps: 1}
+YAML
+OFF="--set parallel.overlap=false"
+HY="--set parallel.strategy=hybrid --set parallel.pipeline_parallel=2 --set parallel.data_parallel=2"
+ONE="--set parallel.strategy=data --set parallel.pipeline_parallel=1 --set parallel.data_parallel=1"
+
+# same REF RUN: RUN's losses, gradient norms and parameters are REF's.
+same() {
+	losses "$1" >a.col
+	losses "$2" >b.col
+	[ -s a.col ] && cmp -s a.col b.col || fail "$2: losses differ from $1"
+	column "$1" grad_norm >a.col
+	column "$2" grad_norm >b.col
+	cmp -s a.col b.col || fail "$2: gradient norms differ from $1"
+	export_of "$1" "$1.st"
+	export_of "$2" "$2.st"
+	cmp -s "$1.st" "$2.st" || fail "$2: parameters differ from $1"
+	echo "ok: $2 == $1"
+}
+
+"$DTRAIN" run -q --run-dir one job.yaml >/dev/null
+"$DTRAIN" run -q --run-dir one16 job.yaml --set train.global_batch=16 >/dev/null
+for np in 2 4; do
+	for z in 0 1 2; do
+		o=$OFF
+		[ "$z" = 1 ] && o="--set parallel.bucket_mb=0.004"
+		mpi $np "$DTRAIN" run -q --run-dir dp$np-z$z job.yaml \
+			--set parallel.zero=$z $o >/dev/null
+		same one dp$np-z$z
+	done
+done
+for z in 1 2; do
+	mpi 2 "$DTRAIN" run -q --run-dir f2-z$z job.yaml \
+		--set train.global_batch=16 --set parallel.zero=$z $OFF >/dev/null
+	same one16 f2-z$z
+	mpi 4 "$DTRAIN" run -q --run-dir pp2dp2-z$z job.yaml $HY \
+		--set parallel.zero=$z $OFF >/dev/null
+	same one pp2dp2-z$z
+done
+grep -q '"implementation": *"zero"' dp4-z2/plan.json ||
+	fail "dp4-z2: the plan's sync is not zero"
+grep -q '"sums": *"allreduce"' f2-z2/plan.json ||
+	fail "f2-z2: not the float sum"
+
+# Checkpoints: stopped at step 6 (exit 3 with a checkpoint), resumed
+# elsewhere.
+stop() {
+	d=$1 np=$2
+	shift 2
+	set +e
+	DTRAIN_TEST_SIGNAL_AT_STEP=6 mpi "$np" -x DTRAIN_TEST_SIGNAL_AT_STEP \
+		"$DTRAIN" run -q --run-dir "$d" job.yaml "$@" >/dev/null 2>"$d.err"
+	rc=$?
+	set -e
+	[ "$rc" -eq 3 ] || { cat "$d.err" >&2; fail "$d: exited $rc, expected 3"; }
+}
+stop c4 4 --set parallel.zero=2 $OFF
+"$DTRAIN" resume -q c4 --set parallel.zero=0 >/dev/null 2>c4.err2
+grep -q "resuming from .*step 6" c4.err2 || fail "c4: did not resume from 6"
+same one c4
+stop cpp 4 $HY --set parallel.zero=2 $OFF
+"$DTRAIN" resume -q cpp --set parallel.zero=0 $ONE >/dev/null 2>cpp.err2
+same one cpp
+stop c1 1
+mpi 2 "$DTRAIN" resume -q c1 --set parallel.zero=2 $OFF >/dev/null 2>c1.err2
+same one c1
+
+# The plan: AdamW's 2 buffers of 4780 floats, 4 bytes each, cut in parts.
+for np in 1 2 4; do
+	"$DTRAIN" plan --dry-run --json -n $np job.yaml \
+		--set parallel.zero=2 $OFF >plan$np.json
+done
+"$PYTHON" - <<'PY'
+import json
+want = {1: 38240, 2: 19120, 4: 9560}
+for np, b in want.items():
+    p = json.load(open("plan%d.json" % np))
+    got = p["memory_per_rank"]["optimizer_state"]
+    assert got == b, (np, got, b)
+    s = p["stages"][0]["sync"]
+    assert s["optimizer_params_max"] == 4780 // np, (np, s)
+    assert s["zero"] == (2 if np > 1 else 0), (np, s)
+print("ok: optimizer state per rank 38240 / 19120 / 9560 bytes")
+PY
+
+# Refused, naming both keys.
+expect_fail 2 "parallel.zero: 2 does not combine with parallel.overlap" \
+	"$DTRAIN" plan --dry-run -n 2 job.yaml --set parallel.zero=2
+expect_fail 2 "parallel.zero: 2 does not combine with parallel.grad_wire" \
+	"$DTRAIN" plan --dry-run -n 2 job.yaml --set parallel.zero=2 $OFF \
+	--set parallel.grad_wire=bf16
+expect_fail 2 "parallel.zero.*parallel.sync" \
+	"$DTRAIN" plan --dry-run -n 3 job.yaml --set parallel.zero=1 \
+	--set parallel.sync=parameter_server
+echo "ok: refusals"
