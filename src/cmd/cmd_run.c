@@ -205,9 +205,10 @@ run_dir_of(const struct run_args *a, const struct dt_job *job, char *dir,
  * stages the model cannot take, a schedule that does not fit a run length
  * given in steps; the checks of plan --dry-run, in its words); without
  * it the model's shapes and that schedule; and (for a new run) a run
- * directory that already holds results. */
+ * directory that already holds results. *threads: that plan's threads
+ * per rank (1 without -n). */
 static enum dt_status
-precheck(const struct run_args *a, const struct dt_job *job,
+precheck(const struct run_args *a, const struct dt_job *job, int *threads,
 	 struct dt_error *err)
 {
 	char dir[DT_JOB_PATH_MAX + 32], path[DT_JOB_PATH_MAX + 64];
@@ -233,6 +234,7 @@ precheck(const struct run_args *a, const struct dt_job *job,
 			st = dt_plan_schedule(job, job->train.steps, &sched,
 					      err);
 	}
+	*threads = plan.blas_threads > 0 ? plan.blas_threads : 1;
 	dt_plan_fini(&plan);
 	if (st != DT_OK || a->resume)
 		return st;
@@ -322,7 +324,7 @@ launch(int argc, char **argv, const struct run_args *a,
 
 	if (a->n_ranks > 0 && dt_launch_check_hostfile(&cfg) != 0)
 		return 1;
-	if (precheck(a, job, &err) != DT_OK)
+	if (precheck(a, job, &cfg.threads, &err) != DT_OK)
 		return dt_cmd_fail(err.status, &err);
 	run_dir_of(a, job, dir, sizeof dir);
 	args = rank_argv(argc, argv, a, &cfg.n_rank_args);

@@ -27,6 +27,10 @@ struct dt_launch_config {
 	int ranks;		/* mpirun -np ranks; 0: no mpirun, the one
 				 * rank started directly */
 	int max_restarts;	/* restarts after a failure; 0: none */
+	int threads;		/* each rank's threads (its plan's BLAS
+				 * threads): above 1, mpirun is told to
+				 * give each rank that many cores
+				 * (dt_launch_cmd_build) */
 	int elastic;		/* --elastic MIN: a restart runs on the
 				 * hosts still alive, >= MIN ranks; 0: off.
 				 * Needs ranks and max_restarts. */

@@ -31,14 +31,19 @@ struct dt_launch_cmd {
 	const char **argv;	/* (argc + 1) heap, NULL last */
 	int argc;
 	char np[16];		/* mpirun's -np value */
+	char pe[32];		/* mpirun's --map-by value */
 	char *mpi_words;	/* heap: the split copy of mpi_args, or NULL */
 };
 
-/* The command line of one launch: DT_MPIRUN -np N [--oversubscribe] -x
- * DTRAIN_LAUNCH_DIR [-x DTRAIN_PROGRESS_TTY] [MPI_ARGS] SELF RANK_ARGV,
- * or, with n_ranks 0, SELF RANK_ARGV; with as_resume the rank's command
- * is `resume [-q] RUN_DIR` instead. --oversubscribe when n_ranks exceeds
- * cores (> 0); the -x of DTRAIN_PROGRESS_TTY with pass_tty. With hostfile,
+/* The command line of one launch: DT_MPIRUN -np N [--oversubscribe]
+ * [MAPPING] -x DTRAIN_LAUNCH_DIR [-x DTRAIN_PROGRESS_TTY] [MPI_ARGS] SELF
+ * RANK_ARGV, or, with n_ranks 0, SELF RANK_ARGV; with as_resume the
+ * rank's command is `resume [-q] RUN_DIR` instead. --oversubscribe when
+ * n_ranks exceeds cores (> 0); the -x of DTRAIN_PROGRESS_TTY with
+ * pass_tty. MAPPING, with cfg->threads T above 1 and no mapping or
+ * binding the user chose (in mpi_args or Open MPI's variables):
+ * "--map-by slot:PE=T --bind-to core" when N x T fit cores on this node,
+ * else (or with any hostfile) "--bind-to none". With hostfile,
  * "--hostfile HOSTFILE" replaces every word of mpi_args that names one.
  * Never fails (out of memory aborts). */
 void dt_launch_cmd_build(struct dt_launch_cmd *cmd,

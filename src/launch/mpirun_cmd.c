@@ -97,6 +97,71 @@ add_mpi_args(const char *mpi_args, const char *hostfile, const char **args,
 	return text;
 }
 
+/* Whether the user chose how mpirun maps or binds the ranks: a word of
+ * mpi_args that does (--map-by, --bind-to, --cpus-per-proc, a rankfile,
+ * an MCA parameter of mapping or binding), or Open MPI's variables of
+ * those two in the environment. */
+static int
+user_maps(const char *mpi_args)
+{
+	static const char *const words[] = {
+		"map-by", "bind-to", "cpus-per-", "rankfile", "pernode",
+		"npersocket", "bynode", "byslot", "bycore", "bysocket",
+		"rmaps_base_mapping_policy", "hwloc_base_binding_policy",
+	};
+
+	if (getenv("OMPI_MCA_rmaps_base_mapping_policy") != NULL ||
+	    getenv("OMPI_MCA_hwloc_base_binding_policy") != NULL)
+		return 1;
+	for (size_t k = 0; mpi_args != NULL &&
+	     k < sizeof words / sizeof words[0]; k++)
+		if (strstr(mpi_args, words[k]) != NULL)
+			return 1;
+	return 0;
+}
+
+/* The words that give each of n_ranks ranks its cfg->threads cores, at
+ * args + *n (4 at most): --map-by slot:PE=T --bind-to core where the
+ * ranks' threads fit this node's cores; --bind-to none where they do not
+ * (Open MPI refuses to bind more threads than cores) or where a hostfile
+ * spreads the ranks over hosts whose cores the launcher cannot count,
+ * so that no rank's threads are held to one core. Nothing for one
+ * thread per rank (Open MPI's own binding gives each rank a core at
+ * least) or when the user chose a mapping. pe holds the map-by value. */
+static void
+add_mapping(const struct dt_launch_config *cfg, int n_ranks, int hostfile,
+	    long cores, char *pe, size_t pe_size, const char **args, int *n)
+{
+	long t = cfg->threads;
+
+	if (t <= 1 || user_maps(cfg->mpi_args))
+		return;
+	if (hostfile || cores <= 0 || (long)n_ranks * t > cores) {
+		args[(*n)++] = "--bind-to";
+		args[(*n)++] = "none";
+		return;
+	}
+	snprintf(pe, pe_size, "slot:PE=%ld", t);
+	args[(*n)++] = "--map-by";
+	args[(*n)++] = pe;
+	args[(*n)++] = "--bind-to";
+	args[(*n)++] = "core";
+}
+
+/* Whether a launch runs on a hostfile's hosts: the one given (elastic)
+ * or one that mpi_args or the environment names. */
+static int
+has_hostfile(const struct dt_launch_config *cfg, const char *hostfile)
+{
+	char file[PATH_MAX];
+	const char *from;
+
+	if (hostfile != NULL)
+		return 1;
+	dt_launch_named_hostfile(cfg, file, sizeof file, &from);
+	return file[0] != '\0';
+}
+
 void
 dt_launch_cmd_build(struct dt_launch_cmd *cmd,
 		    const struct dt_launch_config *cfg, const char *self,
@@ -115,6 +180,8 @@ dt_launch_cmd_build(struct dt_launch_cmd *cmd,
 		args[n++] = cmd->np;
 		if (cores > 0 && n_ranks > cores)
 			args[n++] = "--oversubscribe";
+		add_mapping(cfg, n_ranks, has_hostfile(cfg, hostfile), cores,
+			    cmd->pe, sizeof cmd->pe, args, &n);
 		/* Open MPI passes the environment on to the ranks of this
 		 * node only; -x takes these to every node. */
 		args[n++] = "-x";

@@ -13,6 +13,7 @@
 
 #include "train/rundir.h"
 #include "util/alloc.h"
+#include "util/cpus.h"
 #include "util/jsonnum.h"
 
 #define ADD(o, key, val) json_object_object_add(o, key, val)
@@ -310,6 +311,17 @@ add_grid(struct json_object *o, const struct dt_run *r)
 	ADD(o, "grid", g);
 }
 
+/* The CPUs rank 0 may run on (its affinity mask, as its threads found
+ * it): "0-1", the form of Cpus_allowed_list in /proc/PID/status. */
+static void
+add_cpus(struct json_object *o)
+{
+	char cpus[256];
+
+	dt_cpus_allowed_list(cpus, sizeof cpus);
+	ADD(o, "cpus_rank0", json_object_new_string(cpus));
+}
+
 /* What each rank moved per training step, counted as it went (dtrain
  * plan computes the same three numbers). */
 static void
@@ -449,6 +461,7 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	    json_object_new_int64(res->resumed_from) : NULL);
 	dt_grad_sync_summary(r->sync, o);	/* its own lines (servers) */
 	ADD(o, "bytes_sent_rank0", json_object_new_int64((int64_t)sent_bytes(r)));
+	add_cpus(o);
 	add_grid(o, r);
 	add_bytes(o, r, bytes);
 	dt_best_summary(r, o);

@@ -551,6 +551,30 @@ release(struct dt_run *r, enum dt_status st, struct dt_error *err)
 	return st;
 }
 
+/* Every rank's check of its CPU affinity against its threads: with fewer
+ * CPUs in its mask than threads (mpirun binding a rank to one core, srun
+ * without --cpus-per-task, taskset), the threads take turns on them and
+ * a step runs up to threads times slower; says so on stderr, with the
+ * fix. A warning only: the run goes on with the bits it would have. */
+static void
+check_affinity(const struct dt_run *r)
+{
+	int threads = r->plan.blas_threads, n;
+	char cpus[128];
+
+	n = dt_cpus_allowed_list(cpus, sizeof cpus);
+	if (n >= threads)
+		return;
+	fprintf(stderr, "dtrain: rank %d: %d threads, but its CPU affinity "
+		"allows %d CPU%s (%s %s), so the threads share %s; give each "
+		"rank %d cores: under mpirun --map-by slot:PE=%d --bind-to "
+		"core (what dtrain run -n does), under srun "
+		"--cpus-per-task=%d; or run fewer threads "
+		"(parallel.blas_threads, OPENBLAS_NUM_THREADS)\n", r->rank, threads, n,
+		n == 1 ? "" : "s", n == 1 ? "CPU" : "CPUs", cpus,
+		n == 1 ? "it" : "them", threads, threads, threads);
+}
+
 /* The plan, the layout and its model, the optimizer and the gradient
  * sync (collective: every rank, servers too). */
 static enum dt_status
@@ -573,6 +597,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);
 	if (st != DT_OK)
 		return st;
+	check_affinity(r);
 	openblas_set_num_threads(r->plan.blas_threads);
 	/* As many threads of our own as of OpenBLAS's: they take turns
 	 * (our loops run between the products), and the pool's split never

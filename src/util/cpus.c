@@ -6,6 +6,7 @@
 #include "util/cpus.h"
 
 #include <sched.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static int
@@ -43,5 +44,76 @@ dt_cpus_node_share(int local_ranks)
 		local_ranks = 1;
 	if ((long)allowed * local_ranks < on)
 		return allowed * local_ranks;
+	return on;
+}
+
+/* Appends "A" or "A-B" (with a comma after the first) to buf at *len;
+ * once it does not fit, "..." where it can and *len left at size. */
+static void
+put_range(char *buf, size_t size, size_t *len, int a, int b)
+{
+	int k;
+
+	if (*len >= size)
+		return;
+	k = a == b ? snprintf(buf + *len, size - *len, "%s%d",
+			      *len > 0 ? "," : "", a) :
+		     snprintf(buf + *len, size - *len, "%s%d-%d",
+			      *len > 0 ? "," : "", a, b);
+	if (k >= 0 && (size_t)k < size - *len) {
+		*len += (size_t)k;
+		return;
+	}
+	if (size >= 4)
+		snprintf(buf + size - 4, 4, "...");
+	*len = size;
+}
+
+/* The mask's list into buf (put_range's) and its count; -1 where it
+ * cannot be read or is empty. */
+static int
+mask_list(char *buf, size_t size, size_t *len)
+{
+#ifdef CPU_COUNT
+	cpu_set_t set;
+	int n = 0, first = -1;
+
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof set, &set) != 0 ||
+	    CPU_COUNT(&set) == 0)
+		return -1;
+	for (int c = 0; c <= CPU_SETSIZE; c++) {
+		int in = c < CPU_SETSIZE && CPU_ISSET(c, &set);
+
+		if (in && first < 0)
+			first = c;
+		if (!in && first >= 0) {
+			put_range(buf, size, len, first, c - 1);
+			n += c - first;
+			first = -1;
+		}
+	}
+	return n;
+#else
+	(void)buf;
+	(void)size;
+	(void)len;
+	return -1;
+#endif
+}
+
+int
+dt_cpus_allowed_list(char *buf, size_t size)
+{
+	int on = online(), n;
+	size_t len = 0;
+
+	if (size == 0)
+		return dt_cpus_allowed();
+	buf[0] = '\0';
+	n = mask_list(buf, size, &len);
+	if (n > 0)
+		return n < on ? n : on;
+	put_range(buf, size, &len, 0, on - 1);
 	return on;
 }

@@ -62,6 +62,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/diverge.sh \
 	tests/integration/diverge-first-step.sh \
 	tests/integration/threads-affinity.sh \
+	tests/integration/threads-cores.sh \
 	tests/integration/stop-final-eval.sh \
 	tests/integration/resume-schedule.sh \
 	tests/integration/resume-batch.sh \

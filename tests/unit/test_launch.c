@@ -71,6 +71,7 @@ config4(const char *mpi_args)
 		.mpi_args = mpi_args,
 		.run_dir = "r",
 		.quiet = 1,
+		.threads = 2,
 	};
 
 	return cfg;
@@ -117,6 +118,89 @@ START_TEST(mpirun_restart_on_elastic_hosts)
 	unsetenv("OMPI_MCA_odls_base_sigkill_timeout");
 	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 3, "/l/hosts", 1, 8, 0);
 	assert_argv(&cmd, want);
+	dt_launch_cmd_fini(&cmd);
+}
+END_TEST
+
+/* The words between -np N [--oversubscribe] and -x DTRAIN_LAUNCH_DIR of
+ * a first launch of n ranks of threads each on cores, with mpi_args
+ * (NULL for none) and no hostfile of the environment's; NULL-terminated
+ * want. */
+static void
+assert_mapping(int n, int threads, long cores, const char *mpi_args,
+	       const char *const *want)
+{
+	struct dt_launch_config cfg = config4(mpi_args);
+	struct dt_launch_cmd cmd;
+	int first = n > cores ? 4 : 3, k = 0;
+
+	cfg.threads = threads;
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", n, NULL, 0, cores, 0);
+	while (want[k] != NULL) {
+		ck_assert_int_lt(first + k, cmd.argc);
+		ck_assert_msg(strcmp(cmd.argv[first + k], want[k]) == 0,
+			      "%d x %d on %ld: word %d: \"%s\", expected "
+			      "\"%s\"", n, threads, cores, first + k,
+			      cmd.argv[first + k], want[k]);
+		k++;
+	}
+	ck_assert_str_eq(cmd.argv[first + k], "-x");
+	dt_launch_cmd_fini(&cmd);
+}
+
+START_TEST(mpirun_threads_get_cores)
+{
+	const char *const pe2[] = { "--map-by", "slot:PE=2", "--bind-to",
+				    "core", NULL };
+	const char *const pe3[] = { "--map-by", "slot:PE=3", "--bind-to",
+				    "core", NULL };
+	const char *const none[] = { "--bind-to", "none", NULL };
+	const char *const nothing[] = { NULL };
+	struct dt_launch_config cfg = config4(NULL);
+	struct dt_launch_cmd cmd;
+	const char *const want[] = {
+		DT_MPIRUN, "-np", "1", "--map-by", "slot:PE=2", "--bind-to",
+		"core", "-x", "DTRAIN_LAUNCH_DIR", "/x/dtrain", "run", "-q",
+		"--run-dir", "r", "job.yaml", NULL
+	};
+
+	unsetenv("OMPI_MCA_rmaps_base_mapping_policy");
+	unsetenv("OMPI_MCA_hwloc_base_binding_policy");
+	unsetenv(DT_DEFAULT_HOSTFILE_ENV);
+	/* run -n 1 with 2 threads on 2 cores: both cores its, not one. */
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 1, NULL, 0, 2, 0);
+	assert_argv(&cmd, want);
+	dt_launch_cmd_fini(&cmd);
+	/* They fit: each rank its T cores. */
+	assert_mapping(4, 2, 8, NULL, pe2);
+	assert_mapping(2, 3, 6, NULL, pe3);
+	/* They do not (Open MPI would refuse to bind): none. */
+	assert_mapping(2, 2, 2, NULL, none);
+	assert_mapping(3, 2, 2, NULL, none);
+	/* Hosts whose cores cannot be counted: none. */
+	assert_mapping(2, 2, 8, "--hostfile h1", none);
+	/* One thread each: Open MPI's own binding gives a core each. */
+	assert_mapping(2, 1, 2, NULL, nothing);
+	assert_mapping(1, 0, 2, NULL, nothing);
+	/* The user's mapping or binding wins, given in any form. */
+	assert_mapping(1, 2, 2, "--map-by node", nothing);
+	assert_mapping(1, 2, 2, "-bind-to hwthread", nothing);
+	assert_mapping(1, 2, 2, "--cpus-per-proc 2", nothing);
+	assert_mapping(1, 2, 2, "--mca hwloc_base_binding_policy none",
+		       nothing);
+	setenv("OMPI_MCA_hwloc_base_binding_policy", "none", 1);
+	assert_mapping(1, 2, 2, NULL, nothing);
+	unsetenv("OMPI_MCA_hwloc_base_binding_policy");
+	setenv("OMPI_MCA_rmaps_base_mapping_policy", "node", 1);
+	assert_mapping(1, 2, 2, NULL, nothing);
+	unsetenv("OMPI_MCA_rmaps_base_mapping_policy");
+	/* A hostfile from the environment, or the elastic one. */
+	setenv(DT_DEFAULT_HOSTFILE_ENV, "h9", 1);
+	assert_mapping(1, 2, 2, NULL, none);
+	unsetenv(DT_DEFAULT_HOSTFILE_ENV);
+	dt_launch_cmd_build(&cmd, &cfg, "/x/dtrain", 1, "/l/hosts", 1, 2, 0);
+	ck_assert_str_eq(cmd.argv[3], "--bind-to");
+	ck_assert_str_eq(cmd.argv[4], "none");
 	dt_launch_cmd_fini(&cmd);
 }
 END_TEST
@@ -663,6 +747,7 @@ main(void)
 
 	tcase_add_test(cmd, mpirun_first_launch);
 	tcase_add_test(cmd, mpirun_restart_on_elastic_hosts);
+	tcase_add_test(cmd, mpirun_threads_get_cores);
 	tcase_add_test(cmd, mpirun_left_out);
 	tcase_add_test(cmd, mpirun_probe);
 	tcase_add_test(cmd, hostfile_named);

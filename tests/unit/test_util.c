@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* test_util.c - the shared helpers of src/util/: byte order (endian.h),
  * atomic file replacement (fileio.h), zlib's gz* errors (gz.h), JSON
- * numbers (jsonnum.h) and the peak resident memory (sysmem.h). */
+ * numbers (jsonnum.h), the peak resident memory (sysmem.h) and the list
+ * of CPUs in the affinity mask (cpus.h). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* sched_setaffinity, CPU_SET */
+#endif
 #include <check.h>
 #include <errno.h>
 #include <float.h>
 #include <json.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 
 #include <zlib.h>
 
+#include "util/cpus.h"
 #include "util/endian.h"
 #include "util/fileio.h"
 #include "util/gz.h"
@@ -497,6 +503,56 @@ START_TEST(peak_resident)
 }
 END_TEST
 
+/* Sets this process's mask to the CPUs of list (-1 ends it); 0 if the
+ * kernel refused (a CPU not online). */
+static int
+set_mask(const int *list)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	for (int i = 0; list[i] >= 0; i++)
+		CPU_SET(list[i], &set);
+	return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+START_TEST(cpu_list)
+{
+	static const struct {
+		int cpus[5];
+		const char *list;
+	} cases[] = {
+		{ { 0, -1 }, "0" },
+		{ { 1, -1 }, "1" },
+		{ { 0, 1, -1 }, "0-1" },
+		{ { 0, 2, 3, -1 }, "0,2-3" },
+		{ { 1, 3, -1 }, "1,3" },
+	};
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t saved;
+	char buf[64], small[5];
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof saved, &saved), 0);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int n = 0;
+
+		while (cases[i].cpus[n] >= 0)
+			n++;
+		if (cases[i].cpus[n - 1] >= online || !set_mask(cases[i].cpus))
+			continue;
+		ck_assert_int_eq(dt_cpus_allowed_list(buf, sizeof buf), n);
+		ck_assert_str_eq(buf, cases[i].list);
+		ck_assert_int_eq(dt_cpus_allowed(), n);
+	}
+	/* Too long for the buffer: cut, with "..." at its end. */
+	if (online >= 4 && set_mask((const int[]){ 0, 2, 3, -1 })) {
+		ck_assert_int_eq(dt_cpus_allowed_list(small, sizeof small), 3);
+		ck_assert_str_eq(small, "0...");
+	}
+	ck_assert_int_eq(sched_setaffinity(0, sizeof saved, &saved), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -514,6 +570,7 @@ main(void)
 	tcase_add_test(tc, json_floats);
 	tcase_add_test(tc, json_seconds);
 	tcase_add_test(tc, peak_resident);
+	tcase_add_test(tc, cpu_list);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
