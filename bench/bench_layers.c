@@ -28,7 +28,10 @@
  * one thread whatever the thread count, the serial fraction of Amdahl's
  * law); then a line per layer kind; then the whole step's share in the
  * pool and its pool loops, samples/s, model GFLOP/s (graph.h's 3x
- * forward count) and that as a share of the peak. The model gets a pool
+ * forward count) and that as a share of the peak, and as a share of the
+ * f32 limit: the rate of the widest float32 multiply-add loop on
+ * registers alone on as many threads, with the same clock (fma_peak.h),
+ * measured after the passes. The model gets a pool
  * of as many threads as OpenBLAS has (OPENBLAS_NUM_THREADS), as dtrain
  * run gives it.
  * With one BLAS thread times are the thread's CPU time, so that time spent
@@ -48,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fma_peak.h"
 #include "graph/graph.h"
 #include "graph/kern.h"
 #include "graph/model.h"
@@ -312,6 +316,8 @@ main(int argc, char **argv)
 			 median(peak, (size_t)n_peak) * 1e-9;
 	double rate = (double)mb / step_med;
 	double model_gf = rate * dt_model_flops_per_sample(m) * 1e-9;
+	enum dt_bench_fma lim = dt_bench_fma_f32();
+	double lim_gf = dt_bench_fma_gflops(lim, threads, 5, cpu);
 
 	for (int i = 0; i < nn; i++) {
 		fmed[i] = median(tf[i], (size_t)iters);
@@ -388,6 +394,11 @@ main(int argc, char **argv)
 	       peak_gf, (long long)n_peak);
 	printf("MFU             %.1f%% of sgemm %d^3 (model FLOPs)\n",
 	       100.0 * model_gf / peak_gf, PEAK_N);
+	printf("f32 limit       %.2f GFLOP/s (%s multiply-adds on "
+	       "registers, %d thread%s, best of 5; bench/peak)\n", lim_gf,
+	       dt_bench_fma_name(lim), threads, threads == 1 ? "" : "s");
+	printf("MFU             %.1f%% of the f32 limit (model FLOPs)\n",
+	       lim_gf > 0.0 ? 100.0 * model_gf / lim_gf : 0.0);
 
 	for (int i = 0; i < nn; i++) {
 		free(tf[i]);

@@ -1,21 +1,26 @@
 # SPDX-License-Identifier: MIT
 EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe
+	bench/allreduce_raw bench/bench_bpe bench/peak
+bench_peak_SOURCES = bench/peak.c bench/fma_peak.h bench/fma_peak.c
+bench_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_bpe_SOURCES = bench/bench_bpe.c
 bench_bench_bpe_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_mlp_SOURCES = bench/bench_mlp.c
 bench_bench_mlp_LDADD = libdtrain.la $(DT_LIBS)
-bench_bench_layers_SOURCES = bench/bench_layers.c
+bench_bench_layers_SOURCES = bench/bench_layers.c bench/fma_peak.h \
+	bench/fma_peak.c
 bench_bench_layers_LDADD = libdtrain.la $(DT_LIBS)
 bench_sgemm_peak_SOURCES = bench/sgemm_peak.c
 bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_allreduce_raw_SOURCES = bench/allreduce_raw.c
 bench_allreduce_raw_LDADD = libdtrain.la $(DT_LIBS)
 CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe
+	bench/allreduce_raw bench/bench_bpe bench/peak
 
-# make bench: the shipped jobs next to their PyTorch twins at 1 thread, 2
-# threads and 2 ranks (bench/side-by-side.sh, about 5 minutes), the
+# make bench: the machine's f32 and bf16 limits (bench/peak: multiply-add
+# loops on registers, 1 and 2 threads), the shipped jobs next to their
+# PyTorch twins at 1 thread, 2 threads and 2 ranks with their MFU against
+# the f32 limit (bench/side-by-side.sh, about 5 minutes), the
 # per-layer time of a char-GPT micro-batch at one thread (bench/README),
 # then single-rank throughput against the sgemm peak on all cores, the
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
@@ -39,9 +44,10 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 bench-cluster: bench/allreduce_raw bench/bench_layers dtrain
 	$(srcdir)/bench/cluster.sh $(BENCH_CLUSTER_ARGS) ./dtrain \
 	  ./bench/allreduce_raw ./bench/bench_layers || test $$? -eq 77
-bench-side-by-side: bench/sgemm_peak dtrain
+bench-side-by-side: bench/sgemm_peak bench/peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak
+	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 3 \
+	  ./bench/peak
 .PHONY: bench bench-side-by-side bench-cluster
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml \

@@ -1,15 +1,21 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# side-by-side.sh DTRAIN SGEMM_PEAK [REPS]: the three shipped jobs trained by
-# dtrain and by their PyTorch twins (bench/torch_twin.py), side by side.
+# side-by-side.sh DTRAIN SGEMM_PEAK [REPS [PEAK]]: the three shipped jobs
+# trained by dtrain and by their PyTorch twins (bench/torch_twin.py), side
+# by side.
 #
 # For jobs/fashion-mnist-mlp.yaml, jobs/fashion-mnist-cnn.yaml and
 # jobs/char-gpt.yaml, each at 1 thread (parallel.blas_threads=1: one BLAS
 # thread and a pool of one), 2 threads (2 and 2) and 2 ranks (mpirun -np 2,
-# one thread each), it prints dtrain's samples/s, its model FLOPs (graph/'s
-# count, 3x forward, from dtrain plan --json) as a share of the sgemm peak
-# measured in this run (square 1024 products on 1 and 2 BLAS threads; 2
-# ranks against twice the one-thread peak), and, where python3-torch is
+# one thread each), it prints dtrain's samples/s, its model FLOPs (the
+# plan's flops_per_sample from dtrain plan --json: 3x the forward's, each
+# product 2 FLOPs a multiply-add) as a share of the sgemm peak measured in
+# this run (square 1024 products on 1 and 2 BLAS threads; 2 ranks against
+# twice the one-thread peak) and, as the MFU, of the f32 limit measured in
+# this run (bench/peak --f32: the widest float32 multiply-add loop on
+# registers alone, on 1 and 2 threads; 2 ranks against the 2-thread
+# limit; PEAK, default bench/peak beside SGEMM_PEAK; without it that
+# column is left out), and, where python3-torch is
 # installed, the twin's samples/s on the same thread count and the ratio.
 # The twin's 2 ranks are two processes of one thread each on half the
 # batch, their rates added, with no gradient all-reduce: an upper bound for
@@ -26,6 +32,7 @@
 # nothing.
 set -eu
 dtrain=$1 peak=$2 reps=${3:-3}
+fma=${4:-$(dirname "$peak")/peak}
 secs=${BENCH_SECONDS:-8}
 bench_jobs=${BENCH_JOBS:-mlp cnn gpt}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -105,6 +112,14 @@ run_torch() {
 peak1=$("$peak" 1 2)
 peak2=$("$peak" 2 2)
 echo "sgemm 1024^3: $peak1 GFLOP/s on 1 thread, $peak2 on 2 (medians)"
+if [ -x "$fma" ]; then
+	"$fma"
+	lim1=$("$fma" --f32 1) lim2=$("$fma" --f32 2)
+	echo "f32 limit: $lim1 GFLOP/s on 1 thread, $lim2 on 2 (best of 7)"
+else
+	lim1=- lim2=-
+	echo "$fma is not there: no MFU against the f32 limit"
+fi
 uptime | sed 's/.*load/load/'
 
 for rep in $(seq "$reps"); do
@@ -117,8 +132,8 @@ for rep in $(seq "$reps"); do
 	done
 done
 
-printf "\n%-10s %-10s %10s %7s %10s %7s\n" job config "dtrain/s" "MFU" \
-	"torch/s" "ratio"
+printf "\n%-10s %-10s %10s %7s %7s %10s %7s\n" job config "dtrain/s" \
+	"sgemm" "MFU" "torch/s" "ratio"
 for job in $bench_jobs; do
 	set -- $(spec $job)
 	flops=$("$dtrain" plan --dry-run --json "$jobs/$1.yaml" |
@@ -126,11 +141,15 @@ for job in $bench_jobs; do
 	for config in 1t 2t 2r; do
 		d=$(median <"$tmp/d-$job-$config")
 		case $config in
-		1t) p=$peak1 name="1 thread" ;;
-		2t) p=$peak2 name="2 threads" ;;
-		2r) p=$(echo "$peak1" | awk '{ print 2 * $1 }') name="2 ranks" ;;
+		1t) p=$peak1 l=$lim1 name="1 thread" ;;
+		2t) p=$peak2 l=$lim2 name="2 threads" ;;
+		2r) p=$(echo "$peak1" | awk '{ print 2 * $1 }') l=$lim2
+		    name="2 ranks" ;;
 		esac
-		mfu=$(echo "$d $flops $p" |
+		share=$(echo "$d $flops $p" |
+			awk '{ printf "%.0f%%", 100 * $1 * $2 / ($3 * 1e9) }')
+		mfu=-
+		[ "$l" = - ] || mfu=$(echo "$d $flops $l" |
 			awk '{ printf "%.0f%%", 100 * $1 * $2 / ($3 * 1e9) }')
 		if [ $torch = yes ]; then
 			t=$(median <"$tmp/t-$job-$config")
@@ -138,8 +157,8 @@ for job in $bench_jobs; do
 		else
 			t=- r=-
 		fi
-		printf "%-10s %-10s %10.0f %7s %10s %7s\n" $job "$name" "$d" \
-			"$mfu" "$t" "$r"
+		printf "%-10s %-10s %10.0f %7s %7s %10s %7s\n" $job "$name" \
+			"$d" "$share" "$mfu" "$t" "$r"
 	done
 done
 printf "\n(medians of %s interleaved runs; dtrain threads = BLAS threads" "$reps"

@@ -21,8 +21,11 @@
  * bits therefore depend on its row of op(A), its column of op(B), alpha
  * and beta, never on m, n or which rows or columns share the call. */
 #include "graph/kern.h"
+#include "graph/kern_paths.h"
 
 #include <string.h>
+
+#include "util/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
@@ -312,6 +315,16 @@ dt_kern_small_set_generic(int on)
 }
 
 int
+dt_kern_small_simd(void)
+{
+#ifdef KERN_SMALL_AVX2
+	return !small_generic && dt_cpu_has(DT_CPU_AVX2 | DT_CPU_FMA);
+#else
+	return 0;
+#endif
+}
+
+int
 dt_kern_small_fits(int64_t n, int64_t k)
 {
 	const int64_t np = (n + SMALL_NR - 1) / SMALL_NR * SMALL_NR;
@@ -338,8 +351,7 @@ dt_kern_sgemm_small(int trans_a, int trans_b, int64_t m, int64_t n,
 	}
 	np = (int)((n + SMALL_NR - 1) / SMALL_NR * SMALL_NR);
 #ifdef KERN_SMALL_AVX2
-	if (!small_generic && __builtin_cpu_supports("avx2") &&
-	    __builtin_cpu_supports("fma")) {
+	if (dt_kern_small_simd()) {
 		if (trans_b)
 			pack_bt_avx2((int)n, (int)k, b, (int)ldb, bp, np);
 		else

@@ -28,6 +28,7 @@
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/state.h"
+#include "graph/kern_paths.h"
 #include "util/alloc.h"
 #include "util/cpus.h"
 #include "util/sysmem.h"
@@ -355,6 +356,7 @@ announce(const struct dt_run *r)
 		(long long)p->total_steps, (long long)p->steps_per_epoch,
 		(long long)p->samples_dropped, whole_params(r));
 	announce_inputs(r);
+	dt_kern_paths_say(stderr, "dtrain: ", openblas_get_corename());
 	hier = dt_grad_sync_hier(r->sync, &hosts, &per_host);
 	if (hier || hosts > 1)
 		fprintf(stderr, "dtrain: gradient sum over %d host%s, at most "

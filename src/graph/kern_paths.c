@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* kern_paths.c - the kernel seam's products and their implementations on
+ * this processor, in words (kern_paths.h). Today every product but the
+ * attention heads' goes to OpenBLAS, which picks its kernels from CPUID
+ * itself (or OPENBLAS_CORETYPE), whatever DTRAIN_CPU says; the heads'
+ * small products go to kern_small.c. */
+#include "graph/kern_paths.h"
+
+#include <stdio.h>
+
+#include "util/cpu_features.h"
+
+void
+dt_kern_paths(char *buf, size_t n, const char *blas_core)
+{
+	if (n == 0)
+		return;
+	snprintf(buf, n, "dense and convolution on OpenBLAS (%s "
+		 "kernels, its own choice), attention heads on dtrain's small "
+		 "kernel (%s)", blas_core != NULL ? blas_core : "unknown",
+		 dt_kern_small_simd() ? "avx2+fma" : "plain C");
+}
+
+void
+dt_kern_paths_say(FILE *out, const char *prefix, const char *blas_core)
+{
+	char cpu[256], paths[256];
+
+	dt_cpu_describe(cpu, sizeof cpu);
+	dt_kern_paths(paths, sizeof paths, blas_core);
+	fprintf(out, "%sCPU %s\n%sproducts: %s\n", prefix, cpu, prefix,
+		paths);
+}
