@@ -160,7 +160,8 @@ START_TEST(mpirun_threads_get_cores)
 	struct dt_launch_cmd cmd;
 	const char *const want[] = {
 		DT_MPIRUN, "-np", "1", "--map-by", "slot:PE=2", "--bind-to",
-		"core", "-x", "DTRAIN_LAUNCH_DIR", "/x/dtrain", "run", "-q",
+		"core", "-x", "DTRAIN_LAUNCH_DIR", "--mca",
+		"odls_base_sigkill_timeout", "15", "/x/dtrain", "run", "-q",
 		"--run-dir", "r", "job.yaml", NULL
 	};
 
@@ -649,13 +650,16 @@ START_TEST(mpirun_timeout_of_the_user)
 	struct dt_launch_config cfg =
 		config4("--mca odls_base_sigkill_timeout 40");
 	struct dt_launch_cmd cmd;
+	/* (config4's 2 threads a rank fit 8 cores: PE=2 mapping too) */
 	const char *const mine[] = {
-		DT_MPIRUN, "-np", "2", "-x", "DTRAIN_LAUNCH_DIR",
+		DT_MPIRUN, "-np", "2", "--map-by", "slot:PE=2", "--bind-to",
+		"core", "-x", "DTRAIN_LAUNCH_DIR",
 		"--mca", "odls_base_sigkill_timeout", "40",
 		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
 	};
 	const char *const from_env[] = {
-		DT_MPIRUN, "-np", "2", "-x", "DTRAIN_LAUNCH_DIR",
+		DT_MPIRUN, "-np", "2", "--map-by", "slot:PE=2", "--bind-to",
+		"core", "-x", "DTRAIN_LAUNCH_DIR",
 		"/x/dtrain", "run", "-q", "--run-dir", "r", "job.yaml", NULL
 	};
 
