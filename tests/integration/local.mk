@@ -7,7 +7,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/agree.sh \
 	tests/integration/ps-train.sh \
 	tests/integration/ps-watchdog.sh \
-	tests/integration/jobs-plan.sh \
+	tests/integration/jobs-plan.sh tests/integration/readme-jobs.sh \
 	tests/integration/plan-memory.sh \
 	tests/integration/plan-vs-measured.sh \
 	tests/integration/plan-tokens.sh \
