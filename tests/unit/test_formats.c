@@ -194,6 +194,7 @@ START_TEST(test_csv_targets_and_norm)
 	ck_assert_str_eq(t, "scale 1\nnormalize standard 2\n2 1\n0 1\n");
 	ck_assert_int_eq(dt_norm_parse(t, "meta", &back, &err), DT_OK);
 	ck_assert(back.n == 2 && back.shift[0] == 2.0 && back.scale == 1.0);
+	dt_norm_fini(&back);
 	ck_assert_int_eq(dt_norm_parse("scale 1\nnormalize standard 2\n2 1\n",
 				       "meta", &back, &err), DT_ERR_FORMAT);
 	ck_assert_str_eq(err.msg, "meta: line 4: expected two finite numbers "
