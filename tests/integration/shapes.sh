@@ -15,8 +15,16 @@ top=$(cd "${top_srcdir:-.}" && pwd)
 # a shape comment. Parameters are told apart by the open parentheses
 # around them; comments, strings and character literals are passed over
 # when counting those.
+types='float|double|int|long|bool|size_t|ssize_t|u?int(8|16|32|64)_t'
+types="$types|unsigned|unsigned[ \t]+(char|int|long)"
+star='[ \t]*\*[ \t*]*(const[ \t]+)?[A-Za-z_]'
+# The patterns go through the environment, where awk leaves backslashes as
+# they are.
+export SHAPE_RE='/\*[ \t]*([^()*/]*:[ \t]*)?\('
+export DECL_RE="^[ \t]+(static[ \t]+)?(const[ \t]+)?($types)([ \t]+const)?$star"
 unshaped() {
 	awk '
+	BEGIN { shape = ENVIRON["SHAPE_RE"]; decl = ENVIRON["DECL_RE"] }
 	function code_of(s,    out, c, i) {
 		out = ""
 		for (i = 1; i <= length(s); i++) {
@@ -32,10 +40,12 @@ unshaped() {
 			} else if (substr(s, i, 2) == "//") {
 				break
 			} else if (c == "\"" || c == "\047") {
-				for (i++; i <= length(s) && substr(s, i, 1) != c;
-				     i++)
+				for (i++; i <= length(s); i++) {
+					if (substr(s, i, 1) == c)
+						break
 					if (substr(s, i, 1) == "\\")
 						i++
+				}
 			} else {
 				out = out c
 			}
@@ -74,10 +84,7 @@ unshaped() {
 		if (!start_in_comment && $0 ~ /\/\*/)
 			opened_shaped = $0 ~ shape
 	}
-	END { report() }' \
-	shape='/\*[ \t]*([^()*/]*:[ \t]*)?\(' \
-	decl='^[ \t]+(static[ \t]+)?(const[ \t]+)?(float|double|int|long|bool|size_t|ssize_t|u?int(8|16|32|64)_t|unsigned|unsigned[ \t]+(char|int|long))([ \t]+const)?[ \t]*\*[ \t*]*(const[ \t]+)?[A-Za-z_]' \
-	"$@"
+	END { report() }' "$@"
 }
 
 if [ $# -gt 0 ]; then
