@@ -948,23 +948,19 @@ mpi_wait(struct dt_comm *c, int req, int all, struct dt_error *err)
 		     "MPI_Wait", err);
 }
 
+/* Grouped as struct dt_comm_ops is (comm_priv.h): what every
+ * communicator has, then each optional part. */
 static const struct dt_comm_ops mpi_ops = {
-	.allreduce = mpi_allreduce,
-	.bcast = mpi_bcast,
-	.barrier = mpi_barrier,
-	.node_barrier = mpi_node_barrier,
-	.abort = mpi_abort,
-	.free = mpi_free,
-	.split = mpi_split,
-	.isend = mpi_isend,
-	.recv = mpi_recv,
-	.wait = mpi_wait,
-	.iallreduce = mpi_iallreduce,
-	.coll_test = mpi_coll_test,
-	.coll_wait = mpi_coll_wait,
-	.coll_wait_first = mpi_coll_wait_first,
-	.reduce_scatter = mpi_reduce_scatter,
-	.allgather = mpi_allgather,
+	.allreduce = mpi_allreduce, .bcast = mpi_bcast,
+	.barrier = mpi_barrier, .node_barrier = mpi_node_barrier,
+	.abort = mpi_abort, .free = mpi_free, .split = mpi_split,
+	/* point to point */
+	.isend = mpi_isend, .recv = mpi_recv, .wait = mpi_wait,
+	/* the pending sums */
+	.iallreduce = mpi_iallreduce, .coll_test = mpi_coll_test,
+	.coll_wait = mpi_coll_wait, .coll_wait_first = mpi_coll_wait_first,
+	/* the sharded collectives */
+	.reduce_scatter = mpi_reduce_scatter, .allgather = mpi_allgather,
 	.isum_round = mpi_isum_round,
 };
 

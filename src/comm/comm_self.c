@@ -55,14 +55,11 @@ self_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	return DT_OK;
 }
 
+/* Grouped as struct dt_comm_ops is (comm_priv.h), as mpi_ops. */
 static const struct dt_comm_ops self_ops = {
-	.allreduce = self_allreduce,
-	.bcast = self_bcast,
-	.barrier = self_barrier,
-	.node_barrier = self_barrier,
-	.abort = self_abort,
-	.free = self_free,
-	.split = self_split,
+	.allreduce = self_allreduce, .bcast = self_bcast,
+	.barrier = self_barrier, .node_barrier = self_barrier,
+	.abort = self_abort, .free = self_free, .split = self_split,
 	/* One rank: the buffer is its own sum already and nothing is ever
 	 * pending, as comm.c takes a NULL iallreduce, coll_test and
 	 * coll_wait to mean. */

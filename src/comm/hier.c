@@ -303,21 +303,18 @@ hier_allgather(struct dt_comm *c, float *buf, size_t n, int start,
 	return st;
 }
 
+/* Grouped as struct dt_comm_ops is (comm_priv.h), as mpi_ops. */
 static const struct dt_comm_ops hier_ops = {
-	.allreduce = hier_allreduce,
-	.bcast = hier_bcast,
-	.barrier = hier_barrier,
-	.node_barrier = hier_node_barrier,
-	.abort = hier_abort,
-	.free = hier_free,
-	.split = hier_split,
-	.isend = hier_isend,
-	.recv = hier_recv,
-	.wait = hier_wait,
-	.reduce_scatter = hier_reduce_scatter,
-	.allgather = hier_allgather,
+	.allreduce = hier_allreduce, .bcast = hier_bcast,
+	.barrier = hier_barrier, .node_barrier = hier_node_barrier,
+	.abort = hier_abort, .free = hier_free, .split = hier_split,
+	/* point to point */
+	.isend = hier_isend, .recv = hier_recv, .wait = hier_wait,
+	/* the pending sums; coll_test, coll_wait: NULL, nothing is ever in
+	 * flight (above) */
 	.iallreduce = hier_iallreduce,
-	/* coll_test, coll_wait: NULL, nothing is ever in flight (above) */
+	/* the sharded collectives */
+	.reduce_scatter = hier_reduce_scatter, .allgather = hier_allgather,
 };
 
 /* The node, leader and peer communicators of flat's MPI communicator fc

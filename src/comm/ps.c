@@ -93,6 +93,12 @@ dt_ps_stats_len(const struct dt_ps *ps)
 }
 
 int
+dt_ps_n_servers(const struct dt_ps *ps)
+{
+	return ps->n_servers;
+}
+
+int
 dt_ps_server_rank(const struct dt_ps *ps, int j)
 {
 	return ps->n_workers + j;
@@ -303,18 +309,6 @@ dt_ps_n_workers(const struct dt_ps *ps)
 	return ps->n_workers;
 }
 
-int
-dt_ps_n_servers(const struct dt_ps *ps)
-{
-	return ps->n_servers;
-}
-
-int
-dt_ps_optim_bufs(const struct dt_ps *ps)
-{
-	return ps->n_bufs;
-}
-
 /* Folds the servers' stats messages (S rows of dt_ps_stats_len) into *s. */
 static void
 fold_stats(struct dt_ps *ps, const int64_t *rows, struct dt_ps_stats *s)
@@ -395,6 +389,12 @@ dt_ps_stats(struct dt_ps *ps, struct dt_ps_stats *s, struct dt_error *err)
 		fold_stats(ps, rows, s);
 	free(rows);
 	return st;
+}
+
+int
+dt_ps_optim_bufs(const struct dt_ps *ps)
+{
+	return ps->n_bufs;
 }
 
 enum dt_status

@@ -118,17 +118,12 @@ dt_ps_server_fini(struct dt_ps *ps)
 	}
 	for (size_t i = 0; i < (size_t)w_count * (size_t)v->n_slots; i++)
 		free(v->slot[i]);
-	free(v->slot);
-	free(v->full);
-	free(v->next_push);
-	free(v->req);
-	free(v->reply);
-	free(v->reply_req);
-	free(v->pull_need);
-	free(v->done);
-	free(v->done_steps);
-	free(v->ckpt_step);
-	free(v->acc);
+	void *own[] = {
+		v->slot, v->full, v->next_push, v->req, v->reply, v->reply_req,
+		v->pull_need, v->done, v->done_steps, v->ckpt_step, v->acc,
+	};
+
+	dt_free_each(own, sizeof own / sizeof *own);
 	dt_optim_free(v->optim);
 	free(v->params);
 	free(v);

@@ -825,27 +825,16 @@ dt_model_free(struct dt_model *m)
 {
 	if (m == NULL)
 		return;
-	free(m->params);
-	free(m->grads);
-	free(m->acts);
-	free(m->dout_written);
-	free(m->tensors);
-	free(m->tensor_node);
-	free(m->stage_of);
-	free(m->present);
-	free(m->recv);
-	free(m->send);
-	free(m->slot_step);
-	free(m->slot_first);
-	free(m->out_off);
-	free(m->dout_off);
-	free(m->scratch_off);
-	free(m->seg_first);
-	free(m->seg_last);
-	free(m->transient);
-	free(m->seg_runs);
-	free(m->seg_din_add);
-	free(m->nodes);
+	/* the model's arrays, one heap block each */
+	void *own[] = {
+		m->params, m->grads, m->acts, m->dout_written, m->tensors,
+		m->tensor_node, m->stage_of, m->present, m->recv, m->send,
+		m->slot_step, m->slot_first, m->out_off, m->dout_off,
+		m->scratch_off, m->seg_first, m->seg_last, m->transient,
+		m->seg_runs, m->seg_din_add, m->nodes,
+	};
+
+	dt_free_each(own, sizeof own / sizeof *own);
 	free(m);
 }
 

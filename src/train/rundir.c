@@ -114,37 +114,57 @@ dt_rundir_write_atomic(const char *path,
 	return st;
 }
 
+/* Opens path (made 0644 where absent, no link followed) and takes its
+ * exclusive lock without waiting: DT_OK with the descriptor in *fd. Where
+ * another process holds the lock, DT_ERR_EXISTS with no message, for the
+ * caller to word: holder (size bytes) then has the first line its holder
+ * wrote there, or "holder unknown". Any other failure is DT_ERR_IO naming
+ * path. On error *fd is -1 and nothing stays open. */
+static enum dt_status
+lock_nowait(const char *path, int *fd, char *holder, size_t size,
+	    struct dt_error *err)
+{
+	ssize_t n;
+	int e;
+
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (*fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+		return DT_OK;
+	e = errno;
+	n = e == EWOULDBLOCK ? pread(*fd, holder, size - 1, 0) : -1;
+	close(*fd);
+	*fd = -1;
+	if (e != EWOULDBLOCK)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s", path,
+				 strerror(e));
+	holder[n > 0 ? n : 0] = '\0';
+	holder[strcspn(holder, "\n")] = '\0';
+	if (holder[0] == '\0')
+		snprintf(holder, size, "holder unknown");
+	return DT_ERR_EXISTS;
+}
+
 enum dt_status
 dt_rundir_lock(const char *dir, int *fd_out, struct dt_error *err)
 {
 	char path[DT_JOB_PATH_MAX + 16], holder[256], host[128] = "?";
-	ssize_t n;
+	enum dt_status st;
 	int fd, len;
 
 	*fd_out = -1;
 	if (snprintf(path, sizeof path, "%s/lock", dir) >= (int)sizeof path)
 		return dt_errorf(err, DT_ERR_IO, "%s: path too long", dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
-				 strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-
-		n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0)
-				     : -1;
-		close(fd);
-		if (e != EWOULDBLOCK)
-			return dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s",
-					 path, strerror(e));
-		holder[n > 0 ? n : 0] = '\0';
-		holder[strcspn(holder, "\n")] = '\0';
+	st = lock_nowait(path, &fd, holder, sizeof holder, err);
+	if (st == DT_ERR_EXISTS)
 		return dt_errorf(err, DT_ERR_EXISTS, "%s is in use by another "
 				 "dtrain (%s; %s): wait for it to end, or give "
-				 "this run another --run-dir", dir,
-				 holder[0] != '\0' ? holder : "holder unknown",
+				 "this run another --run-dir", dir, holder,
 				 path);
-	}
+	if (st != DT_OK)
+		return st;
 	gethostname(host, sizeof host);
 	host[sizeof host - 1] = '\0';
 	len = snprintf(holder, sizeof holder, "pid %ld on host %s\n",
@@ -312,7 +332,6 @@ dt_rundir_claim_ckpt(const char *ckpt_dir, const char *id,
 {
 	char path[DT_JOB_PATH_MAX + 16], holder[DT_JOB_PATH_MAX + 512];
 	enum dt_status st;
-	ssize_t n;
 	int fd;
 
 	*fd_out = -1;
@@ -326,27 +345,14 @@ dt_rundir_claim_ckpt(const char *ckpt_dir, const char *id,
 	if (dt_rundir_path(path, sizeof path, ckpt_dir, DT_RUNDIR_OWNER_FILE,
 			   err))
 		return DT_ERR_IO;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
-		return dt_errorf(err, DT_ERR_IO, "%s: cannot open: %s", path,
-				 strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-
-		n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0)
-				     : -1;
-		close(fd);
-		if (e != EWOULDBLOCK)
-			return dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s",
-					 path, strerror(e));
-		holder[n > 0 ? n : 0] = '\0';
-		holder[strcspn(holder, "\n")] = '\0';
+	st = lock_nowait(path, &fd, holder, sizeof holder, err);
+	if (st == DT_ERR_EXISTS)
 		return dt_errorf(err, DT_ERR_EXISTS, "checkpoint directory %s "
 				 "is in use by another dtrain (%s; %s): give "
 				 "this run its own checkpoint.dir", ckpt_dir,
-				 holder[0] != '\0' ? holder : "holder unknown",
-				 path);
-	}
+				 holder, path);
+	if (st != DT_OK)
+		return st;
 	*fd_out = fd;	/* held: the caller undoes what it made */
 	st = own(fd, path, ckpt_dir, id, run_dir, fresh, err);
 	return st;

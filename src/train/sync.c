@@ -257,7 +257,7 @@ setup_node_ranges(struct dt_grad_sync *s)
 	s->node_hi = dt_xcalloc((size_t)nn + 1, sizeof *s->node_hi);
 	for (int t = 0; t < dt_model_n_tensors(m); t++) {
 		struct dt_tensor_info ti;
-		size_t *lo, *hi;
+		size_t *lo, *hi;	/* (1) each: the node's entry */
 
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset >= s->n || ti.size == 0)

@@ -169,7 +169,8 @@ struct dt_grad_sync_cfg {
 	int first_tensor;		/* its first tensor's index in the
 					 * whole model */
 	int n_tensors_all;		/* tensors of the whole model */
-	const int64_t *step;		/* optimizer steps done (the loop's) */
+	const int64_t *step;		/* (1) optimizer steps done (the
+					 * loop's counter) */
 };
 
 /* Makes the implementation the plan chose for cfg->stage

@@ -77,3 +77,10 @@ dt_xalloc_floats(size_t n)
 	memset(p, 0, bytes);
 	return p;
 }
+
+void
+dt_free_each(void *const *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(p[i]);
+}

@@ -17,5 +17,9 @@ char *dt_xstrdup(const char *s);
 /* 64-byte aligned, zero-filled block of n floats, for tensor arenas; release
  * with free(). */
 float *dt_xalloc_floats(size_t n);
+/* Frees each of the n blocks in p (NULL ones too, as free() takes them):
+ * a destructor's list of arrays, void *own[] = { a, b, c }, freed with
+ * dt_free_each(own, sizeof own / sizeof *own). */
+void dt_free_each(void *const *p, size_t n);
 
 #endif

@@ -31,6 +31,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/function-length.sh \
 	tests/integration/design-doc.sh \
 	tests/integration/names.sh \
+	tests/integration/shapes.sh \
 	tests/integration/eval-predict.sh \
 	tests/integration/predict-token-ids.sh \
 	tests/integration/empty-path-args.sh \
