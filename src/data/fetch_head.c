@@ -144,11 +144,14 @@ dt_fetch_head(const char *url, const struct dt_fetch_opts *opts,
 		delay = delay * 2 < opts->retry_max_delay_ms ? delay * 2 :
 			opts->retry_max_delay_ms;
 	}
-	if (rc != CURLE_OK || (code != 200 && code != 206))
+	if (rc != CURLE_OK)
 		return dt_errorf(err, DT_ERR_NET, "%s: gave up after %d "
 				 "attempts: %s", url, opts->retries + 1,
-				 rc != CURLE_OK ? (errbuf[0] ? errbuf :
-				 curl_easy_strerror(rc)) : "HTTP 5xx");
+				 errbuf[0] ? errbuf : curl_easy_strerror(rc));
+	if (code != 200 && code != 206)
+		return dt_errorf(err, DT_ERR_NET, "%s: gave up after %d "
+				 "attempts: HTTP %ld", url, opts->retries + 1,
+				 code);
 	if (h.total < 0)
 		return dt_errorf(err, DT_ERR_NET, "%s: the server gave no "
 				 "length (neither Content-Range nor "
