@@ -289,6 +289,10 @@ struct dt_token_data {
 	 * windows are numbered across the shards in order. */
 	int64_t n_shards;
 	struct dt_token_shard *shards;	/* (n_shards) */
+	/* Shards named by URL: the bytes of them the download cache may
+	 * hold at once (0: no bound), and how their files hold ids. */
+	int64_t cache_max;
+	int file_kind;		/* enum dt_token_file */
 };
 
 /* ---- token shards (shards.c) ------------------------------------------- */
@@ -319,6 +323,11 @@ struct dt_token_shard {
 	int64_t n;			/* its windows (0 when too short) */
 	void *map;			/* the whole file, read-only */
 	size_t map_len;
+	/* A URL (path is the URL): map is NULL until the first window of
+	 * the shard is gathered, when it is downloaded into the cache
+	 * (local, owned) and mapped; an eviction unmaps it again. */
+	int remote;
+	char *local;
 };
 
 /* Whether path is a pattern (has '{', '*', '?' or '[') rather than one
@@ -374,6 +383,26 @@ enum dt_status dt_tokens_open_shards(char *const *paths, int64_t n_paths,
 				     int64_t vocab_size, int64_t context,
 				     int64_t stride, struct dt_token_data *td,
 				     struct dt_error *err);
+/* dt_tokens_open_shards for http(s) URLs: each shard's header (llmc) or
+ * size is read with one ranged request (dt_fetch_head) and checked; no
+ * shard is downloaded here. A shard is downloaded into the cache when its
+ * first window is gathered, with a lock (CACHE/shards.lock) held across
+ * the node's processes; before it is, the least recently used files of
+ * this list in the cache (by modification time, touched on every gather)
+ * are deleted until the list's files there plus the new shard fit in
+ * cache_max bytes (0: no bound). vocab_size must be given (> 0): a
+ * shard's tokens are checked against it when it arrives. Errors as
+ * dt_tokens_open_shards, and DT_ERR_NET (dt_fetch_head), DT_ERR_DATA when
+ * a shard is larger than cache_max or vocab_size is 0. A download or
+ * check that fails once training runs cannot be returned through
+ * dt_tokens_gather: the message, naming the URL, goes to stderr and the
+ * process aborts. */
+enum dt_status dt_tokens_open_urls(char *const *urls, int64_t n_urls,
+				   enum dt_token_file kind,
+				   int64_t vocab_size, int64_t context,
+				   int64_t stride, int64_t cache_max,
+				   struct dt_token_data *td,
+				   struct dt_error *err);
 /* The shard list's fingerprint: one "NAME<TAB>BYTES" line per shard, in
  * order, NAME the file's last path component. Caller frees. */
 char *dt_tokens_shard_list(const struct dt_token_data *td);

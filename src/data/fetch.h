@@ -188,4 +188,17 @@ enum dt_status dt_fetch_digest(const char *path,
 			       const struct dt_fetch_opts *opts, char hex[65],
 			       struct dt_error *err);
 
+/* The first want bytes of the http(s) URL url into buf[0..want) (fewer
+ * when the body is shorter; *got says how many) and the size of the whole
+ * body into *total, with one GET asking for "Range: bytes=0-(want-1)"
+ * (Content-Range gives the size; a server that ignores Range answers 200
+ * with Content-Length and is cut off after want bytes). Nothing is cached.
+ * 5xx answers and transport errors are retried as dt_fetch does (opts may
+ * be NULL: the defaults). Returns DT_OK; DT_ERR_NET "URL: HTTP 404", "URL:
+ * gave up after N attempts: ..." or a server that gives no length. */
+enum dt_status dt_fetch_head(const char *url,
+			     const struct dt_fetch_opts *opts,
+			     unsigned char *buf, size_t want, size_t *got,
+			     int64_t *total, struct dt_error *err);
+
 #endif

@@ -3,7 +3,7 @@
 libdtrain_la_SOURCES += src/data/data.h src/data/idx.c src/data/dataset.c \
 	src/data/shuffle.c
 # sources (fetch: libcurl, OpenSSL's sha256) and more formats
-libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c \
+libdtrain_la_SOURCES += src/data/fetch.h src/data/fetch.c src/data/fetch_head.c \
 	src/data/data_priv.h src/data/blob.c src/data/csv.c src/data/npy.c \
 	src/data/tokens.c src/data/shards.c src/data/text.c src/data/sniff.c \
 	src/data/header.c src/data/digest.c \

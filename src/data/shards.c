@@ -17,11 +17,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "data/data_priv.h"
+#include "data/fetch.h"
 #include "util/alloc.h"
 
 static long long
@@ -183,6 +185,16 @@ expand(const char *pat, const char *whole, struct names *out,
 	if (out->n >= DT_SHARDS_MAX)
 		return dt_errorf(err, DT_ERR_DATA, "%s: expands to more than "
 				 "%d files", whole, DT_SHARDS_MAX);
+	if (strncmp(whole, "http://", 7) == 0 ||
+	    strncmp(whole, "https://", 8) == 0) {
+		if (strpbrk(pat, "*?[") != NULL)
+			return dt_errorf(err, DT_ERR_DATA, "%s: a URL pattern "
+					 "takes brace ranges and lists only; "
+					 "'*', '?' and '[' cannot be listed "
+					 "over HTTP", whole);
+		names_add(out, pat, strlen(pat));
+		return DT_OK;
+	}
 	if (strpbrk(pat, "*?[") == NULL) {
 		names_add(out, pat, strlen(pat));
 		return DT_OK;
@@ -382,11 +394,35 @@ scan_shard(const struct dt_token_shard *s, int elem_size, int64_t skip,
 	return DT_OK;
 }
 
-enum dt_status
-dt_tokens_open_shards(char *const *paths, int64_t n_paths,
-		      enum dt_token_file kind, int64_t vocab_size,
-		      int64_t context, int64_t stride,
-		      struct dt_token_data *td, struct dt_error *err)
+/* A URL shard's header (llmc) or size, read with one ranged request. */
+static enum dt_status
+head_shard(struct dt_token_shard *s, enum dt_token_file kind, int elem_size,
+	   struct dt_error *err)
+{
+	unsigned char hdr[DT_LLMC_HEADER_BYTES];
+	size_t want = kind == DT_TOKFILE_LLMC ? sizeof hdr : 1, got = 0;
+	enum dt_status st;
+
+	s->remote = 1;
+	st = dt_fetch_head(s->path, NULL, hdr, want, &got, &s->bytes, err);
+	if (st != DT_OK)
+		return st;
+	if (kind == DT_TOKFILE_LLMC)
+		return dt_llmc_header_check(s->path, hdr, s->bytes,
+					    &s->n_tokens, err);
+	if (s->bytes == 0 || s->bytes % elem_size != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: the server gives "
+				 "%lld bytes, not a whole number of uint%d "
+				 "tokens", s->path, ll(s->bytes),
+				 8 * elem_size);
+	s->n_tokens = s->bytes / elem_size;
+	return DT_OK;
+}
+
+static enum dt_status
+open_any(char *const *paths, int64_t n_paths, enum dt_token_file kind,
+	 int64_t vocab_size, int64_t context, int64_t stride, int remote,
+	 struct dt_token_data *td, struct dt_error *err)
 {
 	int elem_size = kind == DT_TOKFILE_RAW32 ? 4 : 2;
 	int64_t skip = kind == DT_TOKFILE_LLMC ? DT_LLMC_HEADER_BYTES : 0;
@@ -406,8 +442,9 @@ dt_tokens_open_shards(char *const *paths, int64_t n_paths,
 		struct dt_token_shard *s = &td->shards[i];
 
 		s->path = dt_xstrdup(paths[i]);
-		st = map_shard(s, kind, elem_size, err);
-		if (st == DT_OK)
+		st = remote ? head_shard(s, kind, elem_size, err) :
+		     map_shard(s, kind, elem_size, err);
+		if (st == DT_OK && !remote)
 			st = scan_shard(s, elem_size, skip, vocab_size, &max,
 					err);
 		if (st != DT_OK)
@@ -433,6 +470,48 @@ dt_tokens_open_shards(char *const *paths, int64_t n_paths,
 		return st;
 	}
 	td->vocab_size = vocab_size > 0 ? vocab_size : max + 1;
+	td->file_kind = kind;
+	return DT_OK;
+}
+
+enum dt_status
+dt_tokens_open_shards(char *const *paths, int64_t n_paths,
+		      enum dt_token_file kind, int64_t vocab_size,
+		      int64_t context, int64_t stride,
+		      struct dt_token_data *td, struct dt_error *err)
+{
+	return open_any(paths, n_paths, kind, vocab_size, context, stride, 0,
+			td, err);
+}
+
+enum dt_status
+dt_tokens_open_urls(char *const *urls, int64_t n_urls,
+		    enum dt_token_file kind, int64_t vocab_size,
+		    int64_t context, int64_t stride, int64_t cache_max,
+		    struct dt_token_data *td, struct dt_error *err)
+{
+	enum dt_status st;
+
+	if (vocab_size <= 0)
+		return dt_errorf(err, DT_ERR_DATA, "%s: shards over HTTP are "
+				 "checked as they arrive, so the model must "
+				 "give its vocab size", urls[0]);
+	st = open_any(urls, n_urls, kind, vocab_size, context, stride, 1, td,
+		      err);
+	if (st != DT_OK)
+		return st;
+	td->cache_max = cache_max;
+	for (int64_t i = 0; i < n_urls && cache_max > 0; i++)
+		if (td->shards[i].bytes > cache_max) {
+			st = dt_errorf(err, DT_ERR_DATA, "%s: shard %lld is "
+				       "%lld bytes, more than "
+				       "data.cache_max_bytes %lld",
+				       td->shards[i].path, ll(i),
+				       ll(td->shards[i].bytes),
+				       ll(cache_max));
+			dt_tokens_fini(td);
+			return st;
+		}
 	return DT_OK;
 }
 
@@ -443,15 +522,156 @@ dt_tokens_shards_fini(struct dt_token_data *td)
 		if (td->shards[i].map != NULL)
 			munmap(td->shards[i].map, td->shards[i].map_len);
 		free(td->shards[i].path);
+		free(td->shards[i].local);
 	}
 	free(td->shards);
 	td->shards = NULL;
 	td->n_shards = 0;
 }
 
+/* ---- URL shards in the download cache ---------------------------------- */
+
+/* A failure inside dt_tokens_gather, which returns nothing: said, then
+ * the process stops (data.h, dt_tokens_open_urls). */
+static void
+die(const struct dt_error *e)
+{
+	fprintf(stderr, "dtrain: %s\n", e->msg);
+	abort();
+}
+
+/* The cache file of URL shard s into local (size bytes); *present says
+ * whether it is there, *sb its stat. */
+static int
+cached(const struct dt_token_shard *s, char *local, size_t size,
+       struct stat *sb)
+{
+	struct dt_fetch_source fs = { .url = s->path };
+	struct dt_error e;
+	int have = 0;
+
+	if (dt_fetch_is_cached(&fs, NULL, local, size, &have, &e) != DT_OK)
+		return 0;
+	return have && stat(local, sb) == 0;
+}
+
+/* Deletes the least recently used files of td's shards from the cache
+ * until they and need fit in td->cache_max bytes; a deleted shard this
+ * process maps is unmapped (another process's mapping stays valid). The
+ * caller holds the cache's shard lock. */
+static void
+evict(const struct dt_token_data *td, const struct dt_token_shard *need)
+{
+	int64_t n = td->n_shards, held = 0, add = need->bytes;
+	int64_t *when = dt_xcalloc((size_t)n, sizeof *when); /* (n) ns, -1 */
+	char local[4096];
+	struct stat sb;
+
+	for (int64_t i = 0; i < n; i++) {
+		when[i] = -1;
+		if (!cached(&td->shards[i], local, sizeof local, &sb))
+			continue;
+		held += (int64_t)sb.st_size;
+		if (&td->shards[i] == need) {
+			add = 0;
+			continue;
+		}
+		when[i] = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
+			  sb.st_mtim.tv_nsec;
+	}
+	while (held + add > td->cache_max) {
+		int64_t old = -1;
+		struct dt_token_shard *v;
+
+		for (int64_t i = 0; i < n; i++)
+			if (when[i] >= 0 && (old < 0 || when[i] < when[old]))
+				old = i;
+		if (old < 0)
+			break;
+		v = &td->shards[old];
+		when[old] = -1;
+		if (!cached(v, local, sizeof local, &sb) || unlink(local) != 0)
+			continue;
+		held -= (int64_t)sb.st_size;
+		if (v->map != NULL) {
+			munmap(v->map, v->map_len);
+			v->map = NULL;
+			v->tokens = NULL;
+		}
+	}
+	free(when);
+}
+
+/* Maps the downloaded file of URL shard s and checks it as a local shard
+ * is checked, against what its header said when the run opened. */
+static enum dt_status
+map_arrived(const struct dt_token_data *td, struct dt_token_shard *s,
+	    struct dt_error *err)
+{
+	char *url = s->path;
+	int64_t count = s->n_tokens, max = -1;
+	int64_t skip = td->file_kind == DT_TOKFILE_LLMC ?
+		       DT_LLMC_HEADER_BYTES : 0;
+	enum dt_status st;
+
+	s->path = s->local;
+	st = map_shard(s, (enum dt_token_file)td->file_kind, td->elem_size,
+		       err);
+	if (st == DT_OK)
+		st = scan_shard(s, td->elem_size, skip, td->vocab_size, &max,
+				err);
+	s->path = url;
+	if (st == DT_OK && s->n_tokens != count)
+		st = dt_errorf(err, DT_ERR_DATA, "%s: holds %lld tokens now, "
+			       "%lld when the run began; the shard changed",
+			       url, ll(s->n_tokens), ll(count));
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", url);
+	return st;
+}
+
+/* Makes URL shard s readable: touched when mapped already, else fetched
+ * (the cache's lock held, room made first) and mapped. */
+static void
+arrive(const struct dt_token_data *td, struct dt_token_shard *s)
+{
+	struct dt_fetch_source fs = { .url = s->path, .size = s->bytes,
+				      .expect = DT_DATA_BINARY };
+	char local[4096], dir[4096], lock[4200];
+	struct dt_error err;
+	enum dt_status st;
+	int fd;
+
+	if (s->map != NULL) {
+		utimensat(AT_FDCWD, s->local, NULL, 0);
+		return;
+	}
+	if (dt_fetch_cache_dir(NULL, dir, sizeof dir, &err) != DT_OK)
+		die(&err);
+	snprintf(lock, sizeof lock, "%s/shards.lock", dir);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+		dt_errorf(&err, DT_ERR_IO, "%s: cannot lock: %s", lock,
+			  strerror(errno));
+		die(&err);
+	}
+	if (td->cache_max > 0)
+		evict(td, s);
+	st = dt_fetch(&fs, NULL, local, sizeof local, &err);
+	if (st == DT_OK) {
+		free(s->local);
+		s->local = dt_xstrdup(local);
+		st = map_arrived(td, s, &err);
+		utimensat(AT_FDCWD, local, NULL, 0);
+	}
+	close(fd);
+	if (st != DT_OK)
+		die(&err);
+}
+
 /* The shard that holds window w: the last one whose first <= w (shards
  * without windows share their first with the next and are passed). */
-static const struct dt_token_shard *
+static struct dt_token_shard *
 shard_of(const struct dt_token_data *td, int64_t w)
 {
 	int64_t lo = 0, hi = td->n_shards - 1;
@@ -474,11 +694,13 @@ dt_tokens_shards_gather(const struct dt_token_data *td, const int64_t *idx,
 	const int64_t c = td->context;
 
 	for (int64_t k = 0; k < count; k++) {
-		const struct dt_token_shard *s;
+		struct dt_token_shard *s;
 		int64_t start;
 
 		assert(idx[k] >= 0 && idx[k] < td->n);
 		s = shard_of(td, idx[k]);
+		if (s->remote)
+			arrive(td, s);
 		start = (idx[k] - s->first) * td->stride;
 		for (int64_t j = 0; j < c; j++)
 			x[k * c + j] = (int32_t)tok_at(s, td->elem_size,

@@ -311,6 +311,8 @@ struct dt_job {
 		int64_t prefetch;	/* batches the loader prepares ahead
 					 * (default 2) */
 		int64_t max_bytes;	/* largest download (default 4 GiB) */
+		int64_t cache_max_bytes; /* URL shards kept on disk at once;
+					  * 0 = no bound (default 0) */
 	} data;
 
 	struct {

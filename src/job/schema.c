@@ -204,6 +204,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(data.max_bytes), .def = "4294967296", .flags = DT_KEYF_MIN | DT_KEYF_MIN_OPEN | DT_KEYF_MAX,
 	  .min = 0, .max = DT_JOB_BYTES_MAX,
 	  .doc = "largest file a URL may download" },
+	{ .key = "data.cache_max_bytes", .type = DT_KEY_INT,
+	  .off = OFF(data.cache_max_bytes), .def = "0",
+	  .flags = DT_KEYF_MIN | DT_KEYF_MAX,
+	  .min = 0, .max = DT_JOB_BYTES_MAX,
+	  .doc = "bytes of URL shards the cache holds at once (0: no bound)" },
 
 	{ .key = "model", .type = DT_KEY_SECTION, .doc = "the network" },
 	{ .key = "model.input_shape", .type = DT_KEY_SHAPE,

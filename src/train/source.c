@@ -51,9 +51,11 @@ check_pattern(const struct dt_job *job, const char *key,
 		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of shards "
 				 "is read for data.format tokens, llmc and "
 				 "u16 only", where, src->path);
-	if (is_url(src->path))
-		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of URLs is "
-				 "not read; give local shards", where,
+	if (is_url(src->path) && strpbrk(src->path, "*?[") != NULL)
+		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of URLs "
+				 "takes brace ranges {000..127} and lists "
+				 "{a,b} only; nothing can list files over "
+				 "HTTP for '*', '?' or '['", where,
 				 src->path);
 	if (src->sha256[0] != '\0' || src->size != 0)
 		return dt_errorf(err, DT_ERR_JOB, "%s%s: sha256 and size name "
@@ -170,7 +172,8 @@ dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
 }
 
 /* Token files read in place (dt_tokens_open_shards): llmc and u16
- * always, tokens when the source is a pattern of shards. */
+ * always, tokens when the source is a pattern of shards; a pattern of
+ * URLs is fetched shard by shard as it is read (dt_tokens_open_urls). */
 static enum dt_status
 open_shards(struct dt_batch_source *s, const struct dt_job *job,
 	    const char *path, int64_t n_classes, struct dt_error *err)
@@ -185,7 +188,11 @@ open_shards(struct dt_batch_source *s, const struct dt_job *job,
 		kind = DT_TOKFILE_RAW32;
 	if (dt_shards_is_pattern(path))
 		st = dt_shards_expand(path, &names, &n, err);
-	if (st == DT_OK)
+	if (st == DT_OK && is_url(path))
+		st = dt_tokens_open_urls(names, n, kind, n_classes, ctx, ctx,
+					 job->data.cache_max_bytes, &s->td,
+					 err);
+	else if (st == DT_OK)
 		st = dt_tokens_open_shards(names, n, kind, n_classes, ctx, ctx,
 					   &s->td, err);
 	if (names != one)

@@ -27,7 +27,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero.sh \
 	tests/integration/recompute.sh \
 	tests/integration/layout-resume.sh \
-	tests/integration/shards.sh \
+	tests/integration/shards.sh tests/integration/http-shards.sh \
 	tests/integration/function-length.sh \
 	tests/integration/design-doc.sh \
 	tests/integration/names.sh \

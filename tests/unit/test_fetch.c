@@ -614,6 +614,62 @@ START_TEST(test_not_found)
 }
 END_TEST
 
+/* dt_fetch_head: a shard's first bytes and its size, one ranged request
+ * each, nothing cached; a server that ignores Range is cut off; a 404 is
+ * not retried, a 500 is. */
+START_TEST(test_head)
+{
+	struct dt_fetch_opts o;
+	char cache[PATH_MAX], u[PATH_MAX];
+	unsigned char buf[16], *data = make_data();
+	size_t got = 0;
+	int64_t total = 0;
+	struct dt_error err;
+
+	test_opts(&o, cache, "head");
+	url(u, "/data.bin?id=head1");
+	ck_assert_int_eq(dt_fetch_head(u, &o, buf, sizeof buf, &got, &total,
+				       &err), DT_OK);
+	ck_assert_uint_eq(got, 16);
+	ck_assert_int_eq(total, DATA_LEN);
+	ck_assert_mem_eq(buf, data, 16);
+	ck_assert_int_eq(log_count("id=head1 range=bytes=0-15 status=206"),
+			 1);
+	ck_assert_int_eq(log_count("id=head1"), 1);
+	ck_assert_int_eq(cache_count(cache, ""), 0);
+
+	memset(buf, 0, sizeof buf);
+	url(u, "/fault/norange/data.bin");
+	ck_assert_int_eq(dt_fetch_head(u, &o, buf, sizeof buf, &got, &total,
+				       &err), DT_OK);
+	ck_assert_uint_eq(got, 16);
+	ck_assert_int_eq(total, DATA_LEN);
+	ck_assert_mem_eq(buf, data, 16);
+
+	url(u, "/fault/404/data.bin?id=head2");
+	ck_assert_int_eq(dt_fetch_head(u, &o, buf, sizeof buf, &got, &total,
+				       &err), DT_ERR_NET);
+	assert_msg_has(&err, "id=head2: HTTP 404");
+	ck_assert_int_eq(log_count("id=head2"), 1);
+
+	url(u, "/data.bin?fault=500&n=2&id=head3");
+	ck_assert_int_eq(dt_fetch_head(u, &o, buf, sizeof buf, &got, &total,
+				       &err), DT_OK);
+	ck_assert_int_eq(total, DATA_LEN);
+	ck_assert_int_eq(log_count("id=head3 range=bytes=0-15 status=500"),
+			 2);
+	ck_assert_int_eq(log_count("id=head3 range=bytes=0-15 status=206"),
+			 1);
+
+	url(u, "/data.bin?fault=500&n=9&id=head4");
+	ck_assert_int_eq(dt_fetch_head(u, &o, buf, sizeof buf, &got, &total,
+				       &err), DT_ERR_NET);
+	assert_msg_has(&err, "id=head4: gave up after 3 attempts: HTTP 500");
+	ck_assert_int_eq(log_count("id=head4"), 3);
+	free(data);
+}
+END_TEST
+
 START_TEST(test_server_errors_retried)
 {
 	struct dt_fetch_opts o;
@@ -1489,6 +1545,7 @@ fetch_suite(void)
 	tcase_add_test(tc, test_cache_names_and_places);
 	tcase_add_test(tc, test_download_and_cache);
 	tcase_add_test(tc, test_not_found);
+	tcase_add_test(tc, test_head);
 	tcase_add_test(tc, test_server_errors_retried);
 	tcase_add_test(tc, test_dropped_connection_resumes);
 	tcase_add_test(tc, test_resume_from_part);
