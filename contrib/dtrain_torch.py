@@ -18,7 +18,7 @@ in eval mode, a dense layer reading another layer's (T, C) output row by
 row and flattening anything else, a dense layer with dtrain's `tie:`
 sharing its embedding's weight (one Parameter). The result is the last layer's output:
 logits for softmax_cross_entropy (model.probabilities(x) applies the
-softmax), predictions for mse.
+softmax), predictions for a regression (mse, l1, huber).
 
 Inputs are what the model sees: features already multiplied by the
 scale the run used (model.input_scale) and, with data.normalize, mapped

@@ -10,12 +10,16 @@ dist_examples_DATA += jobs/gpt2-124m.yaml
 dist_examples_DATA += jobs/gpt2-350m.yaml
 dist_examples_DATA += jobs/tabular-csv.yaml
 dist_examples_DATA += jobs/regression-npy.yaml
-# their data, small, and the script that writes it (numpy)
+dist_examples_DATA += jobs/fortunes-bpe.yaml
+# their data, small, and the script that writes it (numpy); the BPE
+# tokenizer of jobs/fortunes-bpe.yaml is `dtrain tokenize --vocab-size 512
+# -o jobs/data/fortunes-bpe.json /usr/share/games/fortunes/cookie`
 examplesdatadir = $(examplesdir)/data
 dist_examplesdata_DATA = jobs/data/make-data.py \
 	jobs/data/tabular-train.csv jobs/data/tabular-eval.csv \
 	jobs/data/regression-train-x.npy jobs/data/regression-train-y.npy \
-	jobs/data/regression-eval-x.npy jobs/data/regression-eval-y.npy
+	jobs/data/regression-eval-x.npy jobs/data/regression-eval-y.npy \
+	jobs/data/fortunes-bpe.json
 
 DEMO_RANKS = 2
 demo: dtrain

@@ -15,6 +15,13 @@ seed; only numpy is needed):
       features plus Gaussian noise of standard deviation 0.1
 
 Usage: python3 jobs/data/make-data.py [DIR]
+
+Beside them, fortunes-bpe.json (the 512-id BPE of jobs/fortunes-bpe.yaml)
+is not this script's: dtrain writes it, the same bytes on every run, from
+the text Debian's fortunes package installs:
+
+  dtrain tokenize --vocab-size 512 -o jobs/data/fortunes-bpe.json \
+      /usr/share/games/fortunes/cookie
 """
 import os
 import sys

@@ -469,7 +469,7 @@ eval_open(struct eval_run *e, int64_t step, struct dt_error *err)
 				       e->line.n_sets, step, 0, &e->cm, err);
 	if (st != DT_OK)
 		return st;
-	e->regress = e->cm.job->model.loss == DT_LOSS_MSE;
+	e->regress = dt_loss_is_regression(e->cm.job->model.loss);
 	if (strcmp(e->what, "train") == 0)
 		e->which = 0;
 	else if (strcmp(e->what, "eval") != 0)

@@ -656,7 +656,8 @@ predict_write(struct predict_run *p, struct dt_error *err)
 		fprintf(stderr, "%s: %s of %lld samples (checkpoint of step "
 			"%lld)\n", p->a.output, p->ids != NULL ?
 			"top-k class ids" : p->a.probabilities ?
-			"probabilities" : p->cm.job->model.loss == DT_LOSS_MSE ?
+			"probabilities" :
+			dt_loss_is_regression(p->cm.job->model.loss) ?
 			"predicted values" : "logits", (long long)p->in.n,
 			(long long)p->cm.step);
 	return st;

@@ -44,6 +44,13 @@
 #include "train/rundir.h"
 #include "util/alloc.h"
 
+/* model.loss as the job writes it, by enum dt_loss_kind. */
+static const char *const loss_words[] = {
+#define LOSS_WORD(NAME, word, ops) #word,
+	DT_LOSS_TYPES(LOSS_WORD)
+#undef LOSS_WORD
+};
+
 /* The type word of a layer kind, from the one list of layer types
  * (job/layer_types.h), so a new type needs no line here. */
 #define KIND_WORD_CASE(NAME, word, ...) \
@@ -241,8 +248,7 @@ graph_json(const struct dt_cmd_model *cm)
 	if (cm->has_norm && cm->norm.kind != DT_NORM_NONE)
 		ADD(o, "input_normalize", normalize_json(&cm->norm));
 	ADD(o, "loss", json_object_new_string(
-		job->model.loss == DT_LOSS_MSE ? "mse" :
-		"softmax_cross_entropy"));
+		loss_words[job->model.loss]));
 	ADD(o, "output", json_object_new_string(
 		job->model.layers[job->model.n_layers - 1].name));
 	for (int i = 0; i < job->model.n_layers; i++)

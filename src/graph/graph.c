@@ -905,7 +905,7 @@ dt_model_labels_per_sample(const struct dt_model *m)
 int64_t
 dt_model_targets_per_sample(const struct dt_model *m)
 {
-	if (m->loss != DT_LOSS_MSE)
+	if (!dt_loss_is_regression(m->loss))
 		return 0;
 	return dt_shape_size(loss_input(m));
 }
@@ -1059,9 +1059,10 @@ make_pass(const struct dt_model *m, struct dt_pass *p, const int32_t *labels,
 	p->training = training;
 	p->labels = labels;
 	p->targets = targets;
-	/* The stage passes carry an mse model's targets in the labels'
+	/* The stage passes carry a regression's targets in the labels'
 	 * buffer (graph.h, dt_model_stage_forward). */
-	if (m->loss == DT_LOSS_MSE && targets == NULL && labels != NULL) {
+	if (dt_loss_is_regression(m->loss) && targets == NULL &&
+	    labels != NULL) {
 		p->targets = (const float *)(const void *)labels;
 		p->labels = NULL;
 	}
@@ -1238,7 +1239,7 @@ dt_model_train_step_targets(struct dt_model *m, const float *x,
 			    const float *targets, int64_t batch,
 			    float grad_scale, double *loss_sum)
 {
-	assert(targets != NULL && m->loss == DT_LOSS_MSE);
+	assert(targets != NULL && dt_loss_is_regression(m->loss));
 	run_pass(m, x, NULL, targets, batch, true, grad_scale, loss_sum, NULL);
 }
 
@@ -1246,7 +1247,7 @@ void
 dt_model_eval_targets(struct dt_model *m, const float *x,
 		      const float *targets, int64_t batch, double *loss_sum)
 {
-	assert(targets == NULL || m->loss == DT_LOSS_MSE);
+	assert(targets == NULL || dt_loss_is_regression(m->loss));
 	run_pass(m, x, NULL, targets, batch, false, 0.0f, loss_sum, NULL);
 }
 

@@ -247,6 +247,9 @@ struct dt_node {
 	 * (struct dt_param_tensor) of shape (units, in) = (vocab, dim). */
 	const struct dt_node *tie_src;
 	int tie_node;		/* tie_src's index, -1 without */
+	/* The huber loss's delta (model.huber_delta), set by its infer;
+	 * 0 for every other node. */
+	float huber_delta;
 };
 
 /* A layer type. Hooks marked optional may be NULL.

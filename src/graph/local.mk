@@ -5,7 +5,8 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/layer.h src/graph/registry.c src/graph/kern.h src/graph/kern.c \
 	src/graph/kern_small.c src/graph/kern_paths.h src/graph/kern_paths.c \
 	src/graph/dense.c src/graph/activation.c src/graph/softmax_xent.c \
-	src/graph/mse.c src/graph/conv2d.c src/graph/pooling.c \
+	src/graph/mse.c src/graph/l1_huber.c \
+	src/graph/conv2d.c src/graph/pooling.c \
 	src/graph/shape.c src/graph/dropout.c src/graph/softmax.c \
 	src/graph/add.c src/graph/concat.c \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \

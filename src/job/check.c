@@ -271,6 +271,23 @@ check_stages(const struct dt_job_ctx *c)
 			    pp - 1, pp, job->parallel.n_stages);
 }
 
+/* A regression (mse, l1, huber) has no accuracy to watch: refused here
+ * rather than compared as NaN at every evaluation. */
+static enum dt_status
+check_monitor(const struct dt_job_ctx *c)
+{
+	const struct dt_job *job = c->job;
+
+	if (!dt_loss_is_regression(job->model.loss) ||
+	    job->eval.monitor != DT_MONITOR_ACCURACY)
+		return DT_OK;
+	return dt_job_failf(c, dt_job_blame(pos_of(job, "eval.monitor"),
+					    pos_of(job, "model.loss")),
+			    "eval.monitor", "accuracy needs classes, but "
+			    "model.loss is %s, a regression: monitor loss "
+			    "instead", enum_word(job, "model.loss"));
+}
+
 /* The rules that run when the schema walk reaches a key. */
 static const struct {
 	const char *key;
@@ -282,6 +299,7 @@ static const struct {
 	{ "train.schedule.min_lr", check_min_lr },
 	{ "parallel.tensor_parallel", check_degrees },
 	{ "parallel.stages", check_stages },
+	{ "eval.monitor", check_monitor },
 };
 
 /* Exactly one of epochs and steps; at least one batch key; nesterov needs

@@ -74,6 +74,14 @@ enum dt_loss_kind {
 #undef DT_LOSS_ENUM_
 };
 
+/* Whether a loss kind is a regression against float targets (mse, l1,
+ * huber) rather than a classifier against class labels. */
+static inline bool
+dt_loss_is_regression(enum dt_loss_kind kind)
+{
+	return kind != DT_LOSS_SOFTMAX_CROSS_ENTROPY;
+}
+
 /* model.recompute: which activations a training pass drops after its
  * forward and computes again in its backward (graph.h). */
 enum dt_recompute {
@@ -321,6 +329,8 @@ struct dt_job {
 		int n_layers;
 		struct dt_layer_spec layers[DT_JOB_MAX_LAYERS];
 		enum dt_loss_kind loss;
+		double huber_delta;	/* huber: where the loss turns from
+					 * quadratic to linear (default 1) */
 		enum dt_recompute recompute;	/* default none */
 		struct dt_init_choice init;	/* default auto */
 		char init_from[DT_JOB_PATH_MAX];	/* "" = random init; else

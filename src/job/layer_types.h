@@ -86,7 +86,10 @@
 #define DT_LOSS_TYPES(X)                                                    \
 	/* per sample, or per token for a (T, classes) output */            \
 	X(SOFTMAX_CROSS_ENTROPY, softmax_cross_entropy, softmax_xent)       \
-	X(MSE, mse, mse)
+	/* regressions against float targets, mean over a sample's outputs */\
+	X(MSE, mse, mse)                                                    \
+	X(L1, l1, l1)                                                       \
+	X(HUBER, huber, huber)
 
 /* DT_ACTIVATIONS(X, ...) calls X(NAME, word, ...) for each activation
  * function, in the order of enum dt_activation after DT_ACT_NONE, passing

@@ -69,12 +69,14 @@ static const char *const format_names[] = {
 static const char *const text_unit_names[] = {
 	"bytes", "utf8", "bpe", NULL
 };
-/* model.loss: the words of DT_LOSS_TYPES; mse takes float targets (csv
- * columns, an npy array). */
-static const char *const loss_names[] = { "softmax_cross_entropy", "mse",
-					  NULL };
-_Static_assert(DT_LOSS_SOFTMAX_CROSS_ENTROPY == 0 && DT_LOSS_MSE == 1,
-	       "loss_names is in the order of enum dt_loss_kind");
+/* model.loss: the words of DT_LOSS_TYPES; mse, l1 and huber take float
+ * targets (csv columns, an npy array). */
+static const char *const loss_names[] = {
+#define LOSS_WORD(NAME, word, ops) #word,
+	DT_LOSS_TYPES(LOSS_WORD)
+#undef LOSS_WORD
+	NULL
+};
 /* data.normalize, in the order of enum dt_data_normalize. */
 static const char *const normalize_names[] = { "none", "standard", "minmax",
 					       NULL };
@@ -221,6 +223,10 @@ const struct dt_key dt_job_schema[] = {
 	{ .key = "model.loss", .type = DT_KEY_ENUM, .off = OFF(model.loss),
 	  .def = "softmax_cross_entropy", .names = loss_names,
 	  .doc = "loss on the last layer's output" },
+	{ .key = "model.huber_delta", .type = DT_KEY_FLOAT,
+	  .off = OFF(model.huber_delta), .def = "1", GT(0),
+	  .when = "model.loss", .when_mask = 1u << DT_LOSS_HUBER,
+	  .doc = "huber: |error| past which the loss grows linearly" },
 	{ .key = "model.recompute", .type = DT_KEY_ENUM,
 	  .off = OFF(model.recompute), .def = "none",
 	  .names = recompute_names,

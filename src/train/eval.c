@@ -95,6 +95,7 @@ dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 		return st;
 	*loss = sums[0] / per;
 	/* A regression has nothing to be right about. */
-	*accuracy = r->job->model.loss == DT_LOSS_MSE ? NAN : sums[1] / per;
+	*accuracy = dt_loss_is_regression(r->job->model.loss) ? NAN :
+		    sums[1] / per;
 	return DT_OK;
 }

@@ -609,11 +609,12 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	dt_model_set_pool(r->model, r->pool);
-	/* mse: the loss of a sample is already the mean over its
-	 * outputs (graph/mse.c), so the batch mean divides by samples. */
-	r->labels_per_sample = r->job->model.loss == DT_LOSS_MSE ? 1 :
+	/* mse, l1, huber: the loss of a sample is already the mean over
+	 * its outputs (graph/mse.c, l1_huber.c), so the batch mean divides
+	 * by samples. */
+	r->labels_per_sample = dt_loss_is_regression(r->job->model.loss) ? 1 :
 			       dt_model_labels_per_sample(r->model);
-	r->y_per_sample = r->job->model.loss == DT_LOSS_MSE ?
+	r->y_per_sample = dt_loss_is_regression(r->job->model.loss) ?
 			  dt_model_targets_per_sample(r->plan.shapes) :
 			  r->labels_per_sample;
 	dt_diverge_init(&r->diverge, r->job->train.on_divergence,

@@ -191,7 +191,7 @@ dt_run_load_data(struct dt_run *r, int progress, struct dt_error *err)
 {
 	char buf[DT_JOB_PATH_MAX + 32];
 	int64_t classes = dt_model_n_classes(r->model);
-	int64_t targets = r->job->model.loss == DT_LOSS_MSE ?
+	int64_t targets = dt_loss_is_regression(r->job->model.loss) ?
 			  r->y_per_sample : 0;
 	int64_t mb = r->plan.micro_batch;
 	const struct dt_job *dj = r->data_job;

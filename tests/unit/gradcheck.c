@@ -24,7 +24,9 @@ const struct gc_layout gc_node_inputs = { .model_input = false,
 const struct gc_layout gc_model_input = { .model_input = true,
 					  .dout_key = 3 };
 
-const struct dt_job gc_job = { .path = "rig.yaml" };
+/* huber_delta: what the huber loss's infer reads (l1_huber.c). */
+const struct dt_job gc_job = { .path = "rig.yaml",
+			       .model.huber_delta = 0.75 };
 static const char *const rig_names[] = { "a", "b", "c", "d" };
 
 void
@@ -147,10 +149,18 @@ gc_free(struct gc_rig *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* A regression loss, which takes r->targets. */
+static bool
+takes_targets(const struct gc_rig *r)
+{
+	return r->n.ops == &dt_layer_mse || r->n.ops == &dt_layer_l1 ||
+	       r->n.ops == &dt_layer_huber;
+}
+
 static bool
 is_loss(const struct gc_rig *r)
 {
-	return r->n.ops == &dt_layer_softmax_xent || r->n.ops == &dt_layer_mse;
+	return r->n.ops == &dt_layer_softmax_xent || takes_targets(r);
 }
 
 struct dt_pass
@@ -168,7 +178,7 @@ gc_pass(const struct gc_rig *r)
 
 	if (r->n.ops == &dt_layer_softmax_xent)
 		p.labels = r->labels;
-	if (r->n.ops == &dt_layer_mse)
+	if (takes_targets(r))
 		p.targets = r->targets;
 	return p;
 }

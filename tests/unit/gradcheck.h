@@ -39,7 +39,8 @@ struct gc_rig {
 					 * n.dout */
 	int32_t *labels;		/* (B, out_size / last axis): class ids
 					 * for softmax cross-entropy */
-	float *targets;			/* (B, out_size): for mse */
+	float *targets;			/* (B, out_size): for mse, l1,
+					 * huber */
 	struct dt_pool *pool;		/* the passes' threads; NULL: none
 					 * (the caller owns it) */
 };
@@ -98,7 +99,7 @@ void gc_free(struct gc_rig *r);
 
 /* The pass the rig runs: r's batch, training, step and first sample, seed
  * 77, grad_scale GC_SCALE, labels for softmax cross-entropy and targets for
- * mse. */
+ * mse, l1 and huber. */
 struct dt_pass gc_pass(const struct gc_rig *r);
 /* Forward of r's node over r->x with p. */
 void gc_forward(struct gc_rig *r, struct dt_pass *p);

@@ -832,6 +832,80 @@ START_TEST(test_mse_loss)
 }
 END_TEST
 
+/* (1, 2, 3) and (0, 0, 0.5) against (1, 0, 0) and (1, 1, 1): the errors
+ * d = (0, 2, 3) and (-1, -1, -0.5); one of them exactly 0. */
+static const float robust_x[6] = { 1, 2, 3, 0, 0, 0.5f };
+static const float robust_t[6] = { 1, 0, 0, 1, 1, 1 };
+
+/* The gradient the rig's backward wrote for input value i. */
+static float
+rig_dx(const struct gc_rig *r, int i)
+{
+	return r->dx[0][i];
+}
+
+START_TEST(test_l1_loss)
+{
+	struct gc_rig r;
+	struct dt_layer_spec spec = { 0 };
+	struct dt_shape in = shape_of(1, 3, 0, 0);
+	struct dt_pass p;
+	/* sign(d) / 3 times the rig's grad_scale, 0 where d is 0 */
+	const float k = GC_SCALE / 3.0f;
+	const float want[6] = { 0, k, k, -k, -k, -k };
+
+	rig_init(&r, &dt_layer_l1, &spec, 1, &in, 2);
+	ck_assert(r.n.huber_delta == 0.0f);
+	memcpy(r.x[0], robust_x, sizeof robust_x);
+	memcpy(r.targets, robust_t, sizeof robust_t);
+	/* At d = 0 the central difference is (|e| - |-e|) / 2e = 0 too. */
+	rig_check(&r, 1e-2);
+	p = gc_pass(&r);
+	gc_forward(&r, &p);
+	/* (0 + 2 + 3) / 3 + (1 + 1 + 0.5) / 3 */
+	ck_assert_double_eq_tol(p.loss_sum, 5.0 / 3.0 + 2.5 / 3.0, 1e-6);
+	ck_assert(memcmp(r.n.out, robust_x, sizeof robust_x) == 0);
+	gc_backward(&r, true, false);
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(rig_dx(&r, i), want[i]);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 9.0);
+	gc_free(&r);
+}
+END_TEST
+
+/* Huber with delta 0.75 (gc_job's model.huber_delta): d^2 / 2 inside,
+ * 0.75 (|d| - 0.375) outside. */
+START_TEST(test_huber_loss)
+{
+	struct gc_rig r;
+	struct dt_layer_spec spec = { 0 };
+	struct dt_shape in = shape_of(1, 3, 0, 0);
+	struct dt_pass p;
+	/* d clamped to [-0.75, 0.75], over 3, times grad_scale */
+	const float k = GC_SCALE / 3.0f;
+	const float want[6] = { 0, 0.75f * k, 0.75f * k, -0.75f * k,
+				-0.75f * k, -0.5f * k };
+
+	rig_init(&r, &dt_layer_huber, &spec, 1, &in, 2);
+	ck_assert(r.n.huber_delta == 0.75f);
+	/* Random errors first: smooth everywhere but at |d| = 0.75. */
+	rig_check(&r, 1e-3);
+	memcpy(r.x[0], robust_x, sizeof robust_x);
+	memcpy(r.targets, robust_t, sizeof robust_t);
+	rig_check(&r, 1e-2);
+	p = gc_pass(&r);
+	gc_forward(&r, &p);
+	/* 0, 0.75 * 1.625, 0.75 * 2.625 over 3; 0.75 * 0.625 twice and
+	 * 0.5^2 / 2 over 3: 3.1875 / 3 + 1.0625 / 3 = 17 / 12. */
+	ck_assert_double_eq_tol(p.loss_sum, 17.0 / 12.0, 1e-6);
+	gc_backward(&r, true, false);
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq_tol(rig_dx(&r, i), want[i], 1e-7);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 12.0);
+	gc_free(&r);
+}
+END_TEST
+
 /* ---- whole models ---------------------------------------------------- */
 
 /* An empty job with input_shape dims and loss; layers are added with
@@ -1302,6 +1376,52 @@ START_TEST(test_mse_model)
 }
 END_TEST
 
+/* Dense -> tanh -> dense (2 outputs) under l1 (_i 0) and huber with
+ * delta 0.3 (_i 1), through the graph: model.huber_delta reaches the loss,
+ * the gradients match central differences, and the loss is the mean of
+ * the per-output losses worked out here in double. */
+START_TEST(test_robust_model)
+{
+	static const int64_t dims[] = { 5 };
+	const enum dt_loss_kind kind = _i == 0 ? DT_LOSS_L1 : DT_LOSS_HUBER;
+	struct dt_job *job = new_job(1, dims, kind, 4);
+	struct dt_model *m = NULL;
+	struct dt_layer_spec *l;
+	struct dt_error err;
+	enum { B = 4 };
+	float x[B * 5], t[B * 2];
+	double loss, want = 0.0;
+
+	job->model.huber_delta = 0.3;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 6;
+	l->activation = DT_ACT_TANH;
+	l = add_layer(job, DT_LAYER_DENSE, NULL, NULL);
+	l->units = 2;
+	ck_assert_msg(dt_model_new(job, B, &m, &err) == DT_OK, "%s", err.msg);
+	ck_assert_int_eq(dt_model_targets_per_sample(m), 2);
+	ck_assert_int_eq(dt_model_n_classes(m), 0);
+	gc_fill_uniform(x, B * 5, 80);
+	gc_fill_uniform(t, B * 2, 81);
+	ck_assert_int_eq(model_gradcheck(m, x, NULL, t, B, 1e-3, 2e-5, true,
+					 NULL), 0);
+	dt_model_eval_targets(m, x, t, B, &loss);
+	const float *pred = dt_model_probs(m);
+
+	for (int i = 0; i < B * 2; i++) {
+		double a = fabs((double)pred[i] - t[i]);
+
+		if (kind == DT_LOSS_L1)
+			want += a / 2;
+		else
+			want += (a <= 0.3 ? a * a / 2 : 0.3 * (a - 0.15)) / 2;
+	}
+	ck_assert_double_eq_tol(loss, want, 1e-6);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
 /* The mask against dropout.c's definition, one draw per element pair:
  * N = 601 values per sample so that the first element of a micro-batch
  * may be the high half of its draw, 3 samples (1803 values, past the
@@ -1701,6 +1821,8 @@ graph_layers_suite(void)
 	tcase_add_test(layers, test_dense_rows);
 	tcase_add_test(layers, test_token_loss);
 	tcase_add_test(layers, test_mse_loss);
+	tcase_add_test(layers, test_l1_loss);
+	tcase_add_test(layers, test_huber_loss);
 	suite_add_tcase(s, layers);
 
 	tcase_add_test(model, test_cnn_gradient);
@@ -1710,6 +1832,7 @@ graph_layers_suite(void)
 	tcase_add_test(model, test_image_errors);
 	tcase_add_test(model, test_token_model);
 	tcase_add_test(model, test_mse_model);
+	tcase_add_loop_test(model, test_robust_model, 0, 2);
 	tcase_add_test(model, test_dropout_split);
 	tcase_add_test(model, test_dropout_layers_differ);
 	tcase_add_test(model, test_dropout_accumulation);

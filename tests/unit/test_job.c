@@ -342,6 +342,54 @@ START_TEST(test_mse_and_normalize)
 }
 END_TEST
 
+/* model.loss l1 and huber; model.huber_delta only with huber (default 1,
+ * > 0); eval.monitor: accuracy refused with any regression loss, naming
+ * both keys, where the job is read. */
+START_TEST(test_robust_losses)
+{
+	const char *l1[] = { "model.loss=l1" };
+	const char *huber[] = { "model.loss=huber", "model.huber_delta=0.25" };
+	const char *stray[] = { "model.loss=l1", "model.huber_delta=2" };
+	const char *zero[] = { "model.loss=huber", "model.huber_delta=0" };
+	const char *acc[] = { "model.loss=mse", "eval.monitor=accuracy" };
+	const char *ppl[] = { "model.loss=huber", "eval.monitor=perplexity" };
+	const char *loss_late[] = { "model.loss=l1" };
+	char text[1024];
+	char *w;
+
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, l1, 1), DT_OK);
+	ck_assert_int_eq(job.model.loss, DT_LOSS_L1);
+	ck_assert(dt_loss_is_regression(job.model.loss));
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, huber, 1), DT_OK);
+	ck_assert_int_eq(job.model.loss, DT_LOSS_HUBER);
+	ck_assert_double_eq(job.model.huber_delta, 1.0);
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, huber, 2), DT_OK);
+	ck_assert_double_eq(job.model.huber_delta, 0.25);
+	w = write_text(&job);
+	ck_assert_ptr_nonnull(strstr(w, "  loss: huber\n  huber_delta: 0.25\n"));
+	free(w);
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, NULL, 0), DT_OK);
+	ck_assert(!dt_loss_is_regression(job.model.loss));
+	expect_error(min_job, stray, 2, "--set model.huber_delta=2: "
+		     "model.huber_delta: not used when model.loss is l1 "
+		     "(only huber)");
+	expect_error(min_job, zero, 2, "--set model.huber_delta=0: "
+		     "model.huber_delta: must be > 0, found 0");
+	expect_error(min_job, acc, 2, "--set eval.monitor=accuracy: "
+		     "eval.monitor: accuracy needs classes, but model.loss "
+		     "is mse, a regression: monitor loss instead");
+	/* The monitor in the file, the loss from --set: the --set is
+	 * blamed, the message names both. */
+	snprintf(text, sizeof text, "%seval:\n  monitor: accuracy\n",
+		 min_job);
+	expect_error(text, loss_late, 1, "--set model.loss=l1: eval.monitor: "
+		     "accuracy needs classes, but model.loss is l1, a "
+		     "regression: monitor loss instead");
+	/* Perplexity, e to the loss, orders runs as the loss does. */
+	ck_assert_int_eq(parse_as("/jobs/job.yaml", min_job, ppl, 2), DT_OK);
+}
+END_TEST
+
 START_TEST(test_round_trip)
 {
 	static struct dt_job first;
@@ -742,9 +790,9 @@ START_TEST(test_each_key)
 	ck_assert_str_eq(kl.types[i], want);
 	/* Every loss of DT_LOSS_TYPES. */
 	join_words(loss_words, words, sizeof words);
-	ck_assert_str_eq(words, "softmax_cross_entropy, mse");
+	ck_assert_str_eq(words, "softmax_cross_entropy, mse, l1, huber");
 	ck_assert_str_eq(kl.types[find_key(&kl, "model.loss")],
-			 "one of softmax_cross_entropy, mse");
+			 "one of softmax_cross_entropy, mse, l1, huber");
 	ck_assert_str_eq(kl.defs[i], "required");
 	i = find_key(&kl, "model.layers.N.stride");
 	ck_assert_str_eq(kl.defs[i], "1 for conv2d; kernel for the pools");
@@ -878,6 +926,7 @@ job_suite(void)
 	tcase_add_test(tc, test_relative_paths);
 	tcase_add_test(tc, test_set);
 	tcase_add_test(tc, test_mse_and_normalize);
+	tcase_add_test(tc, test_robust_losses);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_round_trip_everything);
 	tcase_add_test(tc, test_pos_and_where);
