@@ -1148,6 +1148,26 @@ unlink_part(const char *file, enum dt_status *st, struct dt_error *err)
 	return 0;
 }
 
+/* After a download failed its checks and was deleted: says so in err,
+ * and that the cached FILE (a --refresh) is kept. */
+static void
+note_deleted(const char *file, struct dt_error *err)
+{
+	struct stat sb;
+	size_t len;
+
+	if (err == NULL)
+		return;
+	len = strlen(err->msg);
+	if (stat(file, &sb) == 0)
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the download has been deleted; the cached file "
+			 "%s is kept)", file);
+	else
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the download has been deleted)");
+}
+
 /* The checks a file in the cache passes each time it is used: size and
  * sha256 (the digest cached), the kind's first bytes and its length. */
 static enum dt_status
@@ -1187,14 +1207,11 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK)
 		return st;
 
-	if (o->refresh && (unlink_part(file, &st, err) != 0 ||
-			   (unlink(file) != 0 && errno != ENOENT))) {
-		if (st == DT_OK)
-			st = dt_errorf(err, DT_ERR_IO, "%s: cannot remove: %s",
-				       file, strerror(errno));
+	/* --refresh downloads beside the cached file, which stays until
+	 * the new one has passed every check (the rename replaces it). */
+	if (o->refresh && unlink_part(file, &st, err) != 0)
 		goto done;
-	}
-	if (stat(file, &sb) == 0) {
+	if (!o->refresh && stat(file, &sb) == 0) {
 		st = check_file(file, src, o, err);
 		if (st != DT_ERR_DATA)
 			goto done;
@@ -1225,9 +1242,8 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK) {
 		unlink(part);
 		unlink_meta(part);
-		if (st == DT_ERR_DATA && err != NULL &&
-		    strlen(err->msg) + 40 < sizeof err->msg)
-			strcat(err->msg, " (the download has been deleted)");
+		if (st == DT_ERR_DATA)
+			note_deleted(file, err);
 		goto done;
 	}
 	st = dt_file_rename(part, file, err);
