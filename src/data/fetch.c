@@ -1148,24 +1148,29 @@ unlink_part(const char *file, enum dt_status *st, struct dt_error *err)
 	return 0;
 }
 
-/* After a download failed its checks and was deleted: says so in err,
- * and that the cached FILE (a --refresh) is kept. */
+/* After a failed download: says in err that it was deleted (deleted: it
+ * failed its checks) and that the cached FILE, where one is there (a
+ * --refresh), is kept. */
 static void
-note_deleted(const char *file, struct dt_error *err)
+note_failed(const char *file, int deleted, struct dt_error *err)
 {
 	struct stat sb;
+	int kept = stat(file, &sb) == 0;
 	size_t len;
 
-	if (err == NULL)
+	if (err == NULL || (!deleted && !kept))
 		return;
 	len = strlen(err->msg);
-	if (stat(file, &sb) == 0)
+	if (deleted && kept)
 		snprintf(err->msg + len, sizeof err->msg - len,
 			 " (the download has been deleted; the cached file "
 			 "%s is kept)", file);
-	else
+	else if (deleted)
 		snprintf(err->msg + len, sizeof err->msg - len,
 			 " (the download has been deleted)");
+	else
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the cached file %s is kept)", file);
 }
 
 /* The checks a file in the cache passes each time it is used: size and
@@ -1232,8 +1237,10 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	snprintf(part, sizeof part, "%s.part", file);
 	label = strrchr(file, '/') + 1 + 2 * NAME_HASH_BYTES + 1;
 	st = download(src->url, kind, src, o, part, label, err);
-	if (st != DT_OK)
+	if (st != DT_OK) {
+		note_failed(file, 0, err);
 		goto done;
+	}
 	st = verify(part, src->url, src, NULL, err);
 	if (st == DT_OK)
 		st = dt_data_sniff(part, src->expect, src->url, err);
@@ -1242,8 +1249,7 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK) {
 		unlink(part);
 		unlink_meta(part);
-		if (st == DT_ERR_DATA)
-			note_deleted(file, err);
+		note_failed(file, st == DT_ERR_DATA, err);
 		goto done;
 	}
 	st = dt_file_rename(part, file, err);

@@ -18,8 +18,9 @@
 #   (d) a truncated file at its final cache name (as an older version
 #       stored it) is named and downloaded again;
 #   (e) fetch --refresh downloads a cached file again;
-#   (f) a --refresh whose download fails its sha256 keeps the cached file,
-#       and says so (it deleted it, and a plain fetch then failed too).
+#   (f) a --refresh whose download fails its sha256, or that the server
+#       refuses, keeps the cached file and says so (it deleted it, and a
+#       plain fetch then failed too).
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
@@ -181,6 +182,11 @@ timeout 60 "$DTRAIN" fetch --set "data.train.labels=$url" \
 	--set "data.train.labels.sha256=$good" job.yaml >f.out 2>f.err ||
 	{ cat f.err >&2; fail "(f) a plain fetch failed after the refused refresh"; }
 [ "$(requests /labels.idx)" -eq 4 ] || fail "(f) the kept file was downloaded again"
+# A refresh that the server refuses (404) keeps it too.
+rm www/labels.idx
+expect_fail 1 "$url: .*404.*\\(the cached file $cached is kept\\)" \
+	timeout 60 "$DTRAIN" fetch --refresh --set "data.train.labels=$url" job.yaml
+cmp -s "$cached" labels.idx || fail "(f) a refused refresh did not keep the cached file"
 
 kill "$SERVER" 2>/dev/null || :
 wait "$SERVER" 2>/dev/null || :
