@@ -82,6 +82,20 @@ enum dt_status dt_cmd_load_job(const char *path, const char *const *sets,
 enum dt_status dt_cmd_ckpt_dir(const char *dir, char *buf, size_t size,
 			       struct dt_error *err);
 
+/* Refuses an output file (-o) that would replace a file the command
+ * reads or a run needs. output is compared, by the realpath of the file
+ * where it exists and by the realpath of its directory plus its name,
+ * with each of inputs[] (NULL-ended; NULL for none) and with every
+ * existing file under run_dir and under the run's checkpoint directory
+ * (dt_cmd_ckpt_dir), except run_dir/own, the file the command writes by
+ * default (own and run_dir may be NULL). DT_OK, or DT_ERR_USAGE with a
+ * message naming the file and why: "-o F is a file of the run directory
+ * R; write elsewhere" or "-o F is the input I; write elsewhere". */
+enum dt_status dt_cmd_output_check(const char *output, const char *run_dir,
+				   const char *own,
+				   const char *const *inputs,
+				   struct dt_error *err);
+
 /* Writes `dtrain --version` to out: "dtrain VERSION", the licence, then
  * one "name: value" line each for the BLAS (openblas_get_config()), the MPI
  * library, mpirun, libyaml, zlib, libcurl, json-c, the compiler and the

@@ -113,6 +113,10 @@ cmd_export(int argc, char **argv)
 		return dt_cmd_usage_error(&dt_cmd_export, "--checkpoint %s: "
 					  "expected a step or best",
 					  a.checkpoint);
+	if (output != NULL &&
+	    dt_cmd_output_check(output, dir, "model.safetensors", NULL,
+				&err) != DT_OK)
+		return dt_cmd_usage_error(&dt_cmd_export, "%s", err.msg);
 	if (output != NULL)
 		snprintf(out, sizeof out, "%s", output);
 	else

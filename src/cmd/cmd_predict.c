@@ -667,6 +667,7 @@ static int
 cmd_predict(int argc, char **argv)
 {
 	struct predict_run p = { .a.batch = 0 };	/* 0: not given */
+	const char *inputs[2] = { NULL, NULL };	/* --input, end */
 	struct dt_error err;
 	enum dt_status st;
 	int64_t step;
@@ -679,6 +680,10 @@ cmd_predict(int argc, char **argv)
 	if (rc >= 0)
 		return rc;
 	dt_error_clear(&err);
+	inputs[0] = p.a.input;
+	if (dt_cmd_output_check(p.a.output, p.line.operand, NULL, inputs,
+				&err) != DT_OK)
+		return dt_cmd_usage_error(&dt_cmd_predict, "%s", err.msg);
 	st = predict_open(&p, step, &err);
 	if (st == DT_OK)
 		st = predict_prepare(&p, &err);

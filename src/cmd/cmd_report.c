@@ -708,6 +708,10 @@ cmd_report(int argc, char **argv)
 		return rc;
 	free(line.sets);
 	dt_error_clear(&err);
+	if (a.output != NULL &&
+	    dt_cmd_output_check(a.output, line.operand, "report.html", NULL,
+				&err) != DT_OK)
+		return dt_cmd_usage_error(&dt_cmd_report, "%s", err.msg);
 	st = report_open(&rep, line.operand, &err);
 	if (st == DT_OK && a.output != NULL)
 		snprintf(out, sizeof out, "%s", a.output);

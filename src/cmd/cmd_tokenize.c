@@ -91,6 +91,7 @@ cmd_tokenize(int argc, char **argv)
 {
 	struct tokenize_args a = { 0 };
 	struct dt_cmd_line line;
+	const char *inputs[3] = { NULL, NULL, NULL };	/* file, -t, end */
 	struct dt_bpe *b = NULL;
 	struct dt_error err;
 	enum dt_status st;
@@ -110,6 +111,10 @@ cmd_tokenize(int argc, char **argv)
 					  "--vocab-size (to learn) or -t (to "
 					  "encode or decode), one of them");
 	dt_error_clear(&err);
+	inputs[0] = line.operand;
+	inputs[1] = a.tokenizer;
+	if (dt_cmd_output_check(a.output, NULL, NULL, inputs, &err) != DT_OK)
+		return dt_cmd_usage_error(&dt_cmd_tokenize, "%s", err.msg);
 	if (a.vocab_size > 0) {
 		st = learn(&a, line.operand, &err);
 	} else {

@@ -3,9 +3,11 @@
 #include "cmd/cmd.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "job/job.h"
 
@@ -133,4 +135,89 @@ dt_cmd_fail(enum dt_status status, const struct dt_error *err)
 	if (dt_cmd_launch_rank() == 0 && err->msg[0] != '\0')
 		fprintf(stderr, "dtrain: %s\n", err->msg);
 	return dt_status_exit_code(status);
+}
+
+/* The two paths that output names: the realpath of the file where it
+ * exists into file[PATH_MAX] ("" where not), and the realpath of its
+ * directory plus its name into entry[2 * PATH_MAX] ("" where the
+ * directory does not resolve). */
+static void
+output_paths(const char *output, char *file, char *entry)
+{
+	char dir[PATH_MAX], real[PATH_MAX];
+	const char *slash = strrchr(output, '/');
+	const char *name = slash != NULL ? slash + 1 : output;
+
+	file[0] = entry[0] = '\0';
+	if (realpath(output, real) != NULL)
+		snprintf(file, PATH_MAX, "%s", real);
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == output)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - output),
+			 output);
+	if (*name != '\0' && realpath(dir, real) != NULL)
+		snprintf(entry, 2 * PATH_MAX, "%s/%s",
+			 strcmp(real, "/") == 0 ? "" : real, name);
+}
+
+/* Whether path (resolved; "" for none) is an existing file other than a
+ * directory under dir (resolved), and not the file own (or own NULL). */
+static int
+file_under(const char *path, const char *dir, const char *own)
+{
+	size_t n = strlen(dir);
+	struct stat sb;
+
+	return path[0] != '\0' && strncmp(path, dir, n) == 0 &&
+	       path[n] == '/' && (own == NULL || strcmp(path, own) != 0) &&
+	       stat(path, &sb) == 0 && !S_ISDIR(sb.st_mode);
+}
+
+/* Whether file or entry (output_paths) is an existing file under dir
+ * other than dir/own (own NULL: none excepted). */
+static int
+in_dir(const char *file, const char *entry, const char *dir,
+       const char *own)
+{
+	char real[PATH_MAX], own_path[2 * PATH_MAX];
+
+	if (realpath(dir, real) == NULL)
+		return 0;
+	if (own != NULL)
+		snprintf(own_path, sizeof own_path, "%s/%s", real, own);
+	return file_under(file, real, own != NULL ? own_path : NULL) ||
+	       file_under(entry, real, own != NULL ? own_path : NULL);
+}
+
+enum dt_status
+dt_cmd_output_check(const char *output, const char *run_dir,
+		    const char *own, const char *const *inputs,
+		    struct dt_error *err)
+{
+	char file[PATH_MAX], entry[2 * PATH_MAX], real[PATH_MAX];
+	char ckpt[DT_JOB_PATH_MAX + 64];
+	struct dt_error ignored;
+
+	output_paths(output, file, entry);
+	for (size_t i = 0; inputs != NULL && inputs[i] != NULL; i++)
+		if (realpath(inputs[i], real) != NULL &&
+		    (strcmp(file, real) == 0 || strcmp(entry, real) == 0))
+			return dt_errorf(err, DT_ERR_USAGE, "-o %s is the "
+					 "input %s; write elsewhere", output,
+					 inputs[i]);
+	if (run_dir == NULL)
+		return DT_OK;
+	if (in_dir(file, entry, run_dir, own))
+		return dt_errorf(err, DT_ERR_USAGE, "-o %s is a file of the "
+				 "run directory %s; write elsewhere", output,
+				 run_dir);
+	if (dt_cmd_ckpt_dir(run_dir, ckpt, sizeof ckpt, &ignored) == DT_OK &&
+	    in_dir(file, entry, ckpt, NULL))
+		return dt_errorf(err, DT_ERR_USAGE, "-o %s is a file of the "
+				 "checkpoint directory %s of the run %s; write "
+				 "elsewhere", output, ckpt, run_dir);
+	return DT_OK;
 }

@@ -1148,6 +1148,31 @@ unlink_part(const char *file, enum dt_status *st, struct dt_error *err)
 	return 0;
 }
 
+/* After a failed download: says in err that it was deleted (deleted: it
+ * failed its checks) and that the cached FILE, where one is there (a
+ * --refresh), is kept. */
+static void
+note_failed(const char *file, int deleted, struct dt_error *err)
+{
+	struct stat sb;
+	int kept = stat(file, &sb) == 0;
+	size_t len;
+
+	if (err == NULL || (!deleted && !kept))
+		return;
+	len = strlen(err->msg);
+	if (deleted && kept)
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the download has been deleted; the cached file "
+			 "%s is kept)", file);
+	else if (deleted)
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the download has been deleted)");
+	else
+		snprintf(err->msg + len, sizeof err->msg - len,
+			 " (the cached file %s is kept)", file);
+}
+
 /* The checks a file in the cache passes each time it is used: size and
  * sha256 (the digest cached), the kind's first bytes and its length. */
 static enum dt_status
@@ -1187,14 +1212,11 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK)
 		return st;
 
-	if (o->refresh && (unlink_part(file, &st, err) != 0 ||
-			   (unlink(file) != 0 && errno != ENOENT))) {
-		if (st == DT_OK)
-			st = dt_errorf(err, DT_ERR_IO, "%s: cannot remove: %s",
-				       file, strerror(errno));
+	/* --refresh downloads beside the cached file, which stays until
+	 * the new one has passed every check (the rename replaces it). */
+	if (o->refresh && unlink_part(file, &st, err) != 0)
 		goto done;
-	}
-	if (stat(file, &sb) == 0) {
+	if (!o->refresh && stat(file, &sb) == 0) {
 		st = check_file(file, src, o, err);
 		if (st != DT_ERR_DATA)
 			goto done;
@@ -1215,8 +1237,10 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	snprintf(part, sizeof part, "%s.part", file);
 	label = strrchr(file, '/') + 1 + 2 * NAME_HASH_BYTES + 1;
 	st = download(src->url, kind, src, o, part, label, err);
-	if (st != DT_OK)
+	if (st != DT_OK) {
+		note_failed(file, 0, err);
 		goto done;
+	}
 	st = verify(part, src->url, src, NULL, err);
 	if (st == DT_OK)
 		st = dt_data_sniff(part, src->expect, src->url, err);
@@ -1225,9 +1249,7 @@ fetch_url(const struct dt_fetch_source *src, enum kind kind,
 	if (st != DT_OK) {
 		unlink(part);
 		unlink_meta(part);
-		if (st == DT_ERR_DATA && err != NULL &&
-		    strlen(err->msg) + 40 < sizeof err->msg)
-			strcat(err->msg, " (the download has been deleted)");
+		note_failed(file, st == DT_ERR_DATA, err);
 		goto done;
 	}
 	st = dt_file_rename(part, file, err);

@@ -63,8 +63,10 @@ struct dt_fetch_opts {
 	/* When set, a nonzero *interrupt (from a signal handler) stops a
 	 * transfer or a retry wait with DT_ERR_INTERRUPTED (NULL). */
 	volatile sig_atomic_t *interrupt;
-	/* Download a URL again even when it is in the cache, and hash a
-	 * file again even when its digest is cached (dt_fetch_digest) (0). */
+	/* Download a URL again even when it is in the cache (beside it,
+	 * in NAME.part: the cached file stays until the new one has passed
+	 * every check), and hash a file again even when its digest is
+	 * cached (dt_fetch_digest) (0). */
 	int refresh;
 };
 

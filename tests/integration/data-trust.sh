@@ -17,7 +17,10 @@
 #       without Content-Length;
 #   (d) a truncated file at its final cache name (as an older version
 #       stored it) is named and downloaded again;
-#   (e) fetch --refresh downloads a cached file again.
+#   (e) fetch --refresh downloads a cached file again;
+#   (f) a --refresh whose download fails its sha256, or that the server
+#       refuses, keeps the cached file and says so (it deleted it, and a
+#       plain fetch then failed too).
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 
@@ -167,7 +170,25 @@ timeout 60 "$DTRAIN" fetch --refresh --set "data.train.labels=$url" job.yaml >e.
 [ "$(requests /labels.idx)" -eq 3 ] || fail "(e) fetch --refresh made $(($(requests /labels.idx) - 2)) requests, expected 1"
 cmp -s "$cached" labels.idx || fail "(e) the refreshed file differs"
 
+# (f) A --refresh whose download fails its check keeps the cached file.
+cp other.idx www/labels.idx
+expect_fail 1 "$url: sha256 mismatch: expected $good, got $other \\(the download has been deleted; the cached file $cached is kept\\)" \
+	timeout 60 "$DTRAIN" fetch --refresh --set "data.train.labels=$url" \
+	--set "data.train.labels.sha256=$good" job.yaml
+[ "$(requests /labels.idx)" -eq 4 ] || fail "(f) fetch --refresh made no new request"
+cmp -s "$cached" labels.idx || fail "(f) the cached file was not kept as it was"
+[ ! -e "$cached.part" ] || fail "(f) the failed download was left in $cached.part"
+timeout 60 "$DTRAIN" fetch --set "data.train.labels=$url" \
+	--set "data.train.labels.sha256=$good" job.yaml >f.out 2>f.err ||
+	{ cat f.err >&2; fail "(f) a plain fetch failed after the refused refresh"; }
+[ "$(requests /labels.idx)" -eq 4 ] || fail "(f) the kept file was downloaded again"
+# A refresh that the server refuses (404) keeps it too.
+rm www/labels.idx
+expect_fail 1 "$url: .*404.*\\(the cached file $cached is kept\\)" \
+	timeout 60 "$DTRAIN" fetch --refresh --set "data.train.labels=$url" job.yaml
+cmp -s "$cached" labels.idx || fail "(f) a refused refresh did not keep the cached file"
+
 kill "$SERVER" 2>/dev/null || :
 wait "$SERVER" 2>/dev/null || :
 SERVER=
-echo "data-trust: local digests checked, ranks agree on bytes read, no cut download cached, --refresh"
+echo "data-trust: local digests checked, ranks agree on bytes read, no cut download cached, --refresh keeps a good file"

@@ -22,6 +22,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ckpt-kill.sh \
 	tests/integration/http.sh \
 	tests/integration/data-trust.sh \
+	tests/integration/output-guard.sh \
 	tests/integration/sample.sh tests/integration/tied.sh \
 	tests/integration/layouts.sh \
 	tests/integration/zero.sh \
