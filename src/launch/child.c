@@ -269,7 +269,7 @@ start_child(const char *const *argv, int want_pipe, int *err_fd)
 	return pid;
 }
 
-/* Waits for child pid, passing stops on, guarding the teardown (under
+/* Waits for child pid, passing stops on (p), guarding the teardown (under
  * mpirun) and relaying stderr from *err_fd into b. Returns its wait
  * status. */
 static int

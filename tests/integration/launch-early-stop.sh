@@ -93,7 +93,8 @@ kill -TERM $pid
 said a.err 'passing it on to each as it starts'
 kill -CONT -- -"$mp"
 finish
-[ "$rc" -eq 3 ] || { cat a.err >&2; fail "an early stop exited $rc, expected 3"; }
+[ "$rc" -eq 3 ] ||
+	{ cat a.err >&2; fail "an early stop exited $rc, expected 3"; }
 grep -q 'interrupted while setting up' a.err ||
 	{ cat a.err >&2; fail "the ranks did not say they were stopped"; }
 [ "$took" -lt 12 ] ||
@@ -110,8 +111,10 @@ kill -TERM $pid
 said b.err 'passing it on to each as it starts'
 kill -KILL -- -"$mp"
 finish
-[ "$rc" -eq 3 ] || { cat b.err >&2; fail "a stop before the ranks started exited $rc, expected 3"; }
+[ "$rc" -eq 3 ] || { cat b.err >&2;
+	fail "a stop before the ranks started exited $rc, expected 3"; }
 grep -q 'stopped before the ranks started; nothing was trained' b.err ||
 	{ cat b.err >&2; fail "the launcher did not say what happened"; }
 # Nothing of the launcher's is left behind in its TMPDIR.
-[ -z "$(ls tmp | grep dtrain-launch)" ] || fail "the launcher left $(ls tmp) in TMPDIR"
+[ -z "$(ls tmp | grep dtrain-launch)" ] ||
+	fail "the launcher left $(ls tmp) in TMPDIR"
