@@ -393,13 +393,14 @@ train_rank(const struct run_args *a, const struct dt_job *job)
 				     job->parallel.progress_us : 0, &err);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
-	dt_launch_note_pid(dt_comm_rank(comm));
-	warn_mpirun_grace(dt_comm_rank(comm));
-	/* The launcher may pass a stop on from now: keep it for the loop
-	 * (which stops after its first step) rather than die of it while
-	 * the data loads. */
+	/* The launcher passes a stop on once the pid note is there (one
+	 * that came earlier is held for it): keep it for the loop (which
+	 * stops after the set-up) rather than die of it while the data
+	 * loads; so the handlers come first. */
 	if (dt_launch_supervised())
 		dt_signals_install();
+	dt_launch_note_pid(dt_comm_rank(comm));
+	warn_mpirun_grace(dt_comm_rank(comm));
 	opts.run_dir = a->run_dir;
 	opts.progress = !a->quiet;
 	opts.resume = a->resume;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launch/banner.h"
+#include "util/alloc.h"
 
 /* How many SIGINT/SIGTERM/SIGHUP the launcher caught, and the last of
  * them: set by the handler, so process-wide by nature. */
@@ -58,29 +59,83 @@ dt_launch_stop_count(void)
 	return stop_count;
 }
 
-/* Asks the job to stop as a signal to this launcher asked: sig (SIGINT
- * for a Ctrl-C, else SIGTERM) to every rank that noted its pid on this
- * host in dir (each finishes its step, checkpoints and exits 3; copies
- * of one stop count once, a second, separate Ctrl-C stops it at once:
- * train/signals.h), or, with none noted yet (still starting: nothing to
- * save), SIGTERM to the child. mpirun itself is left alone: on a signal
- * of its own it kills the ranks after its odls_base_sigkill_timeout
- * (cancel.c). */
-static void
-forward_stop(pid_t child, int n_ranks, const char *dir, const char *host,
-	     int sig)
-{
-	int sent = 0;
+/* Seconds a stop that came before any rank noted its pid is held for
+ * the ranks (still starting: passed on to each as its note appears)
+ * before mpirun gets SIGTERM instead. */
+#define DT_STOP_START_S 10
 
+/* A stop being passed on to the ranks of one launch. */
+struct pass_on {
+	int given;		/* stops caught when last passed on */
+	int sig;		/* SIGINT for a Ctrl-C, else SIGTERM */
+	int *told;		/* (n_ranks) stops each rank was sent */
+	double t_first;		/* monotonic s of the first; 0 before */
+	int child_told;		/* 1 once the child got SIGTERM */
+	int held;		/* 1 once "held for the ranks" was said */
+};
+
+/* Sends p->sig to each rank that noted its pid on this host in dir and
+ * was not sent the latest stop yet (a rank that notes its pid has its
+ * handlers in place: train/signals.h). Returns how many ranks were ever
+ * sent one; *noted: whether any rank, of any host, noted its pid. */
+static int
+tell_ranks(struct pass_on *p, int n_ranks, const char *dir,
+	   const char *host, int *noted)
+{
+	struct dt_launch_note note;
+	int told = 0;
+
+	*noted = 0;
 	for (int r = 0; r < n_ranks; r++) {
 		pid_t pid;
 
-		if (dt_launch_note_local_pid(dir, r, host, &pid) &&
-		    kill(pid, sig) == 0)
-			sent++;
+		if (dt_launch_note_read(dir, r, DT_LAUNCH_NOTE_PID, &note) !=
+		    DT_LAUNCH_NOTE_NONE)
+			*noted = 1;
+		if (p->told[r] < p->given &&
+		    dt_launch_note_local_pid(dir, r, host, &pid) &&
+		    kill(pid, p->sig) == 0)
+			p->told[r] = p->given;
+		told += p->told[r] > 0;
 	}
-	if (sent == 0)
+	return told;
+}
+
+/* Passes the stops this launcher caught on to the job as they asked:
+ * each to every rank that noted its pid on this host in dir (each
+ * finishes its step, checkpoints and exits 3; copies of one stop count
+ * once, a second, separate Ctrl-C stops it at once: train/signals.h),
+ * also to a rank whose note appears later. mpirun itself is left alone
+ * (signalled, it kills the ranks after its odls_base_sigkill_timeout,
+ * cancel.c) unless no rank of this host can be told: then SIGTERM to the
+ * child once ranks of other hosts noted theirs, on a second stop, or
+ * DT_STOP_START_S after the first with no rank started. */
+static void
+pass_stop_on(struct pass_on *p, pid_t child, int n_ranks, const char *dir,
+	     const char *host)
+{
+	int told, noted;
+
+	if (stop_count > p->given) {
+		p->given = stop_count;
+		p->sig = stop_sig == SIGINT ? SIGINT : SIGTERM;
+		if (p->t_first == 0)
+			p->t_first = dt_launch_now();
+	}
+	if (p->given == 0 || p->child_told)
+		return;
+	told = tell_ranks(p, n_ranks, dir, host, &noted);
+	if (told > 0)
+		return;
+	if (noted || p->given > 1 ||
+	    dt_launch_now() - p->t_first >= DT_STOP_START_S) {
 		kill(child, SIGTERM);
+		p->child_told = 1;
+	} else if (!p->held) {
+		fprintf(stderr, "dtrain: stop received while the ranks start; "
+			"passing it on to each as it starts\n");
+		p->held = 1;
+	}
 }
 
 /* After a stop was passed on: once every rank has noted its exit code
@@ -214,14 +269,15 @@ start_child(const char *const *argv, int want_pipe, int *err_fd)
 	return pid;
 }
 
-/* Waits for child pid, passing stops on, guarding the teardown (under
+/* Waits for child pid, passing stops on (p), guarding the teardown (under
  * mpirun) and relaying stderr from *err_fd into b. Returns its wait
  * status. */
 static int
 supervise(pid_t pid, int n_ranks, const char *dir, const char *host,
-	  struct dt_launch_guard *g, int *err_fd, struct dt_banner *b)
+	  struct dt_launch_guard *g, struct pass_on *p, int *err_fd,
+	  struct dt_banner *b)
 {
-	int status, forwarded = 0, ended = 0;
+	int status, ended = 0;
 	double last = 0, t_noted = 0;
 
 	for (;;) {
@@ -233,17 +289,13 @@ supervise(pid_t pid, int n_ranks, const char *dir, const char *host,
 			status = 1 << 8;	/* as an exit 1 */
 			break;
 		}
-		if (stop_count > forwarded) {
-			forwarded = stop_count;
-			if (n_ranks > 0)
-				forward_stop(pid, n_ranks, dir, host,
-					     stop_sig == SIGINT ? SIGINT :
-					     SIGTERM);
-			else
-				kill(pid, stop_sig == SIGINT ? SIGINT :
-				     SIGTERM);
+		if (n_ranks > 0) {
+			pass_stop_on(p, pid, n_ranks, dir, host);
+		} else if (stop_count > p->given) {
+			p->given = stop_count;
+			kill(pid, stop_sig == SIGINT ? SIGINT : SIGTERM);
 		}
-		if (n_ranks > 0 && forwarded > 0 && !ended)
+		if (n_ranks > 0 && p->given > 0 && !ended)
 			ended = end_stopped(pid, n_ranks, dir, host, &t_noted);
 		if (n_ranks > 0)
 			dt_launch_guard_step(g, pid, n_ranks, dir, host);
@@ -264,12 +316,31 @@ supervise(pid_t pid, int n_ranks, const char *dir, const char *host,
 	return status;
 }
 
+/* Whether a launch of n_ranks (> 0) that p stopped ended before any
+ * rank noted its pid in dir: then it says so on stderr. */
+static int
+stopped_unstarted(const struct pass_on *p, int n_ranks, const char *dir)
+{
+	struct dt_launch_note note;
+
+	if (p->given == 0)
+		return 0;
+	for (int r = 0; r < n_ranks; r++)
+		if (dt_launch_note_read(dir, r, DT_LAUNCH_NOTE_PID, &note) !=
+		    DT_LAUNCH_NOTE_NONE)
+			return 0;
+	fprintf(stderr, "dtrain: stopped before the ranks started; nothing was "
+		"trained or kept: run the job again\n");
+	return 1;
+}
+
 int
 dt_launch_child_run(const char *const *argv, int n_ranks, const char *dir,
 		    double grace_s)
 {
 	char host[DT_HOST_NAME_MAX] = "";
 	struct dt_launch_guard g;
+	struct pass_on p = { 0 };
 	struct dt_banner b;
 	int err_fd = -1, status, rc;
 	pid_t pid;
@@ -280,10 +351,17 @@ dt_launch_child_run(const char *const *argv, int n_ranks, const char *dir,
 	pid = start_child(argv, n_ranks > 0, &err_fd);
 	if (pid < 0)
 		return 1;
+	if (n_ranks > 0)
+		p.told = dt_xcalloc((size_t)n_ranks, sizeof *p.told);
 	dt_banner_init(&b, stderr);
-	status = supervise(pid, n_ranks, dir, host, &g, &err_fd, &b);
+	status = supervise(pid, n_ranks, dir, host, &g, &p, &err_fd, &b);
 	rc = dt_launch_job_status(status, n_ranks, dir, &g);
+	/* The ranks say how a stop left them; before they started, no
+	 * rank can: an interrupted job all the same. */
+	if (n_ranks > 0 && stopped_unstarted(&p, n_ranks, dir))
+		rc = 3;
 	dt_banner_end(&b, n_ranks > 0 &&
 		      dt_launch_ranks_exit_code(dir, n_ranks, -1) == 3);
+	free(p.told);
 	return rc;
 }

@@ -224,7 +224,9 @@ int dt_launch_stop_count(void);
  * n_ranks > 0 (argv is mpirun's) its stderr goes through cmd/banner.h's
  * filter (mpirun's failure banners left out when every rank exited 3
  * after a stop), a stop goes to the ranks that noted a pid on this host
- * in dir (else to the child), and the teardown guard watches dir. */
+ * in dir, also as their notes appear (else, after a while, to the
+ * child), a launch stopped before any rank noted its pid exits 3 after
+ * saying so, and the teardown guard watches dir. */
 int dt_launch_child_run(const char *const *argv, int n_ranks,
 			const char *dir, double grace_s);
 

@@ -43,6 +43,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/torch-loader-errors.sh \
 	tests/integration/launch-stop.sh \
 	tests/integration/scheduler-cancel.sh \
+	tests/integration/launch-early-stop.sh \
 	tests/integration/launch-quiet.sh \
 	tests/integration/launchers.sh \
 	tests/integration/install.sh \
