@@ -326,6 +326,26 @@ first_line(const struct dt_csv_opts *o, int64_t n_cols, size_t len,
 	return DT_OK;
 }
 
+/* Whether a header of hdr columns (line hdr_line; 0: none) fits the
+ * first data row's n_cols, as first_line read it: as wide, or, rows
+ * without the label (predict), wide enough to name the label too. */
+static enum dt_status
+header_fits(const struct dt_csv_opts *o, int64_t hdr, int64_t hdr_line,
+	    int64_t n_cols, const struct pos *at, const struct rows *r,
+	    struct dt_error *err)
+{
+	int64_t width = o->n_targets > 0 ? o->n_targets : 1;
+
+	if (hdr_line == 0 || hdr == n_cols ||
+	    (!r->labelled && hdr == n_cols + width))
+		return DT_OK;
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: line %lld: the header has "
+			 "%lld column%s, the first data row %lld (line %lld)%s",
+			 at->path, ll(hdr_line), ll(hdr), hdr == 1 ? "" : "s",
+			 ll(n_cols), ll(at->line),
+			 r->labelled ? "" : ", or that and the label");
+}
+
 static enum dt_status
 parse(const char *path, const unsigned char *text, size_t len,
       const struct dt_csv_opts *o, struct rows *r, struct dt_error *err)
@@ -337,7 +357,7 @@ parse(const char *path, const unsigned char *text, size_t len,
 	struct cell *cells = NULL;
 	size_t cap = 0;
 	struct pos at = { path, 0 };
-	int64_t n_cols = -1, first = 0;
+	int64_t n_cols = -1, first = 0, hdr = 0, hdr_line = 0;
 	int header = o->header, had_header = 0;
 	enum dt_status st = DT_OK;
 
@@ -365,17 +385,22 @@ parse(const char *path, const unsigned char *text, size_t len,
 		}
 		if (header == DT_CSV_HEADER_DETECT)
 			header = !all_numbers(cells, n, &at);
+		if (header) {
+			/* The first data row decides the columns; the
+			 * header must fit it (header_fits). */
+			header = 0;
+			had_header = 1;
+			hdr = n;
+			hdr_line = at.line;
+			goto next;
+		}
 		if (n_cols < 0) {
 			n_cols = n;
 			first = at.line;
-			if (header) {
-				/* The data's first row decides; the header
-				 * must have as many columns. */
-				header = 0;
-				had_header = 1;
-				goto next;
-			}
 			st = first_line(o, n_cols, len, &at, r, err);
+			if (st == DT_OK)
+				st = header_fits(o, hdr, hdr_line, n_cols, &at,
+						 r, err);
 			if (st != DT_OK)
 				break;
 		} else if (n != n_cols) {
@@ -387,10 +412,6 @@ parse(const char *path, const unsigned char *text, size_t len,
 				       n == 1 ? "" : "s", ll(n_cols),
 				       ll(first));
 			break;
-		} else if (r->nf == 0) {
-			st = first_line(o, n_cols, len, &at, r, err);
-			if (st != DT_OK)
-				break;
 		}
 		st = take_row(cells, n_cols, o, &at, r, err);
 		if (st != DT_OK)

@@ -205,10 +205,13 @@ struct dt_csv_opts {
 
 /* Loads a CSV file into ds: every column but the label (or targets) is a
  * feature (ds->x_f32, shape (n_columns - label columns)), the label
- * column gives ds->y, target columns ds->t. The first row (the header,
- * when there is one) fixes the number of columns. Errors: DT_ERR_FORMAT
- * "PATH: line L, column C: 3 columns, expected 5 (as on line 1)" (C the
- * first column missing or extra), "PATH: line L, column C: expected a
+ * column gives ds->y, target columns ds->t. The first data row fixes
+ * the number of columns; a header has as many, or (rows without the
+ * label, for predict) as many and the label's. Errors: DT_ERR_FORMAT
+ * "PATH: line L, column C: 3 columns, expected 5 (as on line 2)" (C the
+ * first column missing or extra, line 2 the first data row), "PATH: line
+ * 1: the header has 6 columns, the first data row 4 (line 2)", "PATH:
+ * line L, column C: expected a
  * number, found \"abc\"", an empty cell, an unterminated quote, fewer
  * than 2 columns; DT_ERR_DATA for a non-finite or out-of-float32-range
  * number, a label that is not an integer in [0, n_classes), a label

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* hosts.c - the hosts of an elastic launch (see hosts.h): Open MPI's
  * hostfile format as its mpirun(1) page describes it (a name, then
- * key=value words; only slots= matters here), and a probe of each host by
+ * slots=N and max_slots=N, nothing else), and a probe of each host by
  * the same mpirun, bounded by a timeout. */
 #include "launch/hosts.h"
 
@@ -39,15 +39,127 @@ all_slots(const struct dt_hosts *hosts)
 	return n;
 }
 
+/* The words of a hostfile line after its host name, from rest, into buf
+ * (size bytes): blanks around '=' dropped, as Open MPI's lexer reads
+ * "slots = 2" as "slots=2". */
+static void
+join_equals(const char *rest, char *buf, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *p = rest; *p != '\0' && n + 1 < size; p++) {
+		if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+			const char *q = p;
+
+			while (*q == ' ' || *q == '\t' || *q == '\r' ||
+			       *q == '\n')
+				q++;
+			if (*q == '=' || (n > 0 && buf[n - 1] == '=')) {
+				p = q - 1;
+				continue;
+			}
+		}
+		buf[n++] = *p;
+	}
+	buf[n] = '\0';
+}
+
+/* Whether key (len bytes) is one of the comma-separated names in set. */
+static int
+key_in(const char *key, size_t len, const char *set)
+{
+	while (*set != '\0') {
+		size_t k = strcspn(set, ",");
+
+		if (k == len && strncmp(key, set, len) == 0)
+			return 1;
+		set += k + (set[k] == ',');
+	}
+	return 0;
+}
+
+/* Reads word "KEY=N" of a hostfile line into slots[0] (slots=, and Open
+ * MPI's count= and cpu=) or slots[1] (max_slots=, max-slots=,
+ * slots_max=), each given at most once, N from 1 to DT_HOSTS_SLOTS_MAX. */
+static enum dt_status
+read_word(const char *word, long slots[2], const char *path, int line_no,
+	  struct dt_error *err)
+{
+	const char *eq = strchr(word, '=');
+	size_t len = eq != NULL ? (size_t)(eq - word) : 0;
+	int k;
+	char *end;
+
+	if (eq != NULL && key_in(word, len, "slots,count,cpu"))
+		k = 0;
+	else if (eq != NULL && key_in(word, len, "max_slots,max-slots,"
+				      "slots_max"))
+		k = 1;
+	else
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: \"%s\": expected "
+				 "slots=N or max_slots=N", path, line_no,
+				 word);
+	if (slots[k] != 0)
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: \"%s\": %s given "
+				 "twice", path, line_no, word,
+				 k == 0 ? "slots" : "max_slots");
+	errno = 0;
+	slots[k] = strtol(eq + 1, &end, 10);
+	if (errno != 0 || end == eq + 1 || *end != '\0' || slots[k] < 1 ||
+	    slots[k] > DT_HOSTS_SLOTS_MAX)
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: \"%s\": expected "
+				 "%.*s=N with N from 1 to %d", path, line_no,
+				 word, (int)len, word, DT_HOSTS_SLOTS_MAX);
+	return DT_OK;
+}
+
+/* The slots that the words after a host's name give (rest, cut by
+ * read_line): slots=N, or max_slots=N alone (Open MPI then takes N
+ * slots), 1 when neither; max_slots below slots is refused. */
+static enum dt_status
+read_slots(const char *rest, long *out, const char *path, int line_no,
+	   struct dt_error *err)
+{
+	char words[DT_HOSTS_LINE_MAX + 2], *save = NULL, *word;
+	long slots[2] = { 0, 0 };	/* slots=, max_slots= */
+	enum dt_status st = DT_OK;
+
+	join_equals(rest, words, sizeof words);
+	for (word = strtok_r(words, " \t\r\n", &save);
+	     word != NULL && st == DT_OK;
+	     word = strtok_r(NULL, " \t\r\n", &save))
+		st = read_word(word, slots, path, line_no, err);
+	if (st != DT_OK)
+		return st;
+	if (slots[0] != 0 && slots[1] != 0 && slots[1] < slots[0])
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: max_slots=%ld is "
+				 "less than slots=%ld", path, line_no,
+				 slots[1], slots[0]);
+	*out = slots[0] != 0 ? slots[0] : slots[1] != 0 ? slots[1] : 1;
+	return DT_OK;
+}
+
+/* Whether name is MPICH's "HOST:N", which Open MPI's mpirun refuses (an
+ * IPv6 address, with more than one ':', is not). */
+static int
+mpich_form(const char *name)
+{
+	const char *colon = strchr(name, ':');
+
+	return colon != NULL && colon > name && strchr(colon + 1, ':') ==
+	       NULL && colon[1] != '\0' &&
+	       strspn(colon + 1, "0123456789") == strlen(colon + 1);
+}
+
 /* One line of a hostfile, comments already cut: adds its host. */
 static enum dt_status
 read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
 	  int line_no, struct dt_error *err)
 {
 	char *save = NULL, *name = strtok_r(line, " \t\r\n", &save);
-	char *word;
 	long slots = 1;
 	struct dt_host *h;
+	enum dt_status st;
 
 	if (name == NULL)
 		return DT_OK;
@@ -55,20 +167,16 @@ read_line(struct dt_hosts *hosts, int *cap, char *line, const char *path,
 		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: host name longer "
 				 "than %d bytes", path, line_no,
 				 DT_HOST_NAME_MAX - 1);
-	while ((word = strtok_r(NULL, " \t\r\n", &save)) != NULL) {
-		char *end;
-
-		if (strncmp(word, "slots=", 6) != 0)
-			continue;	/* max_slots= and the like */
-		errno = 0;
-		slots = strtol(word + 6, &end, 10);
-		if (errno != 0 || end == word + 6 || *end != '\0' ||
-		    slots < 1 || slots > DT_HOSTS_SLOTS_MAX)
-			return dt_errorf(err, DT_ERR_USAGE, "%s:%d: %s: "
-					 "expected slots=N with N from 1 to "
-					 "%d", path, line_no, word,
-					 DT_HOSTS_SLOTS_MAX);
-	}
+	if (mpich_form(name))
+		return dt_errorf(err, DT_ERR_USAGE, "%s:%d: \"%s\": HOST:N is "
+				 "MPICH's form, not Open MPI's; write "
+				 "\"%.*s slots=%s\"", path, line_no, name,
+				 (int)(strchr(name, ':') - name), name,
+				 strchr(name, ':') + 1);
+	st = read_slots(save != NULL ? save : "", &slots, path, line_no,
+			err);
+	if (st != DT_OK)
+		return st;
 	/* Every sum of slots (a host's, all hosts', dt_hosts_slots) then
 	 * stays within an int. */
 	if (all_slots(hosts) + slots > DT_HOSTS_SLOTS_MAX)
@@ -203,12 +311,18 @@ append(char *buf, size_t size, size_t *len, const char *fmt, ...)
 }
 
 /* The ranks host i gets when n_ranks fill the alive hosts' slots in
- * order: their number, the first in *first. */
+ * order: their number, the first in *first. Ranks past all the slots
+ * (mpirun --oversubscribe) are spread as Open MPI's by-slot mapper does:
+ * an even share to each alive host, one more to the first of them for
+ * what is left over. */
 static int
 host_ranks(const struct dt_hosts *hosts, int n_ranks, int i, int *first)
 {
-	int next = 0;
+	int next = 0, alive = 0, over, j = 0;
 
+	for (int k = 0; k < hosts->n; k++)
+		alive += hosts->h[k].alive;
+	over = n_ranks - dt_hosts_slots(hosts);
 	*first = 0;
 	for (int k = 0; k < hosts->n; k++) {
 		int take;
@@ -217,8 +331,12 @@ host_ranks(const struct dt_hosts *hosts, int n_ranks, int i, int *first)
 			continue;
 		take = n_ranks - next < hosts->h[k].slots ? n_ranks - next :
 		       hosts->h[k].slots;
+		if (over > 0)
+			take = hosts->h[k].slots + over / alive +
+			       (j < over % alive);
 		if (take < 0)
 			take = 0;
+		j++;
 		if (k == i) {
 			*first = next;
 			return take;

@@ -23,7 +23,7 @@
 
 struct dt_host {
 	char name[DT_HOST_NAME_MAX];
-	int slots;		/* slots=N, 1 when the line gives none */
+	int slots;		/* slots=N (else max_slots=N, else 1) */
 	int alive;		/* 1 until a probe finds it gone */
 	int probe;		/* the last probe that found it gone: its
 				 * exit status (128 + N: killed by signal
@@ -39,13 +39,16 @@ struct dt_hosts {
 };
 
 /* Reads the hostfile at path (Open MPI's format: one host per line, its
- * name first, then words such as slots=N; '#' starts a comment) into
- * *hosts, every host alive. Returns DT_ERR_IO "PATH: ..." when it cannot
- * be read, DT_ERR_USAGE "PATH:LINE: ..." for a line longer than
- * DT_HOSTS_LINE_MAX bytes, a bad slots count (1 to DT_HOSTS_SLOTS_MAX),
- * slots that add up to more than DT_HOSTS_SLOTS_MAX, and "PATH: ..." for
- * a file that names no host; *hosts is then empty. The caller frees it with
- * dt_hosts_fini. */
+ * name first, then slots=N and max_slots=N, blanks allowed around '=',
+ * max_slots=N alone giving N slots; '#' starts a comment) into *hosts,
+ * every host alive. Returns DT_ERR_IO "PATH: ..." when it cannot be read,
+ * DT_ERR_USAGE "PATH:LINE: ..." for a line longer than DT_HOSTS_LINE_MAX
+ * bytes, "PATH:LINE: \"WORD\": ..." for a word that is not slots=N or
+ * max_slots=N (or their other Open MPI names), one given twice, MPICH's
+ * HOST:N, a bad slots count (1 to DT_HOSTS_SLOTS_MAX), max_slots below
+ * slots, slots that add up to more than DT_HOSTS_SLOTS_MAX, and
+ * "PATH: ..." for a file that names no host; *hosts is then empty. The
+ * caller frees it with dt_hosts_fini. */
 enum dt_status dt_hosts_read(const char *path, struct dt_hosts *hosts,
 			     struct dt_error *err);
 
@@ -60,7 +63,8 @@ enum dt_status dt_hosts_write(const struct dt_hosts *hosts, const char *path,
 int dt_hosts_slots(const struct dt_hosts *hosts);
 
 /* Where n_ranks ranks run on the hosts still alive, filled in order, as
- * "NAME (rank 0), NAME (ranks 1-2)" (hosts that get none are left out),
+ * "NAME (rank 0), NAME (ranks 1-2)" (hosts that get none are left out;
+ * ranks past all the slots spread as Open MPI's --oversubscribe does),
  * into buf (size bytes, always terminated). Returns the number of hosts
  * used. */
 int dt_hosts_placement(const struct dt_hosts *hosts, int n_ranks, char *buf,

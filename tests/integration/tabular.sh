@@ -163,13 +163,33 @@ expect_fail 1 'eval-nolabel.csv: line 1, column 1: expected a number, found "x0"
 	"$DTRAIN" predict std --no-header --input eval-nolabel.csv -o x.npy
 expect_fail 2 'exclude each other' \
 	"$DTRAIN" predict std --header --no-header --input eval.csv -o x.npy
-# A row of the wrong width: its line and the first column missing or extra.
+# A row of the wrong width: its line, the first column missing or extra,
+# and the first data row's line (line 2 after the header; it said line 1,
+# the header's, before).
 { head -3 eval-nolabel.csv; echo "1,2,3"; } >short.csv
-expect_fail 1 'short.csv: line 4, column 4: 3 columns, expected 4 \(as on line 1\)' \
+expect_fail 1 'short.csv: line 4, column 4: 3 columns, expected 4 \(as on line 2\)' \
 	"$DTRAIN" predict std --input short.csv -o x.npy
 { head -3 eval-nolabel.csv; echo "1,2,3,4,5,6"; } >long.csv
-expect_fail 1 'long.csv: line 4, column 5: 6 columns, expected 4 \(as on line 1\)' \
+expect_fail 1 'long.csv: line 4, column 5: 6 columns, expected 4 \(as on line 2\)' \
 	"$DTRAIN" predict std --input long.csv -o x.npy
+{ head -1 eval-nolabel.csv; echo; sed -n 2,3p eval-nolabel.csv; echo "1,2,3"; } \
+	>blank.csv
+expect_fail 1 'blank.csv: line 5, column 4: 3 columns, expected 4 \(as on line 3\)' \
+	"$DTRAIN" predict std --input blank.csv -o x.npy
+# The first data row decides, not the header: a header that names the
+# label column over rows without it reads (it was refused: "line 2,
+# column 5: 4 columns, expected 5"), the same bits as the labelled file;
+# a header of another width is refused naming both lines.
+{ echo "x0,x1,x2,x3,label"; tail -n +2 eval-nolabel.csv; } >h5.csv
+"$DTRAIN" predict std --input h5.csv -o p-h5.npy 2>/dev/null ||
+	fail "predict: a header naming the label over unlabelled rows"
+cmp -s p-lab.npy p-h5.npy || fail "p-h5.npy differs from the labelled file's"
+{ echo "a,b,c,d,e,f"; tail -n +2 eval-nolabel.csv; } >h6.csv
+expect_fail 1 'h6.csv: line 1: the header has 6 columns, the first data row 4 \(line 2\), or that and the label' \
+	"$DTRAIN" predict std --input h6.csv -o x.npy
+{ echo "x0,x1,x2,x3"; tail -n +2 eval.csv; } >h4.csv
+expect_fail 1 'h4.csv: line 1: the header has 4 columns, the first data row 5 \(line 2\)$' \
+	"$DTRAIN" predict std --input h4.csv -o x.npy
 echo "1,2,3,4,5,6,7" >wide.csv
 expect_fail 1 'wide.csv: line 1, column 6: 7 columns, but the model takes 4 features' \
 	"$DTRAIN" predict std --input wide.csv -o x.npy

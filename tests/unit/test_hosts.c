@@ -98,7 +98,7 @@ START_TEST(read_refusals)
 
 	put("bad", "a slots=2\nb slots=0\n", path);
 	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
-	snprintf(want, sizeof want, "%s:2: slots=0: expected slots=N", path);
+	snprintf(want, sizeof want, "%s:2: \"slots=0\": expected slots=N", path);
 	ck_assert_msg(strstr(err.msg, want) != NULL, "%s", err.msg);
 	ck_assert_int_eq(h.n, 0);
 	put("word", "a slots=2x\n", path);
@@ -109,6 +109,66 @@ START_TEST(read_refusals)
 		      err.msg);
 	snprintf(path, sizeof path, "%s/missing", dir);
 	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_IO);
+}
+END_TEST
+
+/* Reads text as DIR/name; expects DT_ERR_USAGE with "PATH:" then want in
+ * the message. */
+static void
+refused(const char *name, const char *text, const char *want)
+{
+	char path[256], full[600];
+	struct dt_hosts h;
+	struct dt_error err;
+
+	put(name, text, path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_ERR_USAGE);
+	snprintf(full, sizeof full, "%s:%s", path, want);
+	ck_assert_msg(strstr(err.msg, full) != NULL, "%s", err.msg);
+	ck_assert_int_eq(h.n, 0);
+}
+
+/* Reads text as DIR/name; expects one host with slots slots. */
+static void
+one_host(const char *name, const char *text, int slots)
+{
+	char path[256];
+	struct dt_hosts h;
+	struct dt_error err;
+
+	put(name, text, path);
+	ck_assert_int_eq(dt_hosts_read(path, &h, &err), DT_OK);
+	ck_assert_int_eq(h.n, 1);
+	ck_assert_int_eq(h.h[0].slots, slots);
+	dt_hosts_fini(&h);
+}
+
+/* What Open MPI 4.1's mpirun took of each line (tried): "slots = 2" is 2
+ * slots, max_slots=N alone N, count= and cpu= are slots=; the rest it
+ * refuses, and so does dtrain now (each was 1 slot before). */
+START_TEST(read_open_mpi_grammar)
+{
+	one_host("sp", "localhost slots = 2\n", 2);
+	one_host("sp2", "localhost slots= 3 # three\n", 3);
+	one_host("max", "localhost max_slots=4\n", 4);
+	one_host("both", "localhost slots=2 max-slots=5\n", 2);
+	one_host("count", "localhost count=6\n", 6);
+	one_host("cpu", "localhost\tcpu=7\n", 7);
+	one_host("v6", "fe80::1 slots=2\n", 2);
+	refused("typo", "a\nlocalhost sluts=2\n",
+		"2: \"sluts=2\": expected slots=N or max_slots=N");
+	refused("bare", "localhost slots=2 foo\n",
+		"1: \"foo\": expected slots=N or max_slots=N");
+	refused("maxbad", "localhost max_slots=0\n",
+		"1: \"max_slots=0\": expected max_slots=N with N from 1");
+	refused("mpich", "localhost:2\n", "1: \"localhost:2\": HOST:N is "
+		"MPICH's form, not Open MPI's; write \"localhost slots=2\"");
+	refused("twice", "localhost slots=1 slots=3\n",
+		"1: \"slots=3\": slots given twice");
+	refused("twicemax", "localhost max_slots=1 slots_max=3\n",
+		"1: \"slots_max=3\": max_slots given twice");
+	refused("lt", "localhost slots=3 max_slots=2\n",
+		"1: max_slots=2 is less than slots=3");
 }
 END_TEST
 
@@ -198,6 +258,13 @@ START_TEST(placement_fills_slots_in_order)
 	ck_assert_str_eq(buf, "a (ranks 0-2), b (rank 3), c (rank 4)");
 	ck_assert_int_eq(dt_hosts_placement(&h, 2, buf, sizeof buf), 1);
 	ck_assert_str_eq(buf, "a (ranks 0-1)");
+	/* Past the 8 slots (--oversubscribe): 3 more, one to each host,
+	 * as mpirun puts them; before, ranks 8-10 were on no host. */
+	ck_assert_int_eq(dt_hosts_placement(&h, 11, buf, sizeof buf), 3);
+	ck_assert_str_eq(buf, "a (ranks 0-3), b (ranks 4-5), c (ranks 6-10)");
+	/* 5 more: 1 to each host, and 1 to each of the first two. */
+	ck_assert_int_eq(dt_hosts_placement(&h, 13, buf, sizeof buf), 3);
+	ck_assert_str_eq(buf, "a (ranks 0-4), b (ranks 5-7), c (ranks 8-12)");
 	before.n = h.n;
 	before.h = malloc((size_t)h.n * sizeof *h.h);
 	memcpy(before.h, h.h, (size_t)h.n * sizeof *h.h);
@@ -295,6 +362,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, read_merges_and_counts);
 	tcase_add_test(tc, read_refusals);
+	tcase_add_test(tc, read_open_mpi_grammar);
 	tcase_add_test(tc, read_refuses_long_lines);
 	tcase_add_test(tc, read_bounds_slot_sums);
 	tcase_add_test(tc, placement_fills_slots_in_order);
