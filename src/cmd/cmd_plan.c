@@ -119,7 +119,9 @@ local_file(const struct plan_source *srcs, int n, const char *split,
 }
 
 /* Samples and in-memory bytes of an IDX split, from the headers alone;
- * *n = -1 when the split is absent or its files are not local yet. */
+ * *n = -1 when the split is absent or its files are not local yet.
+ * DT_ERR_JOB when its samples do not fit model.input_shape (a bad job,
+ * exit 2, as run says), DT_ERR_DATA for unreadable or unequal files. */
 static enum dt_status
 peek_split(const struct dt_job *job, const struct plan_source *srcs,
 	   int n_srcs, const char *split, int64_t inputs, int64_t *n,
@@ -153,7 +155,7 @@ peek_split(const struct dt_job *job, const struct plan_source *srcs,
 
 		/* The same words as run's check after loading. */
 		dt_job_where(job, "model.input_shape", where, sizeof where);
-		return dt_errorf(err, DT_ERR_DATA, "%s%s data: samples have "
+		return dt_errorf(err, DT_ERR_JOB, "%s%s data: samples have "
 				 "%lld inputs but the model takes %lld", where,
 				 strcmp(split, "train") == 0 ? "training" :
 				 "eval", (long long)per, (long long)inputs);

@@ -334,6 +334,25 @@ launch(int argc, char **argv, const struct run_args *a,
 	return rc;
 }
 
+/* The counts of the last line: the whole run's steps and samples, and
+ * the time and rate of this session, said as such after a resume. */
+static void
+say_counts(const struct dt_job *job, const struct dt_train_result *res)
+{
+	if (res->resumed_from < 0) {
+		printf("%s: %lld steps, %lld samples in %.1f s (%.0f "
+		       "samples/s)", job->name, (long long)res->steps,
+		       (long long)res->samples, res->wall_s,
+		       res->samples_per_s);
+		return;
+	}
+	printf("%s: %lld steps (%lld this session), %lld samples; this "
+	       "session %lld samples in %.1f s (%.0f samples/s)", job->name,
+	       (long long)res->steps, (long long)res->session_steps,
+	       (long long)res->samples, (long long)res->session_samples,
+	       res->wall_s, res->samples_per_s);
+}
+
 /* The last line of a run on rank 0's stdout. */
 static void
 say_result(const struct dt_job *job, const struct dt_train_result *res)
@@ -347,10 +366,8 @@ say_result(const struct dt_job *job, const struct dt_train_result *res)
 		       "(extend it with --set train.steps=N or --set "
 		       "train.epochs=N)\n", job->name, (long long)res->steps);
 	} else {
-		printf("%s: %lld steps, %lld samples in %.1f s (%.0f "
-		       "samples/s); train loss %.4f", job->name,
-		       (long long)res->steps, (long long)res->samples,
-		       res->wall_s, res->samples_per_s, res->train_loss);
+		say_counts(job, res);
+		printf("; train loss %.4f", res->train_loss);
 		if (res->eval_loss == res->eval_loss)
 			printf("; eval loss %.4f", res->eval_loss);
 		/* NaN for a regression (mse), which has no accuracy. */

@@ -315,6 +315,8 @@ infer_shapes(struct dt_model *m, const struct dt_job *job,
 					      n->n_inputs);
 		}
 		st = n->ops->infer(n, job, err);
+		if (st == DT_OK && n->tie_src != NULL)
+			st = dt_graph_check_tie(m, job, i, err);
 		if (st != DT_OK)
 			return st;
 

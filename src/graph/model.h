@@ -80,12 +80,19 @@ struct dt_model {
 
 /* tied.c: points dense node `node` (made from job layer `layer`; last[j]
  * is the node of job layer j) at the embedding its `tie:` names, an
- * earlier embedding layer that no other layer ties to; DT_ERR_JOB through
- * dt_node_errorf otherwise. */
+ * earlier embedding layer; DT_ERR_JOB through dt_node_errorf otherwise.
+ * Whether another layer ties to it already is dt_graph_check_tie's. */
 enum dt_status dt_graph_resolve_tie(struct dt_model *m,
 				    const struct dt_job *job, int node,
 				    int layer, const int *last,
 				    struct dt_error *err);
+/* tied.c: after node's shape inference has checked its weight's shape
+ * against the table (dense.c), fails with DT_ERR_JOB when an earlier node
+ * ties to the same embedding: one layer a table. The shape first, so a
+ * layer that cannot take the table is named as the problem. */
+enum dt_status dt_graph_check_tie(const struct dt_model *m,
+				  const struct dt_job *job, int node,
+				  struct dt_error *err);
 /* tied.c: fills node n's tied copy (its tensor 0) with the draws of the
  * embedding it is tied to: that node's init hook, or init_tensor (the
  * graph's rule for a declared dt_init), keyed by the embedding's tensor

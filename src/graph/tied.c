@@ -35,19 +35,27 @@ dt_graph_resolve_tie(struct dt_model *m, const struct dt_job *job, int node,
 			return dt_node_errorf(n, job, err, "tie: \"%s\" is "
 					      "model.layers.%d, not an "
 					      "embedding", want, j);
-		for (int i = 0; i < node; i++)
-			if (m->nodes[i].tie_node == last[j])
-				return dt_node_errorf(n, job, err, "tie: "
-						      "\"%s\" is tied to %s "
-						      "already; one layer a "
-						      "table", want,
-						      m->nodes[i].name);
 		n->tie_node = last[j];
 		n->tie_src = &m->nodes[last[j]];
 		return DT_OK;
 	}
 	return dt_node_errorf(n, job, err, "tie: no layer named \"%s\" before "
 			      "this one (it names an embedding layer)", want);
+}
+
+enum dt_status
+dt_graph_check_tie(const struct dt_model *m, const struct dt_job *job,
+		   int node, struct dt_error *err)
+{
+	const struct dt_node *n = &m->nodes[node];
+
+	for (int i = 0; i < node; i++)
+		if (m->nodes[i].tie_node == n->tie_node)
+			return dt_node_errorf(n, job, err, "tie: \"%s\" is "
+					      "tied to %s already; one layer a "
+					      "table", n->spec.tie,
+					      m->nodes[i].name);
+	return DT_OK;
 }
 
 /* The index in model order (every stage's nodes) of node i's first

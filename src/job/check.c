@@ -395,6 +395,30 @@ window_take(const struct dt_job_ctx *c, struct window *w, const char *key,
 			    v);
 }
 
+/* Fails for a model.input_shape, given at at, of more than one number in a
+ * tokens or text job, whose input is one window of T tokens. */
+static enum dt_status
+input_not_window(const struct dt_job_ctx *c, const struct window *w,
+		 struct dt_pos at)
+{
+	char where[DT_JOB_SET_MAX + 64];
+
+	if (w->t == 0)
+		return dt_job_failf(c, at, "model.input_shape", "expected "
+				    "[T], one number: a %s job's input is a "
+				    "window of T tokens (data.context), "
+				    "found %d numbers",
+				    c->job->data.format == DT_FORMAT_TEXT ?
+				    "text" : "tokens",
+				    c->job->model.n_input_dims);
+	place(c, w->at, where, sizeof where);
+	return dt_job_failf(c, at, "model.input_shape", "expected [%" PRId64
+			    "], one number: the window length %s gives (%s), "
+			    "found %d numbers; give it in one place and leave "
+			    "the other out", w->t, w->key, where,
+			    c->job->model.n_input_dims);
+}
+
 /* data.context, model.input_shape and pos_embedding.length of a tokens or
  * text job are one number: each left out is derived from the first given
  * (in that order); with check, those given must agree (checked after the
@@ -430,6 +454,9 @@ derive_window(const struct dt_job_ctx *c, bool check)
 		snprintf(key, sizeof key, "model.layers.%s.length", l->name);
 		st = window_take(c, &w, key, l->length, at, true);
 	}
+	if (st == DT_OK && check && dt_job_given(job->origin.key[ks]) &&
+	    job->model.n_input_dims != 1)
+		return input_not_window(c, &w, job->origin.key[ks]);
 	if (st != DT_OK || w.t == 0 || check)
 		return st;
 	if (!dt_job_given(job->origin.key[kc])) {

@@ -136,16 +136,17 @@ is_block(const struct dt_ynode *n)
 	       (find_entry(n, "repeat") >= 0 || find_entry(n, "layers") >= 0);
 }
 
-enum dt_status
-dt_job_apply_layer(struct dt_job_ctx *c, int i, const struct dt_ynode *map,
-		   bool replace)
+/* Applies mapping map to layer i, its keys named prefix.KEY in messages
+ * ("model.layers.7", "model.layers.block.fc"). */
+static enum dt_status
+apply_layer_at(struct dt_job_ctx *c, int i, const char *prefix,
+	       const struct dt_ynode *map, bool replace)
 {
-	char prefix[64], path[256], found[160];
+	char path[256], found[160];
 	struct dt_pos pos;
 	enum dt_status st;
 	int j, k, t;
 
-	snprintf(prefix, sizeof prefix, "model.layers.%d", i);
 	if (map->kind != DT_YNODE_MAP) {
 		dt_yaml_describe(map, found, sizeof found);
 		return dt_job_failf(c, dt_job_node_pos(c, map), prefix,
@@ -188,6 +189,16 @@ dt_job_apply_layer(struct dt_job_ctx *c, int i, const struct dt_ynode *map,
 			return st;
 	}
 	return DT_OK;
+}
+
+enum dt_status
+dt_job_apply_layer(struct dt_job_ctx *c, int i, const struct dt_ynode *map,
+		   bool replace)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof prefix, "model.layers.%d", i);
+	return apply_layer_at(c, i, prefix, map, replace);
 }
 
 /* Writes layer i's default name, "<type><i>". */
@@ -354,12 +365,35 @@ block_input(const struct dt_job *job, int first, const struct block *b,
 	memmove(out, in, strlen(in) + 1);
 }
 
+/* The place of layer j, e, of block b as --set names it: by the block's
+ * name and the layer's ("model.layers.block.fc"), the layer's default
+ * name ("dense3") when it has none, or its index in the block's list. */
+static void
+block_layer_path(const struct block *b, const struct dt_ynode *e, int j,
+		 char *buf, size_t size)
+{
+	int at = e->kind == DT_YNODE_MAP ? find_entry(e, "name") : -1;
+	const struct dt_ynode *v = at >= 0 ? e->kids[2 * at + 1] : NULL;
+
+	if (v != NULL && v->kind == DT_YNODE_SCALAR && v->len > 0) {
+		snprintf(buf, size, "model.layers.%s.%s", b->name, v->text);
+		return;
+	}
+	at = e->kind == DT_YNODE_MAP ? find_entry(e, "type") : -1;
+	v = at >= 0 ? e->kids[2 * at + 1] : NULL;
+	if (v != NULL && v->kind == DT_YNODE_SCALAR && v->len > 0)
+		snprintf(buf, size, "model.layers.%s.%s%d", b->name, v->text,
+			 j);
+	else
+		snprintf(buf, size, "model.layers.%s.layers.%d", b->name, j);
+}
+
 /* Expands block b into layers first, first + 1, ... */
 static enum dt_status
 expand_block(struct dt_job_ctx *c, int first, const struct block *b)
 {
 	char local[DT_JOB_MAX_LAYERS][DT_LAYER_NAME_MAX];
-	char path[96], in[DT_LAYER_NAME_MAX];
+	char path[2 * DT_LAYER_NAME_MAX + 32], in[DT_LAYER_NAME_MAX];
 	struct dt_job *job = c->job;
 	int n = b->layers->n_kids, copy, j, q, len;
 	enum dt_status st;
@@ -377,7 +411,8 @@ expand_block(struct dt_job_ctx *c, int first, const struct block *b)
 
 		dt_job_layer_reset(job, first + j);
 		l->pos = dt_job_node_pos(c, e);
-		st = dt_job_apply_layer(c, first + j, e, false);
+		block_layer_path(b, e, j, path, sizeof path);
+		st = apply_layer_at(c, first + j, path, e, false);
 		if (st != DT_OK)
 			return st;
 		if (dt_job_given(job->origin.layer[first + j]

@@ -172,6 +172,13 @@ store_name(const struct dt_job_ctx *c, const struct dt_key *k,
 	char found[160];
 	size_t i;
 
+	/* An empty tie (`tie:`, `--set model.layers.head.tie=`) clears
+	 * it: the layer gets a weight of its own again. */
+	if (k == &dt_job_layer_schema[DT_LAYER_KEY_TIE] &&
+	    v->kind == DT_YNODE_SCALAR && dt_yaml_is_null(v)) {
+		dst[0] = '\0';
+		return DT_OK;
+	}
 	if (v->kind != DT_YNODE_SCALAR || dt_yaml_is_null(v))
 		return dt_job_type_error(c, k, path, v);
 	if (v->len == 0 || v->len >= k->size)

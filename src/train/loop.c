@@ -38,6 +38,7 @@ struct cadence {
 	double now;		/* after the step's report, then after its
 				 * update (the window's end) */
 	int64_t first_step;
+	int64_t first_samples;	/* r->position.samples when it began */
 	float grad_scale;	/* 1 / (global_batch x labels per sample) */
 };
 
@@ -472,6 +473,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	/* The mean loss per sample, or per token for a language model. */
 	c.grad_scale = 1.0f / (float)(p->global_batch * r->labels_per_sample);
 	c.first_step = r->position.step;
+	c.first_samples = r->position.samples;
 	dt_progress_from_step(&r->progress, c.first_step);
 	c.t0 = c.t_window = dt_now();
 	c.grad_norm = NAN;
@@ -497,9 +499,10 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	}
 	res->steps = r->position.step;
 	res->samples = r->position.samples;
+	res->session_steps = r->position.step - c.first_step;
+	res->session_samples = r->position.samples - c.first_samples;
 	res->wall_s = dt_now() - c.t0;
-	res->samples_per_s = (double)((r->position.step - c.first_step) *
-				      p->global_batch) /
+	res->samples_per_s = (double)res->session_samples /
 			     (res->wall_s > 0 ? res->wall_s : 1e-9);
 	res->skipped_steps = r->position.skipped;
 	return DT_OK;

@@ -448,6 +448,8 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	    dt_json_float(res->eval_loss) : NULL);
 	ADD(o, "eval_accuracy", r->have_eval ?
 	    dt_json_float(res->eval_accuracy) : NULL);
+	ADD(o, "session_steps", json_object_new_int64(res->session_steps));
+	ADD(o, "session_samples", json_object_new_int64(res->session_samples));
 	ADD(o, "wall_s", dt_json_seconds(res->wall_s));
 	ADD(o, "samples_per_s", dt_json_float(res->samples_per_s));
 	ADD(o, "world_size", json_object_new_int(r->plan.world_size));

@@ -75,7 +75,9 @@ check_token_ids(const struct dt_run *r, struct dt_error *err)
 	return DT_OK;
 }
 
-/* The samples of each split against the model's input and output. */
+/* The samples of each split against the model's input (DT_ERR_JOB: the
+ * job's model.input_shape is wrong for its data) and output
+ * (DT_ERR_DATA). */
 static enum dt_status
 check_sizes(const struct dt_run *r, struct dt_error *err)
 {
@@ -87,7 +89,7 @@ check_sizes(const struct dt_run *r, struct dt_error *err)
 
 		dt_job_where(r->job, "model.input_shape", where, sizeof where);
 		if (s->x_size != in)
-			return dt_errorf(err, DT_ERR_DATA,
+			return dt_errorf(err, DT_ERR_JOB,
 					 "%s%s data: samples have %lld inputs "
 					 "but the model takes %lld", where,
 					 which ? "eval" : "training",

@@ -31,13 +31,15 @@ struct dt_run_opts {
 
 /* What a finished run reports (identical on every rank). */
 struct dt_train_result {
-	int64_t steps;
-	int64_t samples;
+	int64_t steps;		/* the whole run's, resumed parts included */
+	int64_t samples;	/* the whole run's */
+	int64_t session_steps;	/* this run or resume's alone */
+	int64_t session_samples;	/* this run or resume's alone */
 	double train_loss;	/* mean loss over the last log window */
 	double eval_loss;	/* mean over the whole eval set; NAN if none */
 	double eval_accuracy;
-	double wall_s;
-	double samples_per_s;
+	double wall_s;		/* this session's training, seconds */
+	double samples_per_s;	/* session_samples / wall_s */
 	int64_t skipped_steps;	/* updates dropped for non-finite values */
 	int64_t resumed_from;	/* checkpoint step resumed from, -1 if none */
 	int already_done;	/* resumed with nothing to do, nothing

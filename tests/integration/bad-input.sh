@@ -39,8 +39,9 @@ expect_fail 1 'badlabels: record 1234: label 12 out of range \[0, 10\)' \
 	"$DTRAIN" run --run-dir r3 badlab.yaml
 [ ! -e r3/summary.json ] || fail "a failed run wrote a summary"
 # plan finds what run would find, with the same words: data that does not
-# fit the model's input, a schedule that does not fit the run.
-expect_fail 1 'model.input_shape: training data: samples have 784 inputs but the model takes 812' \
+# fit the model's input (a bad job: exit 2, as run's; it was 1), a
+# schedule that does not fit the run.
+expect_fail 2 'model.input_shape: training data: samples have 784 inputs but the model takes 812' \
 	"$DTRAIN" plan --dry-run --set 'model.input_shape=[28, 29]' good.yaml
 expect_fail 2 'train.schedule: lr schedule: the run'"'"'s 20 steps \(train.steps, or train.epochs of the data\) must be more than train.schedule.warmup_steps \(50\) for a cosine schedule' \
 	"$DTRAIN" plan --dry-run --set train.schedule.kind=cosine \

@@ -93,6 +93,12 @@ expect_fail 2 "vars.widht: .*did you mean width\?" \
 expect_fail 2 "^dtrain: --set model.input_shape=\[6\]: model.input_shape.0: expected 8, the window length data.context gives \(sweep.yaml:4:31\), found 6" \
 	"$DTRAIN" plan --dry-run sweep.yaml --set 'model.input_shape=[6]'
 
+# A text job's input_shape is one number, the window: two are refused
+# with the window's place (it was "pos_embedding needs a (T, dim)
+# input, found 3 axes" from the graph).
+expect_fail 2 "^dtrain: --set model.input_shape=\\[8,2\\]: model.input_shape: expected \\[8\\], one number: the window length data.context gives \\(sweep.yaml:4:31\\), found 2 numbers" \
+	"$DTRAIN" plan --dry-run sweep.yaml --set 'model.input_shape=[8,2]'
+
 # Hostile files: the "billion laughs" of anchors is refused at its first
 # alias; a var cannot hold a list or name another var, so vars cannot
 # build one; an undefined reference names its place.
@@ -113,4 +119,14 @@ expect_fail 2 "^dtrain: chain.yaml:4:7: vars.w2: expected a value, found the ref
 sed 's/units: 4}$/units: $classes}/' sweep.yaml >undef.yaml
 expect_fail 2 "^dtrain: undef.yaml:16:40: model.layers.head.units: found \\\$classes, which vars: does not name \(vars: width\)" \
 	"$DTRAIN" plan --dry-run undef.yaml
+# A layer of a block is named by the block's and its own name whatever is
+# wrong with it: a quoted "$width" (a string) as well as a misspelt
+# $widht (the quoted one was named model.layers.5.units, its copy's
+# index).
+sed 's/name: fc, units: \$width}/name: fc, units: "$width"}/' sweep.yaml >quoted.yaml
+expect_fail 2 "^dtrain: quoted.yaml:15:42: model.layers.block.fc.units: expected an integer, found a quoted string \"\\\$width\"" \
+	"$DTRAIN" plan --dry-run quoted.yaml
+sed 's/name: fc, units: \$width}/name: fc, units: $widht}/' sweep.yaml >misspelt.yaml
+expect_fail 2 "^dtrain: misspelt.yaml:15:42: model.layers.block.fc.units: found \\\$widht, which vars: does not name; did you mean width\?" \
+	"$DTRAIN" plan --dry-run misspelt.yaml
 exit 0

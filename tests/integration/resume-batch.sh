@@ -8,7 +8,10 @@
 # 4 x 60000 = 240000 samples. Resumed instead at 1800, which does not
 # divide 60000, each epoch's last partial batch (600 samples) is dropped
 # as in any epoch: 40 + 3 x 33 = 139 steps, 60000 + 3 x 59400 = 238200
-# samples, within one batch of 4 x 60000 per epoch.
+# samples, within one batch of 4 x 60000 per epoch. The resumed session
+# alone (summary.json session_steps, session_samples and the last line,
+# which said the whole run's samples over the session's time): 75 steps,
+# 180000 samples at 2400; 99 steps, 178200 samples at 1800.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 write_ckpt_job job.yaml
@@ -21,7 +24,15 @@ check() {
 	"$PYTHON" - "$@" <<'PY'
 import json, sys
 d, steps, samples, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+ss, sn = int(sys.argv[5]), int(sys.argv[6])
 s = json.load(open(d + "/summary.json"))
+if s["session_steps"] != ss or s["session_samples"] != sn:
+    sys.exit("%s: session_steps %d, session_samples %d; expected %d, %d"
+             % (d, s["session_steps"], s["session_samples"], ss, sn))
+rate = sn / s["wall_s"]
+if abs(s["samples_per_s"] - rate) > 1e-3 * rate + 1:
+    sys.exit("%s: samples_per_s %g, not session_samples / wall_s %g"
+             % (d, s["samples_per_s"], rate))
 if s["steps"] != steps or s["samples"] != samples or s["global_batch"] != batch:
     sys.exit("%s: steps %d, samples %d, global batch %d; expected %d, %d, %d"
              % (d, s["steps"], s["samples"], s["global_batch"], steps,
@@ -33,9 +44,11 @@ if last["step"] != steps or last["epoch"] != 3:
 print("%s: %d steps, %d samples at global batch %d" % (d, steps, samples, batch))
 PY
 }
-"$DTRAIN" resume -q --set train.global_batch=2400 r >/dev/null 2>r.err ||
+"$DTRAIN" resume -q --set train.global_batch=2400 r >r.out 2>r.err ||
 	{ cat r.err >&2; fail "resume at 2400"; }
-check r 115 240000 2400 || fail "resume at 2400"
-"$DTRAIN" resume -q --set train.global_batch=1800 r2 >/dev/null 2>r2.err ||
+check r 115 240000 2400 75 180000 || fail "resume at 2400"
+grep -Eq ': 115 steps \(75 this session\), 240000 samples; this session 180000 samples in [0-9.]+ s \([0-9]+ samples/s\)' r.out ||
+	{ cat r.out >&2; fail "resume at 2400: the last line"; }
+"$DTRAIN" resume -q --set train.global_batch=1800 r2 >r2.out 2>r2.err ||
 	{ cat r2.err >&2; fail "resume at 1800"; }
-check r2 139 238200 1800 || fail "resume at 1800"
+check r2 139 238200 1800 99 178200 || fail "resume at 1800"

@@ -50,6 +50,21 @@ YAML
 # 96 x 16 + 16 x 16 + 2 x 16 + 16 x 16 + 16 = 2096: the head adds none.
 "$DTRAIN" plan tied.yaml | grep -q "^total: 2096 parameters;" ||
 	fail "tied.yaml: not 2096 parameters"
+# A second tie to tok on a layer that cannot take the table: its shape is
+# the problem (it was reported at head as "tied to fc already").
+expect_fail 2 "model.layers.3 \\(fc\\): tie: tok's table is \\(96, 16\\), so units must be 96 and the input width 16; found units 16, input width 16" \
+	"$DTRAIN" plan tied.yaml --set model.layers.fc.tie=tok
+# The one-tie rule still holds where the shapes fit: fc (16 -> 96) tied
+# to tok, a dense back to 16, then the head.
+sed 's/name: fc, units: 16,/name: fc, units: 96, tie: tok,/
+/name: head/i\
+    - {type: dense, name: back, units: 16}' tied.yaml >two.yaml
+expect_fail 2 "model.layers.5 \\(head\\): tie: \"tok\" is tied to fc already; one layer a table" \
+	"$DTRAIN" plan two.yaml
+# An empty tie clears it: the head takes a 16 x 96 weight of its own,
+# 2096 + 1536 = 3632 (it was refused: "expected a name, found nothing").
+"$DTRAIN" plan tied.yaml --set model.layers.head.tie= |
+	grep -q "^total: 3632 parameters;" || fail "tie= did not clear the tie"
 M="--set parallel.strategy=model"
 "$DTRAIN" plan tied.yaml $M --set parallel.pipeline_parallel=2 -n 2 >pp.plan
 grep -Eq "^tok +embedding .* 0$" pp.plan && grep -Eq "^head +dense .* 1$" pp.plan ||

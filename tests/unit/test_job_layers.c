@@ -526,11 +526,13 @@ START_TEST(test_block_errors)
 			"    - {repeat: 2, laers: [{type: relu}]}"));
 	expect_error(layers_job(BLOCK("    - {repeat: 2, layers: [{repeat: 2, "
 				      "layers: [{type: relu}]}]}\n")), NULL, 0,
-		     at(7, 28, "model.layers.1: expected a layer, found a "
-			"repeat block; blocks are entries of model.layers and "
-			"do not nest", "    - {repeat: 2, layers: [{repeat: 2, "
+		     at(7, 28, "model.layers.block1.layers.0: expected a "
+			"layer, found a repeat block; blocks are entries of "
+			"model.layers and do not nest", "    - {repeat: 2, layers: [{repeat: 2, "
 			"layers: [{type: relu}]}]}"));
-	/* Errors inside a block name the first copy's expanded index. */
+	/* Errors of a layer's keys inside a block name it by the block
+	 * (above, model.layers.block1.layers.0: it was model.layers.1);
+	 * the later checks name the first copy's expanded index. */
 	expect_error(layers_job(BLOCK("    - {repeat: 2, layers: [{type: "
 				      "relu}, {type: dense}]}\n")), NULL, 0,
 		     at(7, 42, "model.layers.2.units: required key missing "
