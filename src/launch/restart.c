@@ -139,6 +139,14 @@ dt_launch_restarts(const struct dt_launch_config *cfg, const char *self,
 	struct dt_launch_cmd cmd;
 	int n = cfg->ranks, rc;
 
+	/* With the kill delay this launch gives mpirun, mpirun takes up to
+	 * twice it to end a job whose rank failed (SIGTERM after one delay,
+	 * SIGKILL after another): the guard waits that out first, so it
+	 * ends only an mpirun that will not end the job itself. */
+	if (!dt_launch_sigkill_given(cfg->mpi_args) &&
+	    grace_s < 2 * atof(DT_SIGKILL_TIMEOUT) + 5)
+		grace_s = 2 * atof(DT_SIGKILL_TIMEOUT) + 5;
+
 	build_cmd(&cmd, cfg, self, n, el, 0);
 	for (int attempt = 0;; attempt++) {
 		enum dt_launch_next next;
