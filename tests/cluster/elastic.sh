@@ -62,7 +62,7 @@ expect_fail 2 '--elastic needs a hostfile' \
 	env -u OMPI_MCA_orte_default_hostfile \
 	"$DTRAIN" run -n 2 --max-restarts 1 --elastic 1 --run-dir u4 job.yaml
 printf 'node1 slots=two\n' >bad.hosts
-expect_fail 2 'bad.hosts:1: slots=two: expected slots=N' \
+expect_fail 2 'bad.hosts:1: "slots=two": expected slots=N' \
 	"$DTRAIN" run -n 2 --max-restarts 1 --elastic 1 \
 	--mpi-args "--hostfile bad.hosts" --run-dir u5 job.yaml
 for d in u1 u2 u3 u4 u5; do
