@@ -271,11 +271,14 @@ test_signal_setup(struct dt_run *r)
 		r->test_signal_step = strtol(v, NULL, 10);
 }
 
-/* Parameters of the whole model (a stage model holds its stage's). */
+/* Parameters of the whole model (a stage model holds its stage's), as
+ * `dtrain plan` counts them: a tied copy (`tie:`) is the embedding's
+ * table again, not a parameter of its own. */
 static size_t
 whole_params(const struct dt_run *r)
 {
-	return dt_model_n_params(r->plan.shapes);
+	return dt_model_n_params(r->plan.shapes) -
+	       (size_t)dt_model_n_tied(r->plan.shapes);
 }
 
 /* How the gradient sums overlap backward: buckets, the accumulation
