@@ -21,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "data/data_priv.h"
@@ -540,13 +541,21 @@ dt_tokens_shards_fini(struct dt_token_data *td)
  * dt_tokens_ahead_start): want is the list of shards to have in the
  * cache next, in the order of their first reads, gen counts the lists it
  * was given; n_stale counts (atomically) the shards it marked stale. */
+#define AHEAD_NOW 256	/* shards kept for the reads under way, at most */
+/* A shard fetched ahead is marked unread, for every process of the node,
+ * by a modification time this far in the future; a read sets it to the
+ * time of the read. An ahead thread deletes no unread file, a read's
+ * eviction deletes them last; a mark left by a process that went away
+ * lapses after this time. */
+#define UNREAD_S 3600
+
 struct dt_shard_ahead {
 	struct dt_token_data *td;
 	pthread_t thread;
 	pthread_mutex_t mu;
 	pthread_cond_t told;
 	int64_t depth;
-	int64_t *want;		/* (depth) shard indices */
+	int64_t *want;		/* (AHEAD_NOW + depth) shard indices */
 	int64_t n_want;
 	uint64_t gen;
 	int stop;
@@ -565,10 +574,8 @@ die(const struct dt_token_data *td, const struct dt_token_shard *s,
 	if (td->rank >= 0)
 		snprintf(who, sizeof who, "rank %d: ", td->rank);
 	fprintf(stderr, "dtrain: %s%s (shard %lld of %lld, expected %lld "
-		"bytes%s as the server gave when the run began)\n", who,
-		e->msg, ll(s - td->shards), ll(td->n_shards), ll(s->bytes),
-		td->file_kind == DT_TOKFILE_LLMC ? " and its llm.c header" :
-		"");
+		"bytes as the server gave when the run began)\n", who,
+		e->msg, ll(s - td->shards), ll(td->n_shards), ll(s->bytes));
 	abort();
 }
 
@@ -621,6 +628,7 @@ listed(const int64_t *v, int64_t n, int64_t i)
 static void
 unmap(struct dt_token_shard *s)
 {
+	__atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
 	if (s->map != NULL)
 		munmap(s->map, s->map_len);
 	s->map = NULL;
@@ -630,12 +638,13 @@ unmap(struct dt_token_shard *s)
 
 /* Deletes the least recently used files of td's shards from the cache
  * until they and need fit in td->cache_max bytes; the shards in pins
- * (n_pins), about to be read, go last. For the reading thread (ahead 0)
- * a deleted shard this process maps is unmapped (another process's
- * mapping stays valid). For the ahead thread (ahead 1) pinned shards
- * stay whatever it costs, and a deleted shard is marked stale for the
- * reading thread to unmap. Returns whether need fits now. The caller
- * holds the cache's shard lock. */
+ * (n_pins), about to be read here, and the files marked unread (by any
+ * process, UNREAD_S) go last. For the reading thread (ahead 0) a deleted
+ * shard this process maps is unmapped (another process's mapping stays
+ * valid). For the ahead thread (ahead 1) pinned and unread shards stay
+ * whatever it costs, and a deleted shard is marked stale for the reading
+ * thread to unmap. Returns whether need fits now. The caller holds the
+ * cache's shard lock. */
 static int
 evict(const struct dt_token_data *td, const struct dt_token_shard *need,
       const int64_t *pins, int64_t n_pins, int ahead)
@@ -643,10 +652,13 @@ evict(const struct dt_token_data *td, const struct dt_token_shard *need,
 	int64_t n = td->n_shards, held = 0, add = need->bytes;
 	int64_t *when = dt_xcalloc((size_t)n, sizeof *when); /* (n) ns, -1 */
 	const int64_t late = INT64_MAX / 2;
+	time_t now = time(NULL);
 	char local[4096];
 	struct stat sb;
 
 	for (int64_t i = 0; i < n; i++) {
+		int keep;
+
 		when[i] = -1;
 		if (!cached(&td->shards[i], local, sizeof local, &sb))
 			continue;
@@ -655,12 +667,13 @@ evict(const struct dt_token_data *td, const struct dt_token_shard *need,
 			add = 0;
 			continue;
 		}
-		if (listed(pins, n_pins, i) && ahead)
+		keep = listed(pins, n_pins, i) || sb.st_mtim.tv_sec > now;
+		if (keep && ahead)
 			continue;
 		when[i] = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
 			  sb.st_mtim.tv_nsec;
-		if (listed(pins, n_pins, i))
-			when[i] += late;
+		if (keep)
+			when[i] = late + when[i] % late;
 	}
 	while (held + add > td->cache_max) {
 		int64_t old = -1;
@@ -733,17 +746,18 @@ pins_of(const struct dt_token_data *td, int64_t *pins, int64_t cap)
 }
 
 /* Makes URL shard s readable: touched when mapped already (and not
- * deleted by the ahead thread since), else fetched (the cache's lock
- * held, room made first; a no-op when the ahead thread fetched it) and
+ * deleted by the ahead thread since), else mapped from the cache when it
+ * is there, else fetched (the cache's lock held, room made first) and
  * mapped. */
 static void
 arrive(const struct dt_token_data *td, struct dt_token_shard *s)
 {
 	struct dt_fetch_source fs = { .url = s->path, .size = s->bytes,
 				      .expect = DT_DATA_BINARY };
-	int64_t pins[64], n_pins;
+	int64_t pins[AHEAD_NOW + 64], n_pins;
 	char local[4096];
 	struct dt_error err;
+	struct stat sb;
 	enum dt_status st;
 	int fd;
 
@@ -753,10 +767,26 @@ arrive(const struct dt_token_data *td, struct dt_token_shard *s)
 		utimensat(AT_FDCWD, s->local, NULL, 0);
 		return;
 	}
+	/* Fetched ahead (or by another rank): mapped without the lock, which
+	 * the ahead thread may hold through a download. A file deleted in
+	 * between is fetched again below; one still there is bad. */
+	if (cached(s, local, sizeof local, &sb)) {
+		free(s->local);
+		s->local = dt_xstrdup(local);
+		__atomic_store_n(&s->stale, 0, __ATOMIC_RELEASE);
+		st = map_arrived(td, s, &err);
+		if (st == DT_OK) {
+			utimensat(AT_FDCWD, local, NULL, 0);
+			__atomic_store_n(&s->held, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		if (access(local, F_OK) == 0)
+			die(td, s, &err);
+	}
 	fd = lock_cache(&err);
 	if (fd < 0)
 		die(td, s, &err);
-	n_pins = pins_of(td, pins, 64);
+	n_pins = pins_of(td, pins, AHEAD_NOW + 64);
 	if (td->cache_max > 0)
 		evict(td, s, pins, n_pins, 0);
 	st = dt_fetch(&fs, NULL, local, sizeof local, &err);
@@ -766,6 +796,8 @@ arrive(const struct dt_token_data *td, struct dt_token_shard *s)
 		__atomic_store_n(&s->stale, 0, __ATOMIC_RELEASE);
 		st = map_arrived(td, s, &err);
 		utimensat(AT_FDCWD, local, NULL, 0);
+		if (st == DT_OK)
+			__atomic_store_n(&s->held, 1, __ATOMIC_RELEASE);
 	}
 	close(fd);
 	if (st != DT_OK)
@@ -792,10 +824,10 @@ shard_of(const struct dt_token_data *td, int64_t w)
 
 /* ---- fetching ahead ---------------------------------------------------- */
 
-/* The ahead thread's work on shard i: nothing when it is cached (but
- * its time is renewed, so it is not the next to go), else room made
- * without touching pins, then the download. A failure is dropped: the
- * read fetches again and reports it. */
+/* The ahead thread's work on shard i: room made without touching pins
+ * or unread files, then the download, unless it is cached; either way
+ * the file is marked unread. A failure is dropped: the read fetches
+ * again and reports it. */
 static void
 fetch_one(struct dt_token_data *td, int64_t i, const int64_t *pins,
 	  int64_t n_pins)
@@ -806,15 +838,20 @@ fetch_one(struct dt_token_data *td, int64_t i, const int64_t *pins,
 	char local[4096];
 	struct dt_error err;
 	struct stat sb;
+	struct timespec unread[2] = { { 0, UTIME_NOW },
+				      { time(NULL) + UNREAD_S, 0 } };
 	int fd = lock_cache(&err);
 
 	if (fd < 0)
 		return;
-	if (cached(s, local, sizeof local, &sb))
-		utimensat(AT_FDCWD, local, NULL, 0);
-	else if ((td->cache_max <= 0 || evict(td, s, pins, n_pins, 1)) &&
-		 dt_fetch(&fs, NULL, local, sizeof local, &err) == DT_OK)
-		utimensat(AT_FDCWD, local, NULL, 0);
+	if (cached(s, local, sizeof local, &sb)) {
+		/* Mapped here: being read, or read already. */
+		if (!__atomic_load_n(&s->held, __ATOMIC_ACQUIRE))
+			utimensat(AT_FDCWD, local, unread, 0);
+	} else if ((td->cache_max <= 0 || evict(td, s, pins, n_pins, 1)) &&
+		   dt_fetch(&fs, NULL, local, sizeof local, &err) == DT_OK) {
+		utimensat(AT_FDCWD, local, unread, 0);
+	}
 	close(fd);
 }
 
@@ -822,7 +859,8 @@ static void *
 ahead_run(void *arg)
 {
 	struct dt_shard_ahead *a = arg;
-	int64_t *mine = dt_xcalloc((size_t)a->depth, sizeof *mine);
+	int64_t *mine = dt_xcalloc((size_t)(a->depth + AHEAD_NOW),
+				   sizeof *mine);
 	uint64_t seen = 0;
 
 	pthread_mutex_lock(&a->mu);
@@ -858,7 +896,7 @@ dt_tokens_ahead_start(struct dt_token_data *td, int64_t depth, int rank)
 	a = dt_xcalloc(1, sizeof *a);
 	a->td = td;
 	a->depth = depth;
-	a->want = dt_xcalloc((size_t)depth, sizeof *a->want);
+	a->want = dt_xcalloc((size_t)(depth + AHEAD_NOW), sizeof *a->want);
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->told, NULL);
 	td->ahead = a;
@@ -874,21 +912,27 @@ dt_tokens_ahead_start(struct dt_token_data *td, int64_t depth, int rank)
 
 void
 dt_tokens_ahead(const struct dt_token_data *td, const int64_t *idx,
-		int64_t count)
+		int64_t n_now, int64_t count)
 {
 	struct dt_shard_ahead *a = td->ahead;
+	int64_t now = 0;
 
 	if (a == NULL)
 		return;
 	pthread_mutex_lock(&a->mu);
 	a->n_want = 0;
-	for (int64_t k = 0; k < count && a->n_want < a->depth; k++) {
+	for (int64_t k = 0; k < count && a->n_want - now < a->depth; k++) {
 		int64_t i;
 
 		assert(idx[k] >= 0 && idx[k] < td->n);
+		if (k < n_now && now == AHEAD_NOW)
+			continue;
 		i = shard_of(td, idx[k]) - td->shards;
-		if (!listed(a->want, a->n_want, i))
-			a->want[a->n_want++] = i;
+		if (listed(a->want, a->n_want, i))
+			continue;
+		a->want[a->n_want++] = i;
+		if (k < n_now)
+			now++;
 	}
 	a->gen++;
 	pthread_cond_signal(&a->told);

@@ -279,9 +279,8 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 			.dp_rank = l->grid.dp, .dp_size = p->dp_size,
 		};
 
-		dt_source_ahead(&r->train, r->perm,
-				at->epoch_off + p->global_batch,
-				p->total_steps - at->step - 1, &w);
+		dt_source_ahead(&r->train, r->perm, at->epoch_off,
+				p->total_steps - at->step, &w);
 	}
 	dt_source_gather(&r->train, r->perm + off, p->micro_batch,
 			 l->slot_x[slot], l->slot_y[slot]);

@@ -49,8 +49,8 @@ produce(struct dt_loader *l, struct dt_batch *b)
 			.dp_rank = c->dp_rank, .dp_size = c->dp_size,
 		};
 
-		dt_source_ahead(c->src, l->perm, l->off + c->global_batch,
-				c->total_steps - l->step - 1, &w);
+		dt_source_ahead(c->src, l->perm, l->off,
+				c->total_steps - l->step, &w);
 	}
 	start = l->off + dt_shard_offset(0, c->global_batch, c->dp_rank,
 					 c->dp_size, c->micro_batch, l->k);

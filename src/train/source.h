@@ -75,11 +75,12 @@ struct dt_source_walk {
 };
 
 /* Tells a source of URL shards (a no-op for any other) which windows this
- * rank reads next, so that their shards are downloaded ahead
- * (dt_tokens_ahead): its share of the global batches at epoch offsets
- * off, off + global_batch, ... of the epoch ordered by perm (s->n), at
- * most `steps` of them and none past the epoch's last whole batch (the
- * next epoch's first shards are fetched as they are read). */
+ * rank reads now and next, so that their shards are kept in the cache or
+ * downloaded ahead (dt_tokens_ahead): its share of the global batches at
+ * epoch offsets off (the step under way), off + global_batch, ... of the
+ * epoch ordered by perm (s->n), at most `steps` of them, the one under
+ * way included, and none past the epoch's last whole batch (the next
+ * epoch's first shards are fetched as they are read). */
 void dt_source_ahead(const struct dt_batch_source *s, const int64_t *perm,
 		     int64_t off, int64_t steps,
 		     const struct dt_source_walk *w);
