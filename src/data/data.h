@@ -409,7 +409,8 @@ enum dt_status dt_tokens_open_shards(char *const *paths, int64_t n_paths,
  * dt_tokens_open_shards, and DT_ERR_NET (dt_fetch_head), DT_ERR_DATA when
  * a shard is larger than cache_max or vocab_size is 0. A download or
  * check that fails once training runs cannot be returned through
- * dt_tokens_gather: the message, naming the URL, goes to stderr and the
+ * dt_tokens_gather: the message, naming the rank (dt_tokens_ahead_start),
+ * the URL, the shard and the size expected, goes to stderr and the
  * process aborts. */
 enum dt_status dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 				   enum dt_token_file kind,

@@ -156,7 +156,8 @@ run() {
 				b=0
 				for f in cache/h$k/*-shard-*.bin; do
 					[ -f "$f" ] || continue
-					b=$((b + $(wc -c <"$f" || echo 0)))
+					s=$(wc -c <"$f" 2>/dev/null) || s=0
+					b=$((b + ${s:-0}))
 				done 2>/dev/null
 				echo "$b"
 			done
