@@ -447,6 +447,9 @@ start_loader(struct dt_run *r)
 		fprintf(stderr, "dtrain: rank %d: cannot start the thread "
 			"that fetches shards ahead; each is fetched when "
 			"it is read\n", dt_comm_rank(r->comm));
+	/* Held-out shards are fetched when read; a failure names the rank. */
+	if (r->have_eval)
+		dt_tokens_ahead_start(&r->eval.td, 0, dt_comm_rank(r->comm));
 	if (r->job->data.prefetch > 0)
 		r->loader = dt_loader_new(&lc);
 }
