@@ -71,7 +71,11 @@ run(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!l->stop && l->head - l->tail == l->n_slots)
+		/* Nothing past the run's last step: its windows would be
+		 * read (URL shards downloaded) for no step. */
+		while (!l->stop && (l->head - l->tail == l->n_slots ||
+				    (l->cfg.total_steps > 0 &&
+				     l->step >= l->cfg.total_steps)))
 			pthread_cond_wait(&l->emptied, &l->mu);
 		if (l->stop)
 			break;

@@ -22,6 +22,11 @@
 #       below 0.9 s (the first shard, 0.3 s, is not fetched ahead), with
 #       data.prefetch_shards 0 (each shard fetched when read) it is at
 #       least 8 x 0.3 x 0.9 s, and the downloads are the same;
+#   (d) as (a) on 2 hosts x 2 ranks, global batch 4 for 4 steps, with the
+#       loader thread (data.prefetch 2) and a cache of 6600 bytes (six
+#       shards: each rank's shard under way and 2 ahead): again each
+#       shard downloaded once, 8 by each host, caches within the bound,
+#       the losses those of the local files on 4 ranks;
 #   (c) a shard the server stops serving (404 on its download, its header
 #       was served when the run began) ends the run, well inside the
 #       timeout, with an error naming the rank that reads it, its URL,
@@ -106,7 +111,9 @@ while [ ! -s www.port ]; do
 done
 BASE=http://198.18.0.200:$(cat www.port)
 
-# job FILE PATTERN AHEAD: a tiny GPT, 2 windows a step, 8 steps.
+# job FILE PATTERN AHEAD [GLOBAL_BATCH STEPS LOADER CACHE]: a tiny GPT,
+# 2 windows a step and 8 steps unless given, no loader thread unless
+# LOADER (its data.prefetch) is given, a cache of 4300 bytes unless given.
 job() {
 	cat >"$1" <<YAML
 name: http-shards-hosts
@@ -117,9 +124,9 @@ data:
     file: $2
   context: 16
   eval_fraction: 0
-  prefetch: 0
+  prefetch: ${6:-0}
   prefetch_shards: $3
-  cache_max_bytes: 4300
+  cache_max_bytes: ${7:-4300}
 model:
   input_shape: [16]
   layers:
@@ -129,9 +136,9 @@ model:
     - {type: add, name: res, inputs: [pos, attn]}
     - {type: dense, name: head, units: 64}
 train:
-  global_batch: 2
+  global_batch: ${4:-2}
   micro_batch: 1
-  steps: 8
+  steps: ${5:-8}
   optimizer: adamw
   lr: 0.01
 parallel:
@@ -143,9 +150,12 @@ YAML
 job ahead.yaml "$BASE/shard-{000000..000015}.bin" 2
 job demand.yaml "$BASE/shard-{000000..000015}.bin" 0
 job local.yaml "$SCRATCH/www/shard-{000000..000015}.bin" 2
+job ahead4.yaml "$BASE/shard-{000000..000015}.bin" 2 4 4 2 6600
+job local4.yaml "$SCRATCH/www/shard-{000000..000015}.bin" 2 4 4 2 6600
 
-# run NAME YAML: on the cluster, each host's cache empty, the cache
-# sampled every 20 ms into NAME.sizes (bytes of shards, per host).
+# run NAME YAML [RANKS]: on the cluster (RANKS per host, 1 unless
+# given), each host's cache empty, the cache sampled every 20 ms into
+# NAME.sizes (bytes of shards, per host).
 run() {
 	rm -rf cache
 	mkdir -p cache/h1 cache/h2
@@ -167,14 +177,16 @@ run() {
 	watch=$!
 	: >requests.log
 	DTC_CACHE_ROOT="$SCRATCH/cache" DTRAIN_TEST_DATA_DELAY=0:500 \
-		cmpi 2 1 -x DTRAIN_TEST_DATA_DELAY "$DTRAIN" run -q \
+		cmpi 2 "${3:-1}" -x DTRAIN_TEST_DATA_DELAY "$DTRAIN" run -q \
 		--run-dir "$1" "$2" >/dev/null 2>"$1.err" ||
 		{ kill "$watch" || :; cat "$1.err" >&2; fail "$1: the run failed on the cluster"; }
 	kill "$watch" || :
 	cp requests.log "$1.requests"
 }
 
-# counts NAME: checks (a)'s request counts in NAME.requests.
+# counts NAME [BOUND RANKS]: checks (a)'s request counts in NAME.requests
+# (every header read by each of RANKS ranks a host, 1 unless given), and
+# the caches against BOUND (4300 unless given).
 counts() {
 	r=$1.requests
 	grep ' range=- status=200 ' "$r" >"$1.whole" || :
@@ -189,15 +201,15 @@ counts() {
 		hd=$(grep " range=bytes=0-1023 status=206 client=198.18.0.$k\$" "$r" |
 			cut -d' ' -f1 | sort -u | wc -l)
 		hn=$(grep -c " range=bytes=0-1023 status=206 client=198.18.0.$k\$" "$r" || :)
-		[ "$hd" -eq 16 ] && [ "$hn" -eq 16 ] ||
-			{ cat "$r" >&2; fail "$1: host $k read $hn headers of $hd shards, expected each of 16 once"; }
+		[ "$hd" -eq 16 ] && [ "$hn" -eq $((16 * ${3:-1})) ] ||
+			{ cat "$r" >&2; fail "$1: host $k read $hn headers of $hd shards, expected each of 16 by each of its ${3:-1} ranks"; }
 	done
 	o=$(grep -vc -e ' range=- status=200 ' -e ' range=bytes=0-1023 status=206 ' "$r" || :)
 	[ "$o" -eq 0 ] || { cat "$r" >&2; fail "$1: $o other requests"; }
 	max=$(sort -n "$1.sizes" | tail -1)
 	[ "$(wc -l <"$1.sizes")" -ge 4 ] || fail "$1: the caches were not sampled"
-	[ "$max" -le 4300 ] ||
-		fail "$1: a host's cache held $max bytes of shards, over data.cache_max_bytes 4300"
+	[ "$max" -le "${2:-4300}" ] ||
+		fail "$1: a host's cache held $max bytes of shards, over data.cache_max_bytes ${2:-4300}"
 }
 
 # wait1 NAME: rank 1's data_wait_s over the run.
@@ -267,3 +279,16 @@ grep -q "rank $((k - 1)): .*$BASE/shard-000003.bin.*(shard 3 of 16, expected 107
 	{ cat short.err >&2; fail "(c) short: no error naming rank $((k - 1)), the URL and 1078 bytes"; }
 grep -h '^dtrain: rank' gone.err short.err | sed 's/^/  /'
 echo "ok: (c) a shard gone (404) and one served short end the run naming rank, URL and size ($(( $(date +%s) - t0 )) s)"
+
+# (d)
+t0=$(date +%s)
+run ahead4 ahead4.yaml 2
+counts ahead4 6600 2
+mpi 4 "$DTRAIN" run -q --run-dir local4 local4.yaml >/dev/null 2>local4.err ||
+	{ cat local4.err >&2; fail "(d) the job on the local shards failed"; }
+losses ahead4 >ahead4.losses
+losses local4 >local4.losses
+[ "$(wc -l <ahead4.losses)" -eq 4 ] || fail "(d) $(wc -l <ahead4.losses) losses, expected 4"
+cmp -s ahead4.losses local4.losses ||
+	{ paste ahead4.losses local4.losses >&2; fail "(d) the losses over HTTP differ from the local run's"; }
+echo "ok: (d) 2 ranks a host with the loader thread: each shard downloaded once, 8 by each host; caches <= $(sort -n ahead4.sizes | tail -1) bytes; losses as local ($(( $(date +%s) - t0 )) s)"
