@@ -321,6 +321,8 @@ struct dt_job {
 		int64_t max_bytes;	/* largest download (default 4 GiB) */
 		int64_t cache_max_bytes; /* URL shards kept on disk at once;
 					  * 0 = no bound (default 0) */
+		int64_t prefetch_shards; /* URL shards a rank downloads ahead
+					  * of its reads (default 1) */
 	} data;
 
 	struct {

@@ -211,6 +211,10 @@ const struct dt_key dt_job_schema[] = {
 	  .flags = DT_KEYF_MIN | DT_KEYF_MAX,
 	  .min = 0, .max = DT_JOB_BYTES_MAX,
 	  .doc = "bytes of URL shards the cache holds at once (0: no bound)" },
+	{ .key = "data.prefetch_shards", .type = DT_KEY_INT,
+	  .off = OFF(data.prefetch_shards), .def = "1",
+	  IN(0, DT_JOB_PREFETCH_MAX),
+	  .doc = "URL shards a rank downloads ahead of its reads" },
 
 	{ .key = "model", .type = DT_KEY_SECTION, .doc = "the network" },
 	{ .key = "model.input_shape", .type = DT_KEY_SHAPE,

@@ -271,6 +271,17 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 						      p->micro_batch, k);
 	double t = dt_now();
 
+	if (k == 0) {
+		struct dt_source_walk w = {
+			.global_batch = p->global_batch,
+			.micro_batch = p->micro_batch,
+			.grad_accum_steps = p->grad_accum_steps,
+			.dp_rank = l->grid.dp, .dp_size = p->dp_size,
+		};
+
+		dt_source_ahead(&r->train, r->perm, at->epoch_off,
+				p->total_steps - at->step, &w);
+	}
 	dt_source_gather(&r->train, r->perm + off, p->micro_batch,
 			 l->slot_x[slot], l->slot_y[slot]);
 	*data_wait += dt_now() - t;

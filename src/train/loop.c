@@ -422,7 +422,8 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 			 "%s%s", (long long)step, nbuf, r->dir);
 }
 
-/* The loader thread, unless data.prefetch is 0 (the executor gathers). */
+/* The loader thread, unless data.prefetch is 0 (the executor gathers),
+ * and the one that downloads URL shards ahead (data.prefetch_shards). */
 static void
 start_loader(struct dt_run *r)
 {
@@ -437,8 +438,18 @@ start_loader(struct dt_run *r)
 		.epoch = r->position.epoch,
 		.epoch_off = r->position.epoch_off,
 		.depth = r->job->data.prefetch,
+		.step = r->position.step,
+		.total_steps = r->plan.total_steps,
 	};
 
+	if (dt_tokens_ahead_start(&r->train.td, r->job->data.prefetch_shards,
+				  dt_comm_rank(r->comm)) != 0)
+		fprintf(stderr, "dtrain: rank %d: cannot start the thread "
+			"that fetches shards ahead; each is fetched when "
+			"it is read\n", dt_comm_rank(r->comm));
+	/* Held-out shards are fetched when read; a failure names the rank. */
+	if (r->have_eval)
+		dt_tokens_ahead_start(&r->eval.td, 0, dt_comm_rank(r->comm));
 	if (r->job->data.prefetch > 0)
 		r->loader = dt_loader_new(&lc);
 }
