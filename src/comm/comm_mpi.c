@@ -52,6 +52,7 @@
 
 #include "util/alloc.h"
 #include "util/bf16.h"
+#include "util/trace.h"
 
 /* The most values in one message of a ring step (MPI counts are int). */
 #define RING_BLOCK ((size_t)1 << 30)
@@ -479,8 +480,12 @@ mpi_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
 	/* MPI counts are int: go in chunks for very large buffers. */
 	while (n > 0) {
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
+		double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 		int rc = MPI_Allreduce(MPI_IN_PLACE, p, count, dt, mop,
 				       world_of(c));
+
+		dt_trace_event("MPI_Allreduce", t0, dt_trace_clock(), "bytes",
+			       (long)((size_t)count * elem));
 
 		if (rc != MPI_SUCCESS)
 			return check(c, rc, "MPI_Allreduce", err);
@@ -758,10 +763,13 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
 	int rc = MPI_SUCCESS;
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0, t1 = t0;
 
 	/* Waiting with the lock held keeps the thread out (asleep on the
 	 * mutex) until every sum is done. */
 	colls_lock(impl);
+	if (dt_trace_enabled)
+		t1 = dt_trace_clock();
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
 		rc = impl->thread_rc;
 	else
@@ -770,6 +778,8 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 	if (impl->thread_on)
 		impl->thread_rc = MPI_SUCCESS;
 	colls_unlock(impl);
+	dt_trace_event("colls_lock", t0, t1, NULL, 0);
+	dt_trace_event("MPI_Waitall", t1, dt_trace_clock(), NULL, 0);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
 
@@ -781,6 +791,7 @@ mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
 	int rc = MPI_SUCCESS;
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 
 	colls_lock(impl);
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS) {
@@ -796,6 +807,8 @@ mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
 			colls_clear(impl);
 	}
 	colls_unlock(impl);
+	dt_trace_event("MPI_Waitall (first)", t0, dt_trace_clock(), "sums",
+		       n_sums);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
 

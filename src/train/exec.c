@@ -23,6 +23,7 @@
 
 #include "train/state.h"
 #include "util/alloc.h"
+#include "util/trace.h"
 
 enum { TAG_ACT = 11, TAG_GRAD = 12 };
 
@@ -319,6 +320,7 @@ run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 	st = move_live(r, 1, 0, 1, slot, mb, err);
 out:
 	*forward_s += dt_now() - t0 - (*data_wait - w0);
+	dt_trace_event("forward", t0, dt_now(), "micro", (long)op->micro);
 	return st;
 }
 

@@ -23,6 +23,7 @@
 #include "train/metrics.h"
 #include "train/signals.h"
 #include "util/alloc.h"
+#include "util/trace.h"
 
 /* The loop's clocks and sums between log lines. */
 struct cadence {
@@ -218,6 +219,10 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 		update(r, norm2, c->lr);
 	}
 	t[3] = dt_now();
+	dt_trace_event("step", t[0], t[3], "step", (long)r->position.step);
+	dt_trace_event("compute", t[0], t[1], NULL, 0);
+	dt_trace_event("sync", t[1], t[2], NULL, 0);
+	dt_trace_event("optimizer", t[2], t[3], NULL, 0);
 	c->win.compute_s += t[1] - t[0] - wait - begin;
 	c->win.data_wait_s += wait;
 	c->win.comm_wait_s += t[2] - t[1] + begin;
@@ -494,6 +499,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	r->rank_times = dt_xcalloc((size_t)r->n_workers * DT_RANK_TIMES,
 				   sizeof *r->rank_times);
 	start_loader(r);
+	dt_trace_start(r->rank);
 	for (;;) {
 		turn_epoch(r);
 		if (is_done(r))
@@ -503,11 +509,14 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 			dt_run_set_aside(r, err);
 		if (st == DT_OK)
 			st = between_steps(r, &c, &last, res, err);
-		if (st != DT_OK)
+		if (st != DT_OK) {
+			dt_trace_finish(r->dir);
 			return st;
+		}
 		if (last)
 			break;
 	}
+	dt_trace_finish(r->dir);
 	res->steps = r->position.step;
 	res->samples = r->position.samples;
 	res->session_steps = r->position.step - c.first_step;

@@ -45,6 +45,7 @@
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 #include "util/bf16.h"
+#include "util/trace.h"
 
 _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_ON == DT_HIERARCHICAL_ON &&
@@ -306,6 +307,7 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 	float *g = dt_model_grads(s->cfg.model) + k->lo;	/* (n) */
 	size_t n = k->hi - k->lo;	/* the bucket's floats */
 	uint64_t b0 = dt_comm_bytes_sent(c);
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 	enum dt_status st;
 
 	if (s->wire == DT_GRAD_WIRE_BF16) {
@@ -333,6 +335,8 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 				  dt_comm_allreduce_sum_f32(c, g, n, err);
 	}
 	s->bytes += dt_comm_bytes_sent(c) - b0;
+	/* Its start under overlap, the whole sum without. */
+	dt_trace_event("allreduce", t0, dt_trace_clock(), "bucket", b);
 	if (st != DT_OK)
 		return st;
 	if (s->overlap)

@@ -61,6 +61,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/best.sh \
 	tests/integration/plan-link.sh \
 	tests/integration/breakdown.sh \
+	tests/integration/trace.sh \
 	tests/integration/outputs-full.sh \
 	tests/integration/tensorboard.sh \
 	tests/integration/diverge.sh \
