@@ -89,8 +89,9 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
 	int64_t opt = y->optim_buffers * y->own_max * 4;
-	/* zero 3 keeps its own part of the trained parameters and one node
-	 * gathered (the buffers whole); the gradient arena is written whole
+	/* zero 3 keeps its own part of the trained parameters and two nodes
+	 * gathered, the one in use and the one prefetched (the buffers
+	 * whole); the gradient arena is written whole
 	 * by backward before its reduce-scatter (sync_zero3.c). */
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
@@ -673,8 +674,8 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			n == 1 ? "" : "s");
 	if (get_i(sync, "zero", NULL) >= 3)
 		snprintf(how, sizeof how, " node by node before each forward "
-			 "and backward (one node at a time, at most %lld "
-			 "floats; the unowned rest given back)",
+			 "and backward, the next one prefetched (two nodes, "
+			 "at most %lld floats; the unowned rest given back)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
 	if (get_i(sync, "zero", NULL) > 0)
 		fprintf(out, "; zero %lld: each rank's optimizer updates its "

@@ -122,31 +122,40 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 			 other, why, fix);
 }
 
-/* The most trained floats of one node among the stage's trained floats
- * [lo, hi) of the whole model (plan->shapes): what zero 3 gathers at
- * once. */
+/* The trained floats of the two largest nodes among the stage's trained
+ * floats [lo, hi) of the whole model (plan->shapes): what zero 3 holds
+ * gathered at most, the node in use and the one prefetched. */
 static int64_t
-largest_node(const struct dt_plan *plan, size_t lo, size_t hi)
+largest_nodes(const struct dt_plan *plan, size_t lo, size_t hi)
 {
 	const struct dt_model *m = plan->shapes;
-	int64_t best = 0, run = 0;
+	int64_t best[2] = { 0, 0 }, run = 0;
 	int node = -1;
 
 	if (m == NULL)
 		return 0;
-	for (int t = 0; t < dt_model_n_tensors(m); t++) {
-		struct dt_tensor_info ti;
+	for (int t = 0; t <= dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti = { .node_index = -2 };
 
-		dt_model_tensor_info(m, t, &ti);
-		if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
-			continue;
-		if (ti.node_index != node)
+		if (t < dt_model_n_tensors(m)) {
+			dt_model_tensor_info(m, t, &ti);
+			if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
+				continue;
+		}
+		if (ti.node_index != node) {
+			/* node's run is complete */
+			if (run > best[0]) {
+				best[1] = best[0];
+				best[0] = run;
+			} else if (run > best[1]) {
+				best[1] = run;
+			}
 			run = 0;
+		}
 		node = ti.node_index;
-		run += ti.size;
-		best = run > best ? run : best;
+		run += t < dt_model_n_tensors(m) ? ti.size : 0;
 	}
-	return best;
+	return best[0] + best[1];
 }
 
 void
@@ -179,7 +188,7 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	out->own_max = (out->trained + out->shards - 1) / out->shards;
 	out->optim_buffers = dt_plan_optim_buffers(job);
 	out->gather_max = out->zero >= 3 ?
-			  largest_node(plan, si->trained_lo, si->trained_hi) :
+			  largest_nodes(plan, si->trained_lo, si->trained_hi) :
 			  0;
 	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
 	/* The count the trainer measures (summary.json's bytes_per_step):

@@ -70,10 +70,11 @@ struct dt_sync_plan {
 	int optim_buffers;		/* optimizer buffers, each own_max
 					 * floats at most */
 	int64_t gather_max;		/* zero 3: the trained floats of the
-					 * stage's largest node, gathered
-					 * whole before its forward and its
-					 * backward (one node in flight at a
-					 * time); else 0 */
+					 * stage's two largest nodes: a node
+					 * is gathered whole before its
+					 * forward and its backward, and the
+					 * next one's gather is in flight
+					 * meanwhile; else 0 */
 	int64_t accumulator_bytes;	/* exact: the double accumulator,
 					 * (trained) doubles; else 0 */
 	int64_t bytes_per_step;		/* gradient bytes the rank hands to

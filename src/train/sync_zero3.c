@@ -14,14 +14,20 @@
  * kept) after the update and after each node's use, and a node's floats
  * are gathered from their owners into the same addresses just before
  * its forward and again before its backward (the model's node hook,
- * graph.h, set by train/exec.c around the step). One node is gathered at
- * a time: the one before is given back when the next one is gathered.
+ * graph.h, set by train/exec.c around the step). The node before is
+ * given back when the next one begins.
  * The gather is one broadcast per owner whose part meets the node's
  * span, so every float arrives as its owner holds it: the bits are level
- * 0's by construction. The gathers are blocking: the communicator has no
- * non-blocking broadcast or all-gather of a sub-span (comm/comm.h), so
- * the next node's parameters are not prefetched behind the current
- * node's compute.
+ * 0's by construction. The next node's gather is prefetched: started
+ * (dt_comm_ibcast) as a node begins, for the node that comes next in
+ * its direction (the next one with parameters in forward, the one before
+ * in backward; the first node's at the step's beginning), and waited for
+ * when that node begins; a wrong guess (recompute, a pipeline's
+ * interleaving) is given back and the node gathered blocking. So at most
+ * two nodes are resident beside the own part. Open MPI moves a started
+ * broadcast on inside MPI calls (and the progress thread,
+ * parallel.progress_us), so how much of it hides behind compute depends
+ * on those; on the host-first communicator it is blocking.
  *
  * The gradient arena is reduce-scattered as at level 2; after the update
  * the gradient pages the rank does not own are handed back too (the next
@@ -45,9 +51,13 @@ struct dt_sync_zero3 {
 					 * floats [lo, hi), empty: none */
 	size_t largest;			/* the most trained floats of a node */
 	int cur;			/* the node gathered now, or -1 */
+	int next;			/* the node whose gather is in flight
+					 * (prefetched), or -1 */
 	int whole;			/* every parameter is on the rank */
 	uint64_t gathered;		/* bytes received by the gathers */
 	uint64_t released;		/* bytes handed back */
+	int64_t prefetched, used;	/* gathers started ahead, and those
+					 * whose node came next */
 };
 
 /* A failed gather leaves the other ranks inside a collective: the job
@@ -72,18 +82,25 @@ release_span(struct dt_grad_sync *s, float *arena, size_t lo, size_t hi)
 	s->zero3->released += dt_pages_release(arena, b < hi ? b : hi, hi);
 }
 
+static void drain(struct dt_grad_sync *s);
+
+/* Every unowned parameter page handed back, after any gather in flight
+ * has landed. */
 static void
 release_params(struct dt_grad_sync *s)
 {
+	drain(s);
+	s->zero3->next = -1;
 	release_span(s, dt_model_params(s->cfg.model), 0, s->n);
 	s->zero3->cur = -1;
 	s->zero3->whole = 0;
 }
 
 /* Node's trained floats from their owners: one broadcast per owner whose
- * part (dt_comm_part) meets the node's span. */
+ * part (dt_comm_part) meets the node's span; started (dt_comm_ibcast,
+ * done at the next drain) or blocking. */
 static void
-gather_node(struct dt_grad_sync *s, int node)
+gather_node(struct dt_grad_sync *s, int node, int start)
 {
 	struct dt_sync_zero3 *z = s->zero3;
 	struct dt_comm *c = s->cfg.sum_comm;
@@ -100,31 +117,111 @@ gather_node(struct dt_grad_sync *s, int node)
 		hi = hi < b ? hi : b;
 		if (lo >= hi)
 			continue;
-		if (dt_comm_bcast(c, params + lo, (hi - lo) * sizeof(float), q,
-				  &err) != DT_OK)
+		if ((start ? dt_comm_ibcast : dt_comm_bcast)(
+			    c, params + lo, (hi - lo) * sizeof(float), q,
+			    &err) != DT_OK)
 			gather_failed(s, &err);
 		if (q != me)
 			z->gathered += (hi - lo) * sizeof(float);
 	}
 }
 
-/* Before node's use: the node before given back, node's floats here. */
+/* Waits for the prefetched gather, if one is in flight. */
 static void
-zero3_node_begin(struct dt_grad_sync *s, int node)
+drain(struct dt_grad_sync *s)
+{
+	struct dt_error err;
+
+	if (s->zero3->next < 0)
+		return;
+	if (dt_comm_coll_wait(s->cfg.sum_comm, &err) != DT_OK)
+		gather_failed(s, &err);
+}
+
+static int
+has_span(const struct dt_sync_zero3 *z, int node)
+{
+	return node >= 0 && node < z->n_nodes &&
+	       z->node_hi[node] > z->node_lo[node];
+}
+
+/* The node whose parameters are read after node's: the next one with
+ * trained floats in forward order, the one before in backward. Every
+ * summing rank runs the same nodes, so every one predicts the same. */
+static int
+predict(const struct dt_sync_zero3 *z, int node, int backward)
+{
+	int step = backward ? -1 : 1;
+
+	for (int i = node + step; i >= 0 && i < z->n_nodes; i += step)
+		if (has_span(z, i))
+			return i;
+	return -1;
+}
+
+static void
+release_node(struct dt_grad_sync *s, int node)
+{
+	release_span(s, dt_model_params(s->cfg.model),
+		     s->zero3->node_lo[node], s->zero3->node_hi[node]);
+}
+
+/* Starts the gather of the node predicted after node, if any. */
+static void
+start_ahead(struct dt_grad_sync *s, int node, int backward)
+{
+	struct dt_sync_zero3 *z = s->zero3;
+	int ahead = predict(z, node, backward);
+
+	if (ahead < 0)
+		return;
+	gather_node(s, ahead, 1);
+	z->next = ahead;
+	z->prefetched++;
+}
+
+/* Before node's use: its floats here (prefetched or gathered now), the
+ * node before given back, and the gather of the node predicted next
+ * started, so that it crosses the wire during this node's compute (also
+ * when the node is used again, its backward after its forward, with
+ * nothing in flight). */
+static void
+zero3_node_begin(struct dt_grad_sync *s, int node, int backward)
 {
 	struct dt_sync_zero3 *z = s->zero3;
 
-	if (z->whole || node == z->cur)
+	if (z->whole || !has_span(z, node))
 		return;
+	if (node == z->cur) {
+		if (z->next < 0)
+			start_ahead(s, node, backward);
+		return;
+	}
+	drain(s);
+	if (z->next == node)
+		z->used++;
+	else {
+		if (z->next >= 0)
+			release_node(s, z->next);
+		gather_node(s, node, 0);
+	}
 	if (z->cur >= 0)
-		release_span(s, dt_model_params(s->cfg.model),
-			     z->node_lo[z->cur], z->node_hi[z->cur]);
-	z->cur = -1;
-	if (node < 0 || node >= z->n_nodes ||
-	    z->node_hi[node] <= z->node_lo[node])
-		return;
-	gather_node(s, node);
+		release_node(s, z->cur);
 	z->cur = node;
+	z->next = -1;
+	start_ahead(s, node, backward);
+}
+
+static void
+zero3_node_forward_begin(struct dt_grad_sync *s, int node)
+{
+	zero3_node_begin(s, node, 0);
+}
+
+static void
+zero3_node_backward_begin(struct dt_grad_sync *s, int node)
+{
+	zero3_node_begin(s, node, 1);
 }
 
 static enum dt_status
@@ -134,6 +231,8 @@ zero3_params_whole(struct dt_grad_sync *s, struct dt_error *err)
 
 	if (s->zero3->whole)
 		return DT_OK;
+	drain(s);
+	s->zero3->next = -1;
 	st = dt_comm_allgather_f32(s->cfg.sum_comm,
 				   dt_model_params(s->cfg.model), s->n, err);
 	if (st == DT_OK) {
@@ -143,11 +242,14 @@ zero3_params_whole(struct dt_grad_sync *s, struct dt_error *err)
 	return st;
 }
 
+/* The step starts from the own part only, and the first node's gather
+ * is started at once. */
 static void
 zero3_step_begin(struct dt_grad_sync *s)
 {
 	release_params(s);
 	dt_sync_zero_ops.step_begin(s);
+	start_ahead(s, -1, 0);
 }
 
 /* Level 2's update of the own part (no all-gather at level 3), then the
@@ -240,6 +342,10 @@ zero3_summary(struct dt_grad_sync *s, struct json_object *summary)
 			       json_object_new_int64((int64_t)z->gathered));
 	json_object_object_add(o, "released_bytes",
 			       json_object_new_int64((int64_t)z->released));
+	json_object_object_add(o, "prefetched_gathers",
+			       json_object_new_int64(z->prefetched));
+	json_object_object_add(o, "prefetched_used",
+			       json_object_new_int64(z->used));
 }
 
 static void
@@ -283,6 +389,7 @@ zero3_init(struct dt_grad_sync *s, struct dt_error *err)
 
 	s->zero3 = z;
 	z->cur = -1;
+	z->next = -1;
 	st = dt_sync_zero_ops.init(s, err);
 	z->base_role = s->role;
 	s->role = &zero3_role;
@@ -307,6 +414,7 @@ zero3_backward_end(struct dt_grad_sync *s)
 static enum dt_status
 zero3_begin(struct dt_grad_sync *s, int bucket, struct dt_error *err)
 {
+	drain(s);
 	return dt_sync_zero_ops.begin(s, bucket, err);
 }
 
@@ -347,7 +455,7 @@ const struct dt_grad_sync_ops dt_sync_zero3_ops = {
 	.apply = zero3_apply,
 	.breadth_begin = zero3_breadth_begin,
 	.node_done = zero3_node_done,
-	.node_forward_begin = zero3_node_begin,
-	.node_backward_begin = zero3_node_begin,
+	.node_forward_begin = zero3_node_forward_begin,
+	.node_backward_begin = zero3_node_backward_begin,
 	.params_whole = zero3_params_whole,
 };

@@ -20,7 +20,8 @@
 #   bytes = 38240, divided by the ranks: 19120 on 2, 9560 on 4; at zero 3
 #   the parameters per rank are the part plus the largest node;
 # - zero 3's measured peak resident memory is below zero 2's on a model
-#   of 4 M parameters, by at least half of what the plan says it saves;
+#   of 8 M parameters, by at least half of what the plan says it saves,
+#   and its gathers are prefetched (36 of 36 used on the tiny MLP);
 # - the combinations that cannot work are refused with exit 2 naming both
 #   keys.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -83,6 +84,16 @@ for z in 1 2 3; do
 		--set parallel.zero=$z $OFF >/dev/null
 	same one pp2dp2-z$z
 done
+# Level 3 prefetches: each step starts dense0's gather at its beginning,
+# dense1's during dense0's forward, and dense0's again during dense1's
+# backward (dense1's forward and backward use one gather), and each is
+# the node used next: 3 a step, 36 in 12 steps, all used.
+"$PYTHON" - <<'PY'
+import json
+z = json.load(open("dp4-z3/summary.json"))["zero"]
+assert z["prefetched_gathers"] == 36 and z["prefetched_used"] == 36, z
+print("ok: zero 3 prefetched 36 gathers, 36 used")
+PY
 grep -q '"implementation": *"zero"' dp4-z2/plan.json ||
 	fail "dp4-z2: the plan's sync is not zero"
 grep -q '"sums": *"allreduce"' f2-z2/plan.json ||
@@ -134,39 +145,43 @@ print("ok: optimizer state per rank 38240 / 19120 / 9560 bytes")
 PY
 
 # Level 3: the parameters resident per rank are its part, ceil(4780 /
-# np), and the largest node gathered whole, dense0's 784 x 6 + 6 = 4710
-# floats: (2390 + 4710) x 4 = 28400 bytes on 2, (1195 + 4710) x 4 =
-# 23620 on 4; the gradients stay whole (19120).
+# np), and the two largest nodes gathered whole (the one in use and the
+# one prefetched), dense0's 784 x 6 + 6 = 4710 floats and dense1's 6 x
+# 10 + 10 = 70: (2390 + 4780) x 4 = 28680 bytes on 2, (1195 + 4780) x 4
+# = 23900 on 4; the gradients stay whole (19120).
 for np in 2 4; do
 	"$DTRAIN" plan --dry-run --json -n $np job.yaml \
 		--set parallel.zero=3 $OFF >plan3-$np.json
 done
 "$PYTHON" - <<'PY'
 import json
-for np, b in {2: 28400, 4: 23620}.items():
+for np, b in {2: 28680, 4: 23900}.items():
     p = json.load(open("plan3-%d.json" % np))
     m = p["memory_per_rank"]
     assert m["params"] == b, (np, m)
     assert m["grads"] == 19120, (np, m)
-    assert p["stages"][0]["sync"]["gathered_params_max"] == 4710, np
-print("ok: zero 3 parameters per rank 28400 / 23620 bytes")
+    assert p["stages"][0]["sync"]["gathered_params_max"] == 4780, np
+print("ok: zero 3 parameters per rank 28680 / 23900 bytes")
 PY
 
-# Resident memory: 784 -> 4 x 1024 -> 10, 3962890 trained floats
-# (784 x 1024 + 1024, 3 x (1024 x 1024 + 1024), 1024 x 10 + 10), on 4
-# ranks. Zero 3 keeps ceil(P / 4) = 990723 and one 1049600-float node
-# instead of all P: 1922567 floats, 7690268 bytes fewer resident per
-# rank than zero 2. Each rank's measured peak (VmHWM, summary.json) at
-# zero 3 is lower than the same rank's at zero 2 by at least half that.
+# Resident memory: 784 -> 8 x 1024 -> 10, P = 8161290 trained floats
+# (784 x 1024 + 1024, 7 x (1024 x 1024 + 1024), 1024 x 10 + 10), on 4
+# ranks. Zero 3 keeps ceil(P / 4) = 2040323 and two 1049600-float nodes
+# (the one in use, the one prefetched) instead of all P: 4021767 floats,
+# 16087068 bytes fewer resident per rank than zero 2. Each rank's
+# measured peak (VmHWM, summary.json) at zero 3 is lower than the same
+# rank's at zero 2 by at least half that.
 sed 's/units: 6,/units: 1024,/; s/lr: 0.01/lr: 0.0001/' job.yaml >big.yaml
 "$PYTHON" - big.yaml <<'PY'
 import sys
 f = sys.argv[1]
 t = open(f).read().replace(
     "    - {type: dense, units: 1024, activation: relu}\n",
-    "    - {type: dense, units: 1024, activation: relu}\n" * 4)
+    "    - {type: dense, units: 1024, activation: relu}\n" * 8)
 open(f, "w").write(t)
 PY
+"$DTRAIN" plan --dry-run --json -n 4 big.yaml --set parallel.zero=3 $OFF \
+	>plan-big.json
 for z in 2 3; do
 	mpi 4 "$DTRAIN" run -q --run-dir big-z$z big.yaml --set train.steps=2 \
 		--set parallel.zero=$z $OFF >/dev/null
@@ -178,12 +193,15 @@ z3 = json.load(open("big-z3/summary.json"))
 assert z2["train_loss"] == z3["train_loss"], (z2["train_loss"],
                                               z3["train_loss"])
 assert z3["zero"]["largest_gather_params"] == 1049600, z3["zero"]
+p = json.load(open("plan-big.json"))
+assert p["stages"][0]["sync"]["gathered_params_max"] == 2099200, p
+assert p["memory_per_rank"]["params"] == (2040323 + 2099200) * 4, p
 for a, b in zip(z2["ranks"], z3["ranks"]):
     d = a["peak_resident_bytes"] - b["peak_resident_bytes"]
     print("rank %d: peak resident zero 2 %.2f MiB, zero 3 %.2f MiB"
           % (a["rank"], a["peak_resident_bytes"] / 2**20,
              b["peak_resident_bytes"] / 2**20))
-    assert d >= 7690268 // 2, (a, b)
+    assert d >= 16087068 // 2, (a, b)
 print("ok: zero 3 resident below zero 2's on every rank")
 PY
 
