@@ -834,6 +834,44 @@ mpi_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
 	return DT_OK;
 }
 
+/* The broadcast started, in chunks of at most 2^30 bytes, each its own
+ * request among the pending sums, as mpi_iallreduce starts its. */
+static enum dt_status
+mpi_ibcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	   struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	char *p = buf;
+
+	progress_start(c);
+	colls_lock(impl);
+	while (bytes > 0) {
+		int count = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
+		int rc;
+
+		if (impl->n_colls == impl->cap_colls) {
+			impl->cap_colls = impl->cap_colls ?
+					  2 * impl->cap_colls : 16;
+			impl->colls = dt_xrealloc(impl->colls,
+						  (size_t)impl->cap_colls,
+						  sizeof *impl->colls);
+		}
+		rc = MPI_Ibcast(p, count, MPI_BYTE, root, impl->world,
+				&impl->colls[impl->n_colls]);
+		if (rc != MPI_SUCCESS) {
+			colls_unlock(impl);
+			return check(c, rc, "MPI_Ibcast", err);
+		}
+		impl->n_colls++;
+		if (c->rank == root)
+			c->bytes_sent += (uint64_t)count;
+		p += count;
+		bytes -= (size_t)count;
+	}
+	sum_started(impl);
+	return DT_OK;
+}
+
 static enum dt_status
 mpi_barrier(struct dt_comm *c, struct dt_error *err)
 {
@@ -974,7 +1012,7 @@ static const struct dt_comm_ops mpi_ops = {
 	.coll_wait = mpi_coll_wait, .coll_wait_first = mpi_coll_wait_first,
 	/* the sharded collectives */
 	.reduce_scatter = mpi_reduce_scatter, .allgather = mpi_allgather,
-	.isum_round = mpi_isum_round,
+	.isum_round = mpi_isum_round, .ibcast = mpi_ibcast,
 };
 
 /* The rounded double sums' own duplicate of world (their point-to-

@@ -391,9 +391,9 @@ const struct dt_key dt_job_schema[] = {
 	  ALLREDUCE,
 	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
 	{ .key = "parallel.zero", .type = DT_KEY_INT,
-	  .off = OFF(parallel.zero), .def = "0", IN(0, 2), ALLREDUCE,
+	  .off = OFF(parallel.zero), .def = "0", IN(0, 3), ALLREDUCE,
 	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "
-		 "gradients" },
+		 "gradients, 3 also parameters" },
 	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.accum_schedule), .def = "auto",
 	  .names = accum_names,

@@ -425,6 +425,19 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	return move_live(r, 0, 1, 1, slot, mb, err);
 }
 
+/* dt_model_set_node_hook's callback: node is about to read its
+ * parameters (parallel.zero: 3 gathers them, sync_zero3.c). */
+static void
+node_params(void *ctx, int node, bool backward)
+{
+	struct dt_grad_sync *sync = ctx;
+
+	if (backward)
+		dt_grad_sync_node_backward_begin(sync, node);
+	else
+		dt_grad_sync_node_forward_begin(sync, node);
+}
+
 enum dt_status
 dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	     double *data_wait, double *forward_s, struct dt_error *err)
@@ -442,6 +455,7 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	*loss_sum = 0;
 	dt_model_zero_grads(r->model);
 	dt_grad_sync_step_begin(r->sync);
+	dt_model_set_node_hook(r->model, node_params, r->sync);
 	for (int64_t i = 0; i < l->n_ops && st == DT_OK; i++) {
 		const struct dt_pipe_op *op = &l->ops[i];
 
@@ -457,6 +471,7 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 					  overlap && op->micro == last_micro ?
 					  &feed : NULL, err);
 	}
+	dt_model_set_node_hook(r->model, NULL, NULL);
 	if (st == DT_OK)
 		st = dt_comm_wait_all(l->pipe_comm, err);
 	for (int s = 0; s < l->n_slots; s++)
