@@ -48,7 +48,11 @@ bench-side-by-side: bench/sgemm_peak bench/peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 3 \
 	  ./bench/peak
-.PHONY: bench bench-side-by-side bench-cluster
+# train.precision f32 against bf16 on the shipped jobs (bench/README).
+bench-precision: dtrain
+	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
+.PHONY: bench bench-side-by-side bench-cluster bench-precision
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml \
-	bench/README bench/side-by-side.sh bench/torch_twin.py
+	bench/README bench/side-by-side.sh bench/torch_twin.py \
+	bench/precision.sh
