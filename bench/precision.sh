@@ -11,7 +11,9 @@
 # MLP 600 steps, the CNN 150, char-GPT 300 (warmup 30); eval once, on its
 # whole held-out set, at the end. samples/s is the run's own figure
 # (summary.json: wall clock of the steps), so a loaded machine lowers
-# both columns. Refused bf16 (a CPU without AVX512_BF16 or AMX) prints
+# both columns; per_cpu_s is the samples over the whole process's CPU
+# time (user + system, start and evaluation included), which a load
+# moves far less at one thread. Refused bf16 (a CPU without AVX512_BF16 or AMX) prints
 # the refusal and stops.
 set -eu
 DTRAIN=${1:-./dtrain}
@@ -32,20 +34,24 @@ run() {
 	job=$1 steps=$2 prec=$3
 	shift 3
 	d="$TMP/$job-$prec"
-	"$DTRAIN" run -q --run-dir "$d" --set train.steps="$steps" \
+	/usr/bin/time -f '%U %S' -o "$TMP/time" \
+		"$DTRAIN" run -q --run-dir "$d" --set train.steps="$steps" \
 		--set train.precision="$prec" \
 		--set parallel.blas_threads="$THREADS" \
 		--set eval.every_steps=0 --set checkpoint.at_end=false \
 		"$@" "$JOBS/$job.yaml" >/dev/null
-	printf '%-18s %-5s %9.1f %10.4f %9.4f\n' "$job" "$prec" \
-		"$(field "$d" samples_per_s)" "$(field "$d" eval_loss)" \
-		"$(field "$d" eval_accuracy)"
+	cpu=$(awk '{ print $1 + $2 }' "$TMP/time")
+	printf '%-18s %-5s %9.1f %9.1f %10.4f %9.4f\n' "$job" "$prec" \
+		"$(field "$d" samples_per_s)" \
+		"$(echo "$(field "$d" samples) $cpu" | awk '{ print $1 / $2 }')" \
+		"$(field "$d" eval_loss)" "$(field "$d" eval_accuracy)"
 }
 
 "$DTRAIN" plan --set train.precision=bf16 "$JOBS/fashion-mnist-mlp.yaml" \
 	>/dev/null || exit 1
 echo "threads $THREADS; $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
-printf '%-18s %-5s %9s %10s %9s\n' job prec samples/s eval_loss accuracy
+printf '%-18s %-5s %9s %9s %10s %9s\n' job prec samples/s per_cpu_s \
+	eval_loss accuracy
 for spec in "fashion-mnist-mlp 600" "fashion-mnist-cnn 150" "char-gpt 300"; do
 	set -- $spec
 	job=$1 steps=$(($2 * SCALE))

@@ -35,11 +35,13 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
  * matmul (its AVX512_BF16 or AMX kernel, picked by oneDNN from CPUID and
  * kept off AMX where DTRAIN_CPU takes AMX away), one call on one thread;
  * C, alpha and beta stay float. A row of C gets the same bits whichever
- * thread computes it, for a given m, n, k (measured: tests/unit/
+ * thread computes it and whichever rows share its call, for a given n
+ * and k (measured on this build's kernels: tests/unit/
  * test_graph_kern.c); set once before any product (not thread-safe).
  * Each thread keeps a primitive per shape and bf16 copies of its
- * operands, never freed; an error of oneDNN's aborts (none is expected
- * for valid shapes). dt_kern_bf16 says whether it is on.
+ * operands, freed as the thread ends (the main thread's are left to the
+ * exit); an error of oneDNN's aborts (none is expected for valid
+ * shapes). dt_kern_bf16 says whether it is on.
  * dt_kern_bf16_missing: NULL when the CPU (as DTRAIN_CPU leaves it) has
  * AVX512_BF16 or AMX-BF16, else the name of what is missing, for the
  * refusal of train.precision: bf16. dt_kern_bf16_sgemm: the bf16
