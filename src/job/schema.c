@@ -58,6 +58,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
 	       sizeof(enum dt_hierarchical) == sizeof(int) &&
 	       sizeof(enum dt_grad_wire) == sizeof(int) &&
+	       sizeof(enum dt_precision) == sizeof(int) &&
 	       sizeof(enum dt_accum_schedule) == sizeof(int) &&
 	       sizeof(enum dt_init_rule) == sizeof(int),
 	       "enum keys are stored through int");
@@ -106,6 +107,7 @@ static const char *const sync_names[] = {
 static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const hier_names[] = { "auto", "on", "off", NULL };
 static const char *const wire_names[] = { "f32", "bf16", NULL };
+static const char *const precision_names[] = { "f32", "bf16", NULL };
 static const char *const accum_names[] = {
 	"auto", "depth_first", "breadth_first", NULL
 };
@@ -280,6 +282,11 @@ const struct dt_key dt_job_schema[] = {
 	  .def = "weights", .names = decay_names,
 	  .doc = "which tensors weight_decay applies to: weights (rank >= 2) "
 		 "or all" },
+	{ .key = "train.precision", .type = DT_KEY_ENUM,
+	  .off = OFF(train.precision), .def = "f32",
+	  .names = precision_names,
+	  .doc = "the products' inputs: f32, or bf16 (rounded to bfloat16, "
+		 "float sums; needs AVX512_BF16 or AMX)" },
 	{ .key = "train.beta1", .type = DT_KEY_FLOAT, .off = OFF(train.beta1),
 	  .def = "0.9", UNIT_OPEN,
 	  .doc = "adam, adamw: decay of the first moment" },

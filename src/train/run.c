@@ -28,6 +28,7 @@
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/state.h"
+#include "graph/kern.h"
 #include "graph/kern_paths.h"
 #include "util/alloc.h"
 #include "util/cpus.h"
@@ -597,6 +598,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 			   &r->plan, err);
 	if (st != DT_OK)
 		return st;
+	dt_kern_set_bf16(r->job->train.precision == DT_PRECISION_BF16);
 	/* Before the first arena: each rank measures its node (they agree,
 	 * since the figure moves between their reads). */
 	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);
