@@ -150,7 +150,7 @@ YAML
 job ahead.yaml "$BASE/shard-{000000..000015}.bin" 2
 job demand.yaml "$BASE/shard-{000000..000015}.bin" 0
 job local.yaml "$SCRATCH/www/shard-{000000..000015}.bin" 2
-job ahead4.yaml "$BASE/shard-{000000..000015}.bin" 2 4 4 2 6600
+job ahead4.yaml "$BASE/shard-{000000..000015}.bin" 2 4 4 2 8800
 job local4.yaml "$SCRATCH/www/shard-{000000..000015}.bin" 2 4 4 2 6600
 
 # run NAME YAML [RANKS]: on the cluster (RANKS per host, 1 unless
@@ -283,7 +283,7 @@ echo "ok: (c) a shard gone (404) and one served short end the run naming rank, U
 # (d)
 t0=$(date +%s)
 run ahead4 ahead4.yaml 2
-counts ahead4 6600 2
+counts ahead4 8800 2
 mpi 4 "$DTRAIN" run -q --run-dir local4 local4.yaml >/dev/null 2>local4.err ||
 	{ cat local4.err >&2; fail "(d) the job on the local shards failed"; }
 losses ahead4 >ahead4.losses
