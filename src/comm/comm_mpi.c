@@ -407,6 +407,18 @@ progress_stop(struct mpi_impl *impl)
 	impl->thread_on = 0;
 }
 
+/* Room for one more request in impl->colls (doubling; dt_xrealloc ends
+ * the process when memory runs out). Call with the colls lock held. */
+static void
+colls_grow(struct mpi_impl *impl)
+{
+	if (impl->n_colls == impl->cap_colls) {
+		impl->cap_colls = impl->cap_colls ? 2 * impl->cap_colls : 16;
+		impl->colls = dt_xrealloc(impl->colls, (size_t)impl->cap_colls,
+					  sizeof *impl->colls);
+	}
+}
+
 static void
 colls_lock(struct mpi_impl *impl)
 {
@@ -533,13 +545,7 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
 		int rc;
 
-		if (impl->n_colls == impl->cap_colls) {
-			impl->cap_colls = impl->cap_colls ?
-					  2 * impl->cap_colls : 16;
-			impl->colls = dt_xrealloc(impl->colls,
-						  (size_t)impl->cap_colls,
-						  sizeof *impl->colls);
-		}
+		colls_grow(impl);
 		rc = MPI_Iallreduce(MPI_IN_PLACE, p, count, dt, mop,
 				    impl->world, &impl->colls[impl->n_colls]);
 		if (rc != MPI_SUCCESS) {
@@ -849,13 +855,7 @@ mpi_ibcast(struct dt_comm *c, void *buf, size_t bytes, int root,
 		int count = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
 		int rc;
 
-		if (impl->n_colls == impl->cap_colls) {
-			impl->cap_colls = impl->cap_colls ?
-					  2 * impl->cap_colls : 16;
-			impl->colls = dt_xrealloc(impl->colls,
-						  (size_t)impl->cap_colls,
-						  sizeof *impl->colls);
-		}
+		colls_grow(impl);
 		rc = MPI_Ibcast(p, count, MPI_BYTE, root, impl->world,
 				&impl->colls[impl->n_colls]);
 		if (rc != MPI_SUCCESS) {
