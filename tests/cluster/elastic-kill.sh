@@ -7,22 +7,23 @@
 # watchdog at 5 s; every host's dtrain processes are killed after the first
 # checkpoint, and the run must finish on host 1 alone, from the newest
 # checkpoint, with the parameters and loss lines of an uninterrupted run,
-# byte for byte, having named the lost host and its ranks within 60 s of
-# the kill:
+# byte for byte, having named the lost host and its ranks within LOST_S
+# of the kill (below: the bound dtrain(1) gives, worked out):
 #   (a) 2 hosts x 1 rank, --elastic 1: host 2 hangs: its Open MPI
 #       daemon freezes (SIGSTOP), its rank is killed, and its remote
 #       shell refuses (tests/cluster/netns-rsh; its link stays up, so its
 #       kernel acknowledges what mpirun sends the frozen daemon). mpirun
 #       then waits for ever for that daemon to end the job (it did so
 #       once after a plain kill and link down, with its order to end the
-#       job in flight); the supervisor ends it 3 timeouts after rank 0
-#       failed, saying so, and restarts: 2 ranks -> 1;
+#       job in flight); the supervisor ends it 35 s after rank 0
+#       failed (dtrain(1): twice the kill delay run -n gives mpirun, and
+#       5 s), saying so, and restarts: 2 ranks -> 1;
 #   (b) 2 hosts x 2 ranks (shared memory inside a host, the host-first
 #       gradient sum), --elastic 2: host 2's two ranks killed, then its
 #       link taken down (a host that crashed): 4 ranks -> 2 on host 1.
 # And (c), 2 hosts x 1 rank: host 2's daemon frozen mid-run and nothing
 # killed: the ranks finish, then MPI_Finalize and mpirun wait on that
-# daemon; the supervisor ends mpirun 3 timeouts after every rank
+# daemon; the supervisor ends mpirun 35 s after every rank
 # finished, and the run exits 0 with the uninterrupted run's bits.
 # tests/cluster/elastic.sh covers a link down for good without a kill.
 . "${top_srcdir}/tests/cluster/lib.sh"
@@ -125,14 +126,25 @@ same_bits() {
 	cmp "$2.losses" "$1.losses" || fail "$1: the loss lines differ from the uninterrupted run"
 }
 
+# LOST_S: how soon after the kill the lost host must be named, from the
+# figures dtrain(1) states: rank 0 may wait in MPI until its watchdog ends
+# the job, 3 x timeout_s + 1 = 16 s after its last progress (tested by
+# tests/cluster/watchdog.sh; it may also end at once, when its MPI sees
+# the peer's socket close); the teardown guard then ends mpirun 35 s
+# later, SIGTERM and SIGKILL 5 s apart; the probe of host 2 takes at most
+# 10 s (its shell refuses at once here). 16 + 35 + 5 + 10 = 66 s, and 4 s
+# for the guard's and this loop's one-second clocks. When rank 0 ends at
+# once, it is named about 36 s after the kill.
+LOST_S=70
+
 # finished NAME LOST REF: the supervised run ends 0, having said LOST (an
-# extended regular expression) within 60 s of the kill, restarted once,
+# extended regular expression) within LOST_S of the kill, restarted once,
 # and finished on host 1 with the bits of run REF.
 finished() {
 	i=0
 	while ! grep -Eq -- "$2" "$1.err"; do
 		i=$((i + 1))
-		[ $(( $(date +%s) - T1 )) -le 60 ] || { cat "$1.err" >&2; fail "$1: '$2' not said within 60 s of the kill"; }
+		[ $(( $(date +%s) - T1 )) -le $LOST_S ] || { cat "$1.err" >&2; fail "$1: '$2' not said within $LOST_S s of the kill"; }
 		kill -0 $SUP 2>/dev/null || { cat "$1.err" >&2; fail "$1: ended without saying '$2'"; }
 		sleep 0.1
 	done
