@@ -75,6 +75,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/resume-schedule.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
+	tests/integration/mem-fit.sh \
 	tests/integration/overlap.sh \
 	tests/integration/accum-schedule.sh \
 	tests/integration/accum-resume.sh \
