@@ -40,9 +40,6 @@ struct stage_plan {
 	int64_t total;			/* bytes, of one of its ranks */
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
 	bool ckpt;			/* the job writes checkpoints */
-	bool evaluates;			/* ... or evaluates: eval data or a
-					 * held-out fraction (unknown counts
-					 * as some) */
 };
 
 static int64_t get_i(const struct json_object *o, const char *a,
@@ -100,11 +97,11 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
 			   n_params;
-	/* ... and gathers them whole on every summing rank for an
-	 * evaluation or a checkpoint, until the next step begins
-	 * (sync_zero3.c): the rest of the arena, resident at the peak. */
-	int64_t whole = n_params > resident && (sp->ckpt || sp->evaluates) ?
-			(n_params - resident) * 4 : 0;
+	/* An evaluation or a checkpoint gathers them whole on every
+	 * summing rank (sync_zero3.c), after an update, which has handed
+	 * back the gradient pages the rank does not own: n - own floats
+	 * gathered, more than n - own - gather_max freed, so the peak is
+	 * the step's (tests/integration/mem-fit.sh measures both). */
 	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
 	 * chunk from its neighbour into a buffer of doubles kept from step
 	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
@@ -114,7 +111,6 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	struct json_object *mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(resident * 4));
-	ADD(mem, "params_gather", json_object_new_int64(whole));
 	ADD(mem, "grads", json_object_new_int64(n_params * 4));
 	ADD(mem, "optimizer_state", json_object_new_int64(opt));
 	ADD(mem, "grad_accumulator",
@@ -124,8 +120,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = (resident + n_params) * 4 + whole + opt +
-		    y->accumulator_bytes +
+	sp->total = (resident + n_params) * 4 + opt + y->accumulator_bytes +
 		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
@@ -538,9 +533,6 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		sp[s].sync = &plan->sync[s];
 		sp[s].in_flight = plan->in_flight[s];
 		sp[s].ckpt = writes_checkpoint(job);
-		sp[s].evaluates = plan->data.n_eval != 0 &&
-				  (job->data.eval.images[0] != '\0' ||
-				   job->data.eval_fraction > 0);
 		sp[s].tp_floats = dt_model_tp_floats_per_sample(
 			model, sp[s].si->first_node, sp[s].si->last_node);
 		plan_stage(plan, dataset, loader, &sp[s]);
@@ -661,8 +653,7 @@ print_list(FILE *out, struct json_object *a)
 static void
 print_memory(FILE *out, const char *head, struct json_object *mem)
 {
-	static const char *const memkeys[] = { "params", "params_gather",
-					       "grads",
+	static const char *const memkeys[] = { "params", "grads",
 					       "optimizer_state",
 					       "grad_accumulator",
 					       "sum_buffers",
@@ -677,7 +668,6 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 		 * ring's buffers only where it sums, the gather only on
 		 * rank 0 of a pipeline or of tensor parallelism. */
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
-		     strcmp(memkeys[i], "params_gather") == 0 ||
 		     strcmp(memkeys[i], "sum_buffers") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)

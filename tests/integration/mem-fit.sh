@@ -150,10 +150,12 @@ assert sum(r["peak_resident_bytes"] for r in ranks) < int(sys.argv[1])
 PY
 
 # Unlimited, with a checkpoint at the end and a held-out tenth evaluated:
-# zero 3 gathers its whole parameters on every rank for both, and rank 0
-# collects the whole optimizer state for the checkpoint; the plan counts
-# both (params_gather, checkpoint_gather), and each rank's peak is within
-# 15% of it (rank 0 was 1.46 x the plan before they were counted).
+# zero 3 gathers its whole parameters on every rank for both (after the
+# update handed back the gradient pages a rank does not own: no new
+# peak), and rank 0 collects the whole optimizer state for the
+# checkpoint, which the plan counts (checkpoint_gather, 8 bytes a
+# parameter); each rank's peak is within 15% of the plan (rank 0 was
+# 1.46 x the plan before the collection was counted).
 CK="--set checkpoint.at_end=true --set data.eval_fraction=0.1"
 # shellcheck disable=SC2086
 "$DTRAIN" plan --dry-run --json -n 4 job.yaml $Z3 $CK >plan3ck.json ||
@@ -165,12 +167,9 @@ mpi 4 "$DTRAIN" run -q --run-dir z3ck job.yaml $Z3 $CK >z3ck.out 2>&1 ||
 import json
 plan = json.load(open("plan3ck.json"))["ranks"]
 ranks = json.load(open("z3ck/summary.json"))["ranks"]
-n, own = 14307200, 14307200 // 4
+n = 14307200
 for r in ranks:
     m = plan[r["rank"]]["memory"]
-    # The whole arena less the part and the two largest nodes (two fc
-    # layers, 384 x 1536 weights and 1536 biases each) zero 3 keeps.
-    assert m["params_gather"] == 4 * (n - own - 2 * (384 * 1536 + 1536)), m
     assert m.get("checkpoint_gather", 0) == (8 * n if r["rank"] == 0 else 0), m
     print("checkpointed rank %d: peak resident %.1f MiB, plan %.1f MiB (%.3f)"
           % (r["rank"], r["peak_resident_bytes"] / 2**20,
