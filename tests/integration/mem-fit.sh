@@ -11,6 +11,9 @@
 # - 4 ranks at zero 0 are refused by the memory check before allocation
 #   with exit status 2, naming the bytes the plan needs and the bytes the
 #   cgroup leaves;
+# - the check adds rank 0's figure (with the whole optimizer state it
+#   collects for a checkpoint at zero 1 to 3) to the others' (exit 2 one
+#   byte short of that sum, DTRAIN_TEST_MEM_AVAILABLE);
 # - 4 ranks at zero 3 with recompute blocks train, and log exactly the
 #   losses (the same lines of metrics.jsonl, byte for byte) of an
 #   unlimited 4-rank run at zero 0 without recompute; each rank's peak
@@ -116,6 +119,28 @@ mpi 4 "$DTRAIN" run -q --run-dir ref job.yaml >ref.out 2>&1 ||
 	{ cat ref.out >&2; fail "the unlimited zero-0 run"; }
 losses ref >ref.losses
 [ "$(wc -l <ref.losses)" -eq 4 ] || fail "ref: expected 4 losses"
+
+# The check adds rank 0's figure, with the whole optimizer state it
+# collects for a checkpoint at zero 1, to the other ranks' (the same
+# figures less the runtime and the data's terms, as above).
+"$DTRAIN" plan --dry-run --json -n 4 job.yaml --set parallel.zero=1 \
+	--set checkpoint.at_end=true >plan1ck.json || fail "plan, zero 1"
+"$PYTHON" - >figures1 <<'PY' || fail "zero 1's figures"
+import json
+p = json.load(open("plan1ck.json"))
+need = [r["memory"]["total"] - r["memory"]["runtime"] -
+        r["memory"]["dataset"] - 8 * p["data"]["train_samples"]
+        for r in p["ranks"]]
+assert need[0] - need[1] == 8 * 14307200, need
+assert need[1] == need[2] == need[3], need
+print(need[0], need[1], need[0] + 3 * need[1])
+PY
+read -r first other sum1 <figures1
+DTRAIN_TEST_MEM_AVAILABLE=$((sum1 - 1)) expect_fail 2 \
+	"not enough memory: the plan needs 1 rank x $first bytes \([0-9.]+ MiB, rank 0 with the checkpoint's gather\) \+ 3 ranks x $other bytes \([0-9.]+ MiB: parameters, .*\) = $sum1 bytes" \
+	mpi 4 -x DTRAIN_TEST_MEM_AVAILABLE "$DTRAIN" run -q --run-dir z1 \
+	job.yaml --set parallel.zero=1 --set checkpoint.at_end=true
+[ ! -e z1 ] || fail "the refused zero-1 run made its run directory"
 
 if ! make_cgroup "$limit"; then
 	echo "SKIP: cannot make a memory cgroup (not root, or no writable cgroup v1 or v2 memory controller)"
