@@ -677,6 +677,27 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	}
 }
 
+/* Without stages: the memory of a rank, and rank 0's on its own line
+ * where it differs (the optimizer state it collects for a checkpoint at
+ * parallel.zero 1 to 3). */
+static void
+print_unsplit_memory(const struct json_object *d, FILE *out)
+{
+	struct json_object *ranks = get(d, "ranks");
+	struct json_object *r0 = json_object_array_get_idx(ranks, 0);
+
+	if (json_object_array_length(ranks) < 2 ||
+	    get_i(get(r0, "memory"), "checkpoint_gather", NULL) <= 0) {
+		print_memory(out, "\nmemory per rank:",
+			     get(d, "memory_per_rank"));
+		return;
+	}
+	print_memory(out, "\nmemory per rank:",
+		     get(json_object_array_get_idx(ranks, 1), "memory"));
+	print_memory(out, "\nmemory of rank 0 (it collects the optimizer "
+		     "state for a checkpoint):", get(r0, "memory"));
+}
+
 /* Per stage: its nodes, work, ranks, and what each of its ranks holds
  * and moves per optimizer step. */
 /* The all-reduce's wire: the element, what the exact mode costs, and
@@ -944,8 +965,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 	if (split)
 		print_stages(d, out);
 	else {
-		print_memory(out, "\nmemory per rank:",
-			     get(d, "memory_per_rank"));
+		print_unsplit_memory(d, out);
 		print_sync(out, "\n", get(json_object_array_get_idx(
 			get(d, "stages"), 0), "sync"));
 	}

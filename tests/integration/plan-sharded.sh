@@ -72,4 +72,21 @@ for z in range(4):
           % (z, state[z, "none"] / 2**30, state[z, "none"] / state[0, "none"],
              act_none / 2**30, act_blocks / 2**30, act_blocks / act_none))
 PY
+# At zero 1 to 3 rank 0 collects the whole optimizer state (8 bytes a
+# parameter, 1.21 GiB) for the job's checkpoints, and the text prints its
+# memory on a line of its own.
+for z in 0 3; do
+	"$DTRAIN" plan --dry-run -n 4 "$J" --set parallel.zero=$z \
+		--set parallel.overlap=false >plan-$z.txt || fail "plan text"
+done
+"$PYTHON" - <<'PY' || fail "rank 0's checkpoint collection"
+import json
+for z in range(4):
+    ranks = json.load(open("plan-%d-none.json" % z))["ranks"]
+    got = [r["memory"].get("checkpoint_gather", 0) for r in ranks]
+    assert got == ([8 * 163037184, 0, 0, 0] if z else [0] * 4), (z, got)
+PY
+grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 6.44 GiB$' plan-3.txt ||
+	{ cat plan-3.txt >&2; fail "zero 3: rank 0's line"; }
+! grep -q '^memory of rank 0' plan-0.txt || fail "zero 0: a line for rank 0"
 echo "ok: the plan's memory per rank of the GPT-2-small-shaped job at zero 0-3"
