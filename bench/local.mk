@@ -56,6 +56,6 @@ bench-precision: dtrain bench/bf16_gemm
 	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
 .PHONY: bench bench-side-by-side bench-cluster bench-precision
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
-	bench/cluster.sh bench/mlp-1m.yaml \
+	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \
 	bench/precision.sh

@@ -39,6 +39,7 @@ struct stage_plan {
 	struct json_object *memory;	/* of one of its ranks */
 	int64_t total;			/* bytes, of one of its ranks */
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
+	bool ckpt;			/* the job writes checkpoints */
 };
 
 static int64_t get_i(const struct json_object *o, const char *a,
@@ -96,6 +97,11 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
 			   n_params;
+	/* An evaluation or a checkpoint gathers them whole on every
+	 * summing rank (sync_zero3.c), after an update, which has handed
+	 * back the gradient pages the rank does not own: n - own floats
+	 * gathered, more than n - own - gather_max freed, so the peak is
+	 * the step's (tests/integration/mem-fit.sh measures both). */
 	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
 	 * chunk from its neighbour into a buffer of doubles kept from step
 	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
@@ -393,20 +399,50 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	ADD(comm, "received_per_step", json_object_new_int64(ring));
 }
 
+/* At parallel.zero 1 to 3 the first of a stage's summing ranks
+ * collects the others' parts of the optimizer state into a whole copy
+ * of the stage's state before a checkpoint (train/sync_zero.c,
+ * zero_collect), and holds it until the next update: optim_buffers x
+ * trained floats beside its own part. 0 on the other ranks, and
+ * where the job writes no checkpoint (ckpt false). */
+static int64_t
+zero_collect_bytes(const struct dt_sync_plan *y, const struct dt_grid_pos *pos,
+		   bool ckpt)
+{
+	if (y->zero < 1 || !y->summed || pos->dp != 0 || pos->tp != 0 ||
+	    !ckpt)
+		return 0;
+	return y->optim_buffers * y->trained * 4;
+}
+
+/* Whether job writes a checkpoint at all (checkpoint.at_end, .every_steps,
+ * .every_seconds, or eval.keep_best's copy). */
+static bool
+writes_checkpoint(const struct dt_job *job)
+{
+	return job->checkpoint.at_end || job->checkpoint.every_steps > 0 ||
+	       job->checkpoint.every_seconds > 0 || job->eval.keep_best;
+}
+
 /* Rank 0 holds the whole model while it writes a checkpoint of a model
  * cut into stages or tensor slices (train/gather.c): the parameters and
  * optimizer state gathered from every stage into a copy of their own,
  * on top of its stage's memory (a tensor-parallel rank holds its
- * stage's tensors whole, and copies them all the same). A new
- * object. */
+ * stage's tensors whole, and copies them all the same); with
+ * parallel.zero it also holds its stage's whole optimizer state,
+ * collected (zero_collect_bytes: `collect` bytes). A new object. */
 static struct json_object *
-gather_memory(const struct dt_plan *plan, struct json_object *stage_mem)
+gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
+	      int rank0, int64_t collect)
 {
 	const struct dt_model *model = plan->shapes;
 	struct json_object *m = NULL, *t = NULL;
-	int64_t gather = ((int64_t)dt_model_n_params(model) +
-			  plan->sync[0].optim_buffers *
-			  (int64_t)dt_model_n_trained(model)) * 4;
+	int64_t gather = collect;
+
+	if (rank0 && (plan->pp_size > 1 || plan->tp_size > 1))
+		gather += ((int64_t)dt_model_n_params(model) +
+			   plan->sync[0].optim_buffers *
+			   (int64_t)dt_model_n_trained(model)) * 4;
 
 	json_object_deep_copy(stage_mem, &m, NULL);
 	json_object_object_get_ex(m, "total", &t);
@@ -431,11 +467,11 @@ describe_server_rank(const struct dt_plan *plan, int r)
 	return x;
 }
 
-/* Worker rank r's place, memory and bytes per step; *mem0 gets rank 0's
- * memory where it differs from its stage's (the checkpoint's gather). */
+/* Worker rank r's place, memory (its stage's, and the checkpoint's
+ * gathers where it makes them) and bytes per step. */
 static struct json_object *
 describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
-	      int r, struct json_object **mem0)
+	      int r)
 {
 	struct json_object *x = json_object_new_object();
 	struct json_object *bytes = json_object_new_object();
@@ -454,9 +490,12 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	if (r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) {
-		*mem0 = gather_memory(plan, mine->memory);
-		ADD(x, "memory", *mem0);
+	if ((r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
+	    zero_collect_bytes(mine->sync, &pos, mine->ckpt) > 0) {
+		ADD(x, "memory", gather_memory(plan, mine->memory, r == 0,
+					       zero_collect_bytes(mine->sync,
+								  &pos,
+								  mine->ckpt)));
 	} else {
 		ADD(x, "memory", json_object_get(mine->memory));
 	}
@@ -477,7 +516,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	struct json_object *comm = json_object_new_object();
 	struct json_object *data = json_object_new_object();
 	struct json_object *ranks = json_object_new_array();
-	struct json_object *mem0 = NULL;	/* rank 0's, with a gather */
+	struct json_object *most = NULL;	/* the busiest rank's memory */
 	int pp = plan->pp_size, busiest = 0;
 	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
 	int64_t dataset = plan->data.train_bytes + plan->data.eval_bytes;
@@ -493,6 +532,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		sp[s].si = &plan->stages[s];
 		sp[s].sync = &plan->sync[s];
 		sp[s].in_flight = plan->in_flight[s];
+		sp[s].ckpt = writes_checkpoint(job);
 		sp[s].tp_floats = dt_model_tp_floats_per_sample(
 			model, sp[s].si->first_node, sp[s].si->last_node);
 		plan_stage(plan, dataset, loader, &sp[s]);
@@ -510,18 +550,28 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(data, "eval_samples", plan->data.n_eval >= 0 ?
 	    json_object_new_int64(plan->data.n_eval) : NULL);
 	ADD(o, "data", data);
-	for (int r = 0; r < plan->world_size; r++)
-		json_object_array_add(ranks, r >= plan->world_size -
-				      plan->n_servers ?
-				      describe_server_rank(plan, r) :
-				      describe_rank(plan, sp, r, &mem0));
+	for (int r = 0; r < plan->world_size; r++) {
+		struct json_object *x, *m;
+
+		if (r >= plan->world_size - plan->n_servers) {
+			json_object_array_add(ranks,
+					      describe_server_rank(plan, r));
+			continue;
+		}
+		x = describe_rank(plan, sp, r);
+		json_object_array_add(ranks, x);
+		json_object_object_get_ex(x, "memory", &m);
+		if (get_i(m, "total", NULL) > (most == NULL ?
+		    sp[busiest].total : get_i(most, "total", NULL)))
+			most = m;
+	}
 	ADD(o, "ranks", ranks);
-	/* The rank that needs the most (every rank's without a pipeline
-	 * or tensor parallelism; with either, rank 0 while it gathers a
-	 * checkpoint, or the stage with the most). */
+	/* The rank that needs the most: rank 0 while it gathers a
+	 * checkpoint (a pipeline's or tensor parallelism's whole model, a
+	 * zero level's whole optimizer state), or a rank of the stage with
+	 * the most. */
 	ADD(o, "memory_per_rank", json_object_get(
-		    mem0 != NULL && get_i(mem0, "total", NULL) >
-		    sp[busiest].total ? mem0 : sp[busiest].memory));
+		    most != NULL ? most : sp[busiest].memory));
 	for (int s = 0; s < pp; s++)
 		json_object_put(sp[s].memory);
 	free(sp);
@@ -625,6 +675,27 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 		bytes_text(b, sizeof b, get_i(mem, memkeys[i], NULL));
 		fprintf(out, "%s %s %s", i ? "," : "", memkeys[i], b);
 	}
+}
+
+/* Without stages: the memory of a rank, and rank 0's on its own line
+ * where it differs (the optimizer state it collects for a checkpoint at
+ * parallel.zero 1 to 3). */
+static void
+print_unsplit_memory(const struct json_object *d, FILE *out)
+{
+	struct json_object *ranks = get(d, "ranks");
+	struct json_object *r0 = json_object_array_get_idx(ranks, 0);
+
+	if (json_object_array_length(ranks) < 2 ||
+	    get_i(get(r0, "memory"), "checkpoint_gather", NULL) <= 0) {
+		print_memory(out, "\nmemory per rank:",
+			     get(d, "memory_per_rank"));
+		return;
+	}
+	print_memory(out, "\nmemory per rank:",
+		     get(json_object_array_get_idx(ranks, 1), "memory"));
+	print_memory(out, "\nmemory of rank 0 (it collects the optimizer "
+		     "state for a checkpoint):", get(r0, "memory"));
 }
 
 /* Per stage: its nodes, work, ranks, and what each of its ranks holds
@@ -894,8 +965,7 @@ dt_plan_print(const struct json_object *d, FILE *out)
 	if (split)
 		print_stages(d, out);
 	else {
-		print_memory(out, "\nmemory per rank:",
-			     get(d, "memory_per_rank"));
+		print_unsplit_memory(d, out);
 		print_sync(out, "\n", get(json_object_array_get_idx(
 			get(d, "stages"), 0), "sync"));
 	}

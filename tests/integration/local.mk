@@ -9,6 +9,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/ps-watchdog.sh \
 	tests/integration/jobs-plan.sh tests/integration/readme-jobs.sh \
 	tests/integration/plan-memory.sh \
+	tests/integration/plan-sharded.sh \
+	tests/integration/plan-sharded-must.sh \
 	tests/integration/plan-vs-measured.sh \
 	tests/integration/plan-tokens.sh \
 	tests/integration/job-sweep.sh \
@@ -73,6 +75,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/resume-schedule.sh \
 	tests/integration/resume-batch.sh \
 	tests/integration/mem-precheck.sh \
+	tests/integration/mem-fit.sh \
 	tests/integration/overlap.sh \
 	tests/integration/accum-schedule.sh \
 	tests/integration/accum-resume.sh \
@@ -86,6 +89,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tokenize.sh \
 	tests/integration/bpe-train.sh
 TESTS += $(INTEGRATION_TESTS)
+# Issue 27's must-show ratios of the plan, not met yet (the test says why)
+XFAIL_TESTS = tests/integration/plan-sharded-must.sh
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
 check-unit:
