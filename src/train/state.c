@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* state.c - checkpoints of the training loop's state, and their restore.
  *
- * Only rank 0 writes: in data parallelism every rank holds the same
- * parameters and optimizer state. On restore rank 0 reads and verifies and
- * broadcasts, so the other ranks need not see the run directory. The
+ * Every rank writes its own shard (ckpt.h, "sharded"; shard_checkpoint)
+ * where the checkpoint directory is shared; else, and for parameter
+ * servers, rank 0 gathers and writes the old format. On restore rank 0
+ * reads and verifies either format and broadcasts. The
  * optimizer state comes from the gradient sync, which owns it (sync.h:
  * dt_grad_sync_state, _state_collect, _state_loaded). */
 #include "train/state.h"
