@@ -50,14 +50,24 @@
 # script says so and leaves those figures out; it invents none.
 # --quick: 2 hosts only, 1 Gbit/s only, half the steps (a few minutes).
 # --balanced: parts 1 and 4 only (the must-show of issue 12).
+# --ddp: part 5 only (issue 28): on 2 hosts x 1 rank at 1 Gbit/s, dtrain
+#    and its PyTorch DDP twin (bench/torch_ddp.py: gloo over TCP on the
+#    hosts' own addresses, one process a host, one thread each, the same
+#    model, global batch and Adam) back to back on the fashion-mnist MLP
+#    (jobs/fashion-mnist-mlp.yaml, batch 96) and bench/mlp-1m.yaml (batch
+#    256): samples/s of each and the ratio dtrain / DDP, and rank 0's
+#    breakdown a step (forward, backward, exposed communication,
+#    optimizer). Without python3-torch (/usr/bin/python3, or $TORCH_PYTHON)
+#    it says so and runs no DDP twin.
 # About 10 minutes in full on an idle 8-core machine. Asserts nothing but
 # exits non-zero if a run fails.
 set -eu
-quick=0 balanced=0
+quick=0 balanced=0 ddp=0
 while :; do
 	case ${1:-} in
 	--quick) quick=1 ;;
 	--balanced) balanced=1 ;;
+	--ddp) ddp=1 ;;
 	*) break ;;
 	esac
 	shift
@@ -84,16 +94,23 @@ need_fmnist
 
 MLP=$top_srcdir/bench/mlp-1m.yaml
 GPT=$top_srcdir/jobs/char-gpt.yaml
+FM=$top_srcdir/jobs/fashion-mnist-mlp.yaml
 if [ $quick = 1 ]; then
 	HOSTS="2" RATES="1gbit" S_MLP=20 S_GPT=12 ITERS=10
 else
 	HOSTS="2 4" RATES="1gbit 10gbit" S_MLP=40 S_GPT=40 ITERS=20
 fi
+# Part 5's steps (logged in 4 intervals; the first is left out).
+if [ $quick = 1 ]; then D_FM=200 D_MLP=80; else D_FM=400 D_MLP=160; fi
 # Part 4 runs more steps, logged every 10, and REPS interleaved pairs.
 if [ $quick = 1 ]; then BAL_MLP=100 BAL_GPT=40 REPS=3; else BAL_MLP=200 BAL_GPT=60 REPS=5; fi
 BAL=0
 steps_of() {
-	if [ $BAL = 1 ]; then
+	if [ "$1" = fm ]; then
+		echo $D_FM
+	elif [ $BAL = 2 ]; then
+		echo $D_MLP
+	elif [ $BAL = 1 ]; then
 		[ "$1" = mlp ] && echo $BAL_MLP || echo $BAL_GPT
 	else
 		[ "$1" = mlp ] && echo $S_MLP || echo $S_GPT
@@ -101,7 +118,14 @@ steps_of() {
 }
 # every_of JOBKEY: the steps a logged interval holds.
 every_of() { [ $BAL = 1 ] && echo 10 || echo $(( $(steps_of "$1") / 4 )); }
-job_of() { [ "$1" = mlp ] && echo "$MLP" || echo "$GPT"; }
+# BAL=2: part 5's steps (steps_of).
+job_of() {
+	case $1 in
+	mlp) echo "$MLP" ;;
+	fm) echo "$FM" ;;
+	*) echo "$GPT" ;;
+	esac
+}
 
 echo "bench/cluster.sh: $(nproc) cores, $("$MPIRUN" --version 2>/dev/null | head -1)," \
      "OPENBLAS_NUM_THREADS=$OPENBLAS_NUM_THREADS"
@@ -208,6 +232,7 @@ raw_hier() {
 
 # train NAME WHERE NP JOBKEY OVERLAP [--set ...]: one run; WHERE is
 # "cluster H R" or "local" (NP ranks on one host, shared memory).
+# $TRAIN_MPI: more mpirun options for a cluster run (words).
 train() {
 	name=$1 where=$2 np=$3 jk=$4 ov=$5
 	shift 5
@@ -217,10 +242,10 @@ train() {
 		--set parallel.blas_threads=1 "$@"
 	[ "$ov" = none ] || set -- --set parallel.overlap="$ov" "$@"
 	# char-gpt's cosine schedule warms up for 100 steps, more than run.
-	[ "$jk" = mlp ] || set -- --set train.schedule.warmup_steps=0 "$@"
+	[ "$jk" != gpt ] || set -- --set train.schedule.warmup_steps=0 "$@"
 	case $where in
 	local) mpi "$np" "$DTRAIN" run -q --run-dir "$name" "$(job_of "$jk")" "$@" ;;
-	*) cmpi ${where#cluster } -t 600 "$DTRAIN" run -q --run-dir "$name" \
+	*) cmpi ${where#cluster } -t 600 ${TRAIN_MPI:-} "$DTRAIN" run -q --run-dir "$name" \
 		"$(job_of "$jk")" "$@" ;;
 	esac >"$name.out" 2>&1 || { cat "$name.out" >&2; fail "$name"; }
 }
@@ -298,6 +323,95 @@ pass_ms() {
 		{ cat layers.out >&2; fail "bench_layers $1"; }
 	sed -n 's/^pass *forward \([0-9.]*\) ms, backward \([0-9.]*\) ms.*/\1 \2/p' layers.out
 }
+# 5. dtrain against its PyTorch DDP twin (--ddp: this part alone).
+TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+# ddp_run JOBKEY TWIN STEPS: the twin's "samples/s step_ms" on hosts 1
+# and 2 (gloo over eth0, rank 0's address 198.18.0.1).
+ddp_run() {
+	port=$((29500 + $$ % 1000))
+	for k in 1 2; do
+		on $k env GLOO_SOCKET_IFNAME=eth0 timeout -k 5 600 "$TORCH_PYTHON" \
+			"$top_srcdir/bench/torch_ddp.py" "$2" $((k - 1)) 2 198.18.0.1 \
+			"$port" "$3" >"ddp-$1-$k.out" 2>&1 &
+		eval "pid_$k=$!"
+	done
+	rc=0
+	wait "$pid_1" || rc=$?
+	wait "$pid_2" || rc=$?
+	[ $rc = 0 ] || { cat "ddp-$1-1.out" "ddp-$1-2.out" >&2; fail "torch_ddp.py $2"; }
+	sed -n 's/^ddp [a-z0-9]* samples\/s \([0-9.]*\) step_ms \([0-9.]*\)$/\1 \2/p' "ddp-$1-1.out"
+}
+# trace_summary TRACE: medians a step (ms) of the step, its passes, the
+# bucket sums' starts and the waits of one rank's Chrome trace, steps
+# of the first quarter left out.
+trace_summary() {
+	"$PYTHON" - "$1" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e["tid"] == 1]
+steps = [e for e in ev if e["name"] == "step"]
+steps = steps[len(steps) // 4:]
+def med(v):
+    v = sorted(v)
+    return v[len(v) // 2] if v else 0.0
+def per_step(name):
+    out = []
+    for s in steps:
+        a, b = s["ts"], s["ts"] + s["dur"]
+        out.append(sum(e["dur"] for e in ev if e["name"] == name and
+                       a <= e["ts"] and e["ts"] + e["dur"] <= b + 0.002))
+    return med(out) / 1e3
+names = ("step", "compute", "forward", "allreduce", "sync", "colls_lock",
+         "MPI_Waitall", "MPI_Allreduce", "optimizer")
+print(", ".join("%s %.2f" % (n, per_step(n)) for n in names) +
+      " ms a step (rank 0, medians; allreduce: starting the buckets' sums)")
+PY
+}
+if [ $ddp = 1 ]; then
+	echo
+	echo "== 5. dtrain against PyTorch DDP (gloo), 2 hosts x 1 rank at 1gbit, one thread a rank"
+	if "$TORCH_PYTHON" -c 'import torch' 2>/dev/null; then
+		have_torch=1
+		echo "torch $("$TORCH_PYTHON" -c 'import torch; print(torch.__version__)')" \
+		     "($TORCH_PYTHON; DDP's defaults: 25 MiB buckets, all-reduce overlapped with backward)"
+	else
+		have_torch=0
+		echo "python3-torch is not installed ($TORCH_PYTHON cannot import torch):" \
+		     "no DDP twin, dtrain alone (apt-get install python3-torch)"
+	fi
+	cluster_up 2
+	shape 1gbit
+	BAL=2
+	for jk in fm mlp; do
+		job=$(job_of $jk)
+		gb=$(plan_get "$job" 1 global_batch)
+		s=$(steps_of $jk)
+		train "$jk-dt" "cluster 2 1" 2 $jk none
+		set -- $(figures "$jk-dt" "$gb")
+		dsps=$1 dms=$2
+		echo "$jk ($(basename "$job"), batch $gb, $(plan_get "$job" 2 params) parameters):" \
+		     "dtrain $dsps samples/s, step $dms ms ($s steps, the median of the 3 logged intervals after the first)"
+		echo "  dtrain: $(per_step "$jk-dt" $jk)"
+		# The same run traced (DTRAIN_TRACE=1, util/trace.h): where
+		# rank 0's step goes, the medians after the first quarter.
+		export DTRAIN_TRACE=1
+		TRAIN_MPI="-x DTRAIN_TRACE"
+		train "$jk-tr" "cluster 2 1" 2 $jk none
+		unset DTRAIN_TRACE TRAIN_MPI
+		echo "  dtrain traced: $(trace_summary "$jk-tr/trace-rank0.json")"
+		if [ $have_torch = 1 ]; then
+			tw=mlp	# torch_ddp.py's names
+			[ $jk = fm ] || tw=mlp1m
+			set -- $(ddp_run $jk $tw "$s")
+			[ $# -eq 2 ] || fail "torch_ddp.py printed no samples/s line"
+			echo "  DDP: $1 samples/s, step $2 ms ($s steps after 5 of warm-up)"
+			echo "  dtrain / DDP = $(calc "int(1000 * $dsps / $1 + 0.5) / 1000")"
+		fi
+	done
+	BAL=0
+	echo "shaping: $DTC_SHAPING, then tbf 1gbit"
+	exit 0
+fi
+
 echo
 echo "== 1. one rank's forward and backward (bench_layers, CPU time, medians of $ITERS)"
 for jk in mlp gpt; do

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe bench/peak
+	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm
+bench_bf16_gemm_SOURCES = bench/bf16_gemm.c
+bench_bf16_gemm_LDADD = libdtrain.la $(DT_LIBS)
 bench_peak_SOURCES = bench/peak.c bench/fma_peak.h bench/fma_peak.c
 bench_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_bench_bpe_SOURCES = bench/bench_bpe.c
@@ -15,7 +17,7 @@ bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_allreduce_raw_SOURCES = bench/allreduce_raw.c
 bench_allreduce_raw_LDADD = libdtrain.la $(DT_LIBS)
 CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe bench/peak
+	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm
 
 # make bench: the machine's f32 and bf16 limits (bench/peak: multiply-add
 # loops on registers, 1 and 2 threads), the shipped jobs next to their
@@ -48,7 +50,12 @@ bench-side-by-side: bench/sgemm_peak bench/peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 3 \
 	  ./bench/peak
-.PHONY: bench bench-side-by-side bench-cluster
+# train.precision f32 against bf16 on the shipped jobs (bench/README).
+bench-precision: dtrain bench/bf16_gemm
+	OPENBLAS_NUM_THREADS=1 ./bench/bf16_gemm
+	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
+.PHONY: bench bench-side-by-side bench-cluster bench-precision
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml \
-	bench/README bench/side-by-side.sh bench/torch_twin.py
+	bench/README bench/side-by-side.sh bench/torch_twin.py \
+	bench/precision.sh

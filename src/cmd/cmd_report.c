@@ -593,6 +593,34 @@ static const char page_style[] =
 	"pre{background:#f6f6f6;border:1px solid #ddd;padding:.6em;"
 	"overflow:auto;max-height:40em}\n";
 
+/* Links to the ranks' Chrome traces, RUN_DIR/trace-rankR.json from rank
+ * 0 up while they exist (DTRAIN_TRACE=1, util/trace.h), relative to the
+ * run directory (where the page is written unless -o says otherwise). */
+static void
+put_traces(FILE *out, const struct report *rep)
+{
+	char path[DT_JOB_PATH_MAX + 32], name[32];
+	int r;
+
+	for (r = 0;; r++) {
+		FILE *f;
+
+		snprintf(name, sizeof name, "trace-rank%d.json", r);
+		snprintf(path, sizeof path, "%s/%s", rep->dir, name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			break;
+		fclose(f);
+		if (r == 0)
+			fputs("<h2>Timeline (Chrome trace)</h2>\n<p>Each rank's "
+			      "passes, bucket sums and MPI waits (open in "
+			      "chrome://tracing or ui.perfetto.dev):", out);
+		fprintf(out, " <a href=\"%s\">%s</a>", name, name);
+	}
+	if (r > 0)
+		fputs("</p>\n", out);
+}
+
 static enum dt_status
 write_page(FILE *out, void *ctx, struct dt_error *err)
 {
@@ -626,6 +654,7 @@ write_page(FILE *out, void *ctx, struct dt_error *err)
 		fputs("<p>Not recorded in summary.json (\"ranks\").</p>\n",
 		      out);
 	put_memory(out, rep);
+	put_traces(out, rep);
 	put_text_block(out, "Plan (plan.json)", "plan", rep->plan,
 		       "No plan.json.");
 	put_text_block(out, "Job (job.yaml)", "job", rep->job,

@@ -397,6 +397,16 @@ dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
 	WATCHED(c, "MPI_Bcast", c->ops->bcast(c, buf, bytes, root, err));
 }
 
+/* Starting does not wait: not watched (the wait that covers it is). */
+enum dt_status
+dt_comm_ibcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	       struct dt_error *err)
+{
+	if (c->ops->ibcast == NULL || dt_comm_size(c) == 1)
+		return dt_comm_bcast(c, buf, bytes, root, err);
+	return c->ops->ibcast(c, buf, bytes, root, err);
+}
+
 enum dt_status
 dt_comm_barrier(struct dt_comm *c, struct dt_error *err)
 {

@@ -208,6 +208,14 @@ enum dt_status dt_comm_allreduce_max_int(struct dt_comm *c, int *buf,
 /* Copies bytes from root's buf into every rank's buf. */
 enum dt_status dt_comm_bcast(struct dt_comm *c, void *buf, size_t bytes,
 			     int root, struct dt_error *err);
+/* dt_comm_bcast started (MPI_Ibcast) as one of c's pending sums: buf
+ * belongs to it until dt_comm_coll_wait (or a wait_first that covers
+ * it) returns; Open MPI moves it on inside MPI calls and the progress
+ * thread. Where the communicator has none (one rank, comm_self, the
+ * host-first hier.c) it is the blocking broadcast, done on return.
+ * Errors: DT_ERR_MPI naming the call and the rank. */
+enum dt_status dt_comm_ibcast(struct dt_comm *c, void *buf, size_t bytes,
+			      int root, struct dt_error *err);
 enum dt_status dt_comm_barrier(struct dt_comm *c, struct dt_error *err);
 /* A barrier among the ranks of this node only (MPI's shared-memory
  * communicator): for work done once per node, such as a download. */

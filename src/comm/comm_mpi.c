@@ -52,6 +52,7 @@
 
 #include "util/alloc.h"
 #include "util/bf16.h"
+#include "util/trace.h"
 
 /* The most values in one message of a ring step (MPI counts are int). */
 #define RING_BLOCK ((size_t)1 << 30)
@@ -406,6 +407,18 @@ progress_stop(struct mpi_impl *impl)
 	impl->thread_on = 0;
 }
 
+/* Room for one more request in impl->colls (doubling; dt_xrealloc ends
+ * the process when memory runs out). Call with the colls lock held. */
+static void
+colls_grow(struct mpi_impl *impl)
+{
+	if (impl->n_colls == impl->cap_colls) {
+		impl->cap_colls = impl->cap_colls ? 2 * impl->cap_colls : 16;
+		impl->colls = dt_xrealloc(impl->colls, (size_t)impl->cap_colls,
+					  sizeof *impl->colls);
+	}
+}
+
 static void
 colls_lock(struct mpi_impl *impl)
 {
@@ -479,8 +492,12 @@ mpi_allreduce(struct dt_comm *c, void *buf, size_t n, int type, int op,
 	/* MPI counts are int: go in chunks for very large buffers. */
 	while (n > 0) {
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
+		double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 		int rc = MPI_Allreduce(MPI_IN_PLACE, p, count, dt, mop,
 				       world_of(c));
+
+		dt_trace_event("MPI_Allreduce", t0, dt_trace_clock(), "bytes",
+			       (long)((size_t)count * elem));
 
 		if (rc != MPI_SUCCESS)
 			return check(c, rc, "MPI_Allreduce", err);
@@ -528,13 +545,7 @@ mpi_iallreduce(struct dt_comm *c, void *buf, size_t n, int type,
 		int count = n > (1u << 30) ? (1 << 30) : (int)n;
 		int rc;
 
-		if (impl->n_colls == impl->cap_colls) {
-			impl->cap_colls = impl->cap_colls ?
-					  2 * impl->cap_colls : 16;
-			impl->colls = dt_xrealloc(impl->colls,
-						  (size_t)impl->cap_colls,
-						  sizeof *impl->colls);
-		}
+		colls_grow(impl);
 		rc = MPI_Iallreduce(MPI_IN_PLACE, p, count, dt, mop,
 				    impl->world, &impl->colls[impl->n_colls]);
 		if (rc != MPI_SUCCESS) {
@@ -758,10 +769,13 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
 	int rc = MPI_SUCCESS;
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0, t1 = t0;
 
 	/* Waiting with the lock held keeps the thread out (asleep on the
 	 * mutex) until every sum is done. */
 	colls_lock(impl);
+	if (dt_trace_enabled)
+		t1 = dt_trace_clock();
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS)
 		rc = impl->thread_rc;
 	else
@@ -770,6 +784,8 @@ mpi_coll_wait(struct dt_comm *c, struct dt_error *err)
 	if (impl->thread_on)
 		impl->thread_rc = MPI_SUCCESS;
 	colls_unlock(impl);
+	dt_trace_event("colls_lock", t0, t1, NULL, 0);
+	dt_trace_event("MPI_Waitall", t1, dt_trace_clock(), NULL, 0);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
 
@@ -781,6 +797,7 @@ mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
 {
 	struct mpi_impl *impl = c->impl;
 	int rc = MPI_SUCCESS;
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 
 	colls_lock(impl);
 	if (impl->thread_on && impl->thread_rc != MPI_SUCCESS) {
@@ -796,6 +813,8 @@ mpi_coll_wait_first(struct dt_comm *c, int n_sums, struct dt_error *err)
 			colls_clear(impl);
 	}
 	colls_unlock(impl);
+	dt_trace_event("MPI_Waitall (first)", t0, dt_trace_clock(), "sums",
+		       n_sums);
 	return check(c, rc, "MPI_Waitall (sums)", err);
 }
 
@@ -818,6 +837,38 @@ mpi_bcast(struct dt_comm *c, void *buf, size_t bytes, int root,
 		p += count;
 		bytes -= (size_t)count;
 	}
+	return DT_OK;
+}
+
+/* The broadcast started, in chunks of at most 2^30 bytes, each its own
+ * request among the pending sums, as mpi_iallreduce starts its. */
+static enum dt_status
+mpi_ibcast(struct dt_comm *c, void *buf, size_t bytes, int root,
+	   struct dt_error *err)
+{
+	struct mpi_impl *impl = c->impl;
+	char *p = buf;
+
+	progress_start(c);
+	colls_lock(impl);
+	while (bytes > 0) {
+		int count = bytes > (1u << 30) ? (1 << 30) : (int)bytes;
+		int rc;
+
+		colls_grow(impl);
+		rc = MPI_Ibcast(p, count, MPI_BYTE, root, impl->world,
+				&impl->colls[impl->n_colls]);
+		if (rc != MPI_SUCCESS) {
+			colls_unlock(impl);
+			return check(c, rc, "MPI_Ibcast", err);
+		}
+		impl->n_colls++;
+		if (c->rank == root)
+			c->bytes_sent += (uint64_t)count;
+		p += count;
+		bytes -= (size_t)count;
+	}
+	sum_started(impl);
 	return DT_OK;
 }
 
@@ -961,7 +1012,7 @@ static const struct dt_comm_ops mpi_ops = {
 	.coll_wait = mpi_coll_wait, .coll_wait_first = mpi_coll_wait_first,
 	/* the sharded collectives */
 	.reduce_scatter = mpi_reduce_scatter, .allgather = mpi_allgather,
-	.isum_round = mpi_isum_round,
+	.isum_round = mpi_isum_round, .ibcast = mpi_ibcast,
 };
 
 /* The rounded double sums' own duplicate of world (their point-to-

@@ -59,6 +59,11 @@ struct dt_comm_ops {
 	enum dt_status (*isum_round)(struct dt_comm *c, double *acc,
 				     float *out, size_t n,
 				     struct dt_error *err);
+	/* Optional (NULL: the blocking bcast; comm.c): the broadcast
+	 * started as one of the pending sums (comm.h, dt_comm_ibcast).
+	 * More than one rank; counts the root's bytes itself. */
+	enum dt_status (*ibcast)(struct dt_comm *c, void *buf, size_t bytes,
+				 int root, struct dt_error *err);
 };
 
 enum { DT_COMM_F32, DT_COMM_F64, DT_COMM_INT, DT_COMM_BF16 };

@@ -296,6 +296,11 @@ struct dt_token_data {
 	 * hold at once (0: no bound), and how their files hold ids. */
 	int64_t cache_max;
 	int file_kind;		/* enum dt_token_file */
+	/* The thread that downloads URL shards ahead of their reads
+	 * (dt_tokens_ahead_start), or NULL; the rank a failure names, -1
+	 * when unknown. */
+	struct dt_shard_ahead *ahead;
+	int rank;
 };
 
 /* ---- token shards (shards.c) ------------------------------------------- */
@@ -331,6 +336,12 @@ struct dt_token_shard {
 	 * (local, owned) and mapped; an eviction unmaps it again. */
 	int remote;
 	char *local;
+	/* Set (atomically) by the ahead thread when it deleted the cache
+	 * file of a shard this process maps: the reading thread unmaps it
+	 * before its next read, and fetches it again if it needs it; held
+	 * (atomic) says whether this process maps it. */
+	int stale;
+	int held;
 };
 
 /* Whether path is a pattern (has '{', '*', '?' or '[') rather than one
@@ -398,7 +409,8 @@ enum dt_status dt_tokens_open_shards(char *const *paths, int64_t n_paths,
  * dt_tokens_open_shards, and DT_ERR_NET (dt_fetch_head), DT_ERR_DATA when
  * a shard is larger than cache_max or vocab_size is 0. A download or
  * check that fails once training runs cannot be returned through
- * dt_tokens_gather: the message, naming the URL, goes to stderr and the
+ * dt_tokens_gather: the message, naming the rank (dt_tokens_ahead_start),
+ * the URL, the shard and the size expected, goes to stderr and the
  * process aborts. */
 enum dt_status dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 				   enum dt_token_file kind,
@@ -406,6 +418,28 @@ enum dt_status dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 				   int64_t stride, int64_t cache_max,
 				   struct dt_token_data *td,
 				   struct dt_error *err);
+/* Starts a thread that downloads td's URL shards into the cache ahead of
+ * their reads, as dt_tokens_ahead names them, each unless it is cached
+ * already. The cache's bound holds: room is made by deleting the least
+ * recently read shards, never one that dt_tokens_ahead named last (a
+ * shard of this process's mapped and deleted is unmapped before the next
+ * read); when there is no such room the shard is left for its read to
+ * fetch. A download that fails here is not an error: the read fetches
+ * the shard again and aborts with the failure (dt_tokens_open_urls),
+ * naming rank (-1: none). Does nothing (and returns 0) when td has no URL
+ * shards or depth <= 0; -1 when the thread cannot be created (reads then
+ * fetch on demand, as without it). dt_tokens_fini stops it. Only one
+ * thread may gather from td while it runs. */
+int dt_tokens_ahead_start(struct dt_token_data *td, int64_t depth,
+			  int rank);
+/* The windows (global indices into td, count >= n_now >= 0) this process
+ * reads next, in order: idx[0, n_now) now, the rest after them. The
+ * ahead thread drops the list it had and keeps the shards of the first
+ * n_now (at most 256 of them), then fetches the first `depth` other
+ * distinct shards of the rest. Does not wait; nothing when no thread
+ * runs. */
+void dt_tokens_ahead(const struct dt_token_data *td, const int64_t *idx,
+		     int64_t n_now, int64_t count);
 /* The shard list's fingerprint: one "NAME<TAB>BYTES" line per shard, in
  * order, NAME the file's last path component. Caller frees. */
 char *dt_tokens_shard_list(const struct dt_token_data *td);

@@ -14,12 +14,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "data/data_priv.h"
@@ -501,6 +503,7 @@ dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 	if (st != DT_OK)
 		return st;
 	td->cache_max = cache_max;
+	td->rank = -1;
 	for (int64_t i = 0; i < n_urls && cache_max > 0; i++)
 		if (td->shards[i].bytes > cache_max) {
 			st = dt_errorf(err, DT_ERR_DATA, "%s: shard %lld is "
@@ -515,9 +518,12 @@ dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 	return DT_OK;
 }
 
+static void ahead_stop(struct dt_token_data *td);
+
 void
 dt_tokens_shards_fini(struct dt_token_data *td)
 {
+	ahead_stop(td);
 	for (int64_t i = 0; i < td->n_shards; i++) {
 		if (td->shards[i].map != NULL)
 			munmap(td->shards[i].map, td->shards[i].map_len);
@@ -531,12 +537,45 @@ dt_tokens_shards_fini(struct dt_token_data *td)
 
 /* ---- URL shards in the download cache ---------------------------------- */
 
-/* A failure inside dt_tokens_gather, which returns nothing: said, then
- * the process stops (data.h, dt_tokens_open_urls). */
+/* The thread that fetches shards ahead of their reads (data.h,
+ * dt_tokens_ahead_start): want is the list of shards to have in the
+ * cache next, in the order of their first reads, gen counts the lists it
+ * was given; n_stale counts (atomically) the shards it marked stale. */
+#define AHEAD_NOW 256	/* shards kept for the reads under way, at most */
+/* A shard fetched ahead is marked unread, for every process of the node,
+ * by a modification time this far in the future; a read sets it to the
+ * time of the read. An ahead thread deletes no unread file, a read's
+ * eviction deletes them last; a mark left by a process that went away
+ * lapses after this time. */
+#define UNREAD_S 3600
+
+struct dt_shard_ahead {
+	struct dt_token_data *td;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t told;
+	int64_t depth;
+	int64_t *want;		/* (AHEAD_NOW + depth) shard indices */
+	int64_t n_want;
+	uint64_t gen;
+	int stop;
+	int n_stale;
+};
+
+/* A failure inside dt_tokens_gather, which returns nothing: said, with
+ * the rank, the shard and what its header request gave, then the process
+ * stops (data.h, dt_tokens_open_urls). */
 static void
-die(const struct dt_error *e)
+die(const struct dt_token_data *td, const struct dt_token_shard *s,
+    const struct dt_error *e)
 {
-	fprintf(stderr, "dtrain: %s\n", e->msg);
+	char who[32] = "";
+
+	if (td->rank >= 0)
+		snprintf(who, sizeof who, "rank %d: ", td->rank);
+	fprintf(stderr, "dtrain: %s%s (shard %lld of %lld, expected %lld "
+		"bytes as the server gave when the run began)\n", who,
+		e->msg, ll(s - td->shards), ll(td->n_shards), ll(s->bytes));
 	abort();
 }
 
@@ -555,19 +594,71 @@ cached(const struct dt_token_shard *s, char *local, size_t size,
 	return have && stat(local, sb) == 0;
 }
 
-/* Deletes the least recently used files of td's shards from the cache
- * until they and need fit in td->cache_max bytes; a deleted shard this
- * process maps is unmapped (another process's mapping stays valid). The
- * caller holds the cache's shard lock. */
+/* Takes the cache's shard lock (CACHE/shards.lock); the descriptor, or
+ * -1 with err set. */
+static int
+lock_cache(struct dt_error *err)
+{
+	char dir[4096], lock[4200];
+	int fd;
+
+	if (dt_fetch_cache_dir(NULL, dir, sizeof dir, err) != DT_OK)
+		return -1;
+	snprintf(lock, sizeof lock, "%s/shards.lock", dir);
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+		dt_errorf(err, DT_ERR_IO, "%s: cannot lock: %s", lock,
+			  strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int
+listed(const int64_t *v, int64_t n, int64_t i)
+{
+	for (int64_t k = 0; k < n; k++)
+		if (v[k] == i)
+			return 1;
+	return 0;
+}
+
 static void
-evict(const struct dt_token_data *td, const struct dt_token_shard *need)
+unmap(struct dt_token_shard *s)
+{
+	__atomic_store_n(&s->held, 0, __ATOMIC_RELEASE);
+	if (s->map != NULL)
+		munmap(s->map, s->map_len);
+	s->map = NULL;
+	s->tokens = NULL;
+	__atomic_store_n(&s->stale, 0, __ATOMIC_RELEASE);
+}
+
+/* Deletes the least recently used files of td's shards from the cache
+ * until they and need fit in td->cache_max bytes; the shards in pins
+ * (n_pins), about to be read here, and the files marked unread (by any
+ * process, UNREAD_S) go last. For the reading thread (ahead 0) a deleted
+ * shard this process maps is unmapped (another process's mapping stays
+ * valid). For the ahead thread (ahead 1) pinned and unread shards stay
+ * whatever it costs, and a deleted shard is marked stale for the reading
+ * thread to unmap. Returns whether need fits now. The caller holds the
+ * cache's shard lock. */
+static int
+evict(const struct dt_token_data *td, const struct dt_token_shard *need,
+      const int64_t *pins, int64_t n_pins, int ahead)
 {
 	int64_t n = td->n_shards, held = 0, add = need->bytes;
 	int64_t *when = dt_xcalloc((size_t)n, sizeof *when); /* (n) ns, -1 */
+	const int64_t late = INT64_MAX / 2;
+	time_t now = time(NULL);
 	char local[4096];
 	struct stat sb;
 
 	for (int64_t i = 0; i < n; i++) {
+		int keep;
+
 		when[i] = -1;
 		if (!cached(&td->shards[i], local, sizeof local, &sb))
 			continue;
@@ -576,8 +667,13 @@ evict(const struct dt_token_data *td, const struct dt_token_shard *need)
 			add = 0;
 			continue;
 		}
+		keep = listed(pins, n_pins, i) || sb.st_mtim.tv_sec > now;
+		if (keep && ahead)
+			continue;
 		when[i] = (int64_t)sb.st_mtim.tv_sec * 1000000000 +
 			  sb.st_mtim.tv_nsec;
+		if (keep)
+			when[i] = late + when[i] % late;
 	}
 	while (held + add > td->cache_max) {
 		int64_t old = -1;
@@ -593,13 +689,15 @@ evict(const struct dt_token_data *td, const struct dt_token_shard *need)
 		if (!cached(v, local, sizeof local, &sb) || unlink(local) != 0)
 			continue;
 		held -= (int64_t)sb.st_size;
-		if (v->map != NULL) {
-			munmap(v->map, v->map_len);
-			v->map = NULL;
-			v->tokens = NULL;
+		if (!ahead) {
+			unmap(v);
+			continue;
 		}
+		__atomic_store_n(&v->stale, 1, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&td->ahead->n_stale, 1, __ATOMIC_ACQ_REL);
 	}
 	free(when);
+	return held + add <= td->cache_max;
 }
 
 /* Maps the downloaded file of URL shard s and checks it as a local shard
@@ -630,43 +728,80 @@ map_arrived(const struct dt_token_data *td, struct dt_token_shard *s,
 	return st;
 }
 
-/* Makes URL shard s readable: touched when mapped already, else fetched
- * (the cache's lock held, room made first) and mapped. */
+/* The shards the ahead thread is to fetch next, copied into pins (cap);
+ * their count. */
+static int64_t
+pins_of(const struct dt_token_data *td, int64_t *pins, int64_t cap)
+{
+	struct dt_shard_ahead *a = td->ahead;
+	int64_t n;
+
+	if (a == NULL)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	n = a->n_want < cap ? a->n_want : cap;
+	memcpy(pins, a->want, (size_t)n * sizeof *pins);
+	pthread_mutex_unlock(&a->mu);
+	return n;
+}
+
+/* Makes URL shard s readable: touched when mapped already (and not
+ * deleted by the ahead thread since), else mapped from the cache when it
+ * is there, else fetched (the cache's lock held, room made first) and
+ * mapped. */
 static void
 arrive(const struct dt_token_data *td, struct dt_token_shard *s)
 {
 	struct dt_fetch_source fs = { .url = s->path, .size = s->bytes,
 				      .expect = DT_DATA_BINARY };
-	char local[4096], dir[4096], lock[4200];
+	int64_t pins[AHEAD_NOW + 64], n_pins;
+	char local[4096];
 	struct dt_error err;
+	struct stat sb;
 	enum dt_status st;
 	int fd;
 
+	if (s->map != NULL && __atomic_load_n(&s->stale, __ATOMIC_ACQUIRE))
+		unmap(s);
 	if (s->map != NULL) {
 		utimensat(AT_FDCWD, s->local, NULL, 0);
 		return;
 	}
-	if (dt_fetch_cache_dir(NULL, dir, sizeof dir, &err) != DT_OK)
-		die(&err);
-	snprintf(lock, sizeof lock, "%s/shards.lock", dir);
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-		dt_errorf(&err, DT_ERR_IO, "%s: cannot lock: %s", lock,
-			  strerror(errno));
-		die(&err);
+	/* Fetched ahead (or by another rank): mapped without the lock, which
+	 * the ahead thread may hold through a download. A file deleted in
+	 * between is fetched again below; one still there is bad. */
+	if (cached(s, local, sizeof local, &sb)) {
+		free(s->local);
+		s->local = dt_xstrdup(local);
+		__atomic_store_n(&s->stale, 0, __ATOMIC_RELEASE);
+		st = map_arrived(td, s, &err);
+		if (st == DT_OK) {
+			utimensat(AT_FDCWD, local, NULL, 0);
+			__atomic_store_n(&s->held, 1, __ATOMIC_RELEASE);
+			return;
+		}
+		if (access(local, F_OK) == 0)
+			die(td, s, &err);
 	}
+	fd = lock_cache(&err);
+	if (fd < 0)
+		die(td, s, &err);
+	n_pins = pins_of(td, pins, AHEAD_NOW + 64);
 	if (td->cache_max > 0)
-		evict(td, s);
+		evict(td, s, pins, n_pins, 0);
 	st = dt_fetch(&fs, NULL, local, sizeof local, &err);
 	if (st == DT_OK) {
 		free(s->local);
 		s->local = dt_xstrdup(local);
+		__atomic_store_n(&s->stale, 0, __ATOMIC_RELEASE);
 		st = map_arrived(td, s, &err);
 		utimensat(AT_FDCWD, local, NULL, 0);
+		if (st == DT_OK)
+			__atomic_store_n(&s->held, 1, __ATOMIC_RELEASE);
 	}
 	close(fd);
 	if (st != DT_OK)
-		die(&err);
+		die(td, s, &err);
 }
 
 /* The shard that holds window w: the last one whose first <= w (shards
@@ -687,12 +822,163 @@ shard_of(const struct dt_token_data *td, int64_t w)
 	return &td->shards[lo];
 }
 
+/* ---- fetching ahead ---------------------------------------------------- */
+
+/* The ahead thread's work on shard i: room made without touching pins
+ * or unread files, then the download, unless it is cached; either way
+ * the file is marked unread. A failure is dropped: the read fetches
+ * again and reports it. */
+static void
+fetch_one(struct dt_token_data *td, int64_t i, const int64_t *pins,
+	  int64_t n_pins)
+{
+	struct dt_token_shard *s = &td->shards[i];
+	struct dt_fetch_source fs = { .url = s->path, .size = s->bytes,
+				      .expect = DT_DATA_BINARY };
+	char local[4096];
+	struct dt_error err;
+	struct stat sb;
+	struct timespec unread[2] = { { 0, UTIME_NOW },
+				      { time(NULL) + UNREAD_S, 0 } };
+	int fd = lock_cache(&err);
+
+	if (fd < 0)
+		return;
+	if (cached(s, local, sizeof local, &sb)) {
+		/* Mapped here: being read, or read already. */
+		if (!__atomic_load_n(&s->held, __ATOMIC_ACQUIRE))
+			utimensat(AT_FDCWD, local, unread, 0);
+	} else if ((td->cache_max <= 0 || evict(td, s, pins, n_pins, 1)) &&
+		   dt_fetch(&fs, NULL, local, sizeof local, &err) == DT_OK) {
+		utimensat(AT_FDCWD, local, unread, 0);
+	}
+	close(fd);
+}
+
+static void *
+ahead_run(void *arg)
+{
+	struct dt_shard_ahead *a = arg;
+	int64_t *mine = dt_xcalloc((size_t)(a->depth + AHEAD_NOW),
+				   sizeof *mine);
+	uint64_t seen = 0;
+
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		int64_t n;
+
+		while (!a->stop && a->gen == seen)
+			pthread_cond_wait(&a->told, &a->mu);
+		if (a->stop)
+			break;
+		seen = a->gen;
+		n = a->n_want;
+		memcpy(mine, a->want, (size_t)n * sizeof *mine);
+		pthread_mutex_unlock(&a->mu);
+		for (int64_t k = 0; k < n; k++)
+			fetch_one(a->td, mine[k], mine, n);
+		pthread_mutex_lock(&a->mu);
+	}
+	pthread_mutex_unlock(&a->mu);
+	free(mine);
+	return NULL;
+}
+
+int
+dt_tokens_ahead_start(struct dt_token_data *td, int64_t depth, int rank)
+{
+	struct dt_shard_ahead *a;
+
+	td->rank = rank;
+	if (depth <= 0 || td->ahead != NULL || td->n_shards == 0 ||
+	    !td->shards[0].remote)
+		return 0;
+	a = dt_xcalloc(1, sizeof *a);
+	a->td = td;
+	a->depth = depth;
+	a->want = dt_xcalloc((size_t)(depth + AHEAD_NOW), sizeof *a->want);
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->told, NULL);
+	td->ahead = a;
+	if (pthread_create(&a->thread, NULL, ahead_run, a) == 0)
+		return 0;
+	td->ahead = NULL;
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->told);
+	free(a->want);
+	free(a);
+	return -1;
+}
+
+void
+dt_tokens_ahead(const struct dt_token_data *td, const int64_t *idx,
+		int64_t n_now, int64_t count)
+{
+	struct dt_shard_ahead *a = td->ahead;
+	int64_t now = 0;
+
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->n_want = 0;
+	for (int64_t k = 0; k < count && a->n_want - now < a->depth; k++) {
+		int64_t i;
+
+		assert(idx[k] >= 0 && idx[k] < td->n);
+		if (k < n_now && now == AHEAD_NOW)
+			continue;
+		i = shard_of(td, idx[k]) - td->shards;
+		if (listed(a->want, a->n_want, i))
+			continue;
+		a->want[a->n_want++] = i;
+		if (k < n_now)
+			now++;
+	}
+	a->gen++;
+	pthread_cond_signal(&a->told);
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Stops and joins the ahead thread (after the download it is in). */
+static void
+ahead_stop(struct dt_token_data *td)
+{
+	struct dt_shard_ahead *a = td->ahead;
+
+	if (a == NULL)
+		return;
+	pthread_mutex_lock(&a->mu);
+	a->stop = 1;
+	pthread_cond_signal(&a->told);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->thread, NULL);
+	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->told);
+	free(a->want);
+	free(a);
+	td->ahead = NULL;
+}
+
+/* Unmaps the shards the ahead thread deleted from the cache since the
+ * last read: this is the reading thread, between reads. */
+static void
+sweep_stale(const struct dt_token_data *td)
+{
+	if (td->ahead == NULL ||
+	    __atomic_exchange_n(&td->ahead->n_stale, 0, __ATOMIC_ACQ_REL) == 0)
+		return;
+	for (int64_t i = 0; i < td->n_shards; i++)
+		if (__atomic_load_n(&td->shards[i].stale, __ATOMIC_ACQUIRE))
+			unmap(&td->shards[i]);
+}
+
 void
 dt_tokens_shards_gather(const struct dt_token_data *td, const int64_t *idx,
 			int64_t count, int32_t *x, int32_t *y)
 {
 	const int64_t c = td->context;
 
+	sweep_stale(td);
 	for (int64_t k = 0; k < count; k++) {
 		struct dt_token_shard *s;
 		int64_t start;

@@ -771,8 +771,8 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	m->scratch_off = dt_xcalloc((size_t)m->n_nodes,
 				    sizeof *m->scratch_off);
 	if (max_batch > 0) {
-		m->params = dt_xalloc_floats(m->n_params);
-		m->grads = dt_xalloc_floats(m->n_params);
+		m->params = dt_xalloc_pages(m->n_params);
+		m->grads = dt_xalloc_pages(m->n_params);
 		fuse_activations(m);
 		layout_slot(m);
 		if (m->slot_floats > (SIZE_MAX / sizeof(float) -
@@ -829,7 +829,7 @@ dt_model_free(struct dt_model *m)
 		return;
 	/* the model's arrays, one heap block each */
 	void *own[] = {
-		m->params, m->grads, m->acts, m->dout_written, m->tensors,
+		m->acts, m->dout_written, m->tensors,
 		m->tensor_node, m->stage_of, m->present, m->recv, m->send,
 		m->slot_step, m->slot_first, m->out_off, m->dout_off,
 		m->scratch_off, m->seg_first, m->seg_last, m->transient,
@@ -837,6 +837,8 @@ dt_model_free(struct dt_model *m)
 	};
 
 	dt_free_each(own, sizeof own / sizeof *own);
+	dt_free_pages(m->params, m->n_params);
+	dt_free_pages(m->grads, m->n_params);
 	free(m);
 }
 
@@ -950,6 +952,8 @@ forward(struct dt_model *m, struct dt_pass *p, const float *x)
 	for (int i = m->first; i <= m->last; i++) {
 		struct dt_node *n = &m->nodes[i];
 
+		if (m->node_hook != NULL)
+			m->node_hook(m->node_ctx, i, false);
 		gather_inputs(m, n, x, in);
 		n->ops->forward(n, p, in);
 	}
@@ -989,6 +993,8 @@ node_backward(struct dt_model *m, struct dt_pass *p, int i, const float *x,
 	const float *in[DT_NODE_MAX_INPUTS];
 	float *din[DT_NODE_MAX_INPUTS];
 
+	if (m->node_hook != NULL)
+		m->node_hook(m->node_ctx, i, true);
 	gather_inputs(m, n, x, in);
 	for (int k = 0; k < n->n_inputs; k++) {
 		int src = n->inputs[k];
@@ -1015,6 +1021,8 @@ recompute_segment(struct dt_model *m, struct dt_pass *p, const float *x,
 
 		if (!m->transient[i])
 			continue;
+		if (m->node_hook != NULL)
+			m->node_hook(m->node_ctx, i, false);
 		gather_inputs(m, n, x, in);
 		n->ops->forward(n, p, in);
 	}
@@ -1331,6 +1339,15 @@ dt_model_tensor_info(const struct dt_model *m, int i,
 	info->node_index = m->tensor_node[i];
 	if (pt->tied)
 		info->tie_node = m->nodes[m->tensor_node[i]].tie_src->name;
+}
+
+void
+dt_model_set_node_hook(struct dt_model *m,
+		       void (*hook)(void *ctx, int node, bool backward),
+		       void *ctx)
+{
+	m->node_hook = hook;
+	m->node_ctx = ctx;
 }
 
 void

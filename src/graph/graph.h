@@ -428,6 +428,18 @@ void dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 void dt_model_set_backward_hook(struct dt_model *m,
 				void (*hook)(void *ctx, int node), void *ctx);
 
+/* Sets hook(ctx, i, backward) to be called on the calling thread just
+ * before node i reads its parameters: before its forward (backward
+ * false; a forward model.recompute runs again inside backward too) and
+ * before its backward over each micro-batch (true), in every pass of
+ * dt_model_stage_forward/_backward, dt_model_backward_breadth and the
+ * whole-model passes. For parallel.zero: 3, which gathers a node's
+ * parameters there (train/sync.h). The hook cannot fail the pass. NULL
+ * removes it; the model keeps the pointers. */
+void dt_model_set_node_hook(struct dt_model *m,
+			    void (*hook)(void *ctx, int node, bool backward),
+			    void *ctx);
+
 /* dt_model_tp_prepare_grads restricted to the tensors whose gradients lie
  * in floats [lo, hi) of the gradient arena (a tensor is inside or outside
  * as a whole: lo and hi fall on tensor boundaries), for a sum that starts

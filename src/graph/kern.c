@@ -48,6 +48,11 @@ dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 					0.0f : beta * c[i * ldc + j];
 		return;
 	}
+	if (dt_kern_bf16()) {
+		dt_kern_bf16_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda,
+				   b, ldb, beta, c, ldc);
+		return;
+	}
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 		    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,

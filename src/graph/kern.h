@@ -27,6 +27,35 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   float alpha, const float *a, int64_t lda, const float *b,
 		   int64_t ldb, float beta, float *c, int64_t ldc);
 
+/* train.precision: bf16 (kern_bf16.c). With on, every dt_kern_sgemm
+ * (and so the dense, convolution and attention projections' products,
+ * split over a pool as before, and the attention heads' products that
+ * dt_kern_sgemm_small hands on) rounds op(A) and op(B) to bfloat16,
+ * nearest even (util/bf16.h), and sums the products in float on oneDNN's
+ * matmul (its AVX512_BF16 or AMX kernel, picked by oneDNN from CPUID and
+ * kept off AMX where DTRAIN_CPU takes AMX away), one call on one thread;
+ * C, alpha and beta stay float. A row of C gets the same bits whichever
+ * thread computes it and whichever rows share its call, for a given n
+ * and k (measured on this build's kernels: tests/unit/
+ * test_graph_kern.c); set once before any product (not thread-safe).
+ * Each thread keeps a primitive per shape and bf16 copies of its
+ * operands, freed as the thread ends (the main thread's are left to the
+ * exit); an error of oneDNN's aborts (none is expected for valid
+ * shapes). dt_kern_bf16 says whether it is on.
+ * dt_kern_bf16_missing: NULL when the CPU (as DTRAIN_CPU leaves it) has
+ * AVX512_BF16 or AMX-BF16, else the name of what is missing, for the
+ * refusal of train.precision: bf16. dt_kern_bf16_sgemm: the bf16
+ * product itself, dt_kern_sgemm's contract but for alpha = 0, whatever
+ * the setting. Reference: Kalamkar et al., "A study of BFLOAT16 for deep
+ * learning training", arXiv:1905.12322, 2019. */
+void dt_kern_set_bf16(int on);
+int dt_kern_bf16(void);
+const char *dt_kern_bf16_missing(void);
+void dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
+			int64_t k, float alpha, const float *a, int64_t lda,
+			const float *b, int64_t ldb, float beta, float *c,
+			int64_t ldc);
+
 /* dt_kern_sgemm for the small products of one attention head (kern_small.c):
  * the same contract, computed by dtrain's own register-blocked kernel
  * without calling the BLAS when dt_kern_small_fits(n, k), by

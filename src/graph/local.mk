@@ -3,6 +3,7 @@
 libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/stage.c src/graph/stage.h src/graph/tensor.c \
 	src/graph/layer.h src/graph/registry.c src/graph/kern.h src/graph/kern.c \
+	src/graph/kern_bf16.c \
 	src/graph/kern_small.c src/graph/kern_paths.h src/graph/kern_paths.c \
 	src/graph/dense.c src/graph/activation.c src/graph/softmax_xent.c \
 	src/graph/mse.c src/graph/l1_huber.c \

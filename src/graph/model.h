@@ -76,6 +76,10 @@ struct dt_model {
 	 * pass; NULL: none. ctx is not owned. */
 	void (*bwd_hook)(void *ctx, int node);
 	void *bwd_ctx;
+	/* dt_model_set_node_hook: called before each node's forward
+	 * (recomputed ones too) and backward; NULL: none. */
+	void (*node_hook)(void *ctx, int node, bool backward);
+	void *node_ctx;
 };
 
 /* tied.c: points dense node `node` (made from job layer `layer`; last[j]

@@ -184,6 +184,14 @@ enum dt_hierarchical {
 	DT_HIERARCHICAL_OFF,
 };
 
+/* train.precision: the element type of the products' inputs
+ * (graph/kern.h, dt_kern_set_bf16); weights, gradients, the optimizer
+ * and every sum stay float. */
+enum dt_precision {
+	DT_PRECISION_F32 = 0,
+	DT_PRECISION_BF16,
+};
+
 /* parallel.grad_wire: the gradient's element type on the wire. */
 enum dt_grad_wire {
 	DT_GRAD_WIRE_F32 = 0,
@@ -321,6 +329,8 @@ struct dt_job {
 		int64_t max_bytes;	/* largest download (default 4 GiB) */
 		int64_t cache_max_bytes; /* URL shards kept on disk at once;
 					  * 0 = no bound (default 0) */
+		int64_t prefetch_shards; /* URL shards a rank downloads ahead
+					  * of its reads (default 1) */
 	} data;
 
 	struct {
@@ -356,6 +366,7 @@ struct dt_job {
 		enum dt_on_nonfinite on_nonfinite;	/* default abort */
 		enum dt_on_divergence on_divergence;	/* default abort */
 		enum dt_decay_set decay;	/* default weights */
+		enum dt_precision precision;	/* default f32 */
 		struct {
 			enum dt_schedule_kind kind;	/* default constant */
 			int64_t warmup_steps;	/* linear from lr/warmup */

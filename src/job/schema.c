@@ -58,6 +58,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
 	       sizeof(enum dt_hierarchical) == sizeof(int) &&
 	       sizeof(enum dt_grad_wire) == sizeof(int) &&
+	       sizeof(enum dt_precision) == sizeof(int) &&
 	       sizeof(enum dt_accum_schedule) == sizeof(int) &&
 	       sizeof(enum dt_init_rule) == sizeof(int),
 	       "enum keys are stored through int");
@@ -106,6 +107,7 @@ static const char *const sync_names[] = {
 static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const hier_names[] = { "auto", "on", "off", NULL };
 static const char *const wire_names[] = { "f32", "bf16", NULL };
+static const char *const precision_names[] = { "f32", "bf16", NULL };
 static const char *const accum_names[] = {
 	"auto", "depth_first", "breadth_first", NULL
 };
@@ -211,6 +213,10 @@ const struct dt_key dt_job_schema[] = {
 	  .flags = DT_KEYF_MIN | DT_KEYF_MAX,
 	  .min = 0, .max = DT_JOB_BYTES_MAX,
 	  .doc = "bytes of URL shards the cache holds at once (0: no bound)" },
+	{ .key = "data.prefetch_shards", .type = DT_KEY_INT,
+	  .off = OFF(data.prefetch_shards), .def = "1",
+	  IN(0, DT_JOB_PREFETCH_MAX),
+	  .doc = "URL shards a rank downloads ahead of its reads" },
 
 	{ .key = "model", .type = DT_KEY_SECTION, .doc = "the network" },
 	{ .key = "model.input_shape", .type = DT_KEY_SHAPE,
@@ -276,6 +282,11 @@ const struct dt_key dt_job_schema[] = {
 	  .def = "weights", .names = decay_names,
 	  .doc = "which tensors weight_decay applies to: weights (rank >= 2) "
 		 "or all" },
+	{ .key = "train.precision", .type = DT_KEY_ENUM,
+	  .off = OFF(train.precision), .def = "f32",
+	  .names = precision_names,
+	  .doc = "the products' inputs: f32, or bf16 (rounded to bfloat16, "
+		 "float sums; needs AVX512_BF16 or AMX)" },
 	{ .key = "train.beta1", .type = DT_KEY_FLOAT, .off = OFF(train.beta1),
 	  .def = "0.9", UNIT_OPEN,
 	  .doc = "adam, adamw: decay of the first moment" },
@@ -387,9 +398,9 @@ const struct dt_key dt_job_schema[] = {
 	  ALLREDUCE,
 	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
 	{ .key = "parallel.zero", .type = DT_KEY_INT,
-	  .off = OFF(parallel.zero), .def = "0", IN(0, 2), ALLREDUCE,
+	  .off = OFF(parallel.zero), .def = "0", IN(0, 3), ALLREDUCE,
 	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "
-		 "gradients" },
+		 "gradients, 3 also parameters" },
 	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.accum_schedule), .def = "auto",
 	  .names = accum_names,

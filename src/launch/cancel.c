@@ -7,7 +7,11 @@
  * ending a job, sends each rank SIGCONT, waits odls_base_sigkill_timeout
  * seconds (1 by default), sends SIGTERM, waits as long again, then sends
  * SIGKILL. The ranks need DT_STOP_GRACE_S (train/signals.h) to finish
- * their step and checkpoint, so the timeout must be at least half that. */
+ * their step and checkpoint, so the timeout must be at least half that.
+ * mpirun's own exit status after that signal is 1 whatever the ranks do
+ * (clean_abort in orte/mca/ess/hnp/ess_hnp_module.c sets it first, and
+ * ORTE_UPDATE_EXIT_STATUS keeps a status already set): only run -n, which
+ * reads the ranks' notes, turns a cancel into exit 3. */
 #ifndef _XOPEN_SOURCE
 #define _XOPEN_SOURCE 700	/* nftw and its FTW_* flags */
 #endif

@@ -10,8 +10,10 @@
 
 #include "data/data.h"
 #include "graph/graph.h"
+#include "graph/kern.h"
 #include "plan/sync_plan.h"
 #include "util/alloc.h"
+#include "util/cpu_features.h"
 
 static const struct dt_plan_data unknown_data = { -1, 0, -1, 0 };
 
@@ -31,6 +33,23 @@ auto_fallback(const struct dt_job *job, struct dt_plan *plan,
 	    plan->accum_schedule == DT_ACCUM_BREADTH_FIRST &&
 	    extra > DT_PLAN_BREADTH_AUTO_BYTES)
 		plan->accum_schedule = DT_ACCUM_DEPTH_FIRST;
+}
+
+/* train.precision: bf16 needs a CPU with bf16 products, checked before
+ * anything runs (run and plan alike). */
+static enum dt_status
+precision_check(const struct dt_job *job, struct dt_error *err)
+{
+	const char *missing = dt_kern_bf16_missing();
+	char where[512];
+
+	if (job->train.precision != DT_PRECISION_BF16 || missing == NULL)
+		return DT_OK;
+	dt_job_where(job, "train.precision", where, sizeof where);
+	return dt_errorf(err, DT_ERR_PLAN, "%sbf16 needs %s, which this CPU "
+			 "lacks (or DTRAIN_CPU=%s takes away); set "
+			 "train.precision: f32", where, missing,
+			 dt_cpu_kind_name(dt_cpu_kind()));
 }
 
 /* The stage layout of the whole model and what follows from it: each
@@ -82,6 +101,8 @@ dt_plan_build(const struct dt_job *job, int world_size,
 	st = dt_plan_accum_schedule(job, plan, &plan->accum_schedule, err);
 	if (st == DT_OK)
 		st = dt_plan_sync_check(job, plan, err);
+	if (st == DT_OK)
+		st = precision_check(job, err);
 	if (st != DT_OK) {
 		dt_plan_fini(plan);
 		return st;

@@ -89,6 +89,13 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
 	int64_t opt = y->optim_buffers * y->own_max * 4;
+	/* zero 3 keeps its own part of the trained parameters and two nodes
+	 * gathered, the one in use and the one prefetched (the buffers
+	 * whole); the gradient arena is written whole
+	 * by backward before its reduce-scatter (sync_zero3.c). */
+	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
+			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
+			   n_params;
 	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
 	 * chunk from its neighbour into a buffer of doubles kept from step
 	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
@@ -97,7 +104,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 			  (y->trained / y->sum_ranks + 1) * 8 : 0;
 	struct json_object *mem = json_object_new_object();
 
-	ADD(mem, "params", json_object_new_int64(n_params * 4));
+	ADD(mem, "params", json_object_new_int64(resident * 4));
 	ADD(mem, "grads", json_object_new_int64(n_params * 4));
 	ADD(mem, "optimizer_state", json_object_new_int64(opt));
 	ADD(mem, "grad_accumulator",
@@ -107,7 +114,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = n_params * 4 * 2 + opt + y->accumulator_bytes +
+	sp->total = (resident + n_params) * 4 + opt + y->accumulator_bytes +
 		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
@@ -241,6 +248,7 @@ describe_sync(const struct dt_sync_plan *y)
 	ADD(x, "zero", json_object_new_int(y->zero));
 	ADD(x, "shards", json_object_new_int(y->shards));
 	ADD(x, "optimizer_params_max", json_object_new_int64(y->own_max));
+	ADD(x, "gathered_params_max", json_object_new_int64(y->gather_max));
 	ADD(x, "accumulator_bytes",
 	    json_object_new_int64(y->accumulator_bytes));
 	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
@@ -655,6 +663,7 @@ static void
 print_sync(FILE *out, const char *head, struct json_object *sync)
 {
 	int64_t n = get_i(sync, "sum_ranks", NULL);
+	char how[160] = "";
 
 	if (sync == NULL)
 		return;
@@ -663,14 +672,20 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 	if (n > 0)
 		fprintf(out, " over %lld rank%s", (long long)n,
 			n == 1 ? "" : "s");
+	if (get_i(sync, "zero", NULL) >= 3)
+		snprintf(how, sizeof how, " node by node before each forward "
+			 "and backward, the next one prefetched (two nodes, "
+			 "at most %lld floats; the unowned rest given back)",
+			 (long long)get_i(sync, "gathered_params_max", NULL));
 	if (get_i(sync, "zero", NULL) > 0)
 		fprintf(out, "; zero %lld: each rank's optimizer updates its "
 			"1/%lld of the trained floats (at most %lld), then "
-			"the parameters are all-gathered; on the first "
+			"the parameters are all-gathered%s; on the first "
 			"rank",
 			(long long)get_i(sync, "zero", NULL),
 			(long long)get_i(sync, "shards", NULL),
-			(long long)get_i(sync, "optimizer_params_max", NULL));
+			(long long)get_i(sync, "optimizer_params_max", NULL),
+			how);
 	fprintf(out, "%s the optimizer (%lld buffer%s a value) updates "
 		"trained floats %lld-%lld\n",
 		get_i(sync, "zero", NULL) > 0 ? "" : ";",

@@ -102,16 +102,16 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 		other = "parallel.sync";
 		why = "the parameter servers keep the optimizer state";
 		fix = "parallel.sync: allreduce";
-	} else if (zero_level(job, plan) == 2 &&
+	} else if (zero_level(job, plan) >= 2 &&
 		   dt_plan_sync_overlap(job, plan)) {
 		other = "parallel.overlap";
-		why = "level 2 reduce-scatters the whole gradient at once "
-		      "after the last backward, so nothing overlaps it";
+		why = "levels 2 and 3 reduce-scatter the whole gradient at "
+		      "once after the last backward, so nothing overlaps it";
 		fix = "parallel.overlap: false, or parallel.zero: 1";
-	} else if (zero_level(job, plan) == 2 &&
+	} else if (zero_level(job, plan) >= 2 &&
 		   job->parallel.grad_wire == DT_GRAD_WIRE_BF16) {
 		other = "parallel.grad_wire";
-		why = "level 2 has no bf16 reduce-scatter";
+		why = "levels 2 and 3 have no bf16 reduce-scatter";
 		fix = "parallel.grad_wire: f32, or parallel.zero: 1";
 	}
 	if (other == NULL)
@@ -120,6 +120,42 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 	return dt_errorf(err, DT_ERR_PLAN, "%s%lld does not combine with %s "
 			 "(%s); set %s", where, (long long)job->parallel.zero,
 			 other, why, fix);
+}
+
+/* The trained floats of the two largest nodes among the stage's trained
+ * floats [lo, hi) of the whole model (plan->shapes): what zero 3 holds
+ * gathered at most, the node in use and the one prefetched. */
+static int64_t
+largest_nodes(const struct dt_plan *plan, size_t lo, size_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t best[2] = { 0, 0 }, run = 0;
+	int node = -1;
+
+	if (m == NULL)
+		return 0;
+	for (int t = 0; t <= dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti = { .node_index = -2 };
+
+		if (t < dt_model_n_tensors(m)) {
+			dt_model_tensor_info(m, t, &ti);
+			if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
+				continue;
+		}
+		if (ti.node_index != node) {
+			/* node's run is complete */
+			if (run > best[0]) {
+				best[1] = best[0];
+				best[0] = run;
+			} else if (run > best[1]) {
+				best[1] = run;
+			}
+			run = 0;
+		}
+		node = ti.node_index;
+		run += t < dt_model_n_tensors(m) ? ti.size : 0;
+	}
+	return best[0] + best[1];
 }
 
 void
@@ -151,6 +187,9 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	dt_plan_sync_own(out, 0, &out->own_lo, &out->own_hi);
 	out->own_max = (out->trained + out->shards - 1) / out->shards;
 	out->optim_buffers = dt_plan_optim_buffers(job);
+	out->gather_max = out->zero >= 3 ?
+			  largest_nodes(plan, si->trained_lo, si->trained_hi) :
+			  0;
 	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
 	/* The count the trainer measures (summary.json's bytes_per_step):
 	 * keep it computed exactly this way. */

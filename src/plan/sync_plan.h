@@ -36,7 +36,9 @@ struct dt_sync_plan {
 					 * stages, stages-exact) */
 	int zero;			/* parallel.zero where summed, else 0:
 					 * 1 the optimizer state sharded, 2
-					 * the gradient's sum too */
+					 * the gradient's sum too, 3 the
+					 * parameters too (resident: own part
+					 * and one node gathered) */
 	int shards;			/* parts the trained floats are cut
 					 * into (dt_comm_part): sum_ranks at
 					 * zero, else 1 */
@@ -67,6 +69,12 @@ struct dt_sync_plan {
 					 * shards) */
 	int optim_buffers;		/* optimizer buffers, each own_max
 					 * floats at most */
+	int64_t gather_max;		/* zero 3: the trained floats of the
+					 * stage's two largest nodes: a node
+					 * is gathered whole before its
+					 * forward and its backward, and the
+					 * next one's gather is in flight
+					 * meanwhile; else 0 */
 	int64_t accumulator_bytes;	/* exact: the double accumulator,
 					 * (trained) doubles; else 0 */
 	int64_t bytes_per_step;		/* gradient bytes the rank hands to

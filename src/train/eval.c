@@ -66,6 +66,11 @@ dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 	enum dt_status st = DT_OK;
 	int stop = 0;
 
+	/* parallel.zero: 3 keeps parts of the parameters: whole for the
+	 * passes below, whose counts differ from rank to rank. */
+	st = dt_grad_sync_params_whole(r->sync, err);
+	if (st != DT_OK)
+		return st;
 	/* Rank 0's share stands for all: "eval 3200/10000". */
 	dt_progress_task_begin(&r->progress, "eval", n, 0);
 	for (int64_t k = 0; k < pieces && st == DT_OK && !stop; k++) {

@@ -23,6 +23,7 @@
 
 #include "train/state.h"
 #include "util/alloc.h"
+#include "util/trace.h"
 
 enum { TAG_ACT = 11, TAG_GRAD = 12 };
 
@@ -271,6 +272,17 @@ load_micro(struct dt_run *r, int slot, int64_t k, double *data_wait)
 						      p->micro_batch, k);
 	double t = dt_now();
 
+	if (k == 0) {
+		struct dt_source_walk w = {
+			.global_batch = p->global_batch,
+			.micro_batch = p->micro_batch,
+			.grad_accum_steps = p->grad_accum_steps,
+			.dp_rank = l->grid.dp, .dp_size = p->dp_size,
+		};
+
+		dt_source_ahead(&r->train, r->perm, at->epoch_off,
+				p->total_steps - at->step, &w);
+	}
 	dt_source_gather(&r->train, r->perm + off, p->micro_batch,
 			 l->slot_x[slot], l->slot_y[slot]);
 	*data_wait += dt_now() - t;
@@ -308,6 +320,7 @@ run_forward(struct dt_run *r, const struct dt_pipe_op *op, double *loss_sum,
 	st = move_live(r, 1, 0, 1, slot, mb, err);
 out:
 	*forward_s += dt_now() - t0 - (*data_wait - w0);
+	dt_trace_event("forward", t0, dt_now(), "micro", (long)op->micro);
 	return st;
 }
 
@@ -412,6 +425,19 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	return move_live(r, 0, 1, 1, slot, mb, err);
 }
 
+/* dt_model_set_node_hook's callback: node is about to read its
+ * parameters (parallel.zero: 3 gathers them, sync_zero3.c). */
+static void
+node_params(void *ctx, int node, bool backward)
+{
+	struct dt_grad_sync *sync = ctx;
+
+	if (backward)
+		dt_grad_sync_node_backward_begin(sync, node);
+	else
+		dt_grad_sync_node_forward_begin(sync, node);
+}
+
 enum dt_status
 dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	     double *data_wait, double *forward_s, struct dt_error *err)
@@ -429,6 +455,7 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	*loss_sum = 0;
 	dt_model_zero_grads(r->model);
 	dt_grad_sync_step_begin(r->sync);
+	dt_model_set_node_hook(r->model, node_params, r->sync);
 	for (int64_t i = 0; i < l->n_ops && st == DT_OK; i++) {
 		const struct dt_pipe_op *op = &l->ops[i];
 
@@ -444,6 +471,7 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 					  overlap && op->micro == last_micro ?
 					  &feed : NULL, err);
 	}
+	dt_model_set_node_hook(r->model, NULL, NULL);
 	if (st == DT_OK)
 		st = dt_comm_wait_all(l->pipe_comm, err);
 	for (int s = 0; s < l->n_slots; s++)

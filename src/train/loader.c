@@ -24,6 +24,7 @@ struct dt_loader {
 	double wait_s;
 	/* Producer state. */
 	int64_t *perm, perm_epoch, epoch, off, k;	/* perm: (src->n) */
+	int64_t step;
 };
 
 static void
@@ -40,6 +41,17 @@ produce(struct dt_loader *l, struct dt_batch *b)
 		dt_shuffle(c->seed, l->epoch, c->src->n, l->perm);
 		l->perm_epoch = l->epoch;
 	}
+	if (l->k == 0) {
+		struct dt_source_walk w = {
+			.global_batch = c->global_batch,
+			.micro_batch = c->micro_batch,
+			.grad_accum_steps = c->grad_accum_steps,
+			.dp_rank = c->dp_rank, .dp_size = c->dp_size,
+		};
+
+		dt_source_ahead(c->src, l->perm, l->off,
+				c->total_steps - l->step, &w);
+	}
 	start = l->off + dt_shard_offset(0, c->global_batch, c->dp_rank,
 					 c->dp_size, c->micro_batch, l->k);
 	dt_source_gather(c->src, l->perm + start, c->micro_batch, b->x, b->y);
@@ -48,6 +60,7 @@ produce(struct dt_loader *l, struct dt_batch *b)
 	if (++l->k == c->grad_accum_steps) {
 		l->k = 0;
 		l->off += c->global_batch;
+		l->step++;
 	}
 }
 
@@ -58,7 +71,11 @@ run(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
-		while (!l->stop && l->head - l->tail == l->n_slots)
+		/* Nothing past the run's last step: its windows would be
+		 * read (URL shards downloaded) for no step. */
+		while (!l->stop && (l->head - l->tail == l->n_slots ||
+				    (l->cfg.total_steps > 0 &&
+				     l->step >= l->cfg.total_steps)))
 			pthread_cond_wait(&l->emptied, &l->mu);
 		if (l->stop)
 			break;
@@ -93,6 +110,7 @@ dt_loader_new(const struct dt_loader_cfg *cfg)
 	l->perm_epoch = -1;
 	l->epoch = cfg->epoch;
 	l->off = cfg->epoch_off;
+	l->step = cfg->step;
 	pthread_mutex_init(&l->mu, NULL);
 	pthread_cond_init(&l->filled, NULL);
 	pthread_cond_init(&l->emptied, NULL);

@@ -25,6 +25,9 @@ struct dt_loader_cfg {
 	int dp_rank, dp_size;
 	int64_t epoch, epoch_off;	/* where the loop starts */
 	int64_t depth;			/* optimizer steps prepared ahead, >= 1 */
+	int64_t step, total_steps;	/* steps done where the loop starts,
+					 * and in the whole run: URL shards
+					 * are fetched ahead up to the last */
 };
 
 /* One prepared micro-batch: x (micro_batch, x_size), y (micro_batch,

@@ -14,7 +14,7 @@ libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/exec.h src/train/exec.c \
 	src/train/step_report.h \
 	src/train/sync.h src/train/sync_priv.h src/train/sync.c \
-	src/train/sync_ps.c src/train/sync_zero.c \
+	src/train/sync_ps.c src/train/sync_zero.c src/train/sync_zero3.c \
 	src/train/tie_sum.h src/train/tie_sum.c \
 	src/train/eval.h src/train/eval.c \
 	src/train/metrics.h src/train/metrics.c \

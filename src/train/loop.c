@@ -23,6 +23,7 @@
 #include "train/metrics.h"
 #include "train/signals.h"
 #include "util/alloc.h"
+#include "util/trace.h"
 
 /* The loop's clocks and sums between log lines. */
 struct cadence {
@@ -218,6 +219,10 @@ run_step(struct dt_run *r, struct cadence *c, struct dt_error *err)
 		update(r, norm2, c->lr);
 	}
 	t[3] = dt_now();
+	dt_trace_event("step", t[0], t[3], "step", (long)r->position.step);
+	dt_trace_event("compute", t[0], t[1], NULL, 0);
+	dt_trace_event("sync", t[1], t[2], NULL, 0);
+	dt_trace_event("optimizer", t[2], t[3], NULL, 0);
 	c->win.compute_s += t[1] - t[0] - wait - begin;
 	c->win.data_wait_s += wait;
 	c->win.comm_wait_s += t[2] - t[1] + begin;
@@ -422,7 +427,8 @@ between_steps(struct dt_run *r, struct cadence *c, int *last,
 			 "%s%s", (long long)step, nbuf, r->dir);
 }
 
-/* The loader thread, unless data.prefetch is 0 (the executor gathers). */
+/* The loader thread, unless data.prefetch is 0 (the executor gathers),
+ * and the one that downloads URL shards ahead (data.prefetch_shards). */
 static void
 start_loader(struct dt_run *r)
 {
@@ -437,8 +443,18 @@ start_loader(struct dt_run *r)
 		.epoch = r->position.epoch,
 		.epoch_off = r->position.epoch_off,
 		.depth = r->job->data.prefetch,
+		.step = r->position.step,
+		.total_steps = r->plan.total_steps,
 	};
 
+	if (dt_tokens_ahead_start(&r->train.td, r->job->data.prefetch_shards,
+				  dt_comm_rank(r->comm)) != 0)
+		fprintf(stderr, "dtrain: rank %d: cannot start the thread "
+			"that fetches shards ahead; each is fetched when "
+			"it is read\n", dt_comm_rank(r->comm));
+	/* Held-out shards are fetched when read; a failure names the rank. */
+	if (r->have_eval)
+		dt_tokens_ahead_start(&r->eval.td, 0, dt_comm_rank(r->comm));
 	if (r->job->data.prefetch > 0)
 		r->loader = dt_loader_new(&lc);
 }
@@ -483,6 +499,7 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 	r->rank_times = dt_xcalloc((size_t)r->n_workers * DT_RANK_TIMES,
 				   sizeof *r->rank_times);
 	start_loader(r);
+	dt_trace_start(r->rank);
 	for (;;) {
 		turn_epoch(r);
 		if (is_done(r))
@@ -492,11 +509,14 @@ dt_loop_run(struct dt_run *r, struct dt_train_result *res,
 			dt_run_set_aside(r, err);
 		if (st == DT_OK)
 			st = between_steps(r, &c, &last, res, err);
-		if (st != DT_OK)
+		if (st != DT_OK) {
+			dt_trace_finish(r->dir);
 			return st;
+		}
 		if (last)
 			break;
 	}
+	dt_trace_finish(r->dir);
 	res->steps = r->position.step;
 	res->samples = r->position.samples;
 	res->session_steps = r->position.step - c.first_step;

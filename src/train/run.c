@@ -28,6 +28,7 @@
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/state.h"
+#include "graph/kern.h"
 #include "graph/kern_paths.h"
 #include "util/alloc.h"
 #include "util/cpus.h"
@@ -271,11 +272,14 @@ test_signal_setup(struct dt_run *r)
 		r->test_signal_step = strtol(v, NULL, 10);
 }
 
-/* Parameters of the whole model (a stage model holds its stage's). */
+/* Parameters of the whole model (a stage model holds its stage's), as
+ * `dtrain plan` counts them: a tied copy (`tie:`) is the embedding's
+ * table again, not a parameter of its own. */
 static size_t
 whole_params(const struct dt_run *r)
 {
-	return dt_model_n_params(r->plan.shapes);
+	return dt_model_n_params(r->plan.shapes) -
+	       (size_t)dt_model_n_tied(r->plan.shapes);
 }
 
 /* How the gradient sums overlap backward: buckets, the accumulation
@@ -594,6 +598,7 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 			   &r->plan, err);
 	if (st != DT_OK)
 		return st;
+	dt_kern_set_bf16(r->job->train.precision == DT_PRECISION_BF16);
 	/* Before the first arena: each rank measures its node (they agree,
 	 * since the figure moves between their reads). */
 	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);

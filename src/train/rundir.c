@@ -81,6 +81,33 @@ dt_rundir_prepare(const char *dir, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Removes dir/tb (log.tensorboard) with the event files in it, which
+ * this run made: rmdir alone leaves a folder that holds anything else. */
+static void
+unmake_tb(const char *dir)
+{
+	static const char prefix[] = "events.out.tfevents.";
+	char path[DT_JOB_PATH_MAX + 300];
+	struct dirent *e;
+	DIR *d;
+
+	if (snprintf(path, sizeof path, "%s/tb", dir) >= (int)sizeof path)
+		return;
+	d = opendir(path);
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char file[sizeof path];
+
+		if (strncmp(e->d_name, prefix, sizeof prefix - 1) == 0 &&
+		    snprintf(file, sizeof file, "%s/%s", path, e->d_name) <
+		    (int)sizeof file)
+			(void)unlink(file);
+	}
+	closedir(d);
+	(void)rmdir(path);
+}
+
 void
 dt_rundir_unmake(const char *dir)
 {
@@ -97,6 +124,7 @@ dt_rundir_unmake(const char *dir)
 	if (snprintf(path, sizeof path, "%s/checkpoints", dir) <
 	    (int)sizeof path)
 		(void)rmdir(path);
+	unmake_tb(dir);
 	(void)rmdir(dir);
 }
 

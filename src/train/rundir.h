@@ -24,8 +24,9 @@ enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 
 /* Undoes a run refused before its first step in a directory it made:
  * removes dir/job.yaml, dir/run-id, dir/checkpoints/owner, dir/plan.json,
- * dir/metrics.jsonl (empty before the first step) and dir/lock,
- * then dir/checkpoints and dir itself if nothing else is in them (rmdir;
+ * dir/metrics.jsonl (empty before the first step), dir/lock and the
+ * event files in dir/tb (log.tensorboard), then dir/checkpoints, dir/tb
+ * and dir itself if nothing else is in them (rmdir;
  * a directory holding anything else stays). Best effort: errors are
  * ignored, as the run is failing with an error of its own. */
 void dt_rundir_unmake(const char *dir);

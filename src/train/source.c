@@ -386,6 +386,33 @@ dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 	}
 }
 
+void
+dt_source_ahead(const struct dt_batch_source *s, const int64_t *perm,
+		int64_t off, int64_t steps, const struct dt_source_walk *w)
+{
+	int64_t idx[512], n = 0, n_now = 0;
+
+	if (!s->tokens || s->td.ahead == NULL)
+		return;
+	/* 512 windows name the next shards for any depth worth having. */
+	for (int64_t j = 0; j < steps && off + w->global_batch <= s->n &&
+	     n < 512; j++, off += w->global_batch) {
+		for (int64_t k = 0; k < w->grad_accum_steps; k++) {
+			int64_t at = off + dt_shard_offset(0, w->global_batch,
+							   w->dp_rank,
+							   w->dp_size,
+							   w->micro_batch, k);
+
+			for (int64_t m = 0; m < w->micro_batch && n < 512;
+			     m++)
+				idx[n++] = s->first + perm[at + m];
+		}
+		if (j == 0)
+			n_now = n;
+	}
+	dt_tokens_ahead(&s->td, idx, n_now, n);
+}
+
 int64_t
 dt_source_bytes(const struct dt_batch_source *s)
 {

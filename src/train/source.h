@@ -68,6 +68,23 @@ enum dt_status dt_source_vocab(const struct dt_job *job, struct dt_vocab *v,
 void dt_source_gather(const struct dt_batch_source *s, const int64_t *idx,
 		      int64_t count, float *x, int32_t *y);
 
+/* A rank's share of each global batch, for dt_source_ahead. */
+struct dt_source_walk {
+	int64_t global_batch, micro_batch, grad_accum_steps;
+	int dp_rank, dp_size;
+};
+
+/* Tells a source of URL shards (a no-op for any other) which windows this
+ * rank reads now and next, so that their shards are kept in the cache or
+ * downloaded ahead (dt_tokens_ahead): its share of the global batches at
+ * epoch offsets off (the step under way), off + global_batch, ... of the
+ * epoch ordered by perm (s->n), at most `steps` of them, the one under
+ * way included, and none past the epoch's last whole batch (the next
+ * epoch's first shards are fetched as they are read). */
+void dt_source_ahead(const struct dt_batch_source *s, const int64_t *perm,
+		     int64_t off, int64_t steps,
+		     const struct dt_source_walk *w);
+
 /* Bytes the split's samples take in memory (inputs as stored, labels),
  * as dtrain plan counts them from the files' headers; 0 for an empty
  * split. */

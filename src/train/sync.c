@@ -45,6 +45,7 @@
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 #include "util/bf16.h"
+#include "util/trace.h"
 
 _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_ON == DT_HIERARCHICAL_ON &&
@@ -306,6 +307,7 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 	float *g = dt_model_grads(s->cfg.model) + k->lo;	/* (n) */
 	size_t n = k->hi - k->lo;	/* the bucket's floats */
 	uint64_t b0 = dt_comm_bytes_sent(c);
+	double t0 = dt_trace_enabled ? dt_trace_clock() : 0;
 	enum dt_status st;
 
 	if (s->wire == DT_GRAD_WIRE_BF16) {
@@ -333,6 +335,8 @@ bucket_sum(struct dt_grad_sync *s, int b, struct dt_error *err)
 				  dt_comm_allreduce_sum_f32(c, g, n, err);
 	}
 	s->bytes += dt_comm_bytes_sent(c) - b0;
+	/* Its start under overlap, the whole sum without. */
+	dt_trace_event("allreduce", t0, dt_trace_clock(), "bucket", b);
 	if (st != DT_OK)
 		return st;
 	if (s->overlap)
@@ -484,21 +488,24 @@ exact_init(struct dt_grad_sync *s, struct dt_error *err)
 
 static const struct dt_grad_sync_ops allreduce_ops = {
 	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
-	whole_finish, whole_norm2, dt_sync_optim_apply, NULL, NULL,
+	whole_finish, whole_norm2, dt_sync_optim_apply, NULL, NULL, NULL, NULL,
+	NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
 	"exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, whole_finish, whole_norm2,
-	dt_sync_optim_apply, exact_breadth_begin, exact_node_done,
+	dt_sync_optim_apply, exact_breadth_begin, exact_node_done, NULL, NULL,
+	NULL,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
 	"stages", collective_init, no_op, no_op, no_op, float_begin,
-	stage_finish, shared_norm2, dt_sync_optim_apply, NULL, NULL,
+	stage_finish, shared_norm2, dt_sync_optim_apply, NULL, NULL, NULL,
+	NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
 	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
-	dt_sync_optim_apply, NULL, NULL,
+	dt_sync_optim_apply, NULL, NULL, NULL, NULL, NULL,
 };
 
 /* The implementations, by the plan's choice (plan/sync_plan.h). */
@@ -587,7 +594,8 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	*out = s;
 	setup_buckets(s);
 	setup_optim(s);
-	s->ops = impls[s->plan->impl];
+	s->ops = s->plan->zero >= 3 ? &dt_sync_zero3_ops :
+		 impls[s->plan->impl];
 	if (s->ops == &dt_sync_ps_ops && dt_model_n_ties(cfg->model) > 0)
 		return dt_errorf(err, DT_ERR_JOB, "%s: parallel.sync: "
 				 "parameter_server cannot keep tied weights "
@@ -766,6 +774,28 @@ dt_grad_sync_node_done(struct dt_grad_sync *s, int node)
 {
 	if (s->ops->node_done != NULL)
 		s->ops->node_done(s, node);
+}
+
+void
+dt_grad_sync_node_forward_begin(struct dt_grad_sync *s, int node)
+{
+	if (s->ops->node_forward_begin != NULL)
+		s->ops->node_forward_begin(s, node);
+}
+
+void
+dt_grad_sync_node_backward_begin(struct dt_grad_sync *s, int node)
+{
+	if (s->ops->node_backward_begin != NULL)
+		s->ops->node_backward_begin(s, node);
+}
+
+enum dt_status
+dt_grad_sync_params_whole(struct dt_grad_sync *s, struct dt_error *err)
+{
+	if (s->ops->params_whole == NULL)
+		return DT_OK;
+	return s->ops->params_whole(s, err);
 }
 
 enum dt_status

@@ -288,6 +288,25 @@ void dt_grad_sync_backward_end(struct dt_grad_sync *s);
 void dt_grad_sync_breadth_begin(struct dt_grad_sync *s);
 void dt_grad_sync_node_done(struct dt_grad_sync *s, int node);
 
+/* Before node's forward (a recomputed forward too) and before each of
+ * its backwards within a step (the model's node hook, graph.h): at
+ * parallel.zero: 3 the node's parameters are gathered from their owners
+ * into their places in the arena, and the last node's given back
+ * (collective over the summing ranks, which run the same nodes in the
+ * same order); nothing for the others. A failure of the gather ends the
+ * job (dt_comm_abort), as the hook cannot fail the pass. node is a
+ * dt_model_layer_info index. */
+void dt_grad_sync_node_forward_begin(struct dt_grad_sync *s, int node);
+void dt_grad_sync_node_backward_begin(struct dt_grad_sync *s, int node);
+
+/* Collective over the summing ranks: every trained parameter whole on
+ * this rank until the next step begins, for passes outside the step
+ * (evaluation) that read them without the node hook; a no-op but at
+ * parallel.zero: 3, which all-gathers them (transient: the next step
+ * hands the unowned pages back). Errors: DT_ERR_MPI. */
+enum dt_status dt_grad_sync_params_whole(struct dt_grad_sync *s,
+					 struct dt_error *err);
+
 /* The number of buckets begin takes (>= 1), numbered in the order their
  * gradients become final in backward. */
 int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);

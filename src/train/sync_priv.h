@@ -31,6 +31,14 @@ struct dt_grad_sync_ops {
 	/* The breadth-first schedule's calls; NULL: nothing to do. */
 	void (*breadth_begin)(struct dt_grad_sync *s);
 	void (*node_done)(struct dt_grad_sync *s, int node);
+	/* Before node's forward and before its backward (the model's node
+	 * hook, graph.h, inside a training step); NULL: nothing to do. */
+	void (*node_forward_begin)(struct dt_grad_sync *s, int node);
+	void (*node_backward_begin)(struct dt_grad_sync *s, int node);
+	/* Every parameter whole on the rank, until the next step begins
+	 * (dt_grad_sync_params_whole); NULL: they always are. */
+	enum dt_status (*params_whole)(struct dt_grad_sync *s,
+				       struct dt_error *err);
 };
 
 /* What an implementation whose optimizer state lives elsewhere, or
@@ -65,6 +73,7 @@ struct dt_grad_sync {
 					 * updates (dt_plan_sync_own of its
 					 * rank among the summing ranks) */
 	struct dt_sync_zero *zero;	/* sync_zero.c's, else NULL */
+	struct dt_sync_zero3 *zero3;	/* sync_zero3.c's, else NULL */
 	int report_norms;		/* the tensors' squared norms travel
 					 * in the step report (n_norms) */
 	struct dt_optim *optim;		/* over trained floats [plan->own_lo,
@@ -133,5 +142,9 @@ extern const struct dt_grad_sync_ops dt_sync_ps_ops;
 /* Sharded optimizer state and gradient sums, parallel.zero (sync_zero.c);
  * its init is collective over s->cfg.sum_comm. */
 extern const struct dt_grad_sync_ops dt_sync_zero_ops;
+
+/* parallel.zero: 3, the parameters sharded too (sync_zero3.c): level 2's
+ * sums and state around node-by-node gathers of the parameters. */
+extern const struct dt_grad_sync_ops dt_sync_zero3_ops;
 
 #endif

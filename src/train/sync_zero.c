@@ -142,7 +142,9 @@ zero_apply(struct dt_grad_sync *s, float lr)
 {
 	drop_whole(s->zero);
 	dt_sync_optim_apply(s, lr);
-	gather_params(s);
+	/* Level 3 gathers node by node instead (sync_zero3.c). */
+	if (s->plan->zero < 3)
+		gather_params(s);
 }
 
 /* Level 2: the gradient's sum, each rank's own part of it. */
@@ -456,5 +458,5 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 const struct dt_grad_sync_ops dt_sync_zero_ops = {
 	"zero", zero_init, zero_step_begin, zero_backward_begin,
 	zero_backward_end, zero_begin, zero_finish, zero_norm2, zero_apply,
-	zero_breadth_begin, zero_node_done,
+	zero_breadth_begin, zero_node_done, NULL, NULL, NULL,
 };

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static void
 die_oom(size_t n, size_t size)
@@ -83,4 +85,38 @@ dt_free_each(void *const *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(p[i]);
+}
+
+float *
+dt_xalloc_pages(size_t n)
+{
+	size_t bytes = checked_bytes(n ? n : 1, sizeof(float));
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		die_oom(n, sizeof(float));
+	return p;
+}
+
+void
+dt_free_pages(float *p, size_t n)
+{
+	if (p != NULL)
+		munmap(p, checked_bytes(n ? n : 1, sizeof(float)));
+}
+
+size_t
+dt_pages_release(float *base, size_t lo, size_t hi)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(base + lo), b = (uintptr_t)(base + hi);
+
+	if (hi <= lo)
+		return 0;
+	a = (a + page - 1) & ~(page - 1);
+	b &= ~(page - 1);
+	if (b <= a || madvise((void *)a, b - a, MADV_DONTNEED) != 0)
+		return 0;
+	return b - a;
 }

@@ -21,5 +21,17 @@ float *dt_xalloc_floats(size_t n);
  * a destructor's list of arrays, void *own[] = { a, b, c }, freed with
  * dt_free_each(own, sizeof own / sizeof *own). */
 void dt_free_each(void *const *p, size_t n);
+/* A page-aligned, zero-filled block of n floats in its own anonymous
+ * mapping (mmap), whose pages become resident only once written: for the
+ * parameter and gradient arenas, whose unused pages parallel.zero: 3
+ * hands back (dt_pages_release). Release with dt_free_pages(p, n) (p may
+ * be NULL). Out of memory aborts, as dt_xmalloc. */
+float *dt_xalloc_pages(size_t n);
+void dt_free_pages(float *p, size_t n);
+/* Hands back to the kernel the whole pages that lie inside floats
+ * [lo, hi) of base, a block of dt_xalloc_pages (madvise MADV_DONTNEED):
+ * they read as zeros again and no longer count as resident. A page that
+ * holds a float outside [lo, hi) is kept. Returns the bytes handed back. */
+size_t dt_pages_release(float *base, size_t lo, size_t hi);
 
 #endif

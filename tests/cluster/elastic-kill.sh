@@ -132,7 +132,7 @@ finished() {
 	i=0
 	while ! grep -Eq -- "$2" "$1.err"; do
 		i=$((i + 1))
-		[ $i -le 600 ] || { cat "$1.err" >&2; fail "$1: '$2' not said within 60 s of the kill"; }
+		[ $(( $(date +%s) - T1 )) -le 60 ] || { cat "$1.err" >&2; fail "$1: '$2' not said within 60 s of the kill"; }
 		kill -0 $SUP 2>/dev/null || { cat "$1.err" >&2; fail "$1: ended without saying '$2'"; }
 		sleep 0.1
 	done

@@ -6,7 +6,8 @@
 CLUSTER_TESTS = tests/cluster/watchdog.sh tests/cluster/layouts.sh \
 	tests/cluster/data-ckpt.sh tests/cluster/faults.sh \
 	tests/cluster/hier.sh tests/cluster/elastic.sh \
-	tests/cluster/ps-faults.sh tests/cluster/elastic-kill.sh
+	tests/cluster/ps-faults.sh tests/cluster/elastic-kill.sh \
+	tests/cluster/http-shards-hosts.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += $(CLUSTER_TESTS) tests/cluster/lib.sh tests/cluster/netns-rsh
 

@@ -14,6 +14,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/job-sweep.sh \
 	tests/integration/np-equivalence.sh \
 	tests/integration/determinism.sh \
+	tests/integration/precision-bf16.sh \
 	tests/integration/rank-failure.sh \
 	tests/integration/resume-exact.sh \
 	tests/integration/ckpt-faults.sh \
@@ -61,6 +62,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/best.sh \
 	tests/integration/plan-link.sh \
 	tests/integration/breakdown.sh \
+	tests/integration/trace.sh \
 	tests/integration/outputs-full.sh \
 	tests/integration/tensorboard.sh \
 	tests/integration/diverge.sh \

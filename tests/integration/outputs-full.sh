@@ -9,8 +9,9 @@
 # `{"step":303,"epoch"`); on 2 ranks too (rank 0 writes, every rank
 # stops). A disk full at the start (issue 31): each file the run makes
 # before its first step failing in turn, the error names the file and no
-# run directory (nor an empty lock) is left behind. Needs mount(8) of a
-# tmpfs (root); skipped with a message elsewhere.
+# run directory (nor an empty lock, nor tb/ with log.tensorboard) is left
+# behind. Needs mount(8) of a tmpfs (root); skipped with a message
+# elsewhere.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 mkdir full
@@ -88,5 +89,25 @@ for free in 0 1 2 3 4; do
 	[ ! -e full/s ] || { ls -lR full/s >&2; fail "$free blocks free: the run directory was left behind"; }
 	sed 's/^/  /' err
 done
+
+# The same with log.tensorboard, whose tb/ folder and event file come
+# last (issue 31: a full disk there left tb/, and with it the run
+# directory): 5 free blocks let plan.json through, the event file's
+# first record fails.
+for free in 4 5; do
+	rm -f full/fill
+	dd if=/dev/zero of=full/fill bs=4096 count=$((16 - free)) 2>/dev/null || :
+	set +e
+	"$DTRAIN" run -q --run-dir full/s --set log.tensorboard=true \
+		job.yaml >/dev/null 2>err
+	rc=$?
+	set -e
+	[ "$rc" -eq 1 ] || { cat err >&2; fail "tensorboard, $free blocks free: exit $rc, expected 1"; }
+	grep -Eq "full/s/(plan.json|tb/events)[^:]*: .*No space left on device" err ||
+		{ cat err >&2; fail "tensorboard, $free blocks free: the error names no file"; }
+	[ ! -e full/s ] || { ls -lR full/s >&2; fail "tensorboard, $free blocks free: the run directory was left behind"; }
+	sed 's/^/  /' err
+done
+grep -q "tb/events" err || fail "the event file never failed: the case tests nothing"
 rm -f full/fill
-echo "a full disk under metrics.jsonl: exit 1, named, checkpointed, whole lines; full at the start: named, nothing left"
+echo "a full disk under metrics.jsonl: exit 1, named, checkpointed, whole lines; full at the start (tensorboard too): named, nothing left"

@@ -1,8 +1,9 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Memory as measured against memory as planned: for jobs/char-gpt.yaml on
-# one rank, 2 data-parallel ranks, tensor_parallel 2 and pipeline_parallel
-# 2 under 1F1B (5 steps, the final evaluation and checkpoint included),
+# one rank, 2 data-parallel ranks, tensor_parallel 2, pipeline_parallel
+# 2 under 1F1B and 4 data-parallel ranks at parallel.zero: 3 (5 steps,
+# the final evaluation and checkpoint included),
 # each rank's summary.json entry under "ranks" holds its peak resident
 # memory (VmHWM), the plan's memory of that rank (plan --dry-run --json's
 # ranks[r].memory.total for the same layout) and their ratio, and the
@@ -83,6 +84,7 @@ fi
 layout dp2 2
 layout tp2 2 $M --set parallel.tensor_parallel=2
 layout pp2 2 $M --set parallel.pipeline_parallel=2 --set parallel.schedule=1f1b
+layout dp4z3 4 --set parallel.zero=3 --set parallel.overlap=false
 
 # Rank 1 touches 64 MiB the plan does not know of: its peak is more than
 # 15% over, and the run's last lines say so with the figures of
@@ -138,4 +140,4 @@ for (rank, peak, plan, ratio, over), r in zip(rows, ranks):
     assert bool(over) == (r["rank"] == 1), (over, r)
 print("report: the memory table of both ranks")
 PY
-echo "ok: peak resident memory within 15% of the plan on 1, dp 2, tp 2, pp 2"
+echo "ok: peak resident memory within 15% of the plan on 1, dp 2, tp 2, pp 2, dp 4 zero 3"

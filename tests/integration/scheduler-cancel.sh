@@ -2,11 +2,17 @@
 # SPDX-License-Identifier: MIT
 # A batch scheduler's cancel: SIGTERM to every process of the job at once
 # (the launcher, mpirun and every rank), SIGKILL to any survivor 30 s
-# later (Slurm's KillWait). Under `dtrain run -n 2` the job exits 3; under
-# plain mpirun given the odls_base_sigkill_timeout dtrain(1) names, the
-# ranks stop as well (mpirun's own status after a signal is Open MPI's, 1).
-# Either way the ranks finish the step, write its checkpoint, and a resume
-# ends with parameters and loss lines bit-equal to an uninterrupted run.
+# later (Slurm's KillWait). Under `dtrain run -n 2`, started from a shell
+# that traps SIGTERM as dtrain(1)'s batch script does, the job exits 3;
+# under plain mpirun given the odls_base_sigkill_timeout dtrain(1) names,
+# the ranks stop as well, but mpirun exits 1: Open MPI 4.1's clean_abort
+# (orte/mca/ess/hnp/ess_hnp_module.c) sets its status to 1 on its own
+# SIGTERM, and ORTE_UPDATE_EXIT_STATUS (orte/runtime/orte_globals.h) never
+# replaces a status already set, so the ranks' 3 cannot (issue 31 asked
+# for 3 there; no setting gives it, dtrain(1) CHECKPOINTS). Asserting 1
+# shows when an Open MPI changes that. Either way the ranks finish the
+# step, write its checkpoint, and a resume ends with parameters and loss
+# lines bit-equal to an uninterrupted run.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 cat >job.yaml <<YAML
@@ -101,14 +107,18 @@ stopped_and_resumed() {
 }
 
 mkdir tmp
-cancel n2 env TMPDIR="$SCRATCH/tmp" "$DTRAIN" run -q -n 2 --run-dir n2 job.yaml
+# As in a batch script (sbatch): the shell is signalled too; its trap
+# keeps it alive to pass on dtrain's status, and its children get
+# SIGTERM's default disposition back.
+cancel n2 sh -c 'trap : TERM; TMPDIR="$1" "$2" run -q -n 2 --run-dir n2 job.yaml' \
+	sh "$SCRATCH/tmp" "$DTRAIN"
 [ "$rc" -eq 3 ] || { cat n2.err >&2; fail "run -n 2 after a cancel exited $rc, expected 3"; }
 [ -z "$(ls tmp)" ] || fail "the launcher left $(ls tmp) in TMPDIR"
 stopped_and_resumed n2 "$DTRAIN" resume -q -n 2
 
 cancel mp "$MPIRUN" -np 2 --oversubscribe --bind-to none \
 	--mca odls_base_sigkill_timeout 15 "$DTRAIN" run -q --run-dir mp job.yaml
-[ "$rc" -eq 1 ] || { cat mp.err >&2; fail "mpirun after a cancel exited $rc, expected Open MPI's 1"; }
+[ "$rc" -eq 1 ] || { cat mp.err >&2; fail "mpirun after a cancel exited $rc, expected Open MPI 4.1's 1 (if 3: update dtrain(1), CHECKPOINTS)"; }
 ! grep -q 'warning: mpirun kills' mp.err || fail "warned with the timeout given"
 stopped_and_resumed mp "$MPIRUN" -np 2 --oversubscribe --bind-to none \
 	"$DTRAIN" resume -q

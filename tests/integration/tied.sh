@@ -134,22 +134,71 @@ echo "ok: one table saved"
 	fail "sample of a tied model"
 [ -s sample.out ] || fail "sample printed nothing"
 
+# A GPT-style tied model (GPT-2's blocks in miniature, its init): pre-norm
+# causal attention and a GELU MLP with residual adds, a final norm and the
+# head tied to tok. 96 x 16 (tok) + 16 x 16 (pos) + 2 blocks x (2 x 32
+# norms + 16 x 48 + 48 qkv + 16 x 16 + 16 proj + 16 x 64 + 64 fc +
+# 64 x 16 + 16 proj = 3280) + 32 (ln_f) = 8384; the run says so too (it
+# said 9920, the tied copy counted again).
+cat >gpt.yaml <<'YAML'
+name: gpt
+seed: 5
+data:
+  format: text
+  train: {file: /usr/share/games/fortunes/cookie}
+  context: 16
+  text_unit: bytes
+  eval_fraction: 0.1
+model:
+  init: gpt2
+  layers:
+    - {type: embedding, name: tok, vocab: 96, dim: 16}
+    - {type: pos_embedding, name: pos, dim: 16}
+    - repeat: 2
+      name: block
+      layers:
+        - {type: layernorm, name: ln1}
+        - {type: attention, name: attn, heads: 2, causal: true}
+        - {type: add, name: res1, inputs: [block_input, attn]}
+        - {type: layernorm, name: ln2}
+        - {type: dense, name: fc, units: 64, activation: gelu}
+        - {type: dense, name: proj, units: 16}
+        - {type: add, name: res2, inputs: [res1, proj]}
+    - {type: layernorm, name: ln_f}
+    - {type: dense, name: head, units: 96, bias: false, tie: tok}
+  loss: softmax_cross_entropy
+train: {global_batch: 8, micro_batch: 2, steps: 6, optimizer: adamw,
+        lr: 0.01, weight_decay: 0.1, clip_norm: 1.0}
+parallel: {blas_threads: 1}
+eval: {every_steps: 0}
+log: {every_steps: 1}
+YAML
+"$DTRAIN" plan gpt.yaml | grep -q "^total: 8384 parameters;" ||
+	fail "gpt.yaml: not 8384 parameters"
+mpi 1 "$DTRAIN" run --run-dir gpt gpt.yaml >gpt.out 2>gpt.err ||
+	{ cat gpt.err >&2; fail "gpt: exit"; }
+grep -q "^dtrain: gpt: .*, 8384 parameters\$" gpt.err ||
+	{ grep "parameters" gpt.err >&2; fail "gpt: the run's count is not 8384"; }
+"$DTRAIN" export --format torch -o gpt.pt.safetensors gpt >/dev/null
+
 if "$PYTHON" -c 'import torch, numpy' 2>/dev/null ||
    /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
 	need_torch
 	head -c 4000 /usr/share/games/fortunes/cookie | tail -c 1600 >tail.txt
-	"$DTRAIN" predict --input tail.txt -o tied.logits.npy one 2>/dev/null
-	"$TORCH_PY" - "$top_srcdir/contrib" <<'PY'
+	cat >logits.py <<'PY'
+# logits.py CONTRIB RUN_DIR TORCH_EXPORT DTRAIN_LOGITS: the contrib
+# loader's model, tied again, gives dtrain's logits on tail.txt to 1e-5.
 import struct, sys
 import numpy as np
 import torch
 sys.path.insert(0, sys.argv[1])
 import dtrain_torch
 torch.set_num_threads(1)
-model = dtrain_torch.load("tied.pt.safetensors")
+run, pt, npy = sys.argv[2:5]
+model = dtrain_torch.load(pt)
 if model.head.weight is not model.tok.weight:
-    sys.exit("the loader did not tie head.weight to tok.weight")
-v = open("one/vocab.bin", "rb").read()
+    sys.exit(run + ": the loader did not tie head.weight to tok.weight")
+v = open(run + "/vocab.bin", "rb").read()
 (n,) = struct.unpack("<q", v[24:32])
 ids = {int(u): i for i, u in enumerate(np.frombuffer(v, "<u4", n, 32))}
 tokens = np.array([ids[b] for b in open("tail.txt", "rb").read()])
@@ -158,13 +207,23 @@ nx = (len(tokens) - ctx) // ctx + 1
 x = np.stack([tokens[i * ctx:i * ctx + ctx] for i in range(nx)])
 with torch.no_grad():
     ours = model(torch.from_numpy(x.astype(np.float32))).numpy()
-theirs = np.load("tied.logits.npy")
-if ours.shape != theirs.shape:
-    sys.exit("torch gives %r, dtrain %r" % (ours.shape, theirs.shape))
+theirs = np.load(npy)
+if ours.shape != theirs.shape or theirs.shape[0] != 100:
+    sys.exit("%s: torch gives %r, dtrain %r, expected 100 windows"
+             % (run, ours.shape, theirs.shape))
 diff = np.abs(ours.astype(np.float64) - theirs)
 if (diff > 1e-5 * (1 + np.abs(theirs))).any():
-    sys.exit("torch logits differ from dtrain's by up to %g" % diff.max())
+    sys.exit("%s: torch logits differ from dtrain's by up to %g"
+             % (run, diff.max()))
+print("%s: %d logits, largest difference %.3g" % (run, diff.size, diff.max()))
 PY
+	for m in one:tied gpt:gpt; do
+		"$DTRAIN" predict --input tail.txt -o ${m#*:}.logits.npy \
+			${m%%:*} 2>/dev/null
+		"$TORCH_PY" logits.py "$top_srcdir/contrib" ${m%%:*} \
+			${m#*:}.pt.safetensors ${m#*:}.logits.npy ||
+			fail "${m%%:*}: torch logits"
+	done
 	echo "ok: torch logits"
 else
 	echo "torch missing (apt-get install python3-torch): the logits" \

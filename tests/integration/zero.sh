@@ -5,17 +5,23 @@
 # MLP (784 -> 6 -> 10: 4780 trained floats, AdamW, clip_norm on, so the
 # gradient norm steers every update) trains 12 steps of 32 samples in
 # micro-batches of 8:
-# - on 2 and 4 ranks at zero 0, 1 and 2 (2 micro-batches a rank on 2, one
+# - on 2 and 4 ranks at zero 0, 1, 2 and 3 (2 micro-batches a rank on 2, one
 #   on 4: the exact sum) and on 2 ranks with a global batch of 16 (one
 #   micro-batch each: the float sum), zero 1 with overlap in small
 #   buckets, the losses, the gradient norms and the exported parameters
 #   equal one rank's bit for bit;
-# - pipeline 2 x data 2 at zero 1 and 2 too;
+# - pipeline 2 x data 2 at zero 1, 2 and 3 too; zero 3 (the parameters
+#   gathered node by node) on 2 and 4 ranks likewise;
 # - a zero-2 checkpoint on 4 ranks resumes on one rank at zero 0, a zero-2
 #   pipeline 2 x data 2 one likewise, and a one-rank checkpoint resumes
-#   on 2 ranks at zero 2, each ending with one rank's parameters;
+#   on 2 ranks at zero 2, and a zero-3 checkpoint on 4 ranks resumes on
+#   one rank, each ending with one rank's parameters;
 # - plan: the optimizer state per rank is the whole, 4780 x 2 buffers x 4
-#   bytes = 38240, divided by the ranks: 19120 on 2, 9560 on 4;
+#   bytes = 38240, divided by the ranks: 19120 on 2, 9560 on 4; at zero 3
+#   the parameters per rank are the part plus the largest node;
+# - zero 3's measured peak resident memory is below zero 2's on a model
+#   of 8 M parameters, by at least half of what the plan says it saves,
+#   and its gathers are prefetched (36 of 36 used on the tiny MLP);
 # - the combinations that cannot work are refused with exit 2 naming both
 #   keys.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -62,7 +68,7 @@ same() {
 "$DTRAIN" run -q --run-dir one job.yaml >/dev/null
 "$DTRAIN" run -q --run-dir one16 job.yaml --set train.global_batch=16 >/dev/null
 for np in 2 4; do
-	for z in 0 1 2; do
+	for z in 0 1 2 3; do
 		o=$OFF
 		[ "$z" = 1 ] && o="--set parallel.bucket_mb=0.004"
 		mpi $np "$DTRAIN" run -q --run-dir dp$np-z$z job.yaml \
@@ -70,7 +76,7 @@ for np in 2 4; do
 		same one dp$np-z$z
 	done
 done
-for z in 1 2; do
+for z in 1 2 3; do
 	mpi 2 "$DTRAIN" run -q --run-dir f2-z$z job.yaml \
 		--set train.global_batch=16 --set parallel.zero=$z $OFF >/dev/null
 	same one16 f2-z$z
@@ -78,6 +84,16 @@ for z in 1 2; do
 		--set parallel.zero=$z $OFF >/dev/null
 	same one pp2dp2-z$z
 done
+# Level 3 prefetches: each step starts dense0's gather at its beginning,
+# dense1's during dense0's forward, and dense0's again during dense1's
+# backward (dense1's forward and backward use one gather), and each is
+# the node used next: 3 a step, 36 in 12 steps, all used.
+"$PYTHON" - <<'PY'
+import json
+z = json.load(open("dp4-z3/summary.json"))["zero"]
+assert z["prefetched_gathers"] == 36 and z["prefetched_used"] == 36, z
+print("ok: zero 3 prefetched 36 gathers, 36 used")
+PY
 grep -q '"implementation": *"zero"' dp4-z2/plan.json ||
 	fail "dp4-z2: the plan's sync is not zero"
 grep -q '"sums": *"allreduce"' f2-z2/plan.json ||
@@ -105,6 +121,10 @@ same one cpp
 stop c1 1
 mpi 2 "$DTRAIN" resume -q c1 --set parallel.zero=2 $OFF >/dev/null 2>c1.err2
 same one c1
+stop c4z3 4 --set parallel.zero=3 $OFF
+"$DTRAIN" resume -q c4z3 --set parallel.zero=0 >/dev/null 2>c4z3.err2
+grep -q "resuming from .*step 6" c4z3.err2 || fail "c4z3: did not resume from 6"
+same one c4z3
 
 # The plan: AdamW's 2 buffers of 4780 floats, 4 bytes each, cut in parts.
 for np in 1 2 4; do
@@ -124,12 +144,75 @@ for np, b in want.items():
 print("ok: optimizer state per rank 38240 / 19120 / 9560 bytes")
 PY
 
+# Level 3: the parameters resident per rank are its part, ceil(4780 /
+# np), and the two largest nodes gathered whole (the one in use and the
+# one prefetched), dense0's 784 x 6 + 6 = 4710 floats and dense1's 6 x
+# 10 + 10 = 70: (2390 + 4780) x 4 = 28680 bytes on 2, (1195 + 4780) x 4
+# = 23900 on 4; the gradients stay whole (19120).
+for np in 2 4; do
+	"$DTRAIN" plan --dry-run --json -n $np job.yaml \
+		--set parallel.zero=3 $OFF >plan3-$np.json
+done
+"$PYTHON" - <<'PY'
+import json
+for np, b in {2: 28680, 4: 23900}.items():
+    p = json.load(open("plan3-%d.json" % np))
+    m = p["memory_per_rank"]
+    assert m["params"] == b, (np, m)
+    assert m["grads"] == 19120, (np, m)
+    assert p["stages"][0]["sync"]["gathered_params_max"] == 4780, np
+print("ok: zero 3 parameters per rank 28680 / 23900 bytes")
+PY
+
+# Resident memory: 784 -> 8 x 1024 -> 10, P = 8161290 trained floats
+# (784 x 1024 + 1024, 7 x (1024 x 1024 + 1024), 1024 x 10 + 10), on 4
+# ranks. Zero 3 keeps ceil(P / 4) = 2040323 and two 1049600-float nodes
+# (the one in use, the one prefetched) instead of all P: 4021767 floats,
+# 16087068 bytes fewer resident per rank than zero 2. Each rank's
+# measured peak (VmHWM, summary.json) at zero 3 is lower than the same
+# rank's at zero 2 by at least half that.
+sed 's/units: 6,/units: 1024,/; s/lr: 0.01/lr: 0.0001/' job.yaml >big.yaml
+"$PYTHON" - big.yaml <<'PY'
+import sys
+f = sys.argv[1]
+t = open(f).read().replace(
+    "    - {type: dense, units: 1024, activation: relu}\n",
+    "    - {type: dense, units: 1024, activation: relu}\n" * 8)
+open(f, "w").write(t)
+PY
+"$DTRAIN" plan --dry-run --json -n 4 big.yaml --set parallel.zero=3 $OFF \
+	>plan-big.json
+for z in 2 3; do
+	mpi 4 "$DTRAIN" run -q --run-dir big-z$z big.yaml --set train.steps=2 \
+		--set parallel.zero=$z $OFF >/dev/null
+done
+"$PYTHON" - <<'PY'
+import json
+z2 = json.load(open("big-z2/summary.json"))
+z3 = json.load(open("big-z3/summary.json"))
+assert z2["train_loss"] == z3["train_loss"], (z2["train_loss"],
+                                              z3["train_loss"])
+assert z3["zero"]["largest_gather_params"] == 1049600, z3["zero"]
+p = json.load(open("plan-big.json"))
+assert p["stages"][0]["sync"]["gathered_params_max"] == 2099200, p
+assert p["memory_per_rank"]["params"] == (2040323 + 2099200) * 4, p
+for a, b in zip(z2["ranks"], z3["ranks"]):
+    d = a["peak_resident_bytes"] - b["peak_resident_bytes"]
+    print("rank %d: peak resident zero 2 %.2f MiB, zero 3 %.2f MiB"
+          % (a["rank"], a["peak_resident_bytes"] / 2**20,
+             b["peak_resident_bytes"] / 2**20))
+    assert d >= 16087068 // 2, (a, b)
+print("ok: zero 3 resident below zero 2's on every rank")
+PY
+
 # Refused, naming both keys.
 expect_fail 2 "parallel.zero: 2 does not combine with parallel.overlap" \
 	"$DTRAIN" plan --dry-run -n 2 job.yaml --set parallel.zero=2
 expect_fail 2 "parallel.zero: 2 does not combine with parallel.grad_wire" \
 	"$DTRAIN" plan --dry-run -n 2 job.yaml --set parallel.zero=2 $OFF \
 	--set parallel.grad_wire=bf16
+expect_fail 2 "parallel.zero: 3 does not combine with parallel.overlap" \
+	"$DTRAIN" plan --dry-run -n 2 job.yaml --set parallel.zero=3
 expect_fail 2 "parallel.zero.*parallel.sync" \
 	"$DTRAIN" plan --dry-run -n 3 job.yaml --set parallel.zero=1 \
 	--set parallel.sync=parameter_server

@@ -7,9 +7,11 @@
  * against the tanh form and its derivative against a central difference
  * of that, the softmax Jacobian product, layernorm forward and backward,
  * the elementwise add, accumulate and multiply, and the sgemm grid and
- * the small-product kernel against a triple loop. */
+ * the small-product kernel against a triple loop; the bf16 product
+ * against a double sum of bf16-rounded inputs. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -437,6 +439,115 @@ START_TEST(test_sgemm_small)
 }
 END_TEST
 
+/* x rounded to bfloat16, nearest even, written here from the format (the
+ * top 16 bits of a float) apart from util/bf16.c; finite x only. */
+static double
+bf16_round(float x)
+{
+	uint32_t u;
+
+	memcpy(&u, &x, sizeof u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	u &= 0xffff0000u;
+	memcpy(&x, &u, sizeof x);
+	return x;
+}
+
+/* The bf16 product (kern.h, dt_kern_bf16_sgemm, and dt_kern_sgemm with
+ * dt_kern_set_bf16) with the transposes of _i & 3, alpha 0.5, beta 0
+ * over NaN and beta 1, at 37 x 50 x 300 with row strides past the rows:
+ * within f32 summation error (K * 2^-23 of the sum of |products|) of a
+ * double sum of the bf16-rounded inputs, within bf16's error (2^-8 of
+ * it, each input off by 2^-9 at most) of the double product of the
+ * float inputs, and farther from that than float sums alone could be
+ * (so the inputs really were rounded); each row the same bits in a call
+ * of its own rows 13 to 36, and on another thread. Skipped on a CPU
+ * without AVX512_BF16 or AMX (run is refused there). */
+struct bf16_case {
+	int ta, tb;
+	const float *a, *b;
+	float *c;
+};
+
+static void *
+bf16_thread(void *arg)
+{
+	struct bf16_case *k = arg;
+
+	dt_kern_bf16_sgemm(k->ta, k->tb, 37, 50, 300, 0.5f, k->a, 310,
+			   k->b, 310, 0.0f, k->c, 60);
+	return NULL;
+}
+
+START_TEST(test_sgemm_bf16)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	enum { M = 37, N = 50, K = 300, LD = 310, LDC = 60 };
+	float *a = dt_xalloc_floats(LD * LD), *b = dt_xalloc_floats(LD * LD);
+	float *c = dt_xalloc_floats(M * LDC), *c2 = dt_xalloc_floats(M * LDC);
+	double worst_exact = 0.0, worst_err = 0.0;
+	struct bf16_case tc = { ta, tb, a, b, c2 };
+	pthread_t th;
+
+	if (dt_kern_bf16_missing() != NULL)
+		return;
+	fill(a, LD * LD, 120, -1.0f, 1.0f);
+	fill(b, LD * LD, 121, -1.0f, 1.0f);
+	for (int i = 0; i < M * LDC; i++)
+		c[i] = NAN;
+	dt_kern_set_bf16(1);
+	dt_kern_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f, c, LDC);
+	dt_kern_set_bf16(0);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double r = 0.0, x = 0.0, mag = 0.0;
+
+			for (int k = 0; k < K; k++) {
+				float av = ta ? a[k * LD + i] : a[i * LD + k];
+				float bv = tb ? b[j * LD + k] : b[k * LD + j];
+
+				r += bf16_round(av) * bf16_round(bv);
+				x += (double)av * bv;
+				mag += fabs((double)av * bv);
+			}
+			double got = c[i * LDC + j];
+
+			ck_assert_msg(fabs(got - 0.5 * r) <=
+				      0.5 * K * ldexp(mag, -23),
+				      "(%d,%d) %g want %g", i, j, got, 0.5 * r);
+			ck_assert(fabs(got - 0.5 * x) <= 0.5 * ldexp(mag, -8));
+			if (fabs(got - 0.5 * x) / mag > worst_exact)
+				worst_exact = fabs(got - 0.5 * x) / mag;
+			if (fabs(got - 0.5 * r) / mag > worst_err)
+				worst_err = fabs(got - 0.5 * r) / mag;
+		}
+	ck_assert_msg(worst_exact > 4.0 * worst_err && worst_exact > 1e-4,
+		      "inputs not rounded: %g vs %g", worst_exact, worst_err);
+	/* beta 1 adds to C: again gives twice C, to float rounding. */
+	memcpy(c2, c, M * LDC * sizeof *c);
+	dt_kern_bf16_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 1.0f, c2,
+			   LDC);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++)
+			ck_assert(c2[i * LDC + j] == 2.0f * c[i * LDC + j]);
+	/* Rows 13 to 36 alone: the same bits. */
+	dt_kern_bf16_sgemm(ta, tb, M - 13, N, K, 0.5f,
+			   ta ? a + 13 : a + 13 * LD, LD, b, LD, 0.0f, c2, LDC);
+	ck_assert(memcmp(c2, c + 13 * LDC, (size_t)((M - 14) * LDC + N) *
+			 sizeof *c) == 0);
+	/* Another thread, its own primitive: the same bits. */
+	ck_assert(pthread_create(&th, NULL, bf16_thread, &tc) == 0);
+	ck_assert(pthread_join(th, NULL) == 0);
+	for (int i = 0; i < M; i++)
+		ck_assert(memcmp(c2 + i * LDC, c + i * LDC,
+				 N * sizeof *c) == 0);
+	free(a);
+	free(b);
+	free(c);
+	free(c2);
+}
+END_TEST
+
 static Suite *
 kern_suite(void)
 {
@@ -451,6 +562,7 @@ kern_suite(void)
 	tcase_add_test(tc, test_elementwise);
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
+	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

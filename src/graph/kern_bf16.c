@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/* kern_bf16.c - the kernel seam's products in bfloat16 (kern.h,
+ * dt_kern_set_bf16): the inputs rounded to bf16, the products summed in
+ * float, on oneDNN's matmul primitive (Debian's libdnnl 2.6), which picks
+ * its AVX512_BF16 or AMX kernel from CPUID. Each calling thread keeps its
+ * own stream, primitives (one per shape, made on first use) and bf16
+ * copies of the operands, and runs oneDNN on itself alone (OpenMP, one
+ * thread), so the thread pool's split of a product's rows decides the
+ * work of each thread as it does for OpenBLAS. */
+#include "graph/kern.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/alloc.h"
+#include "util/cpu_features.h"
+
+/* Primitives kept per thread: a model has a few shapes per layer. */
+#define BF16_PRIMS 96
+
+struct bf16_prim {
+	int64_t key[7];		/* trans_a, trans_b, m, n, k, ldc, beta 0/1 */
+	float alpha;
+	dnnl_primitive_t prim;
+	dnnl_memory_t a, b, c;
+};
+
+struct bf16_thread {
+	dnnl_stream_t stream;
+	struct bf16_prim prim[BF16_PRIMS];
+	int n_prim;		/* used entries; past BF16_PRIMS the oldest
+				 * goes (round robin from next) */
+	int next;
+	uint16_t *buf;		/* bf16 copies of A then B */
+	size_t cap;		/* in bf16 values */
+};
+
+static int bf16_on;
+static dnnl_engine_t engine;
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static pthread_key_t self_key;	/* frees a thread's state as it ends */
+static __thread struct bf16_thread *self;
+
+static void
+check(dnnl_status_t st, const char *what)
+{
+	if (st == dnnl_success)
+		return;
+	fprintf(stderr, "dtrain: oneDNN: %s failed (status %d)\n", what,
+		(int)st);
+	abort();
+}
+
+/* A thread's primitives, memories, stream and copies, as it ends. */
+static void
+thread_free(void *arg)
+{
+	struct bf16_thread *t = arg;
+
+	for (int i = 0; i < t->n_prim; i++) {
+		dnnl_primitive_destroy(t->prim[i].prim);
+		dnnl_memory_destroy(t->prim[i].a);
+		dnnl_memory_destroy(t->prim[i].b);
+		dnnl_memory_destroy(t->prim[i].c);
+	}
+	dnnl_stream_destroy(t->stream);
+	free(t->buf);
+	free(t);
+}
+
+static void
+engine_init(void)
+{
+	if (pthread_key_create(&self_key, thread_free) != 0)
+		check(dnnl_runtime_error, "thread key");
+	/* DTRAIN_CPU=avx512_bf16 on a CPU with AMX keeps oneDNN off AMX,
+	 * so that the tests can run the AVX512_BF16 kernels there. */
+	if (!dt_cpu_has(DT_CPU_AMX_BF16))
+		dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_bf16);
+	check(dnnl_engine_create(&engine, dnnl_cpu, 0), "engine");
+}
+
+const char *
+dt_kern_bf16_missing(void)
+{
+	if (dt_cpu_has(DT_CPU_AVX512_BF16) || dt_cpu_has(DT_CPU_AMX_BF16))
+		return NULL;
+	return "AVX512_BF16 or AMX-BF16";
+}
+
+void
+dt_kern_set_bf16(int on)
+{
+	bf16_on = on;
+}
+
+int
+dt_kern_bf16(void)
+{
+	return bf16_on;
+}
+
+/* x rounded to the nearest bfloat16, ties to even, as vcvtneps2bf16
+ * rounds: a NaN stays a quiet NaN, and a subnormal x (below 2^-126 in
+ * magnitude) becomes a zero of its sign, as that instruction takes it
+ * (Intel's BF16 specification, document 338302), so that the plain loop
+ * and the vector one give the same bits whichever values each gets.
+ * Written so that GCC vectorises it. */
+static void
+to_bf16_c(uint16_t *restrict out, const float *restrict in, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, &in[i], sizeof u);
+		uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+		uint32_t e = u & 0x7f800000u;
+
+		r = e == 0 ? (u >> 16) & 0x8000u : r;
+		out[i] = (u & 0x7fffffffu) > 0x7f800000u ?
+			 (uint16_t)((u >> 16) | 0x40u) : (uint16_t)r;
+	}
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+
+/* The same on AVX512_BF16, 16 values an instruction. */
+__attribute__((target("avx512f,avx512bf16")))
+static void
+to_bf16_avx512(uint16_t *out, const float *in, int64_t n)
+{
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		__m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(in + i));
+
+		_mm256_storeu_si256((__m256i *)(void *)(out + i),
+				    (__m256i)h);
+	}
+	to_bf16_c(out + i, in + i, n - i);
+}
+
+static void
+to_bf16(uint16_t *out, const float *in, int64_t n)
+{
+	if (dt_cpu_has(DT_CPU_AVX512_BF16))
+		to_bf16_avx512(out, in, n);
+	else
+		to_bf16_c(out, in, n);
+}
+#else
+#define to_bf16 to_bf16_c
+#endif
+
+/* rows x cols floats at row stride ld into a packed bf16 copy. */
+static void
+pack(uint16_t *out, const float *in, int64_t rows, int64_t cols, int64_t ld)
+{
+	if (ld == cols) {
+		to_bf16(out, in, rows * cols);
+		return;
+	}
+	for (int64_t r = 0; r < rows; r++)
+		to_bf16(out + r * cols, in + r * ld, cols);
+}
+
+static struct bf16_thread *
+thread_state(void)
+{
+	if (self != NULL)
+		return self;
+	pthread_once(&engine_once, engine_init);
+	self = dt_xcalloc(1, sizeof *self);
+	check(dnnl_stream_create(&self->stream, engine,
+				 dnnl_stream_default_flags), "stream");
+	omp_set_num_threads(1);
+	pthread_setspecific(self_key, self);
+	return self;
+}
+
+/* A 2-D memory descriptor of rows x cols, element strides st. */
+static void
+desc(dnnl_memory_desc_t *md, int64_t rows, int64_t cols,
+     dnnl_data_type_t t, int64_t st0, int64_t st1)
+{
+	dnnl_dims_t dims = { rows, cols }, strides = { st0, st1 };
+
+	check(dnnl_memory_desc_init_by_strides(md, 2, dims, t, strides),
+	      "memory descriptor");
+}
+
+/* The primitive for one shape: op(A) (m, k) and op(B) (k, n) in packed
+ * bf16 (a transposed operand as stored, by its strides), C float at row
+ * stride ldc; alpha an output scale, beta = 1 a sum post-op. */
+static void
+make(struct bf16_prim *p, const int64_t key[7], float alpha)
+{
+	int64_t ta = key[0], tb = key[1], m = key[2], n = key[3], k = key[4];
+	dnnl_memory_desc_t ad, bd, cd;
+	dnnl_matmul_desc_t md;
+	dnnl_primitive_attr_t attr;
+	dnnl_post_ops_t po = NULL;
+	dnnl_primitive_desc_t pd;
+
+	desc(&ad, m, k, dnnl_bf16, ta ? 1 : k, ta ? m : 1);
+	desc(&bd, k, n, dnnl_bf16, tb ? 1 : n, tb ? k : 1);
+	desc(&cd, m, n, dnnl_f32, key[5], 1);
+	check(dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd), "matmul");
+	check(dnnl_primitive_attr_create(&attr), "attributes");
+	if (alpha != 1.0f)
+		check(dnnl_primitive_attr_set_output_scales(attr, 1, 0,
+							    &alpha), "scale");
+	if (key[6]) {
+		check(dnnl_post_ops_create(&po), "post-ops");
+		check(dnnl_post_ops_append_sum(po, 1.0f), "sum");
+		check(dnnl_primitive_attr_set_post_ops(attr, po), "post-ops");
+	}
+	check(dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL),
+	      "matmul descriptor");
+	check(dnnl_primitive_create(&p->prim, pd), "matmul primitive");
+	check(dnnl_memory_create(&p->a, &ad, engine, DNNL_MEMORY_NONE), "A");
+	check(dnnl_memory_create(&p->b, &bd, engine, DNNL_MEMORY_NONE), "B");
+	check(dnnl_memory_create(&p->c, &cd, engine, DNNL_MEMORY_NONE), "C");
+	dnnl_primitive_desc_destroy(pd);
+	dnnl_primitive_attr_destroy(attr);
+	if (po != NULL)
+		dnnl_post_ops_destroy(po);
+	memcpy(p->key, key, sizeof p->key);
+	p->alpha = alpha;
+}
+
+static struct bf16_prim *
+lookup(struct bf16_thread *t, const int64_t key[7], float alpha)
+{
+	struct bf16_prim *p;
+
+	for (int i = 0; i < t->n_prim; i++)
+		if (memcmp(t->prim[i].key, key, sizeof t->prim[i].key) == 0 &&
+		    t->prim[i].alpha == alpha)
+			return &t->prim[i];
+	if (t->n_prim < BF16_PRIMS) {
+		p = &t->prim[t->n_prim++];
+	} else {
+		p = &t->prim[t->next];
+		t->next = (t->next + 1) % BF16_PRIMS;
+		dnnl_primitive_destroy(p->prim);
+		dnnl_memory_destroy(p->a);
+		dnnl_memory_destroy(p->b);
+		dnnl_memory_destroy(p->c);
+	}
+	make(p, key, alpha);
+	return p;
+}
+
+void
+dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+		   float alpha, const float *a, int64_t lda, const float *b,
+		   int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	struct bf16_thread *t = thread_state();
+	int64_t key[7] = { trans_a != 0, trans_b != 0, m, n, k, ldc,
+			   beta != 0.0f };
+	size_t need = (size_t)(m * k + k * n);
+	struct bf16_prim *p;
+	dnnl_exec_arg_t args[3];
+
+	if (beta != 0.0f && beta != 1.0f) {
+		/* No caller asks for it; scale C first, then add. */
+		for (int64_t i = 0; i < m; i++)
+			dt_kern_scale(c + i * ldc, n, beta);
+		key[6] = 1;
+	}
+	if (need > t->cap) {
+		free(t->buf);
+		t->cap = need;
+		t->buf = dt_xmalloc(need, sizeof *t->buf);
+	}
+	pack(t->buf, a, trans_a ? k : m, trans_a ? m : k, lda);
+	pack(t->buf + m * k, b, trans_b ? n : k, trans_b ? k : n, ldb);
+	p = lookup(t, key, alpha);
+	check(dnnl_memory_set_data_handle(p->a, t->buf), "A handle");
+	check(dnnl_memory_set_data_handle(p->b, t->buf + m * k), "B handle");
+	check(dnnl_memory_set_data_handle(p->c, c), "C handle");
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, p->a };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, p->b };
+	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, p->c };
+	check(dnnl_primitive_execute(p->prim, t->stream, 3, args), "matmul");
+	check(dnnl_stream_wait(t->stream), "stream");
+}
