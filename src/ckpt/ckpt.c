@@ -1017,6 +1017,16 @@ read_shard(const char *path, const struct dt_ck_file *f, struct want *w,
 	long a;
 
 	st = dt_ck_ropen(&r, path, f->name, 0, err);
+	if (st != DT_OK && access(path, F_OK) != 0 && errno == ENOENT) {
+		/* A shard that never arrived or was removed: say what the
+		 * manifest expected there. */
+		dt_ck_rclose(&r);
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: missing; %s lists "
+				 "it with %lld bytes, CRC-32 %08x (the "
+				 "checkpoint is incomplete)", f->name,
+				 DT_CK_MANIFEST, (long long)f->size,
+				 (unsigned)f->crc);
+	}
 	if (st == DT_OK && r.file_size < 8)
 		st = check_size(&r, f, err);
 	if (st == DT_OK && dt_ck_st_read_header(&r, 1, &h, err) != DT_OK)

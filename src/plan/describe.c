@@ -393,7 +393,8 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	ADD(comm, "received_per_step", json_object_new_int64(ring));
 }
 
-/* Rank 0 holds the whole model while it writes a checkpoint of a model
+/* Where checkpoints are gathered (not dt_plan_ckpt_sharded), rank 0
+ * holds the whole model while it writes a checkpoint of a model
  * cut into stages or tensor slices (train/gather.c): the parameters and
  * optimizer state gathered from every stage into a copy of their own,
  * on top of its stage's memory (a tensor-parallel rank holds its
@@ -416,6 +417,35 @@ gather_memory(const struct dt_plan *plan, struct json_object *stage_mem)
 	return m;
 }
 
+/* How checkpoints are written (dt_plan_ckpt_sharded): "shards" with
+ * the parameter files (one a stage, by its first rank), the optimizer
+ * files (one a training rank) and the largest of those in bytes (each
+ * rank of a stage writes a 1/sum_ranks part, dt_comm_part, of every
+ * buffer: its optimizer's own part at parallel.zero), or "gathered"
+ * (rank 0 writes the whole model). A new object. */
+static struct json_object *
+describe_checkpoint(const struct dt_plan *plan, int sharded)
+{
+	struct json_object *c = json_object_new_object();
+	int64_t part = 0;
+
+	for (int s = 0; sharded && s < plan->pp_size; s++) {
+		const struct dt_sync_plan *y = &plan->sync[s];
+		int p = y->sum_ranks > 1 ? y->sum_ranks : 1;
+		int64_t b = y->optim_buffers * ((y->trained + p - 1) / p) * 4;
+
+		part = b > part ? b : part;
+	}
+	ADD(c, "format", json_object_new_string(sharded ? "shards" :
+						"gathered"));
+	ADD(c, "param_files", json_object_new_int(sharded ? plan->pp_size :
+						  1));
+	ADD(c, "optimizer_files", json_object_new_int(
+		    sharded ? plan->world_size - plan->n_servers : 1));
+	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
+	return c;
+}
+
 static struct json_object *
 describe_server_rank(const struct dt_plan *plan, int r)
 {
@@ -432,10 +462,11 @@ describe_server_rank(const struct dt_plan *plan, int r)
 }
 
 /* Worker rank r's place, memory and bytes per step; *mem0 gets rank 0's
- * memory where it differs from its stage's (the checkpoint's gather). */
+ * memory where it differs from its stage's (the checkpoint's gather,
+ * where gathers: checkpoints not written in shards). */
 static struct json_object *
 describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
-	      int r, struct json_object **mem0)
+	      int r, int gathers, struct json_object **mem0)
 {
 	struct json_object *x = json_object_new_object();
 	struct json_object *bytes = json_object_new_object();
@@ -454,7 +485,7 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	if (r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) {
+	if (r == 0 && gathers && (plan->pp_size > 1 || plan->tp_size > 1)) {
 		*mem0 = gather_memory(plan, mine->memory);
 		ADD(x, "memory", *mem0);
 	} else {
@@ -482,6 +513,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
 	int64_t dataset = plan->data.train_bytes + plan->data.eval_bytes;
 	int64_t loader = loader_bytes(job, plan);
+	int sharded = dt_plan_ckpt_sharded(job, plan);
 
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(o, "recompute", json_object_new_string(
@@ -514,8 +546,10 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		json_object_array_add(ranks, r >= plan->world_size -
 				      plan->n_servers ?
 				      describe_server_rank(plan, r) :
-				      describe_rank(plan, sp, r, &mem0));
+				      describe_rank(plan, sp, r, !sharded,
+						    &mem0));
 	ADD(o, "ranks", ranks);
+	ADD(o, "checkpoint", describe_checkpoint(plan, sharded));
 	/* The rank that needs the most (every rank's without a pipeline
 	 * or tensor parallelism; with either, rank 0 while it gathers a
 	 * checkpoint, or the stage with the most). */
@@ -795,6 +829,30 @@ print_stages(const struct json_object *d, FILE *out)
 		"tensors and compute their slices\n");
 }
 
+/* The checkpoints' line: who writes what (describe_checkpoint). */
+static void
+print_checkpoint(const struct json_object *d, FILE *out)
+{
+	struct json_object *c = get(d, "checkpoint");
+	char b[32];
+
+	if (c == NULL)
+		return;
+	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0) {
+		fprintf(out, "checkpoints: rank 0 gathers the whole model's "
+			"parameters and optimizer state and writes them "
+			"alone\n");
+		return;
+	}
+	bytes_text(b, sizeof b, get_i(c, "optimizer_part_bytes_max", NULL));
+	fprintf(out, "checkpoints: each rank writes its own shard, in "
+		"parallel, nothing gathered: %lld parameter file(s) (each "
+		"stage's first rank), %lld optimizer-state file(s) (one a "
+		"rank, at most %s), the manifest last\n",
+		(long long)get_i(c, "param_files", NULL),
+		(long long)get_i(c, "optimizer_files", NULL), b);
+}
+
 void
 dt_plan_print(const struct json_object *d, FILE *out)
 {
@@ -944,5 +1002,6 @@ dt_plan_print(const struct json_object *d, FILE *out)
 			print_wire(out, x);
 		}
 	}
+	print_checkpoint(d, out);
 	dt_plan_link_print(d, out);
 }

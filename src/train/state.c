@@ -20,6 +20,7 @@
 
 #include "ckpt/ckpt.h"
 #include "job/schema.h"
+#include "plan/sync_plan.h"
 #include "train/gather.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
@@ -269,9 +270,11 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
  * first rank its stage's parameters, by tensor (into t[0..*n_p)); every
  * rank of the stage its part (dt_comm_part over stage_comm, the part
  * parallel.zero's optimizer owns) of each optimizer buffer, as spans at
- * their one-rank offsets (into t[*n_p..*n_p + *n_o)). Ranks holding
- * replicas thus write disjoint bytes. t and names: room for every tensor
- * of the stage and 4 spans; pt from tensors_init. */
+ * their one-rank offsets (into t[*n_p..*n_p + *n_o)), read in place from
+ * os (dt_grad_sync_state_own: the whole buffers, or at parallel.zero
+ * that very part). Ranks holding replicas thus write disjoint bytes. t
+ * and names: room for every tensor of the stage and 4 spans; pt from
+ * tensors_init. */
 static void
 shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
 	      const struct tensors *pt, struct dt_ckpt_tensor *t,
@@ -281,11 +284,11 @@ shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
 	size_t nt = si->trained_hi - si->trained_lo, lo, hi;
 	struct dt_comm *c = r->layout.stage_comm;
 
-	assert(os->lo == 0 && os->hi == nt);
 	*n_p = dt_comm_rank(c) == 0 ? (size_t)pt->n_params : 0;
 	memcpy(t, pt->params, *n_p * sizeof *t);
 	*n_o = 0;
 	dt_comm_part(nt, dt_comm_size(c), dt_comm_rank(c), &lo, &hi);
+	assert(hi <= lo || (os->lo <= lo && hi <= os->hi));
 	for (int b = 0; hi > lo && b < os->n_bufs; b++) {
 		struct dt_ckpt_tensor *o = &t[*n_p + *n_o];
 
@@ -293,7 +296,7 @@ shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
 			 optim_buf_name(r->job, b), si->trained_lo + lo,
 			 si->trained_lo + hi);
 		o->name = names[b];
-		o->data = os->bufs[b] + lo;
+		o->data = os->bufs[b] + (lo - os->lo);
 		o->n_dims = 1;
 		o->shape[0] = (int64_t)(hi - lo);
 		(*n_o)++;
@@ -367,8 +370,14 @@ shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 	size_t n_files = 0;
 
 	memset(mine, 0, sizeof mine);
-	dt_grad_sync_state(r->sync, &os);
-	st = shard_write_mine(r, tmp, &os, mine, err);
+	/* parallel.zero: 3 holds each parameter on its owner only: the
+	 * stage's first rank writes them whole, so they are all-gathered
+	 * (transiently, as for an evaluation; a no-op at the other levels).
+	 * The optimizer state is never gathered. */
+	st = dt_grad_sync_params_whole(r->sync, err);
+	dt_grad_sync_state_own(r->sync, &os);
+	if (st == DT_OK)
+		st = shard_write_mine(r, tmp, &os, mine, err);
 	st = dt_comm_agree(r->comm, st, err);
 	if (st == DT_OK) {
 		files = dt_xcalloc(2 * (size_t)r->plan.world_size,
@@ -399,9 +408,10 @@ shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 
 /* A checkpoint written in shards (ckpt.h): every rank writes its own
  * part, nothing is gathered. Returns 1 with the agreed status in *st, or
- * 0 (nothing written) where it cannot be used: parameter servers hold the
- * state elsewhere, the world is larger than a manifest lists, or some
- * rank cannot see the checkpoint directory (then the gather writes it). */
+ * 0 (nothing written) where the plan says rank 0 gathers them
+ * (dt_plan_ckpt_sharded: parameter servers, checkpoint.compress, a world
+ * larger than a manifest lists) or some rank cannot see the checkpoint
+ * directory (then the gather writes it). */
 static int
 shard_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 		 enum dt_status *st, struct dt_error *err)
@@ -412,9 +422,8 @@ shard_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 	} b;
 	enum dt_status seen;
 
-	if (dt_grad_sync_state_remote(r->sync) ||
-	    2 * r->plan.world_size > DT_CKPT_SHARD_FILES_MAX ||
-	    r->layout.stage_comm == NULL)
+	if (!dt_plan_ckpt_sharded(r->job, &r->plan) ||
+	    dt_grad_sync_state_remote(r->sync) || r->layout.stage_comm == NULL)
 		return 0;
 	memset(&b, 0, sizeof b);
 	if (r->rank == 0)
