@@ -104,7 +104,7 @@ def part(n, p, r):
 covered = {"adam.m": [], "adam.v": []}
 for r in range(world):
     # The grid puts consecutive ranks in consecutive stages (rank =
-    # dp x pp + stage, as layout-resume.sh's plan shows).
+    # dp x pp + stage, as plan --json's "ranks" lists them).
     stage, q = r % pp, r // pp
     off = sum(trained[:stage])
     lo, hi = part(trained[stage], dp, q)
