@@ -233,6 +233,12 @@ read_tensor_file(const char *path, const char *label, int gz,
 	return st;
 }
 
+struct want;
+static enum dt_status read_sharded(const char *path, int64_t want_step,
+				   const struct dt_ck_manifest *man,
+				   struct want *w, struct dt_ckpt_meta *meta,
+				   struct dt_error *err);
+
 /* Reads and checks the checkpoint at path (see dt_ckpt_verify). want_step:
  * the step the directory must hold, or -1. With match, loads into the
  * targets; meta (may be NULL) receives the metadata. Messages are
@@ -266,6 +272,12 @@ read_ckpt(const char *path, int64_t want_step, int match,
 	fo = listed(&man, DT_CK_OPTIM);
 	fo_gz = listed(&man, DT_CK_OPTIM_GZ);
 	fm = listed(&man, DT_CK_META);
+	if (fo == NULL && fo_gz == NULL && man.n > 1) {
+		if (match)
+			return dt_errorf(err, DT_ERR_FORMAT, "written in "
+					 "shards: read with dt_ckpt_load_flat");
+		return read_sharded(path, want_step, &man, NULL, meta, err);
+	}
 	if (fp == NULL || fm == NULL || (fo == NULL) == (fo_gz == NULL))
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: must list %s, %s and "
 				 "one of %s and %s", DT_CK_MANIFEST,
@@ -860,4 +872,662 @@ dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
 	}
 	closedir(d);
 	return DT_OK;
+}
+
+/* ---- sharded checkpoints ------------------------------------------------ */
+
+/* What a sharded load fills: the flat arrays (optimizer state) and the
+ * named tensors (parameters), each float and tensor marked once seen. */
+struct want {
+	const struct dt_ckpt_flat *arrays;
+	size_t n_arrays;
+	const struct dt_ckpt_target *targets;
+	size_t n_targets;
+	unsigned char **seen;	/* (n_arrays) (arrays[a].n) */
+	unsigned char *seen_t;	/* (n_targets) */
+};
+
+static int
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* Parses a span's name "ARRAY[LO:HI]" into the index of ARRAY in w's
+ * arrays (-1: none) and [lo, hi). 0 when the name is not a span's. */
+static int
+parse_span(const char *name, const struct want *w, long *a, int64_t *lo,
+	   int64_t *hi)
+{
+	const char *open = strrchr(name, '[');
+	char *end;
+	size_t len;
+
+	if (open == NULL || open == name || !ends_with(name, "]"))
+		return 0;
+	len = (size_t)(open - name);
+	*lo = strtoll(open + 1, &end, 10);
+	if (end == open + 1 || *end != ':' || *lo < 0)
+		return 0;
+	*hi = strtoll(end + 1, &end, 10);
+	if (strcmp(end, "]") != 0 || *hi <= *lo)
+		return 0;
+	*a = -1;
+	for (size_t i = 0; w != NULL && i < w->n_arrays; i++)
+		if (strlen(w->arrays[i].name) == len &&
+		    strncmp(w->arrays[i].name, name, len) == 0)
+			*a = (long)i;
+	return 1;
+}
+
+/* One span entry e of file label: checked, marked, its destination. */
+static enum dt_status
+place_span(const char *label, const struct dt_ck_entry *e, struct want *w,
+	   float **dst, struct dt_error *err)
+{
+	int64_t lo, hi;
+	long a;
+
+	parse_span(e->name, w, &a, &lo, &hi);
+	if (e->n_dims != 1 || e->shape[0] != hi - lo)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: span %s: shape is "
+				 "not (HI - LO)", label, e->name);
+	if (w == NULL)
+		return DT_OK;
+	if (a < 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: span %s: no such "
+				 "optimizer buffer here", label, e->name);
+	if ((uint64_t)hi > w->arrays[a].n)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: span %s: past the "
+				 "end of %s (%zu floats here); the checkpoint "
+				 "is of another model", label, e->name,
+				 w->arrays[a].name, w->arrays[a].n);
+	for (int64_t k = lo; k < hi; k++) {
+		if (w->seen[a][k])
+			return dt_errorf(err, DT_ERR_FORMAT, "%s: span %s: "
+					 "float %lld of %s is in two spans",
+					 label, e->name, (long long)k,
+					 w->arrays[a].name);
+		w->seen[a][k] = 1;
+	}
+	*dst = w->arrays[a].data + lo;
+	return DT_OK;
+}
+
+/* One named tensor entry e of file label: matched to w's targets. */
+static enum dt_status
+place_tensor(const char *label, const struct dt_ck_entry *e, struct want *w,
+	     float **dst, struct dt_error *err)
+{
+	size_t j;
+
+	if (w == NULL)
+		return DT_OK;
+	for (j = 0; j < w->n_targets; j++)
+		if (strcmp(w->targets[j].name, e->name) == 0)
+			break;
+	if (j == w->n_targets)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
+				 "which the model does not have", label,
+				 e->name);
+	if (w->seen_t[j])
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
+				 "files", label, e->name);
+	if (w->targets[j].n_dims != e->n_dims ||
+	    memcmp(w->targets[j].shape, e->shape,
+		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
+				 "another shape than the model's", label,
+				 e->name);
+	w->seen_t[j] = 1;
+	*dst = w->targets[j].data;
+	return DT_OK;
+}
+
+/* A shard file shorter than the manifest says: the first tensor that lies
+ * past its end, named with the file. */
+static enum dt_status
+truncated(const struct dt_ck_rfile *r, const struct dt_ck_header *h,
+	  const struct dt_ck_file *f, struct dt_error *err)
+{
+	for (size_t i = 0; i < h->n; i++)
+		if (r->pos + h->t[i].end > r->file_size)
+			return dt_errorf(err, DT_ERR_FORMAT, "%s: %lld bytes, "
+					 "%s lists %lld (truncated): tensor "
+					 "%s lies past its end", r->label,
+					 (long long)r->file_size,
+					 DT_CK_MANIFEST, (long long)f->size,
+					 h->t[i].name);
+	return check_size(r, f, err);
+}
+
+/* Reads one file of a sharded checkpoint, checked against its manifest
+ * entry f; into w (NULL: only checked). */
+static enum dt_status
+read_shard(const char *path, const struct dt_ck_file *f, struct want *w,
+	   struct dt_error *err)
+{
+	struct dt_ck_rfile r;
+	struct dt_ck_header h = { 0 };
+	float **dst = NULL;
+	enum dt_status st;
+	int64_t lo, hi;
+	long a;
+
+	st = dt_ck_ropen(&r, path, f->name, 0, err);
+	if (st != DT_OK && access(path, F_OK) != 0 && errno == ENOENT) {
+		/* A shard that never arrived or was removed: say what the
+		 * manifest expected there. */
+		dt_ck_rclose(&r);
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: missing; %s lists "
+				 "it with %lld bytes, CRC-32 %08x (the "
+				 "checkpoint is incomplete)", f->name,
+				 DT_CK_MANIFEST, (long long)f->size,
+				 (unsigned)f->crc);
+	}
+	if (st == DT_OK && r.file_size < 8)
+		st = check_size(&r, f, err);
+	if (st == DT_OK && dt_ck_st_read_header(&r, 1, &h, err) != DT_OK)
+		st = r.file_size < f->size ? check_size(&r, f, err) :
+			DT_ERR_FORMAT;
+	if (st == DT_OK && r.file_size != f->size)
+		st = truncated(&r, &h, f, err);
+	if (st == DT_OK)
+		dst = dt_xcalloc(h.n ? h.n : 1, sizeof *dst);
+	for (size_t i = 0; st == DT_OK && i < h.n; i++)
+		st = parse_span(h.t[i].name, NULL, &a, &lo, &hi) ?
+			place_span(f->name, &h.t[i], w, &dst[i], err) :
+			place_tensor(f->name, &h.t[i], w, &dst[i], err);
+	if (st == DT_OK)
+		st = dt_ck_st_read_data(&r, &h, dst, err);
+	if (st == DT_OK)
+		st = dt_ck_rfinish(&r, err);
+	if (st == DT_OK)
+		st = check_crc(&r, f, err);
+	free(dst);
+	dt_ck_header_fini(&h);
+	dt_ck_rclose(&r);
+	return st;
+}
+
+/* Every float of every array and every tensor found (after every file
+ * was read). */
+static enum dt_status
+check_covered(const struct want *w, struct dt_error *err)
+{
+	for (size_t a = 0; a < w->n_arrays; a++)
+		for (size_t k = 0; k < w->arrays[a].n; k++)
+			if (!w->seen[a][k])
+				return dt_errorf(err, DT_ERR_FORMAT, "%s: "
+						 "float %zu of %s is in no "
+						 "file's span", DT_CK_MANIFEST,
+						 k, w->arrays[a].name);
+	for (size_t j = 0; j < w->n_targets; j++)
+		if (!w->seen_t[j])
+			return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is "
+					 "in no listed file", DT_CK_MANIFEST,
+					 w->targets[j].name);
+	return DT_OK;
+}
+
+/* meta.json of a sharded checkpoint, checked against its manifest. */
+static enum dt_status
+read_shard_meta(const char *path, int64_t want_step,
+		const struct dt_ck_manifest *man, struct dt_ckpt_meta *m,
+		struct dt_error *err)
+{
+	const struct dt_ck_file *fm = listed(man, DT_CK_META);
+	char file[DT_CK_PATH_MAX], *text = NULL;
+	size_t len;
+	enum dt_status st;
+
+	if (fm == NULL)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: must list %s and the "
+				 "shard files", DT_CK_MANIFEST, DT_CK_META);
+	if (want_step >= 0 && man->step != want_step)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: step %" PRId64 ", "
+				 "but the directory is named for step %"
+				 PRId64, DT_CK_MANIFEST, man->step, want_step);
+	if (join(file, path, DT_CK_META, err))
+		return DT_ERR_IO;
+	st = read_small(file, DT_CK_META, fm, &text, &len, err);
+	if (st == DT_OK)
+		st = dt_ck_meta_decode(text, len, m, err);
+	free(text);
+	if (st == DT_OK && m->step != man->step)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: step %" PRId64 ", %s "
+			       "says %" PRId64, DT_CK_META, m->step,
+			       DT_CK_MANIFEST, man->step);
+	return st;
+}
+
+static enum dt_status
+read_sharded(const char *path, int64_t want_step,
+	     const struct dt_ck_manifest *man, struct want *w,
+	     struct dt_ckpt_meta *meta, struct dt_error *err)
+{
+	struct dt_ckpt_meta m = { 0 };
+	char file[DT_CK_PATH_MAX];
+	enum dt_status st;
+
+	st = read_shard_meta(path, want_step, man, &m, err);
+	for (size_t i = 0; i < man->n && st == DT_OK; i++) {
+		const struct dt_ck_file *f = &man->f[i];
+
+		if (strcmp(f->name, DT_CK_META) == 0)
+			continue;
+		st = join(file, path, f->name, err);
+		if (st == DT_OK && ends_with(f->name, ".safetensors"))
+			st = read_shard(file, f, w, err);
+		else if (st == DT_OK)
+			st = check_other(file, f, err);
+	}
+	if (st == DT_OK && w != NULL)
+		st = check_covered(w, err);
+	if (st == DT_OK && meta != NULL)
+		*meta = m;
+	else
+		dt_ckpt_meta_fini(&m);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_shard_begin(const char *ckpt_dir, int64_t step, char *tmp,
+		    size_t size, struct dt_error *err)
+{
+	char name[80];
+
+	if (make_ckpt_dir(ckpt_dir, err))
+		return DT_ERR_IO;
+	snprintf(name, sizeof name, "." STEP_PREFIX "%09" PRId64
+		 ".tmp.shards.%ld", step, (long)getpid());
+	if (snprintf(tmp, size, "%s/%s", ckpt_dir, name) >= (int)size)
+		return dt_errorf(err, DT_ERR_IO, "%s: path too long",
+				 ckpt_dir);
+	dt_ck_rm_tree(tmp);
+	if (mkdir(tmp, 0777) != 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot create: %s", tmp,
+				 strerror(errno));
+	return DT_OK;
+}
+
+enum dt_status
+dt_ckpt_shard_write(const char *tmp, const char *name,
+		    const struct dt_ckpt_tensor *t, size_t n,
+		    struct dt_ckpt_shard_file *out, struct dt_error *err)
+{
+	char file[DT_CK_PATH_MAX];
+	struct dt_ck_file f;
+	struct dt_error e;
+
+	if (strlen(name) >= sizeof out->name || strchr(name, '/') != NULL ||
+	    !ends_with(name, ".safetensors") || strcmp(name, DT_CK_OPTIM) == 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a shard file's "
+				 "name", name);
+	if (dt_ck_check_tensors(t, n, 1, name, err))
+		return DT_ERR_FORMAT;
+	if (join(file, tmp, name, err))
+		return DT_ERR_IO;
+	unlink(file);
+	if (write_tensors(file, 0, t, n, &f, err))
+		return DT_ERR_IO;
+	dt_error_clear(&e);
+	if (read_shard(file, &f, NULL, &e) != DT_OK)
+		return dt_errorf(err, DT_ERR_IO, "%s: the shard written does "
+				 "not read back: %s", file, e.msg);
+	snprintf(out->name, sizeof out->name, "%s", f.name);
+	out->size = f.size;
+	out->crc = f.crc;
+	return DT_OK;
+}
+
+void
+dt_ckpt_shard_abort(const char *tmp)
+{
+	if (tmp != NULL && tmp[0] != '\0')
+		dt_ck_rm_tree(tmp);
+}
+
+/* meta.json and, last, the manifest of a sharded checkpoint into tmp. */
+static enum dt_status
+write_shard_manifest(const char *tmp, const struct dt_ckpt_meta *meta,
+		     const struct dt_ckpt_shard_file *files, size_t n_files,
+		     struct dt_error *err)
+{
+	struct dt_ck_manifest *man = dt_xcalloc(1, sizeof *man);
+	struct dt_ck_file mf;
+	char file[DT_CK_PATH_MAX], *text;
+	enum dt_status st;
+
+	man->step = meta->step;
+	for (size_t i = 0; i < n_files; i++) {
+		snprintf(man->f[i].name, sizeof man->f[i].name, "%s",
+			 files[i].name);
+		man->f[i].size = files[i].size;
+		man->f[i].crc = files[i].crc;
+	}
+	man->n = n_files + 1;
+	strcpy(man->f[n_files].name, DT_CK_META);
+	st = join(file, tmp, DT_CK_META, err);
+	if (st == DT_OK) {
+		text = dt_ck_meta_encode(meta);
+		st = dt_ck_write_file(file, text, strlen(text),
+				      &man->f[n_files].size,
+				      &man->f[n_files].crc, err);
+		free(text);
+	}
+	/* Last: a directory without a manifest is never a checkpoint. */
+	if (st == DT_OK)
+		st = join(file, tmp, DT_CK_MANIFEST, err);
+	if (st == DT_OK) {
+		text = dt_ck_manifest_encode(man);
+		st = dt_ck_write_file(file, text, strlen(text), &mf.size,
+				      &mf.crc, err);
+		free(text);
+	}
+	free(man);
+	if (st == DT_OK)
+		st = dt_file_fsync_dir(tmp, err);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_shard_finish(const char *ckpt_dir, const char *tmp,
+		     const struct dt_ckpt_opts *opts,
+		     const struct dt_ckpt_meta *meta,
+		     const struct dt_ckpt_shard_file *files, size_t n_files,
+		     struct dt_error *err)
+{
+	char final[DT_CK_PATH_MAX], aside[DT_CK_PATH_MAX], name[64];
+	struct dt_error e;
+	enum dt_status st = DT_OK;
+
+	if (n_files < 1 || n_files > DT_CKPT_SHARD_FILES_MAX)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%zu shard files (1 to %d)",
+			       n_files, DT_CKPT_SHARD_FILES_MAX);
+	else if (dt_ck_meta_check(meta, err))
+		st = DT_ERR_FORMAT;
+	else if (dt_ckpt_path(final, sizeof final, ckpt_dir, meta->step, err))
+		st = DT_ERR_IO;
+	snprintf(name, sizeof name, "." STEP_PREFIX "%09" PRId64 ".old.%ld",
+		 meta->step, (long)getpid());
+	if (st == DT_OK && join(aside, ckpt_dir, name, err))
+		st = DT_ERR_IO;
+	if (st == DT_OK)
+		st = write_shard_manifest(tmp, meta, files, n_files, err);
+	if (st == DT_OK) {
+		dt_error_clear(&e);
+		if (read_ckpt(tmp, -1, 0, NULL, 0, NULL, 0, NULL, &e) != DT_OK)
+			st = dt_errorf(err, DT_ERR_IO, "%s: the checkpoint "
+				       "written does not read back: %s", tmp,
+				       e.msg);
+	}
+	if (st == DT_OK)
+		st = install(ckpt_dir, tmp, final, aside, opts, err);
+	if (st != DT_OK) {
+		dt_ck_rm_tree(tmp);
+		return st;
+	}
+	if (opts != NULL && opts->keep_last > 0)
+		dt_ckpt_prune(ckpt_dir, meta->step, opts->keep_last,
+			      opts->report, opts->report_ctx, NULL);
+	return DT_OK;
+}
+
+/* The manifest of the checkpoint at path into a heap *man. */
+static enum dt_status
+read_manifest(const char *path, struct dt_ck_manifest **man,
+	      struct dt_error *err)
+{
+	char file[DT_CK_PATH_MAX], *text = NULL;
+	size_t len;
+	enum dt_status st;
+
+	*man = dt_xcalloc(1, sizeof **man);
+	st = join(file, path, DT_CK_MANIFEST, err);
+	if (st == DT_OK)
+		st = read_small(file, DT_CK_MANIFEST, NULL, &text, &len, err);
+	if (st == DT_OK)
+		st = dt_ck_manifest_decode(text, len, *man, err);
+	free(text);
+	return st;
+}
+
+int
+dt_ckpt_is_sharded(const char *path)
+{
+	struct dt_ck_manifest *man;
+	struct dt_error e;
+	int sharded = 0;
+
+	if (read_manifest(path, &man, &e) == DT_OK)
+		sharded = man->n > 1 && listed(man, DT_CK_OPTIM) == NULL &&
+			  listed(man, DT_CK_OPTIM_GZ) == NULL;
+	free(man);
+	return sharded;
+}
+
+enum dt_status
+dt_ckpt_load_flat(const char *path, const struct dt_ckpt_target *params,
+		  size_t n_params, const struct dt_ckpt_flat *arrays,
+		  size_t n_arrays, struct dt_ckpt_meta *meta,
+		  struct dt_error *err)
+{
+	const char *base = strrchr(path, '/');
+	struct dt_ck_manifest *man;
+	struct want w = { arrays, n_arrays, params, n_params, NULL, NULL };
+	enum dt_status st;
+
+	memset(meta, 0, sizeof *meta);
+	w.seen = dt_xcalloc(n_arrays + 1, sizeof *w.seen);
+	w.seen_t = dt_xcalloc(n_params + 1, 1);
+	for (size_t a = 0; a < n_arrays; a++)
+		w.seen[a] = dt_xcalloc(arrays[a].n + 1, 1);
+	st = read_manifest(path, &man, err);
+	if (st == DT_OK)
+		st = read_sharded(path, parse_step_name(base ? base + 1 :
+							 path), man, &w, meta,
+				  err);
+	free(man);
+	for (size_t a = 0; a < n_arrays; a++)
+		free(w.seen[a]);
+	free(w.seen);
+	free(w.seen_t);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
+
+static int
+is_params_file(const char *name)
+{
+	return strncmp(name, "params", 6) == 0 &&
+	       ends_with(name, ".safetensors");
+}
+
+enum dt_status
+dt_ckpt_load_params(const char *path, const struct dt_ckpt_target *params,
+		    size_t n_params, struct dt_error *err)
+{
+	struct dt_ck_manifest *man;
+	struct want w = { NULL, 0, params, n_params, NULL, NULL };
+	char file[DT_CK_PATH_MAX];
+	enum dt_status st;
+
+	w.seen_t = dt_xcalloc(n_params + 1, 1);
+	st = read_manifest(path, &man, err);
+	for (size_t i = 0; st == DT_OK && i < man->n; i++) {
+		if (!is_params_file(man->f[i].name))
+			continue;
+		st = join(file, path, man->f[i].name, err);
+		if (st == DT_OK)
+			st = read_shard(file, &man->f[i], &w, err);
+	}
+	if (st == DT_OK)
+		st = check_covered(&w, err);
+	free(man);
+	free(w.seen_t);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
+
+static int
+cmp_file_names(const void *a, const void *b)
+{
+	const struct dt_ck_file *const *x = a, *const *y = b;
+
+	return strcmp((*x)->name, (*y)->name);
+}
+
+/* One parameter file being streamed into an export. */
+struct src {
+	struct dt_ck_rfile r;
+	struct dt_ck_header h;
+	const struct dt_ck_file *f;
+};
+
+/* Opens the checkpoint's parameter files (their headers read, sizes
+ * checked), in name order (params.safetensors alone, or the stages in
+ * order), into a heap array *out of *n. */
+static enum dt_status
+open_sources(const char *path, const struct dt_ck_manifest *man,
+	     struct src **out, size_t *n, struct dt_error *err)
+{
+	const struct dt_ck_file **fs = dt_xcalloc(man->n + 1, sizeof *fs);
+	struct src *s = dt_xcalloc(man->n + 1, sizeof *s);
+	char file[DT_CK_PATH_MAX];
+	enum dt_status st = DT_OK;
+	size_t k = 0;
+
+	for (size_t i = 0; i < man->n; i++)
+		if (is_params_file(man->f[i].name))
+			fs[k++] = &man->f[i];
+	qsort(fs, k, sizeof *fs, cmp_file_names);
+	for (*n = 0; *n < k && st == DT_OK; (*n)++) {
+		s[*n].f = fs[*n];
+		s[*n].r.fd = -1;
+		st = join(file, path, fs[*n]->name, err);
+		if (st == DT_OK)
+			st = dt_ck_ropen(&s[*n].r, file, fs[*n]->name, 0, err);
+		if (st == DT_OK)
+			st = check_size(&s[*n].r, fs[*n], err);
+		if (st == DT_OK)
+			st = dt_ck_st_read_header(&s[*n].r, 1, &s[*n].h, err);
+	}
+	if (st == DT_OK && k == 0)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: lists no parameter "
+			       "file", DT_CK_MANIFEST);
+	free(fs);
+	*out = s;
+	return st;
+}
+
+static void
+close_sources(struct src *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		dt_ck_header_fini(&s[i].h);
+		dt_ck_rclose(&s[i].r);
+	}
+	free(s);
+}
+
+/* Copies one tensor e of source s to w in pieces, checking its CRC. */
+static enum dt_status
+stream_tensor(struct src *s, const struct dt_ck_entry *e,
+	      struct dt_ck_wfile *w, unsigned char *buf, size_t size,
+	      struct dt_error *err)
+{
+	size_t left = (size_t)(e->end - e->begin);
+	uLong crc = 0;
+	enum dt_status st = DT_OK;
+
+	while (left > 0 && st == DT_OK) {
+		size_t k = left < size ? left : size;
+
+		st = dt_ck_read(&s->r, buf, k, err);
+		if (st == DT_OK)
+			st = dt_ck_write(w, buf, k, err);
+		crc = crc32_z(crc, buf, k);
+		left -= k;
+	}
+	if (st == DT_OK && (uint32_t)crc != e->crc)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: crc32 mismatch for %s",
+			       s->f->name, e->name);
+	return st;
+}
+
+/* The header and then every tensor of the sources, in order, into w. */
+static enum dt_status
+stream_export(struct src *s, size_t n, struct dt_ck_wfile *w,
+	      struct dt_error *err)
+{
+	size_t total = 0, k = 0;
+	struct dt_ck_entry *e;
+	unsigned char *buf;
+	enum dt_status st;
+
+	for (size_t i = 0; i < n; i++)
+		total += s[i].h.n;
+	e = dt_xcalloc(total + 1, sizeof *e);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < s[i].h.n; j++)
+			e[k++] = s[i].h.t[j];
+	st = dt_ck_st_write_header(w, e, total, err);
+	free(e);
+	buf = dt_xmalloc(1 << 16, 1);
+	for (size_t i = 0; i < n && st == DT_OK; i++) {
+		for (size_t j = 0; j < s[i].h.n && st == DT_OK; j++)
+			st = stream_tensor(&s[i], &s[i].h.t[j], w, buf,
+					   1 << 16, err);
+		if (st == DT_OK)
+			st = dt_ck_rfinish(&s[i].r, err);
+		if (st == DT_OK)
+			st = check_crc(&s[i].r, s[i].f, err);
+	}
+	free(buf);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_export_ckpt(const char *path, const char *out, struct dt_error *err)
+{
+	char tmp[DT_CK_PATH_MAX], dir[DT_CK_PATH_MAX];
+	struct dt_ck_manifest *man;
+	struct dt_ck_wfile w;
+	struct src *s = NULL;
+	size_t n = 0;
+	enum dt_status st;
+
+	st = read_manifest(path, &man, err);
+	if (st == DT_OK)
+		st = open_sources(path, man, &s, &n, err);
+	if (st == DT_OK && dt_file_tmp_name(tmp, sizeof tmp, out, err))
+		st = DT_ERR_IO;
+	if (st == DT_OK) {
+		unlink(tmp);
+		st = dt_ck_wopen(&w, tmp, 0, err);
+		if (st == DT_OK) {
+			st = stream_export(s, n, &w, err);
+			if (st != DT_OK)
+				dt_ck_wabort(&w);
+			else
+				st = dt_ck_wclose(&w, err);
+		}
+		if (st == DT_OK)
+			st = dt_file_rename(tmp, out, err);
+		if (st != DT_OK)
+			unlink(tmp);
+	}
+	close_sources(s, n);
+	free(man);
+	if (st != DT_OK) {
+		dt_error_prefix(err, "%s: ", path);
+		return st;
+	}
+	dt_file_dir_of(dir, sizeof dir, out);
+	return dt_file_fsync_dir(dir, err);
 }

@@ -274,4 +274,115 @@ enum dt_status dt_ckpt_import(const char *path,
 			      const struct dt_ckpt_target *targets, size_t n,
 			      struct dt_error *err);
 
+/* ---- checkpoints written in shards -------------------------------------
+ *
+ * A sharded checkpoint's directory holds no optimizer file; instead:
+ *   params.safetensors        the parameters, tensor by tensor as above,
+ *                             when one stage holds the whole model
+ *                             (pipeline_parallel 1), written by world
+ *                             rank 0, which holds them anyway
+ *   params-stage-SSS.safetensors  stage SSS's parameters (pipelines),
+ *                             each by the stage's first rank
+ *   rank-RRRRR.safetensors    world rank RRRRR's part of the optimizer
+ *                             state: spans of the flat buffers ("adam.m",
+ *                             "adam.v", "sgd.momentum", the trained floats
+ *                             at their one-rank offsets), each a 1-D F32
+ *                             tensor named "ARRAY[LO:HI]" (floats LO to
+ *                             HI-1); every float in exactly one span
+ *   meta.json                 as above
+ *   MANIFEST.json             every file above with its size and CRC-32,
+ *                             written last by rank 0 once every rank's
+ *                             files are durable
+ * Each file carries a crc32 per tensor. Any layout reads any other: the
+ * reader matches tensors by name and places each span at its offset. */
+#define DT_CKPT_SHARD_FILES_MAX 1024	/* shard files at most */
+
+/* One shard file as written: its name in the step directory, its size in
+ * bytes and the CRC-32 of its bytes. */
+struct dt_ckpt_shard_file {
+	char name[64];
+	int64_t size;
+	uint32_t crc;
+};
+
+/* One flat array to read into: name ("adam.m", ...), the caller's buffer
+ * of n floats. */
+struct dt_ckpt_flat {
+	const char *name;
+	float *data;		/* (n) */
+	size_t n;
+};
+
+/* Rank 0 of a sharded save: creates ckpt_dir if missing and the empty
+ * temporary directory .step-N.tmp.shards.PID in it, whose path goes to tmp
+ * (size bytes) for every rank to write into. DT_ERR_IO naming the path. */
+enum dt_status dt_ckpt_shard_begin(const char *ckpt_dir, int64_t step,
+				   char *tmp, size_t size,
+				   struct dt_error *err);
+
+/* Any rank: writes n >= 1 tensors (named tensors, or spans "ARRAY[LO:HI]"
+ * as above) to tmp/name (a plain name ending in .safetensors), fsyncs it
+ * and reads it back through the checker; *out gets its name, size and
+ * CRC-32. DT_ERR_FORMAT for a bad name or tensor list, DT_ERR_IO naming
+ * the file. */
+enum dt_status dt_ckpt_shard_write(const char *tmp, const char *name,
+				   const struct dt_ckpt_tensor *t, size_t n,
+				   struct dt_ckpt_shard_file *out,
+				   struct dt_error *err);
+
+/* Rank 0, after every rank's dt_ckpt_shard_write succeeded: writes
+ * meta.json and, last, MANIFEST.json listing files (n_files, at most
+ * DT_CKPT_SHARD_FILES_MAX) and meta.json; fsyncs the directory, verifies
+ * the whole checkpoint (sizes, every tensor's CRC), renames tmp to step-N
+ * and prunes as dt_ckpt_save does. On error tmp is removed and
+ * DT_ERR_FORMAT or DT_ERR_IO names the problem. */
+enum dt_status dt_ckpt_shard_finish(const char *ckpt_dir, const char *tmp,
+				    const struct dt_ckpt_opts *opts,
+				    const struct dt_ckpt_meta *meta,
+				    const struct dt_ckpt_shard_file *files,
+				    size_t n_files, struct dt_error *err);
+
+/* Removes the temporary directory of a failed sharded save. */
+void dt_ckpt_shard_abort(const char *tmp);
+
+/* 1 when the checkpoint at path has a manifest listing no optimizer file
+ * (written in shards: read it with dt_ckpt_load_flat), 0 otherwise
+ * (dt_ckpt_load). */
+int dt_ckpt_is_sharded(const char *path);
+
+/* Loads the sharded checkpoint at path, whatever layout wrote it: the
+ * tensors params (n_params, matched by name and shape, each in exactly one
+ * file) and the flat arrays (n_arrays, every float in exactly one span),
+ * checking what dt_ckpt_verify checks. On DT_OK *meta holds heap copies
+ * (dt_ckpt_meta_fini). Errors as dt_ckpt_load's, naming the file and the
+ * tensor, e.g. "ckpt/step-000000004: rank-00001.safetensors: 1200 bytes,
+ * MANIFEST.json lists 4168 (truncated): tensor adam.m[512:1024] lies past
+ * its end". */
+enum dt_status dt_ckpt_load_flat(const char *path,
+				 const struct dt_ckpt_target *params,
+				 size_t n_params,
+				 const struct dt_ckpt_flat *arrays,
+				 size_t n_arrays, struct dt_ckpt_meta *meta,
+				 struct dt_error *err);
+
+/* Loads only the parameters of the checkpoint at path (either format:
+ * params.safetensors, or the stages' params-stage-SSS.safetensors) into
+ * params (n_params), matched by name and shape, each tensor in exactly one
+ * file; sizes and CRC-32s checked. For eval, predict and sample. Errors as
+ * dt_ckpt_load's. */
+enum dt_status dt_ckpt_load_params(const char *path,
+				   const struct dt_ckpt_target *params,
+				   size_t n_params, struct dt_error *err);
+
+/* Writes the parameters of the checkpoint at path (either format) to the
+ * one safetensors file out, atomically: the header first (from the
+ * parameter files' headers, tensors in stage order, which is the one-rank
+ * model's order), then each tensor streamed from its file in 64 KiB
+ * pieces, its CRC-32 checked: never more than that in memory. The bytes
+ * equal a one-rank checkpoint's params.safetensors. DT_ERR_FORMAT for a
+ * damaged checkpoint (naming file and tensor), DT_ERR_IO naming the path;
+ * nothing is left at out or its temporary on error. */
+enum dt_status dt_ckpt_export_ckpt(const char *path, const char *out,
+				   struct dt_error *err);
+
 #endif

@@ -124,6 +124,13 @@ enum dt_status dt_ck_check_tensors(const struct dt_ckpt_tensor *t, size_t n,
 enum dt_status dt_ck_st_write(struct dt_ck_wfile *w,
 			      const struct dt_ckpt_tensor *t, size_t n,
 			      struct dt_error *err);
+/* Writes a safetensors header for n tensors (name, n_dims, shape and crc
+ * of each entry; data_offsets follow from the shapes, contiguous in this
+ * order) with dtrain's crc32 metadata; the data is the caller's to write
+ * after it. */
+enum dt_status dt_ck_st_write_header(struct dt_ck_wfile *w,
+				     const struct dt_ck_entry *t, size_t n,
+				     struct dt_error *err);
 /* Reads and checks a header. require_crc: every tensor must carry a crc32
  * entry. On error *h is empty. */
 enum dt_status dt_ck_st_read_header(struct dt_ck_rfile *r, int require_crc,
@@ -144,7 +151,7 @@ enum dt_status dt_ck_match(const struct dt_ck_header *h, const char *label,
 
 /* ---- meta.json and MANIFEST.json (meta.c) ------------------------------- */
 
-#define DT_CK_MAX_FILES 16
+#define DT_CK_MAX_FILES (DT_CKPT_SHARD_FILES_MAX + 16)
 
 struct dt_ck_file {
 	char name[64];

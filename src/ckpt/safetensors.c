@@ -156,8 +156,8 @@ int_array(const int64_t *v, int n)
 }
 
 enum dt_status
-dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
-	       size_t n, struct dt_error *err)
+dt_ck_st_write_header(struct dt_ck_wfile *w, const struct dt_ck_entry *t,
+		      size_t n, struct dt_error *err)
 {
 	json_object *root = json_object_new_object();
 	json_object *meta = json_object_new_object();
@@ -185,8 +185,7 @@ dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
 		json_object_object_add(e, "data_offsets", int_array(range, 2));
 		json_object_object_add(root, t[i].name, e);
 		snprintf(key, sizeof key, "%s%s", CRC_PREFIX, t[i].name);
-		snprintf(hex, sizeof hex, "%08x",
-			 (unsigned)crc_f32(t[i].data, (size_t)bytes / 4));
+		snprintf(hex, sizeof hex, "%08x", (unsigned)t[i].crc);
 		json_object_object_add(meta, key, json_object_new_string(hex));
 		offset += bytes;
 	}
@@ -201,6 +200,27 @@ dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
 	if (st == DT_OK && padded > len)
 		st = dt_ck_write(w, "        ", padded - len, err);
 	json_object_put(root);
+	return st;
+}
+
+enum dt_status
+dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
+	       size_t n, struct dt_error *err)
+{
+	struct dt_ck_entry *e = dt_xcalloc(n + 1, sizeof *e);
+	enum dt_status st;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(e[i].name, sizeof e[i].name, "%s", t[i].name);
+		e[i].n_dims = t[i].n_dims;
+		memcpy(e[i].shape, t[i].shape, sizeof e[i].shape);
+		e[i].crc = crc_f32(t[i].data,
+				   (size_t)count_elems(t[i].n_dims,
+						       t[i].shape));
+		e[i].has_crc = 1;
+	}
+	st = dt_ck_st_write_header(w, e, n, err);
+	free(e);
 	for (size_t i = 0; i < n && st == DT_OK; i++)
 		st = dt_ck_write_f32(w, t[i].data,
 				     (size_t)count_elems(t[i].n_dims,

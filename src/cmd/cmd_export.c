@@ -135,7 +135,12 @@ cmd_export(int argc, char **argv)
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	snprintf(src, sizeof src, "%s/params.safetensors", latest);
-	st = dt_rundir_write_atomic(out, copy_file, src, &err);
+	/* A pipeline's checkpoint holds one parameter file a stage: they
+	 * are streamed into one, tensor by tensor. */
+	if (access(src, F_OK) != 0 && dt_ckpt_is_sharded(latest))
+		st = dt_ckpt_export_ckpt(latest, out, &err);
+	else
+		st = dt_rundir_write_atomic(out, copy_file, src, &err);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
 	printf("%s: parameters of step %lld (%s)\n", out, (long long)step,

@@ -145,6 +145,9 @@ dt_cmd_import_params(struct dt_model *m, const char *ckpt,
 	char file[DT_JOB_PATH_MAX + 96];
 
 	snprintf(file, sizeof file, "%s/params.safetensors", ckpt);
+	/* A pipeline's checkpoint: the stages' files, read by name. */
+	if (access(file, F_OK) != 0 && dt_ckpt_is_sharded(ckpt))
+		snprintf(file, sizeof file, "%s", ckpt);
 	return dt_init_import(m, dt_model_params(m), file, err);
 }
 

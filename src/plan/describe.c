@@ -403,7 +403,8 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
  * collects the others' parts of the optimizer state into a whole copy
  * of the stage's state before a checkpoint (train/sync_zero.c,
  * zero_collect), and holds it until the next update: optim_buffers x
- * trained floats beside its own part. 0 on the other ranks, and
+ * trained floats beside its own part, where checkpoints are gathered
+ * (in shards each rank writes its own part). 0 on the other ranks, and
  * where the job writes no checkpoint (ckpt false). */
 static int64_t
 zero_collect_bytes(const struct dt_sync_plan *y, const struct dt_grid_pos *pos,
@@ -424,7 +425,8 @@ writes_checkpoint(const struct dt_job *job)
 	       job->checkpoint.every_seconds > 0 || job->eval.keep_best;
 }
 
-/* Rank 0 holds the whole model while it writes a checkpoint of a model
+/* Where checkpoints are gathered (not dt_plan_ckpt_sharded), rank 0
+ * holds the whole model while it writes a checkpoint of a model
  * cut into stages or tensor slices (train/gather.c): the parameters and
  * optimizer state gathered from every stage into a copy of their own,
  * on top of its stage's memory (a tensor-parallel rank holds its
@@ -452,6 +454,35 @@ gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
 	return m;
 }
 
+/* How checkpoints are written (dt_plan_ckpt_sharded): "shards" with
+ * the parameter files (one a stage, by its first rank), the optimizer
+ * files (one a training rank) and the largest of those in bytes (each
+ * rank of a stage writes a 1/sum_ranks part, dt_comm_part, of every
+ * buffer: its optimizer's own part at parallel.zero), or "gathered"
+ * (rank 0 writes the whole model). A new object. */
+static struct json_object *
+describe_checkpoint(const struct dt_plan *plan, int sharded)
+{
+	struct json_object *c = json_object_new_object();
+	int64_t part = 0;
+
+	for (int s = 0; sharded && s < plan->pp_size; s++) {
+		const struct dt_sync_plan *y = &plan->sync[s];
+		int p = y->sum_ranks > 1 ? y->sum_ranks : 1;
+		int64_t b = y->optim_buffers * ((y->trained + p - 1) / p) * 4;
+
+		part = b > part ? b : part;
+	}
+	ADD(c, "format", json_object_new_string(sharded ? "shards" :
+						"gathered"));
+	ADD(c, "param_files", json_object_new_int(sharded ? plan->pp_size :
+						  1));
+	ADD(c, "optimizer_files", json_object_new_int(
+		    sharded ? plan->world_size - plan->n_servers : 1));
+	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
+	return c;
+}
+
 static struct json_object *
 describe_server_rank(const struct dt_plan *plan, int r)
 {
@@ -468,15 +499,17 @@ describe_server_rank(const struct dt_plan *plan, int r)
 }
 
 /* Worker rank r's place, memory (its stage's, and the checkpoint's
- * gathers where it makes them) and bytes per step. */
+ * gathers where it makes them: gathers, checkpoints not written in
+ * shards) and bytes per step. */
 static struct json_object *
 describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
-	      int r)
+	      int r, int gathers)
 {
 	struct json_object *x = json_object_new_object();
 	struct json_object *bytes = json_object_new_object();
 	const struct stage_plan *mine;
 	struct dt_grid_pos pos;
+	int64_t collect;
 
 	dt_plan_position(plan, r, &pos);
 	mine = &sp[pos.stage];
@@ -490,12 +523,12 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	if ((r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
-	    zero_collect_bytes(mine->sync, &pos, mine->ckpt) > 0) {
-		ADD(x, "memory", gather_memory(plan, mine->memory, r == 0,
-					       zero_collect_bytes(mine->sync,
-								  &pos,
-								  mine->ckpt)));
+	collect = gathers ? zero_collect_bytes(mine->sync, &pos, mine->ckpt) :
+		  0;
+	if ((gathers && r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
+	    collect > 0) {
+		ADD(x, "memory", gather_memory(plan, mine->memory,
+					       gathers && r == 0, collect));
 	} else {
 		ADD(x, "memory", json_object_get(mine->memory));
 	}
@@ -521,6 +554,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	struct stage_plan *sp = dt_xcalloc((size_t)pp, sizeof *sp);
 	int64_t dataset = plan->data.train_bytes + plan->data.eval_bytes;
 	int64_t loader = loader_bytes(job, plan);
+	int sharded = dt_plan_ckpt_sharded(job, plan);
 
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(o, "recompute", json_object_new_string(
@@ -558,7 +592,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 					      describe_server_rank(plan, r));
 			continue;
 		}
-		x = describe_rank(plan, sp, r);
+		x = describe_rank(plan, sp, r, !sharded);
 		json_object_array_add(ranks, x);
 		json_object_object_get_ex(x, "memory", &m);
 		if (get_i(m, "total", NULL) > (most == NULL ?
@@ -566,6 +600,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 			most = m;
 	}
 	ADD(o, "ranks", ranks);
+	ADD(o, "checkpoint", describe_checkpoint(plan, sharded));
 	/* The rank that needs the most: rank 0 while it gathers a
 	 * checkpoint (a pipeline's or tensor parallelism's whole model, a
 	 * zero level's whole optimizer state), or a rank of the stage with
@@ -866,6 +901,30 @@ print_stages(const struct json_object *d, FILE *out)
 		"tensors and compute their slices\n");
 }
 
+/* The checkpoints' line: who writes what (describe_checkpoint). */
+static void
+print_checkpoint(const struct json_object *d, FILE *out)
+{
+	struct json_object *c = get(d, "checkpoint");
+	char b[32];
+
+	if (c == NULL)
+		return;
+	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0) {
+		fprintf(out, "checkpoints: rank 0 gathers the whole model's "
+			"parameters and optimizer state and writes them "
+			"alone\n");
+		return;
+	}
+	bytes_text(b, sizeof b, get_i(c, "optimizer_part_bytes_max", NULL));
+	fprintf(out, "checkpoints: each rank writes its own shard, in "
+		"parallel, nothing gathered: %lld parameter file(s) (each "
+		"stage's first rank), %lld optimizer-state file(s) (one a "
+		"rank, at most %s), the manifest last\n",
+		(long long)get_i(c, "param_files", NULL),
+		(long long)get_i(c, "optimizer_files", NULL), b);
+}
+
 void
 dt_plan_print(const struct json_object *d, FILE *out)
 {
@@ -1014,5 +1073,6 @@ dt_plan_print(const struct json_object *d, FILE *out)
 			print_wire(out, x);
 		}
 	}
+	print_checkpoint(d, out);
 	dt_plan_link_print(d, out);
 }

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 
+#include "ckpt/ckpt.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
@@ -69,6 +70,14 @@ impl_of(const struct dt_job *job, const struct dt_plan *plan)
 		return plan->exact_accum ? DT_SYNC_IMPL_STAGES_EXACT :
 		       DT_SYNC_IMPL_STAGES;
 	return plan->exact_accum ? DT_SYNC_IMPL_EXACT : DT_SYNC_IMPL_ALLREDUCE;
+}
+
+int
+dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan)
+{
+	return impl_of(job, plan) != DT_SYNC_IMPL_SERVERS &&
+	       !job->checkpoint.compress &&
+	       2 * (int64_t)plan->world_size <= DT_CKPT_SHARD_FILES_MAX;
 }
 
 void

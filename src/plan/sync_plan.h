@@ -97,6 +97,16 @@ int dt_plan_sync_summed(const struct dt_job *job, const struct dt_plan *plan);
 int dt_plan_sync_overlap(const struct dt_job *job,
 			 const struct dt_plan *plan);
 
+/* 1 when job's checkpoints on plan are written in shards (ckpt/ckpt.h):
+ * each stage's first rank writes its stage's parameters and every rank
+ * its part of the optimizer state, nothing gathered to rank 0; 0 where
+ * rank 0 gathers the whole model and writes it alone: parameter servers
+ * (they hold the state), checkpoint.compress (the gathered format's
+ * gzip'd optimizer file) or more ranks than a manifest lists
+ * (DT_CKPT_SHARD_FILES_MAX / 2). The one place the rule is written:
+ * train/state.c and plan --dry-run read it. Pure. */
+int dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan);
+
 /* Optimizer state buffers the job's optimizer keeps per trained float:
  * SGD 0 (1 with momentum), Adam and AdamW 2. */
 int dt_plan_optim_buffers(const struct dt_job *job);

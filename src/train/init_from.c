@@ -76,6 +76,7 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n + 1,
 						     sizeof *names);
 	enum dt_status st;
+	struct stat sb;
 
 	int k = 0;
 
@@ -94,9 +95,14 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 		for (int d = 0; d < ti.n_dims; d++)
 			t[i].shape[d] = ti.shape[d];
 	}
-	st = refuse_torch(path, err);
-	if (st == DT_OK)
-		st = dt_ckpt_import(path, t, (size_t)k, err);
+	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		/* A checkpoint directory (written in shards). */
+		st = dt_ckpt_load_params(path, t, (size_t)k, err);
+	} else {
+		st = refuse_torch(path, err);
+		if (st == DT_OK)
+			st = dt_ckpt_import(path, t, (size_t)k, err);
+	}
 	if (st == DT_OK)
 		dt_model_tie_fill(m, params);
 	free(t);

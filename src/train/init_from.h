@@ -21,7 +21,9 @@ struct dt_run;
  * DT_ERR_FORMAT
  * naming the file and the tensor for a shape that differs (with both
  * shapes), a tensor missing or one the model does not have; DT_ERR_IO.
- * On error params holds unspecified values. */
+ * On error params holds unspecified values. path may also be a
+ * checkpoint directory written in shards (ckpt.h): its parameter files
+ * are read by name (dt_ckpt_load_params). */
 enum dt_status dt_init_import(const struct dt_model *m, float *params,
 			      const char *path, struct dt_error *err);
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* state.c - checkpoints of the training loop's state, and their restore.
  *
- * Only rank 0 writes: in data parallelism every rank holds the same
- * parameters and optimizer state. On restore rank 0 reads and verifies and
- * broadcasts, so the other ranks need not see the run directory. The
+ * Every rank writes its own shard (ckpt.h, "sharded"; shard_checkpoint)
+ * where the checkpoint directory is shared; else, and for parameter
+ * servers, rank 0 gathers and writes the old format. On restore rank 0
+ * reads and verifies either format and broadcasts. The
  * optimizer state comes from the gradient sync, which owns it (sync.h:
  * dt_grad_sync_state, _state_collect, _state_loaded). */
 #include "train/state.h"
@@ -19,6 +20,7 @@
 
 #include "ckpt/ckpt.h"
 #include "job/schema.h"
+#include "plan/sync_plan.h"
 #include "train/gather.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
@@ -264,12 +266,194 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 	meta->extra = extra;
 }
 
+/* What this rank writes of a sharded checkpoint (ckpt.h): the stage's
+ * first rank its stage's parameters, by tensor (into t[0..*n_p)); every
+ * rank of the stage its part (dt_comm_part over stage_comm, the part
+ * parallel.zero's optimizer owns) of each optimizer buffer, as spans at
+ * their one-rank offsets (into t[*n_p..*n_p + *n_o)), read in place from
+ * os (dt_grad_sync_state_own: the whole buffers, or at parallel.zero
+ * that very part). Ranks holding replicas thus write disjoint bytes. t
+ * and names: room for every tensor of the stage and 4 spans; pt from
+ * tensors_init. */
+static void
+shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
+	      const struct tensors *pt, struct dt_ckpt_tensor *t,
+	      char (*names)[128], size_t *n_p, size_t *n_o)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	size_t nt = si->trained_hi - si->trained_lo, lo, hi;
+	struct dt_comm *c = r->layout.stage_comm;
+
+	*n_p = dt_comm_rank(c) == 0 ? (size_t)pt->n_params : 0;
+	memcpy(t, pt->params, *n_p * sizeof *t);
+	*n_o = 0;
+	dt_comm_part(nt, dt_comm_size(c), dt_comm_rank(c), &lo, &hi);
+	assert(hi <= lo || (os->lo <= lo && hi <= os->hi));
+	for (int b = 0; hi > lo && b < os->n_bufs; b++) {
+		struct dt_ckpt_tensor *o = &t[*n_p + *n_o];
+
+		snprintf(names[b], sizeof names[b], "%s[%zu:%zu]",
+			 optim_buf_name(r->job, b), si->trained_lo + lo,
+			 si->trained_lo + hi);
+		o->name = names[b];
+		o->data = os->bufs[b] + (lo - os->lo);
+		o->n_dims = 1;
+		o->shape[0] = (int64_t)(hi - lo);
+		(*n_o)++;
+	}
+}
+
+/* Rank 0 learns every rank's two shard files (an empty name: none), in
+ * rank order, into files; returns how many. */
+static size_t
+shard_files(struct dt_run *r, const struct dt_ckpt_shard_file *mine,
+	    struct dt_ckpt_shard_file *files, enum dt_status *st,
+	    struct dt_error *err)
+{
+	size_t n = 0;
+
+	for (int q = 0; q < r->plan.world_size && *st == DT_OK; q++) {
+		struct dt_ckpt_shard_file f[2];
+
+		memcpy(f, mine, sizeof f);
+		*st = dt_comm_bcast(r->comm, f, sizeof f, q, err);
+		for (int k = 0; r->rank == 0 && *st == DT_OK && k < 2; k++)
+			if (f[k].name[0] != '\0')
+				files[n++] = f[k];
+	}
+	return n;
+}
+
+/* This rank's files of a sharded checkpoint into tmp (mine: 2 entries,
+ * an empty name where it writes none). */
+static enum dt_status
+shard_write_mine(struct dt_run *r, const char *tmp,
+		 const struct dt_grad_sync_state *os,
+		 struct dt_ckpt_shard_file *mine, struct dt_error *err)
+{
+	struct tensors pt;
+	struct dt_ckpt_tensor *t;
+	char names[4][128], file[64];
+	size_t n_p, n_o;
+	enum dt_status st = DT_OK;
+
+	tensors_init(&pt, r->job, r->model, dt_model_params(r->model), NULL,
+		     0);
+	t = dt_xcalloc((size_t)pt.n_params + 5, sizeof *t);
+	shard_tensors(r, os, &pt, t, names, &n_p, &n_o);
+	if (r->plan.pp_size == 1)
+		snprintf(file, sizeof file, "params.safetensors");
+	else
+		snprintf(file, sizeof file, "params-stage-%03d.safetensors",
+			 r->layout.grid.stage);
+	if (n_p > 0)
+		st = dt_ckpt_shard_write(tmp, file, t, n_p, &mine[0], err);
+	snprintf(file, sizeof file, "rank-%05d.safetensors", r->rank);
+	if (st == DT_OK && n_o > 0)
+		st = dt_ckpt_shard_write(tmp, file, t + n_p, n_o, &mine[1],
+					 err);
+	free(t);
+	tensors_fini(&pt);
+	return st;
+}
+
+/* The rank's shard into tmp, then (rank 0, when every rank's is durable)
+ * meta.json and the manifest, and the rename. Collective over r->comm;
+ * every rank returns the same status. */
+static enum dt_status
+shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
+		int64_t keep_last, struct dt_error *err)
+{
+	struct dt_ckpt_shard_file mine[2], *files = NULL;
+	struct dt_grad_sync_state os;
+	enum dt_status st;
+	size_t n_files = 0;
+
+	memset(mine, 0, sizeof mine);
+	/* parallel.zero: 3 holds each parameter on its owner only: the
+	 * stage's first rank writes them whole, so they are all-gathered
+	 * (transiently, as for an evaluation; a no-op at the other levels).
+	 * The optimizer state is never gathered. */
+	st = dt_grad_sync_params_whole(r->sync, err);
+	dt_grad_sync_state_own(r->sync, &os);
+	if (st == DT_OK)
+		st = shard_write_mine(r, tmp, &os, mine, err);
+	st = dt_comm_agree(r->comm, st, err);
+	if (st == DT_OK) {
+		files = dt_xcalloc(2 * (size_t)r->plan.world_size,
+				   sizeof *files);
+		n_files = shard_files(r, mine, files, &st, err);
+	}
+	if (r->rank == 0 && st == DT_OK) {
+		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
+		struct dt_ckpt_meta meta;
+		struct dt_ckpt_opts opts;
+
+		fill_meta(r, &meta, extra, os.steps);
+		memset(&opts, 0, sizeof opts);
+		opts.keep_last = keep_last;
+		opts.report = dt_ckpt_report_file;
+		opts.report_ctx = stderr;
+		st = dt_ckpt_shard_finish(dir, tmp, &opts, &meta, files,
+					  n_files, err);
+		free(meta.job_text);
+		free(meta.data_shards);
+		free(meta.data_norm);
+	}
+	free(files);
+	if (r->rank == 0 && st != DT_OK)
+		dt_ckpt_shard_abort(tmp);
+	return dt_comm_agree(r->comm, st, err);
+}
+
+/* A checkpoint written in shards (ckpt.h): every rank writes its own
+ * part, nothing is gathered. Returns 1 with the agreed status in *st, or
+ * 0 (nothing written) where the plan says rank 0 gathers them
+ * (dt_plan_ckpt_sharded: parameter servers, checkpoint.compress, a world
+ * larger than a manifest lists) or some rank cannot see the checkpoint
+ * directory (then the gather writes it). */
+static int
+shard_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
+		 enum dt_status *st, struct dt_error *err)
+{
+	struct {
+		int32_t st;
+		char tmp[DT_JOB_PATH_MAX + 96];
+	} b;
+	enum dt_status seen;
+
+	if (!dt_plan_ckpt_sharded(r->job, &r->plan) ||
+	    dt_grad_sync_state_remote(r->sync) || r->layout.stage_comm == NULL)
+		return 0;
+	memset(&b, 0, sizeof b);
+	if (r->rank == 0)
+		b.st = (int32_t)dt_ckpt_shard_begin(dir, r->position.step,
+						    b.tmp, sizeof b.tmp, err);
+	*st = dt_comm_bcast(r->comm, &b, sizeof b, 0, err);
+	if (*st == DT_OK && b.st != DT_OK)
+		*st = dt_comm_agree(r->comm, (enum dt_status)b.st, err);
+	if (*st != DT_OK)
+		return 1;
+	seen = access(b.tmp, W_OK) == 0 ? DT_OK : DT_ERR_IO;
+	if (dt_comm_agree(r->comm, seen, err) != DT_OK) {
+		if (r->rank == 0)
+			dt_ckpt_shard_abort(b.tmp);
+		dt_error_clear(err);
+		return 0;
+	}
+	*st = shard_write_all(r, b.tmp, dir, keep_last, err);
+	return 1;
+}
+
 enum dt_status
 dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		     struct dt_error *err)
 {
 	enum dt_status st = DT_OK;
 	struct dt_full f;
+
+	if (shard_checkpoint(r, dir, keep_last, &st, err))
+		return st;
 
 	memset(&f, 0, sizeof f);
 	/* Where the state is kept elsewhere (parameter servers) or in parts
@@ -655,6 +839,26 @@ checked_norm(const struct dt_run *r, const char *path,
 			 r->job->data.train.images);
 }
 
+/* A sharded checkpoint (whatever layout wrote it) into the whole model's
+ * arrays: params by tensor (t's targets) and the n_bufs optimizer
+ * buffers bufs (n_trained of whole each) by span. */
+static enum dt_status
+load_flat(struct dt_run *r, const char *path, const struct dt_model *whole,
+	  const struct tensors *t, float **bufs, int n_bufs,
+	  struct dt_ckpt_meta *meta, struct dt_error *err)
+{
+	struct dt_ckpt_flat a[4];
+
+	assert(n_bufs <= 4);
+	for (int b = 0; b < n_bufs; b++) {
+		a[b].name = optim_buf_name(r->job, b);
+		a[b].data = bufs[b];
+		a[b].n = dt_model_n_trained(whole);
+	}
+	return dt_ckpt_load_flat(path, t->pt, (size_t)t->n_params, a,
+				 (size_t)n_bufs, meta, err);
+}
+
 static enum dt_status
 read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	    float **bufs, int n_bufs, struct position *pos,
@@ -686,8 +890,11 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	if (st != DT_OK)
 		return st;
 	tensors_init(&t, r->job, whole, params, bufs, n_bufs);
-	st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
-			  (size_t)t.n_optim, &meta, err);
+	if (dt_ckpt_is_sharded(path))
+		st = load_flat(r, path, whole, &t, bufs, n_bufs, &meta, err);
+	else
+		st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
+				  (size_t)t.n_optim, &meta, err);
 	tensors_fini(&t);
 	if (st == DT_OK)
 		dt_model_tie_fill(whole, params);

@@ -666,6 +666,16 @@ dt_grad_sync_state(struct dt_grad_sync *s, struct dt_grad_sync_state *out)
 	out->steps = dt_optim_steps(s->optim);
 }
 
+void
+dt_grad_sync_state_own(struct dt_grad_sync *s, struct dt_grad_sync_state *out)
+{
+	assert(!dt_grad_sync_state_remote(s));
+	out->bufs = dt_optim_state(s->optim, &out->n_bufs);
+	out->lo = s->own_lo;
+	out->hi = s->own_hi;
+	out->steps = dt_optim_steps(s->optim);
+}
+
 enum dt_status
 dt_grad_sync_state_collect(struct dt_grad_sync *s, struct dt_error *err)
 {

@@ -218,6 +218,15 @@ struct dt_grad_sync_state {
 void dt_grad_sync_state(struct dt_grad_sync *s,
 			struct dt_grad_sync_state *out);
 
+/* The part of the optimizer state this rank's own optimizer updates,
+ * in place, no copy: n_bufs buffers over the trained floats [lo, hi)
+ * (dt_plan_sync_own's span: every one but at parallel.zero), owned by
+ * the sync. What a checkpoint written in shards saves of this rank, so
+ * that no rank holds the whole state for it. Not where the state lives
+ * elsewhere (dt_grad_sync_state_remote). */
+void dt_grad_sync_state_own(struct dt_grad_sync *s,
+			    struct dt_grad_sync_state *out);
+
 /* Before a checkpoint, collective over the training ranks (every one,
  * after the same step): brings the state of every update so far to
  * where dt_grad_sync_state and the model's parameters show it (the

@@ -121,10 +121,12 @@ losses ref >ref.losses
 [ "$(wc -l <ref.losses)" -eq 4 ] || fail "ref: expected 4 losses"
 
 # The check adds rank 0's figure, with the whole optimizer state it
-# collects for a checkpoint at zero 1, to the other ranks' (the same
-# figures less the runtime and the data's terms, as above).
+# collects for a gathered checkpoint (checkpoint.compress; in shards no
+# rank collects it) at zero 1, to the other ranks' (the same figures less
+# the runtime and the data's terms, as above).
 "$DTRAIN" plan --dry-run --json -n 4 job.yaml --set parallel.zero=1 \
-	--set checkpoint.at_end=true >plan1ck.json || fail "plan, zero 1"
+	--set checkpoint.at_end=true --set checkpoint.compress=true \
+	>plan1ck.json || fail "plan, zero 1"
 "$PYTHON" - >figures1 <<'PY' || fail "zero 1's figures"
 import json
 p = json.load(open("plan1ck.json"))
@@ -139,7 +141,8 @@ read -r first other sum1 <figures1
 DTRAIN_TEST_MEM_AVAILABLE=$((sum1 - 1)) expect_fail 2 \
 	"not enough memory: the plan needs 1 rank x $first bytes \([0-9.]+ MiB, rank 0 with the checkpoint's gather\) \+ 3 ranks x $other bytes \([0-9.]+ MiB: parameters, .*\) = $sum1 bytes" \
 	mpi 4 -x DTRAIN_TEST_MEM_AVAILABLE "$DTRAIN" run -q --run-dir z1 \
-	job.yaml --set parallel.zero=1 --set checkpoint.at_end=true
+	job.yaml --set parallel.zero=1 --set checkpoint.at_end=true \
+	--set checkpoint.compress=true
 [ ! -e z1 ] || fail "the refused zero-1 run made its run directory"
 
 if ! make_cgroup "$limit"; then
@@ -177,28 +180,38 @@ PY
 # Unlimited, with a checkpoint at the end and a held-out tenth evaluated:
 # zero 3 gathers its whole parameters on every rank for both (after the
 # update handed back the gradient pages a rank does not own: no new
-# peak), and rank 0 collects the whole optimizer state for the
-# checkpoint, which the plan counts (checkpoint_gather, 8 bytes a
-# parameter); each rank's peak is within 15% of the plan (rank 0 was
-# 1.46 x the plan before the collection was counted).
+# peak). In shards (the default) each rank writes its own part of the
+# optimizer state and none collects the whole; in the gathered format
+# (checkpoint.compress) rank 0 collects the whole optimizer state for
+# the checkpoint, which the plan counts (checkpoint_gather, 8 bytes a
+# parameter). Each rank's peak is within 15% of the plan either way
+# (rank 0 was 1.46 x the plan before the collection was counted).
 CK="--set checkpoint.at_end=true --set data.eval_fraction=0.1"
-# shellcheck disable=SC2086
-"$DTRAIN" plan --dry-run --json -n 4 job.yaml $Z3 $CK >plan3ck.json ||
-	fail "plan, zero 3 with a checkpoint"
-# shellcheck disable=SC2086
-mpi 4 "$DTRAIN" run -q --run-dir z3ck job.yaml $Z3 $CK >z3ck.out 2>&1 ||
-	{ cat z3ck.out >&2; fail "zero 3 with a checkpoint"; }
-"$PYTHON" - <<'PY' || fail "zero 3 with a checkpoint: peaks"
-import json
-plan = json.load(open("plan3ck.json"))["ranks"]
-ranks = json.load(open("z3ck/summary.json"))["ranks"]
+for fmt in shards gathered; do
+	gz=
+	[ $fmt = shards ] || gz="--set checkpoint.compress=true"
+	# shellcheck disable=SC2086
+	"$DTRAIN" plan --dry-run --json -n 4 job.yaml $Z3 $CK $gz \
+		>plan3ck-$fmt.json || fail "plan, zero 3 with a checkpoint ($fmt)"
+	# shellcheck disable=SC2086
+	mpi 4 "$DTRAIN" run -q --run-dir z3ck-$fmt job.yaml $Z3 $CK $gz \
+		>z3ck-$fmt.out 2>&1 ||
+		{ cat z3ck-$fmt.out >&2; fail "zero 3 with a checkpoint ($fmt)"; }
+	"$PYTHON" - $fmt <<'PY' || fail "zero 3 with a checkpoint ($fmt): peaks"
+import json, sys
+fmt = sys.argv[1]
+plan = json.load(open("plan3ck-%s.json" % fmt))
+assert plan["checkpoint"]["format"] == fmt, plan["checkpoint"]
+ranks = json.load(open("z3ck-%s/summary.json" % fmt))["ranks"]
 n = 14307200
 for r in ranks:
-    m = plan[r["rank"]]["memory"]
-    assert m.get("checkpoint_gather", 0) == (8 * n if r["rank"] == 0 else 0), m
-    print("checkpointed rank %d: peak resident %.1f MiB, plan %.1f MiB (%.3f)"
-          % (r["rank"], r["peak_resident_bytes"] / 2**20,
-             m["total"] / 2**20, r["peak_resident_bytes"] / m["total"]))
+    m = plan["ranks"][r["rank"]]["memory"]
+    collect = 8 * n if r["rank"] == 0 and fmt == "gathered" else 0
+    assert m.get("checkpoint_gather", 0) == collect, m
+    print("%s, checkpointed rank %d: peak resident %.1f MiB, plan %.1f MiB "
+          "(%.3f)" % (fmt, r["rank"], r["peak_resident_bytes"] / 2**20,
+                      m["total"] / 2**20, r["peak_resident_bytes"] / m["total"]))
     assert 0.85 <= r["peak_resident_bytes"] / m["total"] <= 1.15, r
 PY
+done
 echo "ok: in $limit bytes zero 0 is refused ($need0 needed), zero 3 with recompute trains zero 0's losses"

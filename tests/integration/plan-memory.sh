@@ -24,8 +24,8 @@ PY
 done
 # A pipeline: each rank's peak RSS against the plan's total for that rank
 # (its stage's parameters, gradients, optimizer state and activations of
-# the micro-batches in flight; rank 0 also gathers the whole model for the
-# checkpoint at the end).
+# the micro-batches in flight; the checkpoint at the end is written in
+# shards, so rank 0 gathers nothing for it).
 f="$top_srcdir/jobs/char-gpt.yaml"
 L="--set parallel.strategy=model --set parallel.pipeline_parallel=2 --set parallel.schedule=1f1b --set train.grad_accum_steps=4 --set train.global_batch=32"
 "$DTRAIN" plan --dry-run --json -n 2 "$f" $L >plan2.json

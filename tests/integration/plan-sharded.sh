@@ -72,21 +72,39 @@ for z in range(4):
           % (z, state[z, "none"] / 2**30, state[z, "none"] / state[0, "none"],
              act_none / 2**30, act_blocks / 2**30, act_blocks / act_none))
 PY
-# At zero 1 to 3 rank 0 collects the whole optimizer state (8 bytes a
-# parameter, 1.21 GiB) for the job's checkpoints, and the text prints its
-# memory on a line of its own.
+# Checkpoints in shards (the default): each rank writes its own part of
+# the optimizer state and no rank collects the whole, at any zero level.
+# In the gathered format (checkpoint.compress) rank 0 collects the whole
+# optimizer state at zero 1 to 3 (8 bytes a parameter, 1.21 GiB) for the
+# job's checkpoints, and the text prints its memory on a line of its own.
+for z in 0 1 2 3; do
+	"$DTRAIN" plan --dry-run --json -n 4 "$J" --set parallel.zero=$z \
+		--set checkpoint.compress=true \
+		--set parallel.overlap=false >plan-$z-gz.json ||
+		fail "plan at zero $z, checkpoint.compress"
+done
 for z in 0 3; do
 	"$DTRAIN" plan --dry-run -n 4 "$J" --set parallel.zero=$z \
 		--set parallel.overlap=false >plan-$z.txt || fail "plan text"
+	"$DTRAIN" plan --dry-run -n 4 "$J" --set parallel.zero=$z \
+		--set checkpoint.compress=true \
+		--set parallel.overlap=false >plan-$z-gz.txt || fail "plan text"
 done
 "$PYTHON" - <<'PY' || fail "rank 0's checkpoint collection"
 import json
 for z in range(4):
-    ranks = json.load(open("plan-%d-none.json" % z))["ranks"]
-    got = [r["memory"].get("checkpoint_gather", 0) for r in ranks]
+    p = json.load(open("plan-%d-none.json" % z))
+    assert p["checkpoint"]["format"] == "shards", p["checkpoint"]
+    got = [r["memory"].get("checkpoint_gather", 0) for r in p["ranks"]]
+    assert got == [0] * 4, (z, got)
+    p = json.load(open("plan-%d-gz.json" % z))
+    assert p["checkpoint"]["format"] == "gathered", p["checkpoint"]
+    got = [r["memory"].get("checkpoint_gather", 0) for r in p["ranks"]]
     assert got == ([8 * 163037184, 0, 0, 0] if z else [0] * 4), (z, got)
 PY
-grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 6.44 GiB$' plan-3.txt ||
-	{ cat plan-3.txt >&2; fail "zero 3: rank 0's line"; }
-! grep -q '^memory of rank 0' plan-0.txt || fail "zero 0: a line for rank 0"
+grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 6.44 GiB$' plan-3-gz.txt ||
+	{ cat plan-3-gz.txt >&2; fail "zero 3, gathered: rank 0's line"; }
+for f in plan-0.txt plan-3.txt plan-0-gz.txt; do
+	! grep -q '^memory of rank 0' $f || fail "$f: a line for rank 0"
+done
 echo "ok: the plan's memory per rank of the GPT-2-small-shaped job at zero 0-3"

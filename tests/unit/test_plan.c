@@ -942,6 +942,36 @@ jget(struct json_object *o, const char *path)
 	return json_object_get_int64(x);
 }
 
+/* 1 when the plan has path (jget's form), 0 when it does not. */
+static int
+jhas(struct json_object *o, const char *path)
+{
+	char buf[256], *save = NULL;
+	struct json_object *x = o;
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k != NULL;
+	     k = strtok_r(NULL, ".", &save)) {
+		if (json_object_is_type(x, json_type_array))
+			x = json_object_array_get_idx(x, (size_t)atoi(k));
+		else if (!json_object_object_get_ex(x, k, &x))
+			return 0;
+	}
+	return 1;
+}
+
+/* The plan's checkpoint.format. */
+static const char *
+ckpt_format(struct json_object *d)
+{
+	struct json_object *c, *f;
+
+	if (!json_object_object_get_ex(d, "checkpoint", &c) ||
+	    !json_object_object_get_ex(c, "format", &f))
+		ck_abort_msg("no checkpoint.format in the plan");
+	return json_object_get_string(f);
+}
+
 START_TEST(describe_bytes_per_step)
 {
 	struct dt_model *m = NULL;
@@ -985,19 +1015,37 @@ START_TEST(describe_bytes_per_step)
 			 (27 / 2 + 1) * 8);
 	ck_assert_int_eq(jget(d, "ranks.3.bytes_per_step.tp_allreduce_bytes"),
 			 0);
-	/* A rank holds its stage's tensors: d2's 27 floats on stage 1;
-	 * rank 0 also gathers the whole model (139 floats and Adam's two
-	 * moments of them) while it writes a checkpoint. */
+	/* A rank holds its stage's tensors: d2's 27 floats on stage 1.
+	 * Checkpoints are written in shards: each stage's first rank its
+	 * parameters, every rank a 1/2 part of its stage's Adam moments
+	 * (stage 0: 112 floats, 56 a rank, 2 buffers of 4 bytes), so rank
+	 * 0 holds what rank 2 holds, no gathered copy. */
 	ck_assert_int_eq(jget(d, "ranks.3.memory.params"), 27 * 4);
 	ck_assert_int_eq(jget(d, "ranks.3.memory.grads"), 27 * 4);
 	ck_assert_int_eq(jget(d, "ranks.2.memory.params"), (40 + 72) * 4);
+	ck_assert_str_eq(ckpt_format(d), "shards");
+	ck_assert_int_eq(jget(d, "checkpoint.param_files"), 2);
+	ck_assert_int_eq(jget(d, "checkpoint.optimizer_files"), 4);
+	ck_assert_int_eq(jget(d, "checkpoint.optimizer_part_bytes_max"),
+			 56 * 2 * 4);
+	ck_assert(!jhas(d, "ranks.0.memory.checkpoint_gather"));
+	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
+			 jget(d, "ranks.2.memory.total"));
+	/* GPipe: 3 micro-batches of activations held on each stage. */
+	ck_assert_int_eq(jget(d, "stages.1.micro_batches_in_flight"), 3);
+	json_object_put(d);
+	/* checkpoint.compress keeps the gathered format: rank 0 also
+	 * gathers the whole model (139 floats and Adam's two moments of
+	 * them) while it writes a checkpoint. */
+	job.checkpoint.compress = true;
+	d = describe(4);
+	ck_assert_str_eq(ckpt_format(d), "gathered");
 	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
 			 (40 + 72 + 27) * 4 * 3);
 	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
 			 jget(d, "ranks.2.memory.total") +
 			 (40 + 72 + 27) * 4 * 3);
-	/* GPipe: 3 micro-batches of activations held on each stage. */
-	ck_assert_int_eq(jget(d, "stages.1.micro_batches_in_flight"), 3);
+	job.checkpoint.compress = false;
 	json_object_put(d);
 	dt_model_free(m);
 
@@ -1017,16 +1065,27 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.grad_allreduce_bytes"),
 			 (40 + 72 + 27) * 4);
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.p2p_bytes"), 0);
-	/* Float sums: no ring buffer of doubles. Rank 0 gathers a copy of
-	 * the whole model (139 floats; SGD keeps no state) to write a
-	 * checkpoint, as a pipeline's does (train/gather.c). */
+	/* Float sums: no ring buffer of doubles. Checkpoints in shards:
+	 * rank 0 holds what rank 1 holds. */
 	ck_assert_int_eq(jget(d, "ranks.1.memory.sum_buffers"), 0);
+	ck_assert(!jhas(d, "ranks.0.memory.checkpoint_gather"));
+	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
+			 jget(d, "ranks.1.memory.total"));
+	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
+			 jget(d, "ranks.0.memory.total"));
+	json_object_put(d);
+	/* Gathered (checkpoint.compress): rank 0 gathers a copy of the
+	 * whole model (139 floats; SGD keeps no state) to write a
+	 * checkpoint, as a pipeline's does (train/gather.c). */
+	job.checkpoint.compress = true;
+	d = describe(2);
 	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
 			 139 * 4);
 	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
 			 jget(d, "ranks.1.memory.total") + 139 * 4);
 	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
 			 jget(d, "ranks.0.memory.total"));
+	job.checkpoint.compress = false;
 	json_object_put(d);
 	/* 3 does not divide 8 units. */
 	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 3, &perr),
