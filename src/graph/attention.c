@@ -50,6 +50,13 @@
  * backward, through the same tile_probs on the same q and k, so the
  * bits are those without recompute. That adds the scores and softmax,
  * 2*T*T*C + 5*h*T*T FLOPs per sample (recompute_flops).
+ * With model.attention: fused (n->attn_fused) the heads run in flash.c's
+ * tiles with an online softmax and the scratch per sample holds qkv,
+ * y, dy (backward's gradient of y, beside y, which the fused backward
+ * reads), lse (h, T), each row's log-sum-exp, D (T) and a tile buffer
+ * of 2*DT_FLASH_TILE*hs: 5*T*C + (h+1)*T + 2*DT_FLASH_TILE*hs, no T*T
+ * term; model.recompute: attention then changes nothing, and backward
+ * adds the same recompute_flops as it (FlashAttention-2, flash.c).
  *
  * FLOPs per sample, nominal: the full T x T matrices even with the causal
  * mask (the tiles compute 10/16 of them at T = 64), so plans and

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 /* Query rows and key columns per tile of the fused head. */
-#define DT_FLASH_TILE 32
+#define DT_FLASH_TILE 64
 
 /* One head of one sample, forward. q, k, v (T, hs) at row stride ldq
  * (attention's qkv, 3C); y (T, hs) at row stride ldy (C) receives
