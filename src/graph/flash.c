@@ -6,9 +6,10 @@
  * online softmax of Milakov & Gimelshein, "Online normalizer calculation
  * for softmax", 2018).
  *
- * Forward, for each tile of DT_FLASH_TILE query rows, over the key tiles
- * that the causal mask leaves (the tiles wholly above the diagonal are
- * never computed): s = scale q k^T on the tile, then per row the running
+ * Forward, for each tile of DT_FLASH_ROWS query rows, over the key tiles
+ * of DT_FLASH_TILE columns that the causal mask leaves (the tiles wholly
+ * above the diagonal are never computed, nor a diagonal tile's columns
+ * after the row tile's last row): s = scale q k^T on the tile, then per row the running
  * maximum m and sum l of e^(s - m): with m' = max(m, max s), the row's
  * output so far is rescaled by e^(m - m') and p = e^(s - m') v added to
  * it, l = l e^(m - m') + sum p. At the end y = y / l and lse = m + log l,
@@ -16,7 +17,7 @@
  * and y: T floats a head instead of T*T.
  *
  * Backward, per key tile j (outer) and the query tiles i that see it
- * (inner): p = e^(scale q_i k_j^T - lse) recomputed, dv_j += p^T dy_i,
+ * (inner; the same columns as forward): p = e^(scale q_i k_j^T - lse) recomputed, dv_j += p^T dy_i,
  * dp = dy_i v_j^T, ds = p (dp - D_i) scale with D_i = rowsum(dy_i * y_i)
  * (formed once before the loop; algorithm 2's D), dq_i += ds k_j,
  * dk_j += ds^T q_i. dk_j and dv_j live in a tile buffer until the inner
@@ -93,8 +94,8 @@ forward_rows(const float *q, const float *k, const float *v, float *y,
 	     float *lse, int i0, int i1, int t, int hs, int ldq, int ldy,
 	     float scale, bool causal)
 {
-	float s[DT_FLASH_TILE * DT_FLASH_TILE];	/* (rows, cols) of a tile */
-	float m[DT_FLASH_TILE], l[DT_FLASH_TILE];
+	float s[DT_FLASH_ROWS * DT_FLASH_TILE];	/* (rows, cols) of a tile */
+	float m[DT_FLASH_ROWS], l[DT_FLASH_ROWS];
 	const int nr = i1 - i0, jend = causal ? i1 : t;
 
 	for (int j0 = 0; j0 < jend; j0 += DT_FLASH_TILE) {
@@ -145,9 +146,9 @@ dt_flash_head_forward(const float *q, const float *k, const float *v,
 		      float *y, float *lse, int t, int hs, int ldq, int ldy,
 		      float scale, bool causal)
 {
-	for (int i0 = 0; i0 < t; i0 += DT_FLASH_TILE)
+	for (int i0 = 0; i0 < t; i0 += DT_FLASH_ROWS)
 		forward_rows(q, k, v, y, lse, i0,
-			     i0 + DT_FLASH_TILE < t ? i0 + DT_FLASH_TILE : t, t,
+			     i0 + DT_FLASH_ROWS < t ? i0 + DT_FLASH_ROWS : t, t,
 			     hs, ldq, ldy, scale, causal);
 }
 
@@ -166,8 +167,8 @@ struct flash_bwd {
 static void
 backward_tile(const struct flash_bwd *b, int i0, int i1, int j0, int nc)
 {
-	float s[DT_FLASH_TILE * DT_FLASH_TILE];	/* p, (rows, cols) */
-	float dp[DT_FLASH_TILE * DT_FLASH_TILE];	/* dp, then ds */
+	float s[DT_FLASH_ROWS * DT_FLASH_TILE];	/* p, (rows, cols) */
+	float dp[DT_FLASH_ROWS * DT_FLASH_TILE];	/* dp, then ds */
 	const int nr = i1 - i0;
 	const float *qi = b->q + (size_t)i0 * b->ldq;
 	const float *dyi = b->dy + (size_t)i0 * b->ldy;
@@ -222,10 +223,15 @@ dt_flash_head_backward(float *q, float *k, float *v, float *y,
 
 		memset(b.dk, 0, (size_t)nc * row);
 		memset(b.dv, 0, (size_t)nc * row);
-		/* under the mask the query tiles before j0 see none of it */
-		for (int i0 = causal ? j0 : 0; i0 < t; i0 += DT_FLASH_TILE)
-			backward_tile(&b, i0, i0 + DT_FLASH_TILE < t
-					      ? i0 + DT_FLASH_TILE : t, j0, nc);
+		/* under the mask the query tiles before j0 see none of it,
+		 * and a row tile on the diagonal only its columns < i1 */
+		for (int i0 = causal ? j0 : 0; i0 < t; i0 += DT_FLASH_ROWS) {
+			const int i1 = i0 + DT_FLASH_ROWS < t
+				       ? i0 + DT_FLASH_ROWS : t;
+
+			backward_tile(&b, i0, i1, j0,
+				      causal && i1 - j0 < nc ? i1 - j0 : nc);
+		}
 		for (int r = 0; r < nc; r++) {
 			memcpy(k + (size_t)(j0 + r) * ldq, b.dk + r * hs, row);
 			memcpy(v + (size_t)(j0 + r) * ldq, b.dv + r * hs, row);

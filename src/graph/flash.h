@@ -8,8 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Query rows and key columns per tile of the fused head. */
+/* Key columns per tile of the fused head (DT_FLASH_TILE), and query rows
+ * (DT_FLASH_ROWS, which divides it, so that under the causal mask only
+ * the row tiles on the diagonal compute masked entries). */
 #define DT_FLASH_TILE 64
+#define DT_FLASH_ROWS 16
 
 /* One head of one sample, forward. q, k, v (T, hs) at row stride ldq
  * (attention's qkv, 3C); y (T, hs) at row stride ldy (C) receives
