@@ -9,20 +9,21 @@
  * Forward, for each tile of DT_FLASH_ROWS query rows, over the key tiles
  * of DT_FLASH_TILE columns that the causal mask leaves (the tiles wholly
  * above the diagonal are never computed, nor a diagonal tile's columns
- * after the row tile's last row): s = scale q k^T on the tile, then per row the running
- * maximum m and sum l of e^(s - m): with m' = max(m, max s), the row's
- * output so far is rescaled by e^(m - m') and p = e^(s - m') v added to
- * it, l = l e^(m - m') + sum p. At the end y = y / l and lse = m + log l,
- * the row's log-sum-exp, which is all the backward keeps besides q, k, v
- * and y: T floats a head instead of T*T.
+ * after the row tile's last row): s = scale q k^T on the tile, then per
+ * row the running maximum m and sum l of e^(s - m): with m' = max(m,
+ * max s), the row's output so far is rescaled by e^(m - m') and
+ * p = e^(s - m') v added to it, l = l e^(m - m') + sum p. At the end
+ * y = y / l and lse = m + log l, the row's log-sum-exp, which is all the
+ * backward keeps besides q, k, v and y: T floats a head instead of T*T.
  *
  * Backward, per key tile j (outer) and the query tiles i that see it
- * (inner; the same columns as forward): p = e^(scale q_i k_j^T - lse) recomputed, dv_j += p^T dy_i,
- * dp = dy_i v_j^T, ds = p (dp - D_i) scale with D_i = rowsum(dy_i * y_i)
- * (formed once before the loop; algorithm 2's D), dq_i += ds k_j,
- * dk_j += ds^T q_i. dk_j and dv_j live in a tile buffer until the inner
- * loop ends and then replace k_j and v_j, which no later tile reads; dq
- * sums in y (dead once D is formed) and replaces q at the end.
+ * (inner; the same columns as forward): p = e^(scale q_i k_j^T - lse)
+ * recomputed, dv_j += p^T dy_i, dp = dy_i v_j^T, ds = p (dp - D_i)
+ * scale with D_i = rowsum(dy_i * y_i) (formed once before the loop;
+ * algorithm 2's D), dq_i += ds k_j, dk_j += ds^T q_i. dk_j and dv_j live
+ * in a tile buffer until the inner loop ends and then replace k_j and
+ * v_j, which no later tile reads; dq sums in y (dead once D is formed)
+ * and replaces q at the end.
  *
  * Products go through dt_kern_sgemm_small (kern.h), whose element bits
  * do not depend on which rows or columns share a call; the exponentials

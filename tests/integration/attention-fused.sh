@@ -97,6 +97,7 @@ echo "ok: fused peaks lower"
 
 sed 's/^  loss: softmax_cross_entropy.*/  attention: flash/' "$JOB" >bad.yaml
 line=$(grep -n "attention: flash" bad.yaml | cut -d: -f1)
-expect_fail 2 "bad.yaml:$line:14: model.attention: expected one of materialized, fused" \
+expect_fail 2 \
+	"bad.yaml:$line:14: model.attention: expected one of materialized, fused" \
 	"$DTRAIN" plan bad.yaml
 echo "ok: a bad model.attention is a job error"
