@@ -18,6 +18,7 @@
 #include "graph/layer.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
+#include "util/threadpool.h"
 
 /* ---- one node on its own (the rig of gradcheck.h) -------------------- */
 
@@ -654,6 +655,35 @@ START_TEST(test_attention_fused_gradient)
 }
 END_TEST
 
+/* The fused heads split the samples over a pool of 3 threads: the same
+ * output and gradients, bit for bit, as on the calling thread alone
+ * (B = 5, T = 70, C = 12, 3 heads, causal). */
+START_TEST(test_attention_fused_threads)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 70, 12 };
+	struct gc_rig one, three;
+
+	s.heads = 3;
+	rig_init(&one, &dt_layer_attention, &s, 2, dims, 5);
+	rig_init(&three, &dt_layer_attention, &s, 2, dims, 5);
+	rig_fuse(&one);
+	rig_fuse(&three);
+	three.pool = dt_pool_new(3);
+	gc_backward(&one, true, false);
+	gc_backward(&three, true, false);
+	ck_assert(memcmp(one.n.out, three.n.out, (size_t)(5 * one.n.out_size) *
+			 sizeof(float)) == 0);
+	ck_assert(memcmp(one.dx[0], three.dx[0], (size_t)(5 *
+			 one.n.in_size[0]) * sizeof(float)) == 0);
+	ck_assert(memcmp(one.grads, three.grads, (size_t)one.n.n_params *
+			 sizeof(float)) == 0);
+	dt_pool_free(three.pool);
+	gc_free(&one);
+	gc_free(&three);
+}
+END_TEST
+
 /* The fused scratch per sample: qkv 3*T*C, y and dy 2*T*C, lse h*T, D T
  * and the tile buffer 2*64*hs. T = 3, C = 4, h = 2: 36 + 24 + 6 + 3 +
  * 256 = 325. T = 2048, C = 768, h = 12 (GPT-2 small): 7864320 + 26624 +
@@ -1211,6 +1241,7 @@ graph_nlp_suite(void)
 	tcase_add_loop_test(layers, test_attention_fused_equal, 0, 4);
 	tcase_add_loop_test(layers, test_attention_fused_gradient, 0, 2);
 	tcase_add_test(layers, test_attention_fused_counts);
+	tcase_add_test(layers, test_attention_fused_threads);
 	tcase_add_test(layers, test_flops_and_scratch);
 	tcase_add_test(layers, test_init);
 	tcase_add_test(layers, test_errors);
