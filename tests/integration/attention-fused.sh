@@ -3,10 +3,11 @@
 # model.attention: fused (graph/flash.c) on the char-GPT job: it trains to
 # the losses of the materialized heads within 1e-5 relative (the softmax
 # sums in another order); data-parallel and pipeline layouts give its
-# one-rank losses and parameters byte for byte, and tensor parallelism
-# (heads split over 2 ranks) its losses to the 1e-5 that layouts.sh holds
-# every tensor-split layout to (the group sums partial products of the
-# output projection; the heads themselves do not depend on the split).
+# one-rank losses and parameters byte for byte, as does model.recompute
+# (blocks and attention), and tensor parallelism (heads split over 2
+# ranks) its losses to the 1e-5 that layouts.sh holds every tensor-split
+# layout to (the group sums partial products of the output projection;
+# the heads themselves do not depend on the split).
 # The plan's activation bytes at context 2048 fall by the (T, T) term,
 # as worked out below by hand, and its FLOPs rise by the backward's
 # recomputed scores; a run at context 1024 peaks lower in resident memory
@@ -45,6 +46,12 @@ cmp -s mat.st fused.st && fail "fused: the same bits as materialized (not run?)"
 echo "ok: fused trains as materialized"
 run fused-dp2 2 $F
 same fused fused-dp2
+# recompute: blocks runs the fused forward again, the same bits; with
+# fused, recompute: attention has nothing to drop
+for rc in blocks attention; do
+	run fused-$rc 1 $F --set model.recompute=$rc
+	same fused fused-$rc
+done
 run fused-pp2 2 $F --set parallel.strategy=model \
 	--set parallel.pipeline_parallel=2
 same fused fused-pp2
