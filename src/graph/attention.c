@@ -50,6 +50,13 @@
  * backward, through the same tile_probs on the same q and k, so the
  * bits are those without recompute. That adds the scores and softmax,
  * 2*T*T*C + 5*h*T*T FLOPs per sample (recompute_flops).
+ * With model.attention: fused (n->attn_fused) the heads run in flash.c's
+ * tiles with an online softmax and the scratch per sample holds qkv,
+ * y, dy (backward's gradient of y, beside y, which the fused backward
+ * reads), lse (h, T), each row's log-sum-exp, D (T) and a tile buffer
+ * of 2*DT_FLASH_TILE*hs: 5*T*C + (h+1)*T + 2*DT_FLASH_TILE*hs, no T*T
+ * term; model.recompute: attention then changes nothing, and backward
+ * adds the same recompute_flops as it (FlashAttention-2, flash.c).
  *
  * FLOPs per sample, nominal: the full T x T matrices even with the causal
  * mask (the tiles compute 10/16 of them at T = 64), so plans and
@@ -78,6 +85,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "graph/flash.h"
 #include "graph/kern.h"
 #include "graph/layer.h"
 #include "util/threadpool.h"
@@ -109,8 +117,12 @@ attn_params(struct dt_node *n)
 }
 
 static int64_t
-attn_scratch(int64_t t, int64_t c, int64_t heads, bool recompute)
+attn_scratch(int64_t t, int64_t c, int64_t heads, bool recompute,
+	     bool fused)
 {
+	if (fused)
+		return 5 * t * c + (heads + 1) * t +
+		       2 * DT_FLASH_TILE * (c / heads);
 	return recompute ? 4 * t * c : 4 * t * c + (heads + 1) * t * t;
 }
 
@@ -398,6 +410,47 @@ struct heads_job {
 	bool backward;
 };
 
+/* The fused heads (model.attention: fused; flash.c) of samples [lo, hi).
+ * The scratch per sample (attn_scratch): qkv (T, 3C), y (T, C), dy (T, C),
+ * lse (h, T), D (T) and the tile buffer (2 * DT_FLASH_TILE * hs), each as
+ * a (B, ...) block after the one before. */
+static void
+heads_part_fused(const struct heads_job *j, int64_t lo, int64_t hi)
+{
+	const struct dt_node *n = j->n;
+	const int64_t t = n->in_shape[0].dim[0];
+	const int64_t c = n->in_shape[0].dim[1];
+	const int64_t heads = n->spec.heads, hs = c / heads, bt = j->batch;
+	const float scale = 1.0f / sqrtf((float)hs);
+	float *qkv = n->scratch;			/* (B, T, 3C) */
+	float *y = qkv + bt * t * 3 * c;		/* (B, T, C) */
+	float *dy = y + bt * t * c;			/* (B, T, C) */
+	float *lse = dy + bt * t * c;			/* (B, h, T) */
+	float *d = lse + bt * heads * t;		/* (B, T) */
+	float *tile = d + bt * t;		/* (B, 2 * TILE * hs) */
+
+	for (int64_t b = lo; b < hi; b++) {
+		for (int h = j->h0; h < j->h1; h++) {
+			float *q = qkv + b * t * 3 * c + h * hs;
+			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+			float *yh = y + b * t * c + h * hs;	/* ld C */
+			float *lh = lse + (b * heads + h) * t;	/* (T) */
+
+			if (j->backward)
+				dt_flash_head_backward(q, k, v, yh,
+					dy + b * t * c + h * hs, lh,
+					d + b * t,
+					tile + b * 2 * DT_FLASH_TILE * hs,
+					(int)t, (int)hs, (int)(3 * c), (int)c,
+					scale, n->spec.causal);
+			else
+				dt_flash_head_forward(q, k, v, yh, lh, (int)t,
+					(int)hs, (int)(3 * c), (int)c, scale,
+					n->spec.causal);
+		}
+	}
+}
+
 static void
 heads_part(void *ctx, int64_t lo, int64_t hi)
 {
@@ -419,6 +472,10 @@ heads_part(void *ctx, int64_t lo, int64_t hi)
 	float *ds = n->recompute ? att + t * t : y + j->batch * t * c;
 	const int64_t ds_stride = n->recompute ? 2 * t * t : t * t;
 
+	if (n->attn_fused) {
+		heads_part_fused(j, lo, hi);
+		return;
+	}
 	for (int64_t b = lo; b < hi; b++) {
 		for (int h = j->h0; h < j->h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
@@ -457,14 +514,15 @@ heads_run(const struct dt_node *n, const struct dt_pass *p, int h0, int h1,
 }
 
 /* Where y lies in the scratch of a pass over batch samples: after qkv
- * and, without recompute, the probabilities (heads_part). */
+ * and, without recompute or fusion, the probabilities (heads_part). */
 static float *
 attn_y(const struct dt_node *n, int64_t batch)
 {
 	const int64_t t = n->in_shape[0].dim[0], c = n->in_shape[0].dim[1];
 
 	return n->scratch + batch * t * 3 * c +
-	       (n->recompute ? 0 : batch * n->spec.heads * t * t);
+	       (n->recompute || n->attn_fused ? 0
+					      : batch * n->spec.heads * t * t);
 }
 
 static void
@@ -547,20 +605,22 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	const float *dout = n->dout;			/* (B, T, C) */
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *y = attn_y(n, batch);			/* (B, T, C) */
+	/* fused: dy has its own block after y, which the heads still read */
+	float *dy = n->attn_fused ? y + batch * t * c : y;	/* (B, T, C) */
 	const struct dt_tp *tp = attn_group(n, p);
 	const int h1 = tp ? (tp->rank + 1) * (heads / tp->size) : heads;
 	const int h0 = tp ? h1 - heads / tp->size : 0;
 	const int c0 = h0 * hs, cl = (h1 - h0) * hs;
 
 	/* The output projection (this rank's rows of it); y is dead
-	 * afterwards and takes dy. */
+	 * afterwards (but to the fused heads) and takes dy. */
 	dt_kern_par_sgemm(p->pool, 1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
 		    w.w_proj->grad + (size_t)c0 * c, c);
 	if (w.b_proj != NULL)
 		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
 	dt_kern_par_sgemm(p->pool, 0, 1, rows, cl, c, 1.0f,
-		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, y + c0,
+		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, dy + c0,
 		    c);
 
 	heads_run(n, p, h0, h1, true);
@@ -628,7 +688,7 @@ static int64_t
 attention_scratch_floats(const struct dt_node *n)
 {
 	return attn_scratch(n->in_shape[0].dim[0], n->in_shape[0].dim[1],
-			    n->spec.heads, n->recompute);
+			    n->spec.heads, n->recompute, n->attn_fused);
 }
 
 /* model.recompute: attention: one head's probabilities and ds. */
@@ -638,7 +698,11 @@ attention_work_floats(const struct dt_node *n)
 	return 2 * n->in_shape[0].dim[0] * n->in_shape[0].dim[0];
 }
 
-/* The scores and softmax of the heads of one rank, made again. */
+/* The scores and softmax of the heads of one rank, made again: by
+ * model.recompute: attention, or by the fused backward (the same count:
+ * its p = e^(s - lse) is one subtraction and one exp where the softmax
+ * counts five, but the mask's skipped tiles are counted as the
+ * nominal forward counts them). */
 static double
 attention_recompute_flops(const struct dt_node *n)
 {

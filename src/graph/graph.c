@@ -235,10 +235,15 @@ make_nodes(struct dt_model *m, const struct dt_job *job, struct dt_error *err)
 	loss->inputs[0] = k - 1;
 	loss->in_name[0] = loss->spec.name;
 	m->loss = job->model.loss;
-	for (int i = 0; i < m->n_nodes; i++)
-		m->nodes[i].recompute =
-			job->model.recompute == DT_RECOMPUTE_ATTENTION &&
-			m->nodes[i].ops->work_floats != NULL;
+	/* fused attention keeps nothing (T, T) that recompute could drop */
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		n->attn_fused = job->model.attention == DT_ATTENTION_FUSED &&
+				n->ops == &dt_layer_attention;
+		n->recompute = job->model.recompute == DT_RECOMPUTE_ATTENTION &&
+			       n->ops->work_floats != NULL && !n->attn_fused;
+	}
 	assert(k + 1 == m->n_nodes);
 	return DT_OK;
 }

@@ -185,7 +185,9 @@ double dt_model_flops_per_sample(const struct dt_model *m);
  * (0 for none): blocks, the forward of every node whose activations it
  * drops (a node of a repeat block's copy that nothing outside the copy
  * reads, on the model's stage layout); attention, each attention's
- * scores and softmax (2*T*T*C + 5*h*T*T, its tensor-parallel share). */
+ * scores and softmax (2*T*T*C + 5*h*T*T, its tensor-parallel share);
+ * model.attention: fused adds the same for each attention layer, whose
+ * backward makes its tiles' probabilities again. */
 double dt_model_recompute_flops_per_sample(const struct dt_model *m);
 
 /* Floats per sample in the activation arena of the model as one stage:
@@ -193,7 +195,9 @@ double dt_model_recompute_flops_per_sample(const struct dt_model *m);
  * flows back to (all but the loss in a plain MLP), and layer scratch;
  * under model.recompute the dropped nodes' buffers count once, as the
  * workspace the largest block copy needs (blocks), and attention keeps
- * 4*T*C of its scratch per sample with one shared 2*T*T (attention).
+ * 4*T*C of its scratch per sample with one shared 2*T*T (attention);
+ * with model.attention: fused an attention keeps 5*T*C + (h+1)*T +
+ * 128*C/h floats of scratch per sample and nothing (T, T).
  * The arena holds max_batch times this. */
 int64_t dt_model_act_floats_per_sample(const struct dt_model *m);
 

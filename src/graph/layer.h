@@ -221,6 +221,11 @@ struct dt_node {
 	 * layer keeps in scratch only what backward cannot recompute
 	 * cheaply, and computes the rest again in backward into work. */
 	bool recompute;
+	/* model.attention: fused, for an attention node: its heads run
+	 * tiled with an online softmax (flash.c), keeping each row's
+	 * log-sum-exp instead of the probabilities, and recompute them in
+	 * backward; recompute is then false. */
+	bool attn_fused;
 	float *work;		/* (max_batch, ops->work_floats) when
 				 * recompute, shared by every such node of
 				 * the model and every slot; else NULL */

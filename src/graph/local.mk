@@ -12,6 +12,7 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/add.c src/graph/concat.c \
 	src/graph/layernorm.c src/graph/batchnorm.c src/graph/embedding.c \
 	src/graph/pos_embedding.c src/graph/attention.c \
+	src/graph/flash.c src/graph/flash.h \
 	src/graph/recompute.c src/graph/recompute.h \
 	src/graph/init.c src/graph/init.h src/graph/tied.c
 

@@ -143,7 +143,7 @@ dt_recompute_flops(const struct dt_model *m, const bool *transient,
 
 		if (transient[i])
 			f += n->ops->fwd_flops(n);
-		if (n->recompute)
+		if (n->recompute || n->attn_fused)
 			f += n->ops->recompute_flops(n);
 	}
 	return f;

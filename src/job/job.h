@@ -90,6 +90,13 @@ enum dt_recompute {
 	DT_RECOMPUTE_ATTENTION,	/* the attention's (T, T) probabilities */
 };
 
+/* model.attention: how the attention layers compute their heads
+ * (graph/attention.c, graph/flash.c). */
+enum dt_attention_impl {
+	DT_ATTENTION_MATERIALIZED = 0,	/* the (T, T) probabilities kept */
+	DT_ATTENTION_FUSED,		/* tiled, online softmax, O(T C) */
+};
+
 /* How the weights of a layer start: model.init, or a layer's `init:`
  * (graph/init.c applies it; dtrain-job(5) gives the formulas). Biases
  * always start at 0 and norm gains at 1. */
@@ -342,6 +349,7 @@ struct dt_job {
 		double huber_delta;	/* huber: where the loss turns from
 					 * quadratic to linear (default 1) */
 		enum dt_recompute recompute;	/* default none */
+		enum dt_attention_impl attention; /* default materialized */
 		struct dt_init_choice init;	/* default auto */
 		char init_from[DT_JOB_PATH_MAX];	/* "" = random init; else
 						 * a safetensors file to

@@ -58,6 +58,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_ps_mode) == sizeof(int) &&
 	       sizeof(enum dt_hierarchical) == sizeof(int) &&
 	       sizeof(enum dt_grad_wire) == sizeof(int) &&
+	       sizeof(enum dt_attention_impl) == sizeof(int) &&
 	       sizeof(enum dt_precision) == sizeof(int) &&
 	       sizeof(enum dt_accum_schedule) == sizeof(int) &&
 	       sizeof(enum dt_init_rule) == sizeof(int),
@@ -83,6 +84,9 @@ static const char *const normalize_names[] = { "none", "standard", "minmax",
 					       NULL };
 /* model.recompute, in the order of enum dt_recompute. */
 static const char *const recompute_names[] = { "none", "blocks", "attention",
+					       NULL };
+/* model.attention, in the order of enum dt_attention_impl. */
+static const char *const attention_names[] = { "materialized", "fused",
 					       NULL };
 static const char *const optim_names[] = { "sgd", "adam", "adamw", NULL };
 static const char *const nonfinite_names[] = { "abort", "skip_step", NULL };
@@ -237,6 +241,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(model.recompute), .def = "none",
 	  .names = recompute_names,
 	  .doc = "activations dropped after forward, recomputed in backward" },
+	{ .key = "model.attention", .type = DT_KEY_ENUM,
+	  .off = OFF(model.attention), .def = "materialized",
+	  .names = attention_names,
+	  .doc = "attention heads: materialized (T, T) probabilities, or "
+		 "fused (tiled, online softmax)" },
 	{ .key = "model.init", .type = DT_KEY_INIT, .off = OFF(model.init),
 	  .def = "auto",
 	  .doc = "how weights start: each type's own (auto), he, xavier, "

@@ -30,7 +30,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/sample.sh tests/integration/tied.sh \
 	tests/integration/layouts.sh \
 	tests/integration/zero.sh \
-	tests/integration/recompute.sh \
+	tests/integration/recompute.sh tests/integration/attention-fused.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/shards.sh tests/integration/http-shards.sh \
 	tests/integration/function-length.sh \

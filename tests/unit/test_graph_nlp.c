@@ -18,6 +18,7 @@
 #include "graph/layer.h"
 #include "gradcheck.h"
 #include "util/alloc.h"
+#include "util/threadpool.h"
 
 /* ---- one node on its own (the rig of gradcheck.h) -------------------- */
 
@@ -562,6 +563,158 @@ START_TEST(test_attention_reference)
 }
 END_TEST
 
+/* ---- fused attention (model.attention: fused; flash.c) --------------- */
+
+/* r's node switched to the fused heads, its scratch sized for them. */
+static void
+rig_fuse(struct gc_rig *r)
+{
+	r->n.attn_fused = true;
+	free(r->n.scratch);
+	r->n.scratch = dt_xalloc_floats((size_t)(r->batch *
+					r->n.ops->scratch_floats(&r->n)));
+}
+
+/* The largest |a - b| over n values, relative to the largest |b|. */
+static double
+max_rel_diff(const float *a, const float *b, int64_t n)
+{
+	double most = 0.0, big = 1e-30;
+
+	for (int64_t i = 0; i < n; i++) {
+		most = fmax(most, fabs((double)a[i] - b[i]));
+		big = fmax(big, fabs((double)b[i]));
+	}
+	return most / big;
+}
+
+/* Fused against materialized on the same weights, inputs and upstream
+ * gradient: the output, every parameter gradient and the input gradient
+ * agree to 1e-5 of each array's largest value (observed forward: 4e-7
+ * or less; the two paths sum the softmax in another order; without the
+ * online softmax's rescale it is 2e-3 to 0.17). T is past one
+ * tile of 64 and not a multiple of it. _i: bit 0 causal; bit 1 T = 150,
+ * C = 128, 2 heads (hs 64, three tiles), else T = 100, C = 12, 3
+ * heads (two tiles). */
+START_TEST(test_attention_fused_equal)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	const int64_t big[] = { 150, 128 }, small[] = { 100, 12 };
+	const int64_t *dims = (_i & 2) ? big : small;
+	struct gc_rig m, f;
+	int64_t n_out, n_in;
+	double e;
+
+	s.heads = (_i & 2) ? 2 : 3;
+	s.causal = (_i & 1) != 0;
+	rig_init(&m, &dt_layer_attention, &s, 2, dims, 2);
+	rig_init(&f, &dt_layer_attention, &s, 2, dims, 2);
+	rig_fuse(&f);
+	ck_assert(f.n.scratch != NULL && !m.n.attn_fused);
+	/* weights of the usual scale keep the softmax away from one-hot */
+	for (int64_t i = 0; i < m.n.n_params; i++) {
+		m.params[i] *= 0.2f;
+		f.params[i] *= 0.2f;
+	}
+	n_out = m.batch * m.n.out_size;
+	n_in = m.batch * m.n.in_size[0];
+	rig_forward(&m);
+	rig_forward(&f);
+	e = max_rel_diff(f.n.out, m.n.out, n_out);
+	ck_assert_msg(e < 1e-5, "forward differs by %g", e);
+	gc_backward(&m, true, false);
+	gc_backward(&f, true, false);
+	e = max_rel_diff(f.dx[0], m.dx[0], n_in);
+	ck_assert_msg(e < 1e-5, "input gradient differs by %g", e);
+	for (int k = 0; k < m.n.n_tensors; k++) {
+		e = max_rel_diff(f.n.tensor[k].grad, m.n.tensor[k].grad,
+				 m.n.tensor[k].size);
+		ck_assert_msg(e < 1e-5, "%s gradient differs by %g",
+			      m.n.tensor[k].name, e);
+	}
+	gc_free(&m);
+	gc_free(&f);
+}
+END_TEST
+
+/* The fused backward against central differences of every parameter and
+ * input: T = 70 (two tiles, the second partly masked), C = 6, 3 heads,
+ * B = 2. _i: causal. */
+START_TEST(test_attention_fused_gradient)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 70, 6 };
+	struct gc_rig r;
+
+	s.heads = 3;
+	s.causal = _i != 0;
+	rig_init(&r, &dt_layer_attention, &s, 2, dims, 2);
+	rig_fuse(&r);
+	rig_check(&r, 1e-2, true);
+	gc_free(&r);
+}
+END_TEST
+
+/* The fused heads split the samples over a pool of 3 threads: the same
+ * output and gradients, bit for bit, as on the calling thread alone
+ * (B = 5, T = 70, C = 12, 3 heads, causal). */
+START_TEST(test_attention_fused_threads)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t dims[] = { 70, 12 };
+	struct gc_rig one, three;
+
+	s.heads = 3;
+	rig_init(&one, &dt_layer_attention, &s, 2, dims, 5);
+	rig_init(&three, &dt_layer_attention, &s, 2, dims, 5);
+	rig_fuse(&one);
+	rig_fuse(&three);
+	three.pool = dt_pool_new(3);
+	gc_backward(&one, true, false);
+	gc_backward(&three, true, false);
+	ck_assert(memcmp(one.n.out, three.n.out, (size_t)(5 * one.n.out_size) *
+			 sizeof(float)) == 0);
+	ck_assert(memcmp(one.dx[0], three.dx[0], (size_t)(5 *
+			 one.n.in_size[0]) * sizeof(float)) == 0);
+	ck_assert(memcmp(one.grads, three.grads, (size_t)one.n.n_params *
+			 sizeof(float)) == 0);
+	dt_pool_free(three.pool);
+	gc_free(&one);
+	gc_free(&three);
+}
+END_TEST
+
+/* The fused scratch per sample: qkv 3*T*C, y and dy 2*T*C, lse h*T, D T
+ * and the tile buffer 2*64*hs. T = 3, C = 4, h = 2: 36 + 24 + 6 + 3 +
+ * 256 = 325. T = 2048, C = 768, h = 12 (GPT-2 small): 7864320 + 26624 +
+ * 8192 = 7899136, against 4*T*C + 13*T*T = 60817408 materialized. The
+ * FLOPs forward are the materialized ones; the backward adds the scores
+ * and softmax again: 2*3*3*4 + 5*2*3*3 = 162. */
+START_TEST(test_attention_fused_counts)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION, "attn");
+	static const int64_t tc[] = { 3, 4 }, gpt[] = { 2048, 768 };
+	struct gc_rig r;
+
+	s.heads = 2;
+	rig_init(&r, &dt_layer_attention, &s, 2, tc, 1);
+	r.n.attn_fused = true;
+	ck_assert_int_eq(r.n.ops->scratch_floats(&r.n), 325);
+	ck_assert_double_eq(r.n.ops->fwd_flops(&r.n), 666.0);
+	ck_assert_double_eq(r.n.ops->recompute_flops(&r.n), 162.0);
+	gc_free(&r);
+	/* counts only read the shapes: no rig of 240 MB */
+	s.heads = 12;
+	memset(&r.n, 0, sizeof r.n);
+	r.n.spec = s;
+	r.n.in_shape[0] = (struct dt_shape){ .n_dims = 2,
+					     .dim = { gpt[0], gpt[1] } };
+	ck_assert_int_eq(dt_layer_attention.scratch_floats(&r.n), 60817408);
+	r.n.attn_fused = true;
+	ck_assert_int_eq(dt_layer_attention.scratch_floats(&r.n), 7899136);
+}
+END_TEST
+
 /* ---- counts, init, errors --------------------------------------------- */
 
 START_TEST(test_flops_and_scratch)
@@ -1085,6 +1238,10 @@ graph_nlp_suite(void)
 	tcase_add_loop_test(layers, test_attention_one_position, 0, 2);
 	tcase_add_test(layers, test_attention_causal);
 	tcase_add_loop_test(layers, test_attention_reference, 0, 4);
+	tcase_add_loop_test(layers, test_attention_fused_equal, 0, 4);
+	tcase_add_loop_test(layers, test_attention_fused_gradient, 0, 2);
+	tcase_add_test(layers, test_attention_fused_counts);
+	tcase_add_test(layers, test_attention_fused_threads);
 	tcase_add_test(layers, test_flops_and_scratch);
 	tcase_add_test(layers, test_init);
 	tcase_add_test(layers, test_errors);
