@@ -54,7 +54,7 @@ sgemm_class(int conv, int trans_a, int trans_b, int64_t m, int64_t n,
 				   b, ldb, beta, c, ldc);
 		return;
 	}
-	if (dt_kern_onednn_f32(conv)) {
+	if (dt_kern_onednn_f32(conv, m, n, k)) {
 		dt_kern_onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda,
 				     b, ldb, beta, c, ldc);
 		return;
@@ -682,6 +682,21 @@ dt_kern_gemm_align(void)
 		if (strcmp(core, known[i].core) == 0)
 			return known[i].rows;
 	return 48;
+}
+
+int
+dt_kern_blas_avx512(void)
+{
+	static const char *const wide[] = {
+		"SkylakeX", "Cooperlake", "SapphireRapids",
+	};
+	const char *core = openblas_get_corename();
+
+	for (size_t i = 0; core != NULL && i < sizeof wide / sizeof *wide;
+	     i++)
+		if (strcmp(core, wide[i]) == 0)
+			return 1;
+	return 0;
 }
 
 /* Blocks [lo, hi) of j->align rows of C, the last one cut at m. */

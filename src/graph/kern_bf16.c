@@ -151,7 +151,7 @@ dt_kern_lib_env_bad(void)
 }
 
 int
-dt_kern_onednn_f32(int conv)
+dt_kern_onednn_conv(void)
 {
 	switch (dt_kern_lib()) {
 	case DT_KERN_LIB_OPENBLAS:
@@ -160,7 +160,25 @@ dt_kern_onednn_f32(int conv)
 		return 1;
 	default:
 		/* measured: bench/README, "Kernels" */
-		return conv && dt_cpu_has(DT_CPU_AVX512F);
+		if (!dt_cpu_has(DT_CPU_AVX512F))
+			return 0;
+		return dt_kern_blas_avx512() ? 2 : 1;
+	}
+}
+
+int
+dt_kern_onednn_f32(int conv, int64_t m, int64_t n, int64_t k)
+{
+	if (!conv)
+		return dt_kern_lib() == DT_KERN_LIB_ONEDNN;
+	switch (dt_kern_onednn_conv()) {
+	case 0:
+		return 0;
+	case 1:
+		return 1;
+	default:
+		return m >= DT_KERN_ONEDNN_MIN && n >= DT_KERN_ONEDNN_MIN &&
+		       k >= DT_KERN_ONEDNN_MIN;
 	}
 }
 

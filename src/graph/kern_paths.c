@@ -3,7 +3,8 @@
  * this processor, in words (kern_paths.h). In f32 the dense and attention
  * projections go to OpenBLAS, which picks its kernels from CPUID itself
  * (or OPENBLAS_CORETYPE), whatever DTRAIN_CPU says, and the convolutions
- * to oneDNN's f32 matmul where the CPU has AVX-512 (parallel.kernels and
+ * to oneDNN's f32 matmul where the CPU has AVX-512 (beside OpenBLAS's
+ * AVX-512 kernels only the large ones; parallel.kernels and
  * DTRAIN_KERNELS move either, kern.h); with train.precision: bf16 all of
  * them go to oneDNN's bf16 matmul (kern_bf16.c); the attention heads'
  * small products go to kern_small.c. */
@@ -16,16 +17,22 @@
 #include "graph/kern.h"
 #include "util/cpu_features.h"
 
-/* Where f32 products of class conv go (dt_kern_onednn_f32), in words. */
+/* Where f32 products of class conv go (dt_kern_onednn_f32), in words:
+ * where = 0 OpenBLAS, 1 oneDNN, 2 the large ones on oneDNN. */
 static void
-f32_lib(char *buf, size_t n, int conv, const char *blas_core)
+f32_lib(char *buf, size_t n, int where, const char *blas_core)
 {
-	if (dt_kern_onednn_f32(conv))
-		snprintf(buf, n, "oneDNN's f32 matmul (%s, its own choice)",
-			 dt_cpu_has(DT_CPU_AVX512F) ? "avx512_core" : "avx2");
+	char blas[64];
+
+	snprintf(blas, sizeof blas, "OpenBLAS (%s kernels, its own choice)",
+		 blas_core != NULL ? blas_core : "unknown");
+	if (where == 0)
+		snprintf(buf, n, "%s", blas);
 	else
-		snprintf(buf, n, "OpenBLAS (%s kernels, its own choice)",
-			 blas_core != NULL ? blas_core : "unknown");
+		snprintf(buf, n, "oneDNN's f32 matmul (%s, its own choice)%s%s",
+			 dt_cpu_has(DT_CPU_AVX512F) ? "avx512_core" : "avx2",
+			 where == 2 ? " where m, n and k are all 32 or more, "
+			 "else on " : "", where == 2 ? blas : "");
 }
 
 /* "parallel.kernels: NAME", with DTRAIN_KERNELS's part in it. */
@@ -50,7 +57,7 @@ lib_choice(char *buf, size_t n)
 void
 dt_kern_paths(char *buf, size_t n, const char *blas_core)
 {
-	char dense[96], conv[96], choice[128];
+	char dense[128], conv[192], choice[128];
 
 	if (n == 0)
 		return;
@@ -64,8 +71,9 @@ dt_kern_paths(char *buf, size_t n, const char *blas_core)
 			 "avx2+fma" : "plain C");
 		return;
 	}
-	f32_lib(dense, sizeof dense, 0, blas_core);
-	f32_lib(conv, sizeof conv, 1, blas_core);
+	f32_lib(dense, sizeof dense, dt_kern_lib() == DT_KERN_LIB_ONEDNN,
+		blas_core);
+	f32_lib(conv, sizeof conv, dt_kern_onednn_conv(), blas_core);
 	lib_choice(choice, sizeof choice);
 	if (strcmp(dense, conv) == 0)
 		snprintf(buf, n, "dense, convolution and attention "

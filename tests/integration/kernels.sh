@@ -3,8 +3,9 @@
 # parallel.kernels and DTRAIN_KERNELS (graph/kern.h): `dtrain --version`
 # and a run's first lines say where each class of f32 product goes, and
 # the run takes that path. Under auto on a CPU with AVX-512 (as
-# DTRAIN_CPU leaves it) the convolutions go to oneDNN's f32 matmul and
-# the dense products to OpenBLAS; DTRAIN_CPU=avx2 sends everything to
+# DTRAIN_CPU leaves it) the convolutions go to oneDNN's f32 matmul (the
+# large ones only, beside OpenBLAS's AVX-512 kernels) and the dense
+# products to OpenBLAS; DTRAIN_CPU=avx2 sends everything to
 # OpenBLAS; DTRAIN_KERNELS=openblas and onednn force one library and win
 # over the job key; a word that names no path is ignored and said so.
 # On such a CPU, 4 steps of the shipped CNN: auto gives the same losses
@@ -12,9 +13,9 @@
 # the one-rank run: the convolution's products then have the same shapes
 # under every layout); the OpenBLAS path (by DTRAIN_KERNELS and by the
 # key, the same parameters) gives other parameters (so the products
-# really moved) and losses within 1e-5 of auto's (measured: equal to the
-# 8 digits logged but for 6e-8 at step 4, on AMD Zen 5), and so does
-# onednn for every product.
+# really moved) and losses within 1e-5 of auto's (measured on AMD Zen 5:
+# equal to the 8 digits logged, but for 6e-8 at step 4 beside OpenBLAS's
+# Haswell kernels), and so does onednn for every product.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 

@@ -556,10 +556,12 @@ END_TEST
  * (K * 2^-24 of the sum of |products|, alpha included) of a double sum,
  * and so within twice that of OpenBLAS's product; beta 1 adds C to
  * within one rounding; run again and on another thread, the same bits;
- * dt_kern_conv_sgemm gives oneDNN's bits under parallel.kernels: onednn
- * and auto on a CPU with AVX-512 (as DTRAIN_CPU leaves it), OpenBLAS's
- * under openblas and dt_kern_sgemm OpenBLAS's under auto (skipped where
- * DTRAIN_KERNELS is set, which wins). */
+ * dt_kern_conv_sgemm gives oneDNN's bits under parallel.kernels: onednn,
+ * OpenBLAS's under openblas; under auto the dense products go to
+ * OpenBLAS, the convolution's to oneDNN on a CPU with AVX-512 (as
+ * DTRAIN_CPU leaves it), but for those of 9 terms where OpenBLAS runs
+ * its AVX-512 kernels (skipped where DTRAIN_KERNELS is set, which
+ * wins). */
 struct f32_case {
 	int ta, tb;
 	const float *a, *b;
@@ -646,9 +648,13 @@ START_TEST(test_sgemm_onednn_f32)
 			ck_assert(memcmp(c2 + i * LDC, c + i * LDC,
 					 N * sizeof *c) == 0);
 		dt_kern_set_lib(DT_KERN_LIB_AUTO);
-		ck_assert_int_eq(dt_kern_onednn_f32(0), 0);
-		ck_assert_int_eq(dt_kern_onednn_f32(1),
+		ck_assert_int_eq(dt_kern_onednn_f32(0, M, N, K), 0);
+		ck_assert_int_eq(dt_kern_onednn_f32(1, M, N, K),
 				 dt_cpu_has(DT_CPU_AVX512F));
+		/* the CNN's first layer: 9 terms */
+		ck_assert_int_eq(dt_kern_onednn_f32(1, 32, 1568, 9),
+				 dt_cpu_has(DT_CPU_AVX512F) &&
+				 !dt_kern_blas_avx512());
 	}
 	dt_kern_set_lib(DT_KERN_LIB_AUTO);
 	free(a);
