@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: MIT
 EXTRA_PROGRAMS = bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm
+	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm \
+	bench/onednn_f32
+bench_onednn_f32_SOURCES = bench/onednn_f32.c
+bench_onednn_f32_LDADD = libdtrain.la $(DT_LIBS)
 bench_bf16_gemm_SOURCES = bench/bf16_gemm.c
 bench_bf16_gemm_LDADD = libdtrain.la $(DT_LIBS)
 bench_peak_SOURCES = bench/peak.c bench/fma_peak.h bench/fma_peak.c
@@ -17,7 +20,8 @@ bench_sgemm_peak_LDADD = libdtrain.la $(DT_LIBS)
 bench_allreduce_raw_SOURCES = bench/allreduce_raw.c
 bench_allreduce_raw_LDADD = libdtrain.la $(DT_LIBS)
 CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
-	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm
+	bench/allreduce_raw bench/bench_bpe bench/peak bench/bf16_gemm \
+	bench/onednn_f32
 
 # make bench: the machine's f32 and bf16 limits (bench/peak: multiply-add
 # loops on registers, 1 and 2 threads), the shipped jobs next to their
@@ -50,11 +54,16 @@ bench-side-by-side: bench/sgemm_peak bench/peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 3 \
 	  ./bench/peak
+# OpenBLAS against oneDNN's f32 matmul at the shipped jobs' and GPT-2's
+# shapes, and their bits (bench/README, "Kernels").
+bench-kernels: bench/onednn_f32 bench/peak
+	./bench/peak 3
+	./bench/onednn_f32
 # train.precision f32 against bf16 on the shipped jobs (bench/README).
 bench-precision: dtrain bench/bf16_gemm
 	OPENBLAS_NUM_THREADS=1 ./bench/bf16_gemm
 	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
-.PHONY: bench bench-side-by-side bench-cluster bench-precision
+.PHONY: bench bench-side-by-side bench-cluster bench-precision bench-kernels
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \

@@ -273,8 +273,8 @@ forward_chunks(void *ctx, int64_t lo, int64_t hi)
 		float *y = direct ? j->y + b0 * g->oc * g->l : t;
 
 		chunk_im2col(j, b0, n, col);
-		dt_kern_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt, g->ckk,
-			      col, nl, 0.0f, y, nl);
+		dt_kern_conv_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt,
+				   g->ckk, col, nl, 0.0f, y, nl);
 		dt_kern_bias_act(y, j->bias, g->oc, nl, j->relu);
 		if (direct)
 			continue;
@@ -356,12 +356,14 @@ backward_groups(void *ctx, int64_t lo, int64_t hi)
 			const float *tb = chunk_grad(j, b0, n, t, db, fresh);
 
 			chunk_im2col(j, b0, n, col);
-			dt_kern_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, tb, nl,
-				      col, nl, fresh ? 0.0f : 1.0f, dw, g->ckk);
+			dt_kern_conv_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, tb,
+					   nl, col, nl, fresh ? 0.0f : 1.0f,
+					   dw, g->ckk);
 			if (j->dx == NULL)
 				continue;
-			dt_kern_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f, j->wt,
-				      g->ckk, tb, nl, 0.0f, col, nl);
+			dt_kern_conv_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f,
+					   j->wt, g->ckk, tb, nl, 0.0f, col,
+					   nl);
 			for (int64_t b = 0; b < n; b++)
 				dt_kern_col2im(&g->kc, col + b * g->l, nl,
 					       j->dx + (b0 + b) * g->c * g->h *

@@ -32,10 +32,11 @@
  * tree. */
 #define KERN_LANES 8
 
-void
-dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-	      float alpha, const float *a, int64_t lda, const float *b,
-	      int64_t ldb, float beta, float *c, int64_t ldc)
+/* dt_kern_sgemm for a product of class conv (dt_kern_onednn_f32). */
+static void
+sgemm_class(int conv, int trans_a, int trans_b, int64_t m, int64_t n,
+	    int64_t k, float alpha, const float *a, int64_t lda,
+	    const float *b, int64_t ldb, float beta, float *c, int64_t ldc)
 {
 	if (alpha == 0.0f) {
 		/* BLAS says A and B are not read when alpha is 0, but some
@@ -53,10 +54,33 @@ dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 				   b, ldb, beta, c, ldc);
 		return;
 	}
+	if (dt_kern_onednn_f32(conv, m, n, k)) {
+		dt_kern_onednn_sgemm(trans_a, trans_b, m, n, k, alpha, a, lda,
+				     b, ldb, beta, c, ldc);
+		return;
+	}
 	cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
 		    trans_b ? CblasTrans : CblasNoTrans, (int)m, (int)n,
 		    (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c,
 		    (int)ldc);
+}
+
+void
+dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+	      float alpha, const float *a, int64_t lda, const float *b,
+	      int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	sgemm_class(0, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+		    c, ldc);
+}
+
+void
+dt_kern_conv_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+		   float alpha, const float *a, int64_t lda, const float *b,
+		   int64_t ldb, float beta, float *c, int64_t ldc)
+{
+	sgemm_class(1, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta,
+		    c, ldc);
 }
 
 void
@@ -658,6 +682,21 @@ dt_kern_gemm_align(void)
 		if (strcmp(core, known[i].core) == 0)
 			return known[i].rows;
 	return 48;
+}
+
+int
+dt_kern_blas_avx512(void)
+{
+	static const char *const wide[] = {
+		"SkylakeX", "Cooperlake", "SapphireRapids",
+	};
+	const char *core = openblas_get_corename();
+
+	for (size_t i = 0; core != NULL && i < sizeof wide / sizeof *wide;
+	     i++)
+		if (strcmp(core, wide[i]) == 0)
+			return 1;
+	return 0;
 }
 
 /* Blocks [lo, hi) of j->align rows of C, the last one cut at m. */

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* kern_bf16.c - the kernel seam's products in bfloat16 (kern.h,
- * dt_kern_set_bf16): the inputs rounded to bf16, the products summed in
- * float, on oneDNN's matmul primitive (Debian's libdnnl 2.6), which picks
- * its AVX512_BF16 or AMX kernel from CPUID. Each calling thread keeps its
- * own stream, primitives (one per shape, made on first use) and bf16
- * copies of the operands, and runs oneDNN on itself alone (OpenMP, one
- * thread), so the thread pool's split of a product's rows decides the
- * work of each thread as it does for OpenBLAS. */
+/* kern_bf16.c - the kernel seam's products on oneDNN (kern.h): in
+ * bfloat16 (dt_kern_set_bf16), the inputs rounded to bf16, the products
+ * summed in float, and in f32 where parallel.kernels sends them
+ * (dt_kern_onednn_sgemm, dt_kern_onednn_f32, which also keeps that
+ * choice), on oneDNN's matmul primitive (Debian's libdnnl 2.6), which
+ * picks its AVX512_BF16, AMX or AVX-512 kernel from CPUID. Each calling
+ * thread keeps its own stream, primitives (one per shape, made on first
+ * use) and bf16 copies of the operands, and runs oneDNN on itself alone
+ * (OpenMP, one thread), so the thread pool's split of a product's rows
+ * decides the work of each thread as it does for OpenBLAS. */
 #include "graph/kern.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -22,8 +24,13 @@
 /* Primitives kept per thread: a model has a few shapes per layer. */
 #define BF16_PRIMS 96
 
+/* A primitive's key: the inputs' type (0 bf16, 1 f32), trans_a,
+ * trans_b, m, n, k, lda and ldb (f32 only: the bf16 copies are packed),
+ * ldc and beta 0/1. */
+#define PRIM_KEY 10
+
 struct bf16_prim {
-	int64_t key[7];		/* trans_a, trans_b, m, n, k, ldc, beta 0/1 */
+	int64_t key[PRIM_KEY];
 	float alpha;
 	dnnl_primitive_t prim;
 	dnnl_memory_t a, b, c;
@@ -78,8 +85,11 @@ engine_init(void)
 	if (pthread_key_create(&self_key, thread_free) != 0)
 		check(dnnl_runtime_error, "thread key");
 	/* DTRAIN_CPU=avx512_bf16 on a CPU with AMX keeps oneDNN off AMX,
-	 * so that the tests can run the AVX512_BF16 kernels there. */
-	if (!dt_cpu_has(DT_CPU_AMX_BF16))
+	 * so that the tests can run the AVX512_BF16 kernels there; and
+	 * DTRAIN_CPU=avx2 keeps its f32 products on AVX2 kernels. */
+	if (!dt_cpu_has(DT_CPU_AVX512F))
+		dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+	else if (!dt_cpu_has(DT_CPU_AMX_BF16))
 		dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx512_core_bf16);
 	check(dnnl_engine_create(&engine, dnnl_cpu, 0), "engine");
 }
@@ -90,6 +100,86 @@ dt_kern_bf16_missing(void)
 	if (dt_cpu_has(DT_CPU_AVX512_BF16) || dt_cpu_has(DT_CPU_AMX_BF16))
 		return NULL;
 	return "AVX512_BF16 or AMX-BF16";
+}
+
+/* parallel.kernels and DTRAIN_KERNELS, in enum dt_kern_lib's order. */
+static const char *const lib_names[] = { "auto", "openblas", "onednn" };
+static enum dt_kern_lib lib_job;
+static int lib_env = -1;	/* DTRAIN_KERNELS's choice; -1: none */
+static const char *lib_bad;	/* DTRAIN_KERNELS when it names none */
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+
+static void
+env_read(void)
+{
+	const char *e = getenv("DTRAIN_KERNELS");
+
+	if (e == NULL || *e == '\0')
+		return;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(e, lib_names[i]) == 0) {
+			lib_env = i;
+			return;
+		}
+	lib_bad = e;
+}
+
+void
+dt_kern_set_lib(enum dt_kern_lib lib)
+{
+	lib_job = lib;
+}
+
+enum dt_kern_lib
+dt_kern_lib(void)
+{
+	pthread_once(&env_once, env_read);
+	return lib_env >= 0 ? (enum dt_kern_lib)lib_env : lib_job;
+}
+
+const char *
+dt_kern_lib_name(enum dt_kern_lib lib)
+{
+	return (unsigned)lib < 3 ? lib_names[lib] : "?";
+}
+
+const char *
+dt_kern_lib_env_bad(void)
+{
+	pthread_once(&env_once, env_read);
+	return lib_bad;
+}
+
+int
+dt_kern_onednn_conv(void)
+{
+	switch (dt_kern_lib()) {
+	case DT_KERN_LIB_OPENBLAS:
+		return 0;
+	case DT_KERN_LIB_ONEDNN:
+		return 1;
+	default:
+		/* measured: bench/README, "Kernels" */
+		if (!dt_cpu_has(DT_CPU_AVX512F))
+			return 0;
+		return dt_kern_blas_avx512() ? 2 : 1;
+	}
+}
+
+int
+dt_kern_onednn_f32(int conv, int64_t m, int64_t n, int64_t k)
+{
+	if (!conv)
+		return dt_kern_lib() == DT_KERN_LIB_ONEDNN;
+	switch (dt_kern_onednn_conv()) {
+	case 0:
+		return 0;
+	case 1:
+		return 1;
+	default:
+		return m >= DT_KERN_ONEDNN_MIN && n >= DT_KERN_ONEDNN_MIN &&
+		       k >= DT_KERN_ONEDNN_MIN;
+	}
 }
 
 void
@@ -195,27 +285,31 @@ desc(dnnl_memory_desc_t *md, int64_t rows, int64_t cols,
 }
 
 /* The primitive for one shape: op(A) (m, k) and op(B) (k, n) in packed
- * bf16 (a transposed operand as stored, by its strides), C float at row
- * stride ldc; alpha an output scale, beta = 1 a sum post-op. */
+ * bf16, or f32 at their row strides lda and ldb (a transposed operand as
+ * stored, by its strides), C float at row stride ldc; alpha an output
+ * scale, beta = 1 a sum post-op. */
 static void
-make(struct bf16_prim *p, const int64_t key[7], float alpha)
+make(struct bf16_prim *p, const int64_t key[PRIM_KEY], float alpha)
 {
-	int64_t ta = key[0], tb = key[1], m = key[2], n = key[3], k = key[4];
+	int64_t ta = key[1], tb = key[2], m = key[3], n = key[4], k = key[5];
+	int64_t lda = key[0] ? key[6] : ta ? m : k;
+	int64_t ldb = key[0] ? key[7] : tb ? k : n;
+	dnnl_data_type_t in = key[0] ? dnnl_f32 : dnnl_bf16;
 	dnnl_memory_desc_t ad, bd, cd;
 	dnnl_matmul_desc_t md;
 	dnnl_primitive_attr_t attr;
 	dnnl_post_ops_t po = NULL;
 	dnnl_primitive_desc_t pd;
 
-	desc(&ad, m, k, dnnl_bf16, ta ? 1 : k, ta ? m : 1);
-	desc(&bd, k, n, dnnl_bf16, tb ? 1 : n, tb ? k : 1);
-	desc(&cd, m, n, dnnl_f32, key[5], 1);
+	desc(&ad, m, k, in, ta ? 1 : lda, ta ? lda : 1);
+	desc(&bd, k, n, in, tb ? 1 : ldb, tb ? ldb : 1);
+	desc(&cd, m, n, dnnl_f32, key[8], 1);
 	check(dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd), "matmul");
 	check(dnnl_primitive_attr_create(&attr), "attributes");
 	if (alpha != 1.0f)
 		check(dnnl_primitive_attr_set_output_scales(attr, 1, 0,
 							    &alpha), "scale");
-	if (key[6]) {
+	if (key[9]) {
 		check(dnnl_post_ops_create(&po), "post-ops");
 		check(dnnl_post_ops_append_sum(po, 1.0f), "sum");
 		check(dnnl_primitive_attr_set_post_ops(attr, po), "post-ops");
@@ -235,7 +329,7 @@ make(struct bf16_prim *p, const int64_t key[7], float alpha)
 }
 
 static struct bf16_prim *
-lookup(struct bf16_thread *t, const int64_t key[7], float alpha)
+lookup(struct bf16_thread *t, const int64_t key[PRIM_KEY], float alpha)
 {
 	struct bf16_prim *p;
 
@@ -257,23 +351,39 @@ lookup(struct bf16_thread *t, const int64_t key[7], float alpha)
 	return p;
 }
 
+/* One product on the calling thread: the primitive p on A, B and C. */
+static void
+run(struct bf16_thread *t, struct bf16_prim *p, const void *a,
+    const void *b, float *c)
+{
+	dnnl_exec_arg_t args[3];
+
+	check(dnnl_memory_set_data_handle(p->a, (void *)a), "A handle");
+	check(dnnl_memory_set_data_handle(p->b, (void *)b), "B handle");
+	check(dnnl_memory_set_data_handle(p->c, c), "C handle");
+	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, p->a };
+	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, p->b };
+	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, p->c };
+	check(dnnl_primitive_execute(p->prim, t->stream, 3, args), "matmul");
+	check(dnnl_stream_wait(t->stream), "stream");
+}
+
 void
 dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   float alpha, const float *a, int64_t lda, const float *b,
 		   int64_t ldb, float beta, float *c, int64_t ldc)
 {
 	struct bf16_thread *t = thread_state();
-	int64_t key[7] = { trans_a != 0, trans_b != 0, m, n, k, ldc,
-			   beta != 0.0f };
+	int64_t key[PRIM_KEY] = { 0, trans_a != 0, trans_b != 0, m, n, k, 0,
+				  0, ldc, beta != 0.0f };
 	size_t need = (size_t)(m * k + k * n);
 	struct bf16_prim *p;
-	dnnl_exec_arg_t args[3];
 
 	if (beta != 0.0f && beta != 1.0f) {
 		/* No caller asks for it; scale C first, then add. */
 		for (int64_t i = 0; i < m; i++)
 			dt_kern_scale(c + i * ldc, n, beta);
-		key[6] = 1;
+		key[9] = 1;
 	}
 	if (need > t->cap) {
 		free(t->buf);
@@ -283,12 +393,23 @@ dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 	pack(t->buf, a, trans_a ? k : m, trans_a ? m : k, lda);
 	pack(t->buf + m * k, b, trans_b ? n : k, trans_b ? k : n, ldb);
 	p = lookup(t, key, alpha);
-	check(dnnl_memory_set_data_handle(p->a, t->buf), "A handle");
-	check(dnnl_memory_set_data_handle(p->b, t->buf + m * k), "B handle");
-	check(dnnl_memory_set_data_handle(p->c, c), "C handle");
-	args[0] = (dnnl_exec_arg_t){ DNNL_ARG_SRC, p->a };
-	args[1] = (dnnl_exec_arg_t){ DNNL_ARG_WEIGHTS, p->b };
-	args[2] = (dnnl_exec_arg_t){ DNNL_ARG_DST, p->c };
-	check(dnnl_primitive_execute(p->prim, t->stream, 3, args), "matmul");
-	check(dnnl_stream_wait(t->stream), "stream");
+	run(t, p, t->buf, t->buf + m * k, c);
+}
+
+void
+dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
+		     int64_t k, float alpha, const float *a, int64_t lda,
+		     const float *b, int64_t ldb, float beta, float *c,
+		     int64_t ldc)
+{
+	struct bf16_thread *t = thread_state();
+	int64_t key[PRIM_KEY] = { 1, trans_a != 0, trans_b != 0, m, n, k,
+				  lda, ldb, ldc, beta != 0.0f };
+
+	if (beta != 0.0f && beta != 1.0f) {
+		for (int64_t i = 0; i < m; i++)
+			dt_kern_scale(c + i * ldc, n, beta);
+		key[9] = 1;
+	}
+	run(t, lookup(t, key, alpha), a, b, c);
 }

@@ -199,6 +199,15 @@ enum dt_precision {
 	DT_PRECISION_BF16,
 };
 
+/* parallel.kernels: which library takes the f32 products; in graph/
+ * kern.h's enum dt_kern_lib's order (train/run.c casts one to the
+ * other). */
+enum dt_kernels {
+	DT_KERNELS_AUTO = 0,	/* each class where measured faster */
+	DT_KERNELS_OPENBLAS,
+	DT_KERNELS_ONEDNN,
+};
+
 /* parallel.grad_wire: the gradient's element type on the wire. */
 enum dt_grad_wire {
 	DT_GRAD_WIRE_F32 = 0,
@@ -402,6 +411,7 @@ struct dt_job {
 		enum dt_ps_mode mode;	/* sync (default), async */
 		int64_t max_staleness;	/* async bound (default 4) */
 		int64_t blas_threads;	/* per rank; 0 = cores / ranks */
+		enum dt_kernels kernels;	/* auto (default) */
 		double timeout_s;	/* watchdog; 0 = off */
 		enum dt_hierarchical hierarchical;	/* auto (default) */
 		bool overlap;		/* bucketed sums during backward

@@ -60,6 +60,7 @@ _Static_assert(sizeof(enum dt_activation) == sizeof(int) &&
 	       sizeof(enum dt_grad_wire) == sizeof(int) &&
 	       sizeof(enum dt_attention_impl) == sizeof(int) &&
 	       sizeof(enum dt_precision) == sizeof(int) &&
+	       sizeof(enum dt_kernels) == sizeof(int) &&
 	       sizeof(enum dt_accum_schedule) == sizeof(int) &&
 	       sizeof(enum dt_init_rule) == sizeof(int),
 	       "enum keys are stored through int");
@@ -112,6 +113,9 @@ static const char *const mode_names[] = { "sync", "async", NULL };
 static const char *const hier_names[] = { "auto", "on", "off", NULL };
 static const char *const wire_names[] = { "f32", "bf16", NULL };
 static const char *const precision_names[] = { "f32", "bf16", NULL };
+static const char *const kernels_names[] = {
+	"auto", "openblas", "onednn", NULL
+};
 static const char *const accum_names[] = {
 	"auto", "depth_first", "breadth_first", NULL
 };
@@ -384,6 +388,10 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.blas_threads), .def = "0",
 	  .flags = DT_KEYF_MIN | DT_KEYF_MAX, .min = 0, .max = 4096,
 	  .doc = "OpenBLAS threads per rank; 0: the node's cores / its ranks" },
+	{ .key = "parallel.kernels", .type = DT_KEY_ENUM,
+	  .off = OFF(parallel.kernels), .def = "auto",
+	  .names = kernels_names,
+	  .doc = "library of the f32 products: auto, openblas, onednn" },
 	{ .key = "parallel.timeout_s", .type = DT_KEY_FLOAT,
 	  .off = OFF(parallel.timeout_s), .def = "0", GE(0),
 	  .doc = "watchdog: name a stalled peer after this long; 0: off" },

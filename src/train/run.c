@@ -599,6 +599,11 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	dt_kern_set_bf16(r->job->train.precision == DT_PRECISION_BF16);
+	_Static_assert((int)DT_KERN_LIB_AUTO == DT_KERNELS_AUTO &&
+		       (int)DT_KERN_LIB_OPENBLAS == DT_KERNELS_OPENBLAS &&
+		       (int)DT_KERN_LIB_ONEDNN == DT_KERNELS_ONEDNN,
+		       "parallel.kernels is kern.h's choice");
+	dt_kern_set_lib((enum dt_kern_lib)r->job->parallel.kernels);
 	/* Before the first arena: each rank measures its node (they agree,
 	 * since the figure moves between their reads). */
 	st = agree(r, dt_memcheck(&r->plan, host.local_ranks, err), err);

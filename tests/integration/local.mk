@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tabular.sh \
-	tests/integration/cpu-features.sh \
+	tests/integration/cpu-features.sh tests/integration/kernels.sh \
 	tests/integration/mca-env.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/agree.sh \

@@ -8,7 +8,8 @@
  * of that, the softmax Jacobian product, layernorm forward and backward,
  * the elementwise add, accumulate and multiply, and the sgemm grid and
  * the small-product kernel against a triple loop; the bf16 product
- * against a double sum of bf16-rounded inputs. */
+ * against a double sum of bf16-rounded inputs; the f32 product on oneDNN
+ * against a double sum and OpenBLAS's, and parallel.kernels' routing. */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
@@ -17,6 +18,7 @@
 
 #include "graph/kern.h"
 #include "util/alloc.h"
+#include "util/cpu_features.h"
 #include "util/rng.h"
 
 static const int64_t lengths[] = { 0, 1, 7, 8, 13, 96, 1000 };
@@ -548,6 +550,121 @@ START_TEST(test_sgemm_bf16)
 }
 END_TEST
 
+/* The f32 product on oneDNN (kern.h, dt_kern_onednn_sgemm) with the
+ * transposes of _i & 3, alpha 0.5, beta 0 over NaN and beta 1, at 37 x
+ * 50 x 300 with row strides past the rows: within f32 summation error
+ * (K * 2^-24 of the sum of |products|, alpha included) of a double sum,
+ * and so within twice that of OpenBLAS's product; beta 1 adds C to
+ * within one rounding; run again and on another thread, the same bits;
+ * dt_kern_conv_sgemm gives oneDNN's bits under parallel.kernels: onednn,
+ * OpenBLAS's under openblas; under auto the dense products go to
+ * OpenBLAS, the convolution's to oneDNN on a CPU with AVX-512 (as
+ * DTRAIN_CPU leaves it), but for those of 9 terms where OpenBLAS runs
+ * its AVX-512 kernels (skipped where DTRAIN_KERNELS is set, which
+ * wins). */
+struct f32_case {
+	int ta, tb;
+	const float *a, *b;
+	float *c;
+};
+
+static void *
+f32_thread(void *arg)
+{
+	struct f32_case *k = arg;
+
+	dt_kern_onednn_sgemm(k->ta, k->tb, 37, 50, 300, 0.5f, k->a, 310,
+			     k->b, 310, 0.0f, k->c, 60);
+	return NULL;
+}
+
+START_TEST(test_sgemm_onednn_f32)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	enum { M = 37, N = 50, K = 300, LD = 310, LDC = 60 };
+	float *a = dt_xalloc_floats(LD * LD), *b = dt_xalloc_floats(LD * LD);
+	float *c = dt_xalloc_floats(M * LDC), *c2 = dt_xalloc_floats(M * LDC);
+	float *cb = dt_xalloc_floats(M * LDC);
+	const char *env = getenv("DTRAIN_KERNELS");
+	struct f32_case tc = { ta, tb, a, b, c2 };
+	double mag[M][N];
+	pthread_t th;
+
+	fill(a, LD * LD, 130, -1.0f, 1.0f);
+	fill(b, LD * LD, 131, -1.0f, 1.0f);
+	for (int i = 0; i < M * LDC; i++)
+		c[i] = NAN;
+	dt_kern_onednn_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f, c,
+			     LDC);
+	dt_kern_set_lib(DT_KERN_LIB_OPENBLAS);
+	if (env == NULL || *env == '\0')
+		dt_kern_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f, cb,
+			      LDC);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++) {
+			double r = 0.0;
+
+			mag[i][j] = 0.0;
+			for (int k = 0; k < K; k++) {
+				float av = ta ? a[k * LD + i] : a[i * LD + k];
+				float bv = tb ? b[j * LD + k] : b[k * LD + j];
+
+				r += (double)av * bv;
+				mag[i][j] += 0.5 * fabs((double)av * bv);
+			}
+			ck_assert_msg(fabs(c[i * LDC + j] - 0.5 * r) <=
+				      K * ldexp(mag[i][j], -24),
+				      "(%d,%d) %g want %g", i, j,
+				      c[i * LDC + j], 0.5 * r);
+			if (env == NULL || *env == '\0')
+				ck_assert(fabs(c[i * LDC + j] -
+					       cb[i * LDC + j]) <=
+					  2.0 * K * ldexp(mag[i][j], -24));
+		}
+	/* beta 1: C + the product again, to within one rounding of 2 C */
+	memcpy(c2, c, M * LDC * sizeof *c);
+	dt_kern_onednn_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 1.0f, c2,
+			     LDC);
+	for (int i = 0; i < M; i++)
+		for (int j = 0; j < N; j++)
+			ck_assert(fabs(c2[i * LDC + j] - 2.0f * c[i * LDC + j])
+				  <= K * ldexp(mag[i][j], -23));
+	/* again, and on another thread: the same bits */
+	ck_assert(pthread_create(&th, NULL, f32_thread, &tc) == 0);
+	ck_assert(pthread_join(th, NULL) == 0);
+	for (int i = 0; i < M; i++)
+		ck_assert(memcmp(c2 + i * LDC, c + i * LDC,
+				 N * sizeof *c) == 0);
+	if (env == NULL || *env == '\0') {
+		dt_kern_conv_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f,
+				   c2, LDC);
+		for (int i = 0; i < M; i++)
+			ck_assert(memcmp(c2 + i * LDC, cb + i * LDC,
+					 N * sizeof *c) == 0);
+		dt_kern_set_lib(DT_KERN_LIB_ONEDNN);
+		dt_kern_conv_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f,
+				   c2, LDC);
+		for (int i = 0; i < M; i++)
+			ck_assert(memcmp(c2 + i * LDC, c + i * LDC,
+					 N * sizeof *c) == 0);
+		dt_kern_set_lib(DT_KERN_LIB_AUTO);
+		ck_assert_int_eq(dt_kern_onednn_f32(0, M, N, K), 0);
+		ck_assert_int_eq(dt_kern_onednn_f32(1, M, N, K),
+				 dt_cpu_has(DT_CPU_AVX512F));
+		/* the CNN's first layer: 9 terms */
+		ck_assert_int_eq(dt_kern_onednn_f32(1, 32, 1568, 9),
+				 dt_cpu_has(DT_CPU_AVX512F) &&
+				 !dt_kern_blas_avx512());
+	}
+	dt_kern_set_lib(DT_KERN_LIB_AUTO);
+	free(a);
+	free(b);
+	free(c);
+	free(c2);
+	free(cb);
+}
+END_TEST
+
 static Suite *
 kern_suite(void)
 {
@@ -563,6 +680,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
+	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }
