@@ -49,6 +49,9 @@ static int64_t get_i(const struct json_object *o, const char *a,
 static const char *const recompute_words[] = { "none", "blocks",
 					       "attention" };
 
+/* model.attention, as the job file spells it. */
+static const char *const attention_words[] = { "materialized", "fused" };
+
 /* The number o's key a holds, 0 when it holds none. */
 static double
 get_d(const struct json_object *o, const char *a)
@@ -559,6 +562,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(o, "name", json_object_new_string(job->name));
 	ADD(o, "recompute", json_object_new_string(
 		    recompute_words[job->model.recompute]));
+	ADD(o, "attention", json_object_new_string(
+		    attention_words[job->model.attention]));
 	ADD(o, "grid", describe_grid(job, plan));
 	ADD(o, "batch", describe_batch(plan));
 	describe_layers(plan, o);
@@ -932,6 +937,8 @@ dt_plan_print(const struct json_object *d, FILE *out)
 	char b1[32], b2[32], b3[32];
 	int64_t pp = get_i(d, "grid", "pipeline_parallel");
 	int split = pp > 1 || get_i(d, "grid", "tensor_parallel") > 1;
+	const char *att = json_object_get_string(get(d, "attention"));
+	int fused = att != NULL && strcmp(att, "fused") == 0;
 
 	json_object_object_get_ex(d, "name", &x);
 	fprintf(out, "plan for %s\n\n", json_object_get_string(x));
@@ -1017,10 +1024,14 @@ dt_plan_print(const struct json_object *d, FILE *out)
 	if (get_d(d, "recompute_flops_per_sample") > 0) {
 		flops_text(b1, sizeof b1,
 			   get_d(d, "recompute_flops_per_sample"));
-		fprintf(out, "recompute: %s; its forward again in backward "
+		fprintf(out, "recompute: %s%s; its forward again in backward "
 			"adds %s per sample (in the total)\n",
-			json_object_get_string(get(d, "recompute")), b1);
+			json_object_get_string(get(d, "recompute")),
+			fused ? ", and the fused attention's tiles" : "", b1);
 	}
+	if (fused)
+		fprintf(out, "attention: fused (tiles with an online softmax: "
+			"no (T, T) scores kept)\n");
 	if (split)
 		print_stages(d, out);
 	else {

@@ -79,7 +79,16 @@ assert am - af == 2648965120, am - af
 assert m["recompute_flops_per_sample"] == 0
 assert f["recompute_flops_per_sample"] == 4 * 1157627904, f
 assert f["flops_per_sample"] - m["flops_per_sample"] == 4 * 1157627904
+assert (m["attention"], f["attention"]) == ("materialized", "fused")
 PY
+# The text names the choice, and its recomputed FLOPs.
+"$DTRAIN" plan "$JOB" $L $F >plan-fused.txt || fail "plan text: exit"
+grep -q '^attention: fused (tiles with an online softmax: no (T, T) scores kept)$' plan-fused.txt ||
+	{ cat plan-fused.txt >&2; fail "plan text: no line for fused attention"; }
+grep -q "^recompute: none, and the fused attention's tiles; its forward again in backward adds 4.631 GFLOP per sample (in the total)$" plan-fused.txt ||
+	{ cat plan-fused.txt >&2; fail "plan text: fused attention's recomputed FLOPs"; }
+"$DTRAIN" plan "$JOB" $L >plan-mat.txt || fail "plan text: exit"
+! grep -q '^attention:\|^recompute:' plan-mat.txt || fail "plan text: materialized named"
 echo "ok: the plan's bytes and FLOPs follow"
 
 # Measured: two steps at context 1024, micro-batch 2: the materialized
