@@ -1457,6 +1457,35 @@ stream_tensor(struct src *s, const struct dt_ck_entry *e,
 	return st;
 }
 
+/* 1 when source x holds a tensor named name. */
+static int
+holds(const struct src *x, const char *name)
+{
+	for (size_t b = 0; b < x->h.n; b++)
+		if (strcmp(x->h.t[b].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Every tensor name in at most one of the n sources (the reader,
+ * place_tensor, refuses the same): else the one header would list a
+ * name twice and describe other bytes than the file holds. */
+static enum dt_status
+check_unique(const struct src *s, size_t n, struct dt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t a = 0; a < s[i].h.n; a++)
+			for (size_t j = i + 1; j < n; j++)
+				if (holds(&s[j], s[i].h.t[a].name))
+					return dt_errorf(err, DT_ERR_FORMAT,
+							 "%s and %s: both "
+							 "hold tensor %s",
+							 s[i].f->name,
+							 s[j].f->name,
+							 s[i].h.t[a].name);
+	return DT_OK;
+}
+
 /* The header and then every tensor of the sources, in order, into w. */
 static enum dt_status
 stream_export(struct src *s, size_t n, struct dt_ck_wfile *w,
@@ -1467,6 +1496,9 @@ stream_export(struct src *s, size_t n, struct dt_ck_wfile *w,
 	unsigned char *buf;
 	enum dt_status st;
 
+	st = check_unique(s, n, err);
+	if (st != DT_OK)
+		return st;
 	for (size_t i = 0; i < n; i++)
 		total += s[i].h.n;
 	e = dt_xcalloc(total + 1, sizeof *e);
