@@ -729,6 +729,35 @@ make_ckpt_dir(const char *ckpt_dir, struct dt_error *err)
 	return DT_OK;
 }
 
+/* The end of a save, st its status so far: tmp read back through the
+ * checker, renamed to final (install), older ones pruned (keep_last).
+ * On any error tmp is removed and the status returned. */
+static enum dt_status
+install_verified(const char *ckpt_dir, const char *tmp, const char *final,
+		 const char *aside, const struct dt_ckpt_opts *opts,
+		 int64_t step, enum dt_status st, struct dt_error *err)
+{
+	struct dt_error e;
+
+	if (st == DT_OK) {
+		dt_error_clear(&e);
+		if (read_ckpt(tmp, -1, 0, NULL, 0, NULL, 0, NULL, &e) != DT_OK)
+			st = dt_errorf(err, DT_ERR_IO, "%s: the checkpoint "
+				       "written does not read back: %s", tmp,
+				       e.msg);
+	}
+	if (st == DT_OK)
+		st = install(ckpt_dir, tmp, final, aside, opts, err);
+	if (st != DT_OK) {
+		dt_ck_rm_tree(tmp);
+		return st;
+	}
+	if (opts != NULL && opts->keep_last > 0)
+		dt_ckpt_prune(ckpt_dir, step, opts->keep_last, opts->report,
+			      opts->report_ctx, NULL);
+	return DT_OK;
+}
+
 enum dt_status
 dt_ckpt_save(const char *ckpt_dir, const struct dt_ckpt_opts *opts,
 	     const struct dt_ckpt_meta *meta,
@@ -738,7 +767,6 @@ dt_ckpt_save(const char *ckpt_dir, const struct dt_ckpt_opts *opts,
 {
 	char final[DT_CK_PATH_MAX], tmp[DT_CK_PATH_MAX],
 		aside[DT_CK_PATH_MAX], name[64];
-	struct dt_error e;
 	enum dt_status st;
 
 	if (dt_ck_check_tensors(params, n_params, 1, "parameters", err) ||
@@ -763,23 +791,8 @@ dt_ckpt_save(const char *ckpt_dir, const struct dt_ckpt_opts *opts,
 				 strerror(errno));
 	st = write_files(tmp, opts, meta, params, n_params, optim, n_optim,
 			 err);
-	if (st == DT_OK) {
-		dt_error_clear(&e);
-		if (read_ckpt(tmp, -1, 0, NULL, 0, NULL, 0, NULL, &e) != DT_OK)
-			st = dt_errorf(err, DT_ERR_IO, "%s: the checkpoint "
-				       "written does not read back: %s", tmp,
-				       e.msg);
-	}
-	if (st == DT_OK)
-		st = install(ckpt_dir, tmp, final, aside, opts, err);
-	if (st != DT_OK) {
-		dt_ck_rm_tree(tmp);
-		return st;
-	}
-	if (opts != NULL && opts->keep_last > 0)
-		dt_ckpt_prune(ckpt_dir, meta->step, opts->keep_last,
-			      opts->report, opts->report_ctx, NULL);
-	return DT_OK;
+	return install_verified(ckpt_dir, tmp, final, aside, opts, meta->step,
+				st, err);
 }
 
 /* ---- single safetensors files ------------------------------------------ */
@@ -1241,7 +1254,6 @@ dt_ckpt_shard_finish(const char *ckpt_dir, const char *tmp,
 		     struct dt_error *err)
 {
 	char final[DT_CK_PATH_MAX], aside[DT_CK_PATH_MAX], name[64];
-	struct dt_error e;
 	enum dt_status st = DT_OK;
 
 	if (n_files < 1 || n_files > DT_CKPT_SHARD_FILES_MAX)
@@ -1257,23 +1269,8 @@ dt_ckpt_shard_finish(const char *ckpt_dir, const char *tmp,
 		st = DT_ERR_IO;
 	if (st == DT_OK)
 		st = write_shard_manifest(tmp, meta, files, n_files, err);
-	if (st == DT_OK) {
-		dt_error_clear(&e);
-		if (read_ckpt(tmp, -1, 0, NULL, 0, NULL, 0, NULL, &e) != DT_OK)
-			st = dt_errorf(err, DT_ERR_IO, "%s: the checkpoint "
-				       "written does not read back: %s", tmp,
-				       e.msg);
-	}
-	if (st == DT_OK)
-		st = install(ckpt_dir, tmp, final, aside, opts, err);
-	if (st != DT_OK) {
-		dt_ck_rm_tree(tmp);
-		return st;
-	}
-	if (opts != NULL && opts->keep_last > 0)
-		dt_ckpt_prune(ckpt_dir, meta->step, opts->keep_last,
-			      opts->report, opts->report_ctx, NULL);
-	return DT_OK;
+	return install_verified(ckpt_dir, tmp, final, aside, opts, meta->step,
+				st, err);
 }
 
 /* The manifest of the checkpoint at path into a heap *man. */
@@ -1460,6 +1457,35 @@ stream_tensor(struct src *s, const struct dt_ck_entry *e,
 	return st;
 }
 
+/* 1 when source x holds a tensor named name. */
+static int
+holds(const struct src *x, const char *name)
+{
+	for (size_t b = 0; b < x->h.n; b++)
+		if (strcmp(x->h.t[b].name, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* Every tensor name in at most one of the n sources (the reader,
+ * place_tensor, refuses the same): else the one header would list a
+ * name twice and describe other bytes than the file holds. */
+static enum dt_status
+check_unique(const struct src *s, size_t n, struct dt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t a = 0; a < s[i].h.n; a++)
+			for (size_t j = i + 1; j < n; j++)
+				if (holds(&s[j], s[i].h.t[a].name))
+					return dt_errorf(err, DT_ERR_FORMAT,
+							 "%s and %s: both "
+							 "hold tensor %s",
+							 s[i].f->name,
+							 s[j].f->name,
+							 s[i].h.t[a].name);
+	return DT_OK;
+}
+
 /* The header and then every tensor of the sources, in order, into w. */
 static enum dt_status
 stream_export(struct src *s, size_t n, struct dt_ck_wfile *w,
@@ -1470,6 +1496,9 @@ stream_export(struct src *s, size_t n, struct dt_ck_wfile *w,
 	unsigned char *buf;
 	enum dt_status st;
 
+	st = check_unique(s, n, err);
+	if (st != DT_OK)
+		return st;
 	for (size_t i = 0; i < n; i++)
 		total += s[i].h.n;
 	e = dt_xcalloc(total + 1, sizeof *e);

@@ -21,9 +21,9 @@ struct dt_comm;
  * (dt_comm_free finalises MPI). DT_ERR_MPI if MPI cannot start. Before
  * MPI starts it sets, for the whole process and each only where the
  * environment does not: OMPI_MCA_coll_libnbc_iallreduce_algorithm to 1
- * (the ring; 4, recursive doubling, where OMPI_COMM_WORLD_SIZE is 2), and glibc's heap to stay at its high-water mark (trim
- * threshold 1 GiB, mmap threshold 32 MiB, top pad 16 MiB; comm_mpi.c
- * says why). */
+ * (the ring; 4, recursive doubling, where OMPI_COMM_WORLD_SIZE is 2),
+ * and glibc's heap to stay at its high-water mark (trim threshold 1 GiB,
+ * mmap threshold 32 MiB, top pad 16 MiB; comm_mpi.c says why). */
 enum dt_status dt_comm_mpi_new(struct dt_comm **out, struct dt_error *err);
 
 /* As dt_comm_mpi_new, and with timeout_s > 0 (parallel.timeout_s, the

@@ -467,7 +467,8 @@ static struct json_object *
 describe_checkpoint(const struct dt_plan *plan, int sharded)
 {
 	struct json_object *c = json_object_new_object();
-	int64_t part = 0;
+	int64_t part = 0, files = 0;
+	int per_stage = plan->world_size / plan->pp_size;
 
 	for (int s = 0; sharded && s < plan->pp_size; s++) {
 		const struct dt_sync_plan *y = &plan->sync[s];
@@ -475,13 +476,18 @@ describe_checkpoint(const struct dt_plan *plan, int sharded)
 		int64_t b = y->optim_buffers * ((y->trained + p - 1) / p) * 4;
 
 		part = b > part ? b : part;
+		/* A rank whose part is empty (no optimizer state, as plain
+		 * SGD's, or fewer trained floats than ranks) writes no file
+		 * (train/state.c, shard_tensors). */
+		if (y->optim_buffers > 0)
+			files += y->trained < per_stage ? y->trained
+							: per_stage;
 	}
 	ADD(c, "format", json_object_new_string(sharded ? "shards" :
 						"gathered"));
 	ADD(c, "param_files", json_object_new_int(sharded ? plan->pp_size :
 						  1));
-	ADD(c, "optimizer_files", json_object_new_int(
-		    sharded ? plan->world_size - plan->n_servers : 1));
+	ADD(c, "optimizer_files", json_object_new_int64(sharded ? files : 1));
 	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
 	return c;
 }

@@ -83,7 +83,14 @@ export_of blas blas.bin
 export_of key key.bin
 cmp -s blas.bin key.bin || fail "the key and DTRAIN_KERNELS: parameters differ"
 RUNSET="--set parallel.kernels=openblas" run envwins DTRAIN_KERNELS=auto
+# the losses alone cannot tell (auto's and OpenBLAS's agree to the
+# digits logged): the first lines and the parameters must be auto's
+grep -q "parallel.kernels: auto (DTRAIN_KERNELS);" envwins.out ||
+	fail "DTRAIN_KERNELS=auto over the key: $(grep products envwins.out)"
 compare_losses auto envwins 0 || fail "DTRAIN_KERNELS did not win"
+export_of envwins envwins.bin
+cmp -s auto.bin envwins.bin ||
+	fail "DTRAIN_KERNELS did not win: parameters differ from auto's"
 compare_losses auto blas 1e-5 || fail "oneDNN's convolutions off OpenBLAS's"
 cmp -s auto.bin blas.bin &&
 	fail "auto and openblas give the same parameters: the path did not change"

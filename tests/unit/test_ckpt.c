@@ -860,6 +860,72 @@ START_TEST(test_export_import)
 }
 END_TEST
 
+/* A sharded checkpoint of two stage files (ckpt.h): exported into one
+ * file with the parameters' values, and where both stage files hold the
+ * same tensor (a damaged or forged checkpoint whose sizes and CRCs the
+ * manifest still matches) the export is refused naming both files and
+ * the tensor, leaving nothing at out, as dt_ckpt_load_params refuses it
+ * (the old export wrote a header listing the name twice). */
+static void
+shard_save(const char *dir, int64_t step, const struct dt_ckpt_tensor *p,
+	   size_t n0, size_t from1)
+{
+	struct dt_ckpt_shard_file f[2];
+	struct dt_ckpt_meta m = meta_for(step);
+	char tmp[1024];
+	struct dt_error err;
+
+	ck_assert_msg(dt_ckpt_shard_begin(dir, step, tmp, sizeof tmp, &err) ==
+		      DT_OK, "%s", err.msg);
+	ck_assert_msg(dt_ckpt_shard_write(tmp, "params-stage-000.safetensors",
+					  p, n0, &f[0], &err) == DT_OK, "%s",
+		      err.msg);
+	ck_assert_msg(dt_ckpt_shard_write(tmp, "params-stage-001.safetensors",
+					  p + from1, NP - from1, &f[1],
+					  &err) == DT_OK, "%s", err.msg);
+	ck_assert_msg(dt_ckpt_shard_finish(dir, tmp, NULL, &m, f, 2, &err) ==
+		      DT_OK, "%s", err.msg);
+}
+
+START_TEST(test_export_shards)
+{
+	char dir[1024], ck[1024], out[1024];
+	struct state s, got;
+	struct dt_ckpt_tensor p[NP], o[NO];
+	struct dt_ckpt_target pt[NP], ot[NO];
+	struct dt_error err;
+
+	state_fill(&s, 31, 0);
+	state_tensors(&s, p, o);
+	sub(dir, "shards", NULL);
+	shard_save(dir, 3, p, 2, 2);
+	sub(ck, "shards", "step-000000003");
+	ck_assert_int_eq(dt_ckpt_is_sharded(ck), 1);
+	sub(out, "shards", "whole.safetensors");
+	ck_assert_msg(dt_ckpt_export_ckpt(ck, out, &err) == DT_OK, "%s",
+		      err.msg);
+	memset(&got, 0, sizeof got);
+	state_targets(&got, pt, ot);
+	ck_assert_msg(dt_ckpt_import(out, pt, NP, &err) == DT_OK, "%s",
+		      err.msg);
+	ck_assert(memcmp(s.p, got.p, sizeof s.p) == 0);
+
+	/* dense0.bias in both stage files */
+	shard_save(dir, 4, p, 2, 1);
+	sub(ck, "shards", "step-000000004");
+	sub(out, "shards", "twice.safetensors");
+	ck_assert_int_eq(dt_ckpt_export_ckpt(ck, out, &err), DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "step-000000004: params-stage-000.safetensors "
+		   "and params-stage-001.safetensors: both hold tensor "
+		   "dense0.bias");
+	ck_assert(!exists(out));
+	ck_assert_int_eq(count_hidden(dir), 0);
+	ck_assert_int_eq(dt_ckpt_load_params(ck, pt, NP, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "tensor dense0.bias is in two files");
+}
+END_TEST
+
 /* A safetensors file from its header text and n data floats. */
 static void
 make_st(const char *path, const char *header, size_t n_floats,
@@ -1124,6 +1190,7 @@ ckpt_suite(void)
 	tc = tcase_create("safetensors");
 	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
 	tcase_add_test(tc, test_export_import);
+	tcase_add_test(tc, test_export_shards);
 	tcase_add_test(tc, test_reader_checks);
 	tcase_add_test(tc, test_numpy_reads);
 	suite_add_tcase(s, tc);

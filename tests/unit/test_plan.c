@@ -1069,6 +1069,12 @@ START_TEST(describe_bytes_per_step)
 	 * rank 0 holds what rank 1 holds. */
 	ck_assert_int_eq(jget(d, "ranks.1.memory.sum_buffers"), 0);
 	ck_assert(!jhas(d, "ranks.0.memory.checkpoint_gather"));
+	/* Plain SGD keeps no optimizer state: in shards no rank writes an
+	 * optimizer file (shard_tensors), one parameter file in all. */
+	ck_assert_str_eq(ckpt_format(d), "shards");
+	ck_assert_int_eq(jget(d, "checkpoint.param_files"), 1);
+	ck_assert_int_eq(jget(d, "checkpoint.optimizer_files"), 0);
+	ck_assert_int_eq(jget(d, "checkpoint.optimizer_part_bytes_max"), 0);
 	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
 			 jget(d, "ranks.1.memory.total"));
 	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
