@@ -9,7 +9,7 @@
 # `dtrain sample` prints the prompt and then text that decodes from the
 # tokenizer's pieces; a missing data.tokenizer, a tokenizer with more ids
 # than the model's output, a tokenizer with another text_unit and a
-# damaged cache file are refused.
+# damaged cache file are refused, the last leaving no run directory.
 . "${top_srcdir}/tests/integration/lib.sh"
 export DTRAIN_CACHE="$SCRATCH/cache"
 
@@ -120,4 +120,7 @@ expect_fail 1 'tok.json: the tokenizer has 300 ids but the model.s output has 20
 printf 'xyz' >"$cached"
 expect_fail 1 'bpe-.*\.tok: byte 2: the file ends inside a token' \
 	"$DTRAIN" run -q --run-dir r5 job.yaml
+# refused before its first step, the run leaves no directory (it kept
+# r5/tokenizer.json, written before the text's ids were read)
+[ ! -e r5 ] || fail "a refused run left $(ls r5) in its run directory"
 echo "ok: a BPE text job trains, caches its encoding and samples"
