@@ -234,6 +234,15 @@ expect_fail 1 "$page: the download is not an IDX file: it starts with \"<!DOCTYP
 [ -z "$(ls cache-f/ | grep -- '-t10k-labels-idx1-ubyte.gz\(.part\)*$')" ] ||
 	{ ls cache-f >&2; fail "(f) an HTML page was cached"; }
 
+# (h) A URL with a query (a signed or token URL) is one file of any
+# format, not a pattern: it was refused, exit 2, "a pattern of shards is
+# read for data.format tokens, llmc and u16 only".
+export DTRAIN_CACHE="$SCRATCH/cache-h"
+"$DTRAIN" fetch --set "data.eval.labels=$BASE/t10k-labels-idx1-ubyte.gz?token=a" \
+	job.yaml >h.out 2>h.err || { cat h.err >&2; fail "(h) a URL with a query"; }
+grep -q "^data.eval.labels $SCRATCH/cache-h/[0-9a-f]*-t10k-labels-idx1-ubyte.gz$" h.out ||
+	{ cat h.out >&2; fail "(h) the URL with a query was not cached"; }
+
 # A bad job: exit 2 before any request.
 before=$(wc -l <requests.log)
 expect_fail 2 "train.steps" timeout 60 "$DTRAIN" fetch --set train.steps=-1 job.yaml
