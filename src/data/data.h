@@ -345,7 +345,9 @@ struct dt_token_shard {
 };
 
 /* Whether path is a pattern (has '{', '*', '?' or '[') rather than one
- * file's name. In an http or https URL only the path after the host
+ * file's name: a local file of that very name that exists is that file
+ * (access(2)), so data/train[1].csv reads as itself. In an http or https
+ * URL only the path after the host
  * counts, up to its query or fragment, and '?' starts the query: a URL
  * such as https://host/train.npy?token=abc is one file. */
 int dt_shards_is_pattern(const char *path);

@@ -110,7 +110,10 @@ dt_shards_url_wildcard(const char *url)
 int
 dt_shards_is_pattern(const char *path)
 {
-	return naming_char(path, is_url(path) ? "{*[" : "{*?[") != NULL;
+	if (is_url(path))
+		return naming_char(path, "{*[") != NULL;
+	/* a file that is there is itself, whatever its name holds */
+	return naming_char(path, "{*?[") != NULL && access(path, F_OK) != 0;
 }
 
 /* The '}' that closes the '{' at p (no nesting), or NULL. */
