@@ -24,8 +24,9 @@ dt_source_expect(const struct dt_job *job, const struct dt_source *src)
 		return DT_DATA_IDX;
 	case DT_FORMAT_NPY:
 		return DT_DATA_NPY;
-	case DT_FORMAT_TOKENS:
 	case DT_FORMAT_LLMC:
+		return DT_DATA_LLMC;
+	case DT_FORMAT_TOKENS:
 	case DT_FORMAT_U16:
 		return DT_DATA_BINARY;
 	case DT_FORMAT_CSV:
