@@ -43,6 +43,30 @@ struct plan_source {
 
 #define PLAN_MAX_SOURCES 6
 
+/* Whether every shard a local pattern (p->path, of a token format) names
+ * is there, as run's loader would find them: sets p->cached. Errors name
+ * the key's place and the first shard missing, in run's words, or the
+ * pattern's own fault (dt_shards_expand). */
+static enum dt_status
+pattern_present(const struct dt_job *job, struct plan_source *p,
+		const char *key, struct dt_error *err)
+{
+	char **names = NULL, where[512];
+	int64_t n = 0, i;
+	enum dt_status st;
+
+	st = dt_shards_expand(p->path, &names, &n, err);
+	for (i = 0; st == DT_OK && i < n; i++)
+		if (access(names[i], F_OK) != 0) {
+			dt_job_where(job, key, where, sizeof where);
+			st = dt_errorf(err, DT_ERR_IO, "%s%s: cannot open: %s",
+				       where, names[i], strerror(errno));
+		}
+	dt_shards_names_free(names, n);
+	p->cached = st == DT_OK;
+	return st;
+}
+
 /* Fills out[0..PLAN_MAX_SOURCES) with the sources the job gives, in the
  * order train images, labels, file, then eval's, and *n_out with their
  * number. Looks at the cache without creating it. On error (a source
@@ -72,6 +96,7 @@ find_sources(const struct dt_job *job, struct plan_source *out, int *n_out,
 				.size = parts[k]->size,
 			};
 			enum dt_status st;
+			char key[64];
 
 			if (parts[k]->path[0] == '\0')
 				continue;
@@ -85,13 +110,21 @@ find_sources(const struct dt_job *job, struct plan_source *out, int *n_out,
 						err);
 			if (st != DT_OK)
 				return st;
+			snprintf(key, sizeof key, "data.%s.%s", p->split,
+				 p->part);
+			/* A pattern of local shards: each must be there. */
+			if (!p->is_url && !p->cached &&
+			    dt_job_format_token_ids(job->data.format) &&
+			    dt_shards_is_pattern(p->path)) {
+				st = pattern_present(job, p, key, err);
+				if (st != DT_OK)
+					return st;
+			}
 			/* A local file that is not there fails run at load
 			 * time: say so now, in run's words. */
 			if (!p->is_url && !p->cached) {
-				char key[64], where[512];
+				char where[512];
 
-				snprintf(key, sizeof key, "data.%s.%s",
-					 p->split, p->part);
 				dt_job_where(job, key, where, sizeof where);
 				return dt_errorf(err, DT_ERR_IO, "%s%s: cannot "
 						 "open: %s", where, p->path,
@@ -219,6 +252,10 @@ peek_tokens(const struct dt_job *job, const struct plan_source *srcs,
 
 	if (job->data.format != DT_FORMAT_TOKENS &&
 	    job->data.format != DT_FORMAT_TEXT)
+		return DT_OK;
+	/* A pattern of shards is mapped, not held: nothing to count. */
+	if (dt_shards_is_pattern(job->data.train.file.path) ||
+	    dt_shards_is_pattern(job->data.eval.file.path))
 		return DT_OK;
 	st = count_tokens(job, local_file(srcs, n_srcs, "train", "file"), &tok,
 			  &elem, err);

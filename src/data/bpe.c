@@ -750,9 +750,12 @@ read_vocab(struct dt_bpe *b, const char *path, const char *where,
 		    id >= n) {
 			st = dt_errorf(err, DT_ERR_FORMAT, "%s: %s%s\"%s\": "
 				       "expected an id from 0 to %d (the "
-				       "vocabulary has %d tokens), found %s",
+				       "vocabulary has %d tokens), found %s%s",
 				       path, where, dot, k, n - 1, n,
-				       json_object_to_json_string(v));
+				       json_object_to_json_string(v),
+				       where[0] != '\0' ? "" : " (a file "
+				       "without a \"model\" key is read as "
+				       "GPT-2's encoder.json)");
 			goto out;
 		}
 		if (key[id] != NULL) {

@@ -345,8 +345,17 @@ struct dt_token_shard {
 };
 
 /* Whether path is a pattern (has '{', '*', '?' or '[') rather than one
- * file's name. */
+ * file's name: a local file of that very name that exists is that file
+ * (access(2)), so data/train[1].csv reads as itself. In an http or https
+ * URL only the path after the host
+ * counts, up to its query or fragment, and '?' starts the query: a URL
+ * such as https://host/train.npy?token=abc is one file. */
 int dt_shards_is_pattern(const char *path);
+
+/* The first '*' or '[' in the path of the http or https URL url (after
+ * the host, before a query or fragment), which no server can list; NULL
+ * when there is none or url is not a URL. */
+const char *dt_shards_url_wildcard(const char *url);
 
 /* Expands pattern into the files it names: each brace group, left to
  * right, is a list {a,b,c} or a range {FIRST..LAST} of decimal numbers

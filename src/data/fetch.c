@@ -872,8 +872,8 @@ judge(struct xfer *x, CURL *c, CURLcode rc, const char *errbuf,
 /* After an attempt that curl saw end cleanly: whether the .part file
  * can be shown to hold the whole body. A body shorter than the length
  * announced at its start, or one whose end the server did not mark when
- * neither the job (sha256, size) nor the format (IDX, NPY) can tell a cut
- * one from a whole one, is a failed transfer: DT_ERR_NET. */
+ * neither the job (sha256, size) nor the format (IDX, NPY, llm.c) can tell
+ * a cut one from a whole one, is a failed transfer: DT_ERR_NET. */
 static enum dt_status
 check_end(const struct xfer *x, const struct dt_fetch_source *src,
 	  struct dt_error *err)
@@ -883,7 +883,8 @@ check_end(const struct xfer *x, const struct dt_fetch_source *src,
 			x->h.range_total;
 	int covered = (src->sha256 != NULL && src->sha256[0] != '\0') ||
 		      src->size > 0 || src->expect == DT_DATA_IDX ||
-		      src->expect == DT_DATA_NPY;
+		      src->expect == DT_DATA_NPY ||
+		      src->expect == DT_DATA_LLMC;
 
 	if (total >= 0 && got != total)
 		return dt_errorf(err, DT_ERR_NET, "%s: the body ended after "

@@ -28,6 +28,8 @@ enum dt_data_kind {
 	DT_DATA_NPY,		/* "\x93NUMPY" */
 	DT_DATA_TEXT,		/* CSV or text: no markup page, no NUL byte */
 	DT_DATA_BINARY,		/* raw token ids: no markup page */
+	DT_DATA_LLMC,		/* llm.c token shard: its header, then
+				 * exactly the tokens it counts */
 };
 
 struct dt_fetch_source {
@@ -142,8 +144,10 @@ enum dt_status dt_data_sniff(const char *path, enum dt_data_kind kind,
 /* Checks that the file at path holds exactly the bytes its format's
  * header promises: for DT_DATA_IDX the dimensions times the element size
  * after the header, for DT_DATA_NPY the shape times the dtype's size after
- * the header (decompressing a gzip file whole, which also checks its CRC).
- * Other kinds carry no length and pass. Reads the whole file for IDX and
+ * the header (decompressing a gzip file whole, which also checks its CRC),
+ * for DT_DATA_LLMC llm.c's header (magic, version) and its token count
+ * times 2 bytes after it (dt_llmc_header_check). Other kinds carry no
+ * length and pass. Reads the whole file for IDX and
  * NPY. what names the source in the message.
  * Returns DT_OK; DT_ERR_DATA "WHAT: the download is not a whole IDX file:
  * PATH: byte N: truncated: expected N bytes of data, found M" (or trailing

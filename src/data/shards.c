@@ -62,10 +62,58 @@ dt_shards_names_free(char **names, int64_t n)
 	free(names);
 }
 
+/* Whether s is an http or https URL. */
+static int
+is_url(const char *s)
+{
+	return strncmp(s, "http://", 7) == 0 || strncmp(s, "https://", 8) == 0;
+}
+
+/* The part of path that names files, [*from, *from + *len): for a URL,
+ * from the '/' after the host (an IPv6 host is in brackets) to the query
+ * ('?', RFC 3986 section 3.4) or fragment ('#'); else the whole path. */
+static void
+naming_part(const char *path, const char **from, size_t *len)
+{
+	const char *p = path;
+
+	if (is_url(path)) {
+		p = strchr(path, ':') + 3;
+		p += strcspn(p, "/?#");
+		*from = p;
+		*len = strcspn(p, "?#");
+		return;
+	}
+	*from = p;
+	*len = strlen(p);
+}
+
+/* The first of the characters in set within path's naming part, or
+ * NULL. */
+static const char *
+naming_char(const char *path, const char *set)
+{
+	const char *from;
+	size_t len, at;
+
+	naming_part(path, &from, &len);
+	at = strcspn(from, set);
+	return at < len ? from + at : NULL;
+}
+
+const char *
+dt_shards_url_wildcard(const char *url)
+{
+	return is_url(url) ? naming_char(url, "*[") : NULL;
+}
+
 int
 dt_shards_is_pattern(const char *path)
 {
-	return strpbrk(path, "{*?[") != NULL;
+	if (is_url(path))
+		return naming_char(path, "{*[") != NULL;
+	/* a file that is there is itself, whatever its name holds */
+	return naming_char(path, "{*?[") != NULL && access(path, F_OK) != 0;
 }
 
 /* The '}' that closes the '{' at p (no nesting), or NULL. */
@@ -187,13 +235,12 @@ expand(const char *pat, const char *whole, struct names *out,
 	if (out->n >= DT_SHARDS_MAX)
 		return dt_errorf(err, DT_ERR_DATA, "%s: expands to more than "
 				 "%d files", whole, DT_SHARDS_MAX);
-	if (strncmp(whole, "http://", 7) == 0 ||
-	    strncmp(whole, "https://", 8) == 0) {
-		if (strpbrk(pat, "*?[") != NULL)
+	if (is_url(whole)) {
+		if (dt_shards_url_wildcard(pat) != NULL)
 			return dt_errorf(err, DT_ERR_DATA, "%s: a URL pattern "
 					 "takes brace ranges and lists only; "
-					 "'*', '?' and '[' cannot be listed "
-					 "over HTTP", whole);
+					 "'*' and '[' cannot be listed over "
+					 "HTTP", whole);
 		names_add(out, pat, strlen(pat));
 		return DT_OK;
 	}

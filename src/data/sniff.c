@@ -13,7 +13,7 @@
  * document (and, for text and CSV, holds no NUL byte).
  *
  * dt_data_check_whole goes further for the formats whose header says how
- * long the file is (IDX, NPY): a body cut short by a server or a proxy,
+ * long the file is (IDX, NPY, llm.c's token shards): a body cut short by a server or a proxy,
  * which no digest covers when the job gives none, is told from a whole one
  * before it reaches the cache. */
 #include "data/fetch.h"
@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #define SNIFF_BYTES 4096
@@ -39,6 +40,8 @@ kind_name(enum dt_data_kind kind)
 		return "text";
 	case DT_DATA_BINARY:
 		return "token data";
+	case DT_DATA_LLMC:
+		return "an llm.c token shard";
 	case DT_DATA_ANY:
 		break;
 	}
@@ -121,6 +124,7 @@ verdict(const unsigned char *buf, size_t n, enum dt_data_kind kind)
 			return "a NUL byte, so not text";
 		return NULL;
 	case DT_DATA_BINARY:
+	case DT_DATA_LLMC:
 	case DT_DATA_ANY:
 		break;
 	}
@@ -168,6 +172,32 @@ dt_data_sniff(const char *path, enum dt_data_kind kind, const char *what,
 			 why);
 }
 
+/* llm.c's header of the file at path against the file's length
+ * (dt_llmc_header_check); DT_ERR_FORMAT in e for a bad one. */
+static enum dt_status
+llmc_whole(const char *path, struct dt_error *e)
+{
+	unsigned char hdr[DT_LLMC_HEADER_BYTES];
+	struct stat sb;
+	int64_t n_tokens;
+	size_t got;
+	FILE *f = fopen(path, "rb");
+
+	if (f == NULL)
+		return dt_errorf(e, DT_ERR_IO, "%s: cannot open: %s", path,
+				 strerror(errno));
+	got = fread(hdr, 1, sizeof hdr, f);
+	if (ferror(f) || fstat(fileno(f), &sb) != 0) {
+		fclose(f);
+		return dt_errorf(e, DT_ERR_IO, "%s: cannot read: %s", path,
+				 strerror(errno));
+	}
+	fclose(f);
+	(void)got;
+	return dt_llmc_header_check(path, hdr, (int64_t)sb.st_size,
+				    &n_tokens, e);
+}
+
 enum dt_status
 dt_data_check_whole(const char *path, enum dt_data_kind kind,
 		    const char *what, struct dt_error *err)
@@ -179,6 +209,14 @@ dt_data_check_whole(const char *path, enum dt_data_kind kind,
 
 	/* The readers check the header's length against the body exactly;
 	 * what they read is dropped again. */
+	if (kind == DT_DATA_LLMC) {
+		st = llmc_whole(path, &e);
+		if (st == DT_OK || st == DT_ERR_IO)
+			return st == DT_OK ? DT_OK :
+			       dt_errorf(err, st, "%s", e.msg);
+		return dt_errorf(err, DT_ERR_DATA, "%s: the download is not a "
+				 "whole llm.c token shard: %s", what, e.msg);
+	}
 	if (kind == DT_DATA_IDX) {
 		st = dt_idx_read(path, &idx, &e);
 		dt_idx_fini(&idx);

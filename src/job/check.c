@@ -396,7 +396,7 @@ window_take(const struct dt_job_ctx *c, struct window *w, const char *key,
 }
 
 /* Fails for a model.input_shape, given at at, of more than one number in a
- * tokens or text job, whose input is one window of T tokens. */
+ * token or text job, whose input is one window of T tokens. */
 static enum dt_status
 input_not_window(const struct dt_job_ctx *c, const struct window *w,
 		 struct dt_pos at)
@@ -409,7 +409,7 @@ input_not_window(const struct dt_job_ctx *c, const struct window *w,
 				    "window of T tokens (data.context), "
 				    "found %d numbers",
 				    c->job->data.format == DT_FORMAT_TEXT ?
-				    "text" : "tokens",
+				    "text" : "token",
 				    c->job->model.n_input_dims);
 	place(c, w->at, where, sizeof where);
 	return dt_job_failf(c, at, "model.input_shape", "expected [%" PRId64
@@ -419,8 +419,8 @@ input_not_window(const struct dt_job_ctx *c, const struct window *w,
 			    c->job->model.n_input_dims);
 }
 
-/* data.context, model.input_shape and pos_embedding.length of a tokens or
- * text job are one number: each left out is derived from the first given
+/* data.context, model.input_shape and pos_embedding.length of a token
+ * (tokens, llmc, u16) or text job are one number: each left out is derived from the first given
  * (in that order); with check, those given must agree (checked after the
  * other checks, so a wrong value of one key is named first). */
 static enum dt_status
@@ -434,7 +434,7 @@ derive_window(const struct dt_job_ctx *c, bool check)
 	char key[96];
 	int i;
 
-	if (job->data.format != DT_FORMAT_TOKENS &&
+	if (!dt_job_format_token_ids(job->data.format) &&
 	    job->data.format != DT_FORMAT_TEXT)
 		return DT_OK;
 	if (dt_job_given(job->origin.key[kc]))

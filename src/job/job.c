@@ -258,6 +258,15 @@ apply_override(struct dt_job_ctx *c, const char *key,
 	return dt_job_unknown_key(c, pos, key);
 }
 
+/* Whether a --set value starts (after blanks) a YAML flow mapping or
+ * sequence, which a brace pattern of shards does too. */
+static bool
+flow_start(const char *value)
+{
+	value += strspn(value, " \t");
+	return *value == '{' || *value == '[';
+}
+
 /* Splits override number c->set, text, into its key (into key, size
  * bytes) and its value as a node tree (*v, caller frees; "key=" gives an
  * empty plain scalar, as in a file), every node marked as the override's. */
@@ -279,8 +288,15 @@ split_set(struct dt_job_ctx *c, const char *text, char *key, size_t size,
 		return dt_job_failf(c, pos, NULL, "expected key.path=value");
 	snprintf(key, size, "%.*s", (int)(k1 - k0), k0);
 	if (!dt_yaml_parse(eq + 1, strlen(eq + 1), v, &ye))
-		return dt_job_failf(c, pos, key, "value is not valid YAML: %s",
-				    ye.msg);
+		return dt_job_failf(c, pos, key, "value is not valid YAML: %s%s"
+				    "%s%s%s", ye.msg, flow_start(eq + 1) ?
+				    "; a value that starts with { or [ is a "
+				    "YAML mapping or list: to give it as a "
+				    "string (a brace pattern of shards), "
+				    "quote it: --set '" : "",
+				    flow_start(eq + 1) ? key : "",
+				    flow_start(eq + 1) ? "=\"" : "",
+				    flow_start(eq + 1) ? "...\"'" : "");
 	if (*v == NULL) {
 		*v = dt_xcalloc(1, sizeof **v);
 		(*v)->kind = DT_YNODE_SCALAR;

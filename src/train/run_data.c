@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "train/progress.h"
 #include "train/rundir.h"
@@ -27,19 +28,62 @@ fail_train_images(const struct dt_run *r, char *buf, size_t size)
 	return NULL;
 }
 
+/* Whether the files at a and b hold the same bytes (0 when either cannot
+ * be read). */
+static int
+same_bytes(const char *a, const char *b)
+{
+	FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+	int same = fa != NULL && fb != NULL, ca, cb;
+
+	while (same) {
+		ca = getc(fa);
+		cb = getc(fb);
+		same = ca == cb;
+		if (ca == EOF)
+			break;
+	}
+	same = same && !ferror(fa) && !ferror(fb);
+	if (fa != NULL)
+		fclose(fa);
+	if (fb != NULL)
+		fclose(fb);
+	return same;
+}
+
+/* Saves the text's vocabulary in the run directory (rank 0). One there
+ * already (a resume) must be the one made now: the checkpoints' ids mean
+ * its tokens, and another tokenizer or a text with other characters would
+ * give them other meanings without a word. */
 static enum dt_status
 write_vocab(struct dt_run *r, struct dt_error *err)
 {
-	char path[DT_JOB_PATH_MAX + 32];
+	const char *name = r->vocab.unit == DT_TEXT_BPE ? "tokenizer.json" :
+			   "vocab.bin";
+	const struct dt_job *dj = r->data_job;
+	char path[DT_JOB_PATH_MAX + 32], fresh[DT_JOB_PATH_MAX + 40];
 	enum dt_status st;
 
 	if (r->rank != 0)
 		return DT_OK;
-	st = dt_rundir_path(path, sizeof path, r->dir,
-			    r->vocab.unit == DT_TEXT_BPE ? "tokenizer.json" :
-			    "vocab.bin", err);
-	if (st == DT_OK)
-		st = dt_vocab_save(&r->vocab, path, err);
+	st = dt_rundir_path(path, sizeof path, r->dir, name, err);
+	if (st != DT_OK || access(path, F_OK) != 0)
+		return st != DT_OK ? st : dt_vocab_save(&r->vocab, path, err);
+	snprintf(fresh, sizeof fresh, "%s.now", path);
+	st = dt_vocab_save(&r->vocab, fresh, err);
+	if (st == DT_OK && !same_bytes(path, fresh))
+		st = dt_errorf(err, DT_ERR_DATA, "%s: the run was trained with "
+			       "this %s, and %s now gives another, so the "
+			       "checkpoints' token ids would change meaning; "
+			       "resume with the %s it was trained with, or "
+			       "start a new run", path,
+			       r->vocab.unit == DT_TEXT_BPE ? "tokenizer" :
+			       "vocabulary",
+			       r->vocab.unit == DT_TEXT_BPE ?
+			       dj->data.tokenizer : dj->data.train.file.path,
+			       r->vocab.unit == DT_TEXT_BPE ? "tokenizer" :
+			       "text");
+	(void)unlink(fresh);
 	return st;
 }
 

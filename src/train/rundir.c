@@ -114,6 +114,7 @@ dt_rundir_unmake(const char *dir)
 	static const char *const made[] = { "job.yaml", DT_RUNDIR_ID_FILE,
 					    "checkpoints/" DT_RUNDIR_OWNER_FILE,
 					    "plan.json", "metrics.jsonl",
+					    "tokenizer.json", "vocab.bin",
 					    "lock" };
 	char path[DT_JOB_PATH_MAX + 16];
 

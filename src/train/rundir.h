@@ -24,7 +24,8 @@ enum dt_status dt_rundir_prepare(const char *dir, struct dt_error *err);
 
 /* Undoes a run refused before its first step in a directory it made:
  * removes dir/job.yaml, dir/run-id, dir/checkpoints/owner, dir/plan.json,
- * dir/metrics.jsonl (empty before the first step), dir/lock and the
+ * dir/metrics.jsonl (empty before the first step), the text's
+ * vocabulary dir/tokenizer.json or dir/vocab.bin, dir/lock and the
  * event files in dir/tb (log.tensorboard), then dir/checkpoints, dir/tb
  * and dir itself if nothing else is in them (rmdir;
  * a directory holding anything else stays). Best effort: errors are

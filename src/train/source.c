@@ -24,8 +24,9 @@ dt_source_expect(const struct dt_job *job, const struct dt_source *src)
 		return DT_DATA_IDX;
 	case DT_FORMAT_NPY:
 		return DT_DATA_NPY;
-	case DT_FORMAT_TOKENS:
 	case DT_FORMAT_LLMC:
+		return DT_DATA_LLMC;
+	case DT_FORMAT_TOKENS:
 	case DT_FORMAT_U16:
 		return DT_DATA_BINARY;
 	case DT_FORMAT_CSV:
@@ -51,11 +52,11 @@ check_pattern(const struct dt_job *job, const char *key,
 		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of shards "
 				 "is read for data.format tokens, llmc and "
 				 "u16 only", where, src->path);
-	if (is_url(src->path) && strpbrk(src->path, "*?[") != NULL)
+	if (dt_shards_url_wildcard(src->path) != NULL)
 		return dt_errorf(err, DT_ERR_JOB, "%s%s: a pattern of URLs "
 				 "takes brace ranges {000..127} and lists "
 				 "{a,b} only; nothing can list files over "
-				 "HTTP for '*', '?' or '['", where,
+				 "HTTP for '*' or '['", where,
 				 src->path);
 	if (src->sha256[0] != '\0' || src->size != 0)
 		return dt_errorf(err, DT_ERR_JOB, "%s%s: sha256 and size name "

@@ -13,9 +13,9 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const enum dt_data_kind kinds[5] = {
+	static const enum dt_data_kind kinds[6] = {
 		DT_DATA_ANY, DT_DATA_IDX, DT_DATA_NPY, DT_DATA_TEXT,
-		DT_DATA_BINARY,
+		DT_DATA_BINARY, DT_DATA_LLMC,
 	};
 	enum dt_data_kind kind;
 	struct dt_error err;
@@ -24,7 +24,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	kind = kinds[data[0] % 5];
+	kind = kinds[data[0] % 6];
 	path = dt_fuzz_file(0, data + 1, size - 1);
 	dt_error_clear(&err);
 	st = dt_data_sniff(path, kind, "http://fuzz.invalid/data", &err);

@@ -9,7 +9,8 @@
 # `dtrain sample` prints the prompt and then text that decodes from the
 # tokenizer's pieces; a missing data.tokenizer, a tokenizer with more ids
 # than the model's output, a tokenizer with another text_unit and a
-# damaged cache file are refused.
+# damaged cache file are refused, the last leaving no run directory; a
+# resume over another tokenizer is refused.
 . "${top_srcdir}/tests/integration/lib.sh"
 export DTRAIN_CACHE="$SCRATCH/cache"
 
@@ -120,4 +121,27 @@ expect_fail 1 'tok.json: the tokenizer has 300 ids but the model.s output has 20
 printf 'xyz' >"$cached"
 expect_fail 1 'bpe-.*\.tok: byte 2: the file ends inside a token' \
 	"$DTRAIN" run -q --run-dir r5 job.yaml
+# refused before its first step, the run leaves no directory (it kept
+# r5/tokenizer.json, written before the text's ids were read)
+[ ! -e r5 ] || fail "a refused run left $(ls r5) in its run directory"
+
+# A resume over another tokenizer under the same path is refused naming
+# both, and the run's tokenizer.json is kept (it went on, exit 0, with
+# the ids meaning other tokens, and replaced tokenizer.json); the same
+# tokenizer resumes as before.
+rm "$cached"
+cp tok.json tokr.json
+job "  tokenizer: tokr.json" 300 >resume.yaml
+"$DTRAIN" run -q --run-dir r7 --set checkpoint.every_steps=20 resume.yaml \
+	>/dev/null
+rm -r r7/checkpoints/step-000000040
+"$DTRAIN" resume -q r7 >/dev/null 2>r7.err ||
+	{ cat r7.err >&2; fail "resume with the same tokenizer"; }
+rm -r r7/checkpoints/step-000000040
+tr 'a-z' 'b-za' <text.txt >other.txt
+"$DTRAIN" tokenize --vocab-size 300 -o tokr.json other.txt >/dev/null
+expect_fail 1 "r7/tokenizer.json: the run was trained with this tokenizer, and .*/tokr.json now gives another" \
+	"$DTRAIN" resume -q r7
+cmp -s r7/tokenizer.json tok.json || fail "the run's tokenizer.json was replaced"
+[ ! -e r7/checkpoints/step-000000040 ] || fail "the refused resume trained"
 echo "ok: a BPE text job trains, caches its encoding and samples"

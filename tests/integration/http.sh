@@ -234,6 +234,44 @@ expect_fail 1 "$page: the download is not an IDX file: it starts with \"<!DOCTYP
 [ -z "$(ls cache-f/ | grep -- '-t10k-labels-idx1-ubyte.gz\(.part\)*$')" ] ||
 	{ ls cache-f >&2; fail "(f) an HTML page was cached"; }
 
+# (h) A URL with a query (a signed or token URL) is one file of any
+# format, not a pattern: it was refused, exit 2, "a pattern of shards is
+# read for data.format tokens, llmc and u16 only".
+export DTRAIN_CACHE="$SCRATCH/cache-h"
+"$DTRAIN" fetch --set "data.eval.labels=$BASE/t10k-labels-idx1-ubyte.gz?token=a" \
+	job.yaml >h.out 2>h.err || { cat h.err >&2; fail "(h) a URL with a query"; }
+grep -q "^data.eval.labels $SCRATCH/cache-h/[0-9a-f]*-t10k-labels-idx1-ubyte.gz$" h.out ||
+	{ cat h.out >&2; fail "(h) the URL with a query was not cached"; }
+
+# (i) An llm.c shard whose header counts more tokens than its body holds
+# (a body cut short, the server's Content-Length agreeing), in a job
+# with no digest: `dtrain fetch` exits 1 naming the field and caches
+# nothing (it cached the shard and exited 0); a whole one is cached.
+"$PYTHON" - <<'PY'
+import struct
+for name, count, n in (("bad-000.bin", 200, 100), ("good-000.bin", 100, 100)):
+    with open("www/" + name, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, count, *([0] * 253)))
+        f.write(struct.pack("<%dH" % n, *range(n)))
+PY
+cat >llmc.yaml <<YAML
+name: llmc-http
+data: {format: llmc, context: 8, train: {file: "$BASE/bad-{000..000}.bin"}}
+model:
+  layers:
+    - {type: embedding, vocab: 128, dim: 4}
+    - {type: dense, units: 128}
+train: {global_batch: 2, steps: 1, optimizer: sgd, lr: 0.1}
+YAML
+export DTRAIN_CACHE="$SCRATCH/cache-i"
+expect_fail 1 "bad-000.bin: the download is not a whole llm.c token shard: .*byte 8: header field token count is 200, but the file's 200 bytes after the header hold 100 uint16 tokens" \
+	timeout 60 "$DTRAIN" fetch llmc.yaml
+[ -z "$(ls cache-i/ | grep -- '-bad-000.bin\(.part\)*$')" ] ||
+	{ ls cache-i >&2; fail "(i) a shard of the wrong length was cached"; }
+timeout 60 "$DTRAIN" fetch --set "data.train.file=$BASE/good-{000..000}.bin" \
+	llmc.yaml >i.out 2>i.err || { cat i.err >&2; fail "(i) a whole shard"; }
+grep -q -- '-good-000.bin$' i.out || { cat i.out >&2; fail "(i) not cached"; }
+
 # A bad job: exit 2 before any request.
 before=$(wc -l <requests.log)
 expect_fail 2 "train.steps" timeout 60 "$DTRAIN" fetch --set train.steps=-1 job.yaml

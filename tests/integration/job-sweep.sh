@@ -63,6 +63,17 @@ grep -q 'type: pos_embedding, length: 8,' job.out ||
 	fail "pos_embedding.length not derived"
 grep -q 'type: embedding, vocab: 4, dim: 16,' job.out ||
 	fail "vars.width did not reach the embedding"
+# The same in the other token formats, llm.c's shards and raw uint16
+# (refused before: model.input_shape: required key missing).
+for f in llmc u16 tokens; do
+	"$DTRAIN" plan --print-job sweep.yaml --set data.format=$f \
+		>job.out 2>job.err ||
+		{ cat job.err >&2; fail "format $f: window not derived"; }
+	grep -q '^  input_shape: \[8\]$' job.out ||
+		fail "format $f: input_shape not derived"
+	grep -q 'type: pos_embedding, length: 8,' job.out ||
+		fail "format $f: pos_embedding.length not derived"
+done
 
 # A layer by name, a layer of a block (every copy) by name, and the old
 # index spelling of the same head (layers: tok, pos, 2 x 4, head = 10);

@@ -61,4 +61,26 @@ PY
 }
 check tok 13496 187 187
 check text 3920 90 9
+
+# A pattern of llm.c shards (data.format llmc): plan sees every shard
+# there, as run does, and names the first missing one as run would (it
+# looked for a file named by the pattern itself and failed, exit 1).
+"$PYTHON" - <<'PY'
+import struct
+for i in range(2):
+    with open("shard-%03d.bin" % i, "wb") as f:
+        f.write(struct.pack("<256i", 20240520, 1, 100, *([0] * 253)))
+        f.write(struct.pack("<100H", *[(3 * j + i) % 50 for j in range(100)]))
+PY
+sed -e 's/format: tokens, token_bytes: 2,/format: llmc,/' \
+	-e 's/file: tok.bin}, eval: {file: tok.bin}/file: "shard-{000..001}.bin"}/' \
+	tok.yaml >shards.yaml
+"$DTRAIN" plan shards.yaml >shards.out 2>shards.err ||
+	{ cat shards.err >&2; fail "plan of a shard pattern failed"; }
+grep -Eq '^  train.file +local +.*/shard-\{000\.\.001\}\.bin$' shards.out ||
+	fail "plan does not show the shard pattern as local"
+"$DTRAIN" run -q --run-dir r-shards shards.yaml >/dev/null 2>shards.err ||
+	{ cat shards.err >&2; fail "run of the shard pattern failed"; }
+expect_fail 1 "^dtrain: --set data.train.file=shard-\{000\.\.002\}\.bin: data\.train\.file: .*/shard-002\.bin: cannot open: No such file or directory$" \
+	"$DTRAIN" plan shards.yaml --set 'data.train.file=shard-{000..002}.bin'
 echo "plan-tokens: plan and run agree on token and text dataset memory"

@@ -10,9 +10,9 @@
 # (header detected, --header, --no-header) and NPY, bit for bit the
 # labelled file's; the export's tensors and input_normalize giving
 # predict's outputs in numpy (no torch needed); a row of the wrong width
-# refused naming its line and column. Then regressions
-# (jobs/regression-npy.yaml, NPY with two targets, and a CSV column),
-# their R^2 against numpy least squares, eval's MSE/MAE/R^2 against the
+# refused naming its line and column; a file named with [ and {. Then
+# regressions (jobs/regression-npy.yaml, NPY with two targets, and a CSV
+# column), their R^2 against numpy least squares, eval's MSE/MAE/R^2 against the
 # predictions.
 . "${top_srcdir}/tests/integration/lib.sh"
 NP=/usr/bin/python3
@@ -74,6 +74,17 @@ sed 's|eval.csv|eval-std.csv|; s|train.csv|train-std.csv|; /normalize:/d' \
 	fail "run on standardised features"
 "$DTRAIN" run -q $common --set data.scale=1 --run-dir one job-pre.yaml \
 	>one.out 2>&1 || fail "run with data.scale 1"
+# A file whose name holds pattern characters ([ ] { }) is that file for
+# a format that takes no shards: it was refused, exit 2, "a pattern of
+# shards is read for data.format tokens, llmc and u16 only".
+cp train.csv 'train[1]{a}.csv'
+"$DTRAIN" run -q $common --run-dir brackets \
+	--set 'data.train.file="train[1]{a}.csv"' job.yaml >br.out 2>br.err ||
+	{ cat br.err; fail "a CSV file named train[1]{a}.csv"; }
+"$NP" -c 'import json, sys
+a, b = (json.load(open(d + "/summary.json")) for d in ("std", "brackets"))
+sys.exit(a["eval_accuracy"] != b["eval_accuracy"] or a["train_loss"] != b["train_loss"])' ||
+	fail "train[1]{a}.csv did not train as train.csv"
 # The run's first lines say the scale and the normalisation.
 "$DTRAIN" run $common --set train.epochs=1 --run-dir say job.yaml \
 	>/dev/null 2>say.err || fail "run (announce)"

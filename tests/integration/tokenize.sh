@@ -75,6 +75,11 @@ expect_fail 1 'vocab.bpe:3:3: the merge names "qq", which is not in the vocabula
 printf '{"a": 0,,}' >broken.json
 expect_fail 1 'broken.json:1:9: invalid JSON' \
 	"$DTRAIN" tokenize -t broken.json -o x.tok tiny.txt
+# a tokenizer.json that lost its "model" is read as GPT-2's encoder.json:
+# the message says so (it named only "version" and an id range)
+printf '{"version": "1.0", "added_tokens": []}' >nomodel.json
+expect_fail 1 'nomodel.json: "version": expected an id .* found "1.0" \(a file without a "model" key is read as GPT-2.s encoder.json\)$' \
+	"$DTRAIN" tokenize -t nomodel.json -o x.tok tiny.txt
 printf 'abc' >odd.tok
 expect_fail 1 'odd.tok: byte 2: the file ends inside a token' \
 	"$DTRAIN" tokenize -t tok.json --decode -o x.txt odd.tok

@@ -1171,6 +1171,15 @@ START_TEST(test_shards_expand)
 	dt_shards_names_free(names, n);
 	ck_assert_int_eq(dt_shards_is_pattern("a/b.bin"), 0);
 	ck_assert_int_ne(dt_shards_is_pattern("a/*.bin"), 0);
+	/* a URL's query is not a wildcard; its path's braces are a pattern */
+	ck_assert_int_eq(dt_shards_is_pattern("https://h/x.npy?token=a"), 0);
+	ck_assert_int_eq(dt_shards_is_pattern("http://[::1]:80/x.bin"), 0);
+	ck_assert_int_eq(dt_shards_is_pattern("http://h/x.bin#a[1]"), 0);
+	ck_assert_int_ne(dt_shards_is_pattern("http://h/s{0..2}.bin?t=1"), 0);
+	ck_assert_int_ne(dt_shards_is_pattern("http://h/s*.bin?t=1"), 0);
+	ck_assert_ptr_null(dt_shards_url_wildcard("https://h/x.bin?a=*"));
+	ck_assert_ptr_nonnull(dt_shards_url_wildcard("https://h/*.bin"));
+	ck_assert_ptr_null(dt_shards_url_wildcard("data/*.bin"));
 
 	/* A glob: sorted, and only what matches. */
 	write_file(p, "g_b.tok", "x", 1, 0);

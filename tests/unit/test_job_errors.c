@@ -393,7 +393,10 @@ START_TEST(test_set_errors)
 	expect_error(min_job, s10, 1,
 		     "--set train.lr=[1: train.lr: value is not valid YAML: "
 		     "did not find expected ',' or ']' (while parsing a flow "
-		     "sequence that starts at 1:1)");
+		     "sequence that starts at 1:1); a value that starts "
+		     "with { or [ is a YAML mapping or list: to give it as "
+		     "a string (a brace pattern of shards), quote it: --set "
+		     "'train.lr=\"...\"'");
 	expect_error(min_job, s11, 1,
 		     "--set train.optimizer=lion: train.optimizer: expected "
 		     "one of sgd, adam, adamw, found \"lion\"");
