@@ -27,12 +27,7 @@ checked_stdout(int status)
 	e = errno;
 	if (flushed && !ferror(stdout))
 		return status;
-	if (!flushed && e != 0)
-		fprintf(stderr, "dtrain: write error on standard output: "
-			"%s\n", strerror(e));
-	else
-		fprintf(stderr, "dtrain: write error on standard output\n");
-	return 1;
+	return dt_cmd_stdout_error(flushed ? 0 : e);
 }
 
 int

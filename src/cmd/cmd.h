@@ -62,6 +62,12 @@ const char *dt_cmd_launcher(void);
  * exit code of status. */
 int dt_cmd_fail(enum dt_status status, const struct dt_error *err);
 
+/* Prints "dtrain: write error on standard output: REASON" (strerror(e);
+ * without ": REASON" where e is 0, the reason unknown) to stderr and
+ * returns 1, the exit status of a command whose output did not all get
+ * there. e: the errno of the write that failed. */
+int dt_cmd_stdout_error(int e);
+
 /* Prints "dtrain NAME: " and a message made from fmt and one string arg,
  * then cmd's synopsis, to stderr (on launch rank 0 only); returns 2, the
  * exit code of bad usage. */

@@ -574,7 +574,7 @@ cmd_plan(int argc, char **argv)
 	struct dt_plan plan;
 	struct dt_error err;
 	enum dt_status st;
-	int ranks, n_srcs = 0;
+	int ranks, n_srcs = 0, out_errno = 0;
 	struct dt_plan_data data = { -1, 0, -1, 0 };
 	struct dt_plan_host host = {
 		.cores = dt_cpus_node_share(1),
@@ -614,17 +614,23 @@ cmd_plan(int argc, char **argv)
 	if (inputs != NULL)
 		json_object_object_add(desc, "inputs", inputs);
 	st = add_link(&a, &job, &plan, desc, &err);
-	if (st == DT_OK && a.json)
-		printf("%s\n", json_object_to_json_string_ext(
-			       desc, JSON_C_TO_STRING_PRETTY |
-			       JSON_C_TO_STRING_SPACED));
-	else if (st == DT_OK) {
+	/* The JSON goes out in one call, larger than stdout's buffer: its
+	 * errno is taken here, where the last flush would find nothing
+	 * left to write and so no reason (main.c). */
+	if (st == DT_OK && a.json &&
+	    printf("%s\n", json_object_to_json_string_ext(
+			   desc, JSON_C_TO_STRING_PRETTY |
+			   JSON_C_TO_STRING_SPACED)) < 0)
+		out_errno = errno != 0 ? errno : EIO;
+	else if (st == DT_OK && !a.json) {
 		dt_plan_print(desc, stdout);
 		print_inputs(desc, stdout);
 		print_sources(srcs, n_srcs, data.n_train, stdout);
 	}
 	json_object_put(desc);
 	dt_plan_fini(&plan);
+	if (out_errno != 0)
+		return dt_cmd_stdout_error(out_errno);
 	return st == DT_OK ? 0 : dt_cmd_fail(st, &err);
 }
 

@@ -137,6 +137,17 @@ dt_cmd_fail(enum dt_status status, const struct dt_error *err)
 	return dt_status_exit_code(status);
 }
 
+int
+dt_cmd_stdout_error(int e)
+{
+	if (e != 0)
+		fprintf(stderr, "dtrain: write error on standard output: "
+			"%s\n", strerror(e));
+	else
+		fprintf(stderr, "dtrain: write error on standard output\n");
+	return 1;
+}
+
 /* The two paths that output names: the realpath of the file where it
  * exists into file[PATH_MAX] ("" where not), and the realpath of its
  * directory plus its name into entry[2 * PATH_MAX] ("" where the
