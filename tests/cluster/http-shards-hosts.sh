@@ -18,10 +18,13 @@
 #       losses equal, bit for bit, the same job's on the local files;
 #   (b) the data wait: rank 0 sleeps 0.5 s before each step
 #       (DTRAIN_TEST_DATA_DELAY), so rank 1 has the time to fetch ahead:
-#       with data.prefetch_shards 2 its data_wait_s (summary.json) is
-#       below 0.9 s (the first shard, 0.3 s, is not fetched ahead), with
-#       data.prefetch_shards 0 (each shard fetched when read) it is at
-#       least 8 x 0.3 x 0.9 s, and the downloads are the same;
+#       with data.prefetch_shards 0 (each shard fetched when read) its
+#       data_wait_s (summary.json) is at least 8 x 0.3 x 0.9 s, and with
+#       data.prefetch_shards 2 below half of that run's (on an idle
+#       machine 0.30-0.35 s against 2.4-2.5: the first shard, 0.3 s, is
+#       not fetched ahead; a ratio of two runs of this test, not a time
+#       of its own, which load stretches: 0.92 s was seen under load 4),
+#       and the downloads are the same;
 #   (d) as (a) on 2 hosts x 2 ranks, global batch 4 for 4 steps, with the
 #       loader thread (data.prefetch 2) and a cache of 6600 bytes (six
 #       shards: each rank's shard under way and 2 ahead): again each
@@ -239,10 +242,10 @@ run demand demand.yaml
 counts demand
 wa=$(wait1 ahead)
 wd=$(wait1 demand)
-"$PYTHON" -c 'import sys; sys.exit(not float(sys.argv[1]) < 0.9)' "$wa" ||
-	fail "(b) rank 1 waited $wa s for data with data.prefetch_shards 2, expected below 0.9"
 "$PYTHON" -c 'import sys; sys.exit(not float(sys.argv[1]) >= 2.16)' "$wd" ||
 	fail "(b) rank 1 waited $wd s for data with data.prefetch_shards 0, expected 2.16 or more"
+"$PYTHON" -c 'import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]) / 2)' "$wa" "$wd" ||
+	fail "(b) rank 1 waited $wa s for data with data.prefetch_shards 2, expected below half of the $wd s with 0"
 echo "ok: (b) rank 1's data wait: $wa s fetching 2 shards ahead, $wd s fetching each when read ($(( $(date +%s) - t0 )) s)"
 
 # (c) fail NAME: the ahead job with one shard badly served (GONE or
