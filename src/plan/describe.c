@@ -111,6 +111,11 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t sum_buf = y->summed && (y->base == DT_SYNC_IMPL_EXACT ||
 					y->base == DT_SYNC_IMPL_STAGES_EXACT) ?
 			  (y->trained / y->sum_ranks + 1) * 8 : 0;
+	/* At zero 2 and 3 its reduce-scatters into the accumulator's parts
+	 * (train/sync_zero.c) take P segments of acc_seg doubles, and the
+	 * ring one more. */
+	if (y->acc_seg > 0)
+		sum_buf = ((int64_t)y->sum_ranks + 1) * y->acc_seg * 8 + 8;
 	struct json_object *mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(resident * 4));
@@ -260,6 +265,7 @@ describe_sync(const struct dt_sync_plan *y)
 	ADD(x, "gathered_params_max", json_object_new_int64(y->gather_max));
 	ADD(x, "accumulator_bytes",
 	    json_object_new_int64(y->accumulator_bytes));
+	ADD(x, "accumulator_segment", json_object_new_int64(y->acc_seg));
 	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
 	return x;
 }
@@ -388,8 +394,16 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	 * (parallel.hierarchical) the hosts sum doubles. */
 	if (elem == 8)
 		ring = p > 1 ? 3 * (p - 1) * grad_bytes / (2 * p) : 0;
-	ADD(comm, "algorithm", json_object_new_string(elem == 8 ?
-		    "ring reduce-scatter (f64) and all-gather (f32)" :
+	/* zero 2 and 3 with the accumulator in parts: a reduce-scatter of
+	 * the doubles each micro-batch (train/sync_zero.c), then the
+	 * floats' all-gather once. */
+	if (y->acc_seg > 0 && p > 1)
+		ring = (p - 1) * (grad_bytes * plan->grad_accum_steps +
+				  grad_bytes / 2) / p;
+	ADD(comm, "algorithm", json_object_new_string(
+		    y->acc_seg > 0 ? "ring reduce-scatter (f64) of each "
+		    "micro-batch and all-gather (f32)" :
+		    elem == 8 ? "ring reduce-scatter (f64) and all-gather (f32)" :
 		    "ring all-reduce"));
 	/* The wire's element, whether buckets start during backward, and
 	 * their size: the plan's (plan/sync_plan.h). */
@@ -780,7 +794,7 @@ static void
 print_sync(FILE *out, const char *head, struct json_object *sync)
 {
 	int64_t n = get_i(sync, "sum_ranks", NULL);
-	char how[160] = "";
+	char how[160] = "", acc[160] = "";
 
 	if (sync == NULL)
 		return;
@@ -794,15 +808,20 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			 "and backward, the next one prefetched (two nodes, "
 			 "at most %lld floats; the unowned rest given back)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
+	if (get_i(sync, "accumulator_segment", NULL) > 0)
+		snprintf(acc, sizeof acc, "; each rank keeps its part of the "
+			 "double accumulator, each micro-batch reduce-"
+			 "scattered into it (%lld values a part at a time)",
+			 (long long)get_i(sync, "accumulator_segment", NULL));
 	if (get_i(sync, "zero", NULL) > 0)
 		fprintf(out, "; zero %lld: each rank's optimizer updates its "
 			"1/%lld of the trained floats (at most %lld), then "
-			"the parameters are all-gathered%s; on the first "
+			"the parameters are all-gathered%s%s; on the first "
 			"rank",
 			(long long)get_i(sync, "zero", NULL),
 			(long long)get_i(sync, "shards", NULL),
 			(long long)get_i(sync, "optimizer_params_max", NULL),
-			how);
+			how, acc);
 	fprintf(out, "%s the optimizer (%lld buffer%s a value) updates "
 		"trained floats %lld-%lld\n",
 		get_i(sync, "zero", NULL) > 0 ? "" : ";",

@@ -199,8 +199,19 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	out->gather_max = out->zero >= 3 ?
 			  largest_nodes(plan, si->trained_lo, si->trained_hi) :
 			  0;
-	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
+	/* Level 2 and 3 in the exact mode keep the own part of the double
+	 * accumulator and reduce-scatter every micro-batch into it
+	 * (train/sync_zero.c): 8 bytes a value each micro-batch where the
+	 * whole accumulator is summed once. */
+	out->acc_seg = out->zero >= 2 && plan->exact_accum ?
+		       (out->own_max < DT_SYNC_ACC_SEG ? out->own_max :
+			DT_SYNC_ACC_SEG) : 0;
+	out->accumulator_bytes = !plan->exact_accum ? 0 :
+				 out->acc_seg > 0 ? out->own_max * 8 :
+				 out->trained * 8;
 	/* The count the trainer measures (summary.json's bytes_per_step):
 	 * keep it computed exactly this way. */
 	out->bytes_per_step = summed ? out->trained * out->wire_bytes : 0;
+	if (out->acc_seg > 0)
+		out->bytes_per_step *= plan->grad_accum_steps;
 }

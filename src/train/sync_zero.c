@@ -13,11 +13,15 @@
  *            implementation: float or exact, whole model or stages,
  *            buckets, overlap, either wire), and only the update and
  *            the all-gather differ;
- *   level 2  the gradient's sum is a reduce-scatter (float, or the exact
- *            mode's double accumulator, whose own part the rank then
- *            rounds into its float gradient): each rank gets the sum of
- *            its own part only, in one piece after the last backward
- *            (no overlap, f32 wire: the plan refuses the others). The
+ *   level 2  the gradient's sum is a reduce-scatter: each rank gets
+ *            the sum of its own part only, in one piece after the last
+ *            backward (no overlap, f32 wire: the plan refuses the
+ *            others); in the exact mode the double accumulator is the
+ *            rank's own part only, each micro-batch's float gradient
+ *            reduce-scattered into it as its backward ends (part_add),
+ *            and the part rounded into the float gradient after the
+ *            last; after the update the gradient pages outside the own
+ *            part are handed back (madvise, as level 3 does). The
  *            squared norm is each tensor's sum of squares taken whole
  *            (dt_sync_tensor_sq) by the rank that owns the tensor's
  *            first float; a tensor cut by a part boundary first reaches
@@ -67,6 +71,12 @@ struct dt_sync_zero {
 	float *strad;		/* (n_strad) those tensors, whole */
 	size_t *strad_at;	/* (n_tensors) a tensor's offset in strad,
 				 * or NO_STRAD */
+	int part_acc;		/* level 2 in the exact mode: s->acc is the
+				 * rank's own part only (part_add) */
+	size_t seg;		/* part_add: the values of a part summed
+				 * in one reduce-scatter */
+	double *ring;		/* (P, seg) part_add's doubles, chunk
+				 * (q + 1) mod P rank q's segment */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
@@ -137,14 +147,120 @@ drop_whole(struct dt_sync_zero *z)
 	z->whole = NULL;
 }
 
+/* The pages of the gradient arena g (n) outside the own part, handed
+ * back after the update (clipping scales every float before it; the
+ * next step writes them again). */
+static void
+release_unowned(struct dt_grad_sync *s, float *g)
+{
+	dt_pages_release(g, 0, s->own_lo);
+	dt_pages_release(g, s->own_hi, s->n);
+}
+
 static void
 zero_apply(struct dt_grad_sync *s, float lr)
 {
 	drop_whole(s->zero);
 	dt_sync_optim_apply(s, lr);
-	/* Level 3 gathers node by node instead (sync_zero3.c). */
+	/* Level 3 gathers node by node instead, and hands back its pages
+	 * itself (sync_zero3.c). */
 	if (s->plan->zero < 3)
 		gather_params(s);
+	if (s->plan->zero == 2)
+		release_unowned(s, dt_model_grads(s->cfg.model));
+}
+
+/* Floats [*lo, *hi) of [a, b) in summing rank q's part. */
+static void
+part_in(const struct dt_grad_sync *s, int q, size_t a, size_t b, size_t *lo,
+	size_t *hi)
+{
+	dt_comm_part(s->n, dt_comm_size(s->zero->flat), q, lo, hi);
+	*lo = *lo > a ? *lo : a;
+	*hi = *hi < b ? *hi : b;
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+/* One reduce-scatter of part_add: values [off, off + k) of each rank's
+ * floats of [a, b) (zeros past their end) as doubles, rank q's in chunk
+ * (q + 1) mod P of z->ring, where dt_comm_part of P k values puts the
+ * chunk rank q receives summed; that sum added into the own part of
+ * the accumulator. */
+static enum dt_status
+part_add_seg(struct dt_grad_sync *s, size_t a, size_t b, size_t off,
+	     size_t k, struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat);
+	double *mine = z->ring + (size_t)((me + 1) % p) * k;	/* (k) */
+	size_t lo, hi;
+	enum dt_status st;
+
+	for (int q = 0; q < p; q++) {
+		double *c = z->ring + (size_t)((q + 1) % p) * k;	/* (k) */
+
+		part_in(s, q, a, b, &lo, &hi);
+		for (size_t i = 0; i < k; i++)
+			c[i] = lo + off + i < hi ? (double)g[lo + off + i] : 0;
+	}
+	st = dt_comm_reduce_scatter_sum_f64(z->flat, z->ring, (size_t)p * k,
+					    err);
+	if (st != DT_OK)
+		return st;
+	part_in(s, me, a, b, &lo, &hi);
+	for (size_t i = 0; i < k && lo + off + i < hi; i++)
+		s->acc[lo + off + i - s->own_lo] += mine[i];
+	return DT_OK;
+}
+
+/* Level 2 in the exact mode: the sum over the summing ranks of this
+ * micro-batch's float gradient [a, b), in double, added into each
+ * rank's own part of the double accumulator (s->acc, own_hi - own_lo
+ * doubles), by reduce-scatters of at most the plan's acc_seg values a
+ * part. Each value's sum over the ranks is the ring's order of the
+ * exact mode's all-reduce (comm/comm.h: x_(q+1), ..., x_q for rank q's
+ * part), and the micro-batches' sums add up in the accumulator in turn:
+ * with one micro-batch a rank the sums of level 0, and with more the
+ * same value wherever the double sums are exact, as level 0's equality
+ * with one rank already needs. The floats are read, not changed. */
+static enum dt_status
+part_add(struct dt_grad_sync *s, size_t a, size_t b, struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	int p = dt_comm_size(z->flat);
+	size_t most = 0, lo, hi;
+	enum dt_status st = DT_OK;
+
+	dt_model_tp_prepare_grads_range(s->cfg.model, a, b);
+	/* the same count on every rank: the longest part of [a, b) */
+	for (int q = 0; q < p; q++) {
+		part_in(s, q, a, b, &lo, &hi);
+		most = hi - lo > most ? hi - lo : most;
+	}
+	for (size_t off = 0; off < most && st == DT_OK; off += z->seg)
+		st = part_add_seg(s, a, b, off, most - off < z->seg ?
+				  most - off : z->seg, err);
+	/* The values handed in, padding aside: 8 bytes a float of [a, b),
+	 * as the plan counts them (dt_comm_bytes_sent counts the padding
+	 * too). */
+	s->bytes += (b - a) * sizeof(double);
+	return st;
+}
+
+/* A failed part_add where no status can be returned leaves the other
+ * ranks inside a collective: the job ends. */
+static void
+part_add_or_abort(struct dt_grad_sync *s, size_t a, size_t b)
+{
+	struct dt_error err;
+
+	if (part_add(s, a, b, &err) == DT_OK)
+		return;
+	fprintf(stderr, "dtrain: rank %d: parallel.zero: %s\n",
+		dt_comm_rank(s->cfg.world), err.msg);
+	dt_comm_abort(s->cfg.world, dt_status_exit_code(DT_ERR_MPI));
 }
 
 /* Level 2: the gradient's sum, each rank's own part of it. */
@@ -157,6 +273,16 @@ zero2_begin(struct dt_grad_sync *s, int b, struct dt_error *err)
 	enum dt_status st;
 
 	assert(b == 0 && s->n_buckets == 1 && s->buckets[0].hi == s->n);
+	if (s->zero->part_acc) {
+		/* backward_end has added every micro-batch (part_add) */
+		if (!s->added[0])
+			part_add_or_abort(s, 0, s->n);
+		s->added[0] = 1;
+		dt_kern_par_f64_round(dt_model_pool(s->cfg.model), s->acc,
+				      g + s->own_lo,
+				      (int64_t)(s->own_hi - s->own_lo));
+		return DT_OK;
+	}
 	if (s->acc != NULL) {
 		dt_sync_exact_add(s, b);
 		st = dt_comm_reduce_scatter_sum_f64(c, s->acc, s->n, err);
@@ -247,7 +373,11 @@ zero2_norm2(struct dt_grad_sync *s, const struct dt_step_report *report)
 static void
 zero_step_begin(struct dt_grad_sync *s)
 {
-	s->zero->base->step_begin(s);
+	if (s->zero->part_acc)
+		dt_kern_par_f64_zero(dt_model_pool(s->cfg.model), s->acc,
+				     (int64_t)(s->own_hi - s->own_lo));
+	else
+		s->zero->base->step_begin(s);
 }
 
 static void
@@ -256,10 +386,19 @@ zero_backward_begin(struct dt_grad_sync *s)
 	s->zero->base->backward_begin(s);
 }
 
+/* Level 2 in the exact mode: each micro-batch's gradient into the
+ * accumulator's parts as its backward ends (the breadth-first schedule
+ * adds node by node instead, zero_node_done). */
 static void
 zero_backward_end(struct dt_grad_sync *s)
 {
-	s->zero->base->backward_end(s);
+	if (!s->zero->part_acc) {
+		s->zero->base->backward_end(s);
+		return;
+	}
+	if (!s->added[0])
+		part_add_or_abort(s, 0, s->n);
+	s->added[0] = 1;
 }
 
 static void
@@ -272,6 +411,14 @@ zero_breadth_begin(struct dt_grad_sync *s)
 static void
 zero_node_done(struct dt_grad_sync *s, int node)
 {
+	if (s->zero->part_acc) {
+		size_t lo = s->node_lo[node], hi = s->node_hi[node];
+
+		part_add_or_abort(s, lo, hi);
+		memset(dt_model_grads(s->cfg.model) + lo, 0,
+		       (hi - lo) * sizeof(float));
+		return;
+	}
 	if (s->zero->base->node_done != NULL)
 		s->zero->base->node_done(s, node);
 }
@@ -423,6 +570,7 @@ zero_fini(struct dt_grad_sync *s)
 	drop_whole(z);
 	free(z->strad);
 	free(z->strad_at);
+	free(z->ring);
 	free(z);
 	s->zero = NULL;
 }
@@ -439,6 +587,7 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 {
 	struct dt_sync_zero *z = dt_xcalloc(1, sizeof *z);
 	enum dt_sync_impl base = s->plan->base;
+	enum dt_status st;
 
 	z->base = dt_sync_impl_ops(base);
 	z->flat = s->cfg.sum_comm;
@@ -452,7 +601,19 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 		assert(!s->overlap && s->n_buckets == 1);
 		find_cut_tensors(s);
 	}
-	return z->base->init(s, err);
+	st = z->base->init(s, err);
+	if (st == DT_OK && s->plan->acc_seg > 0) {
+		/* The base made the whole accumulator (untouched, so never
+		 * resident): level 2 keeps the own part only. */
+		assert(s->acc != NULL);
+		free(s->acc);
+		s->acc = dt_xcalloc(s->own_hi - s->own_lo + 1, sizeof *s->acc);
+		z->part_acc = 1;
+		z->seg = (size_t)s->plan->acc_seg;
+		z->ring = dt_xcalloc((size_t)dt_comm_size(z->flat) * z->seg + 1,
+				     sizeof *z->ring);
+	}
+	return st;
 }
 
 const struct dt_grad_sync_ops dt_sync_zero_ops = {

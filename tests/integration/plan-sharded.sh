@@ -9,9 +9,11 @@
 # - 163,037,184 trained floats n; a rank's own part ceil(n / 4);
 # - zero 0: params and grads 4n bytes, AdamW's 2 buffers 8n, the double
 #   accumulator 8n;
-# - zero 1 and 2: the optimizer state 8 ceil(n / 4), the rest as zero 0;
+# - zero 1: the optimizer state 8 ceil(n / 4), the rest as zero 0;
+# - zero 2: also the double accumulator, each rank's own part only,
+#   8 ceil(n / 4) (before, 8n: the whole);
 # - zero 3: params 4 (ceil(n / 4) + the two largest nodes, tok and head,
-#   768 x 50257 floats each); grads and the accumulator still whole;
+#   768 x 50257 floats each), the rest as zero 2; grads still whole;
 # - recompute blocks keeps each block's input, not its inside: the
 #   activations drop by more than half, but the head's logits and their
 #   gradient (2 x 1024 x 50257 floats, kept) stay.
@@ -46,9 +48,9 @@ want = {
     1: dict(params=4 * n, grads=4 * n, optimizer_state=8 * own,
             grad_accumulator=8 * n),
     2: dict(params=4 * n, grads=4 * n, optimizer_state=8 * own,
-            grad_accumulator=8 * n),
+            grad_accumulator=8 * own),
     3: dict(params=4 * (own + gathered), grads=4 * n,
-            optimizer_state=8 * own, grad_accumulator=8 * n),
+            optimizer_state=8 * own, grad_accumulator=8 * own),
 }
 state = {}
 for z in range(4):
@@ -102,7 +104,7 @@ for z in range(4):
     got = [r["memory"].get("checkpoint_gather", 0) for r in p["ranks"]]
     assert got == ([8 * 163037184, 0, 0, 0] if z else [0] * 4), (z, got)
 PY
-grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 6.44 GiB$' plan-3-gz.txt ||
+grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 5.24 GiB$' plan-3-gz.txt ||
 	{ cat plan-3-gz.txt >&2; fail "zero 3, gathered: rank 0's line"; }
 for f in plan-0.txt plan-3.txt plan-0-gz.txt; do
 	! grep -q '^memory of rank 0' $f || fail "$f: a line for rank 0"
