@@ -81,6 +81,19 @@ struct dt_sync_plan {
 					 * micro-batch's gradient is reduce-
 					 * scattered into it, acc_seg values
 					 * a part at a time; else 0 (whole) */
+	int grad_parts;			/* acc_seg > 0 and depth first: each
+					 * micro-batch's float gradient is
+					 * summed into the parts a few nodes
+					 * at a time during backward, and its
+					 * pages handed back, so the gradient
+					 * resident is the own part, or a node
+					 * and acc_seg floats */
+	int64_t node_max;		/* the trained floats of the stage's
+					 * largest node */
+	int64_t cut_floats;		/* zero >= 2: the floats of the
+					 * tensors a part boundary cuts, whose
+					 * gradients are summed whole for the
+					 * norm (train/sync_zero.c); else 0 */
 	int64_t accumulator_bytes;	/* exact: the double accumulator,
 					 * (trained) doubles, or at acc_seg
 					 * > 0 (own_max); else 0 */

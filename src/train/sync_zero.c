@@ -18,10 +18,13 @@
  *            backward (no overlap, f32 wire: the plan refuses the
  *            others); in the exact mode the double accumulator is the
  *            rank's own part only, each micro-batch's float gradient
- *            reduce-scattered into it as its backward ends (part_add),
- *            and the part rounded into the float gradient after the
- *            last; after the update the gradient pages outside the own
- *            part are handed back (madvise, as level 3 does). The
+ *            summed into the parts by their owners (part_add), a few
+ *            nodes at a time as their backward ends (the plan's
+ *            grad_parts: the floats summed set to 0 and their pages
+ *            handed back, so the float gradient is never whole on a
+ *            rank), and the part rounded into the float gradient after
+ *            the last; after the update the gradient pages outside the
+ *            own part are handed back (madvise, as level 3 does). The
  *            squared norm is each tensor's sum of squares taken whole
  *            (dt_sync_tensor_sq) by the rank that owns the tensor's
  *            first float; a tensor cut by a part boundary first reaches
@@ -50,12 +53,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/kern.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 
-enum { TAG_ZERO = 29 };
+enum { TAG_ZERO = 29, TAG_PART = 30 };
 
 #define NO_STRAD SIZE_MAX
 
@@ -73,10 +77,17 @@ struct dt_sync_zero {
 				 * or NO_STRAD */
 	int part_acc;		/* level 2 in the exact mode: s->acc is the
 				 * rank's own part only (part_add) */
-	size_t seg;		/* part_add: the values of a part summed
-				 * in one reduce-scatter */
-	double *ring;		/* (P, seg) part_add's doubles, chunk
-				 * (q + 1) mod P rank q's segment */
+	size_t seg;		/* part_add: the most values sent in one
+				 * message (the plan's acc_seg) */
+	int grad_parts;		/* and depth first: the float gradient is
+				 * summed node by node during backward and
+				 * its pages handed back (flush) */
+	size_t pend_lo, pend_hi;	/* grad_parts: the floats of the nodes
+					 * whose backward ran, not yet summed */
+	size_t flushed;		/* grad_parts: floats summed in this
+				 * micro-batch */
+	double *sum;		/* (seg) sum_piece's sums */
+	float *in;		/* (seg) sum_piece's floats received */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
@@ -182,70 +193,81 @@ part_in(const struct dt_grad_sync *s, int q, size_t a, size_t b, size_t *lo,
 		*hi = *lo;
 }
 
-/* One reduce-scatter of part_add: values [off, off + k) of each rank's
- * floats of [a, b) (zeros past their end) as doubles, rank q's in chunk
- * (q + 1) mod P of z->ring, where dt_comm_part of P k values puts the
- * chunk rank q receives summed; that sum added into the own part of
- * the accumulator. */
+/* Values [i, i + k) of the own part (k <= seg): every summing rank's
+ * floats of them (received, this rank's own read in place) summed in
+ * double in the ring's order for the part of rank me (comm/comm.h: x_(me
+ * + 1) first, x_me last), the same partial sums the exact mode's ring
+ * makes, and the sum added into the accumulator. */
 static enum dt_status
-part_add_seg(struct dt_grad_sync *s, size_t a, size_t b, size_t off,
-	     size_t k, struct dt_error *err)
+sum_piece(struct dt_grad_sync *s, size_t i, size_t k, struct dt_error *err)
 {
 	struct dt_sync_zero *z = s->zero;
-	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
 	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat);
-	double *mine = z->ring + (size_t)((me + 1) % p) * k;	/* (k) */
-	size_t lo, hi;
-	enum dt_status st;
+	const float *g = dt_model_grads(s->cfg.model) + i;	/* (k) */
+	double *t = z->sum;		/* (k) */
+	double *acc = s->acc + (i - s->own_lo);	/* (k) */
 
-	for (int q = 0; q < p; q++) {
-		double *c = z->ring + (size_t)((q + 1) % p) * k;	/* (k) */
+	for (int j = 1; j <= p; j++) {
+		int q = (me + j) % p;
+		const float *x = g;	/* (k) rank q's floats */
 
-		part_in(s, q, a, b, &lo, &hi);
-		for (size_t i = 0; i < k; i++)
-			c[i] = lo + off + i < hi ? (double)g[lo + off + i] : 0;
+		if (q != me) {
+			enum dt_status st = dt_comm_recv_f32(z->flat, z->in, k,
+							     q, TAG_PART, err);
+
+			if (st != DT_OK)
+				return st;
+			x = z->in;
+		}
+		if (j == 1)
+			for (size_t v = 0; v < k; v++)
+				t[v] = x[v];
+		else
+			for (size_t v = 0; v < k; v++)
+				t[v] += x[v];
 	}
-	st = dt_comm_reduce_scatter_sum_f64(z->flat, z->ring, (size_t)p * k,
-					    err);
-	if (st != DT_OK)
-		return st;
-	part_in(s, me, a, b, &lo, &hi);
-	for (size_t i = 0; i < k && lo + off + i < hi; i++)
-		s->acc[lo + off + i - s->own_lo] += mine[i];
+	for (size_t v = 0; v < k; v++)
+		acc[v] += t[v];
 	return DT_OK;
 }
 
 /* Level 2 in the exact mode: the sum over the summing ranks of this
  * micro-batch's float gradient [a, b), in double, added into each
  * rank's own part of the double accumulator (s->acc, own_hi - own_lo
- * doubles), by reduce-scatters of at most the plan's acc_seg values a
- * part. Each value's sum over the ranks is the ring's order of the
- * exact mode's all-reduce (comm/comm.h: x_(q+1), ..., x_q for rank q's
- * part), and the micro-batches' sums add up in the accumulator in turn:
- * with one micro-batch a rank the sums of level 0, and with more the
- * same value wherever the double sums are exact, as level 0's equality
- * with one rank already needs. The floats are read, not changed. */
+ * doubles). Each rank sends its floats of the others' parts to their
+ * owners (pieces of at most seg values), and each owner sums its part
+ * in the order the exact mode's ring sums it (sum_piece): so each
+ * value's sum over the ranks is level 0's, 4 bytes a value sent where
+ * the ring's partial sums take 8, and the micro-batches' sums add up in
+ * the accumulator in turn: with one micro-batch a rank the very sums of
+ * level 0, with more the same value wherever the double sums are exact,
+ * as level 0's equality with one rank already needs. The floats are
+ * read, not changed. */
 static enum dt_status
 part_add(struct dt_grad_sync *s, size_t a, size_t b, struct dt_error *err)
 {
 	struct dt_sync_zero *z = s->zero;
-	int p = dt_comm_size(z->flat);
-	size_t most = 0, lo, hi;
+	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat), req;
+	size_t lo, hi;
 	enum dt_status st = DT_OK;
 
 	dt_model_tp_prepare_grads_range(s->cfg.model, a, b);
-	/* the same count on every rank: the longest part of [a, b) */
-	for (int q = 0; q < p; q++) {
+	for (int q = 0; q < p && st == DT_OK; q++) {
 		part_in(s, q, a, b, &lo, &hi);
-		most = hi - lo > most ? hi - lo : most;
+		for (size_t i = lo; q != me && i < hi && st == DT_OK;
+		     i += z->seg)
+			st = dt_comm_isend_f32(z->flat, g + i, hi - i < z->seg ?
+					       hi - i : z->seg, q, TAG_PART,
+					       &req, err);
 	}
-	for (size_t off = 0; off < most && st == DT_OK; off += z->seg)
-		st = part_add_seg(s, a, b, off, most - off < z->seg ?
-				  most - off : z->seg, err);
-	/* The values handed in, padding aside: 8 bytes a float of [a, b),
-	 * as the plan counts them (dt_comm_bytes_sent counts the padding
-	 * too). */
-	s->bytes += (b - a) * sizeof(double);
+	part_in(s, me, a, b, &lo, &hi);
+	for (size_t i = lo; i < hi && st == DT_OK; i += z->seg)
+		st = sum_piece(s, i, hi - i < z->seg ? hi - i : z->seg, err);
+	if (st == DT_OK)
+		st = dt_comm_wait_all(z->flat, err);
+	/* 4 bytes a float of [a, b), as the plan counts them */
+	s->bytes += (b - a) * sizeof(float);
 	return st;
 }
 
@@ -380,24 +402,116 @@ zero_step_begin(struct dt_grad_sync *s)
 		s->zero->base->step_begin(s);
 }
 
+/* grad_parts: floats [lo, hi) of the gradient set to 0, their whole
+ * pages handed back (they read as zeros until backward writes them). */
+static void
+zero_floats(float *g, size_t lo, size_t hi)
+{
+	memset(g + lo, 0, (hi - lo) * sizeof *g);
+	dt_pages_release(g, lo, hi);
+}
+
+/* grad_parts: the pending nodes' floats summed into the parts, then 0
+ * and handed back for the next micro-batch. */
+static void
+flush(struct dt_grad_sync *s)
+{
+	struct dt_sync_zero *z = s->zero;
+
+	if (z->pend_hi <= z->pend_lo)
+		return;
+	part_add_or_abort(s, z->pend_lo, z->pend_hi);
+	zero_floats(dt_model_grads(s->cfg.model), z->pend_lo, z->pend_hi);
+	z->flushed += z->pend_hi - z->pend_lo;
+	z->pend_lo = z->pend_hi = 0;
+}
+
+/* grad_parts: node's floats, final for this micro-batch (a node's
+ * gradient is written by its own backward only, and reverse node order
+ * is reverse arena order), join the pending ones, which are summed once
+ * they reach seg floats; so at most seg - 1 floats and a node are
+ * resident beyond the own part. */
+static void
+zero_node_backward_end(struct dt_grad_sync *s, int node)
+{
+	struct dt_sync_zero *z = s->zero;
+	size_t lo, hi;
+
+	if (!z->grad_parts)
+		return;
+	lo = s->node_lo[node];
+	hi = s->node_hi[node];
+	if (hi <= lo)
+		return;
+	if (z->pend_hi > z->pend_lo && hi != z->pend_lo)
+		flush(s);
+	if (z->pend_hi <= z->pend_lo)
+		z->pend_hi = hi;
+	z->pend_lo = lo;
+	if (z->pend_hi - z->pend_lo >= z->seg)
+		flush(s);
+}
+
+/* grad_parts: the whole arena zero by handing its pages back (the floats
+ * of a page not wholly inside it set to 0), so that a step begins with
+ * no gradient page resident. */
+static void
+zero_grads(struct dt_grad_sync *s)
+{
+	struct dt_model *m = s->cfg.model;
+	float *g = dt_model_grads(m);	/* (n_params) */
+	size_t n = dt_model_n_params(m);
+	size_t per = (size_t)sysconf(_SC_PAGESIZE) / sizeof *g;
+	size_t w = n / per * per;
+
+	if (!s->zero->grad_parts) {
+		dt_model_zero_grads(m);
+		return;
+	}
+	/* the arena is page-aligned (dt_xalloc_pages): [0, w) whole pages */
+	if (w > 0 && dt_pages_release(g, 0, w) == 0)
+		memset(g, 0, w * sizeof *g);
+	memset(g + w, 0, (n - w) * sizeof *g);
+}
+
+/* grad_parts: the arena is zero already (flush), so nothing to clear. */
 static void
 zero_backward_begin(struct dt_grad_sync *s)
 {
+	if (s->zero->grad_parts) {
+		memset(s->added, 0, (size_t)s->n_buckets);
+		return;
+	}
 	s->zero->base->backward_begin(s);
 }
 
 /* Level 2 in the exact mode: each micro-batch's gradient into the
- * accumulator's parts as its backward ends (the breadth-first schedule
- * adds node by node instead, zero_node_done). */
+ * accumulator's parts as its backward ends, or with grad_parts its last
+ * pending nodes (the breadth-first schedule adds node by node instead,
+ * zero_node_done). */
 static void
 zero_backward_end(struct dt_grad_sync *s)
 {
-	if (!s->zero->part_acc) {
-		s->zero->base->backward_end(s);
+	struct dt_sync_zero *z = s->zero;
+
+	if (!z->part_acc) {
+		z->base->backward_end(s);
 		return;
 	}
-	if (!s->added[0])
+	if (z->grad_parts) {
+		flush(s);
+		/* every trained float belongs to a node the hook saw */
+		if (z->flushed != s->n) {
+			fprintf(stderr, "dtrain: rank %d: parallel.zero: "
+				"%zu of %zu gradient floats summed\n",
+				dt_comm_rank(s->cfg.world), z->flushed, s->n);
+			dt_comm_abort(s->cfg.world,
+				      dt_status_exit_code(DT_ERR_MPI));
+		}
+		z->flushed = 0;
+	} else if (!s->added[0]) {
 		part_add_or_abort(s, 0, s->n);
+	}
 	s->added[0] = 1;
 }
 
@@ -570,7 +684,8 @@ zero_fini(struct dt_grad_sync *s)
 	drop_whole(z);
 	free(z->strad);
 	free(z->strad_at);
-	free(z->ring);
+	free(z->sum);
+	free(z->in);
 	free(z);
 	s->zero = NULL;
 }
@@ -609,9 +724,10 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 		free(s->acc);
 		s->acc = dt_xcalloc(s->own_hi - s->own_lo + 1, sizeof *s->acc);
 		z->part_acc = 1;
+		z->grad_parts = s->plan->grad_parts;
 		z->seg = (size_t)s->plan->acc_seg;
-		z->ring = dt_xcalloc((size_t)dt_comm_size(z->flat) * z->seg + 1,
-				     sizeof *z->ring);
+		z->sum = dt_xcalloc(z->seg + 1, sizeof *z->sum);
+		z->in = dt_xcalloc(z->seg + 1, sizeof *z->in);
 	}
 	return st;
 }
@@ -620,4 +736,5 @@ const struct dt_grad_sync_ops dt_sync_zero_ops = {
 	"zero", zero_init, zero_step_begin, zero_backward_begin,
 	zero_backward_end, zero_begin, zero_finish, zero_norm2, zero_apply,
 	zero_breadth_begin, zero_node_done, NULL, NULL, NULL,
+	zero_node_backward_end, zero_grads,
 };
