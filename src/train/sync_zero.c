@@ -33,10 +33,13 @@
  *            travel in the step report (zeros elsewhere) and add up in
  *            model order: the same bits as level 0's norm.
  * The update of each float is the same arithmetic as on one rank, and
- * the sums are the same sums (the exact mode's reduce-scatter is the one
- * its all-reduce has always run; the float reduce-scatter is used on two
- * ranks only, where a + b does not depend on the order), so each level
- * gives level 0's bits.
+ * the sums are the same sums (each value's sum over the ranks in the
+ * exact mode is in the order its all-reduce's ring has always added it,
+ * the micro-batches' sums then added in turn, which equals level 0's
+ * sum of the ranks' accumulators wherever the double sums are exact, as
+ * level 0's equality with one rank needs; the float reduce-scatter is
+ * used on two ranks only, where a + b does not depend on the order), so
+ * each level gives level 0's bits.
  *
  * Checkpoints read the whole optimizer state, as before: collect gathers
  * the parts to the first of the summing ranks (the one that writes, or
