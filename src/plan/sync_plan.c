@@ -224,7 +224,8 @@ cut_floats(const struct dt_plan *plan, const struct dt_sync_plan *y,
  * used next in the same direction, a neighbour, or after a wrong guess
  * the one used instead (train/sync_zero3.c). Without recompute that is
  * a neighbour too, but where forwards (or backwards) follow each other
- * (a pipeline's schedule), when the last node and the first meet; a
+ * (a pipeline's schedule, the breadth-first one's forwards), the last
+ * node and the first meet; a
  * recomputed forward inside backward may meet any two, so then the two
  * largest. */
 static int64_t
@@ -235,7 +236,8 @@ gathered_max(const struct dt_job *job, const struct dt_plan *plan,
 
 	if (job->model.recompute != DT_RECOMPUTE_NONE)
 		return z->two_max;
-	if (plan->pp_size > 1 && z->ends > most)
+	if ((plan->pp_size > 1 ||
+	     plan->accum_schedule == DT_ACCUM_BREADTH_FIRST) && z->ends > most)
 		most = z->ends;
 	return most;
 }
