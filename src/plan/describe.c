@@ -95,8 +95,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t opt = y->optim_buffers * y->own_max * 4;
 	/* zero 3 keeps its own part of the trained parameters and two nodes
 	 * gathered, the one in use and the one prefetched (the buffers
-	 * whole); the gradient arena is written whole
-	 * by backward before its reduce-scatter (sync_zero3.c). */
+	 * whole; sync_zero3.c). */
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
 			   n_params;
@@ -111,19 +110,49 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t sum_buf = y->summed && (y->base == DT_SYNC_IMPL_EXACT ||
 					y->base == DT_SYNC_IMPL_STAGES_EXACT) ?
 			  (y->trained / y->sum_ranks + 1) * 8 : 0;
-	struct json_object *mem = json_object_new_object();
+	/* At zero 2 and 3 an owner sums a piece of its part of the
+	 * accumulator at a time (train/sync_zero.c): acc_seg floats
+	 * received and their doubles. */
+	if (y->acc_seg > 0)
+		sum_buf = y->acc_seg * 12 + 12;
+	/* At zero 2 and 3 the tensors a part boundary cuts are summed whole
+	 * for the norm, in a buffer of their own (train/sync_zero.c). */
+	sum_buf += y->cut_floats * 4;
+	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c): the
+	 * own part after the last backward, or during one the nodes not
+	 * yet summed, fewer than acc_seg floats and a node; else every
+	 * parameter's. */
+	int64_t grads = !y->grad_parts ? n_params :
+			y->own_max > y->node_max + y->acc_seg ? y->own_max :
+			y->node_max + y->acc_seg;
+	/* zero 3 where the job checkpoints or evaluates: the whole
+	 * parameters gathered on every summing rank (sync_zero3.c), after an
+	 * update, beside the own part of the gradient: beyond what the step
+	 * holds by as much as that exceeds the step's parameters and
+	 * gradient. */
+	int64_t whole = 0;
+	struct json_object *mem;
+
+	if (grads > n_params)
+		grads = n_params;
+	if (y->zero >= 3 && (sp->ckpt || plan->data.n_eval > 0) &&
+	    n_params + y->own_max > resident + grads)
+		whole = n_params + y->own_max - resident - grads;
+	mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(resident * 4));
-	ADD(mem, "grads", json_object_new_int64(n_params * 4));
+	ADD(mem, "grads", json_object_new_int64(grads * 4));
 	ADD(mem, "optimizer_state", json_object_new_int64(opt));
 	ADD(mem, "grad_accumulator",
 	    json_object_new_int64(y->accumulator_bytes));
 	ADD(mem, "sum_buffers", json_object_new_int64(sum_buf));
+	if (whole > 0)
+		ADD(mem, "params_gather", json_object_new_int64(whole * 4));
 	ADD(mem, "activations", json_object_new_int64(act));
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
-	sp->total = (resident + n_params) * 4 + opt + y->accumulator_bytes +
+	sp->total = (resident + grads + whole) * 4 + opt + y->accumulator_bytes +
 		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
@@ -260,6 +289,7 @@ describe_sync(const struct dt_sync_plan *y)
 	ADD(x, "gathered_params_max", json_object_new_int64(y->gather_max));
 	ADD(x, "accumulator_bytes",
 	    json_object_new_int64(y->accumulator_bytes));
+	ADD(x, "accumulator_segment", json_object_new_int64(y->acc_seg));
 	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
 	return x;
 }
@@ -388,8 +418,17 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	 * (parallel.hierarchical) the hosts sum doubles. */
 	if (elem == 8)
 		ring = p > 1 ? 3 * (p - 1) * grad_bytes / (2 * p) : 0;
-	ADD(comm, "algorithm", json_object_new_string(elem == 8 ?
-		    "ring reduce-scatter (f64) and all-gather (f32)" :
+	/* zero 2 and 3 with the accumulator in parts: each micro-batch's
+	 * floats of the others' parts to their owners (train/sync_zero.c),
+	 * then the parameters' all-gather once. */
+	if (y->acc_seg > 0 && p > 1)
+		ring = (p - 1) * (grad_bytes / 2) *
+		       (plan->grad_accum_steps + 1) / p;
+	ADD(comm, "algorithm", json_object_new_string(
+		    y->acc_seg > 0 ? "each micro-batch's floats to their "
+		    "parts' owners, summed there in f64 in the ring's order, "
+		    "and all-gather (f32)" :
+		    elem == 8 ? "ring reduce-scatter (f64) and all-gather (f32)" :
 		    "ring all-reduce"));
 	/* The wire's element, whether buckets start during backward, and
 	 * their size: the plan's (plan/sync_plan.h). */
@@ -702,7 +741,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 	static const char *const memkeys[] = { "params", "grads",
 					       "optimizer_state",
 					       "grad_accumulator",
-					       "sum_buffers",
+					       "sum_buffers", "params_gather",
 					       "activations", "dataset",
 					       "loader", "runtime",
 					       "checkpoint_gather", "total" };
@@ -715,6 +754,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 		 * rank 0 of a pipeline or of tensor parallelism. */
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
 		     strcmp(memkeys[i], "sum_buffers") == 0 ||
+		     strcmp(memkeys[i], "params_gather") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
 			continue;
@@ -780,7 +820,7 @@ static void
 print_sync(FILE *out, const char *head, struct json_object *sync)
 {
 	int64_t n = get_i(sync, "sum_ranks", NULL);
-	char how[160] = "";
+	char how[160] = "", acc[160] = "";
 
 	if (sync == NULL)
 		return;
@@ -794,15 +834,20 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			 "and backward, the next one prefetched (two nodes, "
 			 "at most %lld floats; the unowned rest given back)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
+	if (get_i(sync, "accumulator_segment", NULL) > 0)
+		snprintf(acc, sizeof acc, "; each rank keeps its part of the "
+			 "double accumulator, each micro-batch reduce-"
+			 "scattered into it (%lld values a part at a time)",
+			 (long long)get_i(sync, "accumulator_segment", NULL));
 	if (get_i(sync, "zero", NULL) > 0)
 		fprintf(out, "; zero %lld: each rank's optimizer updates its "
 			"1/%lld of the trained floats (at most %lld), then "
-			"the parameters are all-gathered%s; on the first "
+			"the parameters are all-gathered%s%s; on the first "
 			"rank",
 			(long long)get_i(sync, "zero", NULL),
 			(long long)get_i(sync, "shards", NULL),
 			(long long)get_i(sync, "optimizer_params_max", NULL),
-			how);
+			how, acc);
 	fprintf(out, "%s the optimizer (%lld buffer%s a value) updates "
 		"trained floats %lld-%lld\n",
 		get_i(sync, "zero", NULL) > 0 ? "" : ";",

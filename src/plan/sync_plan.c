@@ -6,6 +6,7 @@
 #include "plan/sync_plan.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "ckpt/ckpt.h"
 #include "comm/comm.h"
@@ -131,18 +132,45 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 			 other, why, fix);
 }
 
-/* The trained floats of the two largest nodes among the stage's trained
- * floats [lo, hi) of the whole model (plan->shapes): what zero 3 holds
- * gathered at most, the node in use and the one prefetched. */
-static int64_t
-largest_nodes(const struct dt_plan *plan, size_t lo, size_t hi)
+/* What zero 3 and the gradient's parts hold of the stage's nodes with
+ * trained floats (in [lo, hi) of the whole model, plan->shapes, in node
+ * order): the largest node; the two largest; the largest sum of two
+ * nodes next to each other; the first and the last. */
+struct node_sizes {
+	int64_t max, two_max, adjacent, ends;
+};
+
+static void
+add_node(struct node_sizes *z, int64_t *best, int64_t *prev, int64_t *first,
+	 int64_t run)
+{
+	if (run == 0)
+		return;
+	if (run > best[0]) {
+		best[1] = best[0];
+		best[0] = run;
+	} else if (run > best[1]) {
+		best[1] = run;
+	}
+	if (*prev > 0 && *prev + run > z->adjacent)
+		z->adjacent = *prev + run;
+	if (*first == 0)
+		*first = run;
+	z->ends = *first + (*prev > 0 ? run : 0);
+	*prev = run;
+}
+
+static void
+node_sizes(const struct dt_plan *plan, size_t lo, size_t hi,
+	   struct node_sizes *z)
 {
 	const struct dt_model *m = plan->shapes;
-	int64_t best[2] = { 0, 0 }, run = 0;
+	int64_t best[2] = { 0, 0 }, run = 0, prev = 0, first = 0;
 	int node = -1;
 
+	memset(z, 0, sizeof *z);
 	if (m == NULL)
-		return 0;
+		return;
 	for (int t = 0; t <= dt_model_n_tensors(m); t++) {
 		struct dt_tensor_info ti = { .node_index = -2 };
 
@@ -153,18 +181,65 @@ largest_nodes(const struct dt_plan *plan, size_t lo, size_t hi)
 		}
 		if (ti.node_index != node) {
 			/* node's run is complete */
-			if (run > best[0]) {
-				best[1] = best[0];
-				best[0] = run;
-			} else if (run > best[1]) {
-				best[1] = run;
-			}
+			add_node(z, best, &prev, &first, run);
 			run = 0;
 		}
 		node = ti.node_index;
 		run += t < dt_model_n_tensors(m) ? ti.size : 0;
 	}
-	return best[0] + best[1];
+	z->max = best[0];
+	z->two_max = best[0] + best[1];
+	if (z->adjacent == 0)
+		z->adjacent = best[0];
+}
+
+/* The floats of the tensors of the stage (trained floats [lo, hi) of
+ * the whole model) that a boundary between the parts of the stage's
+ * trained floats cuts (as train/sync_zero.c finds them). */
+static int64_t
+cut_floats(const struct dt_plan *plan, const struct dt_sync_plan *y,
+	   size_t lo, size_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t cut = 0;
+
+	for (int t = 0; m != NULL && t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		size_t o, a, b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
+			continue;
+		o = ti.offset - lo;
+		for (int q = 0; q < y->shards; q++) {
+			dt_comm_part((size_t)y->trained, y->shards, q, &a, &b);
+			if (a <= o && o < b && o + (size_t)ti.size > b)
+				cut += ti.size;
+		}
+	}
+	return cut;
+}
+
+/* zero 3 holds gathered the node in use and the one prefetched: the node
+ * used next in the same direction, a neighbour, or after a wrong guess
+ * the one used instead (train/sync_zero3.c). Without recompute that is
+ * a neighbour too, but where forwards (or backwards) follow each other
+ * (a pipeline's schedule, the breadth-first one's forwards), the last
+ * node and the first meet; a
+ * recomputed forward inside backward may meet any two, so then the two
+ * largest. */
+static int64_t
+gathered_max(const struct dt_job *job, const struct dt_plan *plan,
+	     const struct node_sizes *z)
+{
+	int64_t most = z->adjacent;
+
+	if (job->model.recompute != DT_RECOMPUTE_NONE)
+		return z->two_max;
+	if ((plan->pp_size > 1 ||
+	     plan->accum_schedule == DT_ACCUM_BREADTH_FIRST) && z->ends > most)
+		most = z->ends;
+	return most;
 }
 
 void
@@ -173,6 +248,7 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 {
 	const struct dt_stage_info *si = &plan->stages[stage];
 	int summed = dt_plan_sync_summed(job, plan);
+	struct node_sizes nodes;
 
 	out->base = impl_of(job, plan);
 	out->zero = zero_level(job, plan);
@@ -196,11 +272,31 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	dt_plan_sync_own(out, 0, &out->own_lo, &out->own_hi);
 	out->own_max = (out->trained + out->shards - 1) / out->shards;
 	out->optim_buffers = dt_plan_optim_buffers(job);
-	out->gather_max = out->zero >= 3 ?
-			  largest_nodes(plan, si->trained_lo, si->trained_hi) :
+	node_sizes(plan, si->trained_lo, si->trained_hi, &nodes);
+	out->node_max = nodes.max;
+	out->gather_max = out->zero >= 3 ? gathered_max(job, plan, &nodes) :
 			  0;
-	out->accumulator_bytes = plan->exact_accum ? out->trained * 8 : 0;
+	/* Level 2 and 3 in the exact mode keep the own part of the double
+	 * accumulator and sum every micro-batch into the parts
+	 * (train/sync_zero.c): each rank sends its floats of the others'
+	 * parts to their owners, 4 bytes a value each micro-batch, where
+	 * the whole accumulator is summed once, 8 bytes a value. */
+	out->acc_seg = out->zero >= 2 && plan->exact_accum ?
+		       (out->own_max < DT_SYNC_ACC_SEG ? out->own_max :
+			DT_SYNC_ACC_SEG) : 0;
+	out->cut_floats = out->zero >= 2 ?
+			  cut_floats(plan, out, si->trained_lo, si->trained_hi) :
+			  0;
+	out->grad_parts = out->acc_seg > 0 &&
+			  plan->accum_schedule != DT_ACCUM_BREADTH_FIRST;
+	out->accumulator_bytes = !plan->exact_accum ? 0 :
+				 out->acc_seg > 0 ? out->own_max * 8 :
+				 out->trained * 8;
 	/* The count the trainer measures (summary.json's bytes_per_step):
 	 * keep it computed exactly this way. */
 	out->bytes_per_step = summed ? out->trained * out->wire_bytes : 0;
+	/* the floats of each micro-batch sent to their parts' owners */
+	if (out->acc_seg > 0)
+		out->bytes_per_step = out->trained * 4 *
+				      plan->grad_accum_steps;
 }

@@ -75,14 +75,40 @@ struct dt_sync_plan {
 					 * forward and its backward, and the
 					 * next one's gather is in flight
 					 * meanwhile; else 0 */
+	int64_t acc_seg;		/* zero >= 2 in the exact mode: the
+					 * accumulator is the rank's own part
+					 * only (own_max doubles), and each
+					 * micro-batch's gradient is reduce-
+					 * scattered into it, acc_seg values
+					 * a part at a time; else 0 (whole) */
+	int grad_parts;			/* acc_seg > 0 and depth first: each
+					 * micro-batch's float gradient is
+					 * summed into the parts a few nodes
+					 * at a time during backward, and its
+					 * pages handed back, so the gradient
+					 * resident is the own part, or a node
+					 * and acc_seg floats */
+	int64_t node_max;		/* the trained floats of the stage's
+					 * largest node */
+	int64_t cut_floats;		/* zero >= 2: the floats of the
+					 * tensors a part boundary cuts, whose
+					 * gradients are summed whole for the
+					 * norm (train/sync_zero.c); else 0 */
 	int64_t accumulator_bytes;	/* exact: the double accumulator,
-					 * (trained) doubles; else 0 */
+					 * (trained) doubles, or at acc_seg
+					 * > 0 (own_max); else 0 */
 	int64_t bytes_per_step;		/* gradient bytes the rank hands to
 					 * MPI per step, as the trainer
 					 * counts them (trained x wire_bytes
 					 * where summed; 0 else, and with
 					 * servers) */
 };
+
+/* The most values of a rank's part in one of the reduce-scatters that
+ * add a micro-batch's gradient into the parts of the double accumulator
+ * at zero >= 2 (acc_seg): the ring's doubles then take (P + 1) x 2 MiB
+ * a rank at most. */
+#define DT_SYNC_ACC_SEG 262144
 
 /* Names of the implementations, as summary.json and plan --dry-run
  * write them: "allreduce", "exact", "stages", "stages-exact",

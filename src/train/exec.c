@@ -355,9 +355,18 @@ node_final(void *ctx, int node)
 {
 	struct bucket_feed *f = ctx;
 
+	dt_grad_sync_node_backward_end(f->sync, node);
 	feed_upto(f, node);
 	if (f->st == DT_OK)
 		f->st = dt_grad_sync_progress(f->sync, f->err);
+}
+
+/* dt_model_set_backward_hook's callback where no bucket is fed: node's
+ * backward has run. */
+static void
+node_end(void *ctx, int node)
+{
+	dt_grad_sync_node_backward_end(ctx, node);
 }
 
 /* dt_model_backward_breadth's callback: node's backward over micro-
@@ -415,6 +424,8 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	dt_grad_sync_backward_begin(r->sync);
 	if (feed != NULL)
 		dt_model_set_backward_hook(r->model, node_final, feed);
+	else
+		dt_model_set_backward_hook(r->model, node_end, r->sync);
 	dt_model_stage_backward(r->model, l->slot_x[slot],
 				l->last_stage ? l->slot_y[slot] : NULL, mb,
 				grad_scale);
@@ -453,7 +464,6 @@ dt_exec_step(struct dt_run *r, float grad_scale, double *loss_sum,
 	enum dt_status st = DT_OK;
 
 	*loss_sum = 0;
-	dt_model_zero_grads(r->model);
 	dt_grad_sync_step_begin(r->sync);
 	dt_model_set_node_hook(r->model, node_params, r->sync);
 	for (int64_t i = 0; i < l->n_ops && st == DT_OK; i++) {

@@ -166,14 +166,8 @@ update(struct dt_run *r, double norm2, double lr)
 {
 	double clip = r->job->train.clip_norm;
 
-	if (clip > 0 && sqrt(norm2) > clip) {
-		float c = (float)(clip / sqrt(norm2));
-		float *grads = dt_model_grads(r->model); /* (n_trained) */
-		size_t n = dt_model_n_trained(r->model);
-
-		for (size_t i = 0; i < n; i++)
-			grads[i] *= c;
-	}
+	if (clip > 0 && sqrt(norm2) > clip)
+		dt_grad_sync_clip(r->sync, (float)(clip / sqrt(norm2)));
 	dt_grad_sync_apply(r->sync, (float)lr);
 	r->position.window_loss += r->report->loss_sum;
 	r->position.window_samples += r->plan.global_batch *

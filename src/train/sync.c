@@ -489,23 +489,23 @@ exact_init(struct dt_grad_sync *s, struct dt_error *err)
 static const struct dt_grad_sync_ops allreduce_ops = {
 	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
 	whole_finish, whole_norm2, dt_sync_optim_apply, NULL, NULL, NULL, NULL,
-	NULL,
+	NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
 	"exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, whole_finish, whole_norm2,
 	dt_sync_optim_apply, exact_breadth_begin, exact_node_done, NULL, NULL,
-	NULL,
+	NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
 	"stages", collective_init, no_op, no_op, no_op, float_begin,
 	stage_finish, shared_norm2, dt_sync_optim_apply, NULL, NULL, NULL,
-	NULL, NULL,
+	NULL, NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
 	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
-	dt_sync_optim_apply, NULL, NULL, NULL, NULL, NULL,
+	dt_sync_optim_apply, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 /* The implementations, by the plan's choice (plan/sync_plan.h). */
@@ -754,6 +754,10 @@ dt_grad_sync_bytes(const struct dt_grad_sync *s)
 void
 dt_grad_sync_step_begin(struct dt_grad_sync *s)
 {
+	if (s->ops->zero_grads != NULL)
+		s->ops->zero_grads(s);
+	else
+		dt_model_zero_grads(s->cfg.model);
 	if (s->sq_have != NULL)
 		memset(s->sq_have, 0,
 		       (size_t)dt_model_n_tensors(s->cfg.model));
@@ -784,6 +788,22 @@ dt_grad_sync_node_done(struct dt_grad_sync *s, int node)
 {
 	if (s->ops->node_done != NULL)
 		s->ops->node_done(s, node);
+}
+
+void
+dt_grad_sync_node_backward_end(struct dt_grad_sync *s, int node)
+{
+	if (s->ops->node_backward_end != NULL)
+		s->ops->node_backward_end(s, node);
+}
+
+void
+dt_grad_sync_clip(struct dt_grad_sync *s, float c)
+{
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
+
+	for (size_t i = s->own_lo; i < s->own_hi; i++)
+		g[i] *= c;
 }
 
 void

@@ -5,9 +5,12 @@
  * ask which mode they run in. Internal to train/.
  *
  * The executor calls, per optimizer step:
- *   dt_grad_sync_step_begin                 once, after zeroing gradients
+ *   dt_grad_sync_step_begin                 once, first: it zeroes the
+ *                                           gradients
  *   dt_grad_sync_backward_begin / _end      around each micro-batch's
  *                                           backward pass
+ *   dt_grad_sync_node_backward_end(node)    after each node's backward
+ *                                           in it (the backward hook)
  *   dt_grad_sync_begin(bucket)              when a bucket's gradient is
  *                                           final (its last backward ran)
  *   dt_grad_sync_progress                   between the nodes of the last
@@ -282,9 +285,22 @@ void dt_grad_sync_log(struct dt_grad_sync *s, struct json_object *line);
 void dt_grad_sync_summary(struct dt_grad_sync *s,
 			  struct json_object *summary);
 
+/* The step's beginning: the gradient arena zeroed (dt_model_zero_grads,
+ * or at parallel.zero 2 and 3 in the exact mode by handing its pages
+ * back, which read as zeros), then the implementation's own. */
 void dt_grad_sync_step_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_begin(struct dt_grad_sync *s);
 void dt_grad_sync_backward_end(struct dt_grad_sync *s);
+/* After node's backward in a micro-batch's depth-first pass (the
+ * model's backward hook, graph.h): at parallel.zero 2 and 3 in the exact
+ * mode the node's float gradient, final for the micro-batch, is summed
+ * into the owners' parts of the double accumulator (a few nodes at a
+ * time, at most the plan's accumulator_segment floats beyond one node)
+ * and its pages handed back; nothing for the others. Collective over the
+ * summing ranks, which run the same nodes in the same order; a failure
+ * ends the job (dt_comm_abort), as the hook cannot fail the pass. node
+ * is a dt_model_layer_info index. */
+void dt_grad_sync_node_backward_end(struct dt_grad_sync *s, int node);
 
 /* The breadth-first schedule's calls (see the top of this file). The
  * exact mode adds node's float gradient, which holds the one micro-batch
@@ -384,6 +400,12 @@ int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,
 /* Gradient bytes this rank has handed to MPI in the sums (at the wire's
  * size: 8 a value for the exact f32 wire, 4 float, 2 bf16). */
 uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
+
+/* Clipping: the floats of the summed gradient that the update reads
+ * (the optimizer's span [own_lo, own_hi), the whole gradient but at
+ * parallel.zero) multiplied by c. The others are not the step's sum at
+ * zero, and not touching them keeps their pages handed back. */
+void dt_grad_sync_clip(struct dt_grad_sync *s, float c);
 
 /* The update with the summed gradient at learning rate lr: the sync's
  * optimizer over its span of the rank's parameters, or nothing where the

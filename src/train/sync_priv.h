@@ -39,6 +39,11 @@ struct dt_grad_sync_ops {
 	 * (dt_grad_sync_params_whole); NULL: they always are. */
 	enum dt_status (*params_whole)(struct dt_grad_sync *s,
 				       struct dt_error *err);
+	/* After node's backward in a depth-first pass, and the gradient
+	 * arena zeroed at the step's beginning; NULL: nothing, and
+	 * dt_model_zero_grads. */
+	void (*node_backward_end)(struct dt_grad_sync *s, int node);
+	void (*zero_grads)(struct dt_grad_sync *s);
 };
 
 /* What an implementation whose optimizer state lives elsewhere, or

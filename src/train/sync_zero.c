@@ -13,11 +13,18 @@
  *            implementation: float or exact, whole model or stages,
  *            buckets, overlap, either wire), and only the update and
  *            the all-gather differ;
- *   level 2  the gradient's sum is a reduce-scatter (float, or the exact
- *            mode's double accumulator, whose own part the rank then
- *            rounds into its float gradient): each rank gets the sum of
- *            its own part only, in one piece after the last backward
- *            (no overlap, f32 wire: the plan refuses the others). The
+ *   level 2  the gradient's sum is a reduce-scatter: each rank gets
+ *            the sum of its own part only, in one piece after the last
+ *            backward (no overlap, f32 wire: the plan refuses the
+ *            others); in the exact mode the double accumulator is the
+ *            rank's own part only, each micro-batch's float gradient
+ *            summed into the parts by their owners (part_add), a few
+ *            nodes at a time as their backward ends (the plan's
+ *            grad_parts: the floats summed set to 0 and their pages
+ *            handed back, so the float gradient is never whole on a
+ *            rank), and the part rounded into the float gradient after
+ *            the last; after the update the gradient pages outside the
+ *            own part are handed back (madvise, as level 3 does). The
  *            squared norm is each tensor's sum of squares taken whole
  *            (dt_sync_tensor_sq) by the rank that owns the tensor's
  *            first float; a tensor cut by a part boundary first reaches
@@ -26,10 +33,13 @@
  *            travel in the step report (zeros elsewhere) and add up in
  *            model order: the same bits as level 0's norm.
  * The update of each float is the same arithmetic as on one rank, and
- * the sums are the same sums (the exact mode's reduce-scatter is the one
- * its all-reduce has always run; the float reduce-scatter is used on two
- * ranks only, where a + b does not depend on the order), so each level
- * gives level 0's bits.
+ * the sums are the same sums (each value's sum over the ranks in the
+ * exact mode is in the order its all-reduce's ring has always added it,
+ * the micro-batches' sums then added in turn, which equals level 0's
+ * sum of the ranks' accumulators wherever the double sums are exact, as
+ * level 0's equality with one rank needs; the float reduce-scatter is
+ * used on two ranks only, where a + b does not depend on the order), so
+ * each level gives level 0's bits.
  *
  * Checkpoints read the whole optimizer state, as before: collect gathers
  * the parts to the first of the summing ranks (the one that writes, or
@@ -46,12 +56,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "graph/kern.h"
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 
-enum { TAG_ZERO = 29 };
+enum { TAG_ZERO = 29, TAG_PART = 30 };
 
 #define NO_STRAD SIZE_MAX
 
@@ -67,6 +78,19 @@ struct dt_sync_zero {
 	float *strad;		/* (n_strad) those tensors, whole */
 	size_t *strad_at;	/* (n_tensors) a tensor's offset in strad,
 				 * or NO_STRAD */
+	int part_acc;		/* level 2 in the exact mode: s->acc is the
+				 * rank's own part only (part_add) */
+	size_t seg;		/* part_add: the most values sent in one
+				 * message (the plan's acc_seg) */
+	int grad_parts;		/* and depth first: the float gradient is
+				 * summed node by node during backward and
+				 * its pages handed back (flush) */
+	size_t pend_lo, pend_hi;	/* grad_parts: the floats of the nodes
+					 * whose backward ran, not yet summed */
+	size_t flushed;		/* grad_parts: floats summed in this
+				 * micro-batch */
+	double *sum;		/* (seg) sum_piece's sums */
+	float *in;		/* (seg) sum_piece's floats received */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
@@ -137,14 +161,131 @@ drop_whole(struct dt_sync_zero *z)
 	z->whole = NULL;
 }
 
+/* The pages of the gradient arena g (n) outside the own part, handed
+ * back after the update (clipping scales every float before it; the
+ * next step writes them again). */
+static void
+release_unowned(struct dt_grad_sync *s, float *g)
+{
+	dt_pages_release(g, 0, s->own_lo);
+	dt_pages_release(g, s->own_hi, s->n);
+}
+
 static void
 zero_apply(struct dt_grad_sync *s, float lr)
 {
 	drop_whole(s->zero);
 	dt_sync_optim_apply(s, lr);
-	/* Level 3 gathers node by node instead (sync_zero3.c). */
+	/* Level 3 gathers node by node instead, and hands back its pages
+	 * itself (sync_zero3.c). */
 	if (s->plan->zero < 3)
 		gather_params(s);
+	if (s->plan->zero == 2)
+		release_unowned(s, dt_model_grads(s->cfg.model));
+}
+
+/* Floats [*lo, *hi) of [a, b) in summing rank q's part. */
+static void
+part_in(const struct dt_grad_sync *s, int q, size_t a, size_t b, size_t *lo,
+	size_t *hi)
+{
+	dt_comm_part(s->n, dt_comm_size(s->zero->flat), q, lo, hi);
+	*lo = *lo > a ? *lo : a;
+	*hi = *hi < b ? *hi : b;
+	if (*hi < *lo)
+		*hi = *lo;
+}
+
+/* Values [i, i + k) of the own part (k <= seg): every summing rank's
+ * floats of them (received, this rank's own read in place) summed in
+ * double in the ring's order for the part of rank me (comm/comm.h: x_(me
+ * + 1) first, x_me last), the same partial sums the exact mode's ring
+ * makes, and the sum added into the accumulator. */
+static enum dt_status
+sum_piece(struct dt_grad_sync *s, size_t i, size_t k, struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat);
+	const float *g = dt_model_grads(s->cfg.model) + i;	/* (k) */
+	double *t = z->sum;		/* (k) */
+	double *acc = s->acc + (i - s->own_lo);	/* (k) */
+
+	for (int j = 1; j <= p; j++) {
+		int q = (me + j) % p;
+		const float *x = g;	/* (k) rank q's floats */
+
+		if (q != me) {
+			enum dt_status st = dt_comm_recv_f32(z->flat, z->in, k,
+							     q, TAG_PART, err);
+
+			if (st != DT_OK)
+				return st;
+			x = z->in;
+		}
+		if (j == 1)
+			for (size_t v = 0; v < k; v++)
+				t[v] = x[v];
+		else
+			for (size_t v = 0; v < k; v++)
+				t[v] += x[v];
+	}
+	for (size_t v = 0; v < k; v++)
+		acc[v] += t[v];
+	return DT_OK;
+}
+
+/* Level 2 in the exact mode: the sum over the summing ranks of this
+ * micro-batch's float gradient [a, b), in double, added into each
+ * rank's own part of the double accumulator (s->acc, own_hi - own_lo
+ * doubles). Each rank sends its floats of the others' parts to their
+ * owners (pieces of at most seg values), and each owner sums its part
+ * in the order the exact mode's ring sums it (sum_piece): so each
+ * value's sum over the ranks is level 0's, 4 bytes a value sent where
+ * the ring's partial sums take 8, and the micro-batches' sums add up in
+ * the accumulator in turn: with one micro-batch a rank the very sums of
+ * level 0, with more the same value wherever the double sums are exact,
+ * as level 0's equality with one rank already needs. The floats are
+ * read, not changed. */
+static enum dt_status
+part_add(struct dt_grad_sync *s, size_t a, size_t b, struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat), req;
+	size_t lo, hi;
+	enum dt_status st = DT_OK;
+
+	dt_model_tp_prepare_grads_range(s->cfg.model, a, b);
+	for (int q = 0; q < p && st == DT_OK; q++) {
+		part_in(s, q, a, b, &lo, &hi);
+		for (size_t i = lo; q != me && i < hi && st == DT_OK;
+		     i += z->seg)
+			st = dt_comm_isend_f32(z->flat, g + i, hi - i < z->seg ?
+					       hi - i : z->seg, q, TAG_PART,
+					       &req, err);
+	}
+	part_in(s, me, a, b, &lo, &hi);
+	for (size_t i = lo; i < hi && st == DT_OK; i += z->seg)
+		st = sum_piece(s, i, hi - i < z->seg ? hi - i : z->seg, err);
+	if (st == DT_OK)
+		st = dt_comm_wait_all(z->flat, err);
+	/* 4 bytes a float of [a, b), as the plan counts them */
+	s->bytes += (b - a) * sizeof(float);
+	return st;
+}
+
+/* A failed part_add where no status can be returned leaves the other
+ * ranks inside a collective: the job ends. */
+static void
+part_add_or_abort(struct dt_grad_sync *s, size_t a, size_t b)
+{
+	struct dt_error err;
+
+	if (part_add(s, a, b, &err) == DT_OK)
+		return;
+	fprintf(stderr, "dtrain: rank %d: parallel.zero: %s\n",
+		dt_comm_rank(s->cfg.world), err.msg);
+	dt_comm_abort(s->cfg.world, dt_status_exit_code(DT_ERR_MPI));
 }
 
 /* Level 2: the gradient's sum, each rank's own part of it. */
@@ -157,6 +298,16 @@ zero2_begin(struct dt_grad_sync *s, int b, struct dt_error *err)
 	enum dt_status st;
 
 	assert(b == 0 && s->n_buckets == 1 && s->buckets[0].hi == s->n);
+	if (s->zero->part_acc) {
+		/* backward_end has added every micro-batch (part_add) */
+		if (!s->added[0])
+			part_add_or_abort(s, 0, s->n);
+		s->added[0] = 1;
+		dt_kern_par_f64_round(dt_model_pool(s->cfg.model), s->acc,
+				      g + s->own_lo,
+				      (int64_t)(s->own_hi - s->own_lo));
+		return DT_OK;
+	}
 	if (s->acc != NULL) {
 		dt_sync_exact_add(s, b);
 		st = dt_comm_reduce_scatter_sum_f64(c, s->acc, s->n, err);
@@ -247,19 +398,124 @@ zero2_norm2(struct dt_grad_sync *s, const struct dt_step_report *report)
 static void
 zero_step_begin(struct dt_grad_sync *s)
 {
-	s->zero->base->step_begin(s);
+	if (s->zero->part_acc)
+		dt_kern_par_f64_zero(dt_model_pool(s->cfg.model), s->acc,
+				     (int64_t)(s->own_hi - s->own_lo));
+	else
+		s->zero->base->step_begin(s);
 }
 
+/* grad_parts: floats [lo, hi) of the gradient set to 0, their whole
+ * pages handed back (they read as zeros until backward writes them). */
+static void
+zero_floats(float *g, size_t lo, size_t hi)
+{
+	memset(g + lo, 0, (hi - lo) * sizeof *g);
+	dt_pages_release(g, lo, hi);
+}
+
+/* grad_parts: the pending nodes' floats summed into the parts, then 0
+ * and handed back for the next micro-batch. */
+static void
+flush(struct dt_grad_sync *s)
+{
+	struct dt_sync_zero *z = s->zero;
+
+	if (z->pend_hi <= z->pend_lo)
+		return;
+	part_add_or_abort(s, z->pend_lo, z->pend_hi);
+	zero_floats(dt_model_grads(s->cfg.model), z->pend_lo, z->pend_hi);
+	z->flushed += z->pend_hi - z->pend_lo;
+	z->pend_lo = z->pend_hi = 0;
+}
+
+/* grad_parts: node's floats, final for this micro-batch (a node's
+ * gradient is written by its own backward only, and reverse node order
+ * is reverse arena order), join the pending ones, which are summed once
+ * they reach seg floats; so at most seg - 1 floats and a node are
+ * resident beyond the own part. */
+static void
+zero_node_backward_end(struct dt_grad_sync *s, int node)
+{
+	struct dt_sync_zero *z = s->zero;
+	size_t lo, hi;
+
+	if (!z->grad_parts)
+		return;
+	lo = s->node_lo[node];
+	hi = s->node_hi[node];
+	if (hi <= lo)
+		return;
+	if (z->pend_hi > z->pend_lo && hi != z->pend_lo)
+		flush(s);
+	if (z->pend_hi <= z->pend_lo)
+		z->pend_hi = hi;
+	z->pend_lo = lo;
+	if (z->pend_hi - z->pend_lo >= z->seg)
+		flush(s);
+}
+
+/* grad_parts: the whole arena zero by handing its pages back (the floats
+ * of a page not wholly inside it set to 0), so that a step begins with
+ * no gradient page resident. */
+static void
+zero_grads(struct dt_grad_sync *s)
+{
+	struct dt_model *m = s->cfg.model;
+	float *g = dt_model_grads(m);	/* (n_params) */
+	size_t n = dt_model_n_params(m);
+	size_t per = (size_t)sysconf(_SC_PAGESIZE) / sizeof *g;
+	size_t w = n / per * per;
+
+	if (!s->zero->grad_parts) {
+		dt_model_zero_grads(m);
+		return;
+	}
+	/* the arena is page-aligned (dt_xalloc_pages): [0, w) whole pages */
+	if (w > 0 && dt_pages_release(g, 0, w) == 0)
+		memset(g, 0, w * sizeof *g);
+	memset(g + w, 0, (n - w) * sizeof *g);
+}
+
+/* grad_parts: the arena is zero already (flush), so nothing to clear. */
 static void
 zero_backward_begin(struct dt_grad_sync *s)
 {
+	if (s->zero->grad_parts) {
+		memset(s->added, 0, (size_t)s->n_buckets);
+		return;
+	}
 	s->zero->base->backward_begin(s);
 }
 
+/* Level 2 in the exact mode: each micro-batch's gradient into the
+ * accumulator's parts as its backward ends, or with grad_parts its last
+ * pending nodes (the breadth-first schedule adds node by node instead,
+ * zero_node_done). */
 static void
 zero_backward_end(struct dt_grad_sync *s)
 {
-	s->zero->base->backward_end(s);
+	struct dt_sync_zero *z = s->zero;
+
+	if (!z->part_acc) {
+		z->base->backward_end(s);
+		return;
+	}
+	if (z->grad_parts) {
+		flush(s);
+		/* every trained float belongs to a node the hook saw */
+		if (z->flushed != s->n) {
+			fprintf(stderr, "dtrain: rank %d: parallel.zero: "
+				"%zu of %zu gradient floats summed\n",
+				dt_comm_rank(s->cfg.world), z->flushed, s->n);
+			dt_comm_abort(s->cfg.world,
+				      dt_status_exit_code(DT_ERR_MPI));
+		}
+		z->flushed = 0;
+	} else if (!s->added[0]) {
+		part_add_or_abort(s, 0, s->n);
+	}
+	s->added[0] = 1;
 }
 
 static void
@@ -272,6 +528,14 @@ zero_breadth_begin(struct dt_grad_sync *s)
 static void
 zero_node_done(struct dt_grad_sync *s, int node)
 {
+	if (s->zero->part_acc) {
+		size_t lo = s->node_lo[node], hi = s->node_hi[node];
+
+		part_add_or_abort(s, lo, hi);
+		memset(dt_model_grads(s->cfg.model) + lo, 0,
+		       (hi - lo) * sizeof(float));
+		return;
+	}
 	if (s->zero->base->node_done != NULL)
 		s->zero->base->node_done(s, node);
 }
@@ -423,6 +687,8 @@ zero_fini(struct dt_grad_sync *s)
 	drop_whole(z);
 	free(z->strad);
 	free(z->strad_at);
+	free(z->sum);
+	free(z->in);
 	free(z);
 	s->zero = NULL;
 }
@@ -439,6 +705,7 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 {
 	struct dt_sync_zero *z = dt_xcalloc(1, sizeof *z);
 	enum dt_sync_impl base = s->plan->base;
+	enum dt_status st;
 
 	z->base = dt_sync_impl_ops(base);
 	z->flat = s->cfg.sum_comm;
@@ -452,11 +719,25 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 		assert(!s->overlap && s->n_buckets == 1);
 		find_cut_tensors(s);
 	}
-	return z->base->init(s, err);
+	st = z->base->init(s, err);
+	if (st == DT_OK && s->plan->acc_seg > 0) {
+		/* The base made the whole accumulator (untouched, so never
+		 * resident): level 2 keeps the own part only. */
+		assert(s->acc != NULL);
+		free(s->acc);
+		s->acc = dt_xcalloc(s->own_hi - s->own_lo + 1, sizeof *s->acc);
+		z->part_acc = 1;
+		z->grad_parts = s->plan->grad_parts;
+		z->seg = (size_t)s->plan->acc_seg;
+		z->sum = dt_xcalloc(z->seg + 1, sizeof *z->sum);
+		z->in = dt_xcalloc(z->seg + 1, sizeof *z->in);
+	}
+	return st;
 }
 
 const struct dt_grad_sync_ops dt_sync_zero_ops = {
 	"zero", zero_init, zero_step_begin, zero_backward_begin,
 	zero_backward_end, zero_begin, zero_finish, zero_norm2, zero_apply,
 	zero_breadth_begin, zero_node_done, NULL, NULL, NULL,
+	zero_node_backward_end, zero_grads,
 };

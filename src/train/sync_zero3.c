@@ -29,9 +29,10 @@
  * parallel.progress_us), so how much of it hides behind compute depends
  * on those; on the host-first communicator it is blocking.
  *
- * The gradient arena is reduce-scattered as at level 2; after the update
- * the gradient pages the rank does not own are handed back too (the next
- * step writes them again). Whole parameters outside a step: a checkpoint
+ * The gradient is summed as at level 2 (in the exact mode into the
+ * parts during backward, its pages handed back as it goes); after the
+ * update the gradient pages the rank does not own are handed back too
+ * (the next step writes them again). Whole parameters outside a step: a checkpoint
  * (collect) and an evaluation (dt_grad_sync_params_whole) all-gather them
  * first, transiently, until the next step begins; the checkpoint is thus
  * the same as at every other level. */
@@ -438,6 +439,18 @@ zero3_breadth_begin(struct dt_grad_sync *s)
 }
 
 static void
+zero3_node_backward_end(struct dt_grad_sync *s, int node)
+{
+	dt_sync_zero_ops.node_backward_end(s, node);
+}
+
+static void
+zero3_zero_grads(struct dt_grad_sync *s)
+{
+	dt_sync_zero_ops.zero_grads(s);
+}
+
+static void
 zero3_node_done(struct dt_grad_sync *s, int node)
 {
 	dt_sync_zero_ops.node_done(s, node);
@@ -458,4 +471,6 @@ const struct dt_grad_sync_ops dt_sync_zero3_ops = {
 	.node_forward_begin = zero3_node_forward_begin,
 	.node_backward_begin = zero3_node_backward_begin,
 	.params_whole = zero3_params_whole,
+	.node_backward_end = zero3_node_backward_end,
+	.zero_grads = zero3_zero_grads,
 };
