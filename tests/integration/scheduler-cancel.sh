@@ -52,11 +52,16 @@ tree() {
 
 # cancel DIR CMD...: starts CMD, waits for its 10th logged step, sends
 # SIGTERM to every process of the job at once, SIGKILL to those left 30 s
-# later; leaves CMD's exit code in $rc.
+# later; leaves CMD's exit code in $rc. Rank 0 waits 50 ms for each
+# step's data (DTRAIN_TEST_DATA_DELAY; no bit changes), so the 110 steps
+# after the 10th take 5 s or more and the cancel lands mid-run: without
+# it the 120 steps could end before the signal (seen under load: a
+# checkpoint at step 120, or every rank done with exit 0 as the cancel
+# came).
 cancel() {
 	d=$1
 	shift
-	"$@" >"$d.out" 2>"$d.err" &
+	DTRAIN_TEST_DATA_DELAY=0:50 "$@" >"$d.out" 2>"$d.err" &
 	pid=$!
 	i=0
 	while [ "$(cat "$d/metrics.jsonl" 2>/dev/null | wc -l)" -lt 10 ]; do
