@@ -23,6 +23,7 @@
 #include "plan/sync_plan.h"
 #include "train/gather.h"
 #include "train/metrics.h"
+#include "train/run_data.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
@@ -725,7 +726,7 @@ no_checkpoint(struct dt_run *r, enum dt_status find, struct dt_error *err)
 	if (r->start_over || (!history && find == DT_OK)) {
 		fprintf(stderr, "dtrain: %s; starting from the beginning%s\n",
 			why, r->start_over ? " (--start-over)" : "");
-		return DT_OK;
+		return dt_run_vocab_replace(r, err);
 	}
 	if (!history)
 		return find;
