@@ -553,7 +553,8 @@ START_TEST(status_after_the_guard)
 	/* A guard that sent nothing changes nothing. */
 	g.bad_rank = 1;
 	g.bad_code = 4;
-	ck_assert_int_eq(dt_launch_job_status(wait_status(9), 0, dir, &g, 0), 9);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(9), 0, dir, &g, 0),
+			 9);
 	/* Once it ended mpirun: the failed rank's code, 1 for none or one
 	 * out of range, 0 when every rank had finished. */
 	g.ended = 1;
