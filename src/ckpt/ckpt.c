@@ -197,6 +197,28 @@ check_other(const char *path, const struct dt_ck_file *f,
 	return st;
 }
 
+/* The common end of reading a safetensors file r whose header h was read
+ * (st: the status so far): with st DT_OK, its data into dst (h->n
+ * destinations, NULL entries skipped), its end and its CRC-32 checked
+ * against manifest entry f; then dst, h and r are freed and closed
+ * whatever st. Returns the first failure, or DT_OK. */
+static enum dt_status
+finish_tensors(struct dt_ck_rfile *r, struct dt_ck_header *h, float **dst,
+	       const struct dt_ck_file *f, enum dt_status st,
+	       struct dt_error *err)
+{
+	if (st == DT_OK)
+		st = dt_ck_st_read_data(r, h, dst, err);
+	if (st == DT_OK)
+		st = dt_ck_rfinish(r, err);
+	if (st == DT_OK)
+		st = check_crc(r, f, err);
+	free(dst);
+	dt_ck_header_fini(h);
+	dt_ck_rclose(r);
+	return st;
+}
+
 /* Reads one safetensors file, checked against its manifest entry f (or
  * not). With match, the tensors go into targets t (n of them), which they
  * must equal in names and shapes; without, the data is only checked. */
@@ -221,16 +243,7 @@ read_tensor_file(const char *path, const char *label, int gz,
 		if (match)
 			st = dt_ck_match(&h, label, t, n, dst, err);
 	}
-	if (st == DT_OK)
-		st = dt_ck_st_read_data(&r, &h, dst, err);
-	if (st == DT_OK)
-		st = dt_ck_rfinish(&r, err);
-	if (st == DT_OK)
-		st = check_crc(&r, f, err);
-	free(dst);
-	dt_ck_header_fini(&h);
-	dt_ck_rclose(&r);
-	return st;
+	return finish_tensors(&r, &h, dst, f, st, err);
 }
 
 struct want;
@@ -1053,16 +1066,7 @@ read_shard(const char *path, const struct dt_ck_file *f, struct want *w,
 		st = parse_span(h.t[i].name, NULL, &a, &lo, &hi) ?
 			place_span(f->name, &h.t[i], w, &dst[i], err) :
 			place_tensor(f->name, &h.t[i], w, &dst[i], err);
-	if (st == DT_OK)
-		st = dt_ck_st_read_data(&r, &h, dst, err);
-	if (st == DT_OK)
-		st = dt_ck_rfinish(&r, err);
-	if (st == DT_OK)
-		st = check_crc(&r, f, err);
-	free(dst);
-	dt_ck_header_fini(&h);
-	dt_ck_rclose(&r);
-	return st;
+	return finish_tensors(&r, &h, dst, f, st, err);
 }
 
 /* Every float of every array and every tensor found (after every file

@@ -116,12 +116,16 @@ struct dt_ckpt_meta {
 				 * model (data/data.h, dt_norm_text: the
 				 * scale and data.normalize's statistics);
 				 * NULL: none (not saved) */
+	char *data_files;	/* the training data's single files, one
+				 * "KEY<TAB>BYTES<TAB>SHA256<TAB>PATH" line
+				 * each (train/datafiles.h); NULL: none (not
+				 * saved) */
 	struct dt_ckpt_scalar *extra;	/* n_extra entries */
 	size_t n_extra;		/* <= DT_CKPT_MAX_EXTRA */
 };
 
 /* Frees what dt_ckpt_load put in *meta (job_text, data_shards,
- * data_norm, extra)
+ * data_norm, data_files, extra)
  * and zeroes it.
  * Accepts NULL and a zeroed struct. Never call it on a struct whose
  * pointers the caller owns itself. */

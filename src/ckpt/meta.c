@@ -418,6 +418,9 @@ dt_ck_meta_encode(const struct dt_ckpt_meta *m)
 	if (m->data_norm != NULL)
 		json_object_object_add(root, "data_norm",
 				       json_object_new_string(m->data_norm));
+	if (m->data_files != NULL)
+		json_object_object_add(root, "data_files",
+				       json_object_new_string(m->data_files));
 	return to_text(root);
 }
 
@@ -429,6 +432,7 @@ dt_ckpt_meta_fini(struct dt_ckpt_meta *meta)
 	free(meta->job_text);
 	free(meta->data_shards);
 	free(meta->data_norm);
+	free(meta->data_files);
 	free(meta->extra);
 	memset(meta, 0, sizeof *meta);
 }
@@ -508,6 +512,24 @@ decode_run(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 	return DT_OK;
 }
 
+/* The string under key of root (in file L), when there is one, into *out
+ * (heap, the caller's); *out untouched when there is none. */
+static enum dt_status
+opt_string(json_object *root, const char *L, const char *key, char **out,
+	   struct dt_error *err)
+{
+	const char *text;
+	json_object *v;
+	enum dt_status st;
+
+	if (!json_object_object_get_ex(root, key, &v))
+		return DT_OK;
+	st = get_string(root, L, key, &text, err);
+	if (st == DT_OK)
+		*out = dt_xstrdup(text);
+	return st;
+}
+
 static enum dt_status
 decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 {
@@ -515,7 +537,7 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 		"format", "version", "step", "epoch", "epoch_samples",
 		"optim_steps", "seed", "world_size", "dp_size", "pp_size",
 		"tp_size", "extra", "job", "run_id", "run_dir", "data_shards",
-		"data_norm", NULL
+		"data_norm", "data_files", NULL
 	};
 	static const char *const sizes[] = { "world_size", "dp_size",
 					     "pp_size", "tp_size" };
@@ -567,20 +589,13 @@ decode_meta(json_object *root, struct dt_ckpt_meta *m, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	m->job_text = dt_xstrdup(job);
-	/* Optional: only a run over token shards saves it. */
-	if (json_object_object_get_ex(root, "data_shards", &v)) {
-		st = get_string(root, L, "data_shards", &job, err);
-		if (st != DT_OK)
-			return st;
-		m->data_shards = dt_xstrdup(job);
-	}
-	/* Optional: a run over idx, npy or csv features saves it. */
-	if (json_object_object_get_ex(root, "data_norm", &v)) {
-		st = get_string(root, L, "data_norm", &job, err);
-		if (st != DT_OK)
-			return st;
-		m->data_norm = dt_xstrdup(job);
-	}
+	/* Optional: only a run over token shards saves the first, one over
+	 * idx, npy or csv features the second, a run of this dtrain the
+	 * third. */
+	if ((st = opt_string(root, L, "data_shards", &m->data_shards, err)) ||
+	    (st = opt_string(root, L, "data_norm", &m->data_norm, err)) ||
+	    (st = opt_string(root, L, "data_files", &m->data_files, err)))
+		return st;
 	return decode_run(root, m, err);
 }
 

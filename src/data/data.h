@@ -416,7 +416,9 @@ enum dt_status dt_tokens_open_shards(char *const *paths, int64_t n_paths,
  * cache_max bytes (0: no bound). vocab_size must be given (> 0): a
  * shard's tokens are checked against it when it arrives. Errors as
  * dt_tokens_open_shards, and DT_ERR_NET (dt_fetch_head), DT_ERR_DATA when
- * a shard is larger than cache_max or vocab_size is 0. A download or
+ * vocab_size is 0, DT_ERR_JOB when the largest shard is larger than
+ * cache_max ("N bytes cannot hold shard I (URL) of M bytes; give at least
+ * M, ...": the caller puts the place of its setting in front). A download or
  * check that fails once training runs cannot be returned through
  * dt_tokens_gather: the message, naming the rank (dt_tokens_ahead_start),
  * the URL, the shard and the size expected, goes to stderr and the

@@ -540,6 +540,7 @@ dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 		    struct dt_token_data *td, struct dt_error *err)
 {
 	enum dt_status st;
+	int64_t big = 0;
 
 	if (vocab_size <= 0)
 		return dt_errorf(err, DT_ERR_DATA, "%s: shards over HTTP are "
@@ -551,17 +552,21 @@ dt_tokens_open_urls(char *const *urls, int64_t n_urls,
 		return st;
 	td->cache_max = cache_max;
 	td->rank = -1;
-	for (int64_t i = 0; i < n_urls && cache_max > 0; i++)
-		if (td->shards[i].bytes > cache_max) {
-			st = dt_errorf(err, DT_ERR_DATA, "%s: shard %lld is "
-				       "%lld bytes, more than "
-				       "data.cache_max_bytes %lld",
-				       td->shards[i].path, ll(i),
-				       ll(td->shards[i].bytes),
-				       ll(cache_max));
-			dt_tokens_fini(td);
-			return st;
-		}
+	/* A bound that cannot hold the largest shard can never download
+	 * it: a setting of the job, refused as one. */
+	for (int64_t i = 0; i < n_urls; i++)
+		if (td->shards[i].bytes > td->shards[big].bytes)
+			big = i;
+	if (cache_max > 0 && td->shards[big].bytes > cache_max) {
+		st = dt_errorf(err, DT_ERR_JOB, "%lld bytes cannot hold shard "
+			       "%lld (%s) of %lld bytes; give at least %lld, "
+			       "the largest shard, or 0 for no bound",
+			       ll(cache_max), ll(big), td->shards[big].path,
+			       ll(td->shards[big].bytes),
+			       ll(td->shards[big].bytes));
+		dt_tokens_fini(td);
+		return st;
+	}
 	return DT_OK;
 }
 

@@ -355,7 +355,7 @@ dt_launch_child_run(const char *const *argv, int n_ranks, const char *dir,
 		p.told = dt_xcalloc((size_t)n_ranks, sizeof *p.told);
 	dt_banner_init(&b, stderr);
 	status = supervise(pid, n_ranks, dir, host, &g, &p, &err_fd, &b);
-	rc = dt_launch_job_status(status, n_ranks, dir, &g);
+	rc = dt_launch_job_status(status, n_ranks, dir, &g, p.given > 0);
 	/* The ranks say how a stop left them; before they started, no
 	 * rank can: an interrupted job all the same. */
 	if (n_ranks > 0 && stopped_unstarted(&p, n_ranks, dir))

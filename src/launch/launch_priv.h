@@ -197,9 +197,11 @@ void dt_launch_guard_step(struct dt_launch_guard *g, pid_t pid, int n_ranks,
  * one (dt_launch_ranks_exit_code), 128 + N when killed by signal N; but
  * once the guard g (NULL: none) ended mpirun, 0 when every rank had
  * finished, else the failed rank's code (1 if it left none or one out of
- * range). */
+ * range). With stopped (the launcher caught a stop and passed it on),
+ * 0 whenever every rank noted 0 (dt_launch_all_done): the stop came after
+ * the job was done, and whatever it did to mpirun is no failure. */
 int dt_launch_job_status(int status, int n_ranks, const char *dir,
-			 const struct dt_launch_guard *g);
+			 const struct dt_launch_guard *g, int stopped);
 
 /* Seconds the guard leaves mpirun after a rank failed: three watchdog
  * timeouts (timeout_s; mpirun's daemons give up on an idle link within

@@ -157,9 +157,15 @@ dt_launch_guard_step(struct dt_launch_guard *g, pid_t pid, int n_ranks,
 
 int
 dt_launch_job_status(int status, int n_ranks, const char *dir,
-		     const struct dt_launch_guard *g)
+		     const struct dt_launch_guard *g, int stopped)
 {
 	int rc;
+
+	/* A stop (a scheduler's cancel) that came after every rank was
+	 * done: mpirun's failure or signal is the stop's, the job's is
+	 * none. */
+	if (stopped && dt_launch_all_done(dir, n_ranks))
+		return 0;
 
 	if (WIFEXITED(status)) {
 		rc = WEXITSTATUS(status);

@@ -6,6 +6,7 @@
 libdtrain_la_SOURCES += src/train/train.h src/train/run.c \
 	src/train/state.h src/train/state.c \
 	src/train/run_data.h src/train/run_data.c \
+	src/train/datafiles.h src/train/datafiles.c \
 	src/train/agree.h src/train/agree.c \
 	src/train/loop.h src/train/loop.c \
 	src/train/diverge.h src/train/diverge.c \

@@ -771,6 +771,7 @@ run_fini(struct dt_run *r)
 	dt_vocab_fini(&r->vocab);
 	dt_norm_fini(&r->norm);
 	free(r->data_job);
+	free(r->data_files);
 	free(r->perm);
 	free(r->report);
 	dt_plan_fini(&r->plan);

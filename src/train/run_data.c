@@ -51,27 +51,43 @@ same_bytes(const char *a, const char *b)
 	return same;
 }
 
+/* The run directory's vocabulary file (tokenizer.json or vocab.bin)
+ * into path (size bytes). */
+static enum dt_status
+vocab_path(const struct dt_run *r, char *path, size_t size,
+	   struct dt_error *err)
+{
+	return dt_rundir_path(path, size, r->dir,
+			      r->vocab.unit == DT_TEXT_BPE ? "tokenizer.json" :
+			      "vocab.bin", err);
+}
+
 /* Saves the text's vocabulary in the run directory (rank 0). One there
  * already (a resume) must be the one made now: the checkpoints' ids mean
  * its tokens, and another tokenizer or a text with other characters would
- * give them other meanings without a word. */
+ * give them other meanings without a word. A start over (resume
+ * --start-over) keeps no checkpoint, so another one is no error: it is
+ * noted (r->vocab_changed) and replaces the old once dt_run_restore has
+ * found no checkpoint (dt_run_vocab_replace). */
 static enum dt_status
 write_vocab(struct dt_run *r, struct dt_error *err)
 {
-	const char *name = r->vocab.unit == DT_TEXT_BPE ? "tokenizer.json" :
-			   "vocab.bin";
 	const struct dt_job *dj = r->data_job;
 	char path[DT_JOB_PATH_MAX + 32], fresh[DT_JOB_PATH_MAX + 40];
 	enum dt_status st;
+	int other;
 
 	if (r->rank != 0)
 		return DT_OK;
-	st = dt_rundir_path(path, sizeof path, r->dir, name, err);
+	st = vocab_path(r, path, sizeof path, err);
 	if (st != DT_OK || access(path, F_OK) != 0)
 		return st != DT_OK ? st : dt_vocab_save(&r->vocab, path, err);
 	snprintf(fresh, sizeof fresh, "%s.now", path);
 	st = dt_vocab_save(&r->vocab, fresh, err);
-	if (st == DT_OK && !same_bytes(path, fresh))
+	other = st == DT_OK && !same_bytes(path, fresh);
+	if (other && r->start_over)
+		r->vocab_changed = 1;
+	else if (other)
 		st = dt_errorf(err, DT_ERR_DATA, "%s: the run was trained with "
 			       "this %s, and %s now gives another, so the "
 			       "checkpoints' token ids would change meaning; "
@@ -84,6 +100,29 @@ write_vocab(struct dt_run *r, struct dt_error *err)
 			       r->vocab.unit == DT_TEXT_BPE ? "tokenizer" :
 			       "text");
 	(void)unlink(fresh);
+	return st;
+}
+
+enum dt_status
+dt_run_vocab_replace(struct dt_run *r, struct dt_error *err)
+{
+	char path[DT_JOB_PATH_MAX + 32];
+	enum dt_status st;
+
+	if (r->rank != 0 || !r->vocab_changed)
+		return DT_OK;
+	st = vocab_path(r, path, sizeof path, err);
+	if (st == DT_OK)
+		st = dt_vocab_save(&r->vocab, path, err);
+	if (st == DT_OK)
+		fprintf(stderr, "dtrain: %s: replaced by the %s of %s "
+			"(--start-over)\n", path,
+			r->vocab.unit == DT_TEXT_BPE ? "tokenizer" :
+			"vocabulary",
+			r->vocab.unit == DT_TEXT_BPE ?
+			r->data_job->data.tokenizer :
+			r->data_job->data.train.file.path);
+	r->vocab_changed = 0;
 	return st;
 }
 

@@ -14,4 +14,11 @@
 enum dt_status dt_run_load_data(struct dt_run *r, int progress,
 				struct dt_error *err);
 
+/* Rank 0, resume --start-over once no checkpoint was found: saves the
+ * vocabulary made now over the run directory's tokenizer.json or
+ * vocab.bin when they differed (r->vocab_changed, set by
+ * dt_run_load_data), saying so on stderr; else does nothing. DT_ERR_IO
+ * naming the file when it cannot be written. */
+enum dt_status dt_run_vocab_replace(struct dt_run *r, struct dt_error *err);
+
 #endif

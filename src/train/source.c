@@ -183,19 +183,27 @@ open_shards(struct dt_batch_source *s, const struct dt_job *job,
 				  DT_TOKFILE_LLMC : DT_TOKFILE_RAW16;
 	int64_t ctx = job->data.context, n = 1;
 	char *one[1] = { (char *)path }, **names = one;
+	char where[DT_JOB_PATH_MAX + 128];
 	enum dt_status st = DT_OK;
 
 	if (job->data.format == DT_FORMAT_TOKENS && job->data.token_bytes == 4)
 		kind = DT_TOKFILE_RAW32;
 	if (dt_shards_is_pattern(path))
 		st = dt_shards_expand(path, &names, &n, err);
-	if (st == DT_OK && is_url(path))
+	if (st == DT_OK && is_url(path)) {
 		st = dt_tokens_open_urls(names, n, kind, n_classes, ctx, ctx,
 					 job->data.cache_max_bytes, &s->td,
 					 err);
-	else if (st == DT_OK)
+		/* Its one job error: a bound below the largest shard. */
+		if (st == DT_ERR_JOB) {
+			dt_job_where(job, "data.cache_max_bytes", where,
+				     sizeof where);
+			dt_error_prefix(err, "%s", where);
+		}
+	} else if (st == DT_OK) {
 		st = dt_tokens_open_shards(names, n, kind, n_classes, ctx, ctx,
 					   &s->td, err);
+	}
 	if (names != one)
 		dt_shards_names_free(names, n);
 	return st;

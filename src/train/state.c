@@ -21,8 +21,10 @@
 #include "ckpt/ckpt.h"
 #include "job/schema.h"
 #include "plan/sync_plan.h"
+#include "train/datafiles.h"
 #include "train/gather.h"
 #include "train/metrics.h"
+#include "train/run_data.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
 #include "util/fileio.h"
@@ -232,9 +234,23 @@ dt_run_checkpoint(struct dt_run *r, struct dt_error *err)
 	return st;
 }
 
+/* Rank 0: r->data_files, made at the first call (err: why it could not
+ * be, NULL for none needed); NULL when it cannot be. */
+static const char *
+run_data_files(struct dt_run *r, struct dt_error *err)
+{
+	struct dt_error e;
+
+	if (r->data_files == NULL)
+		r->data_files = dt_datafiles_record(r->data_job,
+						    err != NULL ? err : &e);
+	return r->data_files;
+}
+
 /* The checkpoint's meta.json of r's position: its step, layout, job,
  * run, the optimizer's step count, shard list and inputs' map (heap:
- * the caller frees meta->job_text, meta->data_shards and meta->data_norm)
+ * the caller frees meta->job_text, meta->data_shards, meta->data_norm
+ * and meta->data_files)
  * and extras (in extra, N_EXTRA + DT_BEST_N_EXTRA entries, the
  * caller's). */
 static void
@@ -260,6 +276,8 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 		meta->data_shards = dt_tokens_shard_list(&r->train.td);
 	if (!r->train.tokens && r->train.n > 0)
 		meta->data_norm = dt_norm_text(&r->norm);
+	if (run_data_files(r, NULL) != NULL)
+		meta->data_files = dt_xstrdup(r->data_files);
 	meta->n_extra = position_extras(r, extra);
 	dt_best_meta_put(&r->best, &extra[meta->n_extra]);
 	meta->n_extra += DT_BEST_N_EXTRA;
@@ -399,6 +417,7 @@ shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 		free(meta.job_text);
 		free(meta.data_shards);
 		free(meta.data_norm);
+		free(meta.data_files);
 	}
 	free(files);
 	if (r->rank == 0 && st != DT_OK)
@@ -497,6 +516,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		free(meta.job_text);
 		free(meta.data_shards);
 		free(meta.data_norm);
+		free(meta.data_files);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);
@@ -725,7 +745,7 @@ no_checkpoint(struct dt_run *r, enum dt_status find, struct dt_error *err)
 	if (r->start_over || (!history && find == DT_OK)) {
 		fprintf(stderr, "dtrain: %s; starting from the beginning%s\n",
 			why, r->start_over ? " (--start-over)" : "");
-		return DT_OK;
+		return dt_run_vocab_replace(r, err);
 	}
 	if (!history)
 		return find;
@@ -907,6 +927,10 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 		st = checked_shards(r, path, &meta, err);
 	if (st == DT_OK)
 		st = checked_norm(r, path, &meta, err);
+	if (st == DT_OK && meta.data_files != NULL)
+		st = run_data_files(r, err) == NULL ? DT_ERR_IO :
+		     dt_datafiles_check(path, meta.data_files, r->data_files,
+					err);
 	if (st == DT_OK)
 		st = checked_position(r, path, step, &meta, pos, err);
 	if (st == DT_OK)

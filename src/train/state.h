@@ -64,6 +64,13 @@ struct dt_run {
 					 * (dt_rundir_claim_ckpt), else -1 */
 	int ckpt_made;			/* rank 0: this run created ckpt_dir */
 	int start_over;			/* resume --start-over */
+	int vocab_changed;		/* rank 0, start_over: the text's
+					 * vocabulary differs from the run
+					 * directory's (run_data.c) */
+	char *data_files;		/* rank 0: the training data's
+					 * single files, sizes and digests
+					 * (train/datafiles.h), made at the
+					 * first use; NULL before */
 	struct dt_batch_source train, eval;
 	int have_eval;
 	struct dt_vocab vocab;		/* data.format text */

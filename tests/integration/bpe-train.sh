@@ -10,7 +10,7 @@
 # tokenizer's pieces; a missing data.tokenizer, a tokenizer with more ids
 # than the model's output, a tokenizer with another text_unit and a
 # damaged cache file are refused, the last leaving no run directory; a
-# resume over another tokenizer is refused.
+# resume over another tokenizer is refused (resume --start-over takes it).
 . "${top_srcdir}/tests/integration/lib.sh"
 export DTRAIN_CACHE="$SCRATCH/cache"
 
@@ -128,7 +128,7 @@ expect_fail 1 'bpe-.*\.tok: byte 2: the file ends inside a token' \
 # A resume over another tokenizer under the same path is refused naming
 # both, and the run's tokenizer.json is kept (it went on, exit 0, with
 # the ids meaning other tokens, and replaced tokenizer.json); the same
-# tokenizer resumes as before.
+# tokenizer resumes as before; --start-over takes the new one.
 rm "$cached"
 cp tok.json tokr.json
 job "  tokenizer: tokr.json" 300 >resume.yaml
@@ -144,4 +144,17 @@ expect_fail 1 "r7/tokenizer.json: the run was trained with this tokenizer, and .
 	"$DTRAIN" resume -q r7
 cmp -s r7/tokenizer.json tok.json || fail "the run's tokenizer.json was replaced"
 [ ! -e r7/checkpoints/step-000000040 ] || fail "the refused resume trained"
+# --start-over starts a new run in the directory, so the tokenizer it
+# gives now is taken and kept as tokenizer.json (it was refused, exit 1);
+# while a checkpoint is left, --start-over is refused and keeps the old.
+expect_fail 2 "r7: --start-over is for a run with no usable checkpoint" \
+	"$DTRAIN" resume -q --start-over r7
+cmp -s r7/tokenizer.json tok.json || fail "a refused --start-over replaced tokenizer.json"
+rm -r r7/checkpoints/step-*
+"$DTRAIN" resume -q --start-over r7 >/dev/null 2>r7.so ||
+	{ cat r7.so >&2; fail "resume --start-over with another tokenizer"; }
+grep -q "r7/tokenizer.json: replaced by the tokenizer of .*tokr.json (--start-over)" r7.so ||
+	{ cat r7.so >&2; fail "--start-over did not say it replaced tokenizer.json"; }
+cmp -s r7/tokenizer.json tokr.json || fail "--start-over did not keep the new tokenizer"
+[ -e r7/checkpoints/step-000000040 ] || fail "--start-over did not train"
 echo "ok: a BPE text job trains, caches its encoding and samples"

@@ -18,50 +18,14 @@
 # exit status 2 and the figures, nothing written.
 . "${top_srcdir}/tests/integration/lib.sh"
 
-# make_cgroup BYTES: a new memory cgroup limited to BYTES, its directory
-# in CG (tasks file in CG_TASKS); returns 1 when none can be made.
-CG=
-make_cgroup() {
-	name=dtrain-test-$$-$1
-	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	if [ -n "$rel" ] && [ -f "/sys/fs/cgroup$rel/cgroup.controllers" ] &&
-	   [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-		CG=/sys/fs/cgroup${rel%/}/$name
-		mkdir "$CG" 2>/dev/null || return 1
-		echo "$1" >"$CG/memory.max" 2>/dev/null || return 1
-		echo 0 >"$CG/memory.swap.max" 2>/dev/null || true
-		CG_TASKS=$CG/cgroup.procs
-		return 0
-	fi
-	rel=$(sed -n 's/^[0-9]*:\([^:]*,\)*memory\(,[^:]*\)*:\(.*\)$/\3/p' /proc/self/cgroup)
-	[ -n "$rel" ] && [ -d /sys/fs/cgroup/memory ] || return 1
-	CG=/sys/fs/cgroup/memory${rel%/}/$name
-	mkdir "$CG" 2>/dev/null || return 1
-	echo "$1" >"$CG/memory.limit_in_bytes" 2>/dev/null || return 1
-	CG_TASKS=$CG/tasks
-}
-CGS=
-cleanup() {
-	for c in $CGS; do rmdir "$c" 2>/dev/null || true; done
-	rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
-
-# in_cgroup DIR CMD...: CMD run inside the cgroup DIR.
-in_cgroup() {
-	cg_tasks=$1
-	shift
-	sh -c 'echo $$ >"$0" && exec "$@"' "$cg_tasks" "$@"
-}
+trap remove_cgroups EXIT
 
 if ! make_cgroup $((400 << 20)); then
 	echo "SKIP: cannot make a memory cgroup (not root, or no writable cgroup v1 or v2 memory controller)"
 	exit 77
 fi
-CGS=$CG
 big=$CG_TASKS
 make_cgroup $((100 << 20)) || fail "made one cgroup but not a second"
-CGS="$CGS $CG"
 small=$CG_TASKS
 
 "$PYTHON" -c "

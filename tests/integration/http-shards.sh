@@ -14,8 +14,9 @@
 #       others were evicted;
 #   (c) the losses equal, bit for bit, those of the same job on the local
 #       files;
-#   (d) a glob in a URL pattern and a shard larger than the bound are
-#       refused before training, naming the pattern or the shard.
+#   (d) a glob in a URL pattern and a bound below the largest shard are
+#       refused before training (exit 2), naming the pattern, or the
+#       setting's place, the shard and the bound it needs.
 # On the tree before this change a URL pattern was refused outright.
 . "${top_srcdir}/tests/integration/lib.sh"
 
@@ -155,7 +156,17 @@ echo "ok: (c) the 3 losses over HTTP equal the local run's bit for bit"
 expect_fail 2 "a pattern of URLs takes brace ranges" \
 	timeout 60 "$DTRAIN" run -q --run-dir d1 \
 	--set "data.train.file=$BASE/shard-*.bin" url.yaml
-expect_fail 1 "shard-000004.bin: shard 4 is 1072 bytes, more than data.cache_max_bytes 1070" \
+# A bound below the largest shard (shard 9, 1024 + 2 * 29 bytes) is a
+# bad setting: exit 2 naming where it was given, the shard and the bound
+# it needs (it was exit 1, naming the first shard over the bound).
+big=$(wc -c <www/shard-000009.bin)
+[ "$big" -eq 1082 ] || fail "(d) shard 9 is $big bytes, expected 1082"
+expect_fail 2 "^dtrain: --set data.cache_max_bytes=1070: data.cache_max_bytes: 1070 bytes cannot hold shard 9 \\($BASE/shard-000009.bin\\) of 1082 bytes; give at least 1082, the largest shard" \
 	timeout 60 "$DTRAIN" run -q --run-dir d2 \
 	--set data.cache_max_bytes=1070 url.yaml
+sed 's/cache_max_bytes: 2200/cache_max_bytes: 1081/' url.yaml >small.yaml
+line=$(grep -n 'cache_max_bytes: 1081' small.yaml | cut -d: -f1)
+expect_fail 2 "small.yaml:$line:[0-9]+: data.cache_max_bytes: 1081 bytes cannot hold shard 9 .* give at least 1082" \
+	timeout 60 "$DTRAIN" run -q --run-dir d3 small.yaml
+[ ! -e d2 ] && [ ! -e d3 ] || fail "(d) a refused run left its run directory"
 echo "ok: (d) a URL glob and a shard over the bound are refused"

@@ -162,11 +162,11 @@ has_ckpt() {
 	return 1
 }
 
-# write_tiny_job FILE: a one-step job of a single dense layer on the
-# Fashion-MNIST test images (need_fmnist first).
-write_tiny_job() {
-	cat >"$1" <<YAML
-name: tiny
+# t10k_job NAME: the start of a job NAME on the Fashion-MNIST test
+# images, to the model's list of layers, on stdout.
+t10k_job() {
+	cat <<YAML
+name: $1
 data:
   train:
     images: $FMNIST/t10k-images-idx3-ubyte.gz
@@ -174,9 +174,89 @@ data:
 model:
   input_shape: [28, 28]
   layers:
+YAML
+}
+
+# write_tiny_job FILE: a one-step job of a single dense layer on the
+# Fashion-MNIST test images (need_fmnist first).
+write_tiny_job() {
+	{
+		t10k_job tiny
+		cat <<YAML
     - {type: dense, units: 10}
 train: {global_batch: 16, steps: 1, optimizer: sgd, lr: 0.1}
 YAML
+	} >"$1"
+}
+
+# write_mlp6_job FILE NAME: the tiny MLP of the exactness tests of the
+# optimizer-state layouts (ckpt-shards.sh, zero.sh): 784 -> 6 -> 10 (4780
+# trained floats), AdamW with clip_norm on, 12 steps of 32 samples in
+# micro-batches of 8 (the exact sum), a loss line each step, on the
+# Fashion-MNIST test images (need_fmnist first).
+write_mlp6_job() {
+	{
+		t10k_job "$2"
+		cat <<YAML
+    - {type: dense, units: 6, activation: relu}
+    - {type: dense, units: 10}
+train:
+  global_batch: 32
+  micro_batch: 8
+  steps: 12
+  optimizer: adamw
+  lr: 0.01
+  clip_norm: 0.5
+log: {every_steps: 1}
+seed: 5
+YAML
+	} >"$1"
+}
+
+# make_cgroup BYTES: a new memory cgroup limited to BYTES (v2, or v1
+# under /sys/fs/cgroup/memory; no swap where it can be set), its
+# directory in CG and the file that takes a process in CG_TASKS, and CG
+# added to CGS (remove_cgroups); returns 1 when none can be made (not
+# root, or no writable memory controller).
+CG=
+CGS=
+make_cgroup() {
+	name=dtrain-test-$$-$1
+	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
+	if [ -n "$rel" ] && [ -f "/sys/fs/cgroup$rel/cgroup.controllers" ] &&
+	   [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		CG=/sys/fs/cgroup${rel%/}/$name
+		mkdir "$CG" 2>/dev/null || return 1
+		CGS="$CGS $CG"
+		echo "$1" >"$CG/memory.max" 2>/dev/null || return 1
+		echo 0 >"$CG/memory.swap.max" 2>/dev/null || true
+		CG_TASKS=$CG/cgroup.procs
+		return 0
+	fi
+	rel=$(sed -n 's/^[0-9]*:\([^:]*,\)*memory\(,[^:]*\)*:\(.*\)$/\3/p' /proc/self/cgroup)
+	[ -n "$rel" ] && [ -d /sys/fs/cgroup/memory ] || return 1
+	CG=/sys/fs/cgroup/memory${rel%/}/$name
+	mkdir "$CG" 2>/dev/null || return 1
+	CGS="$CGS $CG"
+	echo "$1" >"$CG/memory.limit_in_bytes" 2>/dev/null || return 1
+	CG_TASKS=$CG/tasks
+}
+
+# remove_cgroups: removes the cgroups make_cgroup made (for the test's
+# EXIT trap, with its processes gone), then the scratch directory.
+remove_cgroups() {
+	for c in $CGS; do
+		rmdir "$c" 2>/dev/null || true
+	done
+	rm -rf "$SCRATCH"
+}
+
+# in_cgroup TASKS CMD...: CMD run inside the cgroup whose tasks file
+# (CG_TASKS of make_cgroup) is TASKS.
+in_cgroup() {
+	cg_tasks=$1
+	shift
+	sh -c 'echo $$ >"$0" && exec "$@"' "$cg_tasks" "$@"
 }
 
 # need_torch: sets TORCH_PY to a python3 that imports torch and numpy

@@ -59,6 +59,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/rundir-lock.sh \
 	tests/integration/ckpt-shared.sh \
 	tests/integration/resume-history.sh \
+	tests/integration/resume-data.sh \
 	tests/integration/diverge-aside.sh \
 	tests/integration/report.sh \
 	tests/integration/init-from.sh \

@@ -22,34 +22,7 @@
 # gathers its whole parameters, nor rank 0 the whole optimizer state.
 . "${top_srcdir}/tests/integration/lib.sh"
 
-# make_cgroup BYTES: a new memory cgroup limited to BYTES, its directory
-# in CG and the file that takes a process in CG_TASKS; returns 1 when
-# none can be made.
-CG=
-make_cgroup() {
-	name=dtrain-memfit-$$
-	rel=$(sed -n 's/^0:://p' /proc/self/cgroup)
-	if [ -n "$rel" ] && [ -f "/sys/fs/cgroup$rel/cgroup.controllers" ] &&
-	   [ -f /sys/fs/cgroup/cgroup.controllers ]; then
-		CG=/sys/fs/cgroup${rel%/}/$name
-		mkdir "$CG" 2>/dev/null || return 1
-		echo "$1" >"$CG/memory.max" 2>/dev/null || return 1
-		echo 0 >"$CG/memory.swap.max" 2>/dev/null || true
-		CG_TASKS=$CG/cgroup.procs
-		return 0
-	fi
-	rel=$(sed -n 's/^[0-9]*:\([^:]*,\)*memory\(,[^:]*\)*:\(.*\)$/\3/p' /proc/self/cgroup)
-	[ -n "$rel" ] && [ -d /sys/fs/cgroup/memory ] || return 1
-	CG=/sys/fs/cgroup/memory${rel%/}/$name
-	mkdir "$CG" 2>/dev/null || return 1
-	echo "$1" >"$CG/memory.limit_in_bytes" 2>/dev/null || return 1
-	CG_TASKS=$CG/tasks
-}
-cleanup() {
-	[ -z "$CG" ] || rmdir "$CG" 2>/dev/null || true
-	rm -rf "$SCRATCH"
-}
-trap cleanup EXIT
+trap remove_cgroups EXIT
 
 "$PYTHON" - <<'PY'
 import random
@@ -149,16 +122,12 @@ if ! make_cgroup "$limit"; then
 	echo "SKIP: cannot make a memory cgroup (not root, or no writable cgroup v1 or v2 memory controller)"
 	exit 77
 fi
-# in_cgroup CMD...: CMD run inside the cgroup.
-in_cgroup() {
-	sh -c 'echo $$ >"$0" && exec "$@"' "$CG_TASKS" "$@"
-}
 expect_fail 2 "not enough memory: the plan needs 4 ranks x [0-9]+ bytes \([0-9.]+ MiB: parameters, gradients, optimizer state, activations, loader\) = $need0 bytes \([0-9.]+ MiB\) on this node, but only [0-9]+ bytes \([0-9.]+ MiB\) are available \(the cgroup's memory limit less its usage\)" \
-	in_cgroup timeout 300 "$MPIRUN" -np 4 --oversubscribe --bind-to none \
+	in_cgroup "$CG_TASKS" timeout 300 "$MPIRUN" -np 4 --oversubscribe --bind-to none \
 	"$DTRAIN" run -q --run-dir z0 job.yaml
 [ ! -e z0 ] || fail "the refused zero-0 run made its run directory"
 # shellcheck disable=SC2086
-in_cgroup timeout 300 "$MPIRUN" -np 4 --oversubscribe --bind-to none \
+in_cgroup "$CG_TASKS" timeout 300 "$MPIRUN" -np 4 --oversubscribe --bind-to none \
 	"$DTRAIN" run -q --run-dir z3 job.yaml $Z3 \
 	>z3.out 2>&1 || { cat z3.out >&2; fail "zero 3 with recompute in $limit bytes"; }
 losses z3 >z3.losses

@@ -26,27 +26,7 @@
 #   keys.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
-cat >job.yaml <<YAML
-name: zero
-seed: 5
-data:
-  train:
-    images: $FMNIST/t10k-images-idx3-ubyte.gz
-    labels: $FMNIST/t10k-labels-idx1-ubyte.gz
-model:
-  input_shape: [28, 28]
-  layers:
-    - {type: dense, units: 6, activation: relu}
-    - {type: dense, units: 10}
-train:
-  global_batch: 32
-  micro_batch: 8
-  steps: 12
-  optimizer: adamw
-  lr: 0.01
-  clip_norm: 0.5
-log: {every_steps: 1}
-YAML
+write_mlp6_job job.yaml zero
 OFF="--set parallel.overlap=false"
 HY="--set parallel.strategy=hybrid --set parallel.pipeline_parallel=2 --set parallel.data_parallel=2"
 ONE="--set parallel.strategy=data --set parallel.pipeline_parallel=1 --set parallel.data_parallel=1"

@@ -484,33 +484,62 @@ START_TEST(status_from_notes)
 	/* Every rank checkpointed after a stop: 3, not mpirun's 1. */
 	note_exit(0, 3, NULL);
 	note_exit(1, 3, NULL);
-	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 0),
 			 3);
 	/* They disagree: mpirun's. */
 	note_exit(1, 4, NULL);
-	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 0),
 			 1);
 	/* All 0, yet mpirun failed (after the notes): mpirun's. */
 	note_exit(0, 0, NULL);
 	note_exit(1, 0, NULL);
-	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 0),
 			 1);
-	ck_assert_int_eq(dt_launch_job_status(wait_status(0), 2, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(0), 2, dir, NULL, 0),
 			 0);
 	/* A note missing, or torn: mpirun's. */
 	note_exit(0, 3, NULL);
 	note_exit(1, -1, "3 h");
-	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 2, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 2, dir, NULL, 0),
 			 5);
-	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 3, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(5), 3, dir, NULL, 0),
 			 5);
 	/* mpirun killed: 128 + the signal, whatever the notes say. */
 	note_exit(1, 3, NULL);
 	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
-					      NULL), 128 + SIGKILL);
+					      NULL, 0), 128 + SIGKILL);
 	/* No mpirun: the rank's own code; notes are not read. */
-	ck_assert_int_eq(dt_launch_job_status(wait_status(6), 0, dir, NULL),
+	ck_assert_int_eq(dt_launch_job_status(wait_status(6), 0, dir, NULL, 0),
 			 6);
+}
+END_TEST
+
+/* A scheduler's cancel that reached the launcher after every rank noted
+ * 0: the launcher ended mpirun (an exit 1 then, child.c) or mpirun died
+ * of the signal; the job is done all the same. */
+START_TEST(status_after_a_late_stop)
+{
+	note_exit(0, 0, NULL);
+	note_exit(1, 0, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 1),
+			 0);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGTERM), 2, dir,
+					      NULL, 1), 0);
+	/* Without a stop, mpirun's failure after the notes still counts. */
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 0),
+			 1);
+	/* A rank that checkpointed and stopped (3), one not yet noted, or
+	 * a rank that failed: not done, as without the stop. */
+	note_exit(1, 3, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 1),
+			 1);
+	note_exit(0, 3, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 2, dir, NULL, 1),
+			 3);
+	note_exit(0, 0, NULL);
+	note_exit(1, 0, NULL);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(1), 3, dir, NULL, 1),
+			 1);
 }
 END_TEST
 
@@ -524,23 +553,24 @@ START_TEST(status_after_the_guard)
 	/* A guard that sent nothing changes nothing. */
 	g.bad_rank = 1;
 	g.bad_code = 4;
-	ck_assert_int_eq(dt_launch_job_status(wait_status(9), 0, dir, &g), 9);
+	ck_assert_int_eq(dt_launch_job_status(wait_status(9), 0, dir, &g, 0),
+			 9);
 	/* Once it ended mpirun: the failed rank's code, 1 for none or one
 	 * out of range, 0 when every rank had finished. */
 	g.ended = 1;
 	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGTERM), 2, dir,
-					      &g), 4);
+					      &g, 0), 4);
 	g.bad_code = -1;
 	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGTERM), 2, dir,
-					      &g), 1);
+					      &g, 0), 1);
 	g.bad_code = 300;
 	g.ended = 2;
 	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
-					      &g), 1);
+					      &g, 0), 1);
 	g.bad_rank = DT_LAUNCH_DONE_RANKS;
 	g.bad_code = 0;
 	ck_assert_int_eq(dt_launch_job_status(wait_status(-SIGKILL), 2, dir,
-					      &g), 0);
+					      &g, 0), 0);
 }
 END_TEST
 
@@ -623,13 +653,13 @@ START_TEST(restart_from_notes)
 	 * that failed: code 3, which is not restarted. */
 	note_exit(0, 3, NULL);
 	note_exit(1, 3, NULL);
-	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL);
+	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL, 0);
 	ck_assert_int_eq(rc, 3);
 	ck_assert_int_eq(dt_launch_next(rc, 0, 2, 0), DT_LAUNCH_NEXT_STOP);
 	/* A rank whose exit note was torn: mpirun's 1, restarted while the
 	 * budget lasts. */
 	note_exit(1, -1, "3");
-	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL);
+	rc = dt_launch_job_status(wait_status(1), 2, dir, NULL, 0);
 	ck_assert_int_eq(rc, 1);
 	ck_assert_int_eq(dt_launch_next(rc, 1, 2, 0), DT_LAUNCH_NEXT_RESTART);
 	ck_assert_int_eq(dt_launch_next(rc, 2, 2, 0), DT_LAUNCH_NEXT_SPENT);
@@ -766,6 +796,7 @@ main(void)
 	tcase_add_checked_fixture(next, setup, teardown);
 	tcase_add_test(next, status_from_notes);
 	tcase_add_test(next, status_after_the_guard);
+	tcase_add_test(next, status_after_a_late_stop);
 	tcase_add_test(next, failed_rank_found);
 	tcase_add_test(next, restart_or_stop);
 	tcase_add_test(next, restart_from_notes);
