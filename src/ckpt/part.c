@@ -74,10 +74,14 @@ open_file(const char *dir, const struct dt_ck_file *f, struct pfile *p)
 		p->ok = 1;
 		p->data_at = r.pos;
 		p->file_size = r.file_size;
+	} else if (r.fd >= 0 && r.file_size != f->size) {
+		snprintf(p->why, sizeof p->why, "%s: %lld bytes, %s lists "
+			 "%lld%s, its header unreadable", f->name,
+			 (long long)r.file_size, DT_CK_MANIFEST,
+			 (long long)f->size, r.file_size < f->size ?
+			 " (truncated)" : "");
 	} else {
-		snprintf(p->why, sizeof p->why, "%.500s%s", e.msg,
-			 r.fd >= 0 && r.file_size < f->size ? " (the file is shorter "
-			 "than MANIFEST.json lists: truncated)" : "");
+		snprintf(p->why, sizeof p->why, "%.500s", e.msg);
 	}
 	dt_ck_rclose(&r);
 }

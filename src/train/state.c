@@ -1158,6 +1158,14 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 	r->resumed_from = -1;
 	if (!pos.found)
 		return DT_OK;
+	/* A rank that cannot see the checkpoint (a directory not shared
+	 * with every host) takes it from rank 0, as from the gathered
+	 * format. */
+	if (pos.own && dt_comm_agree(r->comm, access(pos.path, R_OK) == 0 ?
+				     DT_OK : DT_ERR_IO, err) != DT_OK) {
+		dt_error_clear(err);
+		pos.own = 0;
+	}
 	if (pos.own)
 		st = agree_told(r, load_own(r, pos.path, err), err);
 	else
