@@ -399,8 +399,9 @@ struct dt_ckpt_span {
  * checkpoint, file, rank and what it needed, e.g. "ckpt/step-000000010:
  * rank 1 needs float 2390 of adam.m, which no readable file holds:
  * rank-00002.safetensors: missing; MANIFEST.json lists it with 9840
- * bytes", or "...: rank-00001.safetensors: 5000 bytes, MANIFEST.json
- * lists 9840 (truncated): rank 0 needs adam.m[0:1195] from it ...";
+ * bytes", or "...: rank 0 needs float 0 of adam.m, which no readable
+ * file holds: rank-00001.safetensors: 5000 bytes, MANIFEST.json lists
+ * 9840 (truncated), its header unreadable";
  * DT_ERR_IO for a read that fails. The buffers then hold unspecified
  * values. */
 enum dt_status dt_ckpt_load_part(const char *path, int rank,
@@ -408,6 +409,15 @@ enum dt_status dt_ckpt_load_part(const char *path, int rank,
 				 size_t n_parts,
 				 const struct dt_ckpt_span *spans,
 				 size_t n_spans, struct dt_error *err);
+
+/* Checks, from the headers alone (no data read), that the parameter
+ * files of the sharded checkpoint at path hold exactly the tensors params
+ * (n_params; their data pointers are not used): each name in one file,
+ * with its shape, none the model lacks. For a caller whose ranks then
+ * read their parts (dt_ckpt_load_part). Errors as dt_ckpt_load_params'. */
+enum dt_status dt_ckpt_check_params(const char *path,
+				    const struct dt_ckpt_target *params,
+				    size_t n_params, struct dt_error *err);
 
 /* Loads only the parameters of the checkpoint at path (either format:
  * params.safetensors, or the stages' params-stage-SSS.safetensors) into

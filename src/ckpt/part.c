@@ -357,3 +357,68 @@ dt_ckpt_load_part(const char *path, int rank,
 		dt_error_prefix(err, "%s: ", path);
 	return st;
 }
+
+/* Entry e of parameter file label against the targets t (n): found once,
+ * with their shape; seen marks it. */
+static enum dt_status
+match_entry(const char *label, const struct dt_ck_entry *e,
+	    const struct dt_ckpt_target *t, size_t n, unsigned char *seen,
+	    struct dt_error *err)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (strcmp(t[j].name, e->name) == 0)
+			break;
+	if (j == n)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
+				 "which the model does not have", label,
+				 e->name);
+	if (seen[j])
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
+				 "files", label, e->name);
+	if (t[j].n_dims != e->n_dims ||
+	    memcmp(t[j].shape, e->shape,
+		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
+				 "another shape than the model's", label,
+				 e->name);
+	seen[j] = 1;
+	return DT_OK;
+}
+
+enum dt_status
+dt_ckpt_check_params(const char *path, const struct dt_ckpt_target *params,
+		     size_t n_params, struct dt_error *err)
+{
+	struct dt_ck_manifest *man;
+	unsigned char *seen = dt_xcalloc(n_params + 1, 1);
+	enum dt_status st;
+
+	st = dt_ck_read_manifest(path, &man, err);
+	for (size_t i = 0; st == DT_OK && i < man->n; i++) {
+		struct pfile p;
+
+		if (strncmp(man->f[i].name, "params", 6) != 0 ||
+		    !ends_with(man->f[i].name, ".safetensors"))
+			continue;
+		open_file(path, &man->f[i], &p);
+		if (!p.ok)
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s", p.why);
+		for (size_t j = 0; st == DT_OK && j < p.h.n; j++)
+			st = match_entry(p.f->name, &p.h.t[j], params,
+					 n_params, seen, err);
+		free(p.path);
+		dt_ck_header_fini(&p.h);
+	}
+	for (size_t j = 0; st == DT_OK && j < n_params; j++)
+		if (!seen[j])
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is "
+				       "in no listed file", DT_CK_MANIFEST,
+				       params[j].name);
+	free(seen);
+	free(man);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}

@@ -4,7 +4,10 @@
  * Every rank writes its own shard (ckpt.h, "sharded"; shard_checkpoint)
  * where the checkpoint directory is shared; else, and for parameter
  * servers, rank 0 gathers and writes the old format. On restore rank 0
- * reads and verifies either format and broadcasts. The
+ * finds the newest checkpoint that verifies; from shards each rank then
+ * reads its own part (load_own, ckpt.h's dt_ckpt_load_part: nothing
+ * whole on any rank, nothing broadcast), from the old format (or for
+ * parameter servers) rank 0 reads it whole and broadcasts. The
  * optimizer state comes from the gradient sync, which owns it (sync.h:
  * dt_grad_sync_state, _state_collect, _state_loaded). */
 #include "train/state.h"
@@ -886,11 +889,10 @@ checked_meta(struct dt_run *r, const char *path, int64_t step,
 	return st;
 }
 
-/* 1 when each rank can read its own part of a sharded checkpoint: its
- * optimizer state is kept where it trains (not by parameter servers,
- * which rank 0 hands the whole state to). The same on every rank. */
-static int
-own_parts(const struct dt_run *r)
+/* Parameter servers keep the optimizer state: rank 0 hands them the
+ * whole. */
+int
+dt_run_own_parts(const struct dt_run *r)
 {
 	return !dt_grad_sync_state_remote(r->sync) &&
 	       r->layout.stage_comm != NULL;
@@ -928,7 +930,7 @@ locate(struct dt_run *r, struct position *pos, struct dt_error *err)
 		return st;
 	pos->found = 1;
 	pos->step = step;
-	if (!own_parts(r) || !dt_ckpt_is_sharded(pos->path))
+	if (!dt_run_own_parts(r) || !dt_ckpt_is_sharded(pos->path))
 		return DT_OK;
 	pos->own = 1;
 	st = dt_ckpt_read_meta(pos->path, &meta, err);
@@ -1048,13 +1050,10 @@ part_of(const struct dt_tensor_info *ti, float *params, size_t nt,
 	return 1;
 }
 
-/* This rank's own part of the sharded checkpoint at path, straight into
- * its arenas: its stage's parameters (at parallel.zero: 3 only the
- * trained floats its optimizer owns, and the buffers) and the part of
- * the optimizer state its optimizer keeps (dt_grad_sync_state_own, at
- * their one-rank offsets), whatever layout wrote it. */
+/* This rank's part of dt_run_load_own: the stage's parameters and, with
+ * optim, the optimizer state's spans at their one-rank offsets. */
 static enum dt_status
-load_own(struct dt_run *r, const char *path, struct dt_error *err)
+load_own(struct dt_run *r, const char *path, int optim, struct dt_error *err)
 {
 	struct dt_model *m = r->model;
 	size_t nt = dt_model_n_trained(m), off = r->layout.stage.trained_lo;
@@ -1084,7 +1083,7 @@ load_own(struct dt_run *r, const char *path, struct dt_error *err)
 		spans[b].data = os.bufs[b];
 	}
 	st = dt_ckpt_load_part(path, r->rank, parts, (size_t)k, spans,
-			       (size_t)os.n_bufs, err);
+			       optim ? (size_t)os.n_bufs : 0, err);
 	free(parts);
 	free(names);
 	return st;
@@ -1115,6 +1114,13 @@ agree_told(struct dt_run *r, enum dt_status st, struct dt_error *err)
 		}
 	}
 	return all;
+}
+
+enum dt_status
+dt_run_load_own(struct dt_run *r, const char *path, int optim,
+		struct dt_error *err)
+{
+	return agree_told(r, load_own(r, path, optim, err), err);
 }
 
 static void
@@ -1167,7 +1173,7 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 		pos.own = 0;
 	}
 	if (pos.own)
-		st = agree_told(r, load_own(r, pos.path, err), err);
+		st = dt_run_load_own(r, pos.path, 1, err);
 	else
 		st = restore_whole(r, &pos, err);
 	if (st != DT_OK)

@@ -20,6 +20,13 @@
 #   them: on that code (integ before this test) rank 0 peaked at 183.5
 #   MiB resumed against 111.8 MiB uninterrupted, 71.8 MiB over, and the
 #   test failed; now every rank is within 0.2 MiB.
+# - model.init_from naming that checkpoint: each rank reads its own part
+#   of the parameters too. A new run from it on 4 ranks at zero 3 logs
+#   the losses of one on 1 rank from the checkpoint and of one on 1 rank
+#   from the checkpoint's export (one file, read whole by rank 0 as
+#   before), bit for bit, and not those of a run from the random init;
+#   its parameter file truncated, the run is refused (exit 1) naming the
+#   file, its size and the manifest's.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 cat >big.yaml <<YAML
@@ -85,3 +92,32 @@ for a, b in zip(ref, cut):
     assert d < whole // 4, (a, b, d)
 print("ok: no rank held more than a quarter of the whole state to resume")
 PY
+
+# model.init_from: a checkpoint in shards, read by each rank's part.
+CK=cut/checkpoints/step-000000002
+ONE="--set parallel.strategy=data --set parallel.data_parallel=1"
+"$DTRAIN" export -o ck.safetensors --checkpoint 2 cut >/dev/null 2>exp.err ||
+	{ cat exp.err >&2; fail "export of step 2"; }
+B="--set train.steps=2 $NOCK"
+mpi 4 "$DTRAIN" run -q --run-dir b4 big.yaml $Z3 $B \
+	--set model.init_from=$CK >/dev/null 2>b4.err ||
+	{ cat b4.err >&2; fail "b4"; }
+"$DTRAIN" run -q --run-dir b1 big.yaml $ONE $B \
+	--set model.init_from=$CK >/dev/null
+"$DTRAIN" run -q --run-dir b1f big.yaml $ONE $B \
+	--set model.init_from=ck.safetensors >/dev/null
+"$DTRAIN" run -q --run-dir c1 big.yaml $ONE $B >/dev/null
+losses b4 >a.col
+for d in b1 b1f; do
+	losses $d >b.col
+	[ -s a.col ] && cmp -s a.col b.col || fail "b4's losses differ from $d's"
+done
+losses c1 >b.col
+! cmp -s a.col b.col || fail "init_from changed nothing"
+echo "ok: init_from of the checkpoint on 4 ranks at zero 3 == on 1 rank == its export"
+cp -a cut bad
+truncate -s 1000 bad/checkpoints/step-000000002/params.safetensors
+expect_fail 1 "step-000000002: params.safetensors: 1000 bytes, MANIFEST.json lists [0-9]+ \(truncated\)" \
+	"$MPIRUN" -np 4 --oversubscribe --bind-to none "$DTRAIN" run -q \
+	--run-dir bad4 big.yaml $Z3 $B --set model.init_from=bad/checkpoints/step-000000002
+echo "ok: a truncated parameter file refused, named"
