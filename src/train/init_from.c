@@ -127,10 +127,8 @@ struct verdict {
 	char msg[sizeof ((struct dt_error *)0)->msg];
 };
 
-/* Rank 0: the files of the sharded checkpoint at path hold exactly the
- * whole model's tensors (headers only), as dt_init_import checks. */
-static enum dt_status
-check_names(struct dt_run *r, const char *path, struct dt_error *err)
+enum dt_status
+dt_init_check_names(struct dt_run *r, const char *path, struct dt_error *err)
 {
 	struct dt_model *shapes;
 	struct dt_ckpt_target *t;
@@ -172,7 +170,7 @@ init_own(struct dt_run *r, const char *path, enum dt_status *st,
 		return 0;
 	}
 	if (r->rank == 0) {
-		v.status = (int32_t)check_names(r, path, err);
+		v.status = (int32_t)dt_init_check_names(r, path, err);
 		snprintf(v.msg, sizeof v.msg, "%s", err->msg);
 	}
 	*st = dt_comm_bcast(r->comm, &v, sizeof v, 0, err);

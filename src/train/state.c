@@ -25,6 +25,7 @@
 #include "job/schema.h"
 #include "plan/sync_plan.h"
 #include "train/gather.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/rundir.h"
 #include "util/alloc.h"
@@ -933,6 +934,11 @@ locate(struct dt_run *r, struct position *pos, struct dt_error *err)
 	if (!dt_run_own_parts(r) || !dt_ckpt_is_sharded(pos->path))
 		return DT_OK;
 	pos->own = 1;
+	/* The ranks read only the tensors they hold: the files' names and
+	 * shapes are checked against the whole model here. */
+	st = dt_init_check_names(r, pos->path, err);
+	if (st != DT_OK)
+		return st;
 	st = dt_ckpt_read_meta(pos->path, &meta, err);
 	if (st == DT_OK)
 		st = checked_meta(r, pos->path, step, &meta, pos, err);
