@@ -1278,9 +1278,9 @@ dt_ckpt_shard_finish(const char *ckpt_dir, const char *tmp,
 }
 
 /* The manifest of the checkpoint at path into a heap *man. */
-static enum dt_status
-read_manifest(const char *path, struct dt_ck_manifest **man,
-	      struct dt_error *err)
+enum dt_status
+dt_ck_read_manifest(const char *path, struct dt_ck_manifest **man,
+		    struct dt_error *err)
 {
 	char file[DT_CK_PATH_MAX], *text = NULL;
 	size_t len;
@@ -1303,7 +1303,7 @@ dt_ckpt_is_sharded(const char *path)
 	struct dt_error e;
 	int sharded = 0;
 
-	if (read_manifest(path, &man, &e) == DT_OK)
+	if (dt_ck_read_manifest(path, &man, &e) == DT_OK)
 		sharded = man->n > 1 && listed(man, DT_CK_OPTIM) == NULL &&
 			  listed(man, DT_CK_OPTIM_GZ) == NULL;
 	free(man);
@@ -1326,7 +1326,7 @@ dt_ckpt_load_flat(const char *path, const struct dt_ckpt_target *params,
 	w.seen_t = dt_xcalloc(n_params + 1, 1);
 	for (size_t a = 0; a < n_arrays; a++)
 		w.seen[a] = dt_xcalloc(arrays[a].n + 1, 1);
-	st = read_manifest(path, &man, err);
+	st = dt_ck_read_manifest(path, &man, err);
 	if (st == DT_OK)
 		st = read_sharded(path, parse_step_name(base ? base + 1 :
 							 path), man, &w, meta,
@@ -1358,7 +1358,7 @@ dt_ckpt_load_params(const char *path, const struct dt_ckpt_target *params,
 	enum dt_status st;
 
 	w.seen_t = dt_xcalloc(n_params + 1, 1);
-	st = read_manifest(path, &man, err);
+	st = dt_ck_read_manifest(path, &man, err);
 	for (size_t i = 0; st == DT_OK && i < man->n; i++) {
 		if (!is_params_file(man->f[i].name))
 			continue;
@@ -1535,7 +1535,7 @@ dt_ckpt_export_ckpt(const char *path, const char *out, struct dt_error *err)
 	size_t n = 0;
 	enum dt_status st;
 
-	st = read_manifest(path, &man, err);
+	st = dt_ck_read_manifest(path, &man, err);
 	if (st == DT_OK)
 		st = open_sources(path, man, &s, &n, err);
 	if (st == DT_OK && dt_file_tmp_name(tmp, sizeof tmp, out, err))

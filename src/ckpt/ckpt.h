@@ -369,6 +369,60 @@ enum dt_status dt_ckpt_load_flat(const char *path,
 				 size_t n_arrays, struct dt_ckpt_meta *meta,
 				 struct dt_error *err);
 
+/* A range of one saved tensor to read: floats [lo, hi) of its row-major
+ * data (0 and its size: all of it). */
+struct dt_ckpt_part {
+	const char *name;	/* as saved: "dense0.weight" */
+	int n_dims;		/* its expected shape; -1: any shape with at
+				 * least hi floats (a tied copy read from its
+				 * embedding's table) */
+	int64_t shape[DT_CKPT_MAX_DIMS];
+	int64_t lo, hi;		/* 0 <= lo <= hi <= its floats */
+	float *data;		/* (hi - lo), the caller's */
+};
+
+/* A range of one flat array to read: floats [lo, hi) of "adam.m", ... at
+ * their one-rank offsets, from whichever spans hold them. */
+struct dt_ckpt_span {
+	const char *name;
+	int64_t lo, hi;
+	float *data;		/* (hi - lo), the caller's */
+};
+
+/* One rank's own part of the sharded checkpoint at path, whatever layout
+ * wrote it (resharding on load): the tensors parts (n_parts, each in
+ * exactly one parameter file, or a range of it) and the array ranges
+ * spans (n_spans, each float from exactly one saved span, a saved span
+ * read only where it meets the range). Reads every tensor file's header
+ * and, of the data, only the bytes asked for, straight into the
+ * caller's buffers: nothing else is held. A tensor or span read whole
+ * has its CRC-32 checked; any file read from must have its manifest
+ * size. rank (the caller's world rank) is named in messages. For a
+ * checkpoint rank 0 verified (dt_ckpt_find_latest); meta.json is not
+ * read (dt_ckpt_read_meta). Returns DT_OK; DT_ERR_FORMAT naming the
+ * checkpoint, file, rank and what it needed, e.g. "ckpt/step-000000010:
+ * rank 1 needs float 2390 of adam.m, which no readable file holds:
+ * rank-00002.safetensors: missing; MANIFEST.json lists it with 9840
+ * bytes", or "...: rank 0 needs float 0 of adam.m, which no readable
+ * file holds: rank-00001.safetensors: 5000 bytes, MANIFEST.json lists
+ * 9840 (truncated), its header unreadable";
+ * DT_ERR_IO for a read that fails. The buffers then hold unspecified
+ * values. */
+enum dt_status dt_ckpt_load_part(const char *path, int rank,
+				 const struct dt_ckpt_part *parts,
+				 size_t n_parts,
+				 const struct dt_ckpt_span *spans,
+				 size_t n_spans, struct dt_error *err);
+
+/* Checks, from the headers alone (no data read), that the parameter
+ * files of the sharded checkpoint at path hold exactly the tensors params
+ * (n_params; their data pointers are not used): each name in one file,
+ * with its shape, none the model lacks. For a caller whose ranks then
+ * read their parts (dt_ckpt_load_part). Errors as dt_ckpt_load_params'. */
+enum dt_status dt_ckpt_check_params(const char *path,
+				    const struct dt_ckpt_target *params,
+				    size_t n_params, struct dt_error *err);
+
 /* Loads only the parameters of the checkpoint at path (either format:
  * params.safetensors, or the stages' params-stage-SSS.safetensors) into
  * params (n_params), matched by name and shape, each tensor in exactly one

@@ -165,6 +165,13 @@ struct dt_ck_manifest {
 	struct dt_ck_file f[DT_CK_MAX_FILES];
 };
 
+/* The manifest of the checkpoint at path into a heap *man (free it),
+ * allocated also on error. DT_ERR_FORMAT or DT_ERR_IO "MANIFEST.json:
+ * ...". */
+enum dt_status dt_ck_read_manifest(const char *path,
+				   struct dt_ck_manifest **man,
+				   struct dt_error *err);
+
 /* Checks meta for saving. DT_ERR_FORMAT naming the field. */
 enum dt_status dt_ck_meta_check(const struct dt_ckpt_meta *m,
 				struct dt_error *err);

@@ -10,8 +10,9 @@
 /* The whole model as one rank holds it, for checkpoints: a shapes-only
  * model for the tensor names, shapes and one-rank offsets, the parameter
  * arena and the optimizer's state buffers. Each rank keeps only its
- * stage's share; the whole exists on rank 0 while a checkpoint is written
- * and on every rank while one is restored. */
+ * stage's share; the whole exists on rank 0 while a checkpoint of the
+ * gathered format is written and on every rank while one is restored
+ * (checkpoints in shards need none of this: state.c). */
 struct dt_full {
 	struct dt_model *shapes;
 	float *params;		/* (n_params of shapes) */

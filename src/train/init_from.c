@@ -67,6 +67,33 @@ refuse_torch(const char *path, struct dt_error *err)
 	return st;
 }
 
+/* The tensors of m saved in a file (tied copies left out), as targets
+ * into t and names (room for every tensor of m) over params (NULL: no
+ * data, for a check of names and shapes); returns their number. */
+static int
+targets_of(const struct dt_model *m, float *params, struct dt_ckpt_target *t,
+	   char (*names)[DT_CKPT_NAME_MAX])
+{
+	int k = 0;
+
+	for (int j = 0; j < dt_model_n_tensors(m); j++) {
+		struct dt_tensor_info ti;
+		int i = k;
+
+		dt_model_tensor_info(m, j, &ti);
+		if (ti.tie_node != NULL)
+			continue;	/* filled from its table */
+		k++;
+		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
+		t[i].name = names[i];
+		t[i].data = params != NULL ? params + ti.offset : NULL;
+		t[i].n_dims = ti.n_dims;
+		for (int d = 0; d < ti.n_dims; d++)
+			t[i].shape[d] = ti.shape[d];
+	}
+	return k;
+}
+
 enum dt_status
 dt_init_import(const struct dt_model *m, float *params, const char *path,
 	       struct dt_error *err)
@@ -77,24 +104,8 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 						     sizeof *names);
 	enum dt_status st;
 	struct stat sb;
+	int k = targets_of(m, params, t, names);
 
-	int k = 0;
-
-	for (int j = 0; j < n; j++) {
-		struct dt_tensor_info ti;
-		int i = k;
-
-		dt_model_tensor_info(m, j, &ti);
-		if (ti.tie_node != NULL)
-			continue;	/* filled from its table below */
-		k++;
-		snprintf(names[i], sizeof names[i], "%s.%s", ti.node, ti.name);
-		t[i].name = names[i];
-		t[i].data = params + ti.offset;
-		t[i].n_dims = ti.n_dims;
-		for (int d = 0; d < ti.n_dims; d++)
-			t[i].shape[d] = ti.shape[d];
-	}
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
 		/* A checkpoint directory (written in shards). */
 		st = dt_ckpt_load_params(path, t, (size_t)k, err);
@@ -117,6 +128,66 @@ struct verdict {
 };
 
 enum dt_status
+dt_init_check_names(struct dt_run *r, const char *path, struct dt_error *err)
+{
+	struct dt_model *shapes;
+	struct dt_ckpt_target *t;
+	char (*names)[DT_CKPT_NAME_MAX];
+	enum dt_status st = dt_model_new(r->job, 0, &shapes, err);
+	int n, k;
+
+	if (st != DT_OK)
+		return st;
+	n = dt_model_n_tensors(shapes);
+	t = dt_xcalloc((size_t)n + 1, sizeof *t);
+	names = dt_xcalloc((size_t)n + 1, sizeof *names);
+	k = targets_of(shapes, NULL, t, names);
+	st = dt_ckpt_check_params(path, t, (size_t)k, err);
+	free(t);
+	free(names);
+	dt_model_free(shapes);
+	return st;
+}
+
+/* model.init_from naming a checkpoint written in shards, where every rank
+ * sees it and reads its own part (dt_run_own_parts): rank 0 checks the
+ * names and shapes, then each rank reads its stage's parameters (its
+ * part at parallel.zero: 3) from whichever files hold them, nothing
+ * broadcast. 0 (nothing done) otherwise, the same on every rank; else 1
+ * with the agreed status in *st. */
+static int
+init_own(struct dt_run *r, const char *path, enum dt_status *st,
+	 struct dt_error *err)
+{
+	struct verdict v = { DT_OK, "" };
+	char where[DT_JOB_PATH_MAX + 64];
+	struct stat sb;
+	int mine = dt_run_own_parts(r) && stat(path, &sb) == 0 &&
+		   S_ISDIR(sb.st_mode) && dt_ckpt_is_sharded(path);
+
+	if (dt_comm_agree(r->comm, mine ? DT_OK : DT_ERR_IO, err) != DT_OK) {
+		dt_error_clear(err);
+		return 0;
+	}
+	if (r->rank == 0) {
+		v.status = (int32_t)dt_init_check_names(r, path, err);
+		snprintf(v.msg, sizeof v.msg, "%s", err->msg);
+	}
+	*st = dt_comm_bcast(r->comm, &v, sizeof v, 0, err);
+	if (*st == DT_OK && v.status != DT_OK)
+		*st = dt_errorf(err, (enum dt_status)v.status, "%s", v.msg);
+	if (*st == DT_OK)
+		*st = dt_run_load_own(r, path, 0, err);
+	if (*st != DT_OK && *st != DT_ERR_MPI) {
+		dt_job_where(r->job, "model.init_from", where, sizeof where);
+		dt_error_prefix(err, "%s", where);
+	}
+	if (*st == DT_OK && r->rank == 0)
+		fprintf(stderr, "dtrain: parameters from %s\n", path);
+	return 1;
+}
+
+enum dt_status
 dt_run_init_from(struct dt_run *r, struct dt_error *err)
 {
 	const char *path = r->job->model.init_from;
@@ -129,6 +200,8 @@ dt_run_init_from(struct dt_run *r, struct dt_error *err)
 
 	if (path[0] == '\0' || r->resumed_from >= 0)
 		return DT_OK;
+	if (init_own(r, path, &st, err))
+		return st;
 	if (r->layout.split) {
 		/* The file holds the whole model: read it whole, then each
 		 * rank keeps its stage (as a restore does). */

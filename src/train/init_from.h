@@ -27,6 +27,14 @@ struct dt_run;
 enum dt_status dt_init_import(const struct dt_model *m, float *params,
 			      const char *path, struct dt_error *err);
 
+/* The parameter files of the sharded checkpoint at path hold exactly the
+ * tensors of r's whole model (dt_model_new's shapes, tied copies left
+ * out), by name and shape, from their headers alone
+ * (dt_ckpt_check_params): what dt_init_import checks, for a load whose
+ * ranks then read their own parts. Errors as dt_init_import's. */
+enum dt_status dt_init_check_names(struct dt_run *r, const char *path,
+				   struct dt_error *err);
+
 /* Collective over every rank of r: when the job names model.init_from
  * and the run did not resume from a checkpoint (r->resumed_from < 0),
  * rank 0 reads the whole model's parameters from the file and every rank

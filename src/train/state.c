@@ -4,7 +4,10 @@
  * Every rank writes its own shard (ckpt.h, "sharded"; shard_checkpoint)
  * where the checkpoint directory is shared; else, and for parameter
  * servers, rank 0 gathers and writes the old format. On restore rank 0
- * reads and verifies either format and broadcasts. The
+ * finds the newest checkpoint that verifies; from shards each rank then
+ * reads its own part (load_own, ckpt.h's dt_ckpt_load_part: nothing
+ * whole on any rank, nothing broadcast), from the old format (or for
+ * parameter servers) rank 0 reads it whole and broadcasts. The
  * optimizer state comes from the gradient sync, which owns it (sync.h:
  * dt_grad_sync_state, _state_collect, _state_loaded). */
 #include "train/state.h"
@@ -23,6 +26,7 @@
 #include "plan/sync_plan.h"
 #include "train/datafiles.h"
 #include "train/gather.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/run_data.h"
 #include "train/rundir.h"
@@ -589,6 +593,10 @@ bound_double(const char *file, const char *key, double v,
 struct position {
 	int32_t status;
 	int32_t found;
+	int32_t own;		/* every rank reads its own part (a sharded
+				 * checkpoint, the state kept where it
+				 * trains), else rank 0 reads the whole */
+	char path[DT_JOB_PATH_MAX + 64];	/* the checkpoint */
 	int64_t step, epoch, epoch_off, optim_steps;
 	int64_t window_steps, window_samples, skipped;
 	double window_loss;
@@ -762,9 +770,6 @@ no_checkpoint(struct dt_run *r, enum dt_status find, struct dt_error *err)
 			 "named above, with why it was skipped)", r->dir);
 }
 
-/* Rank 0: the newest checkpoint that verifies into params and bufs (the
- * arrays of whole, the whole model), its position into *pos (found 0
- * when there is none). */
 /* Line i (0-based) of a shard list, into buf; "" past the end. */
 static void
 shard_line(const char *list, int64_t i, char *buf, size_t size)
@@ -879,14 +884,53 @@ load_flat(struct dt_run *r, const char *path, const struct dt_model *whole,
 				 (size_t)n_bufs, meta, err);
 }
 
+
+/* The checks of meta (read from the checkpoint at path of step) against
+ * the job and the data, and the position it gives into *pos. */
 static enum dt_status
-read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
-	    float **bufs, int n_bufs, struct position *pos,
-	    struct dt_error *err)
+checked_meta(struct dt_run *r, const char *path, int64_t step,
+	     const struct dt_ckpt_meta *meta, struct position *pos,
+	     struct dt_error *err)
 {
-	char path[DT_JOB_PATH_MAX + 64];
+	enum dt_status st = DT_OK;
+
+	if (meta->seed != r->job->seed)
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: saved with seed %llu, "
+			       "the job has %llu", path,
+			       (unsigned long long)meta->seed,
+			       (unsigned long long)r->job->seed);
+	if (st == DT_OK)
+		st = checked_shards(r, path, meta, err);
+	if (st == DT_OK)
+		st = checked_norm(r, path, meta, err);
+	if (st == DT_OK && meta->data_files != NULL)
+		st = run_data_files(r, err) == NULL ? DT_ERR_IO :
+		     dt_datafiles_check(path, meta->data_files, r->data_files,
+					err);
+	if (st == DT_OK)
+		st = checked_position(r, path, step, meta, pos, err);
+	if (st == DT_OK)
+		st = checked_best(path, meta, &pos->best, err);
+	return st;
+}
+
+/* Parameter servers keep the optimizer state: rank 0 hands them the
+ * whole. */
+int
+dt_run_own_parts(const struct dt_run *r)
+{
+	return !dt_grad_sync_state_remote(r->sync) &&
+	       r->layout.stage_comm != NULL;
+}
+
+/* Rank 0: the newest checkpoint that verifies, into pos->path (found 0
+ * when there is none, or DT_OK refused as no_checkpoint says). A sharded
+ * one that every rank reads its part of (own_parts) has its meta.json
+ * read and checked here, its position into *pos (pos->own 1). */
+static enum dt_status
+locate(struct dt_run *r, struct position *pos, struct dt_error *err)
+{
 	int64_t step = -1;
-	struct tensors t;
 	struct dt_ckpt_meta meta;
 	enum dt_status st;
 
@@ -895,9 +939,9 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	st = dt_ckpt_clean_temporaries(r->ckpt_dir, dt_ckpt_report_file,
 				       stderr, err);
 	if (st == DT_OK)
-		st = dt_ckpt_find_latest(r->ckpt_dir, path, sizeof path,
-					 &step, dt_ckpt_report_file, stderr,
-					 err);
+		st = dt_ckpt_find_latest(r->ckpt_dir, pos->path,
+					 sizeof pos->path, &step,
+					 dt_ckpt_report_file, stderr, err);
 	if (st == DT_ERR_FORMAT || (st == DT_OK && step < 0))
 		return no_checkpoint(r, st, err);
 	if (st != DT_OK)
@@ -905,10 +949,40 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 	if (r->start_over)
 		return dt_errorf(err, DT_ERR_USAGE, "%s: --start-over is for a "
 				 "run with no usable checkpoint, and %s is "
-				 "one: resume without it", r->dir, path);
-	st = dt_ckpt_check_run(path, r->run_id, r->run_path, err);
+				 "one: resume without it", r->dir, pos->path);
+	st = dt_ckpt_check_run(pos->path, r->run_id, r->run_path, err);
 	if (st != DT_OK)
 		return st;
+	pos->found = 1;
+	pos->step = step;
+	if (!dt_run_own_parts(r) || !dt_ckpt_is_sharded(pos->path))
+		return DT_OK;
+	pos->own = 1;
+	/* The ranks read only the tensors they hold: the files' names and
+	 * shapes are checked against the whole model here. */
+	st = dt_init_check_names(r, pos->path, err);
+	if (st != DT_OK)
+		return st;
+	st = dt_ckpt_read_meta(pos->path, &meta, err);
+	if (st == DT_OK)
+		st = checked_meta(r, pos->path, step, &meta, pos, err);
+	dt_ckpt_meta_fini(&meta);
+	return st;
+}
+
+/* Rank 0: the checkpoint at pos->path whole into params and bufs (the
+ * arrays of whole, the whole model), either format, and its position
+ * into *pos. */
+static enum dt_status
+read_whole(struct dt_run *r, const struct dt_model *whole, float *params,
+	   float **bufs, int n_bufs, struct position *pos,
+	   struct dt_error *err)
+{
+	const char *path = pos->path;
+	struct tensors t;
+	struct dt_ckpt_meta meta;
+	enum dt_status st;
+
 	tensors_init(&t, r->job, whole, params, bufs, n_bufs);
 	if (dt_ckpt_is_sharded(path))
 		st = load_flat(r, path, whole, &t, bufs, n_bufs, &meta, err);
@@ -916,55 +990,35 @@ read_latest(struct dt_run *r, const struct dt_model *whole, float *params,
 		st = dt_ckpt_load(path, t.pt, (size_t)t.n_params, t.ot,
 				  (size_t)t.n_optim, &meta, err);
 	tensors_fini(&t);
-	if (st == DT_OK)
-		dt_model_tie_fill(whole, params);
-	if (st == DT_OK && meta.seed != r->job->seed)
-		st = dt_errorf(err, DT_ERR_FORMAT, "%s: saved with seed %llu, "
-			       "the job has %llu", path,
-			       (unsigned long long)meta.seed,
-			       (unsigned long long)r->job->seed);
-	if (st == DT_OK)
-		st = checked_shards(r, path, &meta, err);
-	if (st == DT_OK)
-		st = checked_norm(r, path, &meta, err);
-	if (st == DT_OK && meta.data_files != NULL)
-		st = run_data_files(r, err) == NULL ? DT_ERR_IO :
-		     dt_datafiles_check(path, meta.data_files, r->data_files,
-					err);
-	if (st == DT_OK)
-		st = checked_position(r, path, step, &meta, pos, err);
-	if (st == DT_OK)
-		st = checked_best(path, &meta, &pos->best, err);
 	if (st == DT_OK) {
-		pos->found = 1;
-		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n", path,
-			(long long)meta.step);
+		dt_model_tie_fill(whole, params);
+		st = checked_meta(r, path, pos->step, &meta, pos, err);
 	}
 	dt_ckpt_meta_fini(&meta);
 	return st;
 }
 
-enum dt_status
-dt_run_restore(struct dt_run *r, struct dt_error *err)
+/* The old way, for a checkpoint in the gathered format (or for parameter
+ * servers): rank 0 reads it whole and broadcasts it; each rank keeps its
+ * stage. Collective over r->comm; *pos becomes rank 0's. */
+static enum dt_status
+restore_whole(struct dt_run *r, struct position *pos, struct dt_error *err)
 {
-	struct position pos;
-	enum dt_status st = DT_OK;
 	struct dt_grad_sync_state os;
 	struct dt_model *whole = r->model;
 	float *params = dt_model_params(r->model);	/* (n_params) */
 	struct dt_full f;
+	enum dt_status st = DT_OK;
 
 	dt_grad_sync_state(r->sync, &os);
 	assert(os.lo == 0 && os.hi == dt_model_n_trained(r->model));
-	int n_bufs = os.n_bufs;
 	/* bufs: (n_bufs) (n_trained) */
 	float **bufs = os.bufs;
 
-	memset(&pos, 0, sizeof pos);
 	memset(&f, 0, sizeof f);
 	if (r->layout.split) {
-		/* A checkpoint holds the whole model: read and pass it on
-		 * whole, then each rank keeps its stage. */
+		/* The whole model passes through every rank, each keeping
+		 * its stage. */
 		st = dt_full_alloc(r, &f, err);
 		if (st != DT_OK)
 			return st;	/* every rank fails alike */
@@ -972,53 +1026,192 @@ dt_run_restore(struct dt_run *r, struct dt_error *err)
 		params = f.params;
 		bufs = f.bufs;
 	}
-	size_t n = dt_model_n_params(whole);
-	size_t n_trained = dt_model_n_trained(whole);
-
 	if (r->rank == 0)
-		pos.status = (int32_t)read_latest(r, whole, params, bufs,
-						  n_bufs, &pos, err);
-	/* Rank 0's verdict travels with the position. */
-	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK) {
-		dt_full_free(&f);
-		return DT_ERR_MPI;
+		pos->status = (int32_t)read_whole(r, whole, params, bufs,
+						  os.n_bufs, pos, err);
+	st = dt_comm_bcast(r->comm, pos, sizeof *pos, 0, err);
+	if (st == DT_OK && pos->status != DT_OK) {
+		st = (enum dt_status)pos->status;
+		if (r->rank != 0)
+			dt_errorf(err, st, "rank 0 could not load a "
+				  "checkpoint");
 	}
+	if (st == DT_OK)
+		st = dt_comm_bcast(r->comm, params, dt_model_n_params(whole) *
+				   sizeof(float), 0, err);
+	for (int i = 0; st == DT_OK && i < os.n_bufs; i++)
+		st = dt_comm_bcast(r->comm, bufs[i], dt_model_n_trained(whole) *
+				   sizeof(float), 0, err);
+	if (st == DT_OK && r->layout.split)
+		dt_full_scatter(r, &f);
+	dt_full_free(&f);
+	return st;
+}
+
+/* Tensor ti of this rank's model (params its arena, nt its trained
+ * floats) as a range to read into part (name into name): the whole
+ * tensor, or where only the trained floats [lo, hi) are kept
+ * (parallel.zero: 3), its floats among them. A tied copy is read from
+ * its embedding's table, which it repeats. 0 when nothing of it is
+ * kept. */
+static int
+part_of(const struct dt_tensor_info *ti, float *params, size_t nt,
+	size_t lo, size_t hi, struct dt_ckpt_part *part, char *name,
+	size_t size)
+{
+	size_t a = ti->offset, b = ti->offset + (size_t)ti->size;
+
+	if (a < nt) {
+		a = a > lo ? a : lo;
+		b = b < hi ? b : hi;
+	}
+	if (a >= b)
+		return 0;
+	if (ti->tie_node != NULL)
+		snprintf(name, size, "%s.weight", ti->tie_node);
+	else
+		snprintf(name, size, "%s.%s", ti->node, ti->name);
+	part->name = name;
+	part->n_dims = ti->tie_node != NULL ? -1 : ti->n_dims;
+	memcpy(part->shape, ti->shape, sizeof part->shape);
+	part->lo = (int64_t)(a - ti->offset);
+	part->hi = (int64_t)(b - ti->offset);
+	part->data = params + a;
+	return 1;
+}
+
+/* This rank's part of dt_run_load_own: the stage's parameters and, with
+ * optim, the optimizer state's spans at their one-rank offsets. */
+static enum dt_status
+load_own(struct dt_run *r, const char *path, int optim, struct dt_error *err)
+{
+	struct dt_model *m = r->model;
+	size_t nt = dt_model_n_trained(m), off = r->layout.stage.trained_lo;
+	int n = dt_model_n_tensors(m), k = 0, zero3 =
+		r->plan.sync[r->layout.grid.stage].zero >= 3;
+	struct dt_ckpt_part *parts = dt_xcalloc((size_t)n + 1, sizeof *parts);
+	char (*names)[DT_CKPT_NAME_MAX] = dt_xcalloc((size_t)n + 1,
+						     sizeof *names);
+	struct dt_ckpt_span spans[4];
+	struct dt_grad_sync_state os;
+	enum dt_status st;
+
+	dt_grad_sync_state_own(r->sync, &os);
+	assert(os.n_bufs <= 4);
+	for (int j = 0; j < n; j++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, j, &ti);
+		k += part_of(&ti, dt_model_params(m), nt, zero3 ? os.lo : 0,
+			     zero3 ? os.hi : nt, &parts[k], names[k],
+			     sizeof names[k]);
+	}
+	for (int b = 0; b < os.n_bufs; b++) {
+		spans[b].name = optim_buf_name(r->job, b);
+		spans[b].lo = (int64_t)(off + os.lo);
+		spans[b].hi = (int64_t)(off + os.hi);
+		spans[b].data = os.bufs[b];
+	}
+	st = dt_ckpt_load_part(path, r->rank, parts, (size_t)k, spans,
+			       optim ? (size_t)os.n_bufs : 0, err);
+	free(parts);
+	free(names);
+	return st;
+}
+
+/* Collective over r->comm: the worst of every rank's status st, with the
+ * message of the lowest rank that failed on every rank (rank 0 prints
+ * it: which rank needed which file). */
+static enum dt_status
+agree_told(struct dt_run *r, enum dt_status st, struct dt_error *err)
+{
+	struct {
+		int32_t st;
+		char msg[sizeof err->msg];
+	} b;
+	enum dt_status all = dt_comm_agree(r->comm, st, err);
+
+	for (int q = 0; all != DT_OK && q < dt_comm_size(r->comm); q++) {
+		memset(&b, 0, sizeof b);
+		b.st = (int32_t)st;
+		if (q == r->rank)
+			snprintf(b.msg, sizeof b.msg, "%s", err->msg);
+		if (dt_comm_bcast(r->comm, &b, sizeof b, q, err) != DT_OK)
+			return DT_ERR_MPI;
+		if (b.st != DT_OK) {
+			dt_errorf(err, all, "%s", b.msg);
+			break;
+		}
+	}
+	return all;
+}
+
+enum dt_status
+dt_run_load_own(struct dt_run *r, const char *path, int optim,
+		struct dt_error *err)
+{
+	return agree_told(r, load_own(r, path, optim, err), err);
+}
+
+static void
+set_position(struct dt_run *r, const struct position *pos)
+{
+	r->position.step = pos->step;
+	r->position.epoch = pos->epoch;
+	r->position.epoch_off = pos->epoch_off;
+	r->position.window_loss = pos->window_loss;
+	r->position.window_steps = pos->window_steps;
+	r->position.window_samples = pos->window_samples;
+	r->position.skipped = pos->skipped;
+	r->best = pos->best;
+	r->position.samples = pos->samples;
+	r->diverge.loss_sum = pos->diverge_loss_sum;
+	r->diverge.loss_n = pos->diverge_loss_n;
+	r->diverge.norm_sum = pos->diverge_norm_sum;
+	r->diverge.norm_n = pos->diverge_norm_n;
+	r->resumed_from = pos->step;
+	r->last_ckpt_step = pos->step;
+}
+
+enum dt_status
+dt_run_restore(struct dt_run *r, struct dt_error *err)
+{
+	struct position pos;
+	enum dt_status st;
+
+	memset(&pos, 0, sizeof pos);
+	if (r->rank == 0)
+		pos.status = (int32_t)locate(r, &pos, err);
+	/* Rank 0's verdict travels with the position. */
+	if (dt_comm_bcast(r->comm, &pos, sizeof pos, 0, err) != DT_OK)
+		return DT_ERR_MPI;
 	if (pos.status != DT_OK) {
 		if (r->rank != 0)
 			dt_errorf(err, (enum dt_status)pos.status,
 				  "rank 0 could not load a checkpoint");
-		dt_full_free(&f);
 		return (enum dt_status)pos.status;
 	}
 	r->resumed_from = -1;
-	if (!pos.found) {
-		dt_full_free(&f);
+	if (!pos.found)
 		return DT_OK;
+	/* A rank that cannot see the checkpoint (a directory not shared
+	 * with every host) takes it from rank 0, as from the gathered
+	 * format. */
+	if (pos.own && dt_comm_agree(r->comm, access(pos.path, R_OK) == 0 ?
+				     DT_OK : DT_ERR_IO, err) != DT_OK) {
+		dt_error_clear(err);
+		pos.own = 0;
 	}
-	st = dt_comm_bcast(r->comm, params, n * sizeof(float), 0, err);
-	for (int i = 0; st == DT_OK && i < n_bufs; i++)
-		st = dt_comm_bcast(r->comm, bufs[i], n_trained * sizeof(float),
-				   0, err);
-	if (st == DT_OK && r->layout.split)
-		dt_full_scatter(r, &f);
-	dt_full_free(&f);
+	if (pos.own)
+		st = dt_run_load_own(r, pos.path, 1, err);
+	else
+		st = restore_whole(r, &pos, err);
 	if (st != DT_OK)
 		return st;
+	if (r->rank == 0)
+		fprintf(stderr, "dtrain: resuming from %s (step %lld)\n",
+			pos.path, (long long)pos.step);
 	dt_grad_sync_state_loaded(r->sync, pos.optim_steps);
-	r->position.step = pos.step;
-	r->position.epoch = pos.epoch;
-	r->position.epoch_off = pos.epoch_off;
-	r->position.window_loss = pos.window_loss;
-	r->position.window_steps = pos.window_steps;
-	r->position.window_samples = pos.window_samples;
-	r->position.skipped = pos.skipped;
-	r->best = pos.best;
-	r->position.samples = pos.samples;
-	r->diverge.loss_sum = pos.diverge_loss_sum;
-	r->diverge.loss_n = pos.diverge_loss_n;
-	r->diverge.norm_sum = pos.diverge_norm_sum;
-	r->diverge.norm_n = pos.diverge_norm_n;
-	r->resumed_from = pos.step;
-	r->last_ckpt_step = pos.step;
+	set_position(r, &pos);
 	return DT_OK;
 }

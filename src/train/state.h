@@ -151,7 +151,9 @@ void dt_run_release_ckpt(struct dt_run *r, int undo);
 void dt_run_set_aside(struct dt_run *r, struct dt_error *err);
 
 /* Restores r from the newest valid checkpoint in r->ckpt_dir (collective:
- * rank 0 reads and verifies, then broadcasts). Sets r->resumed_from to its
+ * rank 0 finds and verifies it; from one written in shards each rank then
+ * reads its own part, dt_run_load_own; from the gathered format rank 0
+ * reads it and broadcasts). Sets r->resumed_from to its
  * step, or -1 when there is none (the run starts from the beginning).
  * Checkpoints that fail verification are named on stderr by rank 0. A
  * checkpoint of another run (its run id) is refused (DT_ERR_USAGE naming
@@ -161,6 +163,23 @@ void dt_run_set_aside(struct dt_run *r, struct dt_error *err);
  * and a usable checkpoint, DT_ERR_USAGE (the option is for a run with
  * none). */
 enum dt_status dt_run_restore(struct dt_run *r, struct dt_error *err);
+
+/* 1 when every rank can read its own part of a checkpoint written in
+ * shards: the optimizer state is kept where it trains (not by parameter
+ * servers). The same on every rank. */
+int dt_run_own_parts(const struct dt_run *r);
+
+/* Collective over r->comm: each rank reads its own part of the sharded
+ * checkpoint at path (ckpt.h, dt_ckpt_load_part) straight into its
+ * arenas, whatever layout wrote it: its stage's parameters (at
+ * parallel.zero: 3 only the trained floats its optimizer owns, and the
+ * stage's buffers; a tied copy from its embedding's table) and, with
+ * optim, the part of the optimizer state its optimizer keeps
+ * (dt_grad_sync_state_own). Every rank returns the same status, with
+ * the message of the lowest rank that failed (naming the rank, the file
+ * and what it needed). Only where dt_run_own_parts. */
+enum dt_status dt_run_load_own(struct dt_run *r, const char *path,
+			       int optim, struct dt_error *err);
 
 /* A failure in the middle of training that the other ranks cannot know
  * of (they are inside a collective): reports it with the rank and ends

@@ -225,7 +225,9 @@ void dt_grad_sync_state(struct dt_grad_sync *s,
  * in place, no copy: n_bufs buffers over the trained floats [lo, hi)
  * (dt_plan_sync_own's span: every one but at parallel.zero), owned by
  * the sync. What a checkpoint written in shards saves of this rank, so
- * that no rank holds the whole state for it. Not where the state lives
+ * that no rank holds the whole state for it, and what a restore from
+ * shards fills in place before dt_grad_sync_state_loaded (without a
+ * call to dt_grad_sync_state, whose whole copy would replace it). Not where the state lives
  * elsewhere (dt_grad_sync_state_remote). */
 void dt_grad_sync_state_own(struct dt_grad_sync *s,
 			    struct dt_grad_sync_state *out);

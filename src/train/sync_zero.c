@@ -41,13 +41,15 @@
  * used on two ranks only, where a + b does not depend on the order), so
  * each level gives level 0's bits.
  *
- * Checkpoints read the whole optimizer state, as before: collect gathers
+ * Gathered checkpoints read the whole optimizer state: collect gathers
  * the parts to the first of the summing ranks (the one that writes, or
  * hands its stage to world rank 0), dt_grad_sync_state shows a whole
  * copy (made where it is asked for, freed at the next update), and a
- * restore fills that copy, whose own part _state_loaded hands to the
- * optimizer. A checkpoint is thus the same at every level, and resumes
- * at any other. */
+ * restore of the gathered format fills that copy, whose own part
+ * _state_loaded hands to the optimizer; a restore from shards fills the
+ * own part in place (dt_grad_sync_state_own) and makes no copy. A
+ * checkpoint is thus the same at every level, and resumes at any
+ * other. */
 #include "train/sync.h"
 
 #include <assert.h>

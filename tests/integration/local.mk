@@ -20,7 +20,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/rank-failure.sh \
 	tests/integration/resume-exact.sh \
 	tests/integration/ckpt-faults.sh \
-	tests/integration/ckpt-shards.sh \
+	tests/integration/ckpt-shards.sh tests/integration/resume-own.sh \
 	tests/integration/ckpt-untrusted.sh \
 	tests/integration/restarts.sh \
 	tests/integration/ckpt-kill.sh \

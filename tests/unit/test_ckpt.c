@@ -926,6 +926,91 @@ START_TEST(test_export_shards)
 }
 END_TEST
 
+/* One rank's own part of a sharded checkpoint (dt_ckpt_load_part): the
+ * parameters in params.safetensors, adam.m's 26 floats in two rank files
+ * (spans [0:10] and [10:26]). A range of a tensor, a whole one (its CRC
+ * checked) and a span that crosses both rank files come back with their
+ * values; a range that one file holds needs nothing of the other. The
+ * rank file truncated: a rank needing its floats is refused naming the
+ * file, the rank and the span, one that needs only the other file's is
+ * not; the file removed: named as missing with its manifest size, and
+ * the rank that needed it. A byte of a tensor read whole flipped: its
+ * CRC mismatch, naming the tensor and the rank. */
+START_TEST(test_load_part)
+{
+	char dir[1024], ck[1024], tmp[1024], f1[1024];
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO], sp[2];
+	struct dt_ckpt_shard_file f[3];
+	struct dt_ckpt_meta m = meta_for(6);
+	float w[12], bias[2], part[9];
+	struct dt_ckpt_part parts[2] = {
+		{ .name = "dense0.weight", .n_dims = 2, .shape = { 3, 4 },
+		  .lo = 5, .hi = 11, .data = w },
+		{ .name = "dense1.bias", .n_dims = 1, .shape = { 2 },
+		  .lo = 0, .hi = 2, .data = bias },
+	};
+	struct dt_ckpt_span span = { "adam.m", 6, 15, part };
+	struct dt_error err;
+
+	state_fill(&s, 11, 0);
+	state_tensors(&s, p, o);
+	sp[0] = (struct dt_ckpt_tensor){ .name = "adam.m[0:10]",
+					 .data = s.o[0], .n_dims = 1,
+					 .shape = { 10 } };
+	sp[1] = (struct dt_ckpt_tensor){ .name = "adam.m[10:26]",
+					 .data = s.o[0] + 10, .n_dims = 1,
+					 .shape = { 16 } };
+	sub(dir, "part", NULL);
+	ck_assert(dt_ckpt_shard_begin(dir, 6, tmp, sizeof tmp, &err) == DT_OK);
+	ck_assert(dt_ckpt_shard_write(tmp, "params.safetensors", p, NP, &f[0],
+				      &err) == DT_OK);
+	ck_assert(dt_ckpt_shard_write(tmp, "rank-00000.safetensors", sp, 1,
+				      &f[1], &err) == DT_OK);
+	ck_assert(dt_ckpt_shard_write(tmp, "rank-00001.safetensors", sp + 1,
+				      1, &f[2], &err) == DT_OK);
+	ck_assert_msg(dt_ckpt_shard_finish(dir, tmp, NULL, &m, f, 3, &err) ==
+		      DT_OK, "%s", err.msg);
+	sub(ck, "part", "step-000000006");
+	ck_assert_msg(dt_ckpt_load_part(ck, 3, parts, 2, &span, 1, &err) ==
+		      DT_OK, "%s", err.msg);
+	ck_assert(memcmp(w, s.p[0] + 5, 6 * sizeof(float)) == 0);
+	ck_assert(memcmp(bias, s.p[3], 2 * sizeof(float)) == 0);
+	ck_assert(memcmp(part, s.o[0] + 6, 9 * sizeof(float)) == 0);
+
+	sub(f1, "part", "step-000000006/rank-00001.safetensors");
+	ck_assert_int_eq(truncate(f1, file_size(f1) - 8), 0);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 3, NULL, 0, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "step-000000006: rank 3 needs float 10 of adam.m, "
+		   "which no readable file holds: rank-00001.safetensors: 208 "
+		   "bytes, MANIFEST.json lists 216 (truncated)");
+	span.hi = 10;
+	ck_assert_msg(dt_ckpt_load_part(ck, 2, NULL, 0, &span, 1, &err) ==
+		      DT_OK, "%s", err.msg);
+	ck_assert(memcmp(part, s.o[0] + 6, 4 * sizeof(float)) == 0);
+	span.hi = 15;
+	ck_assert_int_eq(unlink(f1), 0);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 1, NULL, 0, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "step-000000006: rank 1 needs float 10 of adam.m, "
+		   "which no readable file holds: rank-00001.safetensors: "
+		   "missing; MANIFEST.json lists it with");
+
+	sub(f1, "part", "step-000000006/params.safetensors");
+	flip(f1, -1);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 0, parts + 1, 1, NULL, 0, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, "params.safetensors: crc32 mismatch for "
+		   "dense1.bias (rank 0 read it)");
+	/* A range of that tensor cannot be checked by its CRC. */
+	parts[1].hi = 1;
+	ck_assert_msg(dt_ckpt_load_part(ck, 0, parts + 1, 1, NULL, 0, &err) ==
+		      DT_OK, "%s", err.msg);
+	ck_assert(memcmp(bias, s.p[3], sizeof(float)) == 0);
+}
+END_TEST
+
 /* A safetensors file from its header text and n data floats. */
 static void
 make_st(const char *path, const char *header, size_t n_floats,
@@ -1191,6 +1276,7 @@ ckpt_suite(void)
 	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
 	tcase_add_test(tc, test_export_import);
 	tcase_add_test(tc, test_export_shards);
+	tcase_add_test(tc, test_load_part);
 	tcase_add_test(tc, test_reader_checks);
 	tcase_add_test(tc, test_numpy_reads);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+/* part.c - one rank's own part of a checkpoint written in shards
+ * (ckpt.h, dt_ckpt_load_part): the tensors, or ranges of them, and the
+ * spans of the optimizer's flat arrays that the rank asks for, each read
+ * by byte range from whichever file of the checkpoint holds it, so that
+ * no rank reads or holds more than it keeps. Every file's header is read
+ * (a few hundred bytes each) to learn what it holds; the data only where
+ * asked. A tensor read whole has its CRC-32 checked; a range of one
+ * cannot be (the CRC covers the whole tensor), but a file shorter or
+ * longer than its manifest entry is refused before any byte of it is
+ * used, naming the file, the rank and what it needed there. */
+#include "ckpt/ckpt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "ckpt/ckpt_priv.h"
+#include "util/alloc.h"
+#include "util/endian.h"
+
+/* One tensor file the manifest lists: its header, or why it has none. */
+struct pfile {
+	const struct dt_ck_file *f;	/* its manifest entry */
+	char *path;			/* heap */
+	struct dt_ck_header h;
+	int64_t data_at;		/* the file offset of its data */
+	int64_t file_size;		/* bytes on disk */
+	int ok;				/* header read */
+	char why[600];			/* else why not */
+};
+
+/* Floats [lo, hi) of a requested span that one saved span gave. */
+struct hit {
+	int64_t lo, hi;
+};
+
+static int
+ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+/* Reads the header of the manifest's tensor file f in dir into p. A
+ * file that is missing or whose header does not read is noted in
+ * p->why: it fails the load only if the rank needs something from it. */
+static void
+open_file(const char *dir, const struct dt_ck_file *f, struct pfile *p)
+{
+	struct dt_ck_rfile r;
+	struct dt_error e;
+	size_t len = strlen(dir) + strlen(f->name) + 2;
+
+	memset(p, 0, sizeof *p);
+	p->f = f;
+	p->path = dt_xmalloc(len, 1);
+	snprintf(p->path, len, "%s/%s", dir, f->name);
+	dt_error_clear(&e);
+	if (access(p->path, F_OK) != 0 && errno == ENOENT) {
+		snprintf(p->why, sizeof p->why, "%s: missing; %s lists it with "
+			 "%lld bytes", f->name, DT_CK_MANIFEST,
+			 (long long)f->size);
+		return;
+	}
+	if (dt_ck_ropen(&r, p->path, f->name, 0, &e) == DT_OK &&
+	    dt_ck_st_read_header(&r, 1, &p->h, &e) == DT_OK) {
+		p->ok = 1;
+		p->data_at = r.pos;
+		p->file_size = r.file_size;
+	} else if (r.fd >= 0 && r.file_size != f->size) {
+		snprintf(p->why, sizeof p->why, "%s: %lld bytes, %s lists "
+			 "%lld%s, its header unreadable", f->name,
+			 (long long)r.file_size, DT_CK_MANIFEST,
+			 (long long)f->size, r.file_size < f->size ?
+			 " (truncated)" : "");
+	} else {
+		snprintf(p->why, sizeof p->why, "%.500s", e.msg);
+	}
+	dt_ck_rclose(&r);
+}
+
+/* Exactly n bytes at offset off of the file at path into p. */
+static enum dt_status
+read_at(const char *path, const char *label, int64_t off, void *p, size_t n,
+	int rank, struct dt_error *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	size_t got = 0;
+
+	if (fd < 0)
+		return dt_errorf(err, DT_ERR_IO, "%s: cannot open (rank %d "
+				 "needs it): %s", label, rank, strerror(errno));
+	while (got < n) {
+		ssize_t k = pread(fd, (char *)p + got, n - got,
+				  (off_t)(off + (int64_t)got));
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			int e = errno;
+
+			close(fd);
+			if (k == 0)
+				return dt_errorf(err, DT_ERR_FORMAT, "%s: ends "
+						 "at byte %lld, rank %d needs "
+						 "bytes up to %lld "
+						 "(truncated)", label,
+						 (long long)(off +
+							     (int64_t)got),
+						 rank, (long long)(off +
+								   (int64_t)n));
+			return dt_errorf(err, DT_ERR_IO, "%s: cannot read at "
+					 "byte %lld (rank %d): %s", label,
+					 (long long)(off + (int64_t)got), rank,
+					 strerror(e));
+		}
+		got += (size_t)k;
+	}
+	close(fd);
+	return DT_OK;
+}
+
+/* Floats [a, b) of entry e of file p into dst, as host floats; the
+ * tensor's CRC-32 checked when [a, b) is all of it. The file must have
+ * the size its manifest entry gives. what names the request (the tensor
+ * or span the rank asked for) in messages. */
+static enum dt_status
+read_range(const struct pfile *p, const struct dt_ck_entry *e, int64_t a,
+	   int64_t b, float *dst, const char *what, int rank,
+	   struct dt_error *err)
+{
+	int64_t size = (e->end - e->begin) / 4;
+	int64_t off = p->data_at + e->begin + 4 * a;
+	enum dt_status st;
+
+	if (p->file_size != p->f->size)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: %lld bytes, %s lists "
+				 "%lld%s: rank %d needs %s from it (%s floats "
+				 "[%lld, %lld))", p->f->name,
+				 (long long)p->file_size, DT_CK_MANIFEST,
+				 (long long)p->f->size,
+				 p->file_size < p->f->size ? " (truncated)" :
+				 "", rank, what, e->name, (long long)a,
+				 (long long)b);
+	if (b <= a)
+		return DT_OK;
+	st = read_at(p->path, p->f->name, off, dst, (size_t)(b - a) * 4,
+		     rank, err);
+	if (st != DT_OK)
+		return st;
+	if (a == 0 && b == size && e->has_crc &&
+	    (uint32_t)crc32_z(0, (const Bytef *)dst, (size_t)size * 4) !=
+	    e->crc)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: crc32 mismatch for "
+				 "%s (rank %d read it)", p->f->name, e->name,
+				 rank);
+	dt_le_to_host(dst, 4, (size_t)(b - a));
+	return DT_OK;
+}
+
+/* Nothing readable holds what the rank asked for: the first file that
+ * could not be read is the likely cause, and is named. */
+static enum dt_status
+not_found(const struct pfile *pf, size_t n, const char *what, int rank,
+	  struct dt_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!pf[i].ok)
+			return dt_errorf(err, DT_ERR_FORMAT, "rank %d needs %s, "
+					 "which no readable file holds: %s",
+					 rank, what, pf[i].why);
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: rank %d needs %s, which "
+			 "no listed file holds", DT_CK_MANIFEST, rank, what);
+}
+
+static int64_t
+entry_floats(const struct dt_ck_entry *e)
+{
+	return (e->end - e->begin) / 4;
+}
+
+/* The saved tensor t->name (in exactly one file) into t's buffer: its
+ * shape checked, floats [t->lo, t->hi) read. */
+static enum dt_status
+load_tensor(const struct pfile *pf, size_t n, const struct dt_ckpt_part *t,
+	    int rank, struct dt_error *err)
+{
+	const struct pfile *at = NULL;
+	const struct dt_ck_entry *e = NULL;
+	char what[DT_CKPT_NAME_MAX + 16];
+
+	snprintf(what, sizeof what, "tensor %s", t->name);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; pf[i].ok && j < pf[i].h.n; j++) {
+			if (strcmp(pf[i].h.t[j].name, t->name) != 0)
+				continue;
+			if (e != NULL)
+				return dt_errorf(err, DT_ERR_FORMAT, "%s: "
+						 "tensor %s is also in %s",
+						 pf[i].f->name, t->name,
+						 at->f->name);
+			at = &pf[i];
+			e = &pf[i].h.t[j];
+		}
+	if (e == NULL)
+		return not_found(pf, n, what, rank, err);
+	if (t->n_dims >= 0 &&
+	    (t->n_dims != e->n_dims ||
+	     memcmp(t->shape, e->shape,
+		    (size_t)e->n_dims * sizeof e->shape[0]) != 0))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
+				 "another shape than the model's", at->f->name,
+				 t->name);
+	if (t->lo < 0 || t->hi < t->lo || t->hi > entry_floats(e))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has %lld "
+				 "floats, rank %d needs [%lld, %lld)",
+				 at->f->name, t->name,
+				 (long long)entry_floats(e), rank,
+				 (long long)t->lo, (long long)t->hi);
+	return read_range(at, e, t->lo, t->hi, t->data, what, rank, err);
+}
+
+/* 1 when e is a span "NAME[LO:HI]" of the array name, its [lo, hi). */
+static int
+span_of(const struct dt_ck_entry *e, const char *name, int64_t *lo,
+	int64_t *hi)
+{
+	size_t k = strlen(name);
+	char *end;
+
+	if (strncmp(e->name, name, k) != 0 || e->name[k] != '[' ||
+	    !ends_with(e->name, "]"))
+		return 0;
+	*lo = strtoll(e->name + k + 1, &end, 10);
+	if (end == e->name + k + 1 || *end != ':')
+		return 0;
+	*hi = strtoll(end + 1, &end, 10);
+	return strcmp(end, "]") == 0 && *lo >= 0 && *hi > *lo &&
+	       e->n_dims == 1 && e->shape[0] == *hi - *lo;
+}
+
+static int
+cmp_hits(const void *a, const void *b)
+{
+	const struct hit *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The hits (n of them) cover [lo, hi) exactly once: DT_OK, else the
+ * first gap or doubly covered float into *gap. */
+static int
+tiled(struct hit *h, size_t n, int64_t lo, int64_t hi, int64_t *gap,
+      int *twice)
+{
+	int64_t at = lo;
+
+	qsort(h, n, sizeof *h, cmp_hits);
+	for (size_t i = 0; i < n; i++) {
+		if (h[i].lo != at) {
+			*gap = h[i].lo < at ? h[i].lo : at;
+			*twice = h[i].lo < at;
+			return 0;
+		}
+		at = h[i].hi;
+	}
+	*gap = at;
+	*twice = 0;
+	return at == hi;
+}
+
+/* Floats [s->lo, s->hi) of the flat array s->name, from every saved span
+ * that meets them, into s's buffer; each float exactly once. */
+static enum dt_status
+load_span(const struct pfile *pf, size_t n, const struct dt_ckpt_span *s,
+	  int rank, struct dt_error *err)
+{
+	struct hit *hits = NULL;
+	size_t nh = 0, cap = 0;
+	char what[DT_CKPT_NAME_MAX + 64];
+	enum dt_status st = DT_OK;
+	int64_t gap;
+	int twice;
+
+	snprintf(what, sizeof what, "%s[%lld:%lld]", s->name,
+		 (long long)s->lo, (long long)s->hi);
+	for (size_t i = 0; i < n && st == DT_OK; i++)
+		for (size_t j = 0; pf[i].ok && j < pf[i].h.n && st == DT_OK;
+		     j++) {
+			const struct dt_ck_entry *e = &pf[i].h.t[j];
+			int64_t a, b, lo, hi;
+
+			if (!span_of(e, s->name, &a, &b))
+				continue;
+			lo = a > s->lo ? a : s->lo;
+			hi = b < s->hi ? b : s->hi;
+			if (lo >= hi)
+				continue;
+			if (nh == cap) {
+				cap = cap ? 2 * cap : 8;
+				hits = dt_xrealloc(hits, cap, sizeof *hits);
+			}
+			hits[nh].lo = lo;
+			hits[nh++].hi = hi;
+			st = read_range(&pf[i], e, lo - a, hi - a,
+					s->data + (lo - s->lo), what, rank,
+					err);
+		}
+	if (st == DT_OK && s->hi > s->lo &&
+	    !tiled(hits, nh, s->lo, s->hi, &gap, &twice)) {
+		snprintf(what, sizeof what, "float %lld of %s", (long long)gap,
+			 s->name);
+		st = twice ? dt_errorf(err, DT_ERR_FORMAT, "%s: %s is in two "
+				       "spans", DT_CK_MANIFEST, what) :
+			not_found(pf, n, what, rank, err);
+	}
+	free(hits);
+	return st;
+}
+
+enum dt_status
+dt_ckpt_load_part(const char *path, int rank,
+		  const struct dt_ckpt_part *parts, size_t n_parts,
+		  const struct dt_ckpt_span *spans, size_t n_spans,
+		  struct dt_error *err)
+{
+	struct dt_ck_manifest *man;
+	struct pfile *pf = NULL;
+	size_t n = 0;
+	enum dt_status st;
+
+	st = dt_ck_read_manifest(path, &man, err);
+	if (st == DT_OK) {
+		pf = dt_xcalloc(man->n + 1, sizeof *pf);
+		for (size_t i = 0; i < man->n; i++)
+			if (ends_with(man->f[i].name, ".safetensors"))
+				open_file(path, &man->f[i], &pf[n++]);
+	}
+	for (size_t i = 0; st == DT_OK && i < n_parts; i++)
+		st = load_tensor(pf, n, &parts[i], rank, err);
+	for (size_t i = 0; st == DT_OK && i < n_spans; i++)
+		st = load_span(pf, n, &spans[i], rank, err);
+	for (size_t i = 0; i < n; i++) {
+		free(pf[i].path);
+		dt_ck_header_fini(&pf[i].h);
+	}
+	free(pf);
+	free(man);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
+
+/* Entry e of parameter file label against the targets t (n): found once,
+ * with their shape; seen marks it. */
+static enum dt_status
+match_entry(const char *label, const struct dt_ck_entry *e,
+	    const struct dt_ckpt_target *t, size_t n, unsigned char *seen,
+	    struct dt_error *err)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		if (strcmp(t[j].name, e->name) == 0)
+			break;
+	if (j == n)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
+				 "which the model does not have", label,
+				 e->name);
+	if (seen[j])
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
+				 "files", label, e->name);
+	if (t[j].n_dims != e->n_dims ||
+	    memcmp(t[j].shape, e->shape,
+		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
+				 "another shape than the model's", label,
+				 e->name);
+	seen[j] = 1;
+	return DT_OK;
+}
+
+enum dt_status
+dt_ckpt_check_params(const char *path, const struct dt_ckpt_target *params,
+		     size_t n_params, struct dt_error *err)
+{
+	struct dt_ck_manifest *man;
+	unsigned char *seen = dt_xcalloc(n_params + 1, 1);
+	enum dt_status st;
+
+	st = dt_ck_read_manifest(path, &man, err);
+	for (size_t i = 0; st == DT_OK && i < man->n; i++) {
+		struct pfile p;
+
+		if (strncmp(man->f[i].name, "params", 6) != 0 ||
+		    !ends_with(man->f[i].name, ".safetensors"))
+			continue;
+		open_file(path, &man->f[i], &p);
+		if (!p.ok)
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s", p.why);
+		for (size_t j = 0; st == DT_OK && j < p.h.n; j++)
+			st = match_entry(p.f->name, &p.h.t[j], params,
+					 n_params, seen, err);
+		free(p.path);
+		dt_ck_header_fini(&p.h);
+	}
+	for (size_t j = 0; st == DT_OK && j < n_params; j++)
+		if (!seen[j])
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is "
+				       "in no listed file", DT_CK_MANIFEST,
+				       params[j].name);
+	free(seen);
+	free(man);
+	if (st != DT_OK)
+		dt_error_prefix(err, "%s: ", path);
+	return st;
+}
