@@ -763,8 +763,7 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	m->nodes = dt_xcalloc((size_t)m->n_nodes, sizeof *m->nodes);
 	m->tp.size = 1;
 	m->recompute = job->model.recompute;
-	/* shapes only are for plans, which plan training */
-	m->train_layout = train || max_batch == 0;
+	m->train_layout = train;
 	if ((st = check_input_shape(m, job, err)) != DT_OK ||
 	    (st = make_nodes(m, job, err)) != DT_OK ||
 	    (st = infer_shapes(m, job, err)) != DT_OK ||

@@ -68,8 +68,7 @@ struct dt_pool;
  * zero; each layer file says) via util/rng.h, so the same seed gives the
  * same bits on any rank. Gradients start at zero.
  * max_batch == 0 builds the shapes only, without arenas (for plan/: every
- * query below works and counts as for a model for training, as
- * dt_model_new_slots says, dt_model_params/grads/probs return NULL, and
+ * query below works, dt_model_params/grads/probs return NULL, and
  * train_step, eval and zero_grads must not be called); max_batch < 0 or
  * above INT_MAX returns DT_ERR_PLAN. The model keeps no pointer into job.
  * On success *out is owned by the caller (dt_model_free); on error *out is
@@ -88,7 +87,9 @@ enum dt_status dt_model_new(const struct dt_job *job, int64_t max_batch,
  * after the loss's forward, then d(logits) after its backward: one
  * (batch, [T,] classes) buffer, not three. The same bits as
  * dt_model_new's model; only the logits are not kept, so eval, predict
- * and sample, which read them, build theirs with dt_model_new. */
+ * and sample, which read them, build theirs with dt_model_new (and size
+ * their batches by its activations). max_batch 0 builds the shapes of a
+ * model for training, which plan/ counts. */
 enum dt_status dt_model_new_slots(const struct dt_job *job, int64_t max_batch,
 				  int n_slots, struct dt_model **out,
 				  struct dt_error *err);
@@ -208,9 +209,8 @@ double dt_model_recompute_flops_per_sample(const struct dt_model *m);
  * 4*T*C of its scratch per sample with one shared 2*T*T (attention);
  * with model.attention: fused an attention keeps 5*T*C + (h+1)*T +
  * 128*C/h floats of scratch per sample and nothing (T, T); in a model
- * for training (dt_model_new_slots; and shapes only, for plans) the loss
- * in place keeps neither its own output nor its input's output
- * gradient.
+ * for training (dt_model_new_slots) the loss in place keeps neither its
+ * own output nor its input's output gradient.
  * The arena holds max_batch times this. */
 int64_t dt_model_act_floats_per_sample(const struct dt_model *m);
 
