@@ -408,4 +408,5 @@ const struct dt_layer_ops dt_layer_dense = {
 	.forward = dense_forward,
 	.backward = dense_backward,
 	.fwd_flops = dense_fwd_flops,
+	.bwd_reads_no_out = true,
 };

@@ -407,8 +407,28 @@ dt_node_act_floats(const struct dt_node *n, int64_t *scratch)
 	return n->out_size * (has_dout(n) ? 2 : 1) + *scratch;
 }
 
+int64_t
+dt_graph_loss_in_place(const struct dt_model *m, const int *stage_of)
+{
+	const struct dt_node *loss = &m->nodes[m->n_nodes - 1];
+	const int src = loss->inputs[0];
+	const struct dt_node *n;
+
+	if (!loss->ops->loss_in_place || loss->n_inputs != 1 ||
+	    src == DT_NODE_INPUT)
+		return 0;
+	n = &m->nodes[src];
+	if (n->n_consumers != 1 || !n->ops->bwd_reads_no_out ||
+	    n->fused_act != DT_ACT_NONE || n->act_fused ||
+	    n->fused_pool != NULL ||
+	    (stage_of != NULL && stage_of[src] != stage_of[m->n_nodes - 1]))
+		return 0;
+	return loss->out_size + (has_dout(n) ? n->out_size : 0);
+}
+
 /* The activation floats per sample of the whole model as one stage: the
- * kept nodes' buffers and, under model.recompute, the workspace
+ * kept nodes' buffers, less what the loss saves in a training model
+ * (dt_graph_loss_in_place), and, under model.recompute, the workspace
  * (recompute.c), which also marks the segments for m->recompute. */
 static enum dt_status
 size_activations(struct dt_model *m, struct dt_error *err)
@@ -426,6 +446,8 @@ size_activations(struct dt_model *m, struct dt_error *err)
 							   &scratch),
 					   &total))
 			goto too_big;
+	if (m->train_layout)
+		total -= dt_graph_loss_in_place(m, NULL);
 	if (__builtin_add_overflow(total,
 				   dt_recompute_seg_floats(m, m->seg_first,
 							   m->transient, 0,
@@ -490,12 +512,16 @@ fuse_activations(struct dt_model *m)
  * node's output, output gradient and scratch (max_batch rows each), and
  * points the tensors into the parameter and gradient arenas. A transient
  * node's offsets are in the workspace instead (model.h), where each
- * segment starts at 0. */
+ * segment starts at 0. A loss in place (m->loss_in_place) has its
+ * input's output as its own, and that input's output gradient lies on
+ * its output too. */
 static void
 layout_slot(struct dt_model *m)
 {
 	int64_t slot_at = 0, work_at = 0, rows = m->max_batch;
 	int seg = -1;
+	const int last_in = m->loss_in_place ?
+			    m->nodes[m->n_nodes - 1].inputs[0] : -1;
 
 	for (int i = 0; i < m->n_nodes; i++) {
 		struct dt_node *n = &m->nodes[i];
@@ -527,13 +553,17 @@ layout_slot(struct dt_model *m)
 			*at_p = at + rows * n->out_size * (has_dout(n) ? 2 : 1);
 			continue;
 		}
+		if (m->loss_in_place && i == m->n_nodes - 1) {
+			m->out_off[i] = m->out_off[last_in];
+			continue;
+		}
 		if (own)
 			dt_node_act_floats(n, &scratch);
 		m->out_off[i] = at;
 		at += rows * n->out_size;
 		if (own ? has_dout(n) : n->needs_grad) {
-			m->dout_off[i] = at;
-			at += rows * n->out_size;
+			m->dout_off[i] = i == last_in ? m->out_off[i] : at;
+			at += i == last_in ? 0 : rows * n->out_size;
 		}
 		if (scratch > 0) {
 			m->scratch_off[i] = at;
@@ -710,7 +740,7 @@ localize(struct dt_model *m)
 static enum dt_status
 model_new(const struct dt_job *job, int64_t max_batch,
 	  const int *stage_of_node, int n_stages, int stage, int n_slots,
-	  struct dt_model **out, struct dt_error *err)
+	  bool train, struct dt_model **out, struct dt_error *err)
 {
 	struct dt_model *m;
 	enum dt_status st;
@@ -733,6 +763,7 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	m->nodes = dt_xcalloc((size_t)m->n_nodes, sizeof *m->nodes);
 	m->tp.size = 1;
 	m->recompute = job->model.recompute;
+	m->train_layout = train;
 	if ((st = check_input_shape(m, job, err)) != DT_OK ||
 	    (st = make_nodes(m, job, err)) != DT_OK ||
 	    (st = infer_shapes(m, job, err)) != DT_OK ||
@@ -768,6 +799,9 @@ model_new(const struct dt_job *job, int64_t max_batch,
 	 * boundary is two). */
 	dt_recompute_mark(m, m->stage_of, m->seg_first, m->seg_last,
 			  m->transient);
+	m->loss_in_place = m->train_layout &&
+			   m->stage_of[m->n_nodes - 1] == stage &&
+			   dt_graph_loss_in_place(m, m->stage_of) > 0;
 	m->n_slots = n_slots;
 	m->slot_step = dt_xcalloc((size_t)n_slots, sizeof *m->slot_step);
 	m->slot_first = dt_xcalloc((size_t)n_slots, sizeof *m->slot_first);
@@ -808,14 +842,15 @@ enum dt_status
 dt_model_new(const struct dt_job *job, int64_t max_batch,
 	     struct dt_model **out, struct dt_error *err)
 {
-	return model_new(job, max_batch, NULL, 1, 0, 1, out, err);
+	return model_new(job, max_batch, NULL, 1, 0, 1, false, out, err);
 }
 
 enum dt_status
 dt_model_new_slots(const struct dt_job *job, int64_t max_batch, int n_slots,
 		   struct dt_model **out, struct dt_error *err)
 {
-	return model_new(job, max_batch, NULL, 1, 0, n_slots, out, err);
+	return model_new(job, max_batch, NULL, 1, 0, n_slots, true, out,
+			 err);
 }
 
 enum dt_status
@@ -824,7 +859,7 @@ dt_model_new_stage(const struct dt_job *job, int64_t max_batch,
 		   int n_slots, struct dt_model **out, struct dt_error *err)
 {
 	return model_new(job, max_batch, stage_of_node, n_stages, stage,
-			 n_slots, out, err);
+			 n_slots, true, out, err);
 }
 
 void

@@ -79,7 +79,17 @@ enum dt_status dt_model_new(const struct dt_job *job, int64_t max_batch,
  * batch whose activations are held at once (the breadth-first
  * accumulation schedule, plan.h: every micro-batch of the step); slot 0
  * is current (dt_model_use_slot). DT_ERR_PLAN as dt_model_new, also when
- * n_slots < 1 or the slots do not fit in memory. */
+ * n_slots < 1 or the slots do not fit in memory.
+ * A model for training (this and dt_model_new_stage; train/ builds its
+ * models with them): a softmax cross-entropy loss that alone reads a
+ * dense last layer works in place over that layer's output
+ * (softmax_xent.c), which holds the logits, then the probabilities
+ * after the loss's forward, then d(logits) after its backward: one
+ * (batch, [T,] classes) buffer, not three. The same bits as
+ * dt_model_new's model; only the logits are not kept, so eval, predict
+ * and sample, which read them, build theirs with dt_model_new (and size
+ * their batches by its activations). max_batch 0 builds the shapes of a
+ * model for training, which plan/ counts. */
 enum dt_status dt_model_new_slots(const struct dt_job *job, int64_t max_batch,
 				  int n_slots, struct dt_model **out,
 				  struct dt_error *err);
@@ -172,9 +182,10 @@ void dt_model_eval_targets(struct dt_model *m, const float *x,
 			   double *loss_sum);
 
 /* The output of the last forward pass, owned by m and overwritten by the
- * next pass; NULL without arenas. Softmax cross-entropy: probabilities
- * (batch, labels_per_sample, n_classes); mse: predictions (batch,
- * targets_per_sample). */
+ * next pass (and by a backward pass in a model for training, where it
+ * then holds d(logits)); NULL without arenas. Softmax cross-entropy:
+ * probabilities (batch, labels_per_sample, n_classes); mse: predictions
+ * (batch, targets_per_sample). */
 const float *dt_model_probs(const struct dt_model *m);
 
 /* Forward plus backward FLOPs for one sample (multiply-add = 2 FLOPs;
@@ -197,7 +208,9 @@ double dt_model_recompute_flops_per_sample(const struct dt_model *m);
  * workspace the largest block copy needs (blocks), and attention keeps
  * 4*T*C of its scratch per sample with one shared 2*T*T (attention);
  * with model.attention: fused an attention keeps 5*T*C + (h+1)*T +
- * 128*C/h floats of scratch per sample and nothing (T, T).
+ * 128*C/h floats of scratch per sample and nothing (T, T); in a model
+ * for training (dt_model_new_slots) the loss in place keeps neither its
+ * own output nor its input's output gradient.
  * The arena holds max_batch times this. */
 int64_t dt_model_act_floats_per_sample(const struct dt_model *m);
 
@@ -306,8 +319,9 @@ enum dt_status dt_model_check_stages(const struct dt_model *m,
 				     const int *stage_of_node, int n_stages,
 				     struct dt_error *err);
 
-/* What stage `stage` of a checked layout holds and moves; works on a
- * shapes-only model. */
+/* What stage `stage` of a checked layout holds and moves, in a model
+ * for training (dt_model_new_stage: the loss in place, as
+ * dt_model_new_slots says); works on a shapes-only model. */
 void dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 			 int n_stages, int stage, struct dt_stage_info *out);
 

@@ -308,6 +308,17 @@ struct dt_layer_ops {
 	 * fused_pool), which saves the round trip of the output through
 	 * memory. */
 	bool fuses_pool;
+	/* Backward reads its inputs and n->dout, never n->out (dense
+	 * without a fused activation): once its forward has run, the
+	 * output's values are only for the nodes that read it, so a loss
+	 * that alone reads it may overwrite it (loss_in_place below). */
+	bool bwd_reads_no_out;
+	/* A loss type that can work in place over its input's buffer when
+	 * it alone reads that input, in a training model (graph.c's
+	 * dt_graph_loss_in_place): its output is then that buffer, which
+	 * its forward overwrites, and its backward writes d(input) over
+	 * it too. */
+	bool loss_in_place;
 };
 
 /* Runs stmt for each i in [0, len) (int64_t i, declared by the macro), in

@@ -27,6 +27,11 @@ struct dt_model {
 	size_t n_trained;	/* the first n_trained floats are trained;
 				 * buffers (running statistics) follow */
 	int64_t act_floats;	/* per sample */
+	/* Built for training (dt_model_new_slots, dt_model_new_stage):
+	 * the loss may work in place over its input's buffer
+	 * (dt_graph_loss_in_place); loss_in_place says it does on this
+	 * model's stage. */
+	bool train_layout, loss_in_place;
 	double fwd_flops;	/* per sample, all nodes */
 
 	float *params;		/* (n_params) */

@@ -148,6 +148,9 @@ dt_model_stage_info(const struct dt_model *m, const int *stage_of_node,
 			}
 		}
 	}
+	/* the layout of a training model: the loss in place */
+	if (stage_of_node[m->n_nodes - 1] == stage)
+		out->act_floats -= dt_graph_loss_in_place(m, stage_of_node);
 	stage_recompute(m, stage_of_node, out);
 	/* A stage without tensors: empty ranges where its tensors would
 	 * have started. */

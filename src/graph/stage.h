@@ -20,4 +20,15 @@ bool dt_stage_live(const struct dt_model *m, const int *stage_of_node, int i,
  * *scratch). */
 int64_t dt_node_act_floats(const struct dt_node *n, int64_t *scratch);
 
+/* Floats per sample that the loss saves by working in place over its
+ * input's buffer (struct dt_layer_ops's loss_in_place) in a training
+ * model laid out by stage_of ((n_nodes) entries; NULL: one stage): its
+ * own output and its input's output gradient; 0 where it cannot. It can
+ * when its type allows, and its input is a node on the loss's stage
+ * that the loss alone reads, of a type whose backward reads no output
+ * (bwd_reads_no_out), with no activation fused into it. That node is
+ * never transient under model.recompute: the loss, its reader, is in
+ * no segment. Works on a shapes-only model. */
+int64_t dt_graph_loss_in_place(const struct dt_model *m, const int *stage_of);
+
 #endif

@@ -59,7 +59,8 @@ lay_out(const struct dt_job *job, struct dt_plan *plan, struct dt_error *err)
 {
 	int pp = plan->pp_size;
 	int64_t n_ops = 2 * plan->grad_accum_steps;
-	enum dt_status st = dt_model_new(job, 0, &plan->shapes, err);
+	/* the shapes of a model for training: its loss in place */
+	enum dt_status st = dt_model_new_slots(job, 0, 1, &plan->shapes, err);
 
 	if (st != DT_OK)
 		return st;

@@ -347,6 +347,97 @@ START_TEST(test_backward_breadth)
 }
 END_TEST
 
+/* Makes job read (T, C) per sample through a layernorm (its layer 0),
+ * so that its dense layer 1 maps each of the T rows (dense.c). */
+static void
+per_token(struct dt_job *job, int64_t t, int64_t c)
+{
+	struct dt_layer_spec *l = &job->model.layers[0];
+
+	job->model.n_input_dims = 2;
+	job->model.input_shape[0] = t;
+	job->model.input_shape[1] = c;
+	l->kind = DT_LAYER_LAYERNORM;
+	l->activation = DT_ACT_NONE;
+	l->eps = 1e-5;
+}
+
+/* A training model (dt_model_new_slots) runs the softmax cross-entropy
+ * in place over its dense last layer's logits: per token, T = 3 rows of
+ * 7 classes, 2 * T * 7 floats a sample fewer than dt_model_new's model
+ * (the loss's probabilities and the logits' gradient), and the same
+ * loss, hits, gradients and probabilities, bit for bit. A last layer
+ * with an activation (the loss reads the activation, whose backward
+ * reads its output) and a pipeline cut just before the loss keep the
+ * three buffers. */
+START_TEST(test_loss_in_place)
+{
+	static const int64_t units[] = { 0, 7 };
+	static const enum dt_activation acts_relu[] = { DT_ACT_NONE,
+							DT_ACT_RELU };
+	struct dt_job *job = make_job(6, 2, units, NULL, 13);
+	struct dt_job *relu = make_job(6, 2, units, acts_relu, 13);
+	enum { M = 4, T = 3, C = 6, V = 7 };
+	struct dt_model *a = NULL, *b = NULL, *shapes = NULL;
+	struct dt_stage_info whole, last;
+	struct dt_error err;
+	float x[M * T * C];
+	int32_t labels[M * T];
+	double la, lb;
+	int64_t ca, cb;
+
+	per_token(job, T, C);
+	ck_assert_int_eq(dt_model_new(job, M, &a, &err), DT_OK);
+	ck_assert_int_eq(dt_model_new_slots(job, M, 1, &b, &err), DT_OK);
+	ck_assert_int_eq(dt_model_act_floats_per_sample(a) -
+			 dt_model_act_floats_per_sample(b), 2 * T * V);
+	gc_fill_uniform(x, M * T * C, 17);
+	for (int i = 0; i < M * T; i++)
+		labels[i] = (i * 5) % V;
+	dt_model_zero_grads(a);
+	dt_model_zero_grads(b);
+	for (int step = 0; step < 2; step++) {
+		dt_model_train_step(a, x, labels, M, 1.0f / (M * T), &la, &ca);
+		dt_model_train_step(b, x, labels, M, 1.0f / (M * T), &lb, &cb);
+		ck_assert(la == lb);
+		ck_assert_int_eq(ca, cb);
+	}
+	ck_assert_int_eq(memcmp(dt_model_grads(a), dt_model_grads(b),
+				dt_model_n_params(a) * sizeof(float)), 0);
+	dt_model_eval(a, x, labels, M, &la, &ca);
+	dt_model_eval(b, x, labels, M, &lb, &cb);
+	ck_assert(la == lb && ca == cb);
+	ck_assert_int_eq(memcmp(dt_model_probs(a), dt_model_probs(b),
+				M * T * V * sizeof(float)), 0);
+	dt_model_free(a);
+	dt_model_free(b);
+
+	/* a stage cut between the last layer and the loss: not in place */
+	int cut[] = { 0, 0, 1 }, one[] = { 0, 0, 0 };
+
+	ck_assert_int_eq(dt_model_new(job, 0, &shapes, &err), DT_OK);
+	ck_assert_int_eq(dt_model_n_layers(shapes), 3);
+	dt_model_stage_info(shapes, one, 1, 0, &whole);
+	dt_model_stage_info(shapes, cut, 2, 1, &last);
+	/* the layernorm: output, gradient, mean and 1/std a row; the dense
+	 * layer: its logits */
+	ck_assert_int_eq(whole.act_floats, 2 * T * C + 2 * T + T * V);
+	/* received logits and their gradient, the loss's probabilities */
+	ck_assert_int_eq(last.act_floats, 3 * T * V);
+	dt_model_free(shapes);
+
+	per_token(relu, T, C);
+	ck_assert_int_eq(dt_model_new(relu, M, &a, &err), DT_OK);
+	ck_assert_int_eq(dt_model_new_slots(relu, M, 1, &b, &err), DT_OK);
+	ck_assert_int_eq(dt_model_act_floats_per_sample(a),
+			 dt_model_act_floats_per_sample(b));
+	dt_model_free(a);
+	dt_model_free(b);
+	free(job);
+	free(relu);
+}
+END_TEST
+
 START_TEST(test_init_determinism)
 {
 	struct dt_job *job = make_mnist_mlp(42);
@@ -643,6 +734,7 @@ graph_suite(void)
 	tcase_add_test(model, test_model_gradient);
 	tcase_add_test(model, test_accumulation);
 	tcase_add_test(model, test_backward_breadth);
+	tcase_add_test(model, test_loss_in_place);
 	tcase_add_test(model, test_init_determinism);
 	tcase_add_test(model, test_counts);
 	tcase_add_test(model, test_flatten_input);

@@ -635,7 +635,8 @@ gpt_model(const char *parallel)
 	if (dt_job_parse("gpt.yaml", text, strlen(text), NULL, 0, &job,
 			 &perr) != DT_OK)
 		ck_abort_msg("job does not parse: %s", perr.msg);
-	if (dt_model_new(&job, 0, &m, &perr) != DT_OK)
+	/* the plan's shapes: a model for training (the loss in place) */
+	if (dt_model_new_slots(&job, 0, 1, &m, &perr) != DT_OK)
 		ck_abort_msg("model: %s", perr.msg);
 	return m;
 }
@@ -1101,7 +1102,7 @@ START_TEST(describe_bytes_per_step)
 	/* Data parallel: as before this change. */
 	load("{micro_batch: 2, steps: 10, lr: 0.1}", "  strategy: data\n");
 	(void)grid_ok(2);
-	ck_assert_int_eq(dt_model_new(&job, 0, &m, &perr), DT_OK);
+	ck_assert_int_eq(dt_model_new_slots(&job, 0, 1, &m, &perr), DT_OK);
 	d = describe(2);
 	ck_assert_int_eq(jget(d, "communication_per_rank.gradient_bytes"),
 			 139 * 4);
