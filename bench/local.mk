@@ -31,7 +31,9 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
 # then single-rank throughput against the sgemm peak on all cores, the
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
 # every 2-rank layout (data, pipeline, tensor) of the MLP and the char-GPT
-# job; then the GPT-2-shaped job in a memory cgroup (bench/gpt2-mem-
+# job; a zero-3 step against a zero-0 step of char-GPT on 4 ranks, node
+# by node and with parallel.gather_mb 4 (bench/zero-step.sh); then the
+# GPT-2-shaped job in a memory cgroup (bench/gpt2-mem-
 # fit.sh); last the simulated cluster (bench/cluster.sh, as root, about
 # 10 minutes; skipped with a message elsewhere). make bench-side-by-side,
 # make bench-gpt2-mem and make bench-cluster run those parts alone; BENCH_CLUSTER_ARGS=--quick
@@ -47,6 +49,11 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 96 400
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  $(srcdir)/bench/zero-step.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30 3
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  ZERO3_ARGS='--set parallel.gather_mb=4' \
+	  $(srcdir)/bench/zero-step.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30 3
 	$(MAKE) $(AM_MAKEFLAGS) bench-gpt2-mem
 	$(MAKE) $(AM_MAKEFLAGS) bench-cluster
 # The GPT-2-shaped job at context 256 in a memory cgroup (issue 27, as
@@ -79,4 +86,4 @@ bench-precision: dtrain bench/bf16_gemm
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \
-	bench/precision.sh bench/gpt2-mem-fit.sh
+	bench/precision.sh bench/gpt2-mem-fit.sh bench/zero-step.sh
