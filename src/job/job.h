@@ -424,6 +424,9 @@ struct dt_job {
 		int64_t zero;		/* sharding over the summing ranks:
 					 * 0 (default) none, 1 optimizer
 					 * state, 2 and the gradient's sum */
+		double gather_mb;	/* zero 3: MiB of consecutive nodes'
+					 * parameters gathered as one unit;
+					 * 0 (default): node by node */
 	} parallel;
 
 	struct {

@@ -418,6 +418,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.zero), .def = "0", IN(0, 3), ALLREDUCE,
 	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "
 		 "gradients, 3 also parameters" },
+	{ .key = "parallel.gather_mb", .type = DT_KEY_FLOAT,
+	  .off = OFF(parallel.gather_mb), .def = "0", IN(0, 1048576),
+	  ALLREDUCE,
+	  .doc = "zero 3: MiB of consecutive nodes' parameters gathered at "
+		 "once; 0: node by node" },
 	{ .key = "parallel.accum_schedule", .type = DT_KEY_ENUM,
 	  .off = OFF(parallel.accum_schedule), .def = "auto",
 	  .names = accum_names,

@@ -93,8 +93,8 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t n_params = y->trained + (int64_t)(sp->si->buffer_hi -
 						  sp->si->buffer_lo);
 	int64_t opt = y->optim_buffers * y->own_max * 4;
-	/* zero 3 keeps its own part of the trained parameters and two nodes
-	 * gathered, the one in use and the one prefetched (the buffers
+	/* zero 3 keeps its own part of the trained parameters and two gather
+	 * units, the one in use and the one prefetched (the buffers
 	 * whole; sync_zero3.c). */
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
@@ -820,7 +820,7 @@ static void
 print_sync(FILE *out, const char *head, struct json_object *sync)
 {
 	int64_t n = get_i(sync, "sum_ranks", NULL);
-	char how[160] = "", acc[160] = "";
+	char how[256] = "", acc[160] = "";
 
 	if (sync == NULL)
 		return;
@@ -830,8 +830,10 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 		fprintf(out, " over %lld rank%s", (long long)n,
 			n == 1 ? "" : "s");
 	if (get_i(sync, "zero", NULL) >= 3)
-		snprintf(how, sizeof how, " node by node before each forward "
-			 "and backward, the next one prefetched (two nodes, "
+		snprintf(how, sizeof how, " unit by unit (parallel.gather_mb "
+			 "of consecutive nodes; node by node at 0) before each "
+			 "forward and backward, the next one prefetched (two "
+			 "units, "
 			 "at most %lld floats; the unowned rest given back)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
 	if (get_i(sync, "accumulator_segment", NULL) > 0)

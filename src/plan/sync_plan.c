@@ -6,12 +6,14 @@
 #include "plan/sync_plan.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ckpt/ckpt.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
+#include "util/alloc.h"
 
 static const char *const impl_names[] = {
 	[DT_SYNC_IMPL_ALLREDUCE] = "allreduce",
@@ -132,10 +134,43 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 			 other, why, fix);
 }
 
+int64_t
+dt_plan_gather_cap(const struct dt_job *job)
+{
+	return (int64_t)(job->parallel.gather_mb * 262144.0);
+}
+
+int
+dt_plan_gather_units(int n, const int64_t *lo, const int64_t *hi,
+		     int64_t cap, int *unit)
+{
+	int64_t size = 0, end = -1;
+	int units = 0;
+
+	for (int i = 0; i < n; i++) {
+		int64_t len = hi[i] - lo[i];
+
+		if (len <= 0) {
+			unit[i] = -1;
+			continue;
+		}
+		if (units == 0 || lo[i] != end || size + len > cap) {
+			units++;
+			size = 0;
+		}
+		unit[i] = units - 1;
+		size += len;
+		end = hi[i];
+	}
+	return units;
+}
+
 /* What zero 3 and the gradient's parts hold of the stage's nodes with
  * trained floats (in [lo, hi) of the whole model, plan->shapes, in node
- * order): the largest node; the two largest; the largest sum of two
- * nodes next to each other; the first and the last. */
+ * order): the largest node; and of the gather units they make
+ * (dt_plan_gather_units, cap floats; each node alone at cap 0) the two
+ * largest, the largest sum of two units next to each other, the first
+ * and the last. */
 struct node_sizes {
 	int64_t max, two_max, adjacent, ends;
 };
@@ -161,33 +196,48 @@ add_node(struct node_sizes *z, int64_t *best, int64_t *prev, int64_t *first,
 }
 
 static void
-node_sizes(const struct dt_plan *plan, size_t lo, size_t hi,
+node_sizes(const struct dt_plan *plan, size_t lo, size_t hi, int64_t cap,
 	   struct node_sizes *z)
 {
 	const struct dt_model *m = plan->shapes;
-	int64_t best[2] = { 0, 0 }, run = 0, prev = 0, first = 0;
-	int node = -1;
+	int64_t best[2] = { 0, 0 }, prev = 0, first = 0, *nlo, *nhi, *size;
+	int64_t node_max = 0;
+	int n, *unit, units;
 
 	memset(z, 0, sizeof *z);
 	if (m == NULL)
 		return;
-	for (int t = 0; t <= dt_model_n_tensors(m); t++) {
-		struct dt_tensor_info ti = { .node_index = -2 };
+	n = dt_model_n_layers(m);
+	nlo = dt_xcalloc((size_t)n + 1, sizeof *nlo);
+	nhi = dt_xcalloc((size_t)n + 1, sizeof *nhi);
+	unit = dt_xcalloc((size_t)n + 1, sizeof *unit);
+	size = dt_xcalloc((size_t)n + 1, sizeof *size);
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		int i;
 
-		if (t < dt_model_n_tensors(m)) {
-			dt_model_tensor_info(m, t, &ti);
-			if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
-				continue;
-		}
-		if (ti.node_index != node) {
-			/* node's run is complete */
-			add_node(z, best, &prev, &first, run);
-			run = 0;
-		}
-		node = ti.node_index;
-		run += t < dt_model_n_tensors(m) ? ti.size : 0;
+		dt_model_tensor_info(m, t, &ti);
+		i = ti.node_index;
+		if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
+			continue;
+		if (nhi[i] == 0)
+			nlo[i] = (int64_t)(ti.offset - lo);
+		nhi[i] = (int64_t)(ti.offset - lo) + ti.size;
 	}
-	z->max = best[0];
+	units = dt_plan_gather_units(n, nlo, nhi, cap, unit);
+	for (int i = 0; i < n; i++) {
+		if (unit[i] >= 0)
+			size[unit[i]] += nhi[i] - nlo[i];
+		if (nhi[i] - nlo[i] > node_max)
+			node_max = nhi[i] - nlo[i];
+	}
+	for (int u = 0; u < units; u++)
+		add_node(z, best, &prev, &first, size[u]);
+	free(nlo);
+	free(nhi);
+	free(unit);
+	free(size);
+	z->max = node_max;
 	z->two_max = best[0] + best[1];
 	if (z->adjacent == 0)
 		z->adjacent = best[0];
@@ -220,14 +270,14 @@ cut_floats(const struct dt_plan *plan, const struct dt_sync_plan *y,
 	return cut;
 }
 
-/* zero 3 holds gathered the node in use and the one prefetched: the node
- * used next in the same direction, a neighbour, or after a wrong guess
- * the one used instead (train/sync_zero3.c). Without recompute that is
- * a neighbour too, but where forwards (or backwards) follow each other
- * (a pipeline's schedule, the breadth-first one's forwards), the last
- * node and the first meet; a
- * recomputed forward inside backward may meet any two, so then the two
- * largest. */
+/* zero 3 holds gathered the unit in use and the one prefetched
+ * (dt_plan_gather_units; z over units): the unit used next in the same
+ * direction, a neighbour, or after a wrong guess the one used instead
+ * (train/sync_zero3.c). Without recompute that is a neighbour too, but
+ * where forwards (or backwards) follow each other (a pipeline's
+ * schedule, the breadth-first one's forwards), the last unit and the
+ * first meet; a recomputed forward inside backward may meet any two, so
+ * then the two largest. */
 static int64_t
 gathered_max(const struct dt_job *job, const struct dt_plan *plan,
 	     const struct node_sizes *z)
@@ -272,7 +322,8 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	dt_plan_sync_own(out, 0, &out->own_lo, &out->own_hi);
 	out->own_max = (out->trained + out->shards - 1) / out->shards;
 	out->optim_buffers = dt_plan_optim_buffers(job);
-	node_sizes(plan, si->trained_lo, si->trained_hi, &nodes);
+	node_sizes(plan, si->trained_lo, si->trained_hi,
+		   out->zero >= 3 ? dt_plan_gather_cap(job) : 0, &nodes);
 	out->node_max = nodes.max;
 	out->gather_max = out->zero >= 3 ? gathered_max(job, plan, &nodes) :
 			  0;

@@ -70,10 +70,11 @@ struct dt_sync_plan {
 	int optim_buffers;		/* optimizer buffers, each own_max
 					 * floats at most */
 	int64_t gather_max;		/* zero 3: the trained floats of the
-					 * stage's two largest nodes: a node
-					 * is gathered whole before its
-					 * forward and its backward, and the
-					 * next one's gather is in flight
+					 * two gather units (dt_plan_gather_
+					 * units) held at once: a unit is
+					 * gathered whole before its forward
+					 * and its backward, and the next
+					 * one's gather is in flight
 					 * meanwhile; else 0 */
 	int64_t acc_seg;		/* zero >= 2 in the exact mode: the
 					 * accumulator is the rank's own part
@@ -144,6 +145,23 @@ int dt_plan_optim_buffers(const struct dt_job *job);
  * takes from it); every trained float with one shard. Pure. */
 void dt_plan_sync_own(const struct dt_sync_plan *sync, int sum_rank,
 		      int64_t *lo, int64_t *hi);
+
+/* zero 3's gather units (parallel.gather_mb): nodes 0..n-1 (in node
+ * order) hold the trained floats [lo[i], hi[i]) (lo[i] == hi[i]: none).
+ * A unit is a run of consecutive nodes with trained floats, each
+ * starting where the one before ends, whose floats together are at most
+ * cap (a node larger than cap is a unit of its own; cap <= 0: every
+ * node is); each unit is gathered with one broadcast per owner
+ * (train/sync_zero3.c), so small nodes (norms, biases, a small model's
+ * layers) share a collective instead of costing every rank one each.
+ * unit[i] receives node i's unit (0, 1, ... in node order) or -1 for a
+ * node without trained floats. Returns the number of units. The plan
+ * (gathered_params_max) and the trainer group by this one rule. Pure. */
+int dt_plan_gather_units(int n, const int64_t *lo, const int64_t *hi,
+			 int64_t cap, int *unit);
+
+/* parallel.gather_mb in floats (4 bytes each). */
+int64_t dt_plan_gather_cap(const struct dt_job *job);
 
 /* Where job and plan cannot shard as parallel.zero asks: DT_ERR_PLAN
  * naming parallel.zero and the key it does not combine with

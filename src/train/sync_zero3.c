@@ -10,21 +10,25 @@
  * into it stays valid) and is its own anonymous mapping (graph.c,
  * dt_xalloc_pages): the pages of the floats the rank does not own are
  * handed back to the kernel (madvise MADV_DONTNEED, dt_pages_release;
- * a page that also holds an owned float, or a float of another node, is
- * kept) after the update and after each node's use, and a node's floats
- * are gathered from their owners into the same addresses just before
- * its forward and again before its backward (the model's node hook,
- * graph.h, set by train/exec.c around the step). The node before is
- * given back when the next one begins.
- * The gather is one broadcast per owner whose part meets the node's
+ * a page that also holds an owned float, or a float of another unit, is
+ * kept) after the update and after each unit's use. The nodes with
+ * trained floats make gather units (dt_plan_gather_units: consecutive
+ * nodes together at most parallel.gather_mb, so small nodes share one
+ * collective instead of costing every rank one each; at 0, the default,
+ * each node is a unit), and a unit's floats are gathered from their
+ * owners into the same addresses just before the forward of its first
+ * node and again before the backward of its last (the model's node
+ * hook, graph.h, set by train/exec.c around the step). The unit before
+ * is given back when the next one begins.
+ * The gather is one broadcast per owner whose part meets the unit's
  * span, so every float arrives as its owner holds it: the bits are level
- * 0's by construction. The next node's gather is prefetched: started
- * (dt_comm_ibcast) as a node begins, for the node that comes next in
- * its direction (the next one with parameters in forward, the one before
- * in backward; the first node's at the step's beginning), and waited for
- * when that node begins; a wrong guess (recompute, a pipeline's
- * interleaving) is given back and the node gathered blocking. So at most
- * two nodes are resident beside the own part. Open MPI moves a started
+ * 0's by construction. The next unit's gather is prefetched: started
+ * (dt_comm_ibcast) as a unit begins, for the unit that comes next in
+ * its direction (the next one in forward, the one before in backward;
+ * the first unit's at the step's beginning), and waited for when that
+ * unit begins; a wrong guess (recompute, a pipeline's interleaving) is
+ * given back and the unit gathered blocking. So at most two units are
+ * resident beside the own part. Open MPI moves a started
  * broadcast on inside MPI calls (and the progress thread,
  * parallel.progress_us), so how much of it hides behind compute depends
  * on those; on the host-first communicator it is blocking.
@@ -48,11 +52,15 @@
 struct dt_sync_zero3 {
 	const struct dt_grad_sync_role *base_role;	/* sync_zero.c's */
 	int n_nodes;
-	size_t *node_lo, *node_hi;	/* (n_nodes) each node's trained
-					 * floats [lo, hi), empty: none */
-	size_t largest;			/* the most trained floats of a node */
-	int cur;			/* the node gathered now, or -1 */
-	int next;			/* the node whose gather is in flight
+	int *unit_of;			/* (n_nodes) each node's gather unit
+					 * (dt_plan_gather_units), -1: none */
+	int n_units;
+	int64_t *unit_lo, *unit_hi;	/* (n_units) each unit's trained
+					 * floats [lo, hi) */
+	size_t largest;			/* the most trained floats of a
+					 * unit */
+	int cur;			/* the unit gathered now, or -1 */
+	int next;			/* the unit whose gather is in flight
 					 * (prefetched), or -1 */
 	int whole;			/* every parameter is on the rank */
 	uint64_t gathered;		/* bytes received by the gathers */
@@ -97,16 +105,16 @@ release_params(struct dt_grad_sync *s)
 	s->zero3->whole = 0;
 }
 
-/* Node's trained floats from their owners: one broadcast per owner whose
- * part (dt_comm_part) meets the node's span; started (dt_comm_ibcast,
+/* Unit's trained floats from their owners: one broadcast per owner whose
+ * part (dt_comm_part) meets the unit's span; started (dt_comm_ibcast,
  * done at the next drain) or blocking. */
 static void
-gather_node(struct dt_grad_sync *s, int node, int start)
+gather_unit(struct dt_grad_sync *s, int u, int start)
 {
 	struct dt_sync_zero3 *z = s->zero3;
 	struct dt_comm *c = s->cfg.sum_comm;
 	float *params = dt_model_params(s->cfg.model);	/* (n) */
-	size_t a = z->node_lo[node], b = z->node_hi[node];
+	size_t a = (size_t)z->unit_lo[u], b = (size_t)z->unit_hi[u];
 	int p = dt_comm_size(c), me = dt_comm_rank(c);
 	struct dt_error err;
 
@@ -139,78 +147,71 @@ drain(struct dt_grad_sync *s)
 		gather_failed(s, &err);
 }
 
-static int
-has_span(const struct dt_sync_zero3 *z, int node)
-{
-	return node >= 0 && node < z->n_nodes &&
-	       z->node_hi[node] > z->node_lo[node];
-}
-
-/* The node whose parameters are read after node's: the next one with
- * trained floats in forward order, the one before in backward. Every
+/* The unit whose parameters are read after unit u's: the next one in
+ * forward order, the one before in backward (-1 at either end). Every
  * summing rank runs the same nodes, so every one predicts the same. */
 static int
-predict(const struct dt_sync_zero3 *z, int node, int backward)
+predict(const struct dt_sync_zero3 *z, int u, int backward)
 {
-	int step = backward ? -1 : 1;
+	int next = backward ? u - 1 : u + 1;
 
-	for (int i = node + step; i >= 0 && i < z->n_nodes; i += step)
-		if (has_span(z, i))
-			return i;
-	return -1;
+	return next >= 0 && next < z->n_units ? next : -1;
 }
 
 static void
-release_node(struct dt_grad_sync *s, int node)
+release_unit(struct dt_grad_sync *s, int u)
 {
 	release_span(s, dt_model_params(s->cfg.model),
-		     s->zero3->node_lo[node], s->zero3->node_hi[node]);
+		     (size_t)s->zero3->unit_lo[u],
+		     (size_t)s->zero3->unit_hi[u]);
 }
 
-/* Starts the gather of the node predicted after node, if any. */
+/* Starts the gather of the unit predicted after unit u, if any. */
 static void
-start_ahead(struct dt_grad_sync *s, int node, int backward)
+start_ahead(struct dt_grad_sync *s, int u, int backward)
 {
 	struct dt_sync_zero3 *z = s->zero3;
-	int ahead = predict(z, node, backward);
+	int ahead = predict(z, u, backward);
 
 	if (ahead < 0)
 		return;
-	gather_node(s, ahead, 1);
+	gather_unit(s, ahead, 1);
 	z->next = ahead;
 	z->prefetched++;
 }
 
-/* Before node's use: its floats here (prefetched or gathered now), the
- * node before given back, and the gather of the node predicted next
- * started, so that it crosses the wire during this node's compute (also
- * when the node is used again, its backward after its forward, with
- * nothing in flight). */
+/* Before node's use: its unit's floats here (prefetched or gathered
+ * now), the unit before given back, and the gather of the unit
+ * predicted next started, so that it crosses the wire during this
+ * unit's compute (also when the unit is used again, its backward after
+ * its forward, or its next node, with nothing in flight). */
 static void
 zero3_node_begin(struct dt_grad_sync *s, int node, int backward)
 {
 	struct dt_sync_zero3 *z = s->zero3;
+	int u;
 
-	if (z->whole || !has_span(z, node))
+	if (z->whole || node < 0 || node >= z->n_nodes ||
+	    (u = z->unit_of[node]) < 0)
 		return;
-	if (node == z->cur) {
+	if (u == z->cur) {
 		if (z->next < 0)
-			start_ahead(s, node, backward);
+			start_ahead(s, u, backward);
 		return;
 	}
 	drain(s);
-	if (z->next == node)
+	if (z->next == u)
 		z->used++;
 	else {
 		if (z->next >= 0)
-			release_node(s, z->next);
-		gather_node(s, node, 0);
+			release_unit(s, z->next);
+		gather_unit(s, u, 0);
 	}
 	if (z->cur >= 0)
-		release_node(s, z->cur);
-	z->cur = node;
+		release_unit(s, z->cur);
+	z->cur = u;
 	z->next = -1;
-	start_ahead(s, node, backward);
+	start_ahead(s, u, backward);
 }
 
 static void
@@ -263,16 +264,20 @@ zero3_apply(struct dt_grad_sync *s, float lr)
 	release_span(s, dt_model_grads(s->cfg.model), 0, s->n);
 }
 
-/* Each node's span of trained floats, and the largest. */
+/* Each node's span of trained floats, the gather units they make (the
+ * plan's rule, dt_plan_gather_units), each unit's span, and the
+ * largest. */
 static void
-find_node_spans(struct dt_grad_sync *s)
+find_units(struct dt_grad_sync *s)
 {
 	struct dt_sync_zero3 *z = s->zero3;
 	struct dt_model *m = s->cfg.model;
+	int64_t *lo, *hi;	/* (n_nodes) each node's floats, empty: none */
 
 	z->n_nodes = dt_model_n_layers(m);
-	z->node_lo = dt_xcalloc((size_t)z->n_nodes + 1, sizeof *z->node_lo);
-	z->node_hi = dt_xcalloc((size_t)z->n_nodes + 1, sizeof *z->node_hi);
+	lo = dt_xcalloc((size_t)z->n_nodes + 1, sizeof *lo);
+	hi = dt_xcalloc((size_t)z->n_nodes + 1, sizeof *hi);
+	z->unit_of = dt_xcalloc((size_t)z->n_nodes + 1, sizeof *z->unit_of);
 	for (int t = 0; t < dt_model_n_tensors(m); t++) {
 		struct dt_tensor_info ti;
 		int i;
@@ -281,13 +286,26 @@ find_node_spans(struct dt_grad_sync *s)
 		i = ti.node_index;
 		if (ti.offset >= s->n || ti.size == 0)
 			continue;
-		if (z->node_hi[i] == 0)
-			z->node_lo[i] = ti.offset;
-		z->node_hi[i] = ti.offset + (size_t)ti.size;
+		if (hi[i] == 0)
+			lo[i] = (int64_t)ti.offset;
+		hi[i] = (int64_t)ti.offset + ti.size;
 	}
+	z->n_units = dt_plan_gather_units(z->n_nodes, lo, hi,
+					  dt_plan_gather_cap(s->cfg.job),
+					  z->unit_of);
+	z->unit_lo = dt_xcalloc((size_t)z->n_units + 1, sizeof *z->unit_lo);
+	z->unit_hi = dt_xcalloc((size_t)z->n_units + 1, sizeof *z->unit_hi);
+	for (int i = z->n_nodes - 1; i >= 0; i--)
+		if (z->unit_of[i] >= 0)
+			z->unit_lo[z->unit_of[i]] = lo[i];
 	for (int i = 0; i < z->n_nodes; i++)
-		if (z->node_hi[i] - z->node_lo[i] > z->largest)
-			z->largest = z->node_hi[i] - z->node_lo[i];
+		if (z->unit_of[i] >= 0)
+			z->unit_hi[z->unit_of[i]] = hi[i];
+	for (int u = 0; u < z->n_units; u++)
+		if ((size_t)(z->unit_hi[u] - z->unit_lo[u]) > z->largest)
+			z->largest = (size_t)(z->unit_hi[u] - z->unit_lo[u]);
+	free(lo);
+	free(hi);
 }
 
 /* A checkpoint reads the whole parameters: gathered first (until the
@@ -369,8 +387,9 @@ zero3_fini(struct dt_grad_sync *s)
 	if (z == NULL)
 		return;
 	z->base_role->fini(s);
-	free(z->node_lo);
-	free(z->node_hi);
+	free(z->unit_of);
+	free(z->unit_lo);
+	free(z->unit_hi);
 	free(z);
 	s->zero3 = NULL;
 }
@@ -394,7 +413,7 @@ zero3_init(struct dt_grad_sync *s, struct dt_error *err)
 	st = dt_sync_zero_ops.init(s, err);
 	z->base_role = s->role;
 	s->role = &zero3_role;
-	find_node_spans(s);
+	find_units(s);
 	release_params(s);
 	return st;
 }

@@ -21,7 +21,8 @@
 #   the parameters per rank are the part plus the largest node;
 # - zero 3's measured peak resident memory is below zero 2's on a model
 #   of 8 M parameters, by at least half of what the plan says it saves,
-#   and its gathers are prefetched (36 of 36 used on the tiny MLP);
+#   and its gathers are prefetched (36 of 36 used on the tiny MLP; with
+#   parallel.gather_mb both nodes one unit: 12 of 12, the same bits);
 # - the combinations that cannot work are refused with exit 2 naming both
 #   keys.
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -73,6 +74,22 @@ import json
 z = json.load(open("dp4-z3/summary.json"))["zero"]
 assert z["prefetched_gathers"] == 36 and z["prefetched_used"] == 36, z
 print("ok: zero 3 prefetched 36 gathers, 36 used")
+PY
+# parallel.gather_mb: 0.02 MiB = 5242 floats holds dense0's 4710 and
+# dense1's 70 together, one unit: one gather a step (started as the step
+# begins, used by both forwards and both backwards), 12 in 12 steps, the
+# same bits; the plan's two units at most are the one, 4780 floats.
+mpi 4 "$DTRAIN" run -q --run-dir dp4-z3u job.yaml --set parallel.zero=3 \
+	--set parallel.gather_mb=0.02 $OFF >/dev/null
+same one dp4-z3u
+"$PYTHON" - <<'PY'
+import json
+s = json.load(open("dp4-z3u/summary.json"))["zero"]
+assert s["prefetched_gathers"] == 12 and s["prefetched_used"] == 12, s
+assert s["largest_gather_params"] == 4780, s
+p = json.load(open("dp4-z3u/plan.json"))
+assert p["stages"][0]["sync"]["gathered_params_max"] == 4780, p
+print("ok: zero 3 in one unit of 4780 floats: 12 gathers, 12 used")
 PY
 grep -q '"implementation": *"zero"' dp4-z2/plan.json ||
 	fail "dp4-z2: the plan's sync is not zero"

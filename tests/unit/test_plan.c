@@ -15,6 +15,7 @@
 #include "comm/comm.h"
 #include "graph/graph.h"
 #include "plan/plan.h"
+#include "plan/sync_plan.h"
 #include "train/rundir.h"
 
 static struct dt_job job;
@@ -1129,6 +1130,33 @@ START_TEST(describe_bytes_per_step)
 }
 END_TEST
 
+/* zero 3's gather units (dt_plan_gather_units), worked out by hand:
+ * nodes of 10, none, 3, 4, 20 and 2 floats, all adjacent but the last
+ * (a gap before it). Cap 0: each node with floats alone (5 units); cap
+ * 17: 10 + 3 + 4 = 17 one unit, 20 (over the cap) alone, 2 alone after
+ * the gap (3 units); cap 16: {10, 3}, then {4} (4 + 20 > 16), {20},
+ * {2} (4 units). */
+START_TEST(gather_units)
+{
+	const int64_t lo[6] = { 0, 10, 10, 13, 17, 40 };
+	const int64_t hi[6] = { 10, 10, 13, 17, 37, 42 };
+	int unit[6];
+	const int cap0[6] = { 0, -1, 1, 2, 3, 4 };
+	const int cap17[6] = { 0, -1, 0, 0, 1, 2 };
+	const int cap16[6] = { 0, -1, 0, 1, 2, 3 };
+
+	ck_assert_int_eq(dt_plan_gather_units(6, lo, hi, 0, unit), 5);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(unit[i], cap0[i]);
+	ck_assert_int_eq(dt_plan_gather_units(6, lo, hi, 17, unit), 3);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(unit[i], cap17[i]);
+	ck_assert_int_eq(dt_plan_gather_units(6, lo, hi, 16, unit), 4);
+	for (int i = 0; i < 6; i++)
+		ck_assert_int_eq(unit[i], cap16[i]);
+}
+END_TEST
+
 /* The plan decides each stage's sync once (plan/sync_plan.h), and the
  * description prints it: over one rank nothing crosses the wire, so no
  * overlap, no bf16 and one bucket, whatever the job says (the old
@@ -1341,6 +1369,7 @@ main(void)
 	tcase_add_test(tc, self_comm);
 	tcase_add_test(tc, rundir_refuses_results);
 	tcase_add_test(tc, sync_plan_rule);
+	tcase_add_test(tc, gather_units);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
