@@ -86,4 +86,5 @@ bench-precision: dtrain bench/bf16_gemm
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \
-	bench/precision.sh bench/gpt2-mem-fit.sh bench/zero-step.sh
+	bench/precision.sh bench/gpt2-mem-fit.sh bench/zero-step.sh \
+	bench/gpt2-mfu.sh

@@ -83,11 +83,13 @@
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph/flash.h"
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/alloc.h"
 #include "util/threadpool.h"
 
 #define ATTENTION_INIT_STD 0.02f
@@ -402,7 +404,8 @@ head_backward(float *q, float *k, float *v, const float *a, float *dyh,
  * sample's rows of qkv, att, y and (backward) ds, so the pool size
  * changes no bit; nor do the BLAS threads, as long as OpenBLAS would have
  * run the larger per-head products on one thread anyway (below its
- * threading threshold; dtrain-job(5)). */
+ * threading threshold; dtrain-job(5)). The fused heads split finer:
+ * heads_part_fused. */
 struct heads_job {
 	const struct dt_node *n;
 	int64_t batch;
@@ -410,17 +413,29 @@ struct heads_job {
 	bool backward;
 };
 
-/* The fused heads (model.attention: fused; flash.c) of samples [lo, hi).
- * The scratch per sample (attn_scratch): qkv (T, 3C), y (T, C), dy (T, C),
- * lse (h, T), D (T) and the tile buffer (2 * DT_FLASH_TILE * hs), each as
- * a (B, ...) block after the one before. */
+/* The fused heads (model.attention: fused; flash.c), split over the
+ * pass's pool by (sample, head) pairs rather than by samples, so that a
+ * micro-batch of one sample (GPT-2 at context 1024) still runs its heads
+ * on every thread: pair i is sample i / (h1 - h0), head h0 + i % (h1 -
+ * h0). A head reads and writes only its own columns of its sample's qkv,
+ * y and dy and its own lse row, and computes them alone, so any split
+ * gives the same bits. The backward's D (T) and tile buffer
+ * (2 * DT_FLASH_TILE * hs), which a head fills before reading, are
+ * shared by the heads of a part one after another: the scratch's first
+ * ones when the part is the whole loop, else the part's own (T + 2 *
+ * DT_FLASH_TILE * hs floats a thread, outside the plan's activation
+ * bytes). The scratch per sample (attn_scratch): qkv (T, 3C), y (T, C),
+ * dy (T, C), lse (h, T), D (T) and the tile buffer, each as a (B, ...)
+ * block after the one before. */
 static void
-heads_part_fused(const struct heads_job *j, int64_t lo, int64_t hi)
+heads_part_fused(void *ctx, int64_t lo, int64_t hi)
 {
+	const struct heads_job *j = ctx;
 	const struct dt_node *n = j->n;
 	const int64_t t = n->in_shape[0].dim[0];
 	const int64_t c = n->in_shape[0].dim[1];
 	const int64_t heads = n->spec.heads, hs = c / heads, bt = j->batch;
+	const int64_t hn = j->h1 - j->h0;
 	const float scale = 1.0f / sqrtf((float)hs);
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *y = qkv + bt * t * 3 * c;		/* (B, T, C) */
@@ -428,27 +443,33 @@ heads_part_fused(const struct heads_job *j, int64_t lo, int64_t hi)
 	float *lse = dy + bt * t * c;			/* (B, h, T) */
 	float *d = lse + bt * heads * t;		/* (B, T) */
 	float *tile = d + bt * t;		/* (B, 2 * TILE * hs) */
+	float *own = NULL;		/* (T + 2 * TILE * hs), a part's */
 
-	for (int64_t b = lo; b < hi; b++) {
-		for (int h = j->h0; h < j->h1; h++) {
-			float *q = qkv + b * t * 3 * c + h * hs;
-			float *k = q + c, *v = q + 2 * c;	/* ld 3C */
-			float *yh = y + b * t * c + h * hs;	/* ld C */
-			float *lh = lse + (b * heads + h) * t;	/* (T) */
-
-			if (j->backward)
-				dt_flash_head_backward(q, k, v, yh,
-					dy + b * t * c + h * hs, lh,
-					d + b * t,
-					tile + b * 2 * DT_FLASH_TILE * hs,
-					(int)t, (int)hs, (int)(3 * c), (int)c,
-					scale, n->spec.causal);
-			else
-				dt_flash_head_forward(q, k, v, yh, lh, (int)t,
-					(int)hs, (int)(3 * c), (int)c, scale,
-					n->spec.causal);
-		}
+	if (j->backward && (lo > 0 || hi < bt * hn)) {
+		own = dt_xmalloc((size_t)(t + 2 * DT_FLASH_TILE * hs),
+				 sizeof *own);
+		d = own;
+		tile = own + t;
 	}
+	for (int64_t i = lo; i < hi; i++) {
+		const int64_t b = i / hn, h = j->h0 + i % hn;
+		float *q = qkv + b * t * 3 * c + h * hs;
+		float *k = q + c, *v = q + 2 * c;	/* ld 3C */
+		float *yh = y + b * t * c + h * hs;	/* ld C */
+		float *lh = lse + (b * heads + h) * t;	/* (T) */
+
+		if (j->backward)
+			dt_flash_head_backward(q, k, v, yh,
+					       dy + b * t * c + h * hs, lh, d,
+					       tile, (int)t, (int)hs,
+					       (int)(3 * c), (int)c, scale,
+					       n->spec.causal);
+		else
+			dt_flash_head_forward(q, k, v, yh, lh, (int)t,
+					      (int)hs, (int)(3 * c), (int)c,
+					      scale, n->spec.causal);
+	}
+	free(own);
 }
 
 static void
@@ -472,10 +493,6 @@ heads_part(void *ctx, int64_t lo, int64_t hi)
 	float *ds = n->recompute ? att + t * t : y + j->batch * t * c;
 	const int64_t ds_stride = n->recompute ? 2 * t * t : t * t;
 
-	if (n->attn_fused) {
-		heads_part_fused(j, lo, hi);
-		return;
-	}
 	for (int64_t b = lo; b < hi; b++) {
 		for (int h = j->h0; h < j->h1; h++) {
 			float *q = qkv + b * t * 3 * c + h * hs;
@@ -509,7 +526,11 @@ heads_run(const struct dt_node *n, const struct dt_pass *p, int h0, int h1,
 	};
 	int blas = dt_kern_set_threads(1);
 
-	dt_pool_for(p->pool, p->batch, 1, heads_part, &j);
+	if (n->attn_fused)
+		dt_pool_for(p->pool, p->batch * (h1 - h0), 1,
+			    heads_part_fused, &j);
+	else
+		dt_pool_for(p->pool, p->batch, 1, heads_part, &j);
 	dt_kern_set_threads(blas);
 }
 

@@ -31,12 +31,17 @@
  * sample. The float operations and their order are those of the three
  * buffers, so the same bits; only the logits are gone after forward
  * (eval, predict and sample build models that keep them, graph.h).
+ * Both passes split their rows over the pass's thread pool (xent_job),
+ * each row's arithmetic as on one thread.
  * FLOPs: 5 per class per row (max, subtract, exp, sum, divide). */
 #include <assert.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/alloc.h"
+#include "util/threadpool.h"
 
 static enum dt_status
 softmax_xent_infer(struct dt_node *n, const struct dt_job *job,
@@ -79,44 +84,92 @@ first_max(const float *z, int64_t classes, float zmax)
 	return 0;	/* a NaN row */
 }
 
+/* Values a part of the rows takes before it is worth a thread of its
+ * own: the MLP's and CNN's 10 classes stay on one thread, GPT-2's 50257
+ * split by rows. */
+#define XENT_GRAIN 32768
+
+/* A softmax cross-entropy pass split over the pass's pool by rows. Each
+ * row writes only its own prob (dz) and its own loss and hit; the sums
+ * over rows are taken after the loop, in row order, on the calling
+ * thread, so the pool size changes no bit. */
+struct xent_job {
+	const float *z;			/* (rows, classes) */
+	float *prob;			/* (rows, classes) */
+	float *dz;			/* (rows, classes), backward */
+	const int32_t *labels;		/* (rows) or NULL */
+	double *loss;			/* (rows), forward with labels */
+	unsigned char *hit;		/* (rows), forward with labels */
+	int64_t classes;
+	float scale;			/* backward */
+	bool add;			/* backward: dz += */
+};
+
+static void
+xent_fwd_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct xent_job *j = ctx;
+	const int64_t classes = j->classes;
+
+	for (int64_t r = lo; r < hi; r++) {
+		const float *z = j->z + r * classes;	/* (classes) */
+		float *prob = j->prob + r * classes;	/* (classes) */
+		const float zmax = dt_kern_max(z, classes);
+		float sum = 0.0f, zlabel = 0.0f;
+
+		/* read before prob overwrites z (in place) */
+		if (j->labels != NULL) {
+			zlabel = z[j->labels[r]];
+			j->hit[r] = first_max(z, classes, zmax) ==
+				    j->labels[r];
+		}
+		/* libm's expf and a sum in order, as before the kernel
+		 * seam: the MLP and CNN jobs keep their bits (see the top
+		 * of the file). */
+		for (int64_t k = 0; k < classes; k++) {
+			prob[k] = expf(z[k] - zmax);
+			sum += prob[k];
+		}
+		dt_kern_scale(prob, classes, 1.0f / sum);
+		if (j->labels != NULL)
+			j->loss[r] = (double)(zmax + logf(sum) - zlabel);
+	}
+}
+
 static void
 softmax_xent_forward(struct dt_node *n, struct dt_pass *p,
 		     const float *const *in)
 {
 	int64_t classes, tokens;
-	const int32_t *labels = p->labels;	/* (B, T) or NULL */
+	struct xent_job j = {
+		.z = in[0], .prob = n->out, .labels = p->labels,
+	};
 	double loss_sum = 0.0;
-	int64_t n_correct = 0;
+	int64_t n_correct = 0, rows;
 
 	softmax_xent_rows(n, &classes, &tokens);
-	for (int64_t r = 0; r < p->batch * tokens; r++) {
-		/* z and prob are the same row when in place */
-		const float *z = in[0] + r * classes;	/* (classes) */
-		float *prob = n->out + r * classes;	/* (classes) */
-		const float zmax = dt_kern_max(z, classes);
-		float sum = 0.0f, zlabel = 0.0f;
-
-		if (labels != NULL) {
-			zlabel = z[labels[r]];
-			n_correct += first_max(z, classes, zmax) == labels[r];
+	rows = p->batch * tokens;
+	j.classes = classes;
+	if (j.labels != NULL) {
+		j.loss = dt_xmalloc((size_t)rows, sizeof *j.loss);
+		j.hit = dt_xmalloc((size_t)rows, sizeof *j.hit);
+	}
+	dt_pool_for(p->pool, rows, (XENT_GRAIN + classes - 1) / classes,
+		    xent_fwd_part, &j);
+	if (j.labels != NULL) {
+		for (int64_t r = 0; r < rows; r++) {
+			loss_sum += j.loss[r];
+			n_correct += j.hit[r];
 		}
-		/* libm's expf and a sum in order, as before the kernel
-		 * seam: the MLP and CNN jobs keep their bits (see the top
-		 * of the file). */
-		for (int64_t j = 0; j < classes; j++) {
-			prob[j] = expf(z[j] - zmax);
-			sum += prob[j];
-		}
-		dt_kern_scale(prob, classes, 1.0f / sum);
-		if (labels != NULL)
-			loss_sum += (double)(zmax + logf(sum) - zlabel);
+		free(j.loss);
+		free(j.hit);
 	}
 	p->loss_sum += loss_sum;
 	p->n_correct += n_correct;
 }
 
 /* dz = (or +=) scale * prob over len values: one pass over the whole
- * batch rather than one per row of a few classes, so that it runs in SIMD
+ * part rather than one per row of a few classes, so that it runs in SIMD
  * registers (layer.h's DT_VEC_LOOP). */
 static void
 scale_probs(const float *restrict prob, float *restrict dz, int64_t len,
@@ -137,29 +190,41 @@ scale_probs_in_place(float *p, int64_t len, float scale)
 }
 
 static void
+xent_bwd_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct xent_job *j = ctx;
+	const int64_t classes = j->classes;
+
+	if (j->dz == j->prob)	/* in place: nothing else wrote dz */
+		scale_probs_in_place(j->dz + lo * classes,
+				     (hi - lo) * classes, j->scale);
+	else
+		scale_probs(j->prob + lo * classes, j->dz + lo * classes,
+			    (hi - lo) * classes, j->scale, j->add);
+	for (int64_t r = lo; r < hi; r++)
+		j->dz[r * classes + j->labels[r]] -= j->scale;
+}
+
+static void
 softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 		      const float *const *in, float *const *din,
 		      const bool *din_add)
 {
 	int64_t classes, tokens;
-	const float scale = p->grad_scale;
-	float *dz = din[0];	/* (B, [T,] classes) */
+	struct xent_job j = {
+		.prob = n->out, .dz = din[0], .labels = p->labels,
+		.scale = p->grad_scale, .add = din_add[0],
+	};
 
 	(void)in;
-	if (dz == NULL)
+	if (j.dz == NULL)
 		return;
 	softmax_xent_rows(n, &classes, &tokens);
-	if (dz == n->out) {
-		/* in place: the loss is the only reader of its input, so
-		 * nothing else has written dz */
-		assert(!din_add[0]);
-		scale_probs_in_place(dz, p->batch * tokens * classes, scale);
-	} else {
-		scale_probs(n->out, dz, p->batch * tokens * classes, scale,
-			    din_add[0]);
-	}
-	for (int64_t r = 0; r < p->batch * tokens; r++)
-		dz[r * classes + p->labels[r]] -= scale;
+	/* in place: the loss is the only reader of its input */
+	assert(j.dz != n->out || !j.add);
+	j.classes = classes;
+	dt_pool_for(p->pool, p->batch * tokens,
+		    (XENT_GRAIN + classes - 1) / classes, xent_bwd_part, &j);
 }
 
 static double

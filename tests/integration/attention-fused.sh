@@ -7,7 +7,8 @@
 # (blocks and attention), and tensor parallelism (heads split over 2
 # ranks) its losses to the 1e-5 that layouts.sh holds every tensor-split
 # layout to (the group sums partial products of the output projection;
-# the heads themselves do not depend on the split).
+# the heads themselves do not depend on the split); 2 threads split one
+# sample's heads with one thread's bits.
 # The plan's activation bytes at context 2048 fall by the (T, T) term,
 # as worked out below by hand, and its FLOPs rise by the backward's
 # recomputed scores; a run at context 1024 peaks lower in resident memory
@@ -52,6 +53,12 @@ for rc in blocks attention; do
 	run fused-$rc 1 $F --set model.recompute=$rc
 	same fused fused-$rc
 done
+# The fused heads split over the pool by (sample, head): at micro-batch
+# 1 the 4 heads of the one sample run on 2 threads (and the loss's rows
+# too), with the one-thread bits.
+run fused-mb1 1 $F --set train.micro_batch=1
+run fused-mb1-2t 1 $F --set train.micro_batch=1 --set parallel.blas_threads=2
+same fused-mb1 fused-mb1-2t
 run fused-pp2 2 $F --set parallel.strategy=model \
 	--set parallel.pipeline_parallel=2
 same fused fused-pp2

@@ -2,8 +2,9 @@
 /* test_graph_threads.c - Check suite for the loops of src/graph/ that run
  * on a rank's thread pool (util/threadpool.h): the pool-split kernels of
  * graph/kern.h against their serial loops, and each layer whose passes
- * split over the pool (attention, dropout, add, layernorm, dense,
- * embedding, pos_embedding, flatten) on pools of 2, 3 and 4 threads
+ * split over the pool (attention, materialized and fused, softmax
+ * cross-entropy, dropout, add, layernorm, dense, embedding,
+ * pos_embedding, flatten) on pools of 2, 3 and 4 threads
  * against the same layer on one thread, bit for bit: outputs, parameter
  * gradients added to non-zero ones, input gradients written and added.
  * The sizes are chosen so that every pool size cuts each loop into as
@@ -442,6 +443,71 @@ START_TEST(test_attention_pools)
 }
 END_TEST
 
+/* Fused attention (model.attention: fused; flash.c), 3 heads of 4,
+ * causal or not (_i bit 0): at batch 1 over T = 70 (past one key tile of
+ * 64; _i bit 1 clear), the 3 heads of the one sample split over the
+ * threads, each part with its own D and tile buffer; and at batch 5 over
+ * T = 20 (15 pairs, parts crossing from one sample into the next). Not
+ * at batch 2 over T = 70: there the input gradient's product (140 rows
+ * of 36 by 12, split by rows over the pool) already differed in its last
+ * bits between 1 and 2 threads before the heads split by pairs, as
+ * OpenBLAS does for some shapes (dtrain-job(5), parallel.blas_threads). */
+START_TEST(test_attention_fused_pools)
+{
+	struct dt_layer_spec s = spec_of(DT_LAYER_ATTENTION);
+	struct dt_shape in = shape2((_i & 2) ? 20 : 70, 12);
+	struct gc_rig r;
+
+	s.heads = 3;
+	s.causal = (_i & 1) != 0;
+	gc_init(&r, &gc_node_inputs, &dt_layer_attention, &s, 1, &in,
+		(_i & 2) ? 5 : 1);
+	r.n.attn_fused = true;
+	free(r.n.scratch);
+	r.n.scratch = dt_xalloc_floats((size_t)(r.batch *
+					r.n.ops->scratch_floats(&r.n)));
+	same_on_pools(&r);
+	gc_free(&r);
+}
+END_TEST
+
+/* Softmax cross-entropy over 7 tokens of 20000 classes: 2 rows a part
+ * (its grain of 32768 values), so 2, 3 and 4 threads cut the rows into
+ * 2, 3 and 4 parts; probabilities, input gradients, the summed loss and
+ * the argmax hits as on one thread, bit for bit. */
+START_TEST(test_softmax_xent_pools)
+{
+	struct dt_layer_spec s = { 0 };
+	struct dt_shape in = shape2(7, 20000);
+	struct gc_rig r;
+	double loss1 = 0.0;
+	int64_t hits1 = 0;
+
+	gc_init(&r, &gc_node_inputs, &dt_layer_softmax_xent, &s, 1, &in, 1);
+	for (int threads = 1; threads <= 4; threads++) {
+		struct dt_pool *pool = threads > 1 ? dt_pool_new(threads)
+						   : NULL;
+		struct dt_pass p;
+
+		r.pool = pool;
+		p = gc_pass(&r);
+		gc_forward(&r, &p);
+		if (threads == 1) {
+			loss1 = p.loss_sum;
+			hits1 = p.n_correct;
+			ck_assert(loss1 > 0.0);
+		} else {
+			ck_assert_mem_eq(&p.loss_sum, &loss1, sizeof loss1);
+			ck_assert_int_eq(p.n_correct, hits1);
+		}
+		r.pool = NULL;
+		dt_pool_free(pool);
+	}
+	same_on_pools(&r);
+	gc_free(&r);
+}
+END_TEST
+
 /* Dropout at rate 0.3 over 3 samples of 10001 values (8 blocks), from
  * the rig's odd first sample (5), so the first value is the high half of
  * its word; and at rate 0 (a copy). */
@@ -565,6 +631,8 @@ threads_suite(void)
 	tcase_add_test(tc, test_par_layernorm);
 	tcase_add_loop_test(tc, test_par_sgemm, 0, 10);
 	tcase_add_loop_test(tc, test_attention_pools, 0, 4);
+	tcase_add_loop_test(tc, test_attention_fused_pools, 0, 4);
+	tcase_add_test(tc, test_softmax_xent_pools);
 	tcase_add_loop_test(tc, test_dropout_pools, 0, 2);
 	tcase_add_loop_test(tc, test_add_pools, 0, 2);
 	tcase_add_test(tc, test_layernorm_pools);
