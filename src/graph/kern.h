@@ -357,6 +357,19 @@ void dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n);
  * other core. */
 int64_t dt_kern_gemm_align(void);
 
+/* Sets the hook that a product of dt_kern_par_sgemm on a NULL or one-
+ * thread pool calls, as fn(ctx) on the calling thread, between the parts
+ * it is then cut into: one part per 2^24 multiply-adds (m * n * k), at
+ * most one per block of dt_kern_gemm_align() rows, so a product of
+ * 2^25 multiply-adds or more calls it floor(m * n * k / 2^24) - 1 times
+ * (fewer where it has fewer blocks). The parts are cut at blocks, as
+ * the pool's threads cut it, so the bits are those of one call. The
+ * trainer uses it to move the gradient sums on during the long products
+ * of backward (train/exec.c). fn must not call the kernels; NULL fn
+ * removes the hook. One hook for the process: set and called on the
+ * thread that runs the products. */
+void dt_kern_set_progress(void (*fn)(void *ctx), void *ctx);
+
 /* dt_kern_sgemm with the rows of C split over the pool: C's rows are cut
  * into blocks of dt_kern_gemm_align() rows (the last may be shorter),
  * and part t of the pool gets blocks [nb*t/p, nb*(t+1)/p) of the nb,

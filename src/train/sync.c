@@ -876,7 +876,26 @@ dt_grad_sync_progress(struct dt_grad_sync *s, struct dt_error *err)
 {
 	if (!s->overlap)
 		return DT_OK;
+	s->tests_nodes++;
 	return dt_comm_coll_test(s->cfg.sum_comm, NULL, err);
+}
+
+enum dt_status
+dt_grad_sync_progress_in_product(struct dt_grad_sync *s,
+				 struct dt_error *err)
+{
+	if (!s->overlap)
+		return DT_OK;
+	s->tests_products++;
+	return dt_comm_coll_test(s->cfg.sum_comm, NULL, err);
+}
+
+void
+dt_grad_sync_progress_count(const struct dt_grad_sync *s,
+			    int64_t *between_nodes, int64_t *in_products)
+{
+	*between_nodes = s->tests_nodes;
+	*in_products = s->tests_products;
 }
 
 enum dt_status

@@ -370,6 +370,19 @@ double dt_grad_sync_take_begin(struct dt_grad_sync *s);
 enum dt_status dt_grad_sync_progress(struct dt_grad_sync *s,
 				     struct dt_error *err);
 
+/* dt_grad_sync_progress from inside a long product of backward (the
+ * kernels' progress hook, graph/kern.h), counted apart. */
+enum dt_status dt_grad_sync_progress_in_product(struct dt_grad_sync *s,
+						struct dt_error *err);
+
+/* How often the sums in flight were driven with overlap since s was
+ * made: *between_nodes by dt_grad_sync_progress, *in_products by
+ * dt_grad_sync_progress_in_product (summary.json's progress_tests).
+ * Both 0 without overlap. */
+void dt_grad_sync_progress_count(const struct dt_grad_sync *s,
+				 int64_t *between_nodes,
+				 int64_t *in_products);
+
 /* Completes every begun bucket (the one place that waits for gradient
  * traffic), so the float gradient holds the sum: with overlap bucket by
  * bucket in the order they began, each put back into the float gradient
