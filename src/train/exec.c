@@ -377,6 +377,15 @@ node_final(void *ctx, int node)
 		f->st = dt_grad_sync_progress(f->sync, f->err);
 }
 
+/* dt_model_set_params_hook's callback: node's own gradients are final
+ * before its backward ends (dense: its input gradient is still to
+ * come), so its buckets may begin now. */
+static void
+node_params_final(void *ctx, int node)
+{
+	feed_upto(ctx, node);
+}
+
 /* dt_model_set_backward_hook's callback where no bucket is fed: node's
  * backward has run. */
 static void
@@ -439,6 +448,8 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	if (st != DT_OK)
 		return st;
 	dt_grad_sync_backward_begin(r->sync);
+	if (feed != NULL && dt_grad_sync_begins_early(r->sync))
+		dt_model_set_params_hook(r->model, node_params_final, feed);
 	if (feed != NULL)
 		dt_model_set_backward_hook(r->model, node_final, feed);
 	else
@@ -447,6 +458,7 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 				l->last_stage ? l->slot_y[slot] : NULL, mb,
 				grad_scale);
 	dt_model_set_backward_hook(r->model, NULL, NULL);
+	dt_model_set_params_hook(r->model, NULL, NULL);
 	dt_kern_set_progress(NULL, NULL);
 	dt_grad_sync_backward_end(r->sync);
 	if (feed != NULL && feed->st != DT_OK)

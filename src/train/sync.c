@@ -866,6 +866,12 @@ dt_grad_sync_progress_us(const struct dt_grad_sync *s)
 }
 
 int
+dt_grad_sync_begins_early(const struct dt_grad_sync *s)
+{
+	return s->overlap && s->ops->node_backward_end == NULL;
+}
+
+int
 dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b)
 {
 	return s->buckets[b].ready_node;

@@ -346,6 +346,12 @@ int dt_grad_sync_overlap(const struct dt_grad_sync *s);
  * move on only in dt_grad_sync_progress; 0 without overlap. */
 int64_t dt_grad_sync_progress_us(const struct dt_grad_sync *s);
 
+/* 1 when a bucket may begin from inside its node's backward, as soon as
+ * the node's own gradients are final (graph.h: dt_model_set_params_
+ * hook): overlap on and nothing to do at a node's end
+ * (dt_grad_sync_node_backward_end: parallel.zero has). */
+int dt_grad_sync_begins_early(const struct dt_grad_sync *s);
+
 /* The node (dt_model_layer_info index) after whose backward, in the
  * step's last micro-batch, bucket b (0 <= b < n_buckets) is final. */
 int dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b);
