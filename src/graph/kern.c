@@ -660,6 +660,12 @@ dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n)
  * few hundred kB of a 1 Gbit/s link, and few enough calls that
  * repacking the shared operand for each costs little. */
 #define KERN_PROGRESS_MACS ((int64_t)1 << 24)
+/* The fewest rows of C in such a part: each call packs op(B) (k, n)
+ * again, a cost of about 20 multiply-adds a value, so a part of r rows
+ * costs about 20 / r more (dt_kern_par_sgemm of 784 x 1024 x 128 took
+ * 10% longer in parts of 132 rows, and 128 x 1024 x 1024 cut into 12-
+ * row parts 8 times as long). */
+#define KERN_PROGRESS_ROWS 256
 
 /* The hook (NULL: none) and its argument; set and called on the thread
  * that calls the products. */
@@ -748,19 +754,23 @@ gemm_chunks(void *ctx, int64_t lo, int64_t hi)
 	}
 }
 
-/* How many calls a one-thread product of j's shape makes: one for each
- * KERN_PROGRESS_MACS multiply-adds where a progress hook is set (at most
- * one a block), else one. */
+/* How many calls a one-thread product of j's shape makes where a
+ * progress hook is set: one for each KERN_PROGRESS_MACS multiply-adds
+ * and each KERN_PROGRESS_ROWS rows, whichever gives fewer (at most one
+ * a block); else one. */
 static int64_t
 gemm_chunk_count(const struct gemm_job *j, int64_t blocks)
 {
 	double macs = (double)j->m * (double)j->n * (double)j->k;
-	int64_t c;
+	int64_t c = (int64_t)(macs / (double)KERN_PROGRESS_MACS);
 
-	if (kern_progress == NULL || macs < 2.0 * (double)KERN_PROGRESS_MACS)
+	if (kern_progress == NULL)
 		return 1;
-	c = (int64_t)(macs / (double)KERN_PROGRESS_MACS);
-	return c < blocks ? c : blocks;
+	if (c > j->m / KERN_PROGRESS_ROWS)
+		c = j->m / KERN_PROGRESS_ROWS;
+	if (c > blocks)
+		c = blocks;
+	return c > 1 ? c : 1;
 }
 
 void

@@ -359,10 +359,11 @@ int64_t dt_kern_gemm_align(void);
 
 /* Sets the hook that a product of dt_kern_par_sgemm on a NULL or one-
  * thread pool calls, as fn(ctx) on the calling thread, between the parts
- * it is then cut into: one part per 2^24 multiply-adds (m * n * k), at
- * most one per block of dt_kern_gemm_align() rows, so a product of
- * 2^25 multiply-adds or more calls it floor(m * n * k / 2^24) - 1 times
- * (fewer where it has fewer blocks). The parts are cut at blocks, as
+ * it is then cut into: p = min(floor(m * n * k / 2^24), floor(m / 256))
+ * parts (2^24 multiply-adds and 256 rows of C at least each, since each
+ * part packs op(B) again; at most one per block of dt_kern_gemm_align()
+ * rows), so it is called p - 1 times where p > 1. The parts are cut at
+ * blocks, as
  * the pool's threads cut it, so the bits are those of one call. The
  * trainer uses it to move the gradient sums on during the long products
  * of backward (train/exec.c). fn must not call the kernels; NULL fn

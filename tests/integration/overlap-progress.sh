@@ -7,12 +7,14 @@
 # so the head's bucket begins first and the first layer's weight
 # gradient, dW (784, 1024) = X^T dY over the micro-batch's M rows, is
 # the one long product left while a sum is in flight. The hook runs
-# between its floor(784 * 1024 * M / 2^24) parts, once per part after the
-# first (784 rows make at least 16 blocks of 48, so no part is empty):
-#   float sums, M = 128:               6 parts, 5 calls a step;
-#   exact sums, 2 micro-batches M = 64: 3 parts, 2 calls in the last
-#   micro-batch's pass depth first, 2 x 2 breadth first (both passes
-#   of the first layer follow the head's last).
+# between its min(floor(784 * 1024 * M / 2^24), floor(784 / 256)) parts,
+# once per part after the first (784 rows make at least 16 blocks of
+# 48, so no part is empty):
+#   float sums, M = 128:               min(6, 3) = 3 parts, 2 calls a
+#   step;
+#   exact sums, 2 micro-batches M = 64: min(3, 3) = 3 parts, 2 calls in
+#   the last micro-batch's pass depth first, 2 x 2 breadth first (both
+#   passes of the first layer follow the head's last).
 # Between nodes the sums are driven once a node a pass: 4 nodes (dense,
 # relu, dense, loss), one pass a step (the last micro-batch's) depth
 # first, 2 breadth first. 4 steps each; all zeros without overlap. On
@@ -71,7 +73,7 @@ off="--set parallel.overlap=false"
 acc="--set train.grad_accum_steps=2"
 mpi 2 "$DTRAIN" run -q --run-dir f-on job.yaml
 mpi 2 "$DTRAIN" run -q --run-dir f-off job.yaml $off
-counts f-on 16 20
+counts f-on 16 8
 counts f-off 0 0
 same f-on f-off
 for s in depth_first breadth_first; do
