@@ -43,6 +43,7 @@
 
 #include "graph/kern.h"
 #include "graph/layer.h"
+#include "util/threadpool.h"
 
 /* Input features: W's rows, or its columns when it is a tied copy. */
 static int64_t
@@ -385,6 +386,18 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		.beta = din_add[0] ? 1.0f : 0.0f, .c = din[0], .ldc = n_in,
 	};
 
+	if (dt_pool_threads(pool) <= 1) {
+		/* dW, then dX (dt_kern_par_sgemm2's order on one thread):
+		 * the weight's sum may start before dX is done */
+		dt_kern_par_sgemm(pool, gw.trans_a, 0, gw.m, gw.n, gw.k, 1.0f,
+				  gw.a, gw.lda, gw.b, gw.ldb, 1.0f, gw.c,
+				  gw.ldc);
+		dt_pass_params_final(p);
+		dt_kern_par_sgemm(pool, 0, gx.trans_b, gx.m, gx.n, gx.k,
+				  1.0f, gx.a, gx.lda, gx.b, gx.ldb, gx.beta,
+				  gx.c, gx.ldc);
+		return;
+	}
 	/* dW = X^T dY and dX = dY W^T side by side */
 	dt_kern_par_sgemm2(pool, &gw, &gx);
 }

@@ -1042,6 +1042,7 @@ node_backward(struct dt_model *m, struct dt_pass *p, int i, const float *x,
 		din[k] = src == DT_NODE_INPUT || !m->nodes[src].needs_grad ?
 			 NULL : m->nodes[src].dout;
 	}
+	p->node = i;
 	n->ops->backward(n, p, in, din, din_add);
 }
 
@@ -1081,6 +1082,8 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 	bool din_add[DT_NODE_MAX_INPUTS];
 
 	memset(m->dout_written, 0, (size_t)m->n_nodes * sizeof(bool));
+	p->params_hook = m->params_hook;
+	p->params_ctx = m->params_ctx;
 	for (int j = 0; j < m->n_send; j++)
 		m->dout_written[m->send[j]] = m->nodes[m->send[j]].needs_grad;
 	for (int i = m->last; i >= m->first; i--) {
@@ -1388,6 +1391,21 @@ dt_model_set_node_hook(struct dt_model *m,
 {
 	m->node_hook = hook;
 	m->node_ctx = ctx;
+}
+
+void
+dt_model_set_params_hook(struct dt_model *m,
+			 void (*hook)(void *ctx, int node), void *ctx)
+{
+	m->params_hook = hook;
+	m->params_ctx = ctx;
+}
+
+void
+dt_pass_params_final(const struct dt_pass *p)
+{
+	if (p->params_hook != NULL)
+		p->params_hook(p->params_ctx, p->node);
 }
 
 void

@@ -446,6 +446,17 @@ void dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 void dt_model_set_backward_hook(struct dt_model *m,
 				void (*hook)(void *ctx, int node), void *ctx);
 
+/* Sets the hook a backward pass over one micro-batch (dt_model_stage_
+ * backward and the training passes, not dt_model_backward_breadth)
+ * calls from inside node i's backward where the layer can say so
+ * (dt_pass_params_final: dense on a one-thread pool, between its weight
+ * gradient and its input gradient): hook(ctx, i) then has the contract
+ * of the backward hook's hook(ctx, i) for the tensors of nodes >= i,
+ * before node i's backward has ended; the backward hook still follows
+ * the node. Same thread, same rules; NULL hook removes it. */
+void dt_model_set_params_hook(struct dt_model *m,
+			      void (*hook)(void *ctx, int node), void *ctx);
+
 /* Sets hook(ctx, i, backward) to be called on the calling thread just
  * before node i reads its parameters: before its forward (backward
  * false; a forward model.recompute runs again inside backward too) and

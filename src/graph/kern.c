@@ -655,10 +655,28 @@ dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n)
 /* Rows of C per part of dt_kern_par_sgemm at the least. */
 #define KERN_GRAIN_GEMM_ROWS 32
 
+/* The multiply-adds of a one-thread product between two calls of the
+ * progress hook (dt_kern_set_progress): about 0.2 ms at 90 GFLOP/s, a
+ * few hundred kB of a 1 Gbit/s link, and few enough calls that
+ * repacking the shared operand for each costs little. */
+#define KERN_PROGRESS_MACS ((int64_t)1 << 24)
+/* The fewest rows of C in such a part: each call packs op(B) (k, n)
+ * again, a cost of about 20 multiply-adds a value, so a part of r rows
+ * costs about 20 / r more (dt_kern_par_sgemm of 784 x 1024 x 128 took
+ * 10% longer in parts of 132 rows, and 128 x 1024 x 1024 cut into 12-
+ * row parts 8 times as long). */
+#define KERN_PROGRESS_ROWS 256
+
+/* The hook (NULL: none) and its argument; set and called on the thread
+ * that calls the products. */
+static void (*kern_progress)(void *ctx);
+static void *kern_progress_ctx;
+
 struct gemm_job {
 	int trans_a, trans_b;
 	int64_t m, n, k;
 	int64_t align;		/* rows of a block: dt_kern_gemm_align() */
+	int64_t chunks;		/* one-thread calls, the hook between */
 	float alpha, beta;
 	const float *a, *b;	/* op(A) (m, k), op(B) (k, n) */
 	int64_t lda, ldb, ldc;
@@ -715,6 +733,47 @@ gemm_part(void *ctx, int64_t lo, int64_t hi)
 }
 
 void
+dt_kern_set_progress(void (*fn)(void *ctx), void *ctx)
+{
+	kern_progress = fn;
+	kern_progress_ctx = ctx;
+}
+
+/* The nb blocks as j->chunks calls of gemm_part, chunk t taking blocks
+ * [nb*t/c, nb*(t+1)/c), the progress hook called between them. */
+static void
+gemm_chunks(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct gemm_job *j = ctx;
+	const int64_t nb = hi - lo, c = j->chunks;
+
+	for (int64_t t = 0; t < c; t++) {
+		if (t > 0 && kern_progress != NULL)
+			kern_progress(kern_progress_ctx);
+		gemm_part(ctx, lo + nb * t / c, lo + nb * (t + 1) / c);
+	}
+}
+
+/* How many calls a one-thread product of j's shape makes where a
+ * progress hook is set: one for each KERN_PROGRESS_MACS multiply-adds
+ * and each KERN_PROGRESS_ROWS rows, whichever gives fewer (at most one
+ * a block); else one. */
+static int64_t
+gemm_chunk_count(const struct gemm_job *j, int64_t blocks)
+{
+	double macs = (double)j->m * (double)j->n * (double)j->k;
+	int64_t c = (int64_t)(macs / (double)KERN_PROGRESS_MACS);
+
+	if (kern_progress == NULL)
+		return 1;
+	if (c > j->m / KERN_PROGRESS_ROWS)
+		c = j->m / KERN_PROGRESS_ROWS;
+	if (c > blocks)
+		c = blocks;
+	return c > 1 ? c : 1;
+}
+
+void
 dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
 		  int64_t n, int64_t k, float alpha, const float *a,
 		  int64_t lda, const float *b, int64_t ldb, float beta,
@@ -734,8 +793,11 @@ dt_kern_par_sgemm(struct dt_pool *pool, int trans_a, int trans_b, int64_t m,
 	j.align = dt_kern_gemm_align();
 	blocks = (m + j.align - 1) / j.align;
 	if (dt_pool_threads(pool) <= 1) {
-		/* one part, through the pool so that its timing counts it */
-		dt_pool_for(pool, blocks, blocks, gemm_part, &j);
+		/* one part, through the pool so that its timing counts it;
+		 * cut where a progress hook waits, at blocks (the bits of
+		 * one call, as the pool's parts) */
+		j.chunks = gemm_chunk_count(&j, blocks);
+		dt_pool_for(pool, blocks, blocks, gemm_chunks, &j);
 		return;
 	}
 	/* at most ceil(m / 32) parts, as many blocks to each as can be */

@@ -357,6 +357,20 @@ void dt_kern_par_f64_zero(struct dt_pool *pool, double *acc, int64_t n);
  * other core. */
 int64_t dt_kern_gemm_align(void);
 
+/* Sets the hook that a product of dt_kern_par_sgemm on a NULL or one-
+ * thread pool calls, as fn(ctx) on the calling thread, between the parts
+ * it is then cut into: p = min(floor(m * n * k / 2^24), floor(m / 256))
+ * parts (2^24 multiply-adds and 256 rows of C at least each, since each
+ * part packs op(B) again; at most one per block of dt_kern_gemm_align()
+ * rows), so it is called p - 1 times where p > 1. The parts are cut at
+ * blocks, as
+ * the pool's threads cut it, so the bits are those of one call. The
+ * trainer uses it to move the gradient sums on during the long products
+ * of backward (train/exec.c). fn must not call the kernels; NULL fn
+ * removes the hook. One hook for the process: set and called on the
+ * thread that runs the products. */
+void dt_kern_set_progress(void (*fn)(void *ctx), void *ctx);
+
 /* dt_kern_sgemm with the rows of C split over the pool: C's rows are cut
  * into blocks of dt_kern_gemm_align() rows (the last may be shorter),
  * and part t of the pool gets blocks [nb*t/p, nb*(t+1)/p) of the nb,

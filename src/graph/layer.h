@@ -170,10 +170,21 @@ struct dt_pass {
 	 * must leave every other state alone (batchnorm's running
 	 * statistics are not updated twice). */
 	bool recompute;
+	/* In backward: dt_model_set_params_hook's hook and the node running
+	 * (dt_pass_params_final). */
+	void (*params_hook)(void *ctx, int node);
+	void *params_ctx;
+	int node;
 	/* outputs of loss nodes: */
 	double loss_sum;	/* sum over the batch (and tokens) of losses */
 	int64_t n_correct;	/* argmax == label, counted per token */
 };
+
+/* Called by a layer's backward once the gradients of its node's own
+ * tensors are final for this pass and before the rest of its work (the
+ * input gradient): runs the params hook (dt_model_set_params_hook), if
+ * any, on the calling thread. A layer may never call it. */
+void dt_pass_params_final(const struct dt_pass *p);
 
 struct dt_layer_ops;
 

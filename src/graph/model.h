@@ -81,6 +81,10 @@ struct dt_model {
 	 * pass; NULL: none. ctx is not owned. */
 	void (*bwd_hook)(void *ctx, int node);
 	void *bwd_ctx;
+	/* dt_model_set_params_hook: from inside a node's backward; NULL:
+	 * none. ctx is not owned. */
+	void (*params_hook)(void *ctx, int node);
+	void *params_ctx;
 	/* dt_model_set_node_hook: called before each node's forward
 	 * (recomputed ones too) and backward; NULL: none. */
 	void (*node_hook)(void *ctx, int node, bool backward);

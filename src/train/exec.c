@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/kern.h"
 #include "train/state.h"
 #include "util/alloc.h"
 #include "util/trace.h"
@@ -337,8 +338,21 @@ struct bucket_feed {
 	int last_micro;			/* the step's last micro-batch */
 };
 
+/* dt_kern_set_progress's hook while sums are in flight in backward:
+ * the long products move them on too, not only the ends of nodes. */
+static void
+product_progress(void *ctx)
+{
+	struct bucket_feed *f = ctx;
+
+	if (f->st == DT_OK)
+		f->st = dt_grad_sync_progress_in_product(f->sync, f->err);
+}
+
 /* Begins buckets up to the first one whose ready node is below node
- * (INT_MIN: all of them). */
+ * (INT_MIN: all of them, after the pass); inside the pass, from the
+ * first one begun on, the products of the rest of it drive the sums
+ * (run_backward and run_backward_breadth take the hook away after). */
 static void
 feed_upto(struct bucket_feed *f, int node)
 {
@@ -347,6 +361,8 @@ feed_upto(struct bucket_feed *f, int node)
 	while (f->st == DT_OK && f->next < n &&
 	       dt_grad_sync_bucket_node(f->sync, f->next) >= node)
 		f->st = dt_grad_sync_begin(f->sync, f->next++, f->err);
+	if (f->next > 0 && node != INT_MIN)
+		dt_kern_set_progress(product_progress, f);
 }
 
 /* dt_model_set_backward_hook's callback: node's backward has run. */
@@ -359,6 +375,15 @@ node_final(void *ctx, int node)
 	feed_upto(f, node);
 	if (f->st == DT_OK)
 		f->st = dt_grad_sync_progress(f->sync, f->err);
+}
+
+/* dt_model_set_params_hook's callback: node's own gradients are final
+ * before its backward ends (dense: its input gradient is still to
+ * come), so its buckets may begin now. */
+static void
+node_params_final(void *ctx, int node)
+{
+	feed_upto(ctx, node);
 }
 
 /* dt_model_set_backward_hook's callback where no bucket is fed: node's
@@ -402,6 +427,7 @@ run_backward_breadth(struct dt_run *r, float grad_scale,
 				  (const int32_t *const *)l->slot_y,
 				  r->plan.micro_batch, grad_scale,
 				  node_micro_final, feed);
+	dt_kern_set_progress(NULL, NULL);
 	return feed->st;
 }
 
@@ -422,6 +448,8 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 	if (st != DT_OK)
 		return st;
 	dt_grad_sync_backward_begin(r->sync);
+	if (feed != NULL && dt_grad_sync_begins_early(r->sync))
+		dt_model_set_params_hook(r->model, node_params_final, feed);
 	if (feed != NULL)
 		dt_model_set_backward_hook(r->model, node_final, feed);
 	else
@@ -430,6 +458,8 @@ run_backward(struct dt_run *r, const struct dt_pipe_op *op, float grad_scale,
 				l->last_stage ? l->slot_y[slot] : NULL, mb,
 				grad_scale);
 	dt_model_set_backward_hook(r->model, NULL, NULL);
+	dt_model_set_params_hook(r->model, NULL, NULL);
+	dt_kern_set_progress(NULL, NULL);
 	dt_grad_sync_backward_end(r->sync);
 	if (feed != NULL && feed->st != DT_OK)
 		return feed->st;

@@ -322,6 +322,24 @@ add_cpus(struct json_object *o)
 	ADD(o, "cpus_rank0", json_object_new_string(cpus));
 }
 
+/* How often rank 0 drove its gradient sums in flight during backward
+ * in this session (train/sync.h: overlap; zeros without): at the ends of
+ * nodes, and from inside long products (graph/kern.h's hook). */
+static void
+add_progress(struct json_object *o, const struct dt_run *r)
+{
+	struct json_object *p;
+	int64_t nodes = 0, products = 0;
+
+	if (r->sync == NULL)
+		return;
+	dt_grad_sync_progress_count(r->sync, &nodes, &products);
+	p = json_object_new_object();
+	ADD(p, "between_nodes", json_object_new_int64(nodes));
+	ADD(p, "in_products", json_object_new_int64(products));
+	ADD(o, "progress_tests_rank0", p);
+}
+
 /* What each rank moved per training step, counted as it went (dtrain
  * plan computes the same three numbers). */
 static void
@@ -466,6 +484,7 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	add_cpus(o);
 	add_grid(o, r);
 	add_bytes(o, r, bytes);
+	add_progress(o, r);
 	dt_best_summary(r, o);
 	add_ranks(o, r);
 	st = write_file(r, "summary.json", o, err);

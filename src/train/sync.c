@@ -866,6 +866,12 @@ dt_grad_sync_progress_us(const struct dt_grad_sync *s)
 }
 
 int
+dt_grad_sync_begins_early(const struct dt_grad_sync *s)
+{
+	return s->overlap && s->ops->node_backward_end == NULL;
+}
+
+int
 dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b)
 {
 	return s->buckets[b].ready_node;
@@ -876,7 +882,26 @@ dt_grad_sync_progress(struct dt_grad_sync *s, struct dt_error *err)
 {
 	if (!s->overlap)
 		return DT_OK;
+	s->tests_nodes++;
 	return dt_comm_coll_test(s->cfg.sum_comm, NULL, err);
+}
+
+enum dt_status
+dt_grad_sync_progress_in_product(struct dt_grad_sync *s,
+				 struct dt_error *err)
+{
+	if (!s->overlap)
+		return DT_OK;
+	s->tests_products++;
+	return dt_comm_coll_test(s->cfg.sum_comm, NULL, err);
+}
+
+void
+dt_grad_sync_progress_count(const struct dt_grad_sync *s,
+			    int64_t *between_nodes, int64_t *in_products)
+{
+	*between_nodes = s->tests_nodes;
+	*in_products = s->tests_products;
 }
 
 enum dt_status

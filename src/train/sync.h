@@ -348,6 +348,12 @@ int dt_grad_sync_overlap(const struct dt_grad_sync *s);
  * move on only in dt_grad_sync_progress; 0 without overlap. */
 int64_t dt_grad_sync_progress_us(const struct dt_grad_sync *s);
 
+/* 1 when a bucket may begin from inside its node's backward, as soon as
+ * the node's own gradients are final (graph.h: dt_model_set_params_
+ * hook): overlap on and nothing to do at a node's end
+ * (dt_grad_sync_node_backward_end: parallel.zero has). */
+int dt_grad_sync_begins_early(const struct dt_grad_sync *s);
+
 /* The node (dt_model_layer_info index) after whose backward, in the
  * step's last micro-batch, bucket b (0 <= b < n_buckets) is final. */
 int dt_grad_sync_bucket_node(const struct dt_grad_sync *s, int b);
@@ -371,6 +377,19 @@ double dt_grad_sync_take_begin(struct dt_grad_sync *s);
  * waiting; for between the nodes of backward. Errors: DT_ERR_MPI. */
 enum dt_status dt_grad_sync_progress(struct dt_grad_sync *s,
 				     struct dt_error *err);
+
+/* dt_grad_sync_progress from inside a long product of backward (the
+ * kernels' progress hook, graph/kern.h), counted apart. */
+enum dt_status dt_grad_sync_progress_in_product(struct dt_grad_sync *s,
+						struct dt_error *err);
+
+/* How often the sums in flight were driven with overlap since s was
+ * made: *between_nodes by dt_grad_sync_progress, *in_products by
+ * dt_grad_sync_progress_in_product (summary.json's progress_tests).
+ * Both 0 without overlap. */
+void dt_grad_sync_progress_count(const struct dt_grad_sync *s,
+				 int64_t *between_nodes,
+				 int64_t *in_products);
 
 /* Completes every begun bucket (the one place that waits for gradient
  * traffic), so the float gradient holds the sum: with overlap bucket by

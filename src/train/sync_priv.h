@@ -102,6 +102,8 @@ struct dt_grad_sync {
 					 * or NULL */
 	int hosts, max_per_host;	/* among the summing ranks */
 	int overlap;			/* dt_grad_sync_overlap */
+	int64_t tests_nodes;		/* dt_grad_sync_progress_count */
+	int64_t tests_products;
 	enum dt_grad_wire wire;		/* f32, or bf16 over > 1 rank */
 	int n_buckets;
 	struct dt_grad_bucket *buckets;	/* (n_buckets) */

@@ -81,6 +81,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/mem-precheck.sh \
 	tests/integration/mem-fit.sh \
 	tests/integration/overlap.sh \
+	tests/integration/overlap-progress.sh \
 	tests/integration/accum-schedule.sh \
 	tests/integration/accum-resume.sh \
 	tests/integration/progress.sh \

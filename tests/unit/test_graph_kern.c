@@ -665,6 +665,62 @@ START_TEST(test_sgemm_onednn_f32)
 }
 END_TEST
 
+static int progress_calls;
+
+static void
+count_progress(void *ctx)
+{
+	(void)ctx;
+	progress_calls++;
+}
+
+/* dt_kern_set_progress: a one-thread dt_kern_par_sgemm calls the hook
+ * min(floor(m n k / 2^24), floor(m / 256)) - 1 times (the shapes of
+ * mlp-1m's backward at micro-batch 128: 784 x 1024 x 128 and 1024 x
+ * 1024 x 128 give 3 parts, 2 calls, and 4 parts, 3 calls; the 128-row
+ * dX of 128 x 1024 x 1024 and a product under 2^25 multiply-adds, none),
+ * and every element keeps the bits of the product without the hook. */
+START_TEST(test_sgemm_progress)
+{
+	static const struct {
+		int ta, tb;
+		int64_t m, n, k;
+		int calls;
+	} sh[] = {
+		{ 1, 0, 784, 1024, 128, 2 },
+		{ 1, 0, 1024, 1024, 128, 3 },
+		{ 0, 1, 128, 1024, 1024, 0 },
+		{ 0, 0, 784, 512, 48, 0 },
+	};
+	float *a = dt_xalloc_floats(1 << 20);
+	float *b = dt_xalloc_floats(1 << 20);
+	float *c0 = dt_xalloc_floats(1 << 20);
+	float *c1 = dt_xalloc_floats(1 << 20);
+
+	fill(a, 1 << 20, 120, -1.0f, 1.0f);
+	fill(b, 1 << 20, 121, -1.0f, 1.0f);
+	for (size_t s = 0; s < sizeof sh / sizeof *sh; s++) {
+		const int64_t m = sh[s].m, n = sh[s].n, k = sh[s].k;
+		const int64_t lda = sh[s].ta ? m : k, ldb = sh[s].tb ? k : n;
+
+		dt_kern_set_progress(NULL, NULL);
+		dt_kern_par_sgemm(NULL, sh[s].ta, sh[s].tb, m, n, k, 1.0f, a,
+				  lda, b, ldb, 0.0f, c0, n);
+		progress_calls = 0;
+		dt_kern_set_progress(count_progress, NULL);
+		dt_kern_par_sgemm(NULL, sh[s].ta, sh[s].tb, m, n, k, 1.0f, a,
+				  lda, b, ldb, 0.0f, c1, n);
+		dt_kern_set_progress(NULL, NULL);
+		ck_assert_int_eq(progress_calls, sh[s].calls);
+		ck_assert(memcmp(c0, c1, (size_t)(m * n) * sizeof *c0) == 0);
+	}
+	free(a);
+	free(b);
+	free(c0);
+	free(c1);
+}
+END_TEST
+
 static Suite *
 kern_suite(void)
 {
@@ -681,6 +737,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
+	tcase_add_test(tc, test_sgemm_progress);
 	suite_add_tcase(s, tc);
 	return s;
 }
