@@ -31,10 +31,12 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
 # then single-rank throughput against the sgemm peak on all cores, the
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
 # every 2-rank layout (data, pipeline, tensor) of the MLP and the char-GPT
-# job; last the simulated cluster (bench/cluster.sh, as root, about 10
-# minutes; skipped with a message elsewhere). make bench-side-by-side and
-# make bench-cluster run those parts alone; BENCH_CLUSTER_ARGS=--quick
-# makes the cluster part a few minutes.
+# job; then `dtrain run -n 1` against a plain run at 2 threads
+# (bench/np1.sh); last the simulated cluster (bench/cluster.sh, as root,
+# about 10 minutes; skipped with a message elsewhere). make
+# bench-side-by-side, make bench-np1 and make bench-cluster run those
+# parts alone; BENCH_CLUSTER_ARGS=--quick makes the cluster part a few
+# minutes.
 bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	OPENBLAS_NUM_THREADS=1 ./bench/bench_layers $(srcdir)/jobs/char-gpt.yaml 50
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$$(nproc)} \
@@ -46,7 +48,13 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/fashion-mnist-mlp.yaml 96 400
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/layouts.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30
+	$(MAKE) $(AM_MAKEFLAGS) bench-np1
 	$(MAKE) $(AM_MAKEFLAGS) bench-cluster
+# dtrain run -n 1 against a plain run at 2 BLAS threads (issue 28: within
+# 5%), 3 alternating pairs, about 2 minutes (bench/np1.sh).
+bench-np1: dtrain
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  $(srcdir)/bench/np1.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml
 bench-cluster: bench/allreduce_raw bench/bench_layers dtrain
 	$(srcdir)/bench/cluster.sh $(BENCH_CLUSTER_ARGS) ./dtrain \
 	  ./bench/allreduce_raw ./bench/bench_layers || test $$? -eq 77
@@ -63,8 +71,9 @@ bench-kernels: bench/onednn_f32 bench/peak
 bench-precision: dtrain bench/bf16_gemm
 	OPENBLAS_NUM_THREADS=1 ./bench/bf16_gemm
 	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
-.PHONY: bench bench-side-by-side bench-cluster bench-precision bench-kernels
+.PHONY: bench bench-side-by-side bench-cluster bench-precision bench-kernels \
+	bench-np1
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \
-	bench/precision.sh
+	bench/precision.sh bench/np1.sh
