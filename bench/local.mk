@@ -32,12 +32,15 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
 # every 2-rank layout (data, pipeline, tensor) of the MLP and the char-GPT
 # job; a zero-3 step against a zero-0 step of char-GPT on 4 ranks, node
-# by node and with parallel.gather_mb 4 (bench/zero-step.sh); then the
-# GPT-2-shaped job in a memory cgroup (bench/gpt2-mem-
-# fit.sh); last the simulated cluster (bench/cluster.sh, as root, about
-# 10 minutes; skipped with a message elsewhere). make bench-side-by-side,
-# make bench-gpt2-mem and make bench-cluster run those parts alone; BENCH_CLUSTER_ARGS=--quick
-# makes the cluster part a few minutes.
+# by node and with parallel.gather_mb 4 (bench/zero-step.sh); `dtrain run
+# -n 1` against a plain run at 2 threads (bench/np1.sh); the GPT-2-shaped
+# job at context 1024, its MFU at 1 and 2 threads (bench/gpt2-mfu.sh);
+# then the GPT-2-shaped job at context 256 in a memory cgroup
+# (bench/gpt2-mem-fit.sh); last the simulated cluster (bench/cluster.sh,
+# as root, about 10 minutes; skipped with a message elsewhere). make
+# bench-side-by-side, bench-np1, bench-gpt2-mfu, bench-gpt2-mem and
+# bench-cluster run those parts alone; BENCH_CLUSTER_ARGS=--quick makes
+# the cluster part a few minutes.
 bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	OPENBLAS_NUM_THREADS=1 ./bench/bench_layers $(srcdir)/jobs/char-gpt.yaml 50
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-$$(nproc)} \
@@ -54,8 +57,19 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  ZERO3_ARGS='--set parallel.gather_mb=4' \
 	  $(srcdir)/bench/zero-step.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml 32 30 3
+	$(MAKE) $(AM_MAKEFLAGS) bench-np1
+	$(MAKE) $(AM_MAKEFLAGS) bench-gpt2-mfu
 	$(MAKE) $(AM_MAKEFLAGS) bench-gpt2-mem
 	$(MAKE) $(AM_MAKEFLAGS) bench-cluster
+# dtrain run -n 1 against a plain run at 2 BLAS threads (issue 28: within
+# 5%), 3 alternating pairs, about 2 minutes (bench/np1.sh).
+bench-np1: dtrain
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  $(srcdir)/bench/np1.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml
+# The GPT-2-shaped job at context 1024, 1 and 2 threads, tokens/s and MFU
+# against the f32 limit measured in the same run (issue 28: 55%).
+bench-gpt2-mfu: dtrain bench/peak
+	$(srcdir)/bench/gpt2-mfu.sh ./bench/peak ./dtrain
 # The GPT-2-shaped job at context 256 in a memory cgroup (issue 27, as
 # root; skipped with a message elsewhere or where the node's free memory
 # less 4 GiB cannot hold a run): zero 0 refused, zero 3 with recompute
@@ -82,9 +96,9 @@ bench-precision: dtrain bench/bf16_gemm
 	OPENBLAS_NUM_THREADS=1 ./bench/bf16_gemm
 	$(srcdir)/bench/precision.sh ./dtrain $(srcdir)/jobs 1
 .PHONY: bench bench-side-by-side bench-cluster bench-precision bench-kernels \
-	bench-gpt2-mem
+	bench-gpt2-mem bench-np1 bench-gpt2-mfu
 EXTRA_DIST += bench/sync-overhead.sh bench/overlap.sh bench/layouts.sh bench/compare-losses.sh \
 	bench/cluster.sh bench/mlp-1m.yaml bench/gpt2-small-untied.yaml \
 	bench/README bench/side-by-side.sh bench/torch_twin.py \
 	bench/precision.sh bench/gpt2-mem-fit.sh bench/zero-step.sh \
-	bench/gpt2-mfu.sh
+	bench/gpt2-mfu.sh bench/np1.sh
