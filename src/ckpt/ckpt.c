@@ -847,19 +847,24 @@ dt_ckpt_import(const char *path, const struct dt_ckpt_target *targets,
 	return read_tensor_file(path, path, 0, 0, NULL, 1, targets, n, err);
 }
 
-/* A step directory p without a manifest: renamed to p.no-manifest (no
- * step name, so never read, pruned or written over), or removed when
- * empty; said to say (may be NULL) either way. */
+/* A step directory p without a manifest: renamed to p.no-manifest (or
+ * p.no-manifest.K, K = 1..99, where that is taken: no step name, so
+ * never read, pruned or written over), or removed when empty; said to
+ * say (may be NULL) either way. */
 static void
 set_aside(const char *p, dt_ckpt_report_fn *say, void *report_ctx)
 {
 	char to[4096 + 300], line[2 * 4096 + 700];
+	struct stat sb;
+	int k = 0;
 
 	snprintf(to, sizeof to, "%s.no-manifest", p);
+	while (lstat(to, &sb) == 0 && ++k < 100)
+		snprintf(to, sizeof to, "%s.no-manifest.%d", p, k);
 	if (rmdir(p) == 0)
 		snprintf(line, sizeof line, "%s: removed an empty step "
 			 "directory (no %s)", p, DT_CK_MANIFEST);
-	else if (rename(p, to) == 0)
+	else if (k < 100 && rename(p, to) == 0)
 		snprintf(line, sizeof line, "%s: no %s, so not a checkpoint; "
 			 "its files set aside in %s (rename it back with its "
 			 "manifest to use it, or remove it)", p,

@@ -251,7 +251,8 @@ enum dt_status dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step,
  * that a writer killed in the middle of a save, or a prune killed in the
  * middle of a removal, left in ckpt_dir, and sets aside step-N
  * directories without a manifest (never a checkpoint: an older version's
- * interrupted prune, or a manifest lost): renamed to step-N.no-manifest,
+ * interrupted prune, or a manifest lost): renamed to step-N.no-manifest
+ * (.K appended where that is taken),
  * their files kept (an empty one is removed), naming each of those to
  * report. Only for a caller that
  * knows no other process is saving there (a run starting or resuming).

@@ -740,6 +740,18 @@ START_TEST(test_clean_half_pruned)
 	ck_assert_ptr_nonnull(strstr(reports, "step-000000007: no "
 				     "MANIFEST.json, so not a checkpoint; its "
 				     "files set aside in "));
+	/* A second one of the same step takes the next free name. */
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000007"), 0777),
+			 0);
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000007/x"),
+			       0777), 0);
+	ck_assert_int_eq(dt_ckpt_clean_temporaries(dir, collect, NULL, &err),
+			 DT_OK);
+	ck_assert(!exists(sub(ck, "halfpruned", "step-000000007")));
+	ck_assert(exists(sub(ck, "halfpruned",
+			     "step-000000007.no-manifest/params.safetensors")));
+	ck_assert(exists(sub(ck, "halfpruned",
+			     "step-000000007.no-manifest.1/x")));
 	expect_load(sub(ck, "halfpruned", "step-000000010"), 10);
 	expect_load(sub(ck, "halfpruned", "step-000000020"), 20);
 }
