@@ -847,6 +847,36 @@ dt_ckpt_import(const char *path, const struct dt_ckpt_target *targets,
 	return read_tensor_file(path, path, 0, 0, NULL, 1, targets, n, err);
 }
 
+/* A step directory p without a manifest: renamed to p.no-manifest (or
+ * p.no-manifest.K, K = 1..99, where that is taken: no step name, so
+ * never read, pruned or written over), or removed when empty; said to
+ * say (may be NULL) either way. */
+static void
+set_aside(const char *p, dt_ckpt_report_fn *say, void *report_ctx)
+{
+	char to[4096 + 300], line[2 * 4096 + 700];
+	struct stat sb;
+	int k = 0;
+
+	snprintf(to, sizeof to, "%s.no-manifest", p);
+	while (lstat(to, &sb) == 0 && ++k < 100)
+		snprintf(to, sizeof to, "%s.no-manifest.%d", p, k);
+	if (rmdir(p) == 0)
+		snprintf(line, sizeof line, "%s: removed an empty step "
+			 "directory (no %s)", p, DT_CK_MANIFEST);
+	else if (k < 100 && rename(p, to) == 0)
+		snprintf(line, sizeof line, "%s: no %s, so not a checkpoint; "
+			 "its files set aside in %s (rename it back with its "
+			 "manifest to use it, or remove it)", p,
+			 DT_CK_MANIFEST, to);
+	else
+		snprintf(line, sizeof line, "%s: no %s, so not a checkpoint, "
+			 "and cannot be set aside as %s: %s", p,
+			 DT_CK_MANIFEST, to, strerror(errno));
+	if (say != NULL)
+		say(report_ctx, line);
+}
+
 enum dt_status
 dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
 			  void *report_ctx, struct dt_error *err)
@@ -872,8 +902,10 @@ dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
 		if (!temporary) {
 			/* A checkpoint is renamed into place with its
 			 * manifest, so a step directory without one is
-			 * what an older version's interrupted pruning
-			 * left: never a checkpoint, safe to remove. */
+			 * never a checkpoint: an older version's
+			 * interrupted pruning, or a manifest lost or
+			 * removed by hand. Its name must go (a new save
+			 * of that step renames onto it), its files stay. */
 			if (parse_step_name(e->d_name) < 0 ||
 			    fstatat(dirfd(d), e->d_name, &sb,
 				    AT_SYMLINK_NOFOLLOW) != 0 ||
@@ -881,13 +913,8 @@ dt_ckpt_clean_temporaries(const char *ckpt_dir, dt_ckpt_report_fn *say,
 			    snprintf(m, sizeof m, "%s/%s", p, DT_CK_MANIFEST) >=
 			    (int)sizeof m || lstat(m, &sb) == 0)
 				continue;
-			if (say != NULL) {
-				snprintf(line, sizeof line, "%s: removing a "
-					 "step directory without %s (left by "
-					 "an interrupted removal)", p,
-					 DT_CK_MANIFEST);
-				say(report_ctx, line);
-			}
+			set_aside(p, say, report_ctx);
+			continue;
 		}
 		if (dt_ck_rm_tree(p) != 0 && say != NULL) {
 			snprintf(line, sizeof line, "%s: cannot remove a "

@@ -249,9 +249,12 @@ enum dt_status dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step,
 
 /* Removes the temporary directories (.step-N.tmp.PID, .step-N.tmp.prune.PID)
  * that a writer killed in the middle of a save, or a prune killed in the
- * middle of a removal, left in ckpt_dir, and step-N directories without a
- * manifest (never a checkpoint: what an older version's interrupted prune
- * left), naming each of those to report. Only for a caller that
+ * middle of a removal, left in ckpt_dir, and sets aside step-N
+ * directories without a manifest (never a checkpoint: an older version's
+ * interrupted prune, or a manifest lost): renamed to step-N.no-manifest
+ * (.K appended where that is taken),
+ * their files kept (an empty one is removed), naming each of those to
+ * report. Only for a caller that
  * knows no other process is saving there (a run starting or resuming).
  * Each directory that cannot be removed goes to report (may be NULL).
  * Returns DT_OK (also when ckpt_dir does not exist), or DT_ERR_IO if it

@@ -5,6 +5,7 @@
  * for any new run. */
 #include "train/init_from.h"
 
+#include <errno.h>
 #include <json.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,31 @@ refuse_torch(const char *path, struct dt_error *err)
 	return st;
 }
 
+/* DT_ERR_FORMAT naming what model.init_from takes when the directory at
+ * path has no MANIFEST.json (a run directory or its checkpoints/, most
+ * likely), with the run's checkpoints/ directory when it has one: a
+ * checkpoint is a step directory with its manifest (dtrain(1)
+ * CHECKPOINTS). */
+static enum dt_status
+not_a_checkpoint(const char *path, struct dt_error *err)
+{
+	char m[DT_JOB_PATH_MAX + 32];
+	struct stat sb;
+	const char *hint = "";
+
+	snprintf(m, sizeof m, "%s/MANIFEST.json", path);
+	if (lstat(m, &sb) == 0 || errno != ENOENT)
+		return DT_OK;	/* there, or read and reported later */
+	snprintf(m, sizeof m, "%s/checkpoints", path);
+	if (stat(m, &sb) == 0 && S_ISDIR(sb.st_mode))
+		hint = " (a run directory: its checkpoints are in "
+		       "checkpoints/)";
+	return dt_errorf(err, DT_ERR_FORMAT, "%s: a directory without "
+			 "MANIFEST.json, so no checkpoint%s; expected a "
+			 "safetensors file or a checkpoint's directory, "
+			 "RUN_DIR/checkpoints/step-NNNNNNNNN", path, hint);
+}
+
 /* The tensors of m saved in a file (tied copies left out), as targets
  * into t and names (room for every tensor of m) over params (NULL: no
  * data, for a check of names and shapes); returns their number. */
@@ -107,8 +133,10 @@ dt_init_import(const struct dt_model *m, float *params, const char *path,
 	int k = targets_of(m, params, t, names);
 
 	if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		/* A checkpoint directory (written in shards). */
-		st = dt_ckpt_load_params(path, t, (size_t)k, err);
+		/* A checkpoint directory (either format). */
+		st = not_a_checkpoint(path, err);
+		if (st == DT_OK)
+			st = dt_ckpt_load_params(path, t, (size_t)k, err);
 	} else {
 		st = refuse_torch(path, err);
 		if (st == DT_OK)

@@ -176,8 +176,10 @@ grep -q "step-000000010: rank-00002.safetensors: missing; MANIFEST.json lists it
 	{ cat del.err >&2; fail "del: the missing shard is not named"; }
 grep -q "step-000000010: rank-00001.safetensors: 5000 bytes, MANIFEST.json lists 9840 (truncated)" trunc.err ||
 	{ cat trunc.err >&2; fail "trunc: the truncated shard is not named"; }
-grep -q "step-000000010: removing a step directory without MANIFEST.json" noman.err ||
+grep -q "step-000000010: no MANIFEST.json, so not a checkpoint; its files set aside in noman/checkpoints/step-000000010.no-manifest" noman.err ||
 	{ cat noman.err >&2; fail "noman: not skipped as partial"; }
+[ -f noman/checkpoints/step-000000010.no-manifest/rank-00002.safetensors ] ||
+	fail "noman: the shards of the checkpoint without a manifest were removed"
 [ ! -e tmpman/checkpoints/.step-000000010.tmp.shards.99999 ] ||
 	fail "tmpman: the partial checkpoint was left"
 echo "ok: damaged and partial checkpoints skipped, the one before used"

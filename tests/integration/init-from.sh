@@ -11,8 +11,11 @@
 # init_from is far from it (random init: about ln 10). A layer of another
 # width is refused naming the tensor and both shapes, an extra layer
 # naming the missing tensor, a --format torch file as being of that
-# format (its square weights would pass the shape check); a resumed run
-# keeps its checkpoint's parameters, not the file's.
+# format (its square weights would pass the shape check); a run directory
+# or its checkpoints/ (no MANIFEST.json) as not a checkpoint, saying what
+# is expected (before, only "MANIFEST.json: cannot open"), with no run
+# directory left; a resumed run keeps its checkpoint's parameters, not
+# the file's.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 JOB="$top_srcdir/jobs/fashion-mnist-mlp.yaml"
@@ -105,6 +108,14 @@ expect_fail 1 'extra.yaml:[0-9]+:[0-9]+: model.init_from: .*: no tensor named de
 "$DTRAIN" export --format torch -o t.safetensors runs/a >/dev/null
 expect_fail 1 'model.init_from: .*t.safetensors: written by dtrain export --format torch' \
 	b c2 --set model.init_from=t.safetensors
+
+for d in runs/a runs/a/checkpoints; do
+	hint=
+	[ $d = runs/a ] && hint=' \(a run directory: its checkpoints are in checkpoints/\)'
+	expect_fail 1 "model.init_from: .*/$d: a directory without MANIFEST.json, so no checkpoint$hint; expected a safetensors file or a checkpoint's directory, RUN_DIR/checkpoints/step-NNNNNNNNN" \
+		b c3 --set model.init_from=$d
+	[ ! -e runs/c3 ] || fail "init_from $d: runs/c3 left behind"
+done
 
 # A resume takes its checkpoint, not the file: B1's one step resumed to
 # two gives the loss of an uninterrupted two-step run from the file.

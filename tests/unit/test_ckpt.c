@@ -698,10 +698,12 @@ START_TEST(test_keep_last)
 }
 END_TEST
 
-/* What a kill in the middle of pruning leaves, under this version (a
- * directory already renamed to .step-N.tmp.prune.PID) or an older one
- * (a step-N directory emptied of its manifest), is removed by the start
- * of the next run, and named; complete checkpoints stay. */
+/* What a kill in the middle of pruning leaves under this version (a
+ * directory already renamed to .step-N.tmp.prune.PID) is removed by the
+ * start of the next run, and named; a step-N directory without its
+ * manifest (an older version's prune, or a manifest lost) loses its step
+ * name but keeps its files (step-N.no-manifest; removed when empty);
+ * complete checkpoints stay. */
 START_TEST(test_clean_half_pruned)
 {
 	char dir[1024], ck[1024], f[1100];
@@ -728,11 +730,28 @@ START_TEST(test_clean_half_pruned)
 	ck_assert_int_eq(dt_ckpt_clean_temporaries(dir, collect, NULL, &err),
 			 DT_OK);
 	ck_assert(!exists(sub(ck, "halfpruned", "step-000000005")));
+	ck_assert(!exists(sub(ck, "halfpruned", "step-000000005.no-manifest")));
 	ck_assert(!exists(sub(ck, "halfpruned", "step-000000007")));
+	ck_assert(exists(sub(ck, "halfpruned",
+			     "step-000000007.no-manifest/params.safetensors")));
 	ck_assert_int_eq(count_hidden(dir), 0);
-	ck_assert_ptr_nonnull(strstr(reports, "step-000000005: removing a "
-				     "step directory without MANIFEST.json"));
-	ck_assert_ptr_nonnull(strstr(reports, "step-000000007: removing"));
+	ck_assert_ptr_nonnull(strstr(reports, "step-000000005: removed an "
+				     "empty step directory"));
+	ck_assert_ptr_nonnull(strstr(reports, "step-000000007: no "
+				     "MANIFEST.json, so not a checkpoint; its "
+				     "files set aside in "));
+	/* A second one of the same step takes the next free name. */
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000007"), 0777),
+			 0);
+	ck_assert_int_eq(mkdir(sub(ck, "halfpruned", "step-000000007/x"),
+			       0777), 0);
+	ck_assert_int_eq(dt_ckpt_clean_temporaries(dir, collect, NULL, &err),
+			 DT_OK);
+	ck_assert(!exists(sub(ck, "halfpruned", "step-000000007")));
+	ck_assert(exists(sub(ck, "halfpruned",
+			     "step-000000007.no-manifest/params.safetensors")));
+	ck_assert(exists(sub(ck, "halfpruned",
+			     "step-000000007.no-manifest.1/x")));
 	expect_load(sub(ck, "halfpruned", "step-000000010"), 10);
 	expect_load(sub(ck, "halfpruned", "step-000000020"), 20);
 }
