@@ -347,6 +347,124 @@ START_TEST(test_backward_breadth)
 }
 END_TEST
 
+/* dt_model_set_params_hook: on a one-thread pool a dense node with an
+ * input gradient to make calls the hook from inside its backward, after
+ * its weight and bias gradients and before its backward ends (the
+ * backward hook of the node follows, that of the node above came
+ * before). Nodes of 3 dense layers with tanh between: dense 0, 2, 4,
+ * tanh 1, 3, the loss 5; the first dense layer makes no input gradient
+ * (the model input has none), so the hook runs for 4 and then 2. At
+ * each call the node's gradients are already their final values, bit
+ * for bit, and those of the dense node below are still 0. Without the
+ * hook nothing is called and the gradients are the same. */
+struct params_log {
+	struct dt_model *m;
+	int n, event[16];		/* node, or 100 + node: backward hook */
+	float *at[4];			/* the gradients at each params call */
+	int n_at;
+};
+
+static void
+params_logged(void *ctx, int node)
+{
+	struct params_log *h = ctx;
+	size_t n = dt_model_n_params(h->m);
+
+	if (h->n < 16)
+		h->event[h->n] = node;
+	h->n++;
+	if (h->n_at < 4) {
+		h->at[h->n_at] = dt_xalloc_floats(n);
+		memcpy(h->at[h->n_at++], dt_model_grads(h->m),
+		       n * sizeof(float));
+	}
+}
+
+static void
+backward_logged(void *ctx, int node)
+{
+	struct params_log *h = ctx;
+
+	if (h->n < 16)
+		h->event[h->n] = 100 + node;
+	h->n++;
+}
+
+/* Whether node's tensors in grads equal those in ref (same arenas). */
+static bool
+node_grads_equal(struct dt_model *m, int node, const float *grads,
+		 const float *ref)
+{
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.node_index == node &&
+		    memcmp(grads + ti.offset, ref + ti.offset,
+			   (size_t)ti.size * sizeof(float)) != 0)
+			return false;
+	}
+	return true;
+}
+
+START_TEST(test_params_hook)
+{
+	static const int64_t units[] = { 5, 4, 3 };
+	static const enum dt_activation acts[] = { DT_ACT_TANH, DT_ACT_TANH,
+						   DT_ACT_NONE };
+	static const int want[] = { 105, 4, 104, 103, 2, 102, 101, 100 };
+	struct dt_job *job = make_job(6, 3, units, acts, 11);
+	enum { M = 4, IN = 6 };
+	struct dt_model *m = NULL;
+	struct params_log h = { 0 };
+	struct dt_error err;
+	float x[M * IN], *zero, *final;
+	int32_t labels[M] = { 0, 2, 1, 2 };
+	size_t n;
+
+	ck_assert_int_eq(dt_model_new(job, M, &m, &err), DT_OK);
+	ck_assert_int_eq(dt_model_n_layers(m), 6);
+	n = dt_model_n_params(m);
+	gc_fill_uniform(x, M * IN, 23);
+	h.m = m;
+	dt_model_set_params_hook(m, params_logged, &h);
+	dt_model_set_backward_hook(m, backward_logged, &h);
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, M, 1.0f / M, NULL, NULL);
+	ck_assert_int_eq(h.n, 8);
+	for (int i = 0; i < 8; i++)
+		ck_assert_int_eq(h.event[i], want[i]);
+	ck_assert_int_eq(h.n_at, 2);
+	final = dt_model_grads(m);
+	zero = dt_xcalloc(n, sizeof *zero);
+	ck_assert(node_grads_equal(m, 4, h.at[0], final));
+	ck_assert(node_grads_equal(m, 2, h.at[0], zero));
+	ck_assert(!node_grads_equal(m, 4, final, zero));
+	ck_assert(node_grads_equal(m, 2, h.at[1], final));
+	ck_assert(node_grads_equal(m, 0, h.at[1], zero));
+	ck_assert(!node_grads_equal(m, 2, final, zero));
+
+	/* removed: no call, the same gradients */
+	float *with = dt_xalloc_floats(n);
+
+	memcpy(with, final, n * sizeof(float));
+	h.n = 0;
+	dt_model_set_params_hook(m, NULL, NULL);
+	dt_model_set_backward_hook(m, NULL, NULL);
+	dt_model_zero_grads(m);
+	dt_model_train_step(m, x, labels, M, 1.0f / M, NULL, NULL);
+	ck_assert_int_eq(h.n, 0);
+	ck_assert_int_eq(memcmp(with, dt_model_grads(m), n * sizeof(float)),
+			 0);
+	for (int i = 0; i < h.n_at; i++)
+		free(h.at[i]);
+	free(with);
+	free(zero);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
 /* Makes job read (T, C) per sample through a layernorm (its layer 0),
  * so that its dense layer 1 maps each of the T rows (dense.c). */
 static void
@@ -734,6 +852,7 @@ graph_suite(void)
 	tcase_add_test(model, test_model_gradient);
 	tcase_add_test(model, test_accumulation);
 	tcase_add_test(model, test_backward_breadth);
+	tcase_add_test(model, test_params_hook);
 	tcase_add_test(model, test_loss_in_place);
 	tcase_add_test(model, test_init_determinism);
 	tcase_add_test(model, test_counts);
