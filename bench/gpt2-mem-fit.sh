@@ -9,7 +9,8 @@
 # JOB (default bench/gpt2-small-untied.yaml, 163 M parameters untied) at
 # data.context 256 (the job's input shape and position table follow
 # data.context), 4 ranks of one BLAS thread, no checkpoint, no held-out
-# data and no evaluation (so zero 3 never gathers its whole parameters),
+# data and no evaluation (zero 3 gathers its whole parameters for
+# neither since issue 27's change; only the gathered format does),
 # S optimizer steps (default 3) of 8 samples, each logged. From the
 # plans (`dtrain plan --dry-run --json -n 4`) it works out a cgroup limit
 # below what the memory check before allocation needs at zero 0 and

@@ -290,6 +290,14 @@ enum dt_status dt_ckpt_import(const char *path,
  *                             rank 0, which holds them anyway
  *   params-stage-SSS.safetensors  stage SSS's parameters (pipelines),
  *                             each by the stage's first rank
+ *   params-tensor-JJJJJJ.safetensors  or params-stage-SSS-tensor-JJJJJJ:
+ *                             at parallel.zero 3, where each rank holds
+ *                             only its part of the parameters, every
+ *                             rank's tensors (those wholly in its part
+ *                             in one file, the one its part's end cuts
+ *                             in another), JJJJJJ the index of the
+ *                             file's first tensor in the stage, so that
+ *                             the names sort in the model's order
  *   rank-RRRRR.safetensors    world rank RRRRR's part of the optimizer
  *                             state: spans of the flat buffers ("adam.m",
  *                             "adam.v", "sgd.momentum", the trained floats

@@ -40,6 +40,8 @@ struct stage_plan {
 	int64_t total;			/* bytes, of one of its ranks */
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
 	bool ckpt;			/* the job writes checkpoints */
+	bool ckpt_gathered;		/* in the gathered format (not
+					 * dt_plan_ckpt_sharded) */
 };
 
 static int64_t get_i(const struct json_object *o, const char *a,
@@ -99,11 +101,6 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t resident = y->zero >= 3 ? y->own_max + y->gather_max +
 			   (int64_t)(sp->si->buffer_hi - sp->si->buffer_lo) :
 			   n_params;
-	/* An evaluation or a checkpoint gathers them whole on every
-	 * summing rank (sync_zero3.c), after an update, which has handed
-	 * back the gradient pages the rank does not own: n - own floats
-	 * gathered, more than n - own - gather_max freed, so the peak is
-	 * the step's (tests/integration/mem-fit.sh measures both). */
 	/* The exact sum's ring (comm/comm_mpi.c) receives each bucket's
 	 * chunk from its neighbour into a buffer of doubles kept from step
 	 * to step: 1/p of the stage's doubles (and one), p ranks summing. */
@@ -125,17 +122,21 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t grads = !y->grad_parts ? n_params :
 			y->own_max > y->node_max + y->acc_seg ? y->own_max :
 			y->node_max + y->acc_seg;
-	/* zero 3 where the job checkpoints or evaluates: the whole
-	 * parameters gathered on every summing rank (sync_zero3.c), after an
-	 * update, beside the own part of the gradient: beyond what the step
-	 * holds by as much as that exceeds the step's parameters and
-	 * gradient. */
+	/* zero 3 where the job checkpoints in the gathered format: the
+	 * whole parameters gathered on every summing rank (sync_zero3.c),
+	 * after an update, beside the own part of the gradient: beyond what
+	 * the step holds by as much as that exceeds the step's parameters
+	 * and gradient. An evaluation gathers unit by unit as a step does,
+	 * and a checkpoint in shards writes each rank's part, gathering
+	 * only the tensors a part boundary cuts, one at a time (each within
+	 * its node's unit, train/state.c): neither holds more than the
+	 * step. */
 	int64_t whole = 0;
 	struct json_object *mem;
 
 	if (grads > n_params)
 		grads = n_params;
-	if (y->zero >= 3 && (sp->ckpt || plan->data.n_eval > 0) &&
+	if (y->zero >= 3 && sp->ckpt_gathered &&
 	    n_params + y->own_max > resident + grads)
 		whole = n_params + y->own_max - resident - grads;
 	mem = json_object_new_object();
@@ -524,8 +525,15 @@ describe_checkpoint(const struct dt_plan *plan, int sharded)
 	}
 	ADD(c, "format", json_object_new_string(sharded ? "shards" :
 						"gathered"));
-	ADD(c, "param_files", json_object_new_int(sharded ? plan->pp_size :
-						  1));
+	/* At zero 3 each rank writes the tensors wholly in its part, and
+	 * the one its part's end cuts in a file of its own (train/state.c):
+	 * at most two files a rank. */
+	ADD(c, "params_from", json_object_new_string(
+		    !sharded ? "rank 0" : plan->sync[0].zero >= 3 ?
+		    "each rank's part" : "each stage's first rank"));
+	ADD(c, "param_files", json_object_new_int(
+		    !sharded ? 1 : plan->sync[0].zero >= 3 ?
+		    2 * plan->world_size : plan->pp_size));
 	ADD(c, "optimizer_files", json_object_new_int64(sharded ? files : 1));
 	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
 	return c;
@@ -617,6 +625,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		sp[s].sync = &plan->sync[s];
 		sp[s].in_flight = plan->in_flight[s];
 		sp[s].ckpt = writes_checkpoint(job);
+		sp[s].ckpt_gathered = sp[s].ckpt && !sharded;
 		sp[s].tp_floats = dt_model_tp_floats_per_sample(
 			model, sp[s].si->first_node, sp[s].si->last_node);
 		plan_stage(plan, dataset, loader, &sp[s]);
@@ -834,7 +843,8 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			 "of consecutive nodes; node by node at 0) before each "
 			 "forward and backward, the next one prefetched (two "
 			 "units, "
-			 "at most %lld floats; the unowned rest given back)",
+			 "at most %lld floats; the unowned rest given back; an "
+			 "evaluation's forward likewise)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
 	if (get_i(sync, "accumulator_segment", NULL) > 0)
 		snprintf(acc, sizeof acc, "; each rank keeps its part of the "
@@ -975,11 +985,21 @@ print_checkpoint(const struct json_object *d, FILE *out)
 		return;
 	}
 	bytes_text(b, sizeof b, get_i(c, "optimizer_part_bytes_max", NULL));
-	fprintf(out, "checkpoints: each rank writes its own shard, in "
-		"parallel, nothing gathered: %lld parameter file(s) (each "
-		"stage's first rank), %lld optimizer-state file(s) (one a "
-		"rank, at most %s), the manifest last\n",
-		(long long)get_i(c, "param_files", NULL),
+	if (strcmp(json_object_get_string(get(c, "params_from")),
+		   "each rank's part") == 0)
+		fprintf(out, "checkpoints: each rank writes its own shard, in "
+			"parallel: the parameters from its part (zero 3: at "
+			"most %lld files, the tensors wholly in a part, and "
+			"each one a part's end cuts gathered alone, then "
+			"handed back; nothing else gathered)",
+			(long long)get_i(c, "param_files", NULL));
+	else
+		fprintf(out, "checkpoints: each rank writes its own shard, in "
+			"parallel, nothing gathered: %lld parameter file(s) "
+			"(each stage's first rank)",
+			(long long)get_i(c, "param_files", NULL));
+	fprintf(out, ", %lld optimizer-state file(s) (one a rank, at most "
+		"%s), the manifest last\n",
 		(long long)get_i(c, "optimizer_files", NULL), b);
 }
 

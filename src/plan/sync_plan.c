@@ -80,7 +80,8 @@ dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan)
 {
 	return impl_of(job, plan) != DT_SYNC_IMPL_SERVERS &&
 	       !job->checkpoint.compress &&
-	       2 * (int64_t)plan->world_size <= DT_CKPT_SHARD_FILES_MAX;
+	       (job->parallel.zero >= 3 ? 3 : 2) *
+	       (int64_t)plan->world_size <= DT_CKPT_SHARD_FILES_MAX;
 }
 
 void

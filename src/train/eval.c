@@ -46,6 +46,43 @@ stop_asked(struct dt_run *r, int *stop, struct dt_error *err)
 					 1, err);
 }
 
+/* The micro-batches replica q runs in piece k of an evaluation of n
+ * samples (dt_eval_run's cut: pieces of piece samples from the start
+ * of q's share). */
+static int64_t
+piece_batches(const struct dt_run *r, int64_t n, int64_t q, int64_t k,
+	      int64_t piece)
+{
+	int64_t dp = r->plan.dp_size, mb = r->plan.micro_batch;
+	int64_t lo = n * q / dp, hi = n * (q + 1) / dp;
+	int64_t i = lo + k * piece, end = hi - i < piece ? hi : i + piece;
+
+	return i < hi ? (end - i + mb - 1) / mb : 0;
+}
+
+/* parallel.zero: 3 gathers each node's parameters before its forward,
+ * collective over the data-parallel ranks: a replica with fewer
+ * micro-batches in piece k than the most any has makes the gathers of
+ * the forwards it lacks (dt_grad_sync_forward_idle), so every one makes
+ * as many. Shares differ by at most one sample, so by at most one
+ * forward. */
+static void
+forward_idle(struct dt_run *r, int64_t n, int64_t k, int64_t piece)
+{
+	int64_t most = 0, mine;
+
+	if (!dt_grad_sync_params_parted(r->sync))
+		return;
+	for (int64_t q = 0; q < r->plan.dp_size; q++) {
+		int64_t b = piece_batches(r, n, q, k, piece);
+
+		most = b > most ? b : most;
+	}
+	mine = piece_batches(r, n, r->layout.grid.dp, k, piece);
+	for (int64_t j = mine; j < most; j++)
+		dt_grad_sync_forward_idle(r->sync);
+}
+
 enum dt_status
 dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 	    struct dt_error *err)
@@ -66,11 +103,6 @@ dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 	enum dt_status st = DT_OK;
 	int stop = 0;
 
-	/* parallel.zero: 3 keeps parts of the parameters: whole for the
-	 * passes below, whose counts differ from rank to rank. */
-	st = dt_grad_sync_params_whole(r->sync, err);
-	if (st != DT_OK)
-		return st;
 	/* Rank 0's share stands for all: "eval 3200/10000". */
 	dt_progress_task_begin(&r->progress, "eval", n, 0);
 	for (int64_t k = 0; k < pieces && st == DT_OK && !stop; k++) {
@@ -81,6 +113,8 @@ dt_eval_run(struct dt_run *r, double *loss, double *accuracy,
 		 * stage's transfers as before). */
 		if (i < hi || k == 0)
 			st = dt_exec_eval(r, i < hi ? i : hi, end, sums, err);
+		if (st == DT_OK)
+			forward_idle(r, n, k, piece);
 		if (st == DT_OK && hi > lo)
 			dt_progress_task_update(&r->progress, end >= hi ? n :
 						(end - lo) * n / (hi - lo));

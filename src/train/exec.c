@@ -535,6 +535,9 @@ dt_exec_eval(struct dt_run *r, int64_t lo, int64_t hi, double *sums,
 	int64_t mb = r->plan.micro_batch;
 	enum dt_status st = free_slot(l, 0, err);
 
+	/* parallel.zero: 3 gathers each node's parameters before its
+	 * forward, as in a step. */
+	dt_model_set_node_hook(r->model, node_params, r->sync);
 	for (int64_t i = lo; i < hi && st == DT_OK; i += mb) {
 		int64_t count = hi - i < mb ? hi - i : mb, correct = 0;
 		double ls = 0;
@@ -559,6 +562,7 @@ dt_exec_eval(struct dt_run *r, int64_t lo, int64_t hi, double *sums,
 		if (st == DT_OK)
 			st = free_slot(l, 0, err);
 	}
+	dt_model_set_node_hook(r->model, NULL, NULL);
 	if (st == DT_OK)
 		st = dt_comm_wait_all(l->pipe_comm, err);
 	l->slot_n_req[0] = 0;

@@ -143,6 +143,10 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 }
 
 #define N_EXTRA 9
+/* The files a rank writes of a sharded checkpoint: its parameter file,
+ * its optimizer state's, and (parameters parted) its cut tensor's. */
+#define SHARD_SLOTS 3
+#define SHARD_CUT 2
 
 /* The position's values besides meta.json's own keys, into extra
  * (N_EXTRA of them); returns their number. */
@@ -288,8 +292,120 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 	meta->extra = extra;
 }
 
+/* Tensor j of pt: its first float's offset in the parameter arena
+ * (*off) and its floats. */
+static size_t
+tensor_span(const struct dt_run *r, const struct tensors *pt, int j,
+	    size_t *off)
+{
+	const struct dt_ckpt_tensor *t = &pt->params[j];
+	size_t n = 1;
+
+	*off = (size_t)(t->data - dt_model_params(r->model));
+	for (int d = 0; d < t->n_dims; d++)
+		n *= (size_t)t->shape[d];
+	return n;
+}
+
+/* The stage rank whose part (dt_comm_part over stage_comm, that of
+ * sharded_tensors' optimizer spans) holds trained float off of nt; 0 for
+ * an untrained one (off >= nt), which every rank holds. Its part's end
+ * into *part_hi. */
+static int
+owner_part(struct dt_comm *c, size_t nt, size_t off, size_t *part_hi)
+{
+	int p = dt_comm_size(c);
+
+	*part_hi = nt;
+	for (int q = 0; off < nt && q < p; q++) {
+		size_t lo, hi;
+
+		dt_comm_part(nt, p, q, &lo, &hi);
+		*part_hi = hi;
+		if (off >= lo && off < hi)
+			return q;
+	}
+	return 0;
+}
+
+/* Whether this rank writes tensor j of pt into its parameter file of a
+ * sharded checkpoint: the stage's first rank every tensor, or where the
+ * parameters are parted (parallel.zero: 3, dt_grad_sync_params_parted)
+ * the rank whose part holds the whole tensor (the stage's first rank an
+ * untrained one). A tensor that runs past the end of the part holding
+ * its first float is cut: write_cut writes it. */
+static int
+writes_tensor(const struct dt_run *r, const struct tensors *pt, int j)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	struct dt_comm *c = r->layout.stage_comm;
+	size_t off, n, hi;
+	int q;
+
+	if (!dt_grad_sync_params_parted(r->sync))
+		return dt_comm_rank(c) == 0;
+	n = tensor_span(r, pt, j, &off);
+	q = owner_part(c, si->trained_hi - si->trained_lo, off, &hi);
+	return q == dt_comm_rank(c) && off + n <= hi;
+}
+
+/* A parameter file where the parameters are parted, named by the index
+ * j of its first tensor in the stage's list: params-tensor-JJJJJJ
+ * .safetensors, or params-stage-SSS-tensor-JJJJJJ on a pipeline. A
+ * file's tensors follow each other in the list (the trained ones lie in
+ * the arena in its order, graph.c), so the names sort in the one-rank
+ * model's order, the order export streams them in. */
+static void
+param_file_parted(const struct dt_run *r, char *file, size_t size, int j)
+{
+	if (r->plan.pp_size == 1)
+		snprintf(file, size, "params-tensor-%06d.safetensors", j);
+	else
+		snprintf(file, size,
+			 "params-stage-%03d-tensor-%06d.safetensors",
+			 r->layout.grid.stage, j);
+}
+
+/* Where the parameters are parted: each tensor that runs past the end
+ * of the part holding its first float (a part has at most one, its
+ * last), one at a time, gathered (collective over the stage's summing
+ * ranks, dt_grad_sync_params_span), written alone by the rank of that
+ * part (its file SHARD_CUT of mine) and handed back at once, so that
+ * no rank holds more than one tensor beyond its part. Every rank runs
+ * every gather, also after its own write failed (*st). */
+static void
+write_cut(struct dt_run *r, const char *tmp, const struct tensors *pt,
+	  struct dt_ckpt_shard_file *mine, enum dt_status *st,
+	  struct dt_error *err)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	size_t nt = si->trained_hi - si->trained_lo;
+	struct dt_comm *c = r->layout.stage_comm;
+	char file[64];
+
+	for (int j = 0; j < pt->n_params; j++) {
+		size_t off, n = tensor_span(r, pt, j, &off), hi, end;
+		int q;
+
+		if (off >= nt)
+			continue;
+		q = owner_part(c, nt, off, &hi);
+		if (off + n <= hi)
+			continue;
+		end = off + n < nt ? off + n : nt;
+		dt_grad_sync_params_span(r->sync, off, end, err);
+		if (q == dt_comm_rank(c) && *st == DT_OK) {
+			param_file_parted(r, file, sizeof file, j);
+			*st = dt_ckpt_shard_write(tmp, file, &pt->params[j], 1,
+						  &mine[SHARD_CUT], err);
+		}
+		dt_grad_sync_params_span_release(r->sync, off, end);
+	}
+}
+
 /* What this rank writes of a sharded checkpoint (ckpt.h): the stage's
- * first rank its stage's parameters, by tensor (into t[0..*n_p)); every
+ * first rank its stage's parameters, by tensor (into t[0..*n_p); where
+ * they are parted, each rank the tensors beginning in its part); every
  * rank of the stage its part (dt_comm_part over stage_comm, the part
  * parallel.zero's optimizer owns) of each optimizer buffer, as spans at
  * their one-rank offsets (into t[*n_p..*n_p + *n_o)), read in place from
@@ -306,8 +422,10 @@ shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
 	size_t nt = si->trained_hi - si->trained_lo, lo, hi;
 	struct dt_comm *c = r->layout.stage_comm;
 
-	*n_p = dt_comm_rank(c) == 0 ? (size_t)pt->n_params : 0;
-	memcpy(t, pt->params, *n_p * sizeof *t);
+	*n_p = 0;
+	for (int j = 0; j < pt->n_params; j++)
+		if (writes_tensor(r, pt, j))
+			t[(*n_p)++] = pt->params[j];
 	*n_o = 0;
 	dt_comm_part(nt, dt_comm_size(c), dt_comm_rank(c), &lo, &hi);
 	assert(hi <= lo || (os->lo <= lo && hi <= os->hi));
@@ -325,7 +443,7 @@ shard_tensors(struct dt_run *r, const struct dt_grad_sync_state *os,
 	}
 }
 
-/* Rank 0 learns every rank's two shard files (an empty name: none), in
+/* Rank 0 learns every rank's SHARD_SLOTS shard files (an empty name: none), in
  * rank order, into files; returns how many. */
 static size_t
 shard_files(struct dt_run *r, const struct dt_ckpt_shard_file *mine,
@@ -335,18 +453,29 @@ shard_files(struct dt_run *r, const struct dt_ckpt_shard_file *mine,
 	size_t n = 0;
 
 	for (int q = 0; q < r->plan.world_size && *st == DT_OK; q++) {
-		struct dt_ckpt_shard_file f[2];
+		struct dt_ckpt_shard_file f[SHARD_SLOTS];
 
 		memcpy(f, mine, sizeof f);
 		*st = dt_comm_bcast(r->comm, f, sizeof f, q, err);
-		for (int k = 0; r->rank == 0 && *st == DT_OK && k < 2; k++)
+		for (int k = 0; r->rank == 0 && *st == DT_OK && k < SHARD_SLOTS; k++)
 			if (f[k].name[0] != '\0')
 				files[n++] = f[k];
 	}
 	return n;
 }
 
-/* This rank's files of a sharded checkpoint into tmp (mine: 2 entries,
+/* The index of the first tensor of pt this rank writes into its
+ * parameter file (writes_tensor), or -1. */
+static int
+first_written(const struct dt_run *r, const struct tensors *pt)
+{
+	for (int j = 0; j < pt->n_params; j++)
+		if (writes_tensor(r, pt, j))
+			return j;
+	return -1;
+}
+
+/* This rank's files of a sharded checkpoint into tmp (mine: SHARD_SLOTS entries,
  * an empty name where it writes none). */
 static enum dt_status
 shard_write_mine(struct dt_run *r, const char *tmp,
@@ -363,7 +492,9 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 		     0);
 	t = dt_xcalloc((size_t)pt.n_params + 5, sizeof *t);
 	shard_tensors(r, os, &pt, t, names, &n_p, &n_o);
-	if (r->plan.pp_size == 1)
+	if (dt_grad_sync_params_parted(r->sync))
+		param_file_parted(r, file, sizeof file, first_written(r, &pt));
+	else if (r->plan.pp_size == 1)
 		snprintf(file, sizeof file, "params.safetensors");
 	else
 		snprintf(file, sizeof file, "params-stage-%03d.safetensors",
@@ -374,6 +505,8 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 	if (st == DT_OK && n_o > 0)
 		st = dt_ckpt_shard_write(tmp, file, t + n_p, n_o, &mine[1],
 					 err);
+	if (dt_grad_sync_params_parted(r->sync))
+		write_cut(r, tmp, &pt, mine, &st, err);
 	free(t);
 	tensors_fini(&pt);
 	return st;
@@ -386,23 +519,21 @@ static enum dt_status
 shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 		int64_t keep_last, struct dt_error *err)
 {
-	struct dt_ckpt_shard_file mine[2], *files = NULL;
+	struct dt_ckpt_shard_file mine[SHARD_SLOTS], *files = NULL;
 	struct dt_grad_sync_state os;
 	enum dt_status st;
 	size_t n_files = 0;
 
 	memset(mine, 0, sizeof mine);
-	/* parallel.zero: 3 holds each parameter on its owner only: the
-	 * stage's first rank writes them whole, so they are all-gathered
-	 * (transiently, as for an evaluation; a no-op at the other levels).
+	/* parallel.zero: 3 holds each parameter on its owner only: each
+	 * rank writes the tensors wholly in its part, and only the tensors
+	 * a part boundary cuts are gathered, one at a time (write_cut).
 	 * The optimizer state is never gathered. */
-	st = dt_grad_sync_params_whole(r->sync, err);
 	dt_grad_sync_state_own(r->sync, &os);
-	if (st == DT_OK)
-		st = shard_write_mine(r, tmp, &os, mine, err);
+	st = shard_write_mine(r, tmp, &os, mine, err);
 	st = dt_comm_agree(r->comm, st, err);
 	if (st == DT_OK) {
-		files = dt_xcalloc(2 * (size_t)r->plan.world_size,
+		files = dt_xcalloc(SHARD_SLOTS * (size_t)r->plan.world_size,
 				   sizeof *files);
 		n_files = shard_files(r, mine, files, &st, err);
 	}

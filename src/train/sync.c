@@ -489,23 +489,24 @@ exact_init(struct dt_grad_sync *s, struct dt_error *err)
 static const struct dt_grad_sync_ops allreduce_ops = {
 	"allreduce", collective_init, no_op, no_op, no_op, float_begin,
 	whole_finish, whole_norm2, dt_sync_optim_apply, NULL, NULL, NULL, NULL,
-	NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops exact_ops = {
 	"exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, whole_finish, whole_norm2,
 	dt_sync_optim_apply, exact_breadth_begin, exact_node_done, NULL, NULL,
-	NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_allreduce_ops = {
 	"stages", collective_init, no_op, no_op, no_op, float_begin,
 	stage_finish, shared_norm2, dt_sync_optim_apply, NULL, NULL, NULL,
-	NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 static const struct dt_grad_sync_ops stage_exact_ops = {
 	"stages-exact", exact_init, exact_step_begin, exact_backward_begin,
 	exact_backward_end, exact_begin, stage_finish, shared_norm2,
-	dt_sync_optim_apply, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	dt_sync_optim_apply, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL,
 };
 
 /* The implementations, by the plan's choice (plan/sync_plan.h). */
@@ -826,6 +827,36 @@ dt_grad_sync_params_whole(struct dt_grad_sync *s, struct dt_error *err)
 	if (s->ops->params_whole == NULL)
 		return DT_OK;
 	return s->ops->params_whole(s, err);
+}
+
+int
+dt_grad_sync_params_parted(const struct dt_grad_sync *s)
+{
+	return s->ops->params_span != NULL;
+}
+
+enum dt_status
+dt_grad_sync_params_span(struct dt_grad_sync *s, size_t lo, size_t hi,
+			 struct dt_error *err)
+{
+	if (s->ops->params_span == NULL)
+		return DT_OK;
+	return s->ops->params_span(s, lo, hi, err);
+}
+
+void
+dt_grad_sync_params_span_release(struct dt_grad_sync *s, size_t lo,
+				 size_t hi)
+{
+	if (s->ops->params_span_release != NULL)
+		s->ops->params_span_release(s, lo, hi);
+}
+
+void
+dt_grad_sync_forward_idle(struct dt_grad_sync *s)
+{
+	if (s->ops->forward_idle != NULL)
+		s->ops->forward_idle(s);
 }
 
 enum dt_status

@@ -334,6 +334,32 @@ void dt_grad_sync_node_backward_begin(struct dt_grad_sync *s, int node);
 enum dt_status dt_grad_sync_params_whole(struct dt_grad_sync *s,
 					 struct dt_error *err);
 
+/* 1 where the rank holds only its own part of the trained parameters
+ * between their uses (parallel.zero: 3), 0 where it holds them all. */
+int dt_grad_sync_params_parted(const struct dt_grad_sync *s);
+
+/* Collective over the summing ranks, which all pass the same span:
+ * trained floats [lo, hi) (0 <= lo <= hi <= the stage's trained floats)
+ * gathered from their owners into their places in the arena, until the
+ * next step begins (a checkpoint's tensors that a part boundary cuts,
+ * train/state.c); a no-op where every parameter is on the rank. A
+ * failure ends the job (dt_comm_abort), as the hooks' do; DT_OK. */
+enum dt_status dt_grad_sync_params_span(struct dt_grad_sync *s, size_t lo,
+					size_t hi, struct dt_error *err);
+
+/* The floats of [lo, hi) that this rank does not own handed back (their
+ * pages, dt_pages_release) after dt_grad_sync_params_span; not
+ * collective; a no-op where every parameter is on the rank. */
+void dt_grad_sync_params_span_release(struct dt_grad_sync *s, size_t lo,
+				      size_t hi);
+
+/* The gathers of one forward that this rank does not run (an
+ * evaluation's micro-batch that another summing rank has and this one
+ * has not), so that every summing rank makes the same collectives: at
+ * parallel.zero: 3 every node's, in the forward's order, as the node
+ * hook makes them; nothing for the others. */
+void dt_grad_sync_forward_idle(struct dt_grad_sync *s);
+
 /* The number of buckets begin takes (>= 1), numbered in the order their
  * gradients become final in backward. */
 int dt_grad_sync_n_buckets(const struct dt_grad_sync *s);

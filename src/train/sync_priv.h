@@ -44,6 +44,16 @@ struct dt_grad_sync_ops {
 	 * dt_model_zero_grads. */
 	void (*node_backward_end)(struct dt_grad_sync *s, int node);
 	void (*zero_grads)(struct dt_grad_sync *s);
+	/* Trained floats [lo, hi) on the rank, until the next step begins
+	 * (dt_grad_sync_params_span) and handed back
+	 * (dt_grad_sync_params_span_release), and the gathers of a forward the
+	 * rank does not run (dt_grad_sync_forward_idle); NULL: every
+	 * parameter is always on the rank. */
+	enum dt_status (*params_span)(struct dt_grad_sync *s, size_t lo,
+				      size_t hi, struct dt_error *err);
+	void (*params_span_release)(struct dt_grad_sync *s, size_t lo,
+				    size_t hi);
+	void (*forward_idle)(struct dt_grad_sync *s);
 };
 
 /* What an implementation whose optimizer state lives elsewhere, or

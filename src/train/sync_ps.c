@@ -215,5 +215,5 @@ ps_init(struct dt_grad_sync *s, struct dt_error *err)
 const struct dt_grad_sync_ops dt_sync_ps_ops = {
 	"parameter_server", ps_init, no_op, no_op, no_op, ps_begin,
 	ps_finish, ps_norm2, ps_apply, NULL, NULL, NULL, NULL, NULL, NULL,
-	NULL,
+	NULL, NULL, NULL, NULL,
 };

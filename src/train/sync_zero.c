@@ -741,5 +741,5 @@ const struct dt_grad_sync_ops dt_sync_zero_ops = {
 	"zero", zero_init, zero_step_begin, zero_backward_begin,
 	zero_backward_end, zero_begin, zero_finish, zero_norm2, zero_apply,
 	zero_breadth_begin, zero_node_done, NULL, NULL, NULL,
-	zero_node_backward_end, zero_grads,
+	zero_node_backward_end, zero_grads, NULL, NULL, NULL,
 };

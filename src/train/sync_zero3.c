@@ -36,10 +36,15 @@
  * The gradient is summed as at level 2 (in the exact mode into the
  * parts during backward, its pages handed back as it goes); after the
  * update the gradient pages the rank does not own are handed back too
- * (the next step writes them again). Whole parameters outside a step: a checkpoint
- * (collect) and an evaluation (dt_grad_sync_params_whole) all-gather them
- * first, transiently, until the next step begins; the checkpoint is thus
- * the same as at every other level. */
+ * (the next step writes them again). Outside a step an evaluation's
+ * forward gathers unit by unit through the same node hook (train/exec.c;
+ * a rank with fewer micro-batches than another makes the gathers of
+ * the forwards it lacks, zero3_forward_idle), and a checkpoint in shards
+ * has each rank write the tensors that begin in its part, only the
+ * tensors a part boundary cuts gathered (dt_grad_sync_params_span, held
+ * until the next step begins). Only the gathered format
+ * (dt_grad_sync_state_collect: rank 0 writes the whole model) still
+ * all-gathers the whole parameters, transiently. */
 #include "train/sync.h"
 
 #include <json.h>
@@ -105,16 +110,15 @@ release_params(struct dt_grad_sync *s)
 	s->zero3->whole = 0;
 }
 
-/* Unit's trained floats from their owners: one broadcast per owner whose
- * part (dt_comm_part) meets the unit's span; started (dt_comm_ibcast,
- * done at the next drain) or blocking. */
+/* Trained floats [a, b) from their owners: one broadcast per owner whose
+ * part (dt_comm_part) meets the span; started (dt_comm_ibcast, done at
+ * the next drain) or blocking. */
 static void
-gather_unit(struct dt_grad_sync *s, int u, int start)
+gather_span(struct dt_grad_sync *s, size_t a, size_t b, int start)
 {
 	struct dt_sync_zero3 *z = s->zero3;
 	struct dt_comm *c = s->cfg.sum_comm;
 	float *params = dt_model_params(s->cfg.model);	/* (n) */
-	size_t a = (size_t)z->unit_lo[u], b = (size_t)z->unit_hi[u];
 	int p = dt_comm_size(c), me = dt_comm_rank(c);
 	struct dt_error err;
 
@@ -133,6 +137,14 @@ gather_unit(struct dt_grad_sync *s, int u, int start)
 		if (q != me)
 			z->gathered += (hi - lo) * sizeof(float);
 	}
+}
+
+/* Unit u's trained floats from their owners (gather_span). */
+static void
+gather_unit(struct dt_grad_sync *s, int u, int start)
+{
+	gather_span(s, (size_t)s->zero3->unit_lo[u],
+		    (size_t)s->zero3->unit_hi[u], start);
 }
 
 /* Waits for the prefetched gather, if one is in flight. */
@@ -242,6 +254,46 @@ zero3_params_whole(struct dt_grad_sync *s, struct dt_error *err)
 		s->zero3->cur = -1;
 	}
 	return st;
+}
+
+/* A span outside the step (a checkpoint's cut tensors, train/state.c):
+ * any gather in flight landed (and its unit given back), then the span
+ * gathered blocking; handed back when the next step begins. */
+static enum dt_status
+zero3_params_span(struct dt_grad_sync *s, size_t lo, size_t hi,
+		  struct dt_error *err)
+{
+	struct dt_sync_zero3 *z = s->zero3;
+
+	(void)err;
+	if (z->whole || lo >= hi)
+		return DT_OK;
+	drain(s);
+	if (z->next >= 0 && z->next != z->cur)
+		release_unit(s, z->next);
+	z->next = -1;
+	gather_span(s, lo, hi, 0);
+	return DT_OK;
+}
+
+/* A span's unowned floats handed back; a unit they met is gathered
+ * again at its next use. */
+static void
+zero3_params_span_release(struct dt_grad_sync *s, size_t lo, size_t hi)
+{
+	if (s->zero3->whole || lo >= hi)
+		return;
+	release_span(s, dt_model_params(s->cfg.model), lo, hi);
+	s->zero3->cur = -1;
+}
+
+/* A forward this rank does not run: every node's gather as the node
+ * hook would make it (the units in the forward's order). */
+static void
+zero3_forward_idle(struct dt_grad_sync *s)
+{
+	for (int i = 0; i < s->zero3->n_nodes; i++)
+		zero3_node_begin(s, i, 0);
 }
 
 /* The step starts from the own part only, and the first node's gather
@@ -490,6 +542,9 @@ const struct dt_grad_sync_ops dt_sync_zero3_ops = {
 	.node_forward_begin = zero3_node_forward_begin,
 	.node_backward_begin = zero3_node_backward_begin,
 	.params_whole = zero3_params_whole,
+	.params_span = zero3_params_span,
+	.params_span_release = zero3_params_span_release,
+	.forward_idle = zero3_forward_idle,
 	.node_backward_end = zero3_node_backward_end,
 	.zero_grads = zero3_zero_grads,
 };

@@ -18,8 +18,9 @@
 #   losses (the same lines of metrics.jsonl, byte for byte) of an
 #   unlimited 4-rank run at zero 0 without recompute; each rank's peak
 #   resident memory is within 15% of the plan's.
-# The job writes no checkpoint and holds out no data, so zero 3 never
-# gathers its whole parameters, nor rank 0 the whole optimizer state.
+# The job writes no checkpoint and holds out no data, so rank 0 never
+# collects the whole optimizer state (nor would zero 3 gather its whole
+# parameters: only a checkpoint in the gathered format does).
 . "${top_srcdir}/tests/integration/lib.sh"
 
 trap remove_cgroups EXIT
@@ -147,9 +148,11 @@ assert sum(r["peak_resident_bytes"] for r in ranks) < int(sys.argv[1])
 PY
 
 # Unlimited, with a checkpoint at the end and a held-out tenth evaluated:
-# zero 3 gathers its whole parameters on every rank for both (after the
-# update handed back the gradient pages a rank does not own: no new
-# peak). In shards (the default) each rank writes its own part of the
+# zero 3's evaluation gathers node by node as a step does, and in shards
+# each rank writes the parameters of its own part, only the tensors a
+# part boundary cuts gathered, one at a time; in the gathered format
+# every rank gathers the whole parameters (after the update handed back
+# the gradient pages a rank does not own: no new peak here). In shards (the default) each rank writes its own part of the
 # optimizer state and none collects the whole; in the gathered format
 # (checkpoint.compress) rank 0 collects the whole optimizer state for
 # the checkpoint, which the plan counts (checkpoint_gather, 8 bytes a

@@ -25,8 +25,9 @@
 #   the losses of one on 1 rank from the checkpoint and of one on 1 rank
 #   from the checkpoint's export (one file, read whole by rank 0 as
 #   before), bit for bit, and not those of a run from the random init;
-#   its parameter file truncated, the run is refused (exit 1) naming the
-#   file, its size and the manifest's.
+#   its first parameter file (params-tensor-000000.safetensors: at zero
+#   3 every rank writes the tensors of its part) truncated, the run is
+#   refused (exit 1) naming the file, its size and the manifest's.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 cat >big.yaml <<YAML
@@ -116,8 +117,11 @@ losses c1 >b.col
 ! cmp -s a.col b.col || fail "init_from changed nothing"
 echo "ok: init_from of the checkpoint on 4 ranks at zero 3 == on 1 rank == its export"
 cp -a cut bad
-truncate -s 1000 bad/checkpoints/step-000000002/params.safetensors
-expect_fail 1 "step-000000002: params.safetensors: 1000 bytes, MANIFEST.json lists [0-9]+ \(truncated\)" \
+# At zero 3 each rank writes the tensors of its part: the first file.
+[ -f bad/checkpoints/step-000000002/params-tensor-000000.safetensors ] ||
+	fail "no params-tensor-000000.safetensors in the zero-3 checkpoint"
+truncate -s 1000 bad/checkpoints/step-000000002/params-tensor-000000.safetensors
+expect_fail 1 "step-000000002: params-tensor-000000.safetensors: 1000 bytes, MANIFEST.json lists [0-9]+ \(truncated\)" \
 	"$MPIRUN" -np 4 --oversubscribe --bind-to none "$DTRAIN" run -q \
 	--run-dir bad4 big.yaml $Z3 $B --set model.init_from=bad/checkpoints/step-000000002
 echo "ok: a truncated parameter file refused, named"
