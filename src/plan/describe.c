@@ -112,16 +112,19 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * received and their doubles. */
 	if (y->acc_seg > 0)
 		sum_buf = y->acc_seg * 12 + 12;
+	/* with float sums a piece of part_seg floats received */
+	else if (y->grad_parts)
+		sum_buf = y->part_seg * 4 + 4;
 	/* At zero 2 and 3 the tensors a part boundary cuts are summed whole
 	 * for the norm, in a buffer of their own (train/sync_zero.c). */
 	sum_buf += y->cut_floats * 4;
-	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c): the
-	 * own part after the last backward, or during one the nodes not
-	 * yet summed, fewer than acc_seg floats and a node; else every
-	 * parameter's. */
+	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c), in
+	 * the exact mode or with float sums: the own part after the last
+	 * backward, or during one the nodes not yet summed, fewer than
+	 * part_seg floats and a node; else every parameter's. */
 	int64_t grads = !y->grad_parts ? n_params :
-			y->own_max > y->node_max + y->acc_seg ? y->own_max :
-			y->node_max + y->acc_seg;
+			y->own_max > y->node_max + y->part_seg ? y->own_max :
+			y->node_max + y->part_seg;
 	/* zero 3 where the job checkpoints in the gathered format: the
 	 * whole parameters gathered on every summing rank (sync_zero3.c),
 	 * after an update, beside the own part of the gradient: beyond what
@@ -429,6 +432,9 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 		    y->acc_seg > 0 ? "each micro-batch's floats to their "
 		    "parts' owners, summed there in f64 in the ring's order, "
 		    "and all-gather (f32)" :
+		    y->grad_parts ? "the floats to their parts' owners as "
+		    "their nodes' backward ends, summed there (f32), and "
+		    "all-gather (f32)" :
 		    elem == 8 ? "ring reduce-scatter (f64) and all-gather (f32)" :
 		    "ring all-reduce"));
 	/* The wire's element, whether buckets start during backward, and

@@ -118,8 +118,9 @@ dt_plan_sync_check(const struct dt_job *job, const struct dt_plan *plan,
 	} else if (zero_level(job, plan) >= 2 &&
 		   dt_plan_sync_overlap(job, plan)) {
 		other = "parallel.overlap";
-		why = "levels 2 and 3 reduce-scatter the whole gradient at "
-		      "once after the last backward, so nothing overlaps it";
+		why = "levels 2 and 3 sum the gradient into its parts "
+		      "without buckets, a blocking exchange between nodes' "
+		      "backward passes or once after the last";
 		fix = "parallel.overlap: false, or parallel.zero: 1";
 	} else if (zero_level(job, plan) >= 2 &&
 		   job->parallel.grad_wire == DT_GRAD_WIRE_BF16) {
@@ -339,8 +340,14 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	out->cut_floats = out->zero >= 2 ?
 			  cut_floats(plan, out, si->trained_lo, si->trained_hi) :
 			  0;
-	out->grad_parts = out->acc_seg > 0 &&
+	/* Depth first, each node's gradient is final as its backward ends
+	 * (with float sums there is one micro-batch a step), so it goes
+	 * to its parts then (train/sync_zero.c). */
+	out->grad_parts = out->zero >= 2 &&
 			  plan->accum_schedule != DT_ACCUM_BREADTH_FIRST;
+	out->part_seg = !out->grad_parts ? 0 : out->acc_seg > 0 ?
+			out->acc_seg : out->own_max < DT_SYNC_ACC_SEG ?
+			out->own_max : DT_SYNC_ACC_SEG;
 	out->accumulator_bytes = !plan->exact_accum ? 0 :
 				 out->acc_seg > 0 ? out->own_max * 8 :
 				 out->trained * 8;

@@ -82,13 +82,24 @@ struct dt_sync_plan {
 					 * micro-batch's gradient is reduce-
 					 * scattered into it, acc_seg values
 					 * a part at a time; else 0 (whole) */
-	int grad_parts;			/* acc_seg > 0 and depth first: each
-					 * micro-batch's float gradient is
-					 * summed into the parts a few nodes
-					 * at a time during backward, and its
-					 * pages handed back, so the gradient
-					 * resident is the own part, or a node
-					 * and acc_seg floats */
+	int grad_parts;			/* zero >= 2 and depth first: the
+					 * float gradient is summed into the
+					 * parts a few nodes at a time during
+					 * backward (each micro-batch's into
+					 * the accumulator's parts in the
+					 * exact mode; the one micro-batch's
+					 * into the own floats with float
+					 * sums), and the pages of the floats
+					 * summed and not owned handed back,
+					 * so the gradient resident is the own
+					 * part, or a node and part_seg
+					 * floats */
+	int64_t part_seg;		/* grad_parts: the most floats of a
+					 * part summed in one message and
+					 * pending beyond a node (acc_seg in
+					 * the exact mode, else
+					 * min(own_max, DT_SYNC_ACC_SEG));
+					 * else 0 */
 	int64_t node_max;		/* the trained floats of the stage's
 					 * largest node */
 	int64_t cut_floats;		/* zero >= 2: the floats of the

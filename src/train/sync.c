@@ -248,8 +248,8 @@ exact_node_done(struct dt_grad_sync *s, int node)
 
 /* Each node's trained floats: its tensors are neighbours in the arena
  * (tensor order is node order), so one range. */
-static void
-setup_node_ranges(struct dt_grad_sync *s)
+void
+dt_sync_node_ranges(struct dt_grad_sync *s)
 {
 	struct dt_model *m = s->cfg.model;
 	int nn = dt_model_n_layers(m);
@@ -482,7 +482,7 @@ static enum dt_status
 exact_init(struct dt_grad_sync *s, struct dt_error *err)
 {
 	s->acc = dt_xcalloc(s->n + 1, sizeof *s->acc);	/* (n) */
-	setup_node_ranges(s);
+	dt_sync_node_ranges(s);
 	return collective_init(s, err);
 }
 

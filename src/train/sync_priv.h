@@ -121,7 +121,8 @@ struct dt_grad_sync {
 					 * batch's gradient is in acc */
 	unsigned char *pending;		/* (n_buckets) started, unfinished */
 	uint16_t *wire16;		/* bf16: (n) the gradient as sent */
-	size_t *node_lo, *node_hi;	/* exact: (n_nodes) each node's
+	size_t *node_lo, *node_hi;	/* exact, grad_parts: (n_nodes)
+					 * each node's
 					 * trained floats [lo, hi) */
 	int early_norms;		/* the tensors' squared norms are
 					 * taken as each bucket's sum is done
@@ -144,6 +145,11 @@ double dt_sync_tensor_sq(const float *g, int64_t n);
 /* The exact mode's: adds bucket b of this micro-batch's float gradient
  * into the double accumulator s->acc, once a micro-batch (sync.c). */
 void dt_sync_exact_add(struct dt_grad_sync *s, int b);
+
+/* s->node_lo and node_hi (n_nodes each): every node's trained floats
+ * [lo, hi), one range a node (sync.c; the exact mode's init sets them,
+ * sync_zero.c's float grad_parts too). */
+void dt_sync_node_ranges(struct dt_grad_sync *s);
 
 /* The update of the optimizer's span [own_lo, own_hi) of the summed
  * gradient (sync.c). */

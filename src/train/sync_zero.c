@@ -83,16 +83,21 @@ struct dt_sync_zero {
 	int part_acc;		/* level 2 in the exact mode: s->acc is the
 				 * rank's own part only (part_add) */
 	size_t seg;		/* part_add: the most values sent in one
-				 * message (the plan's acc_seg) */
-	int grad_parts;		/* and depth first: the float gradient is
-				 * summed node by node during backward and
-				 * its pages handed back (flush) */
+				 * message (the plan's part_seg) */
+	int grad_parts;		/* level 2, depth first: the float
+				 * gradient is summed node by node during
+				 * backward and the pages of the floats
+				 * summed and not owned handed back (flush);
+				 * in the exact mode into the accumulator's
+				 * parts, with float sums (part_acc 0, two
+				 * ranks, one micro-batch) into the own
+				 * floats */
 	size_t pend_lo, pend_hi;	/* grad_parts: the floats of the nodes
 					 * whose backward ran, not yet summed */
 	size_t flushed;		/* grad_parts: floats summed in this
 				 * micro-batch */
-	double *sum;		/* (seg) sum_piece's sums */
-	float *in;		/* (seg) sum_piece's floats received */
+	double *sum;		/* (seg) sum_piece's sums (exact mode) */
+	float *in;		/* (seg) the floats received */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
@@ -236,6 +241,27 @@ sum_piece(struct dt_grad_sync *s, size_t i, size_t k, struct dt_error *err)
 	return DT_OK;
 }
 
+/* Level 2 with float sums (two summing ranks, one micro-batch): values
+ * [i, i + k) of the own part (k <= seg) become the sum of the two
+ * ranks' floats, the other's received: one float addition a value, as
+ * the reduce-scatter after backward made it (a + b does not depend on
+ * the order), so the same bits. */
+static enum dt_status
+float_piece(struct dt_grad_sync *s, size_t i, size_t k, struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	float *g = dt_model_grads(s->cfg.model) + i;	/* (k) */
+	enum dt_status st;
+
+	st = dt_comm_recv_f32(z->flat, z->in, k, 1 - dt_comm_rank(z->flat),
+			      TAG_PART, err);
+	if (st != DT_OK)
+		return st;
+	for (size_t v = 0; v < k; v++)
+		g[v] = z->in[v] + g[v];
+	return DT_OK;
+}
+
 /* Level 2 in the exact mode: the sum over the summing ranks of this
  * micro-batch's float gradient [a, b), in double, added into each
  * rank's own part of the double accumulator (s->acc, own_hi - own_lo
@@ -247,7 +273,8 @@ sum_piece(struct dt_grad_sync *s, size_t i, size_t k, struct dt_error *err)
  * the accumulator in turn: with one micro-batch a rank the very sums of
  * level 0, with more the same value wherever the double sums are exact,
  * as level 0's equality with one rank already needs. The floats are
- * read, not changed. */
+ * read, not changed. With float sums (grad_parts without part_acc) the
+ * owner's floats of [a, b) become the sum instead (float_piece). */
 static enum dt_status
 part_add(struct dt_grad_sync *s, size_t a, size_t b, struct dt_error *err)
 {
@@ -268,7 +295,8 @@ part_add(struct dt_grad_sync *s, size_t a, size_t b, struct dt_error *err)
 	}
 	part_in(s, me, a, b, &lo, &hi);
 	for (size_t i = lo; i < hi && st == DT_OK; i += z->seg)
-		st = sum_piece(s, i, hi - i < z->seg ? hi - i : z->seg, err);
+		st = (z->part_acc ? sum_piece : float_piece)(
+			s, i, hi - i < z->seg ? hi - i : z->seg, err);
 	if (st == DT_OK)
 		st = dt_comm_wait_all(z->flat, err);
 	/* 4 bytes a float of [a, b), as the plan counts them */
@@ -310,6 +338,9 @@ zero2_begin(struct dt_grad_sync *s, int b, struct dt_error *err)
 				      (int64_t)(s->own_hi - s->own_lo));
 		return DT_OK;
 	}
+	/* float sums with grad_parts: summed by the last backward's end */
+	if (s->zero->grad_parts && s->added[0])
+		return DT_OK;
 	if (s->acc != NULL) {
 		dt_sync_exact_add(s, b);
 		st = dt_comm_reduce_scatter_sum_f64(c, s->acc, s->n, err);
@@ -416,8 +447,26 @@ zero_floats(float *g, size_t lo, size_t hi)
 	dt_pages_release(g, lo, hi);
 }
 
+/* grad_parts: floats [lo, hi) summed: all of them 0 and handed back in
+ * the exact mode (the sum is in the accumulator), those outside the own
+ * part with float sums (the own floats hold the sum). */
+static void
+drop_summed(struct dt_grad_sync *s, size_t lo, size_t hi)
+{
+	float *g = dt_model_grads(s->cfg.model);	/* (n) */
+
+	if (s->zero->part_acc) {
+		zero_floats(g, lo, hi);
+		return;
+	}
+	if (lo < s->own_lo)
+		zero_floats(g, lo, hi < s->own_lo ? hi : s->own_lo);
+	if (hi > s->own_hi)
+		zero_floats(g, lo > s->own_hi ? lo : s->own_hi, hi);
+}
+
 /* grad_parts: the pending nodes' floats summed into the parts, then 0
- * and handed back for the next micro-batch. */
+ * and handed back (drop_summed). */
 static void
 flush(struct dt_grad_sync *s)
 {
@@ -426,7 +475,7 @@ flush(struct dt_grad_sync *s)
 	if (z->pend_hi <= z->pend_lo)
 		return;
 	part_add_or_abort(s, z->pend_lo, z->pend_hi);
-	zero_floats(dt_model_grads(s->cfg.model), z->pend_lo, z->pend_hi);
+	drop_summed(s, z->pend_lo, z->pend_hi);
 	z->flushed += z->pend_hi - z->pend_lo;
 	z->pend_lo = z->pend_hi = 0;
 }
@@ -493,13 +542,14 @@ zero_backward_begin(struct dt_grad_sync *s)
 /* Level 2 in the exact mode: each micro-batch's gradient into the
  * accumulator's parts as its backward ends, or with grad_parts its last
  * pending nodes (the breadth-first schedule adds node by node instead,
- * zero_node_done). */
+ * zero_node_done); with float sums and grad_parts, the last pending
+ * nodes. */
 static void
 zero_backward_end(struct dt_grad_sync *s)
 {
 	struct dt_sync_zero *z = s->zero;
 
-	if (!z->part_acc) {
+	if (!z->part_acc && !z->grad_parts) {
 		z->base->backward_end(s);
 		return;
 	}
@@ -730,9 +780,18 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 		s->acc = dt_xcalloc(s->own_hi - s->own_lo + 1, sizeof *s->acc);
 		z->part_acc = 1;
 		z->grad_parts = s->plan->grad_parts;
-		z->seg = (size_t)s->plan->acc_seg;
+		z->seg = (size_t)s->plan->part_seg;
 		z->sum = dt_xcalloc(z->seg + 1, sizeof *z->sum);
 		z->in = dt_xcalloc(z->seg + 1, sizeof *z->in);
+	} else if (st == DT_OK && s->plan->grad_parts) {
+		/* float sums: one micro-batch on two ranks (plan/
+		 * pipeline.c, dt_plan_exact_accum) */
+		assert(s->acc == NULL && dt_comm_size(z->flat) == 2);
+		z->grad_parts = 1;
+		z->seg = (size_t)s->plan->part_seg;
+		z->in = dt_xcalloc(z->seg + 1, sizeof *z->in);
+		if (s->node_lo == NULL)
+			dt_sync_node_ranges(s);
 	}
 	return st;
 }

@@ -31,6 +31,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/sample.sh tests/integration/tied.sh \
 	tests/integration/layouts.sh \
 	tests/integration/zero.sh tests/integration/zero3-ckpt-eval.sh \
+	tests/integration/zero-float.sh \
 	tests/integration/recompute.sh tests/integration/attention-fused.sh \
 	tests/integration/loss-in-place.sh \
 	tests/integration/layout-resume.sh \
