@@ -181,11 +181,13 @@ enum dt_status dt_plan_sync_check(const struct dt_job *job,
 int64_t dt_plan_bucket_max(const struct dt_model *m, int64_t cap_floats);
 
 /* The largest TCP eager limit parallel.tcp_eager_kb auto chooses:
- * 4 MiB (bench/README, "The wire against DDP": at 4 MiB the fm MLP's
- * one 2.1 MB bucket ran 1.10 and 1.22 x DDP where Open MPI's 64 KiB
- * gave 0.81 and 0.94; mlp-1m's 4.24 MB first bucket ran slower at 4 and
- * at 8 MiB than at Open MPI's own). */
-#define DT_PLAN_TCP_EAGER_MAX 4194304
+ * 8 MiB (bench/README, "The TCP eager limit from the plan": on 2
+ * simulated hosts at 1 Gbit/s the fm MLP's one 2.1 MB bucket at 4 MiB
+ * ran 3156 to 4920 samples/s where Open MPI's 64 KiB gave 3060 to 3225,
+ * and mlp-1m's 4.24 MB first bucket at 8 MiB ran faster than at Open
+ * MPI's own in 4 of 4 alternating runs, 1916 to 2026 against 1719 to
+ * 1941). */
+#define DT_PLAN_TCP_EAGER_MAX 8388608
 
 /* Open MPI's TCP eager limit (btl_tcp_eager_limit, with
  * btl_tcp_rndv_eager_limit and btl_tcp_max_send_size the same), bytes,

@@ -329,7 +329,7 @@ announce_tcp_eager(const struct dt_run *r)
 		fprintf(stderr, " (auto: the largest gradient bucket, %.1f "
 			"KiB, %s)\n", (double)big / 1024.0,
 			r->tcp_eager > 0 ? "fits" : big <= 65536 ?
-			"goes eagerly already" : "is over 4092 KiB");
+			"goes eagerly already" : "is over the most auto sets");
 	else
 		fprintf(stderr, " (auto: no float sums of the whole model)\n");
 }

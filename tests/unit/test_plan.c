@@ -1244,10 +1244,13 @@ tcp_eager_of(const char *units, const char *parallel, int ranks,
  *   power of two above it plus 4 KiB is 4 MiB.
  *   784-1024-1024-10 (bench/mlp-1m.yaml): the head's 10250 and the second
  *   layer's 1049600 close the first bucket at 1059850 floats, 4239400
- *   bytes, over 4 MiB less 4 KiB: Open MPI's own (0). In bf16 (2 bytes a
- *   value) 2119700 bytes: 4 MiB. Without overlap one bucket of all
- *   1863690 floats: 0. Buckets of 0.001 MiB (262 floats): the second
- *   layer's weight alone, 1048576 floats, 4194304 bytes: still 0.
+ *   bytes: 8 MiB. In bf16 (2 bytes a value) 2119700 bytes: 4 MiB.
+ *   Without overlap one bucket of all 1863690 floats, 7454760 bytes:
+ *   8 MiB. Buckets of 0.001 MiB (262 floats): the second layer's weight
+ *   alone, 1048576 floats, 4194304 bytes, plus 4 KiB: 8 MiB.
+ *   784-2048-2048-10: the head's 20490 and 2048 x 2048 + 2048 make
+ *   4216842 floats, 16867368 bytes, over 8 MiB less 4 KiB: Open MPI's
+ *   own (0).
  *   784-16-10: 12544 + 16 + 160 + 10 = 12730 floats, 50920 bytes, under
  *   Open MPI's 64 KiB already: 0.
  * One rank sums nothing (0, no largest); a number is the job's KiB. */
@@ -1261,17 +1264,19 @@ START_TEST(tcp_eager_from_buckets)
 	ck_assert_int_eq(tcp_eager_of("512,256", "", 4, &big), 0);
 	ck_assert_int_eq(tcp_eager_of("512,256", "", 1, &big), 0);
 	ck_assert_int_eq(big, 0);
-	ck_assert_int_eq(tcp_eager_of("1024,1024", "", 2, &big), 0);
+	ck_assert_int_eq(tcp_eager_of("1024,1024", "", 2, &big), 8388608);
 	ck_assert_int_eq(big, 4239400);
 	ck_assert_int_eq(tcp_eager_of("1024,1024", "grad_wire: bf16", 2,
 				      &big), 4194304);
 	ck_assert_int_eq(big, 2119700);
 	ck_assert_int_eq(tcp_eager_of("1024,1024", "overlap: false", 2, &big),
-			 0);
+			 8388608);
 	ck_assert_int_eq(big, 7454760);
 	ck_assert_int_eq(tcp_eager_of("1024,1024", "bucket_mb: 0.001", 2,
-				      &big), 0);
+				      &big), 8388608);
 	ck_assert_int_eq(big, 4194304);
+	ck_assert_int_eq(tcp_eager_of("2048,2048", "", 2, &big), 0);
+	ck_assert_int_eq(big, 16867368);
 	ck_assert_int_eq(tcp_eager_of("16", "", 2, &big), 0);
 	ck_assert_int_eq(big, 50920);
 	ck_assert_int_eq(tcp_eager_of("512,256", "tcp_eager_kb: 0", 2, &big),
