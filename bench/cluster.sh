@@ -391,6 +391,14 @@ if [ $ddp = 1 ]; then
 		echo "$jk ($(basename "$job"), batch $gb, $(plan_get "$job" 2 params) parameters):" \
 		     "dtrain $dsps samples/s, step $dms ms ($s steps, the median of the 3 logged intervals after the first)"
 		echo "  dtrain: $(per_step "$jk-dt" $jk)"
+		# The TCP eager limit the ranks set (parallel.tcp_eager_kb).
+		echo "  dtrain's TCP eager limit: $("$PYTHON" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+b = s.get("tcp_eager_bytes", "absent")
+print({"absent": "not said (a dtrain before parallel.tcp_eager_kb)",
+       None: "the environment'"'"'s", 0: "Open MPI'"'"'s own"}.get(b, "%s bytes" % b))
+' "$jk-dt/summary.json")"
 		# The same run traced (DTRAIN_TRACE=1, util/trace.h): where
 		# rank 0's step goes, the medians after the first quarter.
 		export DTRAIN_TRACE=1

@@ -21,6 +21,7 @@
 #include "launch/launch.h"
 #include "optim/schedule.h"
 #include "plan/plan.h"
+#include "plan/sync_plan.h"
 #include "train/rundir.h"
 #include "train/signals.h"
 #include "train/train.h"
@@ -390,6 +391,32 @@ warn_mpirun_grace(int rank)
 		fprintf(stderr, "dtrain: warning: %s\n", msg);
 }
 
+/* Open MPI's TCP eager limit for job on the world mpirun started
+ * (OMPI_COMM_WORLD_SIZE ranks; unset: one, which sums nothing), set
+ * before MPI starts (dt_plan_tcp_eager, dt_comm_mpi_tcp_eager): the
+ * bytes set, 0 for Open MPI's own, -1 for the environment's. A plan
+ * that cannot be built sets nothing: the run refuses it later in its
+ * own words. */
+static int64_t
+choose_tcp_eager(const struct dt_job *job)
+{
+	const char *size = getenv("OMPI_COMM_WORLD_SIZE");
+	int ranks = size != NULL ? atoi(size) : 1;
+	struct dt_plan_host host = { .cores = 1, .local_ranks = 1 };
+	struct dt_plan plan;
+	struct dt_error err;
+	int64_t bytes = 0;
+
+	dt_error_clear(&err);
+	memset(&plan, 0, sizeof plan);
+	if (ranks > 1 && job->parallel.tcp_eager_kb != 0 &&
+	    dt_plan_build(job, ranks, &host, NULL, &plan, &err) == DT_OK) {
+		bytes = dt_plan_tcp_eager(job, &plan, NULL);
+		dt_plan_fini(&plan);
+	}
+	return dt_comm_mpi_tcp_eager(bytes);
+}
+
 /* The rank's entry: this process is one of the ranks mpirun, srun or the
  * launcher started (or the only one); trains the job on them. Returns
  * its exit code. */
@@ -403,6 +430,7 @@ train_rank(const struct run_args *a, const struct dt_job *job)
 	enum dt_status st;
 
 	dt_error_clear(&err);
+	opts.tcp_eager = choose_tcp_eager(job);
 	/* The progress thread only where sums start during backward. */
 	st = dt_comm_mpi_new_watched(&comm, job->parallel.timeout_s,
 				     job->parallel.sync == DT_SYNC_ALLREDUCE &&

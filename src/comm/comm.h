@@ -42,6 +42,19 @@ enum dt_status dt_comm_mpi_new_watched(struct dt_comm **out, double timeout_s,
 				       int64_t progress_us,
 				       struct dt_error *err);
 
+/* Open MPI's TCP eager limit for this process, set before MPI starts
+ * (call it before dt_comm_mpi_new*): with bytes > 0 and none of
+ * OMPI_MCA_btl_tcp_eager_limit, OMPI_MCA_btl_tcp_rndv_eager_limit and
+ * OMPI_MCA_btl_tcp_max_send_size in the environment (where mpirun puts
+ * -x and --mca settings), sets all three to bytes and returns bytes; a
+ * message up to that size then leaves in one fragment, without the
+ * rendezvous that waits for the receiver's next MPI call. Returns -1
+ * (and sets nothing) where the environment has any of the three, 0
+ * where bytes <= 0. Settings in Open MPI's parameter files are not
+ * seen: the environment's value wins over them. The bits of a sum do
+ * not depend on it. */
+int64_t dt_comm_mpi_tcp_eager(int64_t bytes);
+
 /* A world of one rank with no MPI at all; collectives are identities. */
 struct dt_comm *dt_comm_self_new(void);
 

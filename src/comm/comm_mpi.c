@@ -1157,6 +1157,33 @@ keep_heap(void)
 #endif
 }
 
+static const char *const tcp_eager_vars[] = {
+	"OMPI_MCA_btl_tcp_eager_limit",
+	"OMPI_MCA_btl_tcp_rndv_eager_limit",
+	"OMPI_MCA_btl_tcp_max_send_size",
+};
+
+int64_t
+dt_comm_mpi_tcp_eager(int64_t bytes)
+{
+	char v[32];
+
+	for (size_t i = 0; i < sizeof tcp_eager_vars / sizeof *tcp_eager_vars;
+	     i++)
+		if (getenv(tcp_eager_vars[i]) != NULL)
+			return -1;
+	if (bytes <= 0)
+		return 0;
+	snprintf(v, sizeof v, "%lld", (long long)bytes);
+	/* The three together: the eager limit caps the first fragment,
+	 * the rendezvous one the first of a long message, the send size
+	 * every later one. */
+	for (size_t i = 0; i < sizeof tcp_eager_vars / sizeof *tcp_eager_vars;
+	     i++)
+		setenv(tcp_eager_vars[i], v, 1);
+	return bytes;
+}
+
 /* The libnbc all-reduce algorithm for a world of size (mpirun's
  * OMPI_COMM_WORLD_SIZE; NULL where unknown): "4" (recursive doubling) at
  * exactly 2 ranks, "1" (the ring) otherwise. */

@@ -421,6 +421,11 @@ struct dt_job {
 		enum dt_accum_schedule accum_schedule;	/* auto (default) */
 		int64_t progress_us;	/* the sums' progress thread's
 					 * interval; 0 = none */
+		int64_t tcp_eager_kb;	/* Open MPI's TCP eager limit set
+					 * before MPI starts, KiB:
+					 * DT_DEGREE_AUTO (default) the
+					 * plan's (dt_plan_tcp_eager), 0
+					 * Open MPI's own */
 		int64_t zero;		/* sharding over the summing ranks:
 					 * 0 (default) none, 1 optimizer
 					 * state, 2 and the gradient's sum */

@@ -414,6 +414,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.progress_us), .def = "0", IN(0, 1000000),
 	  ALLREDUCE,
 	  .doc = "with overlap: a thread drives the sums this often; 0: off" },
+	{ .key = "parallel.tcp_eager_kb", .type = DT_KEY_DEGREE,
+	  .off = OFF(parallel.tcp_eager_kb), .def = "auto", IN(0, 65536),
+	  ALLREDUCE,
+	  .doc = "Open MPI's TCP eager limit, KiB: auto (from the buckets), "
+		 "0 (Open MPI's own) or a size" },
 	{ .key = "parallel.zero", .type = DT_KEY_INT,
 	  .off = OFF(parallel.zero), .def = "0", IN(0, 3), ALLREDUCE,
 	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "

@@ -49,7 +49,9 @@ enum dt_key_type {
 				 * the job's dir */
 	DT_KEY_SOURCE,		/* struct dt_source: a path or URL, or a
 				 * mapping {path, sha256, size} */
-	DT_KEY_DEGREE,		/* int64_t >= 1, or "auto" (DT_DEGREE_AUTO) */
+	DT_KEY_DEGREE,		/* int64_t in the key's range, or "auto"
+				 * (DT_DEGREE_AUTO): the parallel degrees,
+				 * parallel.tcp_eager_kb */
 	DT_KEY_NAMES,		/* char[n_max][size] and an int count at
 				 * off_n: a list of layer names */
 	DT_KEY_SHAPE,		/* int64_t[n_max] and an int count at off_n:

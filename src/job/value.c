@@ -410,8 +410,12 @@ dt_job_store_default(const struct dt_key *k, void *dst)
 
 	switch (k->type) {
 	case DT_KEY_INT:
-	case DT_KEY_DEGREE:
 		*(int64_t *)dst = k->def ? strtoll(k->def, NULL, 10) : 0;
+		break;
+	case DT_KEY_DEGREE:
+		*(int64_t *)dst = k->def == NULL ? 0 :
+				  strcmp(k->def, "auto") == 0 ?
+				  DT_DEGREE_AUTO : strtoll(k->def, NULL, 10);
 		break;
 	case DT_KEY_UINT:
 		*(uint64_t *)dst = k->def ? strtoull(k->def, NULL, 10) : 0;

@@ -359,3 +359,76 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 		out->bytes_per_step = out->trained * 4 *
 				      plan->grad_accum_steps;
 }
+
+int64_t
+dt_plan_bucket_max(const struct dt_model *m, int64_t cap_floats)
+{
+	int64_t n_trained, most = 0, lo = 0, hi = 0;
+	int open = 0;
+
+	if (m == NULL)
+		return 0;
+	n_trained = (int64_t)dt_model_n_trained(m);
+	if (cap_floats <= 0)
+		cap_floats = INT64_MAX;
+	for (int t = dt_model_n_tensors(m) - 1; t >= 0; t--) {
+		struct dt_tensor_info ti;
+		int64_t off, end;
+
+		dt_model_tensor_info(m, t, &ti);
+		off = (int64_t)ti.offset;
+		end = off + (int64_t)ti.size;
+		if (off >= n_trained || ti.size == 0)
+			continue;
+		if (open && end != lo) {
+			most = hi - lo > most ? hi - lo : most;
+			open = 0;
+		}
+		if (!open) {
+			hi = end;
+			open = 1;
+		}
+		lo = off;
+		if (hi - lo >= cap_floats) {
+			most = hi - lo > most ? hi - lo : most;
+			open = 0;
+		}
+	}
+	if (open && hi - lo > most)
+		most = hi - lo;
+	return most;
+}
+
+/* Open MPI 4.1's own TCP eager limit: a bucket this small goes eagerly
+ * already. */
+#define OMPI_TCP_EAGER 65536
+/* Room above a bucket for the PML's and the BTL's headers. */
+#define TCP_EAGER_HEADROOM 4096
+
+int64_t
+dt_plan_tcp_eager(const struct dt_job *job, const struct dt_plan *plan,
+		  int64_t *largest)
+{
+	const struct dt_sync_plan *y = plan->sync;
+	int64_t big, lim, cap;
+
+	if (largest != NULL)
+		*largest = 0;
+	if (job->parallel.tcp_eager_kb != DT_DEGREE_AUTO)
+		return job->parallel.tcp_eager_kb * 1024;
+	if (y == NULL || plan->pp_size != 1 || plan->tp_size != 1 ||
+	    !y->summed || y->impl != DT_SYNC_IMPL_ALLREDUCE)
+		return 0;
+	cap = y->bucket_bytes / (int64_t)sizeof(float);
+	if (y->bucket_bytes > 0 && cap == 0)
+		cap = 1;	/* as train/sync.c cuts */
+	big = dt_plan_bucket_max(plan->shapes, cap) * y->wire_bytes;
+	if (largest != NULL)
+		*largest = big;
+	if (big <= OMPI_TCP_EAGER ||
+	    big > DT_PLAN_TCP_EAGER_MAX - TCP_EAGER_HEADROOM)
+		return 0;
+	for (lim = OMPI_TCP_EAGER; lim < big + TCP_EAGER_HEADROOM; lim *= 2)
+		;
+	return lim;
+}

@@ -13,6 +13,7 @@
 #include "job/job.h"
 
 struct dt_plan;
+struct dt_model;
 
 /* The gradient-sync implementations (train/sync.h). */
 enum dt_sync_impl {
@@ -182,6 +183,39 @@ int64_t dt_plan_gather_cap(const struct dt_job *job);
 enum dt_status dt_plan_sync_check(const struct dt_job *job,
 				  const struct dt_plan *plan,
 				  struct dt_error *err);
+
+/* The floats of the largest gradient bucket of model m's trained
+ * tensors at cap_floats (0: one bucket), by the bucket rule of
+ * train/sync.h (dt_grad_buckets_make: whole tensors from the last one
+ * down, a bucket closed once it holds cap_floats or more), which this
+ * follows; 0 when m is NULL or trains nothing. Pure. */
+int64_t dt_plan_bucket_max(const struct dt_model *m, int64_t cap_floats);
+
+/* The largest TCP eager limit parallel.tcp_eager_kb auto chooses:
+ * 8 MiB (bench/README, "The TCP eager limit from the plan": on 2
+ * simulated hosts at 1 Gbit/s the fm MLP's one 2.1 MB bucket at 4 MiB
+ * ran 3156 to 4920 samples/s where Open MPI's 64 KiB gave 3060 to 3225,
+ * and mlp-1m's 4.24 MB first bucket at 8 MiB ran faster than at Open
+ * MPI's own in 4 of 4 alternating runs, 1916 to 2026 against 1719 to
+ * 1941). */
+#define DT_PLAN_TCP_EAGER_MAX 8388608
+
+/* Open MPI's TCP eager limit (btl_tcp_eager_limit, with
+ * btl_tcp_rndv_eager_limit and btl_tcp_max_send_size the same), bytes,
+ * that job's gradient sums on plan ask for; 0 leaves Open MPI's own
+ * (64 KiB in 4.1). parallel.tcp_eager_kb N: N KiB (0: 0). auto: where
+ * the whole model's float sums (the allreduce implementation, one
+ * stage, no tensor parallelism) cross the wire and their largest
+ * bucket (dt_plan_bucket_max of the plan's bucket_bytes, times the
+ * wire's bytes a value) is above 64 KiB and at most
+ * DT_PLAN_TCP_EAGER_MAX less 4 KiB (room for Open MPI's headers), the
+ * power of two >= that bucket plus 4 KiB, so each bucket's message
+ * (one, at 2 ranks: libnbc's recursive doubling) leaves in one
+ * fragment instead of 64 KiB ones after a rendezvous; else 0. *largest
+ * (may be NULL) receives that largest bucket's bytes (0 where auto
+ * does not look). The sums' bits do not depend on it. Pure. */
+int64_t dt_plan_tcp_eager(const struct dt_job *job, const struct dt_plan *plan,
+			  int64_t *largest);
 
 /* Fills *out with stage `stage`'s sync on plan (its grid, exact_accum
  * and stages set). Pure. */

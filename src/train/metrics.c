@@ -479,6 +479,10 @@ dt_metrics_write_summary(struct dt_run *r, const struct dt_train_result *res,
 	ADD(o, "skipped_steps", json_object_new_int64(res->skipped_steps));
 	ADD(o, "resumed_from", res->resumed_from >= 0 ?
 	    json_object_new_int64(res->resumed_from) : NULL);
+	/* Open MPI's TCP eager limit set before MPI started: bytes, 0 its
+	 * own, null the environment's. */
+	ADD(o, "tcp_eager_bytes", r->tcp_eager >= 0 ?
+	    json_object_new_int64(r->tcp_eager) : NULL);
 	dt_grad_sync_summary(r->sync, o);	/* its own lines (servers) */
 	ADD(o, "bytes_sent_rank0", json_object_new_int64((int64_t)sent_bytes(r)));
 	add_cpus(o);

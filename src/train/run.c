@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "plan/sync_plan.h"
 #include "train/agree.h"
 #include "train/run_data.h"
 #include "train/eval.h"
@@ -301,6 +302,38 @@ announce_overlap(const struct dt_run *r)
 		fprintf(stderr, "progress between layers\n");
 }
 
+/* Open MPI's TCP eager limit and why (parallel.tcp_eager_kb). */
+static void
+announce_tcp_eager(const struct dt_run *r)
+{
+	int64_t big = 0, kb = r->job->parallel.tcp_eager_kb;
+
+	if (r->plan.world_size < 2)
+		return;
+	fprintf(stderr, "dtrain: TCP eager limit: ");
+	if (r->tcp_eager < 0) {
+		fprintf(stderr, "the environment's (OMPI_MCA_btl_tcp_*)\n");
+		return;
+	}
+	if (r->tcp_eager > 0)
+		fprintf(stderr, "%lld KiB", (long long)(r->tcp_eager / 1024));
+	else
+		fprintf(stderr, "Open MPI's own");
+	if (kb != DT_DEGREE_AUTO) {
+		fprintf(stderr, " (parallel.tcp_eager_kb %lld)\n",
+			(long long)kb);
+		return;
+	}
+	dt_plan_tcp_eager(r->job, &r->plan, &big);
+	if (big > 0)
+		fprintf(stderr, " (auto: the largest gradient bucket, %.1f "
+			"KiB, %s)\n", (double)big / 1024.0,
+			r->tcp_eager > 0 ? "fits" : big <= 65536 ?
+			"goes eagerly already" : "is over the most auto sets");
+	else
+		fprintf(stderr, " (auto: no float sums of the whole model)\n");
+}
+
 /* What each evaluation scores, and when (eval.max_batches bounds it). */
 static void
 announce_eval(const struct dt_run *r)
@@ -369,6 +402,7 @@ announce(const struct dt_run *r)
 			hier ? "hierarchical (each host's ranks first)" : "flat");
 	if (dt_grad_sync_overlap(r->sync))
 		announce_overlap(r);
+	announce_tcp_eager(r);
 	announce_eval(r);
 	if (r->layout.split)
 		fprintf(stderr, "dtrain: grid %d data-parallel x %d pipeline "
@@ -811,6 +845,7 @@ dt_train_run(const struct dt_job *job, const struct dt_run_opts *opts,
 	int done = 0;
 
 	run_init(&r, job, comm, res);
+	r.tcp_eager = opts->tcp_eager;
 	/* From here a first SIGINT or SIGTERM asks for a stop at the next
 	 * point that checks (after the set-up, a step, a piece of an
 	 * evaluation); dt_signals_restore below. */

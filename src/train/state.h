@@ -49,6 +49,8 @@ struct dt_run {
 	struct dt_comm *comm;		/* every rank */
 	int rank;
 	struct dt_plan plan;		/* the plan this run executes */
+	int64_t tcp_eager;		/* dt_run_opts's: bytes, 0 Open
+					 * MPI's own, -1 the environment's */
 	char dir[DT_JOB_PATH_MAX];
 	int dir_lock;			/* rank 0: the run directory's lock
 					 * (dt_rundir_lock), else -1 */

@@ -27,6 +27,11 @@ struct dt_run_opts {
 	int start_over;		/* resume: start from step 0 although the run
 				 * has trained and has no usable checkpoint
 				 * (refused otherwise) */
+	int64_t tcp_eager;	/* Open MPI's TCP eager limit the caller set
+				 * before MPI started (dt_comm_mpi_tcp_eager),
+				 * bytes; 0: Open MPI's own; -1: the
+				 * environment's. The first lines and
+				 * summary.json say it. */
 };
 
 /* What a finished run reports (identical on every rank). */

@@ -3,6 +3,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tabular.sh \
 	tests/integration/cpu-features.sh tests/integration/kernels.sh \
 	tests/integration/mca-env.sh \
+	tests/integration/tcp-eager.sh \
 	tests/integration/ps-toy.sh \
 	tests/integration/agree.sh \
 	tests/integration/ps-train.sh \
@@ -125,7 +126,7 @@ tests_integration_rsag_probe_SOURCES = tests/integration/rsag_probe.c
 tests_integration_rsag_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 
 # The Open MPI settings a rank makes for itself, read back through MPI_T,
-# for tests/integration/mca-env.sh
+# for tests/integration/mca-env.sh and tcp-eager.sh
 check_PROGRAMS += tests/integration/mca_probe
 tests_integration_mca_probe_SOURCES = tests/integration/mca_probe.c
 tests_integration_mca_probe_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)

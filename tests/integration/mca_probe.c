@@ -10,9 +10,14 @@
  * MPI-3.1 chapter 14) and prints, on rank 0 only, one line of
  * "NAME VALUE" pairs separated by single spaces, with "missing" for a
  * variable this Open MPI does not have. Exits 1 on an MPI or
- * tool-interface error or a variable of a type it does not print. */
+ * tool-interface error or a variable of a type it does not print.
+ *
+ * With MCA_PROBE_TCP_EAGER=BYTES in the environment it first calls
+ * dt_comm_mpi_tcp_eager(BYTES), as dtrain run does before MPI starts,
+ * and the line begins with "set R" (R: what that returned). */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
@@ -71,8 +76,12 @@ main(int argc, char **argv)
 {
 	struct dt_error err = { 0 };
 	struct dt_comm *world;
+	const char *eager = getenv("MCA_PROBE_TCP_EAGER");
+	long long set = 0;
 	int provided, bad = 0;
 
+	if (eager != NULL)
+		set = (long long)dt_comm_mpi_tcp_eager(atoll(eager));
 	if (dt_comm_mpi_new(&world, &err) != DT_OK) {
 		fprintf(stderr, "mca_probe: %s\n", err.msg);
 		return 1;
@@ -83,6 +92,8 @@ main(int argc, char **argv)
 		return 1;
 	}
 	if (dt_comm_rank(world) == 0) {
+		if (eager != NULL)
+			printf("set %lld ", set);
 		for (int i = 1; i < argc; i++)
 			bad |= put_cvar(argv[i], i == 1);
 		printf("\n");

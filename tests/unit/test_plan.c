@@ -1194,6 +1194,102 @@ START_TEST(sync_plan_rule)
 }
 END_TEST
 
+/* parallel.tcp_eager_kb's choice on ranks ranks of the MLP 784-UNITS
+ * (dense layers, then a head of 10) with the parallel section's extra
+ * lines; *largest receives the largest bucket's bytes. */
+static int64_t
+tcp_eager_of(const char *units, const char *parallel, int ranks,
+	     int64_t *largest)
+{
+	struct dt_plan_host host = { .cores = 1, .local_ranks = 1 };
+	struct dt_plan p;
+	char text[1024], layers[512] = "";
+	const char *u = units;
+	int64_t bytes;
+
+	while (*u != '\0') {
+		size_t len = strlen(layers);
+
+		snprintf(layers + len, sizeof layers - len,
+			 "    - {type: dense, units: %d, activation: relu}\n",
+			 atoi(u));
+		u += strcspn(u, ",");
+		u += *u == ',';
+	}
+	snprintf(text, sizeof text,
+		 "data:\n"
+		 "  train: {images: a.idx, labels: b.idx}\n"
+		 "model:\n"
+		 "  input_shape: [28, 28]\n"
+		 "  layers:\n%s"
+		 "    - {type: dense, units: 10}\n"
+		 "train: {global_batch: 256, steps: 10, lr: 0.1}\n"
+		 "parallel: {%s}\n", layers, parallel);
+	memset(&job, 0, sizeof job);
+	if (dt_job_parse("job.yaml", text, strlen(text), NULL, 0, &job,
+			 &perr) != DT_OK)
+		ck_abort_msg("job does not parse: %s", perr.msg);
+	if (dt_plan_build(&job, ranks, &host, NULL, &p, &perr) != DT_OK)
+		ck_abort_msg("%d ranks: %s", ranks, perr.msg);
+	bytes = dt_plan_tcp_eager(&job, &p, largest);
+	dt_plan_fini(&p);
+	return bytes;
+}
+
+/* The TCP eager limit from the plan's buckets (dt_plan_tcp_eager), the
+ * bucket sizes worked out by hand (floats, a dense layer's weight then
+ * its bias; buckets of 1 MiB = 262144 floats from the head down):
+ *   784-512-256-10 (jobs/fashion-mnist-mlp.yaml): 2560 + 10, 131072 +
+ *   256, 401408 + 512 = 535818 floats in one bucket, 2143272 bytes: the
+ *   power of two above it plus 4 KiB is 4 MiB.
+ *   784-1024-1024-10 (bench/mlp-1m.yaml): the head's 10250 and the second
+ *   layer's 1049600 close the first bucket at 1059850 floats, 4239400
+ *   bytes: 8 MiB. In bf16 (2 bytes a value) 2119700 bytes: 4 MiB.
+ *   Without overlap one bucket of all 1863690 floats, 7454760 bytes:
+ *   8 MiB. Buckets of 0.001 MiB (262 floats): the second layer's weight
+ *   alone, 1048576 floats, 4194304 bytes, plus 4 KiB: 8 MiB.
+ *   784-2048-2048-10: the head's 20490 and 2048 x 2048 + 2048 make
+ *   4216842 floats, 16867368 bytes, over 8 MiB less 4 KiB: Open MPI's
+ *   own (0).
+ *   784-16-10: 12544 + 16 + 160 + 10 = 12730 floats, 50920 bytes, under
+ *   Open MPI's 64 KiB already: 0.
+ * One rank sums nothing (0, no largest); a number is the job's KiB. */
+START_TEST(tcp_eager_from_buckets)
+{
+	int64_t big;
+
+	ck_assert_int_eq(tcp_eager_of("512,256", "", 2, &big), 4194304);
+	ck_assert_int_eq(big, 2143272);
+	/* 4 ranks sum in the exact mode (doubles, its own ring): 0. */
+	ck_assert_int_eq(tcp_eager_of("512,256", "", 4, &big), 0);
+	ck_assert_int_eq(tcp_eager_of("512,256", "", 1, &big), 0);
+	ck_assert_int_eq(big, 0);
+	ck_assert_int_eq(tcp_eager_of("1024,1024", "", 2, &big), 8388608);
+	ck_assert_int_eq(big, 4239400);
+	ck_assert_int_eq(tcp_eager_of("1024,1024", "grad_wire: bf16", 2,
+				      &big), 4194304);
+	ck_assert_int_eq(big, 2119700);
+	ck_assert_int_eq(tcp_eager_of("1024,1024", "overlap: false", 2, &big),
+			 8388608);
+	ck_assert_int_eq(big, 7454760);
+	ck_assert_int_eq(tcp_eager_of("1024,1024", "bucket_mb: 0.001", 2,
+				      &big), 8388608);
+	ck_assert_int_eq(big, 4194304);
+	ck_assert_int_eq(tcp_eager_of("2048,2048", "", 2, &big), 0);
+	ck_assert_int_eq(big, 16867368);
+	ck_assert_int_eq(tcp_eager_of("16", "", 2, &big), 0);
+	ck_assert_int_eq(big, 50920);
+	ck_assert_int_eq(tcp_eager_of("512,256", "tcp_eager_kb: 0", 2, &big),
+			 0);
+	ck_assert_int_eq(tcp_eager_of("16", "tcp_eager_kb: 512", 2, &big),
+			 524288);
+	ck_assert_int_eq(tcp_eager_of("512,256", "tcp_eager_kb: auto", 2,
+				      NULL), 4194304);
+	/* Sharded sums are not the whole model's float sums. */
+	ck_assert_int_eq(tcp_eager_of("512,256", "zero: 1", 2, &big), 0);
+}
+END_TEST
+
 /* dt_plan_build fills every number a run executes, once: with the data's
  * size the steps, and each stage's schedule and slots as the plan's own
  * functions give them. */
@@ -1370,6 +1466,7 @@ main(void)
 	tcase_add_test(tc, rundir_refuses_results);
 	tcase_add_test(tc, sync_plan_rule);
 	tcase_add_test(tc, gather_units);
+	tcase_add_test(tc, tcp_eager_from_buckets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -11,6 +11,7 @@
 
 #include "graph/graph.h"
 #include "job/job.h"
+#include "plan/sync_plan.h"
 #include "train/sync.h"
 #include "util/bf16.h"
 
@@ -115,6 +116,37 @@ START_TEST(buckets_reverse_order)
 	n = dt_grad_buckets_make(m, 0, b);
 	ck_assert_int_eq(n, 1);
 	expect_bucket(m, &b[0], 0, 59, "d0");
+	dt_model_free(m);
+}
+END_TEST
+
+/* The plan's largest bucket (plan/sync_plan.h, dt_plan_bucket_max, which
+ * the TCP eager limit is chosen from) follows the trainer's rule: the
+ * values worked out above (cap 10: 36 floats, d0's bucket; 1: d0.weight's
+ * 32; 12: 36; 1000 and 0: all 59), and at every cap from 1 to 64 the
+ * largest of dt_grad_buckets_make's buckets. */
+START_TEST(plan_bucket_max_agrees)
+{
+	struct dt_model *m = build();
+	struct dt_grad_bucket b[8];
+
+	ck_assert_int_eq(dt_plan_bucket_max(m, 10), 36);
+	ck_assert_int_eq(dt_plan_bucket_max(m, 1), 32);
+	ck_assert_int_eq(dt_plan_bucket_max(m, 12), 36);
+	ck_assert_int_eq(dt_plan_bucket_max(m, 1000), 59);
+	ck_assert_int_eq(dt_plan_bucket_max(m, 0), 59);
+	ck_assert_int_eq(dt_plan_bucket_max(NULL, 10), 0);
+	for (int cap = 1; cap <= 64; cap++) {
+		int n = dt_grad_buckets_make(m, (size_t)cap, b);
+		size_t most = 0;
+
+		for (int i = 0; i < n; i++)
+			if (b[i].hi - b[i].lo > most)
+				most = b[i].hi - b[i].lo;
+		ck_assert_msg(dt_plan_bucket_max(m, cap) == (int64_t)most,
+			      "cap %d: plan %lld, trainer %zu", cap,
+			      (long long)dt_plan_bucket_max(m, cap), most);
+	}
 	dt_model_free(m);
 }
 END_TEST
@@ -250,6 +282,7 @@ main(void)
 	int failed;
 
 	tcase_add_test(tc, buckets_reverse_order);
+	tcase_add_test(tc, plan_bucket_max_agrees);
 	tcase_add_test(tc, backward_hook_order);
 	tcase_add_test(tc, bf16_round_trip);
 	suite_add_tcase(s, tc);
