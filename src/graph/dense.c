@@ -36,7 +36,13 @@
  *                 dW[rows,:] += X[:,rows]^T dY, db += sums (replicated);
  *                 dX[:,rows] = dY W[rows,:]^T, the rest of dX 0
  * FLOPs then count one rank's share: the product over s, and the bias
- * over s for a column layer (a row layer adds the whole bias). */
+ * over s for a column layer (a row layer adds the whole bias).
+ * With the node's tp_own (dt_model_tp_own_slices) the split tensors are
+ * this rank's blocks: a column layer's W[:,cols] a contiguous (in, out/s)
+ * block read with ld = out/s and b[cols] its own (out/s), a row layer's
+ * W[rows,:] its (in/s, out) rows; the same products with another
+ * leading dimension, whose bits do not depend on it (test_graph_kern.c,
+ * test_sgemm_ld). */
 #include <assert.h>
 #include <limits.h>
 #include <string.h>
@@ -156,6 +162,25 @@ dense_share(const struct dt_node *n, const struct dt_pass *p, int width,
 	return n->tp_mode;
 }
 
+/* Where the share of a split tensor starts in the tensor's floats: lo
+ * floats (a column share's first column) or lo rows of out (a row
+ * share's) into the whole tensor, 0 into a block of its own (tp_own). */
+static size_t
+share_at(const struct dt_node *n, int lo, int n_out)
+{
+	if (n->tp_own)
+		return 0;
+	return n->tp_mode == DT_TP_ROW ? (size_t)lo * (size_t)n_out
+				       : (size_t)lo;
+}
+
+/* The row stride of a column share of W: out, or its block's len. */
+static int
+column_ld(const struct dt_node *n, int n_out, int len)
+{
+	return n->tp_own ? len : n_out;
+}
+
 /* Column share: Y(R, out) gets X W[:, lo..lo+len) + b there, 0 elsewhere. */
 static void
 column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
@@ -163,17 +188,19 @@ column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)dense_in(n);
-	const float *b = n->n_tensors > 1 ? n->tensor[1].data : NULL;
+	const size_t at = share_at(n, lo, n_out);
+	const float *b = n->n_tensors > 1 ? n->tensor[1].data + at : NULL;
 	float *y = n->out;			/* (R, out) */
 
 	for (int64_t r = 0; r < rows; r++) {
 		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
 		if (b != NULL)
-			memcpy(y + r * n_out + lo, b + lo,
+			memcpy(y + r * n_out + lo, b,
 			       (size_t)len * sizeof(float));
 	}
 	dt_kern_par_sgemm(pool, 0, 0, (int)rows, len,
-		    n_in, 1.0f, x, n_in, n->tensor[0].data + lo, n_out,
+		    n_in, 1.0f, x, n_in, n->tensor[0].data + at,
+		    column_ld(n, n_out, len),
 		    b != NULL ? 1.0f : 0.0f, y + lo, n_out);
 }
 
@@ -189,7 +216,7 @@ row_forward(struct dt_pool *pool, struct dt_node *n, const struct dt_tp *tp,
 
 	dt_kern_par_sgemm(pool, 0, 0, (int)rows,
 		    n_out, len, 1.0f, x + lo, n_in,
-		    n->tensor[0].data + (size_t)lo * n_out, n_out, 0.0f, y,
+		    n->tensor[0].data + share_at(n, lo, n_out), n_out, 0.0f, y,
 		    n_out);
 	tp->allreduce(tp->ctx, y, (size_t)(rows * n_out));
 	if (n->n_tensors > 1) {
@@ -262,20 +289,22 @@ column_backward(struct dt_pool *pool, struct dt_node *n,
 {
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)dense_in(n);
-	const float *w = n->tensor[0].data;	/* (in, out) */
+	const size_t at = share_at(n, lo, n_out);
+	const int ld = column_ld(n, n_out, len);
+	const float *w = n->tensor[0].data;	/* (in, out) or (in, len) */
 	const float *dy = n->dout;		/* (R, out) */
 
 	dt_kern_par_sgemm(pool, 1, 0, n_in, len,
 		    (int)rows, 1.0f, x, n_in, dy + lo, n_out, 1.0f,
-		    n->tensor[0].grad + lo, n_out);
+		    n->tensor[0].grad + at, ld);
 	if (n->n_tensors > 1)
 		for (int64_t r = 0; r < rows; r++)
-			add_row(n->tensor[1].grad + lo, dy + r * n_out + lo,
+			add_row(n->tensor[1].grad + at, dy + r * n_out + lo,
 				len);
 	if (din == NULL)
 		return;
 	dt_kern_par_sgemm(pool, 0, 1, (int)rows, n_in,
-		    len, 1.0f, dy + lo, n_out, w + lo, n_out,
+		    len, 1.0f, dy + lo, n_out, w + at, ld,
 		    din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
 	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
 }
@@ -292,9 +321,11 @@ row_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	const float *w = n->tensor[0].data;	/* (in, out) */
 	const float *dy = n->dout;		/* (R, out) */
 
+	const size_t at = share_at(n, lo, n_out);
+
 	dt_kern_par_sgemm(pool, 1, 0, len, n_out,
 		    (int)rows, 1.0f, x + lo, n_in, dy, n_out, 1.0f,
-		    n->tensor[0].grad + (size_t)lo * n_out, n_out);
+		    n->tensor[0].grad + at, n_out);
 	if (n->n_tensors > 1)
 		bias_grad(dy, n->tensor[1].grad, rows, n_out);
 	if (din == NULL)
@@ -302,7 +333,7 @@ row_backward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	if (!din_add)
 		memset(din, 0, (size_t)(rows * n_in) * sizeof(float));
 	dt_kern_par_sgemm(pool, 0, 1, (int)rows, len,
-		    n_out, 1.0f, dy, n_out, w + (size_t)lo * n_out, n_out,
+		    n_out, 1.0f, dy, n_out, w + at, n_out,
 		    din_add ? 1.0f : 0.0f, din + lo, n_in);
 }
 

@@ -469,6 +469,23 @@ void dt_model_set_node_hook(struct dt_model *m,
 			    void (*hook)(void *ctx, int node, bool backward),
 			    void *ctx);
 
+/* Makes the dense column and row layers of m that the plan split
+ * (dt_model_plan_tensor_parallel; tensor group set by
+ * dt_model_set_tensor_group) hold only this rank's block of their split
+ * tensors (doc/DESIGN.md, "Tensor-parallel slices"): a column layer's
+ * weight columns [r*out/s, (r+1)*out/s) as a contiguous (in, out/s)
+ * block and its bias's same columns, a row layer's weight rows [r*in/s,
+ * (r+1)*in/s) (its bias stays whole). The parameter and gradient arenas
+ * are laid out again at the blocks' sizes, in the same order, and the
+ * blocks filled from the whole tensors they held; dt_model_tensor_info
+ * then gives each tensor's block size and new offset. The passes give
+ * the bits the whole tensors gave. Attention heads and every other node
+ * keep their tensors whole. m must have arenas (max_batch > 0) and
+ * tensor parallelism; a no-op for tp_size 1 or when called again.
+ * Not yet used by train/: its sums, norms, optimizer and checkpoints
+ * still expect whole tensors. */
+void dt_model_tp_own_slices(struct dt_model *m);
+
 /* dt_model_tp_prepare_grads restricted to the tensors whose gradients lie
  * in floats [lo, hi) of the gradient arena (a tensor is inside or outside
  * as a whole: lo and hi fall on tensor boundaries), for a sum that starts

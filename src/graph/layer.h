@@ -93,7 +93,8 @@ struct dt_param_tensor {
 	 * embedding's tensor only, and loaders fill the copy from it. */
 	bool tied;
 	/* set by the graph: */
-	int64_t size;		/* product of shape */
+	int64_t size;		/* product of shape; with the node's tp_own,
+				 * the floats of this rank's block */
 	size_t offset;		/* floats from the start of the arenas */
 	float *data;		/* size floats in the parameter arena */
 	float *grad;		/* size floats in the gradient arena */
@@ -218,6 +219,11 @@ struct dt_node {
 	 * counts the share of one rank when tp_size > 1. */
 	enum dt_tp_mode tp_mode;
 	int tp_size;
+	/* set by dt_model_tp_own_slices: the node's split tensors hold this
+	 * rank's block only (doc/DESIGN.md, "Tensor-parallel slices"; a
+	 * tensor's size is then its block's floats, its shape the whole
+	 * tensor's); false: whole tensors, the share read in place. */
+	bool tp_own;
 
 	/* set by the graph: */
 	int64_t out_size;	/* dt_shape_size(out_shape) */

@@ -148,6 +148,132 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 	m->tp.ctx = ctx;
 }
 
+/* The floats of the whole tensor pt: the product of its shape. */
+static int64_t
+whole_size(const struct dt_param_tensor *pt)
+{
+	int64_t size = 1;
+
+	for (int d = 0; d < pt->n_dims; d++)
+		size *= pt->shape[d];
+	return size;
+}
+
+/* Whether tensor k of node n is split when the node owns its slice: a
+ * column layer's weight and bias, a row layer's weight. */
+static bool
+is_split(const struct dt_node *n, int k)
+{
+	if (n->tp_size <= 1 || n->ops != &dt_layer_dense)
+		return false;
+	return n->tp_mode == DT_TP_COLUMN || (n->tp_mode == DT_TP_ROW &&
+					      k == 0);
+}
+
+/* Copies the block of rank `rank` of tensor k of node n from whole (the
+ * whole tensor) into blk: a column layer's columns row by row (the
+ * bias's columns are one run), a row layer's rows as one run. */
+static void
+copy_block(const struct dt_node *n, int k, int rank, const float *whole,
+	   float *blk)
+{
+	const struct dt_param_tensor *pt = &n->tensor[k];
+	int64_t len;
+
+	if (n->tp_mode == DT_TP_COLUMN && pt->n_dims == 2) {
+		int64_t in = pt->shape[0], out = pt->shape[1];
+
+		len = out / n->tp_size;
+		for (int64_t i = 0; i < in; i++)
+			memcpy(blk + i * len, whole + i * out + rank * len,
+			       (size_t)len * sizeof(float));
+		return;
+	}
+	len = whole_size(pt) / n->tp_size;
+	memcpy(blk, whole + rank * len, (size_t)len * sizeof(float));
+}
+
+/* Lays out the arenas again at the blocks' sizes (trained tensors, then
+ * buffers, in node order, as graph.c's layout) and moves every tensor of
+ * the stage there, a split one as its block. */
+static void
+relayout(struct dt_model *m)
+{
+	size_t at = 0, n_trained = 0;
+	float *params, *grads;
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = m->first; i <= m->last; i++)
+			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
+				const struct dt_param_tensor *pt =
+					&m->nodes[i].tensor[k];
+
+				if (pt->buffer != (pass == 1))
+					continue;
+				at += (size_t)(is_split(&m->nodes[i], k)
+					       ? pt->size / m->tp.size
+					       : pt->size);
+			}
+		if (pass == 0)
+			n_trained = at;
+	}
+	params = dt_xalloc_pages(at);
+	grads = dt_xalloc_pages(at);
+	at = 0;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = m->first; i <= m->last; i++)
+			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
+				struct dt_node *n = &m->nodes[i];
+				struct dt_param_tensor *pt = &n->tensor[k];
+
+				if (pt->buffer != (pass == 1))
+					continue;
+				if (is_split(n, k)) {
+					copy_block(n, k, m->tp.rank, pt->data,
+						   params + at);
+					copy_block(n, k, m->tp.rank, pt->grad,
+						   grads + at);
+					pt->size /= m->tp.size;
+				} else {
+					memcpy(params + at, pt->data,
+					       (size_t)pt->size *
+					       sizeof(float));
+					memcpy(grads + at, pt->grad,
+					       (size_t)pt->size *
+					       sizeof(float));
+				}
+				pt->offset = at;
+				pt->data = params + at;
+				pt->grad = grads + at;
+				at += (size_t)pt->size;
+			}
+	dt_free_pages(m->params, m->n_params);
+	dt_free_pages(m->grads, m->n_params);
+	m->params = params;
+	m->grads = grads;
+	m->n_params = at;
+	m->n_trained = n_trained;
+}
+
+void
+dt_model_tp_own_slices(struct dt_model *m)
+{
+	bool any = false;
+
+	assert(m->params != NULL && m->grads != NULL);
+	if (m->tp.size <= 1)
+		return;
+	for (int i = m->first; i <= m->last; i++)
+		if (is_split(&m->nodes[i], 0) && !m->nodes[i].tp_own)
+			any = true;
+	if (!any)
+		return;
+	relayout(m);
+	for (int i = m->first; i <= m->last; i++)
+		if (is_split(&m->nodes[i], 0))
+			m->nodes[i].tp_own = true;
+}
+
 /* Zeroes the gradient of tensor pt when it lies in the trained prefix,
  * inside floats [lo, hi). */
 static void

@@ -20,6 +20,7 @@
 #include "util/alloc.h"
 #include "util/cpu_features.h"
 #include "util/rng.h"
+#include "util/threadpool.h"
 
 static const int64_t lengths[] = { 0, 1, 7, 8, 13, 96, 1000 };
 #define N_LENGTHS ((int)(sizeof lengths / sizeof lengths[0]))
@@ -721,6 +722,84 @@ START_TEST(test_sgemm_progress)
 }
 END_TEST
 
+/* The leading dimension does not change the bits, which the tensor-
+ * parallel slices rely on (doc/DESIGN.md, "Tensor-parallel slices"): a
+ * column share of W (in, out) kept as its own (in, len) block, ld = len,
+ * must give the products that the same columns read in place from the
+ * whole W, ld = out, give. For each transpose pair (_i & 3) and each
+ * kernel (dt_kern_sgemm, dt_kern_par_sgemm on two threads,
+ * dt_kern_sgemm_small), C = op(A) op(B) + 0.3 C with A, B and C at
+ * offsets inside wide buffers (ld 4x the row, as a slice of a whole
+ * tensor) against compact copies of the same floats (ld = the row):
+ * every float of C the same bits. k = 600 crosses OpenBLAS's block of k,
+ * m = 200 its blocks of rows; the small kernel takes k = 128, a panel
+ * it computes itself (dt_kern_small_fits). */
+START_TEST(test_sgemm_ld)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	enum { M = 200, N = 40, K = 600, W = 4 };
+	/* stored rows x cols of A, B, C */
+	const int64_t ar = ta ? K : M, ac = ta ? M : K;
+	const int64_t br = tb ? N : K, bc = tb ? K : N;
+	float *aw = dt_xalloc_floats(ar * ac * W);
+	float *a = dt_xalloc_floats(ar * ac);
+	float *bw = dt_xalloc_floats(br * bc * W);
+	float *b = dt_xalloc_floats(br * bc);
+	float *cw = dt_xalloc_floats(M * N * W);
+	float *c = dt_xalloc_floats(M * N);
+
+	fill(aw, ar * ac * W, 120, -1.0f, 1.0f);
+	fill(bw, br * bc * W, 121, -1.0f, 1.0f);
+	/* The slice starts one row-length in: the column share of rank 1. */
+	for (int64_t r = 0; r < ar; r++)
+		memcpy(a + r * ac, aw + r * ac * W + ac,
+		       (size_t)ac * sizeof *a);
+	for (int64_t r = 0; r < br; r++)
+		memcpy(b + r * bc, bw + r * bc * W + bc,
+		       (size_t)bc * sizeof *b);
+	for (int kern = 0; kern < 3; kern++) {
+		struct dt_pool *pool = kern == 1 ? dt_pool_new(2) : NULL;
+		const float *as = aw + ac, *bs = bw + bc;
+		float *cs = cw + N;
+
+		fill(cw, M * N * W, 122, -1.0f, 1.0f);
+		for (int64_t r = 0; r < M; r++)
+			memcpy(c + r * N, cs + r * N * W, N * sizeof *c);
+		if (kern == 0) {
+			dt_kern_sgemm(ta, tb, M, N, K, 1.0f, as, ac * W, bs,
+				      bc * W, 0.3f, cs, N * W);
+			dt_kern_sgemm(ta, tb, M, N, K, 1.0f, a, ac, b, bc, 0.3f,
+				      c, N);
+		} else if (kern == 1) {
+			dt_kern_par_sgemm(pool, ta, tb, M, N, K, 1.0f, as,
+					  ac * W, bs, bc * W, 0.3f, cs, N * W);
+			dt_kern_par_sgemm(pool, ta, tb, M, N, K, 1.0f, a, ac, b,
+					  bc, 0.3f, c, N);
+		} else {
+			ck_assert(dt_kern_small_fits(N, 128));
+			dt_kern_sgemm_small(ta, tb, M, N, 128, 1.0f, as,
+					    ac * W, bs, bc * W, 0.3f, cs,
+					    N * W);
+			dt_kern_sgemm_small(ta, tb, M, N, 128, 1.0f, a, ac, b,
+					    bc, 0.3f, c, N);
+		}
+		for (int64_t r = 0; r < M; r++)
+			ck_assert_msg(memcmp(c + r * N, cs + r * N * W,
+					     N * sizeof *c) == 0,
+				      "kernel %d, trans %d %d: row %lld of C "
+				      "differs with another leading dimension",
+				      kern, ta, tb, (long long)r);
+		dt_pool_free(pool);
+	}
+	free(aw);
+	free(a);
+	free(bw);
+	free(b);
+	free(cw);
+	free(c);
+}
+END_TEST
+
 static Suite *
 kern_suite(void)
 {
@@ -738,6 +817,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	tcase_add_test(tc, test_sgemm_progress);
+	tcase_add_loop_test(tc, test_sgemm_ld, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
 }

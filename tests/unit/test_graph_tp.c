@@ -496,6 +496,202 @@ START_TEST(test_unprepared_grads_differ)
 }
 END_TEST
 
+/* ---- ranks that own their slice (dt_model_tp_own_slices) ---------- */
+
+/* The models and runs of one tensor group. */
+struct tp_group {
+	struct group g;
+	struct dt_model *m[MAX_RANKS];
+	struct rank_run runs[MAX_RANKS];
+};
+
+/* Builds a group of tp ranks for job (each owning its slices when
+ * sliced) and runs w's micro-batches on it. */
+static void
+run_group(const struct dt_job *job, int tp, int64_t batch,
+	  const struct work *w, bool sliced, struct tp_group *tg)
+{
+	pthread_t th[MAX_RANKS];
+	struct dt_error err;
+
+	memset(tg, 0, sizeof *tg);
+	tg->g.size = tp;
+	pthread_barrier_init(&tg->g.barrier, NULL, (unsigned)tp);
+	for (int r = 0; r < tp; r++) {
+		tg->m[r] = build(job, batch);
+		ck_assert_msg(dt_model_plan_tensor_parallel(tg->m[r], job, tp,
+							    &err) == DT_OK,
+			      "%s", err.msg);
+		rank_run_init(&tg->runs[r], tg->m[r], w);
+		tg->runs[r].rc.g = &tg->g;
+		tg->runs[r].rc.rank = r;
+		dt_model_set_tensor_group(tg->m[r], r, tp, group_allreduce,
+					  &tg->runs[r].rc);
+		if (sliced)
+			dt_model_tp_own_slices(tg->m[r]);
+	}
+	for (int r = 0; r < tp; r++)
+		ck_assert_int_eq(pthread_create(&th[r], NULL, run_rank,
+						&tg->runs[r]), 0);
+	for (int r = 0; r < tp; r++)
+		pthread_join(th[r], NULL);
+	pthread_barrier_destroy(&tg->g.barrier);
+	ck_assert_int_eq(tg->g.mismatched, 0);
+}
+
+static void
+free_group(struct tp_group *tg)
+{
+	for (int r = 0; r < tg->g.size; r++) {
+		rank_run_fini(&tg->runs[r]);
+		dt_model_free(tg->m[r]);
+	}
+}
+
+/* Whether node is in the NULL-ended list names. */
+static bool
+named(const char *node, const char *const *names)
+{
+	for (; *names != NULL; names++)
+		if (strcmp(node, *names) == 0)
+			return true;
+	return false;
+}
+
+/* Whether blk (the owner's floats, ti) is rank r's block of whole, the
+ * same tensor of a whole-tensor rank: a column layer's (in, out) weight
+ * its columns [r*out/tp, ...) row by row, its bias those entries, a row
+ * layer's weight its rows [r*in/tp, ...), worked out here from the
+ * shapes; a tensor not split the whole. */
+static bool
+block_equal(const float *blk, const float *whole,
+	    const struct dt_tensor_info *ti, int r, int tp, bool split,
+	    bool column)
+{
+	if (!split)
+		r = 0;
+	if (column && ti->n_dims == 2) {
+		int64_t in = ti->shape[0], out = ti->shape[1],
+			len = out / tp;
+
+		for (int64_t i = 0; i < in; i++)
+			if (memcmp(blk + i * len, whole + i * out + r * len,
+				   (size_t)len * sizeof(float)) != 0)
+				return false;
+		return true;
+	}
+	return memcmp(blk, whole + (size_t)r * (size_t)ti->size,
+		      (size_t)ti->size * sizeof(float)) == 0;
+}
+
+/* A group owning its slices against one holding whole tensors, same job,
+ * same micro-batches: every rank's losses and probabilities the same
+ * bits; every tensor of a split layer (columns: the layers named in
+ * column, rows: in row, whose bias stays whole) 1/tp of its floats,
+ * and its parameters and accumulated gradients the owner's block of
+ * the whole tensor's, bit for bit; every other tensor whole and the
+ * same; the arenas n_params floats each (counted by hand). */
+static void
+expect_slices(const char *text, int tp, int64_t vocab,
+	      const char *const *column, const char *const *row,
+	      int64_t n_params)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct tp_group whole, own;
+	struct dt_model *probe;
+	struct work w;
+
+	parse_job(text, job);
+	probe = build(job, 2);
+	make_work(&w, probe, 2, vocab, true);
+	run_group(job, tp, 2, &w, false, &whole);
+	run_group(job, tp, 2, &w, true, &own);
+	for (int r = 0; r < tp; r++) {
+		struct dt_model *a = whole.m[r], *b = own.m[r];
+
+		ck_assert_int_eq(dt_model_n_params(b), n_params);
+		ck_assert_int_eq(dt_model_n_tensors(a), dt_model_n_tensors(b));
+		for (int mb = 0; mb < MICRO_BATCHES; mb++) {
+			ck_assert_msg(own.runs[r].loss[mb] ==
+				      whole.runs[r].loss[mb],
+				      "tp %d rank %d: loss %.9g, whole "
+				      "tensors %.9g", tp, r,
+				      own.runs[r].loss[mb],
+				      whole.runs[r].loss[mb]);
+			ck_assert(memcmp(own.runs[r].probs[mb],
+					 whole.runs[r].probs[mb],
+					 (size_t)whole.runs[r].probs_size *
+					 sizeof(float)) == 0);
+		}
+		for (int t = 0; t < dt_model_n_tensors(a); t++) {
+			struct dt_tensor_info ta, tb;
+			bool col, split;
+
+			dt_model_tensor_info(a, t, &ta);
+			dt_model_tensor_info(b, t, &tb);
+			ck_assert_str_eq(ta.node, tb.node);
+			col = named(ta.node, column);
+			split = col || (named(ta.node, row) &&
+					strcmp(ta.name, "weight") == 0);
+			ck_assert_msg(tb.size == (split ? ta.size / tp
+							: ta.size),
+				      "%s.%s: %lld floats held, whole %lld",
+				      ta.node, ta.name, (long long)tb.size,
+				      (long long)ta.size);
+			ck_assert_msg(block_equal(dt_model_params(b) +
+						  tb.offset,
+						  dt_model_params(a) +
+						  ta.offset, &tb, r, tp,
+						  split, col) &&
+				      block_equal(dt_model_grads(b) +
+						  tb.offset,
+						  dt_model_grads(a) +
+						  ta.offset, &tb, r, tp,
+						  split, col),
+				      "tp %d rank %d: %s.%s is not the block "
+				      "of the whole tensor", tp, r, ta.node,
+				      ta.name);
+		}
+	}
+	free_group(&whole);
+	free_group(&own);
+	dt_model_free(probe);
+	free_work(&w);
+	free(job);
+}
+
+/* The MLP (in 20): d0 (20 -> 32) and d2 (16 -> 24) by columns, d1
+ * (32 -> 16) and d3 (24 -> 6) by rows, their biases whole. */
+START_TEST(test_mlp_own_slices)
+{
+	static const char *const column[] = { "d0", "d2", NULL };
+	static const char *const row[] = { "d1", "d3", NULL };
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_slices(mlp_text, tp, 0, column, row,
+		      (20 * 32 + 32) / tp + 32 * 16 / tp + 16 +
+		      (16 * 24 + 24) / tp + 24 * 6 / tp + 6);
+}
+END_TEST
+
+/* The block (C 16, vocab 16, T 8): fc (16 -> 64) by columns, proj
+ * (64 -> 16) by rows; the embeddings (16 x 16, 8 x 16), three
+ * layernorms (2 x 16 each), attention (qkv 16 x 48 + 48, proj 16 x 16 +
+ * 16) and the head (16 x 16 + 16) whole. */
+START_TEST(test_gpt_own_slices)
+{
+	static const char *const column[] = { "fc", NULL };
+	static const char *const row[] = { "proj", NULL };
+	int tp = _i == 0 ? 2 : 4;
+
+	expect_slices(gpt_text, tp, 16, column, row,
+		      16 * 16 + 8 * 16 + 3 * 2 * 16 +
+		      16 * 48 + 48 + 16 * 16 + 16 +
+		      (16 * 64 + 64) / tp + 64 * 16 / tp + 16 +
+		      16 * 16 + 16);
+}
+END_TEST
+
 /* Which nodes split, the floats each node range sums, and FLOPs. */
 START_TEST(test_plan_mlp)
 {
@@ -642,6 +838,8 @@ graph_tp_suite(void)
 	tcase_add_loop_test(group, test_gpt_eval, 0, 2);
 	tcase_add_loop_test(group, test_gpt_bare_train, 0, 2);
 	tcase_add_test(group, test_unprepared_grads_differ);
+	tcase_add_loop_test(group, test_mlp_own_slices, 0, 2);
+	tcase_add_loop_test(group, test_gpt_own_slices, 0, 2);
 	suite_add_tcase(s, group);
 	return s;
 }
