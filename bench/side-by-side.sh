@@ -186,6 +186,12 @@ else
 fi
 uptime | sed 's/.*load/load/'
 
+# rate R: R to 3 digits below 100, to the unit above.
+rate() {
+	echo "$1" | awk '{ if ($1 < 100) printf "%.3g", $1;
+		else printf "%.0f", $1 }'
+}
+
 # has_torch PRECISION: the twin runs in that precision.
 has_torch() {
 	[ $torch = yes ] && { [ "$1" = f32 ] || [ $torch_bf16 = yes ]; }
@@ -235,8 +241,8 @@ for job in $bench_jobs; do
 		else
 			t=- r=-
 		fi
-		printf "%-6s %-10s %-5s %10.1f %7s %7s %10s %7s\n" $job \
-			"$name" $prec "$d" "$share" "$mfu" "$t" "$r"
+		printf "%-6s %-10s %-5s %10s %7s %7s %10s %7s\n" $job \
+			"$name" $prec "$(rate "$d")" "$share" "$mfu" "$t" "$r"
 	done
 	done
 done

@@ -209,7 +209,8 @@ def main():
     while steps < 2 or time.perf_counter() - t0 < seconds:
         step()
         steps += 1
-    print("%.1f" % (steps * k * micro / (time.perf_counter() - t0)))
+    rate = steps * k * micro / (time.perf_counter() - t0)
+    print("%.1f" % rate if rate >= 100 else "%.4g" % rate)
 
 
 if __name__ == "__main__":
