@@ -6,7 +6,8 @@
 #
 # For jobs/fashion-mnist-mlp.yaml (mlp), jobs/fashion-mnist-cnn.yaml
 # (cnn), jobs/char-gpt.yaml (gpt) and bench/gpt2-small-untied.yaml at a
-# context of 64 tokens and a batch of 4 (gpt2, issue 28's B 4, T 64), each
+# context of 64 tokens and a batch of 4 in micro-batches of 2 (gpt2, issue
+# 28's B 4, T 64), each
 # at 1 thread (parallel.blas_threads=1: one BLAS thread and a pool of
 # one), 2 threads (2 and 2) and 2 ranks (mpirun -np 2, one thread each),
 # and in each precision of BENCH_PRECISION (default "f32 bf16": dtrain
@@ -43,14 +44,16 @@
 # that at 2 ranks) holds the lock file BENCH_GPT2_LOCK (default
 # /tmp/gpt2.lock) with flock(1), so only one GPT-2-shaped run is under
 # way on the machine. BENCH_JOBS (default "mlp cnn gpt gpt2") picks the
-# jobs, and BENCH_TORCH=no leaves the twins out (to measure another
-# dtrain build against the same twins, or the AVX2 fallback under
-# DTRAIN_CPU=avx2). Prints; asserts nothing.
+# jobs, BENCH_CONFIGS (default "1t 2t 2r") the thread counts, and
+# BENCH_TORCH=no leaves the twins out (to measure another dtrain build
+# against the same twins, or the AVX2 fallback under DTRAIN_CPU=avx2).
+# Prints; asserts nothing.
 set -eu
 dtrain=$1 peak=$2 reps=${3:-3}
 fma=${4:-$(dirname "$peak")/peak}
 secs=${BENCH_SECONDS:-8}
 bench_jobs=${BENCH_JOBS:-mlp cnn gpt gpt2}
+configs=${BENCH_CONFIGS:-1t 2t 2r}
 precs=${BENCH_PRECISION:-f32 bf16}
 gpt2_reps=${BENCH_GPT2_REPS:-1}
 gpt2_lock=${BENCH_GPT2_LOCK:-/tmp/gpt2.lock}
@@ -101,16 +104,17 @@ spec() {
 	cnn) echo "$jobs/fashion-mnist-cnn.yaml 128 128 $((15 * secs))" \
 		"$((2 * secs))" ;;
 	gpt) echo "$jobs/char-gpt.yaml 32 8 $((7 * secs + 3)) $((secs))" ;;
-	gpt2) echo "$here/gpt2-small-untied.yaml 4 4 5 1" ;;
+	gpt2) echo "$here/gpt2-small-untied.yaml 4 2 5 1" ;;
 	esac
 }
 
-# sets JOB: the job's own settings for this bench (gpt2: context 64, one
-# micro-batch of 4, one eval batch at the end)
+# sets JOB: the job's own settings for this bench (gpt2: context 64,
+# micro-batches of 2, so that 2 ranks take one each, one eval batch at
+# the end)
 sets() {
 	case $1 in
 	gpt2) echo "--set data.context=64 --set train.global_batch=4" \
-		"--set train.micro_batch=4 --set eval.max_batches=1" ;;
+		"--set train.micro_batch=2 --set eval.max_batches=1" ;;
 	esac
 }
 
@@ -201,7 +205,7 @@ for rep in $(seq "$reps"); do
 	for job in $bench_jobs; do
 		[ $job != gpt2 ] || [ "$rep" -le "$gpt2_reps" ] || continue
 		for prec in $precs; do
-			for config in 1t 2t 2r; do
+			for config in $configs; do
 				k=$job-$config-$prec
 				run_dtrain $job $config $prec >>"$tmp/d-$k"
 				! has_torch $prec ||
@@ -222,7 +226,7 @@ for job in $bench_jobs; do
 	[ $job != gpt2 ] || params=$(echo "$plan" |
 		$python -c 'import json, sys; print(json.load(sys.stdin)["params"])')
 	for prec in $precs; do
-	for config in 1t 2t 2r; do
+	for config in $configs; do
 		d=$(median <"$tmp/d-$job-$config-$prec")
 		case $config in
 		1t) p=$peak1 l=$lim1 name="1 thread" ;;
