@@ -173,7 +173,8 @@ run_torch() {
 	    # both halves at once, under one lock
 	    locked $job sh -c '"$@" >"$0/r0" 2>/dev/null & "$@" >"$0/r1" \
 		2>/dev/null; wait' "$tmp" $python $twin 1 "$half" "$m" "$secs" "$prec"
-	    awk '{ s += $1 } END { printf "%.1f\n", s }' "$tmp/r0" "$tmp/r1" ;;
+	    awk '{ s += $1 } END { printf(s >= 100 ? "%.1f\n" : "%.4g\n", s) }' \
+		"$tmp/r0" "$tmp/r1" ;;
 	esac
 }
 
