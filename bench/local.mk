@@ -25,8 +25,10 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
 
 # make bench: the machine's f32 and bf16 limits (bench/peak: multiply-add
 # loops on registers, 1 and 2 threads), the shipped jobs next to their
-# PyTorch twins at 1 thread, 2 threads and 2 ranks with their MFU against
-# the f32 limit (bench/side-by-side.sh, about 5 minutes), the
+# PyTorch twins at 1 thread, 2 threads and 2 ranks, in f32 and in bf16
+# (PyTorch's bf16 autocast), with the GPT-2-shaped job at context 64 as a
+# fourth, with their MFU against the f32 limit (bench/side-by-side.sh,
+# about 20 minutes), the
 # per-layer time of a char-GPT micro-batch at one thread (bench/README),
 # then single-rank throughput against the sgemm peak on all cores, the
 # data-parallel run at 2 ranks (1 thread each) for sync overhead, and
@@ -85,6 +87,16 @@ bench-cluster: bench/allreduce_raw bench/bench_layers dtrain
 bench-side-by-side: bench/sgemm_peak bench/peak dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 3 \
+	  ./bench/peak
+# The AVX2 fallback (issue 28: every path has one): the limits and
+# dtrain's side of the side-by-side with AVX-512 and AVX512_BF16 taken
+# away (DTRAIN_CPU=avx2), one run each, the bf16 rows skipped with
+# dtrain's refusal; MFU against the AVX2 f32 limit (not part of make bench).
+bench-avx2: bench/sgemm_peak bench/peak dtrain
+	DTRAIN_CPU=avx2 ./bench/peak
+	DTRAIN_CPU=avx2 BENCH_TORCH=no \
+	  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	  $(srcdir)/bench/side-by-side.sh ./dtrain ./bench/sgemm_peak 1 \
 	  ./bench/peak
 # OpenBLAS against oneDNN's f32 matmul at the shipped jobs' and GPT-2's
 # shapes, and their bits (bench/README, "Kernels").

@@ -5,7 +5,9 @@
 # /proc/cpuinfo flags; DTRAIN_CPU lowers the kind and what is said
 # (a kind the CPU lacks stays out, a word that names no kind is taken as
 # generic), and the attention heads' kernel follows it; a run's first
-# lines say the same as --version.
+# lines say the same as --version, with the kind the CPU gives, with
+# the AVX2 fallback forced (DTRAIN_CPU=avx2: a run trains on that path)
+# and with the plain C one.
 . "${top_srcdir}/tests/integration/lib.sh"
 
 # has FLAG: the flag is in /proc/cpuinfo's first processor.
@@ -117,7 +119,7 @@ train:
 log:
   every_steps: 1
 YAML
-for v in "" generic; do
+for v in "" avx2 generic; do
 	DTRAIN_CPU=$v "$DTRAIN" --version >v.txt
 	DTRAIN_CPU=$v "$DTRAIN" run --run-dir "r$v" gpt.yaml >out 2>err ||
 		{ cat err >&2; fail "run with DTRAIN_CPU=$v"; }
