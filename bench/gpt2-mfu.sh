@@ -23,10 +23,17 @@
 # 3x the forward's, each multiply-add 2 FLOPs, the full T x T scores of
 # every head, the fused attention's recomputed ones not counted: 0.858
 # GFLOP a token.
+# BENCH_PRECISION (default "f32 bf16") the train.precision values, run
+# one after the other for each build and thread count, so that a load
+# that comes and goes falls on both alike; at the end, for each build
+# and thread count, bf16's tokens/s over f32's (wall and process CPU)
+# per rep, the pair of runs next to each other. bf16's MFU is against
+# the same f32 limit. Where the CPU refuses bf16 (no AVX512_BF16 or
+# AMX) it says so and runs f32 alone.
 # BENCH_STEPS (default 4) steps a run, BENCH_REPS (default 2) runs of
-# each build and thread count, BENCH_THREADS (default "1 2") the thread
-# counts. Prints; asserts nothing. One GPT-2 process at a time (about
-# 6 GiB).
+# each build, thread count and precision, BENCH_THREADS (default "1 2")
+# the thread counts. Prints; asserts nothing. One GPT-2 process at a
+# time (about 6 GiB; bf16 adds its bf16 copies of the operands).
 set -eu
 peak=$1
 shift
@@ -35,6 +42,7 @@ job=$here/gpt2-small-untied.yaml
 steps=${BENCH_STEPS:-4}
 threads=${BENCH_THREADS:-1 2}
 reps=${BENCH_REPS:-2}
+precs=${BENCH_PRECISION:-f32 bf16}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 unset OPENBLAS_NUM_THREADS OMP_NUM_THREADS
@@ -48,8 +56,20 @@ lim1=$("$peak" --f32 1) lim2=$("$peak" --f32 2)
 echo "f32 limit: $lim1 GFLOP/s on 1 thread, $lim2 on 2 (bench/peak)"
 echo "model FLOPs per token: $flops (the plan's, without recompute)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+# has PREC: whether PREC is one of the precisions to run.
+has() {
+	case " $precs " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+if has bf16; then
+	if ! "$1" plan --set train.precision=bf16 "$job" >/dev/null 2>"$tmp/err"
+	then
+		echo "bf16 refused, f32 alone: $(cat "$tmp/err")"
+		precs=f32
+	fi
+fi
 
-# run DTRAIN THREADS: one run; prints wall and CPU tokens/s.
+# run DTRAIN THREADS PRECISION: one run; prints wall and CPU tokens/s.
 run() {
 	d=$tmp/run
 	rm -rf "$d"
@@ -57,7 +77,7 @@ run() {
 		--set train.schedule.warmup_steps=1 \
 		--set train.global_batch=1 --set log.every_steps=1 \
 		--set eval.max_batches=1 --set checkpoint.at_end=false \
-		--set model.attention=fused \
+		--set model.attention=fused --set train.precision="$3" \
 		--set parallel.blas_threads="$2" "$job" >/dev/null 2>&1 &
 	pid=$!
 	: >"$tmp/cpu"
@@ -100,20 +120,35 @@ PY
 
 echo "tokens/s and MFU by the wall clock, the main thread's CPU time, the"
 echo "process's CPU time x threads; build 0 is the first DTRAIN"
-echo "build threads rep |   wall       |   main       |   process    | load"
+echo "build threads prec rep |   wall       |   main       |   process    | load"
+: >"$tmp/rows"
 for rep in $(seq "$reps"); do
 	for th in $threads; do
 		lim=$lim1
 		[ "$th" = 2 ] && lim=$lim2
 		b=0
 		for dtrain in "$@"; do
-			r=$(run "$dtrain" "$th")
-			echo "$b $th $rep $r $flops $lim $(cut -d' ' -f1 /proc/loadavg)" |
-				awk '{ m = 100 * $7 / ($8 * 1e9)
-					printf "%5s %7s %3s | %6.1f %4.1f%% | %6.1f %4.1f%% | %6.1f %4.1f%% | %s\n",
-					$1, $2, $3, $4, $4 * m, $5, $5 * m,
-					$6, $6 * m, $9 }'
+			for prec in $precs; do
+				r=$(run "$dtrain" "$th" "$prec")
+				echo "$b $th $prec $rep $r $flops $lim $(cut -d' ' -f1 /proc/loadavg)" |
+					tee -a "$tmp/rows" |
+					awk '{ m = 100 * $8 / ($9 * 1e9)
+						printf "%5s %7s %4s %3s | %6.1f %4.1f%% | %6.1f %4.1f%% | %6.1f %4.1f%% | %s\n",
+						$1, $2, $3, $4, $5, $5 * m, $6, $6 * m,
+						$7, $7 * m, $10 }'
+			done
 			b=$((b + 1))
 		done
 	done
 done
+if has f32 && has bf16; then
+	echo "bf16 over f32, tokens/s (the two runs of a rep next to each other)"
+	echo "build threads rep | wall  process"
+	awk '{ k = $1 " " $2 " " $4; v[k, $3, "w"] = $5; v[k, $3, "p"] = $7
+		if (!(k in seen)) { seen[k] = 1; order[n++] = k } }
+	END { for (i = 0; i < n; i++) { k = order[i]; split(k, f, " ")
+		printf "%5s %7s %3s | %5.2f %5.2f\n", f[1], f[2], f[3],
+		       v[k, "bf16", "w"] / v[k, "f32", "w"],
+		       v[k, "bf16", "p"] / v[k, "f32", "p"] } }' "$tmp/rows"
+fi
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -36,7 +36,8 @@ CLEANFILES += bench/bench_mlp bench/bench_layers bench/sgemm_peak \
 # job; a zero-3 step against a zero-0 step of char-GPT on 4 ranks, node
 # by node and with parallel.gather_mb 4 (bench/zero-step.sh); `dtrain run
 # -n 1` against a plain run at 2 threads (bench/np1.sh); the GPT-2-shaped
-# job at context 1024, its MFU at 1 and 2 threads (bench/gpt2-mfu.sh);
+# job at context 1024, its MFU at 1 and 2 threads, f32 and bf16
+# (bench/gpt2-mfu.sh);
 # then the GPT-2-shaped job at context 256 in a memory cgroup
 # (bench/gpt2-mem-fit.sh); last the simulated cluster (bench/cluster.sh,
 # as root, about 10 minutes; skipped with a message elsewhere). make
@@ -68,8 +69,9 @@ bench: bench-side-by-side bench/bench_mlp bench/bench_layers dtrain
 bench-np1: dtrain
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 	  $(srcdir)/bench/np1.sh ./dtrain $(srcdir)/jobs/char-gpt.yaml
-# The GPT-2-shaped job at context 1024, 1 and 2 threads, tokens/s and MFU
-# against the f32 limit measured in the same run (issue 28: 55%).
+# The GPT-2-shaped job at context 1024, 1 and 2 threads, f32 and bf16
+# (BENCH_PRECISION), tokens/s and MFU against the f32 limit measured in
+# the same run (issue 28: 55%), and bf16 over f32 (issue 28: 2.5 x 97).
 bench-gpt2-mfu: dtrain bench/peak
 	$(srcdir)/bench/gpt2-mfu.sh ./bench/peak ./dtrain
 # The GPT-2-shaped job at context 256 in a memory cgroup (issue 27, as

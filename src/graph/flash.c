@@ -26,8 +26,10 @@
  * and replaces q at the end.
  *
  * Products go through dt_kern_sgemm_small (kern.h), whose element bits
- * do not depend on which rows or columns share a call; the exponentials
- * through dt_kern_exp. A head's bits depend only on its own q, k, v (and
+ * do not depend on which rows or columns share a call (in bf16 under
+ * train.precision: bf16 on a CPU with AVX512_BF16: the tile's q, k, v,
+ * p, dy and ds rounded to bf16, the sums and the softmax in float); the
+ * exponentials through dt_kern_exp. A head's bits depend only on its own q, k, v (and
  * y, dy), so every split of the heads over tensor-parallel ranks and of
  * the samples over ranks and threads gives the same bits. They differ
  * from the materialized path's (another order of the softmax's sums). */

@@ -31,7 +31,8 @@ void dt_kern_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 /* train.precision: bf16 (kern_bf16.c). With on, every dt_kern_sgemm
  * (and so the dense, convolution and attention projections' products,
  * split over a pool as before, and the attention heads' products that
- * dt_kern_sgemm_small hands on) rounds op(A) and op(B) to bfloat16,
+ * dt_kern_sgemm_small hands on; those it computes itself it takes in
+ * bf16 on its own AVX512_BF16 kernel) rounds op(A) and op(B) to bfloat16,
  * nearest even (util/bf16.h), and sums the products in float on oneDNN's
  * matmul (its AVX512_BF16 or AMX kernel, picked by oneDNN from CPUID and
  * kept off AMX where DTRAIN_CPU takes AMX away), one call on one thread;
@@ -128,7 +129,11 @@ void dt_kern_conv_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
  * build), a multiply and an add on others and in other builds, so its
  * bits depend on the processor class and on the element's row of op(A)
  * and column of op(B), never on m, n or which rows or columns share a
- * call. alpha = 0 and k = 0 go to dt_kern_sgemm, which then reads neither
+ * call. With train.precision: bf16 (dt_kern_set_bf16) on a CPU with
+ * AVX512_BF16 it rounds op(A) and op(B) to bfloat16 and sums pairs of
+ * products in float (vdpbf16ps), each element still one chain over k in
+ * index order, so the same holds (kern_small.c; 56 KiB more of stack;
+ * kern_paths.h's dt_kern_small_bf16 says which). alpha = 0 and k = 0 go to dt_kern_sgemm, which then reads neither
  * A nor B. At the char-GPT job's shapes (16 x 64 x 32
  * and smaller) one call took 0.7x to 1.05x the time of OpenBLAS's on one
  * thread (2026-12-05, Haswell kernels); with two threads it spares them

@@ -7,7 +7,8 @@
  * AVX-512 kernels only the large ones; parallel.kernels and
  * DTRAIN_KERNELS move either, kern.h); with train.precision: bf16 all of
  * them go to oneDNN's bf16 matmul (kern_bf16.c); the attention heads'
- * small products go to kern_small.c. */
+ * small products go to kern_small.c, in bf16 too where the CPU has
+ * AVX512_BF16. */
 #include "graph/kern_paths.h"
 
 #include <stdio.h>
@@ -65,10 +66,11 @@ dt_kern_paths(char *buf, size_t n, const char *blas_core)
 		snprintf(buf, n, "dense, convolution and attention "
 			 "projections in bf16 on oneDNN's matmul (%s, its "
 			 "own choice; train.precision: bf16), attention heads "
-			 "on dtrain's small kernel (%s, f32)",
+			 "on dtrain's small kernel (%s)",
 			 dt_cpu_has(DT_CPU_AMX_BF16) ? "amx_bf16" :
-			 "avx512_core_bf16", dt_kern_small_simd() ?
-			 "avx2+fma" : "plain C");
+			 "avx512_core_bf16", dt_kern_small_bf16() ?
+			 "avx512_bf16, bf16" : dt_kern_small_simd() ?
+			 "avx2+fma, f32" : "plain C, f32");
 		return;
 	}
 	f32_lib(dense, sizeof dense, dt_kern_lib() == DT_KERN_LIB_ONEDNN,

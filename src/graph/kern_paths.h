@@ -13,6 +13,13 @@
  * asked for the plain path (dt_kern_small_set_generic). Thread-safe. */
 int dt_kern_small_simd(void);
 
+/* 1 when dt_kern_sgemm_small computes in bf16 on its AVX512_BF16 kernel:
+ * train.precision: bf16 is on (dt_kern_set_bf16), dt_kern_small_simd,
+ * and the CPU has AVX-512F and AVX512_BF16 that DTRAIN_CPU leaves. With
+ * bf16 on a CPU with AMX-BF16 and no AVX512_BF16 (none known) the small
+ * products stay f32. Thread-safe once dt_kern_set_bf16 was called. */
+int dt_kern_small_bf16(void);
+
 /* One line, no newline, into buf (n bytes; cut short to fit): where each
  * class of product goes. blas_core is the name of the kernels OpenBLAS
  * chose for itself (openblas_get_corename(); NULL when unknown), as only

@@ -267,6 +267,165 @@ small_avx2(int trans_a, int m, int n, int k, float alpha, const float *a,
 		i += rows;
 	}
 }
+
+/* train.precision: bf16 (kern.h, dt_kern_set_bf16) on a CPU with
+ * AVX512_BF16: the same products with op(A) and op(B) rounded to
+ * bfloat16 (vcvtne2ps2bf16: nearest even; a denormal input counts as 0)
+ * and summed in float by vdpbf16ps, which adds two products of a pair of
+ * k (2p, 2p + 1) to a float lane per instruction (Intel's BF16
+ * specification, document 338302). Each element of C is one chain of
+ * such pair sums over k in index order (an odd k's last pair padded with
+ * a 0), then times alpha (plus beta times C), so its bits still depend
+ * on its row of op(A), its column of op(B) and k alone. op(B) is packed
+ * as pairs of its rows (the "VNNI" layout: the 32-bit word (p, j) holds
+ * op(B)[2p][j] in its low half and op(B)[2p + 1][j] in its high half),
+ * rows of op(A) as the same pairs, BF16_MR rows at a time. */
+#define BF16_MR 8
+#define BF16_KMAX (SMALL_PANEL / SMALL_NR)	/* k, at most */
+
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static __m512i
+cvt_pair_rows(const float *r0, const float *r1, __mmask16 mk)
+{
+	/* words (r0[q], r1[q]) for the 16 columns q: vpermw interleaves
+	 * the two rows' bf16 halves */
+	const __m512i lace = _mm512_set_epi16(
+		31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+		23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	const __m512 x0 = _mm512_maskz_loadu_ps(mk, r0);
+	const __m512 x1 = r1 != NULL ? _mm512_maskz_loadu_ps(mk, r1)
+				     : _mm512_setzero_ps();
+	const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+
+	return _mm512_permutexvar_epi16(lace, h);
+}
+
+/* wp[p * np + j] = the pair (op(B)[2p][j], op(B)[2p + 1][j]) for p <
+ * (k + 1) / 2, from the float panel bp (k, np) that pack_b made. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void
+pack_b_bf16(int k, const float *bp, int np, uint32_t *wp)
+{
+	for (int p = 0; 2 * p < k; p++) {
+		const float *r0 = bp + (size_t)2 * p * np;
+		const float *r1 = 2 * p + 1 < k ? r0 + np : NULL;
+
+		for (int j = 0; j < np; j += SMALL_NR)
+			_mm512_storeu_si512(wp + (size_t)p * np + j,
+					    cvt_pair_rows(r0 + j,
+							  r1 ? r1 + j : NULL,
+							  0xffff));
+	}
+}
+
+/* wa[r * kp + p] = the pair (op(A)[i + r][2p], op(A)[i + r][2p + 1]) for
+ * the BF16_MR rows from i (rows past m repeat row m - 1), kp = (k + 1) /
+ * 2; a transposed A goes through pack_bt_avx2 into t first. */
+__attribute__((target("avx2,fma,avx512f,avx512bw,avx512bf16"))) static void
+pack_a_bf16(int trans_a, const float *a, int lda, int i, int m, int k,
+	    float *t, uint32_t *wa)
+{
+	const int kp = (k + 1) / 2;
+	const int rows = m - i < BF16_MR ? m - i : BF16_MR;
+	int ld = lda;
+
+	if (trans_a) {
+		/* t[r * k2 + p] = A[p][i + r]: the block's rows in place */
+		const int k2 = 2 * kp;
+
+		pack_bt_avx2(k, rows, a + i, lda, t, k2);
+		for (int r = rows; r < BF16_MR; r++)	/* not read */
+			memset(t + (size_t)r * k2, 0,
+			       (size_t)k2 * sizeof(float));
+		a = t;
+		ld = k2;
+		i = 0;
+		m = rows;
+	}
+	for (int r = 0; r < BF16_MR; r++) {
+		const int row = i + r < m ? i + r : m - 1;
+		const float *ar = a + (size_t)row * ld;
+		uint16_t *w = (uint16_t *)(wa + (size_t)r * kp);
+		int p = 0;
+
+		/* 32 floats a time: lanes 0-15 the first 16, then the rest */
+		for (; p < k; p += 32) {
+			const int left = k - p;
+			const __mmask16 m0 = left >= 16 ? 0xffff
+					     : (__mmask16)((1u << left) - 1);
+			const __mmask16 m1 = left >= 32 ? 0xffff
+					     : left <= 16 ? 0
+					     : (__mmask16)((1u << (left - 16)) - 1);
+			const __m512 x0 = _mm512_maskz_loadu_ps(m0, ar + p);
+			const __m512 x1 = _mm512_maskz_loadu_ps(m1, ar + p + 16);
+			const __m512i h = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+			const int words = (left < 32 ? left + 1 : 32) / 2;
+
+			_mm512_mask_storeu_epi16(w + p,
+						 (__mmask32)(words >= 16
+						 ? 0xffffffffu
+						 : (1u << (2 * words)) - 1),
+						 h);
+		}
+	}
+}
+
+/* Rows [i, i + BF16_MR) of C and columns [j, j + SMALL_NR), from the
+ * packed rows wa and panel wp: a float sum a row in a vector register. */
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void
+block_bf16(int m, int n, int kp, int i, int j, float alpha, float beta,
+	   const uint32_t *wa, const uint32_t *wp, int np, float *c, int ldc)
+{
+	__m512 s[BF16_MR];
+	const int mr = m - i < BF16_MR ? m - i : BF16_MR;
+	const __mmask16 mk = n - j >= SMALL_NR ? 0xffff
+			     : (__mmask16)((1u << (n - j)) - 1);
+	const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+
+#pragma GCC unroll 8
+	for (int r = 0; r < BF16_MR; r++)
+		s[r] = _mm512_setzero_ps();
+	for (int p = 0; p < kp; p++) {
+		const __m512bh b = (__m512bh)_mm512_loadu_si512(
+			wp + (size_t)p * np + j);
+
+#pragma GCC unroll 8
+		for (int r = 0; r < BF16_MR; r++)
+			s[r] = _mm512_dpbf16_ps(s[r], (__m512bh)
+				_mm512_set1_epi32((int)wa[(size_t)r * kp + p]),
+				b);
+	}
+	for (int r = 0; r < mr; r++) {
+		float *cr = c + (size_t)(i + r) * ldc + j;
+		__m512 y = _mm512_mul_ps(va, s[r]);
+
+		if (beta != 0.0f)
+			y = _mm512_add_ps(y, _mm512_mul_ps(
+					  vb, _mm512_maskz_loadu_ps(mk, cr)));
+		_mm512_mask_storeu_ps(cr, mk, y);
+	}
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw,avx512bf16"))) static void
+small_bf16(int trans_a, int trans_b, int m, int n, int k, float alpha,
+	   const float *a, int lda, const float *b, int ldb, float beta,
+	   float *c, int ldc, float *bp, int np)
+{
+	uint32_t wp[SMALL_PANEL];	/* (k + 1) / 2 x np pairs */
+	uint32_t wa[BF16_MR * BF16_KMAX / 2];	/* BF16_MR x kp pairs */
+	float t[BF16_MR * BF16_KMAX];	/* BF16_MR x 2 kp, trans_a only */
+	const int kp = (k + 1) / 2;
+
+	if (trans_b)
+		pack_bt_avx2(n, k, b, ldb, bp, np);
+	else
+		pack_b(0, n, k, b, ldb, bp, np);
+	pack_b_bf16(k, bp, np, wp);
+	for (int i = 0; i < m; i += BF16_MR) {
+		pack_a_bf16(trans_a, a, lda, i, m, k, t, wa);
+		for (int j = 0; j < n; j += SMALL_NR)
+			block_bf16(m, n, kp, i, j, alpha, beta, wa, wp, np, c,
+				   ldc);
+	}
+}
 #endif
 
 /* The same blocks in plain C: a multiply and an add per term (the
@@ -325,6 +484,20 @@ dt_kern_small_simd(void)
 }
 
 int
+dt_kern_small_bf16(void)
+{
+#ifdef KERN_SMALL_AVX2
+	/* vpermw and the 16-bit masked store are AVX512BW's, which every
+	 * CPU with AVX512_BF16 has; asked all the same */
+	return dt_kern_bf16() && dt_kern_small_simd() &&
+	       dt_cpu_has(DT_CPU_AVX512F | DT_CPU_AVX512_BF16) &&
+	       __builtin_cpu_supports("avx512bw");
+#else
+	return 0;
+#endif
+}
+
+int
 dt_kern_small_fits(int64_t n, int64_t k)
 {
 	const int64_t np = (n + SMALL_NR - 1) / SMALL_NR * SMALL_NR;
@@ -351,6 +524,11 @@ dt_kern_sgemm_small(int trans_a, int trans_b, int64_t m, int64_t n,
 	}
 	np = (int)((n + SMALL_NR - 1) / SMALL_NR * SMALL_NR);
 #ifdef KERN_SMALL_AVX2
+	if (dt_kern_small_bf16()) {
+		small_bf16(trans_a, trans_b, (int)m, (int)n, (int)k, alpha, a,
+			   (int)lda, b, (int)ldb, beta, c, (int)ldc, bp, np);
+		return;
+	}
 	if (dt_kern_small_simd()) {
 		if (trans_b)
 			pack_bt_avx2((int)n, (int)k, b, (int)ldb, bp, np);

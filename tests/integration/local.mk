@@ -34,6 +34,7 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero.sh tests/integration/zero3-ckpt-eval.sh \
 	tests/integration/zero-float.sh \
 	tests/integration/recompute.sh tests/integration/attention-fused.sh \
+	tests/integration/attention-bf16.sh \
 	tests/integration/loss-in-place.sh \
 	tests/integration/layout-resume.sh \
 	tests/integration/shards.sh tests/integration/http-shards.sh \

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "graph/kern.h"
+#include "graph/kern_paths.h"
 #include "util/alloc.h"
 #include "util/cpu_features.h"
 #include "util/rng.h"
@@ -551,6 +552,124 @@ START_TEST(test_sgemm_bf16)
 }
 END_TEST
 
+/* dt_kern_sgemm_small under train.precision: bf16 (kern_small.c's
+ * AVX512_BF16 kernel) with the transposes of _i & 3, alpha 0.25, beta 0
+ * over NaN and beta 0.3, at shapes around its 8-row blocks, 16-column
+ * panels and pairs of k (odd k included): within f32 summation error
+ * (k * 2^-23 of the sum of |products|) of a double sum of the
+ * bf16-rounded inputs, within bf16's error (2^-7 + 2^-16 of it, and
+ * the sum's) of the double
+ * product of the float inputs, and farther from that than float sums
+ * alone could be (the inputs really were rounded); every row the same
+ * bits alone, and its last column alone. Off without bf16, and skipped
+ * on a CPU without AVX512_BF16. */
+START_TEST(test_sgemm_small_bf16)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	static const int ms[] = { 1, 7, 8, 9, 17 };
+	static const int ns[] = { 1, 15, 16, 17, 64, 70 };
+	static const int ks[] = { 1, 2, 3, 31, 64, 100 };
+	enum { NM = 5, NN = 6, NK = 6, LD = 160, SZ = LD * 160 };
+	float *a = dt_xalloc_floats(SZ), *b = dt_xalloc_floats(SZ);
+	float *c = dt_xalloc_floats(SZ), *o = dt_xalloc_floats(SZ);
+	double worst_exact = 0.0, worst_err = 0.0;
+
+	ck_assert(!dt_kern_small_bf16());
+	if (dt_kern_bf16_missing() != NULL ||
+	    !dt_cpu_has(DT_CPU_AVX512F | DT_CPU_AVX512_BF16))
+		goto out;
+	dt_kern_set_bf16(1);
+	ck_assert(dt_kern_small_bf16());
+	fill(a, SZ, 130, -1.0f, 1.0f);
+	fill(b, SZ, 131, -1.0f, 1.0f);
+	for (int s = 0; s < NM * NN * NK; s++) {
+		const int m = ms[s % NM], n = ns[s / NM % NN];
+		const int k = ks[s / (NM * NN)];
+		const float beta = s % 2 ? 0.3f : 0.0f;
+
+		fill(c, SZ, 132, -1.0f, 1.0f);
+		if (beta == 0.0f)
+			for (int i = 0; i < m; i++)
+				c[i * LD] = NAN;
+		memcpy(o, c, SZ * sizeof(float));
+		dt_kern_sgemm_small(ta, tb, m, n, k, 0.25f, a, LD, b, LD,
+				    beta, c, LD);
+		for (int i = 0; i < m; i++) {
+			float *got = c + i * LD, *row = o + i * LD;
+			float alone[LD];
+
+			for (int j = 0; j < n; j++) {
+				double r = 0.0, x = 0.0, mag = 0.0, want;
+
+				for (int p = 0; p < k; p++) {
+					float av = ta ? a[p * LD + i]
+						      : a[i * LD + p];
+					float bv = tb ? b[j * LD + p]
+						      : b[p * LD + j];
+
+					r += bf16_round(av) * bf16_round(bv);
+					x += (double)av * bv;
+					mag += fabs((double)av * bv);
+				}
+				want = 0.25 * r;
+				if (beta != 0.0f)
+					want += (double)beta * row[j];
+				ck_assert_msg(fabs(got[j] - want) <=
+					      0.25 * (k + 2) * ldexp(mag, -23) +
+					      ldexp(fabs(want), -23),
+					      "m %d n %d k %d (%d, %d): %.9g, "
+					      "want %.9g", m, n, k, i, j,
+					      got[j], want);
+				if (beta != 0.0f || mag == 0.0)
+					continue;
+				/* each input off by 2^-8 of itself at
+				 * most (8 bits of precision), so each
+				 * product by 2^-7 + 2^-16, the sum as
+				 * above */
+				ck_assert(fabs(got[j] - 0.25 * x) <=
+					  0.25 * (ldexp(mag, -7) +
+						  ldexp(mag, -16) +
+						  (k + 2) * ldexp(mag, -23)));
+				if (fabs(got[j] - 0.25 * x) / mag > worst_exact)
+					worst_exact = fabs(got[j] - 0.25 * x) /
+						      mag;
+				if (fabs(got[j] - want) / mag > worst_err)
+					worst_err = fabs(got[j] - want) / mag;
+			}
+			/* past n untouched; the row alone, the last column
+			 * alone: the same bits */
+			ck_assert(memcmp(row + n, got + n, (size_t)(LD - n) *
+					 sizeof(float)) == 0);
+			memcpy(alone, row, sizeof alone);
+			dt_kern_sgemm_small(ta, tb, 1, n, k, 0.25f,
+					    a + (ta ? i : i * LD), LD, b, LD,
+					    beta, alone, LD);
+			ck_assert_msg(memcmp(alone, got, (size_t)n *
+					     sizeof(float)) == 0,
+				      "m %d n %d k %d: row %d alone differs",
+				      m, n, k, i);
+			memcpy(alone, row, sizeof alone);
+			dt_kern_sgemm_small(ta, tb, 1, 1, k, 0.25f,
+					    a + (ta ? i : i * LD), LD,
+					    b + (tb ? (n - 1) * LD : n - 1),
+					    LD, beta, alone + n - 1, LD);
+			ck_assert_msg(memcmp(alone + n - 1, got + n - 1,
+					     sizeof(float)) == 0,
+				      "m %d n %d k %d: column %d alone differs",
+				      m, n, k, n - 1);
+		}
+	}
+	dt_kern_set_bf16(0);
+	ck_assert_msg(worst_exact > 4.0 * worst_err && worst_exact > 1e-4,
+		      "inputs not rounded: %g vs %g", worst_exact, worst_err);
+out:
+	free(a);
+	free(b);
+	free(c);
+	free(o);
+}
+END_TEST
+
 /* The f32 product on oneDNN (kern.h, dt_kern_onednn_sgemm) with the
  * transposes of _i & 3, alpha 0.5, beta 0 over NaN and beta 1, at 37 x
  * 50 x 300 with row strides past the rows: within f32 summation error
@@ -815,6 +934,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
+	tcase_add_loop_test(tc, test_sgemm_small_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	tcase_add_test(tc, test_sgemm_progress);
 	tcase_add_loop_test(tc, test_sgemm_ld, 0, 4);
