@@ -10,9 +10,10 @@
 # trained floats (784 x 1024 + 1024, 7 x (1024 x 1024 + 1024), 1024 x 10
 # + 10), on 2 ranks with a global batch of 16 in micro-batches of 8 (the
 # float sum). Each rank owns P / 2 = 4080645 floats; the own floats
-# hold the sum as it builds up, so rank 1, whose part backward passes
-# first, holds all of them while the front layers go through: its
-# largest node (1049600) and the 262144 floats pending beside it. Zero 2
+# hold the sum as it builds up, so rank 0, whose part is the back half
+# (dt_comm_part), which backward passes first, holds all of them while
+# the front layers go through, and its largest node (1049600) and the
+# 262144 floats pending beside it. Zero 2
 # thus keeps 4 x (P - 4080645 - 1049600 - 262144) = 11075604 bytes of
 # gradient fewer than zero 1 (which keeps all P), and adds the piece it
 # receives (262144 floats and one, 1048580 bytes) and the copy of the
@@ -22,10 +23,10 @@
 # below zero 1's by at least as much. On the code before (the gradient
 # whole during backward and reduce-scattered after it) zero 2's measured
 # peaks were 5.5 MiB above zero 1's (153.8 MiB against 148.2), so the
-# memory check fails there; now zero 2 peaks at 124 to 128 MiB, rank 1
-# about a node above rank 0 (the plan counted only the part, 4 x
-# 4080645 bytes of gradient, before the review of 2026-12-07). The
-# losses of both levels are the same bits.
+# memory check fails there; now zero 2 peaks at 124 to 128 MiB, rank 0
+# about a node above rank 1 (127.7 against 124.1 MiB; the plan counted
+# only the part, 4 x 4080645 bytes of gradient, before the review of
+# 2026-12-07). The losses of both levels are the same bits.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 write_mlp6_job job.yaml zerofloat
