@@ -118,13 +118,17 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	/* At zero 2 and 3 the tensors a part boundary cuts are summed whole
 	 * for the norm, in a buffer of their own (train/sync_zero.c). */
 	sum_buf += y->cut_floats * 4;
-	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c), in
-	 * the exact mode or with float sums: the own part after the last
-	 * backward, or during one the nodes not yet summed, fewer than
-	 * part_seg floats and a node; else every parameter's. */
+	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c): in
+	 * the exact mode the own part after the last backward, or during
+	 * one the nodes not yet summed, fewer than part_seg floats and a
+	 * node (the sums so far are in the accumulator); with float sums
+	 * the own floats hold the sum as it builds up, so the rank whose
+	 * part backward passes first holds all of it beside the nodes of
+	 * the other parts not yet summed. Else every parameter's. */
+	int64_t pend = y->node_max + y->part_seg;
 	int64_t grads = !y->grad_parts ? n_params :
-			y->own_max > y->node_max + y->part_seg ? y->own_max :
-			y->node_max + y->part_seg;
+			y->acc_seg == 0 ? y->own_max + pend :
+			y->own_max > pend ? y->own_max : pend;
 	/* zero 3 where the job checkpoints in the gathered format: the
 	 * whole parameters gathered on every summing rank (sync_zero3.c),
 	 * after an update, beside the own part of the gradient: beyond what

@@ -339,14 +339,17 @@ writes_tensor(const struct dt_run *r, const struct tensors *pt, int j)
 {
 	const struct dt_stage_info *si = &r->layout.stage;
 	struct dt_comm *c = r->layout.stage_comm;
-	size_t off, n, hi;
+	size_t off, n, hi, nt;
 	int q;
 
 	if (!dt_grad_sync_params_parted(r->sync))
 		return dt_comm_rank(c) == 0;
 	n = tensor_span(r, pt, j, &off);
-	q = owner_part(c, si->trained_hi - si->trained_lo, off, &hi);
-	return q == dt_comm_rank(c) && off + n <= hi;
+	nt = si->trained_hi - si->trained_lo;
+	q = owner_part(c, nt, off, &hi);
+	/* an untrained one (a batchnorm's running statistics) lies past
+	 * nt, where owner_part's hi is nt: the first rank writes it */
+	return q == dt_comm_rank(c) && (off >= nt || off + n <= hi);
 }
 
 /* A parameter file where the parameters are parted, named by the index

@@ -31,7 +31,10 @@
  *            its ranks whole by a sum over the summing ranks of its parts
  *            and zeros (x + 0 is x, so exactly its floats). The squares
  *            travel in the step report (zeros elsewhere) and add up in
- *            model order: the same bits as level 0's norm.
+ *            model order: the same bits as level 0's norm. Tied
+ *            weights (a dense layer's `tie:`) get the sum of the two
+ *            gradients before it, on the parts (dt_tie_sum_run_parted),
+ *            as level 0 does on the whole.
  * The update of each float is the same arithmetic as on one rank, and
  * the sums are the same sums (each value's sum over the ranks in the
  * exact mode is in the order its all-reduce's ring has always added it,
@@ -386,8 +389,11 @@ gather_cut(struct dt_grad_sync *s, struct dt_error *err)
 	return dt_comm_allreduce_sum_f32(z->flat, z->strad, z->n_strad, err);
 }
 
-/* Level 2: the squared norms of the tensors whose first float this rank
- * owns, at their model indices in the report (zeros elsewhere). */
+/* Level 2: tied weights' gradients summed on the parts (as level 0's
+ * finish does on the whole, tie_sum.h), then the squared norms of the
+ * tensors whose first float this rank owns, at their model indices in
+ * the report (zeros elsewhere; a tied copy, its table again, none, as
+ * at level 0). */
 static enum dt_status
 zero2_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
@@ -396,9 +402,13 @@ zero2_finish(struct dt_grad_sync *s, double step_loss,
 	struct dt_model *m = s->cfg.model;
 	const float *g = dt_model_grads(m);	/* (n) */
 	double *norm2 = report->tensor_norm2;	/* (n_tensors_all) */
-	enum dt_status st = gather_cut(s, err);
+	enum dt_status st;
 
 	(void)step_loss;
+	st = dt_tie_sum_run_parted(s->tie, z->flat, s->own_lo, s->own_hi,
+				   err);
+	if (st == DT_OK)
+		st = gather_cut(s, err);
 	if (st != DT_OK)
 		return st;
 	memset(norm2, 0, (size_t)s->cfg.n_tensors_all * sizeof *norm2);
@@ -407,6 +417,7 @@ zero2_finish(struct dt_grad_sync *s, double step_loss,
 
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset >= s->n || ti.size == 0 ||
+		    ti.tie_node != NULL ||
 		    ti.offset < s->own_lo || ti.offset >= s->own_hi)
 			continue;
 		norm2[s->cfg.first_tensor + t] = dt_sync_tensor_sq(

@@ -31,4 +31,19 @@ void dt_tie_sum_free(struct dt_tie_sum *t);
 enum dt_status dt_tie_sum_run(struct dt_tie_sum *t, unsigned char *sq_have,
 			      struct dt_error *err);
 
+/* dt_tie_sum_run where the summed gradient is in parts (parallel.zero 2
+ * and 3, train/sync_zero.c): this rank holds the sum of arena floats
+ * [own_lo, own_hi) only, the other summing ranks over sum (borrowed)
+ * the rest. Each rank puts its own floats of the table and the copy,
+ * and -0 for every float it does not own, into one buffer of the tie's
+ * size, g_table + g_copy where it owns both; the sum over sum and then
+ * over pipe adds at most two terms that are not -0 (x + -0 is x, a + b
+ * is b + a), so every float is g_table + g_copy, the bits of
+ * dt_tie_sum_run at parallel.zero 0, and the rank writes it into its
+ * own floats of both tensors. Collective over sum and pipe (every rank
+ * calls it each step, t NULL on none). Errors: DT_ERR_MPI. */
+enum dt_status dt_tie_sum_run_parted(struct dt_tie_sum *t,
+				     struct dt_comm *sum, size_t own_lo,
+				     size_t own_hi, struct dt_error *err);
+
 #endif

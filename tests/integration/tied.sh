@@ -5,7 +5,8 @@
 # bits on 1 rank, data-parallel on 2, tensor-parallel on 2 (nothing of it
 # splits: the tied head stays whole, as its embedding does) and in a
 # pipeline of 2 stages with the embedding on the first and the head on
-# the last (their gradients summed across the stages); a run stopped and
+# the last (their gradients summed across the stages), and at
+# parallel.zero 2 and 3 on 2 ranks and on 2 stages x 2; a run stopped and
 # resumed gives the bits of the whole run; the checkpoint and the torch
 # export hold the table once, and the contrib loader ties it again and
 # gives dtrain's logits to 1e-5 (where torch is installed).
@@ -84,6 +85,37 @@ for l in "dp2:--set parallel.strategy=data" \
 	export_of $name $name.st
 	cmp one.st $name.st || fail "$name: parameters differ from one rank"
 	echo "ok: $name"
+done
+
+# parallel.zero 2 and 3 sum the gradient into each rank's part: the
+# tie's two gradients are summed there too, so the bits are zero 0's: in
+# the exact mode on 2 ranks (2 micro-batches a rank: one rank's bits),
+# with float sums (one micro-batch a rank: the 2-rank zero-0 run's), and
+# on 2 stages x 2 data-parallel ranks (summed across the stages as well).
+# Before, zero 2 and 3 never summed them (nor left the copy out of the
+# norm), and every one of these runs differed.
+Z="--set parallel.overlap=false --set parallel.zero"
+HY="--set parallel.strategy=hybrid --set parallel.pipeline_parallel=2 --set parallel.data_parallel=2"
+mpi 2 "$DTRAIN" run -q --run-dir f0 tied.yaml --set parallel.strategy=data \
+	--set train.micro_batch=4 >/dev/null
+export_of f0 f0.st
+for z in 2 3; do
+	for l in "dp2-z$z:2:one:--set parallel.strategy=data" \
+		 "f-z$z:2:f0:--set parallel.strategy=data --set train.micro_batch=4" \
+		 "pp2dp2-z$z:4:one:$HY"; do
+		name=${l%%:*}; l=${l#*:}; np=${l%%:*}; l=${l#*:}
+		ref=${l%%:*}
+		# shellcheck disable=SC2086
+		mpi $np "$DTRAIN" run -q --run-dir $name tied.yaml ${l#*:} \
+			$Z=$z >$name.out 2>&1 ||
+			{ cat $name.out >&2; fail "$name: exit"; }
+		compare_losses $ref $name 0 >/dev/null ||
+			{ compare_losses $ref $name 0 || true
+			  fail "$name: losses differ from $ref"; }
+		export_of $name $name.st
+		cmp $ref.st $name.st || fail "$name: parameters differ from $ref"
+		echo "ok: $name == $ref"
+	done
 done
 
 # Stopped at step 3 and resumed from its checkpoint, in the pipeline too.
