@@ -940,34 +940,17 @@ struct want {
 	unsigned char *seen_t;	/* (n_targets) */
 };
 
-static int
-ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), k = strlen(tail);
-
-	return n >= k && strcmp(s + n - k, tail) == 0;
-}
-
 /* Parses a span's name "ARRAY[LO:HI]" into the index of ARRAY in w's
  * arrays (-1: none) and [lo, hi). 0 when the name is not a span's. */
 static int
 parse_span(const char *name, const struct want *w, long *a, int64_t *lo,
 	   int64_t *hi)
 {
-	const char *open = strrchr(name, '[');
-	char *end;
 	size_t len;
 
-	if (open == NULL || open == name || !ends_with(name, "]"))
-		return 0;
-	len = (size_t)(open - name);
-	*lo = strtoll(open + 1, &end, 10);
-	if (end == open + 1 || *end != ':' || *lo < 0)
-		return 0;
-	*hi = strtoll(end + 1, &end, 10);
-	if (strcmp(end, "]") != 0 || *hi <= *lo)
-		return 0;
 	*a = -1;
+	if (!dt_ck_span_parse(name, &len, lo, hi))
+		return 0;
 	for (size_t i = 0; w != NULL && i < w->n_arrays; i++)
 		if (strlen(w->arrays[i].name) == len &&
 		    strncmp(w->arrays[i].name, name, len) == 0)
@@ -980,7 +963,7 @@ static enum dt_status
 place_span(const char *label, const struct dt_ck_entry *e, struct want *w,
 	   float **dst, struct dt_error *err)
 {
-	int64_t lo, hi;
+	int64_t lo = 0, hi = 0;
 	long a;
 
 	parse_span(e->name, w, &a, &lo, &hi);
@@ -1015,28 +998,15 @@ place_tensor(const char *label, const struct dt_ck_entry *e, struct want *w,
 	     float **dst, struct dt_error *err)
 {
 	size_t j;
+	enum dt_status st;
 
 	if (w == NULL)
 		return DT_OK;
-	for (j = 0; j < w->n_targets; j++)
-		if (strcmp(w->targets[j].name, e->name) == 0)
-			break;
-	if (j == w->n_targets)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
-				 "which the model does not have", label,
-				 e->name);
-	if (w->seen_t[j])
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
-				 "files", label, e->name);
-	if (w->targets[j].n_dims != e->n_dims ||
-	    memcmp(w->targets[j].shape, e->shape,
-		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
-				 "another shape than the model's", label,
-				 e->name);
-	w->seen_t[j] = 1;
-	*dst = w->targets[j].data;
-	return DT_OK;
+	st = dt_ck_match_target(label, e, w->targets, w->n_targets, w->seen_t,
+				&j, err);
+	if (st == DT_OK)
+		*dst = w->targets[j].data;
+	return st;
 }
 
 /* A shard file shorter than the manifest says: the first tensor that lies
@@ -1163,7 +1133,7 @@ read_sharded(const char *path, int64_t want_step,
 		if (strcmp(f->name, DT_CK_META) == 0)
 			continue;
 		st = join(file, path, f->name, err);
-		if (st == DT_OK && ends_with(f->name, ".safetensors"))
+		if (st == DT_OK && dt_ck_ends_with(f->name, ".safetensors"))
 			st = read_shard(file, f, w, err);
 		else if (st == DT_OK)
 			st = check_other(file, f, err);
@@ -1207,7 +1177,7 @@ dt_ckpt_shard_write(const char *tmp, const char *name,
 	struct dt_error e;
 
 	if (strlen(name) >= sizeof out->name || strchr(name, '/') != NULL ||
-	    !ends_with(name, ".safetensors") || strcmp(name, DT_CK_OPTIM) == 0)
+	    !dt_ck_ends_with(name, ".safetensors") || strcmp(name, DT_CK_OPTIM) == 0)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a shard file's "
 				 "name", name);
 	if (dt_ck_check_tensors(t, n, 1, name, err))
@@ -1372,7 +1342,7 @@ static int
 is_params_file(const char *name)
 {
 	return strncmp(name, "params", 6) == 0 &&
-	       ends_with(name, ".safetensors");
+	       dt_ck_ends_with(name, ".safetensors");
 }
 
 enum dt_status

@@ -143,6 +143,25 @@ enum dt_status dt_ck_st_read_data(struct dt_ck_rfile *r,
 				  float *const *dst, struct dt_error *err);
 void dt_ck_header_fini(struct dt_ck_header *h);
 
+/* Whether s ends with tail. */
+int dt_ck_ends_with(const char *s, const char *tail);
+
+/* Whether name is a span's, "ARRAY[LO:HI]" (LO >= 0, HI > LO, the last
+ * '[' opening it): then 1, with ARRAY's length in *len and [lo, hi);
+ * else 0 and the outputs unspecified. */
+int dt_ck_span_parse(const char *name, size_t *len, int64_t *lo,
+		     int64_t *hi);
+
+/* Matches entry e of file label to the one of the targets t (n) with its
+ * name and shape, not seen before (seen: n flags, set for it); its index
+ * into *j. DT_ERR_FORMAT "LABEL: ..." for a tensor the model does not
+ * have, one seen in another file, or another shape. */
+enum dt_status dt_ck_match_target(const char *label,
+				  const struct dt_ck_entry *e,
+				  const struct dt_ckpt_target *t, size_t n,
+				  unsigned char *seen, size_t *j,
+				  struct dt_error *err);
+
 /* Matches h against the caller's targets (by name, with shapes) and fills
  * dst (h->n pointers) with the target buffers. DT_ERR_FORMAT "LABEL: ..." */
 enum dt_status dt_ck_match(const struct dt_ck_header *h, const char *label,

@@ -229,6 +229,23 @@ dt_ck_write_file(const char *path, const void *data, size_t n,
 
 /* ---- reading ------------------------------------------------------------ */
 
+/* What a file of mode m that is not a regular file is, in words. */
+static const char *
+file_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISSOCK(m))
+		return "a socket";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	return "of an unknown kind";
+}
+
 enum dt_status
 dt_ck_ropen(struct dt_ck_rfile *r, const char *path, const char *label,
 	    int gz, struct dt_error *err)
@@ -256,9 +273,9 @@ dt_ck_ropen(struct dt_ck_rfile *r, const char *path, const char *label,
 		return dt_errorf(err, DT_ERR_IO, "%s: cannot stat: %s", label,
 				 strerror(errno));
 	if (!S_ISREG(st.st_mode))
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a regular file "
-				 "(a checkpoint holds regular files only)",
-				 label);
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: %s, not a regular "
+				 "file (a checkpoint holds regular files only)",
+				 label, file_kind(st.st_mode));
 	flags = fcntl(r->fd, F_GETFL);
 	if (flags < 0 || fcntl(r->fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
 		return dt_errorf(err, DT_ERR_IO, "%s: fcntl: %s", label,

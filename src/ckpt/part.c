@@ -32,7 +32,7 @@ struct pfile {
 	int64_t data_at;		/* the file offset of its data */
 	int64_t file_size;		/* bytes on disk */
 	int ok;				/* header read */
-	char why[600];			/* else why not */
+	char why[600];			/* what is wrong with it (is_bad) */
 };
 
 /* Floats [lo, hi) of a requested span that one saved span gave. */
@@ -40,23 +40,20 @@ struct hit {
 	int64_t lo, hi;
 };
 
-static int
-ends_with(const char *s, const char *tail)
-{
-	size_t n = strlen(s), k = strlen(tail);
-
-	return n >= k && strcmp(s + n - k, tail) == 0;
-}
-
 /* Reads the header of the manifest's tensor file f in dir into p. A
- * file that is missing or whose header does not read is noted in
- * p->why: it fails the load only if the rank needs something from it. */
+ * file that is missing, is not a regular file, whose header does not
+ * read or whose size is not its entry's is noted in p->why, with the
+ * size and CRC-32 the manifest lists: it fails the load only if the rank
+ * needs something from it (a file of the wrong size whose header reads
+ * still tells what it holds, so that a rank needing none of it goes
+ * on). */
 static void
 open_file(const char *dir, const struct dt_ck_file *f, struct pfile *p)
 {
 	struct dt_ck_rfile r;
 	struct dt_error e;
 	size_t len = strlen(dir) + strlen(f->name) + 2;
+	int opened;
 
 	memset(p, 0, sizeof *p);
 	p->f = f;
@@ -65,25 +62,86 @@ open_file(const char *dir, const struct dt_ck_file *f, struct pfile *p)
 	dt_error_clear(&e);
 	if (access(p->path, F_OK) != 0 && errno == ENOENT) {
 		snprintf(p->why, sizeof p->why, "%s: missing; %s lists it with "
-			 "%lld bytes", f->name, DT_CK_MANIFEST,
-			 (long long)f->size);
+			 "%lld bytes, CRC-32 %08x", f->name, DT_CK_MANIFEST,
+			 (long long)f->size, (unsigned)f->crc);
 		return;
 	}
-	if (dt_ck_ropen(&r, p->path, f->name, 0, &e) == DT_OK &&
-	    dt_ck_st_read_header(&r, 1, &p->h, &e) == DT_OK) {
+	/* Only a regular file opens (dt_ck_ropen): anything else (a
+	 * directory, a FIFO) has no size to compare, and its message says
+	 * what it is. */
+	opened = dt_ck_ropen(&r, p->path, f->name, 0, &e) == DT_OK;
+	if (opened && dt_ck_st_read_header(&r, 1, &p->h, &e) == DT_OK) {
 		p->ok = 1;
 		p->data_at = r.pos;
 		p->file_size = r.file_size;
-	} else if (r.fd >= 0 && r.file_size != f->size) {
+		if (r.file_size != f->size)
+			snprintf(p->why, sizeof p->why, "%s: %lld bytes, %s "
+				 "lists %lld%s with CRC-32 %08x", f->name,
+				 (long long)r.file_size, DT_CK_MANIFEST,
+				 (long long)f->size, r.file_size < f->size ?
+				 " (truncated)" : "", (unsigned)f->crc);
+	} else if (opened && r.file_size != f->size) {
 		snprintf(p->why, sizeof p->why, "%s: %lld bytes, %s lists "
-			 "%lld%s, its header unreadable", f->name,
-			 (long long)r.file_size, DT_CK_MANIFEST,
+			 "%lld%s with CRC-32 %08x, its header unreadable",
+			 f->name, (long long)r.file_size, DT_CK_MANIFEST,
 			 (long long)f->size, r.file_size < f->size ?
-			 " (truncated)" : "");
+			 " (truncated)" : "", (unsigned)f->crc);
 	} else {
-		snprintf(p->why, sizeof p->why, "%.500s", e.msg);
+		snprintf(p->why, sizeof p->why, "%.400s; %s lists it with "
+			 "%lld bytes, CRC-32 %08x", e.msg, DT_CK_MANIFEST,
+			 (long long)f->size, (unsigned)f->crc);
 	}
 	dt_ck_rclose(&r);
+}
+
+/* Whether file p is damaged (p->why says how): its header unreadable,
+ * or its size not the one its manifest entry lists. */
+static int
+is_bad(const struct pfile *p)
+{
+	return !p->ok || p->file_size != p->f->size;
+}
+
+/* Room left in a message for the prefixes its callers add (the
+ * checkpoint's path, model.init_from's place: dt_error_prefix takes 255
+ * bytes at most) and the count of files not described. */
+#define ROOM_AFTER 600
+
+/* Appends to err's message, after sep, every damaged file of pf (n)
+ * other than skip (NULL: none), each with what is wrong with it and the
+ * size and CRC-32 the manifest lists, as many as the message holds; the
+ * rest by name, then how many were not even named: one error tells all
+ * there is to repair. Returns how many files it counted. */
+static size_t
+name_bad(const struct pfile *pf, size_t n, const struct pfile *skip,
+	 const char *sep, struct dt_error *err)
+{
+	const size_t cap = sizeof err->msg - ROOM_AFTER;
+	size_t len = strlen(err->msg), count = 0, by_name = 0, untold = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *name = pf[i].f->name;
+
+		if (!is_bad(&pf[i]) || &pf[i] == skip)
+			continue;
+		if (by_name == 0 && len + strlen(sep) + strlen(pf[i].why) + 2 <
+		    cap)
+			len += (size_t)snprintf(err->msg + len,
+						sizeof err->msg - len, "%s%s",
+						count ? "; " : sep, pf[i].why);
+		else if (len + strlen(name) + 32 < cap)
+			len += (size_t)snprintf(err->msg + len,
+						sizeof err->msg - len, "%s%s",
+						by_name++ ? ", " : count ?
+						"; damaged too: " : sep, name);
+		else
+			untold++;
+		count++;
+	}
+	if (untold > 0)
+		snprintf(err->msg + len, sizeof err->msg - len, " and %zu more",
+			 untold);
+	return count;
 }
 
 /* Exactly n bytes at offset off of the file at path into p. */
@@ -130,24 +188,22 @@ read_at(const char *path, const char *label, int64_t off, void *p, size_t n,
 /* Floats [a, b) of entry e of file p into dst, as host floats; the
  * tensor's CRC-32 checked when [a, b) is all of it. The file must have
  * the size its manifest entry gives. what names the request (the tensor
- * or span the rank asked for) in messages. */
+ * or span the rank asked for) in messages. On error *about is p: the
+ * file the message speaks of. */
 static enum dt_status
 read_range(const struct pfile *p, const struct dt_ck_entry *e, int64_t a,
 	   int64_t b, float *dst, const char *what, int rank,
-	   struct dt_error *err)
+	   const struct pfile **about, struct dt_error *err)
 {
 	int64_t size = (e->end - e->begin) / 4;
 	int64_t off = p->data_at + e->begin + 4 * a;
 	enum dt_status st;
 
-	if (p->file_size != p->f->size)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: %lld bytes, %s lists "
-				 "%lld%s: rank %d needs %s from it (%s floats "
-				 "[%lld, %lld))", p->f->name,
-				 (long long)p->file_size, DT_CK_MANIFEST,
-				 (long long)p->f->size,
-				 p->file_size < p->f->size ? " (truncated)" :
-				 "", rank, what, e->name, (long long)a,
+	*about = p;
+	if (is_bad(p))
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: rank %d needs %s "
+				 "from it (%s floats [%lld, %lld))", p->why,
+				 rank, what, e->name, (long long)a,
 				 (long long)b);
 	if (b <= a)
 		return DT_OK;
@@ -165,17 +221,20 @@ read_range(const struct pfile *p, const struct dt_ck_entry *e, int64_t a,
 	return DT_OK;
 }
 
-/* Nothing readable holds what the rank asked for: the first file that
- * could not be read is the likely cause, and is named. */
+/* Nothing readable holds what the rank asked for: the files whose
+ * header could not be read are the likely cause, and every damaged file
+ * is named. */
 static enum dt_status
 not_found(const struct pfile *pf, size_t n, const char *what, int rank,
 	  struct dt_error *err)
 {
 	for (size_t i = 0; i < n; i++)
-		if (!pf[i].ok)
-			return dt_errorf(err, DT_ERR_FORMAT, "rank %d needs %s, "
-					 "which no readable file holds: %s",
-					 rank, what, pf[i].why);
+		if (!pf[i].ok) {
+			dt_errorf(err, DT_ERR_FORMAT, "rank %d needs %s, which "
+				  "no readable file holds", rank, what);
+			name_bad(pf, n, NULL, ": ", err);
+			return DT_ERR_FORMAT;
+		}
 	return dt_errorf(err, DT_ERR_FORMAT, "%s: rank %d needs %s, which "
 			 "no listed file holds", DT_CK_MANIFEST, rank, what);
 }
@@ -187,10 +246,11 @@ entry_floats(const struct dt_ck_entry *e)
 }
 
 /* The saved tensor t->name (in exactly one file) into t's buffer: its
- * shape checked, floats [t->lo, t->hi) read. */
+ * shape checked, floats [t->lo, t->hi) read. *about as read_range
+ * sets it. */
 static enum dt_status
 load_tensor(const struct pfile *pf, size_t n, const struct dt_ckpt_part *t,
-	    int rank, struct dt_error *err)
+	    int rank, const struct pfile **about, struct dt_error *err)
 {
 	const struct pfile *at = NULL;
 	const struct dt_ck_entry *e = NULL;
@@ -224,7 +284,8 @@ load_tensor(const struct pfile *pf, size_t n, const struct dt_ckpt_part *t,
 				 at->f->name, t->name,
 				 (long long)entry_floats(e), rank,
 				 (long long)t->lo, (long long)t->hi);
-	return read_range(at, e, t->lo, t->hi, t->data, what, rank, err);
+	return read_range(at, e, t->lo, t->hi, t->data, what, rank, about,
+			  err);
 }
 
 /* 1 when e is a span "NAME[LO:HI]" of the array name, its [lo, hi). */
@@ -232,17 +293,10 @@ static int
 span_of(const struct dt_ck_entry *e, const char *name, int64_t *lo,
 	int64_t *hi)
 {
-	size_t k = strlen(name);
-	char *end;
+	size_t len;
 
-	if (strncmp(e->name, name, k) != 0 || e->name[k] != '[' ||
-	    !ends_with(e->name, "]"))
-		return 0;
-	*lo = strtoll(e->name + k + 1, &end, 10);
-	if (end == e->name + k + 1 || *end != ':')
-		return 0;
-	*hi = strtoll(end + 1, &end, 10);
-	return strcmp(end, "]") == 0 && *lo >= 0 && *hi > *lo &&
+	return dt_ck_span_parse(e->name, &len, lo, hi) &&
+	       len == strlen(name) && strncmp(e->name, name, len) == 0 &&
 	       e->n_dims == 1 && e->shape[0] == *hi - *lo;
 }
 
@@ -277,10 +331,11 @@ tiled(struct hit *h, size_t n, int64_t lo, int64_t hi, int64_t *gap,
 }
 
 /* Floats [s->lo, s->hi) of the flat array s->name, from every saved span
- * that meets them, into s's buffer; each float exactly once. */
+ * that meets them, into s's buffer; each float exactly once. *about as
+ * read_range sets it. */
 static enum dt_status
 load_span(const struct pfile *pf, size_t n, const struct dt_ckpt_span *s,
-	  int rank, struct dt_error *err)
+	  int rank, const struct pfile **about, struct dt_error *err)
 {
 	struct hit *hits = NULL;
 	size_t nh = 0, cap = 0;
@@ -311,7 +366,7 @@ load_span(const struct pfile *pf, size_t n, const struct dt_ckpt_span *s,
 			hits[nh++].hi = hi;
 			st = read_range(&pf[i], e, lo - a, hi - a,
 					s->data + (lo - s->lo), what, rank,
-					err);
+					about, err);
 		}
 	if (st == DT_OK && s->hi > s->lo &&
 	    !tiled(hits, nh, s->lo, s->hi, &gap, &twice)) {
@@ -325,6 +380,33 @@ load_span(const struct pfile *pf, size_t n, const struct dt_ckpt_span *s,
 	return st;
 }
 
+/* The tensor files of manifest man (of the checkpoint at path) whose
+ * names start with prefix ("" for all), each open_file'd, into a heap
+ * array of *n; close_files frees it. */
+static struct pfile *
+open_files(const char *path, const struct dt_ck_manifest *man,
+	   const char *prefix, size_t *n)
+{
+	struct pfile *pf = dt_xcalloc(man->n + 1, sizeof *pf);
+
+	*n = 0;
+	for (size_t i = 0; i < man->n; i++)
+		if (strncmp(man->f[i].name, prefix, strlen(prefix)) == 0 &&
+		    dt_ck_ends_with(man->f[i].name, ".safetensors"))
+			open_file(path, &man->f[i], &pf[(*n)++]);
+	return pf;
+}
+
+static void
+close_files(struct pfile *pf, size_t n)
+{
+	for (size_t i = 0; pf != NULL && i < n; i++) {
+		free(pf[i].path);
+		dt_ck_header_fini(&pf[i].h);
+	}
+	free(pf);
+}
+
 enum dt_status
 dt_ckpt_load_part(const char *path, int rank,
 		  const struct dt_ckpt_part *parts, size_t n_parts,
@@ -333,58 +415,25 @@ dt_ckpt_load_part(const char *path, int rank,
 {
 	struct dt_ck_manifest *man;
 	struct pfile *pf = NULL;
+	const struct pfile *about = NULL;
 	size_t n = 0;
 	enum dt_status st;
 
 	st = dt_ck_read_manifest(path, &man, err);
-	if (st == DT_OK) {
-		pf = dt_xcalloc(man->n + 1, sizeof *pf);
-		for (size_t i = 0; i < man->n; i++)
-			if (ends_with(man->f[i].name, ".safetensors"))
-				open_file(path, &man->f[i], &pf[n++]);
-	}
+	if (st == DT_OK)
+		pf = open_files(path, man, "", &n);
 	for (size_t i = 0; st == DT_OK && i < n_parts; i++)
-		st = load_tensor(pf, n, &parts[i], rank, err);
+		st = load_tensor(pf, n, &parts[i], rank, &about, err);
 	for (size_t i = 0; st == DT_OK && i < n_spans; i++)
-		st = load_span(pf, n, &spans[i], rank, err);
-	for (size_t i = 0; i < n; i++) {
-		free(pf[i].path);
-		dt_ck_header_fini(&pf[i].h);
-	}
-	free(pf);
+		st = load_span(pf, n, &spans[i], rank, &about, err);
+	/* A file that failed a read: the other damaged ones with it. */
+	if (st != DT_OK && about != NULL)
+		name_bad(pf, n, about, "; damaged too: ", err);
+	close_files(pf, n);
 	free(man);
 	if (st != DT_OK)
 		dt_error_prefix(err, "%s: ", path);
 	return st;
-}
-
-/* Entry e of parameter file label against the targets t (n): found once,
- * with their shape; seen marks it. */
-static enum dt_status
-match_entry(const char *label, const struct dt_ck_entry *e,
-	    const struct dt_ckpt_target *t, size_t n, unsigned char *seen,
-	    struct dt_error *err)
-{
-	size_t j;
-
-	for (j = 0; j < n; j++)
-		if (strcmp(t[j].name, e->name) == 0)
-			break;
-	if (j == n)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
-				 "which the model does not have", label,
-				 e->name);
-	if (seen[j])
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
-				 "files", label, e->name);
-	if (t[j].n_dims != e->n_dims ||
-	    memcmp(t[j].shape, e->shape,
-		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
-				 "another shape than the model's", label,
-				 e->name);
-	seen[j] = 1;
-	return DT_OK;
 }
 
 enum dt_status
@@ -393,29 +442,34 @@ dt_ckpt_check_params(const char *path, const struct dt_ckpt_target *params,
 {
 	struct dt_ck_manifest *man;
 	unsigned char *seen = dt_xcalloc(n_params + 1, 1);
+	struct pfile *pf = NULL;
+	size_t n = 0;
 	enum dt_status st;
 
 	st = dt_ck_read_manifest(path, &man, err);
-	for (size_t i = 0; st == DT_OK && i < man->n; i++) {
-		struct pfile p;
+	if (st == DT_OK)
+		pf = open_files(path, man, "params", &n);
+	/* Every parameter file's header is needed: all that do not read
+	 * are named, with any other damaged file, in one message. */
+	for (size_t i = 0; st == DT_OK && i < n; i++)
+		if (!pf[i].ok) {
+			st = dt_errorf(err, DT_ERR_FORMAT, "%s", "");
+			name_bad(pf, n, NULL, "", err);
+		}
+	for (size_t i = 0; st == DT_OK && i < n; i++)
+		for (size_t j = 0; st == DT_OK && j < pf[i].h.n; j++) {
+			size_t k;
 
-		if (strncmp(man->f[i].name, "params", 6) != 0 ||
-		    !ends_with(man->f[i].name, ".safetensors"))
-			continue;
-		open_file(path, &man->f[i], &p);
-		if (!p.ok)
-			st = dt_errorf(err, DT_ERR_FORMAT, "%s", p.why);
-		for (size_t j = 0; st == DT_OK && j < p.h.n; j++)
-			st = match_entry(p.f->name, &p.h.t[j], params,
-					 n_params, seen, err);
-		free(p.path);
-		dt_ck_header_fini(&p.h);
-	}
+			st = dt_ck_match_target(pf[i].f->name, &pf[i].h.t[j],
+						params, n_params, seen, &k,
+						err);
+		}
 	for (size_t j = 0; st == DT_OK && j < n_params; j++)
 		if (!seen[j])
 			st = dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is "
 				       "in no listed file", DT_CK_MANIFEST,
 				       params[j].name);
+	close_files(pf, n);
 	free(seen);
 	free(man);
 	if (st != DT_OK)

@@ -496,6 +496,58 @@ dt_ck_header_fini(struct dt_ck_header *h)
 	memset(h, 0, sizeof *h);
 }
 
+int
+dt_ck_ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+
+	return n >= k && strcmp(s + n - k, tail) == 0;
+}
+
+int
+dt_ck_span_parse(const char *name, size_t *len, int64_t *lo, int64_t *hi)
+{
+	const char *open = strrchr(name, '[');
+	char *end;
+
+	if (open == NULL || open == name || !dt_ck_ends_with(name, "]"))
+		return 0;
+	*len = (size_t)(open - name);
+	*lo = strtoll(open + 1, &end, 10);
+	if (end == open + 1 || *end != ':' || *lo < 0)
+		return 0;
+	*hi = strtoll(end + 1, &end, 10);
+	return strcmp(end, "]") == 0 && *hi > *lo;
+}
+
+enum dt_status
+dt_ck_match_target(const char *label, const struct dt_ck_entry *e,
+		   const struct dt_ckpt_target *t, size_t n,
+		   unsigned char *seen, size_t *j, struct dt_error *err)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++)
+		if (strcmp(t[k].name, e->name) == 0)
+			break;
+	if (k == n)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: holds tensor %s, "
+				 "which the model does not have", label,
+				 e->name);
+	if (seen[k])
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s is in two "
+				 "files", label, e->name);
+	if (t[k].n_dims != e->n_dims ||
+	    memcmp(t[k].shape, e->shape,
+		   (size_t)e->n_dims * sizeof e->shape[0]) != 0)
+		return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s has "
+				 "another shape than the model's", label,
+				 e->name);
+	seen[k] = 1;
+	*j = k;
+	return DT_OK;
+}
+
 enum dt_status
 dt_ck_match(const struct dt_ck_header *h, const char *label,
 	    const struct dt_ckpt_target *t, size_t n, float **dst,

@@ -1030,6 +1030,171 @@ START_TEST(test_load_part)
 }
 END_TEST
 
+/* The CRC-32 (IEEE 802.3, reflected, as zlib and MANIFEST.json give it)
+ * of the file at path, worked out bit by bit here. */
+static unsigned
+file_crc(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	uint32_t c = 0xffffffffu;
+	int b;
+
+	ck_assert_ptr_nonnull(f);
+	while ((b = getc(f)) != EOF) {
+		c ^= (uint32_t)b;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? c >> 1 ^ 0xedb88320u : c >> 1;
+	}
+	fclose(f);
+	return (unsigned)(c ^ 0xffffffffu);
+}
+
+/* Damage to two or more files of a sharded checkpoint, in one error each
+ * time (dt_ckpt_load_part, dt_ckpt_check_params). adam.m's 26 floats in
+ * three rank files (spans [0:10], [10:20], [20:26]); a rank asking for
+ * [6, 24), which all three hold parts of:
+ * - the first truncated by 8 bytes (its header no longer reads) and the
+ *   third removed: both named, each with the size and CRC-32 the
+ *   manifest lists (the old code named the first alone, without CRC);
+ * - the second made a directory, then a FIFO: said so, with what the
+ *   manifest lists, not "0 bytes (truncated)" (the old message);
+ * - a tensor read whole whose CRC fails, with the third file missing:
+ *   the CRC mismatch, then the missing file named too.
+ * Two parameter files (stage 0 and 1) both truncated: check_params names
+ * both. */
+START_TEST(test_load_part_damaged)
+{
+	char dir[1024], ck[1024], tmp[1024], fn[3][1024], want[1024];
+	const char *names[3] = { "step-000000007/rank-00000.safetensors",
+				 "step-000000007/rank-00001.safetensors",
+				 "step-000000007/rank-00002.safetensors" };
+	long size[3];
+	unsigned crc[3];
+	struct state s;
+	struct dt_ckpt_tensor p[NP], o[NO], sp[3];
+	struct dt_ckpt_target pt[NP], ot[NO];
+	struct dt_ckpt_shard_file f[4];
+	struct dt_ckpt_meta m = meta_for(7);
+	float part[18], bias[2];
+	struct dt_ckpt_part whole = { .name = "dense1.bias", .n_dims = 1,
+				      .shape = { 2 }, .lo = 0, .hi = 2,
+				      .data = bias };
+	struct dt_ckpt_span span = { "adam.m", 6, 24, part };
+	struct dt_error err;
+
+	state_fill(&s, 13, 0);
+	state_tensors(&s, p, o);
+	for (int i = 0; i < 3; i++) {
+		static char sn[3][32];
+		int lo = 10 * i, hi = i < 2 ? 10 * i + 10 : 26;
+
+		snprintf(sn[i], sizeof sn[i], "adam.m[%d:%d]", lo, hi);
+		sp[i] = (struct dt_ckpt_tensor){ .name = sn[i],
+						 .data = s.o[0] + lo,
+						 .n_dims = 1,
+						 .shape = { hi - lo } };
+	}
+	sub(dir, "partbad", NULL);
+	ck_assert(dt_ckpt_shard_begin(dir, 7, tmp, sizeof tmp, &err) == DT_OK);
+	ck_assert(dt_ckpt_shard_write(tmp, "params.safetensors", p, NP, &f[0],
+				      &err) == DT_OK);
+	for (int i = 0; i < 3; i++)
+		ck_assert(dt_ckpt_shard_write(tmp, names[i] + 15, sp + i, 1,
+					      &f[i + 1], &err) == DT_OK);
+	ck_assert_msg(dt_ckpt_shard_finish(dir, tmp, NULL, &m, f, 4, &err) ==
+		      DT_OK, "%s", err.msg);
+	sub(ck, "partbad", "step-000000007");
+	for (int i = 0; i < 3; i++) {
+		sub(fn[i], "partbad", names[i]);
+		size[i] = file_size(fn[i]);
+		crc[i] = file_crc(fn[i]);
+	}
+	ck_assert_msg(dt_ckpt_load_part(ck, 3, NULL, 0, &span, 1, &err) ==
+		      DT_OK, "%s", err.msg);
+	ck_assert(memcmp(part, s.o[0] + 6, 18 * sizeof(float)) == 0);
+
+	ck_assert_int_eq(truncate(fn[0], size[0] - 8), 0);
+	ck_assert_int_eq(unlink(fn[2]), 0);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 3, NULL, 0, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "step-000000007: rank 3 needs float 6 of "
+		 "adam.m, which no readable file holds: "
+		 "rank-00000.safetensors: %ld bytes, MANIFEST.json lists %ld "
+		 "(truncated) with CRC-32 %08x, its header unreadable; "
+		 "rank-00002.safetensors: missing; MANIFEST.json lists it "
+		 "with %ld bytes, CRC-32 %08x", size[0] - 8, size[0], crc[0],
+		 size[2], crc[2]);
+	ASSERT_HAS(err.msg, want);
+
+	/* The second file a directory, then a FIFO (opened without
+	 * blocking); a rank that needs [10, 20) only. */
+	span.lo = 10;
+	span.hi = 20;
+	ck_assert_int_eq(unlink(fn[1]), 0);
+	ck_assert_int_eq(mkdir(fn[1], 0755), 0);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 1, NULL, 0, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "rank 1 needs float 10 of adam.m, which "
+		 "no readable file holds: rank-00000.safetensors: %ld bytes, "
+		 "MANIFEST.json lists %ld (truncated) with CRC-32 %08x, its "
+		 "header unreadable; rank-00001.safetensors: a directory, not "
+		 "a regular file (a checkpoint holds regular files only); "
+		 "MANIFEST.json lists it with %ld bytes, CRC-32 %08x; "
+		 "rank-00002.safetensors: missing", size[0] - 8, size[0],
+		 crc[0], size[1], crc[1]);
+	ASSERT_HAS(err.msg, want);
+	ck_assert_ptr_null(strstr(err.msg, "0 bytes"));
+	ck_assert_int_eq(rmdir(fn[1]), 0);
+	ck_assert_int_eq(mkfifo(fn[1], 0644), 0);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 1, NULL, 0, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "rank-00001.safetensors: a FIFO, not a "
+		 "regular file (a checkpoint holds regular files only); "
+		 "MANIFEST.json lists it with %ld bytes, CRC-32 %08x", size[1],
+		 crc[1]);
+	ASSERT_HAS(err.msg, want);
+	ck_assert_ptr_null(strstr(err.msg, "0 bytes"));
+
+	/* A failed read names the other damaged files after its own. */
+	sub(fn[0], "partbad", "step-000000007/params.safetensors");
+	flip(fn[0], -1);
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 0, &whole, 1, NULL, 0, &err),
+			 DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "step-000000007: params.safetensors: "
+		 "crc32 mismatch for dense1.bias (rank 0 read it); damaged "
+		 "too: rank-00000.safetensors: %ld bytes, MANIFEST.json lists "
+		 "%ld (truncated) with CRC-32 %08x, its header unreadable; "
+		 "rank-00001.safetensors: a FIFO", size[0] - 8, size[0],
+		 crc[0]);
+	ASSERT_HAS(err.msg, want);
+	ASSERT_HAS(err.msg, "; rank-00002.safetensors: missing; MANIFEST.json "
+		   "lists it with");
+
+	/* Two parameter files, both truncated. */
+	shard_save(dir, 8, p, 2, 2);
+	sub(ck, "partbad", "step-000000008");
+	for (int i = 0; i < 2; i++) {
+		sub(fn[i], "partbad", i ? "step-000000008/params-stage-001."
+		    "safetensors" : "step-000000008/params-stage-000."
+		    "safetensors");
+		size[i] = file_size(fn[i]);
+		crc[i] = file_crc(fn[i]);
+		ck_assert_int_eq(truncate(fn[i], size[i] - 4), 0);
+	}
+	memset(&s, 0, sizeof s);
+	state_targets(&s, pt, ot);
+	ck_assert_int_eq(dt_ckpt_check_params(ck, pt, NP, &err),
+			 DT_ERR_FORMAT);
+	snprintf(want, sizeof want, "step-000000008: params-stage-000."
+		 "safetensors: %ld bytes, MANIFEST.json lists %ld (truncated) "
+		 "with CRC-32 %08x, its header unreadable; params-stage-001."
+		 "safetensors: %ld bytes, MANIFEST.json lists %ld (truncated) "
+		 "with CRC-32 %08x, its header unreadable", size[0] - 4,
+		 size[0], crc[0], size[1] - 4, size[1], crc[1]);
+	ASSERT_HAS(err.msg, want);
+}
+END_TEST
+
 /* A safetensors file from its header text and n data floats. */
 static void
 make_st(const char *path, const char *header, size_t n_floats,
@@ -1296,6 +1461,7 @@ ckpt_suite(void)
 	tcase_add_test(tc, test_export_import);
 	tcase_add_test(tc, test_export_shards);
 	tcase_add_test(tc, test_load_part);
+	tcase_add_test(tc, test_load_part_damaged);
 	tcase_add_test(tc, test_reader_checks);
 	tcase_add_test(tc, test_numpy_reads);
 	suite_add_tcase(s, tc);
