@@ -79,7 +79,18 @@
  * dqkv_weight's and dqkv_bias's columns of the share, the whole
  * dproj_bias, and a partial dx summed over the group. The other columns
  * of the scratch are left as they are and never read. FLOPs count one
- * rank's share: everything but the proj bias over s. */
+ * rank's share: everything but the proj bias over s.
+ * With the node's tp_own (dt_model_tp_own_slices; dt_node_tp_block gives
+ * the blocks) the split tensors are this rank's blocks: qkv_weight a
+ * (C, 3C/s) block [q_r | k_r | v_r], each third cl = C/s wide, read with
+ * ld 3cl at column part*cl (whole: ld 3C at part*C + c0), qkv_bias the
+ * same (3C/s), proj_weight the share's rows as a (C/s, C) block at 0
+ * (whole: at row c0); proj_bias stays whole. The scratch keeps its whole
+ * layout (qkv (T, 3C), y (T, C), the share's columns used), so the heads
+ * run as before, and the projections are the same products with other
+ * leading dimensions and offsets, whose bits do not depend on them
+ * (test_graph_kern.c, test_sgemm_ld; tests/unit/test_graph_tp.c holds
+ * the blocks to the whole tensors' bits, f32 and bf16). */
 #include <assert.h>
 #include <limits.h>
 #include <math.h>
@@ -187,10 +198,37 @@ attention_infer(struct dt_node *n, const struct dt_job *job,
 static const struct dt_tp *
 attn_group(const struct dt_node *n, const struct dt_pass *p)
 {
-	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_HEADS)
+	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_HEADS) {
+		assert(!n->tp_own);	/* a block cannot run whole */
 		return NULL;
+	}
 	assert(p->tp->size == n->tp_size && n->spec.heads % n->tp_size == 0);
 	return p->tp;
+}
+
+/* Where the share's columns of third `part` (0 q, 1 k, 2 v) start in
+ * qkv_weight's rows and in qkv_bias: at part*C + c0 of the whole tensors,
+ * at part*cl of the node's own block (tp_own, [q_r | k_r | v_r]). */
+static size_t
+qkv_at(const struct dt_node *n, int part, int c, int c0, int cl)
+{
+	return n->tp_own ? (size_t)part * (size_t)cl
+			 : (size_t)part * (size_t)c + (size_t)c0;
+}
+
+/* qkv_weight's row stride: 3C whole, 3cl as the node's own block. */
+static int
+qkv_ld(const struct dt_node *n, int c, int cl)
+{
+	return n->tp_own ? 3 * cl : 3 * c;
+}
+
+/* Where the share's rows [c0, c0 + cl) of proj_weight start: c0 rows of C
+ * into the whole tensor, 0 into the node's own block. */
+static size_t
+proj_at(const struct dt_node *n, int c, int c0)
+{
+	return n->tp_own ? 0 : (size_t)c0 * (size_t)c;
 }
 
 /* Y (rows, cols) = X (rows, inner) W (inner, cols) + b, b may be NULL;
@@ -217,22 +255,27 @@ add_column_sums(const float *dy, int64_t ld, float *db, int64_t rows,
 }
 
 /* The qkv columns of heads [h0, h0 + cl/hs) of x (rows, C): for each of q,
- * k, v, the cl columns from its third's offset c0, as affine does for all
- * 3C. */
+ * k, v, the cl columns from its third's offset c0 of qkv (rows, 3C), as
+ * affine does for all 3C; the weight's and bias's columns where qkv_at
+ * puts them. */
 static void
-share_qkv_forward(struct dt_pool *pool, const struct attn_params *w,
-		  const float *x, float *qkv, int rows, int c, int c0, int cl)
+share_qkv_forward(struct dt_pool *pool, const struct dt_node *n,
+		  const struct attn_params *w, const float *x, float *qkv,
+		  int rows, int c, int c0, int cl)
 {
+	const int ldw = qkv_ld(n, c, cl);
+
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
+		const size_t at = qkv_at(n, part, c, c0, cl);
 
 		if (w->b_qkv != NULL)
 			for (int r = 0; r < rows; r++)
 				memcpy(qkv + (size_t)r * 3 * c + o,
-				       w->b_qkv->data + o,
+				       w->b_qkv->data + at,
 				       (size_t)cl * sizeof(float));
 		dt_kern_par_sgemm(pool, 0, 0, rows,
-			    cl, c, 1.0f, x, c, w->w_qkv->data + o, 3 * c,
+			    cl, c, 1.0f, x, c, w->w_qkv->data + at, ldw,
 			    w->b_qkv != NULL ? 1.0f : 0.0f, qkv + o, 3 * c);
 	}
 }
@@ -240,12 +283,12 @@ share_qkv_forward(struct dt_pool *pool, const struct attn_params *w,
 /* out (rows, C) = the sum over the group of y[:, c0..c0+cl)
  * proj_weight[c0..c0+cl, :], then + proj_bias. */
 static void
-share_proj_forward(struct dt_pool *pool, const struct attn_params *w,
-		   const struct dt_tp *tp, const float *y, float *out,
-		   int rows, int c, int c0, int cl)
+share_proj_forward(struct dt_pool *pool, const struct dt_node *n,
+		   const struct attn_params *w, const struct dt_tp *tp,
+		   const float *y, float *out, int rows, int c, int c0, int cl)
 {
 	dt_kern_par_sgemm(pool, 0, 0, rows, c, cl,
-		    1.0f, y + c0, c, w->w_proj->data + (size_t)c0 * c, c,
+		    1.0f, y + c0, c, w->w_proj->data + proj_at(n, c, c0), c,
 		    0.0f, out, c);
 	tp->allreduce(tp->ctx, out, (size_t)rows * (size_t)c);
 	if (w->b_proj != NULL)
@@ -568,14 +611,14 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
 		affine(p->pool, in[0], w.w_qkv->data, w.b_qkv ? w.b_qkv->data : NULL,
 		       qkv, (int)(batch * t), c, 3 * c);
 	else
-		share_qkv_forward(p->pool, &w, in[0], qkv, (int)(batch * t), c,
-				  c0, cl);
+		share_qkv_forward(p->pool, n, &w, in[0], qkv,
+				  (int)(batch * t), c, c0, cl);
 	heads_run(n, p, h0, h1, false);
 	if (tp == NULL)
 		affine(p->pool, y, w.w_proj->data, w.b_proj ? w.b_proj->data : NULL,
 		       n->out, (int)(batch * t), c, c);
 	else
-		share_proj_forward(p->pool, &w, tp, y, n->out,
+		share_proj_forward(p->pool, n, &w, tp, y, n->out,
 				   (int)(batch * t), c, c0, cl);
 }
 
@@ -584,18 +627,22 @@ attention_forward(struct dt_node *n, struct dt_pass *p,
  * NULL) summed over the group. With din_add, rank 0 adds its part to what
  * din holds and the others overwrite it, so the sum counts that once. */
 static void
-share_qkv_backward(struct dt_pool *pool, const struct attn_params *w,
-		   const struct dt_tp *tp, const float *x, const float *qkv,
-		   float *din, bool din_add, int rows, int c, int c0, int cl)
+share_qkv_backward(struct dt_pool *pool, const struct dt_node *n,
+		   const struct attn_params *w, const struct dt_tp *tp,
+		   const float *x, const float *qkv, float *din, bool din_add,
+		   int rows, int c, int c0, int cl)
 {
+	const int ldw = qkv_ld(n, c, cl);
+
 	for (int part = 0; part < 3; part++) {
 		const int o = part * c + c0;
+		const size_t at = qkv_at(n, part, c, c0, cl);
 
 		dt_kern_par_sgemm(pool, 1, 0, c, cl,
 			    rows, 1.0f, x, c, qkv + o, 3 * c, 1.0f,
-			    w->w_qkv->grad + o, 3 * c);
+			    w->w_qkv->grad + at, ldw);
 		if (w->b_qkv != NULL)
-			add_column_sums(qkv + o, 3 * c, w->b_qkv->grad + o,
+			add_column_sums(qkv + o, 3 * c, w->b_qkv->grad + at,
 					rows, cl);
 	}
 	if (din == NULL)
@@ -606,8 +653,9 @@ share_qkv_backward(struct dt_pool *pool, const struct attn_params *w,
 								    : 0.0f;
 
 		dt_kern_par_sgemm(pool, 0, 1, rows, c,
-			    cl, 1.0f, qkv + o, 3 * c, w->w_qkv->data + o,
-			    3 * c, beta, din, c);
+			    cl, 1.0f, qkv + o, 3 * c,
+			    w->w_qkv->data + qkv_at(n, part, c, c0, cl), ldw,
+			    beta, din, c);
 	}
 	tp->allreduce(tp->ctx, din, (size_t)rows * (size_t)c);
 }
@@ -637,12 +685,12 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	 * afterwards (but to the fused heads) and takes dy. */
 	dt_kern_par_sgemm(p->pool, 1, 0, cl, c, rows, 1.0f,
 		    y + c0, c, dout, c, 1.0f,
-		    w.w_proj->grad + (size_t)c0 * c, c);
+		    w.w_proj->grad + proj_at(n, c, c0), c);
 	if (w.b_proj != NULL)
 		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
 	dt_kern_par_sgemm(p->pool, 0, 1, rows, cl, c, 1.0f,
-		    dout, c, w.w_proj->data + (size_t)c0 * c, c, 0.0f, dy + c0,
-		    c);
+		    dout, c, w.w_proj->data + proj_at(n, c, c0), c, 0.0f,
+		    dy + c0, c);
 
 	heads_run(n, p, h0, h1, true);
 
@@ -677,7 +725,7 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 		dt_kern_par_sgemm2(p->pool, &gw, &gx);
 		return;
 	}
-	share_qkv_backward(p->pool, &w, tp, in[0], qkv, din[0], din_add[0],
+	share_qkv_backward(p->pool, n, &w, tp, in[0], qkv, din[0], din_add[0],
 			   rows, c, c0, cl);
 }
 

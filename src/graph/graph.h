@@ -469,21 +469,24 @@ void dt_model_set_node_hook(struct dt_model *m,
 			    void (*hook)(void *ctx, int node, bool backward),
 			    void *ctx);
 
-/* Makes the dense column and row layers of m that the plan split
- * (dt_model_plan_tensor_parallel; tensor group set by
- * dt_model_set_tensor_group) hold only this rank's block of their split
- * tensors (doc/DESIGN.md, "Tensor-parallel slices"): a column layer's
- * weight columns [r*out/s, (r+1)*out/s) as a contiguous (in, out/s)
- * block and its bias's same columns, a row layer's weight rows [r*in/s,
- * (r+1)*in/s) (its bias stays whole). The parameter and gradient arenas
- * are laid out again at the blocks' sizes, in the same order, and the
- * blocks filled from the whole tensors they held; dt_model_tensor_info
- * then gives each tensor's block size and new offset. The passes give
- * the bits the whole tensors gave. Attention heads and every other node
- * keep their tensors whole. m must have arenas (max_batch > 0) and
- * tensor parallelism; a no-op for tp_size 1 or when called again.
- * Not yet used by train/: its sums, norms, optimizer and checkpoints
- * still expect whole tensors. */
+/* Makes the dense column and row layers and the attention nodes of m
+ * that the plan split (dt_model_plan_tensor_parallel; tensor group set
+ * by dt_model_set_tensor_group) hold only this rank's block of their
+ * split tensors (doc/DESIGN.md, "Tensor-parallel slices"; graph/layer.h's
+ * dt_node_tp_block says where each block lies): a column layer's weight
+ * columns [r*out/s, (r+1)*out/s) as a contiguous (in, out/s) block and
+ * its bias's same columns, a row layer's weight rows [r*in/s,
+ * (r+1)*in/s) (its bias stays whole); attention's qkv_weight as a
+ * (C, 3C/s) block of its heads' q, k and v columns side by side, its
+ * qkv_bias the same (3C/s), its proj_weight the heads' rows (C/s, C)
+ * (proj_bias whole). The parameter and gradient arenas are laid out
+ * again at the blocks' sizes, in the same order, and the blocks filled
+ * from the whole tensors they held; dt_model_tensor_info then gives each
+ * tensor's block size and new offset. The passes give the bits the whole
+ * tensors gave (f32 and bf16). Every other node keeps its tensors whole.
+ * m must have arenas (max_batch > 0) and tensor parallelism; a no-op for
+ * tp_size 1 or when called again. Not yet used by train/: its sums,
+ * norms, optimizer and checkpoints still expect whole tensors. */
 void dt_model_tp_own_slices(struct dt_model *m);
 
 /* dt_model_tp_prepare_grads restricted to the tensors whose gradients lie
@@ -498,7 +501,11 @@ void dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo,
  * the gradients of the first n_trained floats that belong to replicated
  * tensors (every rank of the group computed the same ones), so that the
  * sum counts them once; split tensors keep their share (0 outside it).
- * A no-op without tensor parallelism. */
+ * A no-op without tensor parallelism, and for a model whose split nodes
+ * own their slices (dt_model_tp_own_slices): a block is then its rank's
+ * alone and the sums run over the data-parallel group of the tensor rank
+ * only, so the replicated gradients, alike on every tensor rank, must
+ * stay (doc/DESIGN.md, "Gradient sums"). */
 void dt_model_tp_prepare_grads(struct dt_model *m);
 
 /* Floats per sample that the split nodes among nodes [first, last] of m

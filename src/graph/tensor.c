@@ -3,9 +3,10 @@
  * how (Megatron-LM's layout: Shoeybi et al., "Megatron-LM: Training
  * Multi-Billion Parameter Language Models Using Model Parallelism", 2019),
  * the tensor group the split nodes sum over, the gradients of replicated
- * tensors, and the floats the sums move. The split kernels themselves live
- * with their layers (dense.c, attention.c); layer.h says what each mode
- * computes. */
+ * tensors, the floats the sums move, and the blocks a rank owns when it
+ * holds its slices only (dt_node_tp_block; doc/DESIGN.md, "Tensor-parallel
+ * slices"). The split kernels themselves live with their layers
+ * (dense.c, attention.c); layer.h says what each mode computes. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,54 +149,102 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 	m->tp.ctx = ctx;
 }
 
-/* The floats of the whole tensor pt: the product of its shape. */
-static int64_t
-whole_size(const struct dt_param_tensor *pt)
-{
-	int64_t size = 1;
-
-	for (int d = 0; d < pt->n_dims; d++)
-		size *= pt->shape[d];
-	return size;
-}
-
-/* Whether tensor k of node n is split when the node owns its slice: a
- * column layer's weight and bias, a row layer's weight. */
-static bool
-is_split(const struct dt_node *n, int k)
-{
-	if (n->tp_size <= 1 || n->ops != &dt_layer_dense)
-		return false;
-	return n->tp_mode == DT_TP_COLUMN || (n->tp_mode == DT_TP_ROW &&
-					      k == 0);
-}
-
-/* Copies the block of rank `rank` of tensor k of node n from whole (the
- * whole tensor) into blk: a column layer's columns row by row (the
- * bias's columns are one run), a row layer's rows as one run. */
+/* Fills *b with the whole tensor pt as one block: all its rows, each one
+ * whole segment (a 1-D tensor is one row). */
 static void
-copy_block(const struct dt_node *n, int k, int rank, const float *whole,
-	   float *blk)
+whole_block(const struct dt_param_tensor *pt, struct dt_tp_block *b)
 {
-	const struct dt_param_tensor *pt = &n->tensor[k];
-	int64_t len;
+	memset(b, 0, sizeof *b);
+	b->n_rows = pt->n_dims == 2 ? pt->shape[0] : 1;
+	b->row_len = pt->shape[pt->n_dims - 1];
+	b->n_seg = 1;
+	b->seg_len = b->row_len;
+}
 
-	if (n->tp_mode == DT_TP_COLUMN && pt->n_dims == 2) {
-		int64_t in = pt->shape[0], out = pt->shape[1];
+/* Attention's blocks (DT_TP_HEADS): the tensors whose rows are 3C wide
+ * (qkv_weight (C, 3C), qkv_bias (3C)) give the share's C/s columns of
+ * each of q, k and v; proj_weight (C, C) its C/s rows; proj_bias (C) is
+ * replicated. */
+static bool
+heads_block(const struct dt_node *n, const struct dt_param_tensor *pt,
+	    int rank, struct dt_tp_block *b)
+{
+	const int64_t c = n->in_shape[0].dim[1], cl = c / n->tp_size;
 
-		len = out / n->tp_size;
-		for (int64_t i = 0; i < in; i++)
-			memcpy(blk + i * len, whole + i * out + rank * len,
-			       (size_t)len * sizeof(float));
-		return;
+	whole_block(pt, b);
+	if (b->row_len == 3 * c) {
+		b->n_seg = 3;
+		b->seg_len = cl;
+		for (int part = 0; part < 3; part++)
+			b->seg_col[part] = part * c + rank * cl;
+		return true;
 	}
-	len = whole_size(pt) / n->tp_size;
-	memcpy(blk, whole + rank * len, (size_t)len * sizeof(float));
+	if (pt->n_dims != 2)
+		return false;
+	b->n_rows = c / n->tp_size;
+	b->first_row = rank * b->n_rows;
+	return true;
+}
+
+bool
+dt_node_tp_block(const struct dt_node *n, int k, int rank,
+		 struct dt_tp_block *b)
+{
+	const struct dt_param_tensor *pt;
+	struct dt_tp_block blk;
+
+	if (n->tp_size <= 1 || k < 0 || k >= n->n_tensors)
+		return false;
+	assert(rank >= 0 && rank < n->tp_size);
+	pt = &n->tensor[k];
+	whole_block(pt, &blk);
+	if (n->ops == &dt_layer_attention && n->tp_mode == DT_TP_HEADS) {
+		if (!heads_block(n, pt, rank, &blk))
+			return false;
+	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_COLUMN) {
+		blk.seg_len = blk.row_len / n->tp_size;
+		blk.seg_col[0] = rank * blk.seg_len;
+	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_ROW &&
+		   k == 0) {
+		blk.n_rows /= n->tp_size;
+		blk.first_row = rank * blk.n_rows;
+	} else {
+		return false;
+	}
+	*b = blk;
+	return true;
+}
+
+/* Whether tensor k of node n is split when the node owns its slice, and
+ * if so the floats of its block in *floats. */
+static bool
+is_split(const struct dt_node *n, int k, int64_t *floats)
+{
+	struct dt_tp_block b;
+
+	if (!dt_node_tp_block(n, k, 0, &b))
+		return false;
+	*floats = b.n_rows * b.n_seg * b.seg_len;
+	return true;
+}
+
+/* Copies block b from whole (the whole tensor) into blk, densely: row by
+ * row, segment by segment. */
+static void
+copy_block(const struct dt_tp_block *b, const float *whole, float *blk)
+{
+	for (int64_t i = 0; i < b->n_rows; i++)
+		for (int s = 0; s < b->n_seg; s++)
+			memcpy(blk + (i * b->n_seg + s) * b->seg_len,
+			       whole + (b->first_row + i) * b->row_len +
+			       b->seg_col[s],
+			       (size_t)b->seg_len * sizeof(float));
 }
 
 /* Lays out the arenas again at the blocks' sizes (trained tensors, then
  * buffers, in node order, as graph.c's layout) and moves every tensor of
- * the stage there, a split one as its block. */
+ * the stage there, a split one as its block (a node that owns its slice
+ * already keeps what it holds). */
 static void
 relayout(struct dt_model *m)
 {
@@ -207,12 +256,13 @@ relayout(struct dt_model *m)
 			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
 				const struct dt_param_tensor *pt =
 					&m->nodes[i].tensor[k];
+				int64_t floats = pt->size;
 
 				if (pt->buffer != (pass == 1))
 					continue;
-				at += (size_t)(is_split(&m->nodes[i], k)
-					       ? pt->size / m->tp.size
-					       : pt->size);
+				if (!m->nodes[i].tp_own)
+					is_split(&m->nodes[i], k, &floats);
+				at += (size_t)floats;
 			}
 		if (pass == 0)
 			n_trained = at;
@@ -225,15 +275,16 @@ relayout(struct dt_model *m)
 			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
 				struct dt_node *n = &m->nodes[i];
 				struct dt_param_tensor *pt = &n->tensor[k];
+				struct dt_tp_block b;
 
 				if (pt->buffer != (pass == 1))
 					continue;
-				if (is_split(n, k)) {
-					copy_block(n, k, m->tp.rank, pt->data,
-						   params + at);
-					copy_block(n, k, m->tp.rank, pt->grad,
-						   grads + at);
-					pt->size /= m->tp.size;
+				if (!n->tp_own &&
+				    dt_node_tp_block(n, k, m->tp.rank, &b)) {
+					copy_block(&b, pt->data, params + at);
+					copy_block(&b, pt->grad, grads + at);
+					pt->size = b.n_rows * b.n_seg *
+						   b.seg_len;
 				} else {
 					memcpy(params + at, pt->data,
 					       (size_t)pt->size *
@@ -259,18 +310,19 @@ void
 dt_model_tp_own_slices(struct dt_model *m)
 {
 	bool any = false;
+	int64_t floats;
 
 	assert(m->params != NULL && m->grads != NULL);
 	if (m->tp.size <= 1)
 		return;
 	for (int i = m->first; i <= m->last; i++)
-		if (is_split(&m->nodes[i], 0) && !m->nodes[i].tp_own)
+		if (is_split(&m->nodes[i], 0, &floats) && !m->nodes[i].tp_own)
 			any = true;
 	if (!any)
 		return;
 	relayout(m);
 	for (int i = m->first; i <= m->last; i++)
-		if (is_split(&m->nodes[i], 0))
+		if (is_split(&m->nodes[i], 0, &floats))
 			m->nodes[i].tp_own = true;
 }
 
@@ -286,6 +338,20 @@ zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt,
 	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
 }
 
+/* Whether the split nodes of m's stage hold their blocks only
+ * (dt_model_tp_own_slices): then a block is this rank's alone and the
+ * gradient sums run over the data-parallel group of the tensor rank, so
+ * no replicated gradient may be zeroed (doc/DESIGN.md, "Gradient
+ * sums"). */
+static bool
+owns_slices(const struct dt_model *m)
+{
+	for (int i = m->first; i <= m->last; i++)
+		if (m->nodes[i].tp_own)
+			return true;
+	return false;
+}
+
 void
 dt_model_tp_prepare_grads(struct dt_model *m)
 {
@@ -295,7 +361,8 @@ dt_model_tp_prepare_grads(struct dt_model *m)
 void
 dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo, size_t hi)
 {
-	if (m->tp.size <= 1 || m->tp.rank == 0 || m->grads == NULL)
+	if (m->tp.size <= 1 || m->tp.rank == 0 || m->grads == NULL ||
+	    owns_slices(m))
 		return;
 	for (int i = 0; i < m->n_nodes; i++) {
 		const struct dt_node *n = &m->nodes[i];

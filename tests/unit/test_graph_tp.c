@@ -9,7 +9,12 @@
  * the floats each rank passes to the sums against
  * dt_model_tp_floats_per_sample and against counts made by hand, FLOPs of
  * the split layers, and the plan's errors for degrees that do not divide a
- * layer. Models are built from job text through the YAML parser. */
+ * layer. Ranks that own their slices (dt_model_tp_own_slices: dense
+ * columns and rows, attention heads) against ranks holding whole tensors:
+ * the same bits, outputs and blocks of the gradients, for the heads
+ * materialized, fused and recomputed, in f32 and (where the CPU has
+ * AVX512_BF16) bf16; dt_node_tp_block's blocks by hand. Models are built
+ * from job text through the YAML parser. */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
@@ -18,6 +23,9 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/kern.h"
+#include "graph/layer.h"
+#include "graph/model.h"
 #include "job/job.h"
 #include "util/alloc.h"
 #include "util/rng.h"
@@ -85,6 +93,22 @@ static const char gpt_bare_text[] =
 	"    - {type: dropout, name: fc_drop, rate: 0.3}\n"
 	"    - {type: dense, name: proj, units: 16, bias: false}\n"
 	"    - {type: add, name: res2, inputs: [res1, proj]}\n"
+	"    - {type: dense, name: head, units: 16}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+/* An attention block alone: the embeddings, attention with its biases,
+ * and a dense head no pair splits; the attention entry is on line 8,
+ * column 7. */
+static const char attn_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 16}\n"
+	"    - {type: pos_embedding, name: pos, length: 8, dim: 16}\n"
+	"    - {type: attention, name: attn, heads: 4, causal: true}\n"
 	"    - {type: dense, name: head, units: 16}\n"
 	"  loss: softmax_cross_entropy\n"
 	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
@@ -558,54 +582,98 @@ named(const char *node, const char *const *names)
 	return false;
 }
 
+/* The nodes of a job by how they split: dense column layers, dense row
+ * layers and attention heads; each list ends with NULL. */
+struct split_names {
+	const char *const *column, *const *row, *const *heads;
+};
+
+static const char *const no_nodes[] = { NULL };
+
+/* How tensor ti of a node splits, worked out here from its kind and its
+ * name: 'c' a column layer's weight or bias, 'r' a row layer's weight or
+ * attention's proj_weight (rows), 'q' attention's qkv_weight or qkv_bias
+ * (three column runs), 0 not split. */
+static char
+split_kind(const struct dt_tensor_info *ti, const struct split_names *sn)
+{
+	if (named(ti->node, sn->column))
+		return 'c';
+	if (named(ti->node, sn->row))
+		return strcmp(ti->name, "weight") == 0 ? 'r' : 0;
+	if (!named(ti->node, sn->heads))
+		return 0;
+	if (strncmp(ti->name, "qkv_", 4) == 0)
+		return 'q';
+	return strcmp(ti->name, "proj_weight") == 0 ? 'r' : 0;
+}
+
 /* Whether blk (the owner's floats, ti) is rank r's block of whole, the
- * same tensor of a whole-tensor rank: a column layer's (in, out) weight
- * its columns [r*out/tp, ...) row by row, its bias those entries, a row
- * layer's weight its rows [r*in/tp, ...), worked out here from the
- * shapes; a tensor not split the whole. */
+ * same tensor of a whole-tensor rank, for a tensor of kind `kind`
+ * (split_kind): a column layer's (in, out) weight its columns
+ * [r*out/tp, ...) row by row, its bias those entries; a row block the
+ * rows [r*in/tp, ...); attention's qkv (C, 3C) (or (3C)) in each row the
+ * columns [r*C/tp, (r+1)*C/tp) of q, then of k, then of v, side by side;
+ * a tensor not split the whole. */
 static bool
 block_equal(const float *blk, const float *whole,
-	    const struct dt_tensor_info *ti, int r, int tp, bool split,
-	    bool column)
+	    const struct dt_tensor_info *ti, int r, int tp, char kind)
 {
-	if (!split)
-		r = 0;
-	if (column && ti->n_dims == 2) {
-		int64_t in = ti->shape[0], out = ti->shape[1],
-			len = out / tp;
+	int64_t rows = ti->n_dims == 2 ? ti->shape[0] : 1;
+	int64_t out = ti->shape[ti->n_dims - 1];
 
-		for (int64_t i = 0; i < in; i++)
+	if (kind == 'q') {
+		int64_t c = out / 3, len = c / tp;
+
+		for (int64_t i = 0; i < rows; i++)
+			for (int64_t part = 0; part < 3; part++)
+				if (memcmp(blk + (i * 3 + part) * len,
+					   whole + i * out + part * c + r * len,
+					   (size_t)len * sizeof(float)) != 0)
+					return false;
+		return true;
+	}
+	if (kind == 'c') {
+		int64_t len = out / tp;
+
+		for (int64_t i = 0; i < rows; i++)
 			if (memcmp(blk + i * len, whole + i * out + r * len,
 				   (size_t)len * sizeof(float)) != 0)
 				return false;
 		return true;
 	}
+	if (kind == 0)
+		r = 0;
 	return memcmp(blk, whole + (size_t)r * (size_t)ti->size,
 		      (size_t)ti->size * sizeof(float)) == 0;
 }
 
 /* A group owning its slices against one holding whole tensors, same job,
- * same micro-batches: every rank's losses and probabilities the same
- * bits; every tensor of a split layer (columns: the layers named in
- * column, rows: in row, whose bias stays whole) 1/tp of its floats,
- * and its parameters and accumulated gradients the owner's block of
- * the whole tensor's, bit for bit; every other tensor whole and the
- * same; the arenas n_params floats each (counted by hand). */
+ * same micro-batches (in bf16 products with bf16): every rank's losses
+ * and probabilities the same bits; every split tensor (split_kind) 1/tp
+ * of its floats, and its parameters and accumulated gradients the
+ * owner's block of the whole tensor's, bit for bit; every other tensor
+ * whole and the same; the arenas n_params floats each (counted by hand).
+ * Then dt_model_tp_prepare_grads leaves an owning rank's gradients as
+ * they are (its sums run over the data-parallel group alone), where it
+ * zeroes the replicated ones of a whole-tensor rank other than 0. */
 static void
 expect_slices(const char *text, int tp, int64_t vocab,
-	      const char *const *column, const char *const *row,
-	      int64_t n_params)
+	      const struct split_names *sn, int64_t n_params, bool bf16)
 {
 	struct dt_job *job = dt_xcalloc(1, sizeof *job);
 	struct tp_group whole, own;
 	struct dt_model *probe;
 	struct work w;
+	float *before;
 
 	parse_job(text, job);
 	probe = build(job, 2);
 	make_work(&w, probe, 2, vocab, true);
+	dt_kern_set_bf16(bf16);
 	run_group(job, tp, 2, &w, false, &whole);
 	run_group(job, tp, 2, &w, true, &own);
+	dt_kern_set_bf16(0);
 	for (int r = 0; r < tp; r++) {
 		struct dt_model *a = whole.m[r], *b = own.m[r];
 
@@ -625,16 +693,14 @@ expect_slices(const char *text, int tp, int64_t vocab,
 		}
 		for (int t = 0; t < dt_model_n_tensors(a); t++) {
 			struct dt_tensor_info ta, tb;
-			bool col, split;
+			char kind;
 
 			dt_model_tensor_info(a, t, &ta);
 			dt_model_tensor_info(b, t, &tb);
 			ck_assert_str_eq(ta.node, tb.node);
-			col = named(ta.node, column);
-			split = col || (named(ta.node, row) &&
-					strcmp(ta.name, "weight") == 0);
-			ck_assert_msg(tb.size == (split ? ta.size / tp
-							: ta.size),
+			kind = split_kind(&ta, sn);
+			ck_assert_msg(tb.size == (kind ? ta.size / tp
+						       : ta.size),
 				      "%s.%s: %lld floats held, whole %lld",
 				      ta.node, ta.name, (long long)tb.size,
 				      (long long)ta.size);
@@ -642,17 +708,31 @@ expect_slices(const char *text, int tp, int64_t vocab,
 						  tb.offset,
 						  dt_model_params(a) +
 						  ta.offset, &tb, r, tp,
-						  split, col) &&
+						  kind) &&
 				      block_equal(dt_model_grads(b) +
 						  tb.offset,
 						  dt_model_grads(a) +
 						  ta.offset, &tb, r, tp,
-						  split, col),
+						  kind),
 				      "tp %d rank %d: %s.%s is not the block "
 				      "of the whole tensor", tp, r, ta.node,
 				      ta.name);
 		}
 	}
+	before = dt_xalloc_floats(dt_model_n_params(own.m[1]));
+	memcpy(before, dt_model_grads(own.m[1]),
+	       dt_model_n_params(own.m[1]) * sizeof(float));
+	dt_model_tp_prepare_grads(own.m[1]);
+	ck_assert(memcmp(before, dt_model_grads(own.m[1]),
+			 dt_model_n_params(own.m[1]) * sizeof(float)) == 0);
+	free(before);
+	before = dt_xalloc_floats(dt_model_n_params(whole.m[1]));
+	memcpy(before, dt_model_grads(whole.m[1]),
+	       dt_model_n_params(whole.m[1]) * sizeof(float));
+	dt_model_tp_prepare_grads(whole.m[1]);
+	ck_assert(memcmp(before, dt_model_grads(whole.m[1]),
+			 dt_model_n_params(whole.m[1]) * sizeof(float)) != 0);
+	free(before);
 	free_group(&whole);
 	free_group(&own);
 	dt_model_free(probe);
@@ -666,29 +746,216 @@ START_TEST(test_mlp_own_slices)
 {
 	static const char *const column[] = { "d0", "d2", NULL };
 	static const char *const row[] = { "d1", "d3", NULL };
+	const struct split_names sn = { column, row, no_nodes };
 	int tp = _i == 0 ? 2 : 4;
 
-	expect_slices(mlp_text, tp, 0, column, row,
+	expect_slices(mlp_text, tp, 0, &sn,
 		      (20 * 32 + 32) / tp + 32 * 16 / tp + 16 +
-		      (16 * 24 + 24) / tp + 24 * 6 / tp + 6);
+		      (16 * 24 + 24) / tp + 24 * 6 / tp + 6, false);
+}
+END_TEST
+
+/* text with the model keys `keys` (YAML lines, "" for none) put first
+ * under model:, in a new heap string. */
+static char *
+with_model_keys(const char *text, const char *keys)
+{
+	const char *at = strstr(text, "model:\n");
+	size_t head, len = strlen(text) + strlen(keys) + 1;
+	char *s = dt_xmalloc(len, 1);
+
+	ck_assert_ptr_nonnull(at);
+	head = (size_t)(at - text) + strlen("model:\n");
+	memcpy(s, text, head);
+	strcpy(s + head, keys);
+	strcat(s, text + head);
+	return s;
+}
+
+/* The variant of loop index i of the heads tests: tp 2 or 4 (bit 0), the
+ * heads materialized, fused or with their probabilities recomputed
+ * ((i / 2) % 3), f32 or bf16 (i / 6). Returns false, saying why, for a
+ * bf16 variant on a CPU without AVX512_BF16 (or with DTRAIN_CPU taking it
+ * away). */
+static bool
+heads_variant(int i, int *tp, const char **keys, bool *bf16)
+{
+	static const char *const modes[] = {
+		"", "  attention: fused\n", "  recompute: attention\n",
+	};
+
+	*tp = i % 2 == 0 ? 2 : 4;
+	*keys = modes[(i / 2) % 3];
+	*bf16 = i / 6 == 1;
+	if (*bf16 && dt_kern_bf16_missing() != NULL) {
+		printf("test_graph_tp: bf16 slices of attention skipped: the "
+		       "CPU lacks %s\n", dt_kern_bf16_missing());
+		return false;
+	}
+	return true;
+}
+
+/* The attention block alone (C 16, T 8, 4 heads): attn's qkv (16 x 48 +
+ * 48) by heads and its proj_weight (16 x 16) by rows, its proj_bias
+ * (16), the embeddings (16 x 16, 8 x 16) and the head (16 x 16 + 16)
+ * whole. */
+START_TEST(test_attn_own_slices)
+{
+	static const char *const heads[] = { "attn", NULL };
+	const struct split_names sn = { no_nodes, no_nodes, heads };
+	const char *keys;
+	bool bf16;
+	int tp;
+	char *text;
+
+	if (!heads_variant(_i, &tp, &keys, &bf16))
+		return;
+	text = with_model_keys(attn_text, keys);
+	expect_slices(text, tp, 16, &sn,
+		      16 * 16 + 8 * 16 + (16 * 48 + 48) / tp +
+		      16 * 16 / tp + 16 + 16 * 16 + 16, bf16);
+	free(text);
 }
 END_TEST
 
 /* The block (C 16, vocab 16, T 8): fc (16 -> 64) by columns, proj
- * (64 -> 16) by rows; the embeddings (16 x 16, 8 x 16), three
- * layernorms (2 x 16 each), attention (qkv 16 x 48 + 48, proj 16 x 16 +
- * 16) and the head (16 x 16 + 16) whole. */
+ * (64 -> 16) by rows, attention by heads (qkv 16 x 48 + 48 and the
+ * proj_weight's 16 x 16 rows; proj_bias 16 whole); the embeddings
+ * (16 x 16, 8 x 16), three layernorms (2 x 16 each) and the head
+ * (16 x 16 + 16) whole. */
 START_TEST(test_gpt_own_slices)
 {
 	static const char *const column[] = { "fc", NULL };
 	static const char *const row[] = { "proj", NULL };
-	int tp = _i == 0 ? 2 : 4;
+	static const char *const heads[] = { "attn", NULL };
+	const struct split_names sn = { column, row, heads };
+	const char *keys;
+	bool bf16;
+	int tp;
+	char *text;
 
-	expect_slices(gpt_text, tp, 16, column, row,
+	if (!heads_variant(_i, &tp, &keys, &bf16))
+		return;
+	text = with_model_keys(gpt_text, keys);
+	expect_slices(text, tp, 16, &sn,
 		      16 * 16 + 8 * 16 + 3 * 2 * 16 +
-		      16 * 48 + 48 + 16 * 16 + 16 +
+		      (16 * 48 + 48) / tp + 16 * 16 / tp + 16 +
 		      (16 * 64 + 64) / tp + 64 * 16 / tp + 16 +
-		      16 * 16 + 16);
+		      16 * 16 + 16, bf16);
+	free(text);
+}
+END_TEST
+
+/* The block without layernorms or attention biases: attention's input
+ * gradient adds to the residual's (din_add); qkv (16 x 48) and proj
+ * (16 x 16) by heads, fc (16 -> 32) by columns, proj (32 -> 16, no bias)
+ * by rows. */
+START_TEST(test_gpt_bare_own_slices)
+{
+	static const char *const column[] = { "fc", NULL };
+	static const char *const row[] = { "proj", NULL };
+	static const char *const heads[] = { "attn", NULL };
+	const struct split_names sn = { column, row, heads };
+	const char *keys;
+	bool bf16;
+	int tp;
+	char *text;
+
+	if (!heads_variant(_i, &tp, &keys, &bf16))
+		return;
+	text = with_model_keys(gpt_bare_text, keys);
+	expect_slices(text, tp, 16, &sn,
+		      16 * 16 + 8 * 16 + 16 * 48 / tp + 16 * 16 / tp +
+		      (16 * 32 + 32) / tp + 32 * 16 / tp + 16 * 16 + 16,
+		      bf16);
+	free(text);
+}
+END_TEST
+
+/* dt_node_tp_block by hand for the block at tp 4: attention's qkv
+ * (16, 48) at rank 2 the columns 8..11 of q, 24..27 of k and 40..43 of
+ * v; proj_weight (16, 16) its rows 8..11; fc (16 -> 64) at rank 1 its
+ * columns 16..31; proj (64 -> 16) its rows 16..31; proj_bias, the row
+ * layer's bias and a layernorm's gain replicated. */
+START_TEST(test_tp_block)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+	struct dt_tp_block b;
+	const struct dt_node *attn = NULL, *fc = NULL, *proj = NULL,
+			     *ln = NULL;
+
+	parse_job(gpt_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct dt_node *n = &m->nodes[i];
+
+		if (strcmp(n->name, "attn") == 0)
+			attn = n;
+		else if (strcmp(n->name, "fc") == 0)
+			fc = n;
+		else if (strcmp(n->name, "proj") == 0)
+			proj = n;
+		else if (strcmp(n->name, "ln1") == 0)
+			ln = n;
+	}
+	ck_assert(attn && fc && proj && ln);
+	ck_assert_int_eq(attn->n_tensors, 4);
+	ck_assert(dt_node_tp_block(attn, 0, 2, &b));	/* qkv_weight */
+	ck_assert(b.first_row == 0 && b.n_rows == 16 && b.row_len == 48);
+	ck_assert(b.n_seg == 3 && b.seg_len == 4 && b.seg_col[0] == 8 &&
+		  b.seg_col[1] == 24 && b.seg_col[2] == 40);
+	ck_assert(dt_node_tp_block(attn, 1, 2, &b));	/* qkv_bias */
+	ck_assert(b.first_row == 0 && b.n_rows == 1 && b.row_len == 48);
+	ck_assert(b.n_seg == 3 && b.seg_len == 4 && b.seg_col[0] == 8 &&
+		  b.seg_col[1] == 24 && b.seg_col[2] == 40);
+	ck_assert(dt_node_tp_block(attn, 2, 2, &b));	/* proj_weight */
+	ck_assert(b.first_row == 8 && b.n_rows == 4 && b.row_len == 16);
+	ck_assert(b.n_seg == 1 && b.seg_col[0] == 0 && b.seg_len == 16);
+	ck_assert(!dt_node_tp_block(attn, 3, 2, &b));	/* proj_bias */
+	ck_assert(dt_node_tp_block(fc, 0, 1, &b));
+	ck_assert(b.first_row == 0 && b.n_rows == 16 && b.row_len == 64);
+	ck_assert(b.n_seg == 1 && b.seg_col[0] == 16 && b.seg_len == 16);
+	ck_assert(dt_node_tp_block(fc, 1, 1, &b));
+	ck_assert(b.n_rows == 1 && b.row_len == 64 && b.seg_col[0] == 16 &&
+		  b.seg_len == 16);
+	ck_assert(dt_node_tp_block(proj, 0, 1, &b));
+	ck_assert(b.first_row == 16 && b.n_rows == 16 && b.row_len == 16);
+	ck_assert(b.n_seg == 1 && b.seg_col[0] == 0 && b.seg_len == 16);
+	ck_assert(!dt_node_tp_block(proj, 1, 1, &b));
+	ck_assert(!dt_node_tp_block(ln, 0, 0, &b));
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* Heads that tp does not divide: the plan's refusal, naming the layer,
+ * and nothing for dt_model_tp_own_slices to split afterwards. */
+START_TEST(test_heads_refused)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct group g = { .size = 3 };
+	struct rank_ctx rc = { &g, 1 };
+	struct dt_model *m;
+	struct dt_error err;
+	size_t n_params;
+
+	parse_job(attn_text, job);
+	m = build(job, 2);
+	n_params = dt_model_n_params(m);
+	memset(&err, 0, sizeof err);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 3, &err),
+			 DT_ERR_PLAN);
+	ck_assert_str_eq(err.msg, "job.yaml:8:7: model.layers.2 (attn): "
+			 "tensor_parallel 3 does not divide heads 4");
+	dt_model_set_tensor_group(m, 1, 3, group_allreduce, &rc);
+	dt_model_tp_own_slices(m);
+	ck_assert_uint_eq(dt_model_n_params(m), n_params);
+	dt_model_free(m);
+	free(job);
 }
 END_TEST
 
@@ -829,6 +1096,8 @@ graph_tp_suite(void)
 	tcase_add_test(plan, test_plan_mlp);
 	tcase_add_test(plan, test_plan_gpt);
 	tcase_add_test(plan, test_plan_errors);
+	tcase_add_test(plan, test_tp_block);
+	tcase_add_test(plan, test_heads_refused);
 	suite_add_tcase(s, plan);
 
 	tcase_set_timeout(group, 60);
@@ -839,7 +1108,9 @@ graph_tp_suite(void)
 	tcase_add_loop_test(group, test_gpt_bare_train, 0, 2);
 	tcase_add_test(group, test_unprepared_grads_differ);
 	tcase_add_loop_test(group, test_mlp_own_slices, 0, 2);
-	tcase_add_loop_test(group, test_gpt_own_slices, 0, 2);
+	tcase_add_loop_test(group, test_attn_own_slices, 0, 12);
+	tcase_add_loop_test(group, test_gpt_own_slices, 0, 12);
+	tcase_add_loop_test(group, test_gpt_bare_own_slices, 0, 12);
 	suite_add_tcase(s, group);
 	return s;
 }
