@@ -185,6 +185,80 @@ START_TEST(test_gelu)
 END_TEST
 
 /* Layernorm of 3 rows against the formula in double, both directions. */
+/* GELU's formula as kern.c writes it, one float operation at a time in
+ * its order, on dt_kern_exp (the SSE2 and AVX2 clones): the bits every
+ * path of dt_kern_gelu and dt_kern_gelu_grad must give, the AVX-512 one
+ * (16 values a step, chosen where the CPU has AVX-512F) included. */
+static float
+gelu_s_bits(float x)
+{
+	float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+	float e = -2.0f * u;
+
+	dt_kern_exp(&e, 1);
+	return 1.0f / (1.0f + e);
+}
+
+static int
+same_bits(float a, float b)
+{
+	return memcmp(&a, &b, sizeof a) == 0 || (isnan(a) && isnan(b));
+}
+
+START_TEST(test_gelu_bits)
+{
+	enum { N = 1043 };	/* 65 blocks of 16 and a tail of 3 */
+	float *x = dt_xalloc_floats(N), *y = dt_xalloc_floats(N);
+	float *dy = dt_xalloc_floats(N), *dx = dt_xalloc_floats(N);
+	float *dx0 = dt_xalloc_floats(N);
+	static const float special[] = {
+		0.0f, -0.0f, 1e-40f, -1e-40f, 60.0f, -60.0f, 100.0f, -100.0f,
+		INFINITY, -INFINITY, NAN, 3.0f, -3.0f, 0.5f, -0.5f, 9.5f,
+	};
+
+	fill(x, N, 77, -10.0f, 10.0f);
+	memcpy(x + 100, special, sizeof special);
+	fill(dy, N, 78, -1.0f, 1.0f);
+	fill(dx0, N, 79, -1.0f, 1.0f);
+	for (int64_t n = 0; n <= N; n += n < 40 ? 1 : N - 40) {
+		dt_kern_gelu(x, y, n);
+		memcpy(dx, dx0, N * sizeof(float));
+		dt_kern_gelu_grad(x, dy, dx, n, 1);
+		for (int64_t i = 0; i < n; i++) {
+			float v = x[i], s = gelu_s_bits(v);
+			float d = s + 2.0f * v * s * (1.0f - s) *
+				  0.7978845608028654f *
+				  (1.0f + 3.0f * 0.044715f * v * v);
+
+			ck_assert_msg(same_bits(y[i], v * s),
+				      "gelu(%a) = %a, want %a (n %lld)",
+				      (double)v, (double)y[i],
+				      (double)(v * s), (long long)n);
+			ck_assert_msg(same_bits(dx[i], dx0[i] + d * dy[i]),
+				      "gelu'(%a): %a, want %a", (double)v,
+				      (double)dx[i],
+				      (double)(dx0[i] + d * dy[i]));
+		}
+		ck_assert(n == N || same_bits(dx[n], dx0[n]));
+		dt_kern_gelu_grad(x, dy, dx, n, 0);
+		for (int64_t i = 0; i < n; i++) {
+			float v = x[i], s = gelu_s_bits(v);
+			float d = s + 2.0f * v * s * (1.0f - s) *
+				  0.7978845608028654f *
+				  (1.0f + 3.0f * 0.044715f * v * v);
+
+			ck_assert_msg(same_bits(dx[i], d * dy[i]),
+				      "gelu'(%a) dy", (double)v);
+		}
+	}
+	free(x);
+	free(y);
+	free(dy);
+	free(dx);
+	free(dx0);
+}
+END_TEST
+
 START_TEST(test_layernorm)
 {
 	for (int l = 1; l < N_LENGTHS; l++) {
@@ -929,6 +1003,7 @@ kern_suite(void)
 	tcase_add_test(tc, test_softmax_dot);
 	tcase_add_test(tc, test_softmax_grad);
 	tcase_add_test(tc, test_gelu);
+	tcase_add_test(tc, test_gelu_bits);
 	tcase_add_test(tc, test_layernorm);
 	tcase_add_test(tc, test_elementwise);
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
