@@ -546,16 +546,22 @@ describe_checkpoint(const struct dt_plan *plan, int sharded)
 	ADD(c, "format", json_object_new_string(sharded ? "shards" :
 						"gathered"));
 	/* At zero 3 each rank writes the tensors wholly in its part, and
-	 * the one its part's end cuts in a file of its own, and each
-	 * stage's first rank the untrained tensors in one more
-	 * (train/state.c): at most two files a rank and one a stage. */
+	 * the one its part's end cuts in a file of its own (train/state.c):
+	 * at most two files a rank. */
 	ADD(c, "params_from", json_object_new_string(
 		    !sharded ? "rank 0" : plan->sync[0].zero >= 3 ?
 		    "each rank's part" : "each stage's first rank"));
 	ADD(c, "param_files", json_object_new_int(
 		    !sharded ? 1 : plan->sync[0].zero >= 3 ?
-		    2 * plan->world_size + plan->pp_size : plan->pp_size));
+		    2 * plan->world_size : plan->pp_size));
 	ADD(c, "optimizer_files", json_object_new_int64(sharded ? files : 1));
+	/* Gathered at zero 1 to 3 on one stage without tensor slices:
+	 * rank 0 fetches a piece at a time from the parts as it writes
+	 * (train/state.c, stream_checkpoint). */
+	if (!sharded && plan->sync[0].zero >= 1 && plan->pp_size == 1 &&
+	    plan->tp_size == 1)
+		ADD(c, "gathered_piece_floats",
+		    json_object_new_int64(DT_CKPT_STREAM_FLOATS));
 	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
 	return c;
 }
@@ -999,6 +1005,15 @@ print_checkpoint(const struct json_object *d, FILE *out)
 
 	if (c == NULL)
 		return;
+	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0 &&
+	    get(c, "gathered_piece_floats") != NULL) {
+		fprintf(out, "checkpoints: rank 0 gathers the model's "
+			"parameters and optimizer state from the ranks' parts "
+			"a piece of %lld floats at a time and writes them "
+			"alone\n", (long long)get_i(c, "gathered_piece_floats",
+						   NULL));
+		return;
+	}
 	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0) {
 		fprintf(out, "checkpoints: rank 0 gathers the whole model's "
 			"parameters and optimizer state and writes them "

@@ -78,14 +78,10 @@ impl_of(const struct dt_job *job, const struct dt_plan *plan)
 int
 dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan)
 {
-	/* At zero 3 a rank writes up to three files (train/state.c), and
-	 * each stage's first rank one more, the untrained tensors'. */
-	int64_t files = job->parallel.zero >= 3 ?
-			3 * (int64_t)plan->world_size + plan->pp_size :
-			2 * (int64_t)plan->world_size;
-
 	return impl_of(job, plan) != DT_SYNC_IMPL_SERVERS &&
-	       !job->checkpoint.compress && files <= DT_CKPT_SHARD_FILES_MAX;
+	       !job->checkpoint.compress &&
+	       (job->parallel.zero >= 3 ? 3 : 2) *
+	       (int64_t)plan->world_size <= DT_CKPT_SHARD_FILES_MAX;
 }
 
 void

@@ -144,11 +144,9 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
 
 #define N_EXTRA 9
 /* The files a rank writes of a sharded checkpoint: its parameter file,
- * its optimizer state's, and (parameters parted) its cut tensor's and
- * the untrained tensors' (the stage's first rank). */
-#define SHARD_SLOTS 4
+ * its optimizer state's, and (parameters parted) its cut tensor's. */
+#define SHARD_SLOTS 3
 #define SHARD_CUT 2
-#define SHARD_BUF 3
 
 /* The position's values besides meta.json's own keys, into extra
  * (N_EXTRA of them); returns their number. */
@@ -469,40 +467,15 @@ shard_files(struct dt_run *r, const struct dt_ckpt_shard_file *mine,
 	return n;
 }
 
-/* Where the parameters are parted: the n tensors t (writes_tensor's, in
- * the stage's order) into files named by their first tensor's index in
- * pt, the trained ones into mine[0] and the untrained ones after them
- * (past the trained floats: a batchnorm's running statistics, which the
- * stage's first rank writes) into mine[SHARD_BUF]: they come last in the
- * model's order, and a file of their own sorts last, so the files' names
- * sort in the model's order, which export streams them in. */
-static enum dt_status
-write_parted(struct dt_run *r, const char *tmp, const struct tensors *pt,
-	     const struct dt_ckpt_tensor *t, size_t n,
-	     struct dt_ckpt_shard_file *mine, struct dt_error *err)
+/* The index of the first tensor of pt this rank writes into its
+ * parameter file (writes_tensor), or -1. */
+static int
+first_written(const struct dt_run *r, const struct tensors *pt)
 {
-	const float *params = dt_model_params(r->model);
-	size_t nt = r->layout.stage.trained_hi - r->layout.stage.trained_lo;
-	size_t k = 0;
-	enum dt_status st = DT_OK;
-	char file[64];
-
-	while (k < n && (size_t)(t[k].data - params) < nt)
-		k++;
-	for (int part = 0; part < 2 && st == DT_OK; part++) {
-		const struct dt_ckpt_tensor *first = part == 0 ? t : t + k;
-		size_t m = part == 0 ? k : n - k;
-		int j = 0;
-
-		if (m == 0)
-			continue;
-		while (j < pt->n_params && pt->params[j].data != first->data)
-			j++;
-		param_file_parted(r, file, sizeof file, j);
-		st = dt_ckpt_shard_write(tmp, file, first, m,
-					 &mine[part == 0 ? 0 : SHARD_BUF], err);
-	}
-	return st;
+	for (int j = 0; j < pt->n_params; j++)
+		if (writes_tensor(r, pt, j))
+			return j;
+	return -1;
 }
 
 /* This rank's files of a sharded checkpoint into tmp (mine: SHARD_SLOTS entries,
@@ -522,14 +495,14 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 		     0);
 	t = dt_xcalloc((size_t)pt.n_params + 5, sizeof *t);
 	shard_tensors(r, os, &pt, t, names, &n_p, &n_o);
-	if (r->plan.pp_size == 1)
+	if (dt_grad_sync_params_parted(r->sync))
+		param_file_parted(r, file, sizeof file, first_written(r, &pt));
+	else if (r->plan.pp_size == 1)
 		snprintf(file, sizeof file, "params.safetensors");
 	else
 		snprintf(file, sizeof file, "params-stage-%03d.safetensors",
 			 r->layout.grid.stage);
-	if (dt_grad_sync_params_parted(r->sync))
-		st = write_parted(r, tmp, &pt, t, n_p, mine, err);
-	else if (n_p > 0)
+	if (n_p > 0)
 		st = dt_ckpt_shard_write(tmp, file, t, n_p, &mine[0], err);
 	snprintf(file, sizeof file, "rank-%05d.safetensors", r->rank);
 	if (st == DT_OK && n_o > 0)
