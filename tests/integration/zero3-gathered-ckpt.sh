@@ -13,10 +13,10 @@
 # - each rank's peak resident memory (VmHWM, summary.json) at zero 3 in
 #   the gathered format exceeds the same rank's at zero 3 in shards
 #   (where each rank writes its own part) by less than 8 MiB: one piece
-#   (4 MiB) and noise. On the code before, where zero 3 all-gathered the
-#   whole parameters on every rank and rank 0 collected the whole
-#   optimizer state, rank 0 was higher by about 98 MB and the others by
-#   about 16 MB: this failed;
+#   (4 MiB) and noise (measured: -0.9 to -0.1 MiB). On the code before,
+#   where zero 3 all-gathered the whole parameters on every rank and rank
+#   0 collected the whole optimizer state, rank 0 was higher by 77.2 MiB
+#   and the others by 18.5 to 19.4 MiB (2f511ec, measured): this failed;
 # - the plan charges no params_gather and, on rank 0 alone, one piece
 #   (checkpoint_gather 4194304 bytes), and each rank's peak lies within
 #   15% of its plan.
