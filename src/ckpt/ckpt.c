@@ -613,14 +613,15 @@ dt_ckpt_prune(const char *ckpt_dir, int64_t newest_step, int64_t keep,
 
 static enum dt_status
 write_tensors(const char *path, int gz, const struct dt_ckpt_tensor *t,
-	      size_t n, struct dt_ck_file *f, struct dt_error *err)
+	      size_t n, const struct dt_ck_fetch *src, struct dt_ck_file *f,
+	      struct dt_error *err)
 {
 	struct dt_ck_wfile w;
 	const char *slash = strrchr(path, '/');
 
 	if (dt_ck_wopen(&w, path, gz, err))
 		return DT_ERR_IO;
-	if (dt_ck_st_write(&w, t, n, err)) {
+	if (dt_ck_st_write(&w, t, n, src, err)) {
 		dt_ck_wabort(&w);
 		return DT_ERR_IO;
 	}
@@ -644,12 +645,19 @@ write_files(const char *tmp, const struct dt_ckpt_opts *opts,
 	struct dt_ck_file mf;
 	char file[DT_CK_PATH_MAX], *text;
 	int gz = opts != NULL && opts->compress_optim;
+	struct dt_ck_fetch src[2];
 	enum dt_status st;
 
+	for (int k = 0; k < 2; k++) {
+		src[k].fn = opts != NULL ? opts->fetch : NULL;
+		src[k].ctx = opts != NULL ? opts->fetch_ctx : NULL;
+		src[k].file = k;
+	}
 	if (join(file, tmp, DT_CK_PARAMS, err) ||
-	    write_tensors(file, 0, params, n_params, &man.f[0], err) ||
+	    write_tensors(file, 0, params, n_params, &src[0], &man.f[0],
+			  err) ||
 	    join(file, tmp, gz ? DT_CK_OPTIM_GZ : DT_CK_OPTIM, err) ||
-	    write_tensors(file, gz, optim, n_optim, &man.f[1], err) ||
+	    write_tensors(file, gz, optim, n_optim, &src[1], &man.f[1], err) ||
 	    join(file, tmp, DT_CK_META, err))
 		return DT_ERR_IO;
 	text = dt_ck_meta_encode(meta);
@@ -780,10 +788,13 @@ dt_ckpt_save(const char *ckpt_dir, const struct dt_ckpt_opts *opts,
 {
 	char final[DT_CK_PATH_MAX], tmp[DT_CK_PATH_MAX],
 		aside[DT_CK_PATH_MAX], name[64];
+	int fetched = opts != NULL && opts->fetch != NULL;
 	enum dt_status st;
 
-	if (dt_ck_check_tensors(params, n_params, 1, "parameters", err) ||
-	    dt_ck_check_tensors(optim, n_optim, 0, "optimizer state", err) ||
+	if (dt_ck_check_tensors(params, n_params, 1, fetched, "parameters",
+				err) ||
+	    dt_ck_check_tensors(optim, n_optim, 0, fetched, "optimizer state",
+				err) ||
 	    dt_ck_meta_check(meta, err))
 		return DT_ERR_FORMAT;
 	if (make_ckpt_dir(ckpt_dir, err) ||
@@ -819,12 +830,12 @@ dt_ckpt_export(const char *path, const struct dt_ckpt_tensor *tensors,
 	struct dt_error e;
 	enum dt_status st;
 
-	if (dt_ck_check_tensors(tensors, n, 1, path, err))
+	if (dt_ck_check_tensors(tensors, n, 1, 0, path, err))
 		return DT_ERR_FORMAT;
 	if (dt_file_tmp_name(tmp, sizeof tmp, path, err))
 		return DT_ERR_IO;
 	unlink(tmp);
-	st = write_tensors(tmp, 0, tensors, n, &f, err);
+	st = write_tensors(tmp, 0, tensors, n, NULL, &f, err);
 	dt_error_clear(&e);
 	if (st == DT_OK &&
 	    read_tensor_file(tmp, tmp, 0, 1, &f, 0, NULL, 0, &e) != DT_OK)
@@ -1180,12 +1191,12 @@ dt_ckpt_shard_write(const char *tmp, const char *name,
 	    !dt_ck_ends_with(name, ".safetensors") || strcmp(name, DT_CK_OPTIM) == 0)
 		return dt_errorf(err, DT_ERR_FORMAT, "%s: not a shard file's "
 				 "name", name);
-	if (dt_ck_check_tensors(t, n, 1, name, err))
+	if (dt_ck_check_tensors(t, n, 1, 0, name, err))
 		return DT_ERR_FORMAT;
 	if (join(file, tmp, name, err))
 		return DT_ERR_IO;
 	unlink(file);
-	if (write_tensors(file, 0, t, n, &f, err))
+	if (write_tensors(file, 0, t, n, NULL, &f, err))
 		return DT_ERR_IO;
 	dt_error_clear(&e);
 	if (read_shard(file, &f, NULL, &e) != DT_OK)

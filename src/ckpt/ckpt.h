@@ -140,12 +140,27 @@ typedef void dt_ckpt_report_fn(void *ctx, const char *line);
  * given as ctx (stderr, a log file). */
 void dt_ckpt_report_file(void *ctx, const char *line);
 
+/* The floats [lo, hi) of tensor j (its index in the list given) of a
+ * checkpoint's file `file` (0 the parameters, 1 the optimizer state),
+ * into buf (hi - lo floats, at most DT_CKPT_STREAM_FLOATS), for a save
+ * whose tensor has no data (dt_ckpt_save, opts->fetch): so a writer
+ * whose tensors are elsewhere (other ranks' parts) holds one piece at a
+ * time. ctx is the caller's. DT_OK, or an error that ends the save. */
+typedef enum dt_status dt_ckpt_fetch_fn(void *ctx, int file, size_t j,
+					int64_t lo, int64_t hi, float *buf,
+					struct dt_error *err);
+#define DT_CKPT_STREAM_FLOATS ((int64_t)1 << 20)	/* a fetched piece */
+
 struct dt_ckpt_opts {
 	int64_t keep_last;	/* after a save, keep only this many newest
 				 * checkpoints; 0 = keep all */
 	bool compress_optim;	/* write optim.safetensors.gz (gzip level 1) */
 	dt_ckpt_report_fn *report;	/* problems while pruning; may be NULL */
 	void *report_ctx;
+	dt_ckpt_fetch_fn *fetch;	/* the data of the tensors given with
+					 * data NULL; NULL: every tensor has
+					 * its data */
+	void *fetch_ctx;
 };
 
 /* The path of the checkpoint for step (>= 0) into buf: CKPT_DIR/step-N,
@@ -164,6 +179,13 @@ enum dt_status dt_ckpt_path(char *buf, size_t size, const char *ckpt_dir,
  * that hold a MANIFEST.json; newer step directories (a run resumed from an
  * earlier checkpoint) are left alone. Pruning failures go to opts->report
  * and do not fail the save.
+ *
+ * With opts->fetch, a tensor given with data NULL is fetched piece by
+ * piece (DT_CKPT_STREAM_FLOATS floats): for each file (parameters, then
+ * optimizer state), each such tensor in list order for its CRC-32, then
+ * again in the same order for its bytes; the bytes written are those of
+ * the same tensors given whole. A failure stops the fetches: a caller
+ * whose fetches are collective makes the rest itself.
  *
  * Returns DT_OK; DT_ERR_FORMAT for an invalid tensor list or meta (bad
  * name, shape, duplicate, negative field) before anything is written;

@@ -117,12 +117,25 @@ struct dt_ck_header {
 /* Checks a tensor list for writing: n >= min_n, names, shapes, uniqueness.
  * DT_ERR_FORMAT "what: ..." naming the tensor. */
 enum dt_status dt_ck_check_tensors(const struct dt_ckpt_tensor *t, size_t n,
-				   size_t min_n, const char *what,
-				   struct dt_error *err);
+				   size_t min_n, int fetched,
+				   const char *what, struct dt_error *err);
+/* Where a saved tensor's data is NULL: the caller's fetch (ckpt.h,
+ * dt_ckpt_fetch_fn) for file `file` (0 the parameters, 1 the optimizer
+ * state). */
+struct dt_ck_fetch {
+	dt_ckpt_fetch_fn *fn;
+	void *ctx;
+	int file;
+};
 /* Writes a whole safetensors file (header with crc32 metadata, then the
- * data) to w. The tensors must have passed dt_ck_check_tensors. */
+ * data) to w. The tensors must have passed dt_ck_check_tensors. A tensor
+ * whose data is NULL is fetched from src (not NULL then) twice, piece by
+ * piece (DT_CKPT_STREAM_FLOATS): once for its CRC-32 before the header,
+ * once for its bytes after it, in list order both times; a failure stops
+ * the fetches and is returned. */
 enum dt_status dt_ck_st_write(struct dt_ck_wfile *w,
 			      const struct dt_ckpt_tensor *t, size_t n,
+			      const struct dt_ck_fetch *src,
 			      struct dt_error *err);
 /* Writes a safetensors header for n tensors (name, n_dims, shape and crc
  * of each entry; data_offsets follow from the shapes, contiguous in this

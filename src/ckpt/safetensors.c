@@ -86,7 +86,7 @@ cmp_names(const void *a, const void *b)
 
 enum dt_status
 dt_ck_check_tensors(const struct dt_ckpt_tensor *t, size_t n, size_t min_n,
-		    const char *what, struct dt_error *err)
+		    int fetched, const char *what, struct dt_error *err)
 {
 	const struct dt_ckpt_tensor **sorted;
 	int64_t total = 0;
@@ -121,7 +121,7 @@ dt_ck_check_tensors(const struct dt_ckpt_tensor *t, size_t n, size_t min_n,
 			return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s: "
 					 "negative or too large shape", what,
 					 name);
-		if (count > 0 && t[i].data == NULL)
+		if (count > 0 && t[i].data == NULL && !fetched)
 			return dt_errorf(err, DT_ERR_FORMAT, "%s: tensor %s: no "
 					 "data", what, name);
 		total += count * 4;
@@ -203,28 +203,83 @@ dt_ck_st_write_header(struct dt_ck_wfile *w, const struct dt_ck_entry *t,
 	return st;
 }
 
+/* CRC-32 of tensor t, read from its data or, where that is NULL,
+ * fetched from src in pieces of DT_CKPT_STREAM_FLOATS into buf. */
+static enum dt_status
+tensor_crc(const struct dt_ckpt_tensor *t, size_t j,
+	   const struct dt_ck_fetch *src, float *buf, uint32_t *crc,
+	   struct dt_error *err)
+{
+	int64_t n = count_elems(t->n_dims, t->shape);
+
+	if (t->data != NULL) {
+		*crc = crc_f32(t->data, (size_t)n);
+		return DT_OK;
+	}
+	*crc = 0;
+	for (int64_t lo = 0; lo < n; lo += DT_CKPT_STREAM_FLOATS) {
+		int64_t hi = n - lo < DT_CKPT_STREAM_FLOATS ? n :
+			     lo + DT_CKPT_STREAM_FLOATS;
+		enum dt_status st = src->fn(src->ctx, src->file, j, lo, hi,
+					    buf, err);
+
+		if (st != DT_OK)
+			return st;
+		*crc = (uint32_t)crc32_combine(*crc, crc_f32(buf,
+					       (size_t)(hi - lo)),
+					       (z_off_t)(4 * (hi - lo)));
+	}
+	return DT_OK;
+}
+
+/* Tensor t's bytes to w: from its data, or fetched piece by piece from
+ * src into buf as tensor_crc does. */
+static enum dt_status
+tensor_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
+	     size_t j, const struct dt_ck_fetch *src, float *buf,
+	     struct dt_error *err)
+{
+	int64_t n = count_elems(t->n_dims, t->shape);
+	enum dt_status st = DT_OK;
+
+	if (t->data != NULL)
+		return dt_ck_write_f32(w, t->data, (size_t)n, err);
+	for (int64_t lo = 0; lo < n && st == DT_OK;
+	     lo += DT_CKPT_STREAM_FLOATS) {
+		int64_t hi = n - lo < DT_CKPT_STREAM_FLOATS ? n :
+			     lo + DT_CKPT_STREAM_FLOATS;
+
+		st = src->fn(src->ctx, src->file, j, lo, hi, buf, err);
+		if (st == DT_OK)
+			st = dt_ck_write_f32(w, buf, (size_t)(hi - lo), err);
+	}
+	return st;
+}
+
 enum dt_status
 dt_ck_st_write(struct dt_ck_wfile *w, const struct dt_ckpt_tensor *t,
-	       size_t n, struct dt_error *err)
+	       size_t n, const struct dt_ck_fetch *src, struct dt_error *err)
 {
 	struct dt_ck_entry *e = dt_xcalloc(n + 1, sizeof *e);
-	enum dt_status st;
+	float *buf = NULL;	/* (DT_CKPT_STREAM_FLOATS) fetched pieces */
+	enum dt_status st = DT_OK;
 
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && buf == NULL; i++)
+		if (t[i].data == NULL && src != NULL)
+			buf = dt_xalloc_floats((size_t)DT_CKPT_STREAM_FLOATS);
+	for (size_t i = 0; i < n && st == DT_OK; i++) {
 		snprintf(e[i].name, sizeof e[i].name, "%s", t[i].name);
 		e[i].n_dims = t[i].n_dims;
 		memcpy(e[i].shape, t[i].shape, sizeof e[i].shape);
-		e[i].crc = crc_f32(t[i].data,
-				   (size_t)count_elems(t[i].n_dims,
-						       t[i].shape));
+		st = tensor_crc(&t[i], i, src, buf, &e[i].crc, err);
 		e[i].has_crc = 1;
 	}
-	st = dt_ck_st_write_header(w, e, n, err);
+	if (st == DT_OK)
+		st = dt_ck_st_write_header(w, e, n, err);
 	free(e);
 	for (size_t i = 0; i < n && st == DT_OK; i++)
-		st = dt_ck_write_f32(w, t[i].data,
-				     (size_t)count_elems(t[i].n_dims,
-							 t[i].shape), err);
+		st = tensor_write(w, &t[i], i, src, buf, err);
+	free(buf);
 	return st;
 }
 

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/ckpt.h"
 #include "cmd/model_io.h"
 #include "graph/graph.h"
 #include "graph/layer.h"
@@ -282,23 +283,18 @@ job_yaml(const struct dt_job *job, char **text, struct dt_error *err)
 	return st;
 }
 
-/* One tensor of the file: its torch name, shape and values (heap). */
+/* One tensor of the file: its torch name and shape, and where its
+ * values come from: the checkpoint's tensor src (its dtrain name and
+ * shape), transposed where flip. */
 struct ttensor {
 	char name[DT_LAYER_NAME_MAX + 32];
 	int n_dims;
 	int64_t shape[4];
-	float *data;
 	int64_t size;
+	char src[DT_LAYER_NAME_MAX + 32];
+	int64_t src_shape[4];
+	int flip;
 };
-
-/* dst (cols, rows) = src (rows, cols) transposed. */
-static void
-transpose(const float *src, int64_t rows, int64_t cols, float *dst)
-{
-	for (int64_t r = 0; r < rows; r++)
-		for (int64_t c = 0; c < cols; c++)
-			dst[c * rows + r] = src[r * cols + c];
-}
 
 /* Fills t from model tensor i, renamed and laid out for torch. */
 static void
@@ -307,43 +303,38 @@ torch_tensor(const struct dt_cmd_model *cm, int i, struct ttensor *t)
 	struct dt_model *m = cm->model;
 	struct dt_tensor_info ti;
 	const struct dt_node *n;
-	const float *src;
 	char key[DT_LAYER_NAME_MAX];
 	const char *name;
-	int flip = 0;
 
 	dt_model_tensor_info(m, i, &ti);
 	n = &m->nodes[m->tensor_node[i]];
-	src = dt_model_params(m) + ti.offset;
 	module_key(cm->job->model.layers[n->layer].name, key, sizeof key);
 	name = ti.name;
+	t->flip = 0;
 	if (n->spec.kind == DT_LAYER_DENSE && strcmp(ti.name, "weight") == 0)
-		flip = 1;
+		t->flip = 1;
 	if (n->spec.kind == DT_LAYER_ATTENTION) {
 		if (strcmp(ti.name, "qkv_weight") == 0) {
 			name = "in_proj_weight";
-			flip = 1;
+			t->flip = 1;
 		} else if (strcmp(ti.name, "qkv_bias") == 0) {
 			name = "in_proj_bias";
 		} else if (strcmp(ti.name, "proj_weight") == 0) {
 			name = "out_proj.weight";
-			flip = 1;
+			t->flip = 1;
 		} else if (strcmp(ti.name, "proj_bias") == 0) {
 			name = "out_proj.bias";
 		}
 	}
 	snprintf(t->name, sizeof t->name, "%s.%s", key, name);
+	snprintf(t->src, sizeof t->src, "%s.%s", ti.node, ti.name);
 	t->n_dims = ti.n_dims;
 	t->size = ti.size;
-	t->data = dt_xalloc_floats((size_t)ti.size);
 	for (int d = 0; d < ti.n_dims; d++)
-		t->shape[d] = ti.shape[d];
-	if (flip) {
-		transpose(src, ti.shape[0], ti.shape[1], t->data);
+		t->shape[d] = t->src_shape[d] = ti.shape[d];
+	if (t->flip) {
 		t->shape[0] = ti.shape[1];
 		t->shape[1] = ti.shape[0];
-	} else {
-		memcpy(t->data, src, (size_t)ti.size * sizeof *t->data);
 	}
 }
 
@@ -351,11 +342,71 @@ struct tfile {
 	struct ttensor *t;
 	int n;
 	const char *header;	/* the JSON header, unpadded */
+	const char *ckpt;	/* the checkpoint the values come from */
 };
+
+/* n floats as little-endian bytes to f. */
+static int
+put_f32(FILE *f, const float *p, int64_t n)
+{
+	for (int64_t k = 0; k < n; k++) {
+		unsigned char le[4];
+		uint32_t u;
+
+		memcpy(&u, &p[k], 4);
+		for (int b = 0; b < 4; b++)
+			le[b] = (unsigned char)(u >> (8 * b));
+		if (fwrite(le, 1, 4, f) != 4)
+			return -1;
+	}
+	return 0;
+}
+
+/* Tensor t's values to f: read whole from the checkpoint (any layout:
+ * dt_ckpt_load_part finds it in whichever file holds it, its CRC-32
+ * checked) into buf, and written as they are or, transposed, a block of
+ * TBLOCK of its torch rows at a time through blk. */
+enum { TBLOCK = 64 };
+static enum dt_status
+put_tensor(FILE *f, const struct tfile *tf, const struct ttensor *t,
+	   float *buf, float *blk, struct dt_error *err)
+{
+	struct dt_ckpt_part part = { .name = t->src, .n_dims = t->n_dims,
+				     .lo = 0, .hi = t->size, .data = buf };
+	/* buf is (rows, cols); a transposed one's torch row c is its
+	 * column c. */
+	int64_t rows = t->src_shape[0], cols = t->n_dims > 1 ?
+					       t->src_shape[1] : 1;
+	enum dt_status st;
+
+	memcpy(part.shape, t->src_shape, sizeof part.shape);
+	st = dt_ckpt_load_part(tf->ckpt, 0, &part, 1, NULL, 0, err);
+	if (st != DT_OK)
+		return st;
+	if (!t->flip) {
+		if (put_f32(f, buf, t->size))
+			goto fail;
+		return DT_OK;
+	}
+	for (int64_t c0 = 0; c0 < cols; c0 += TBLOCK) {
+		int64_t c1 = cols - c0 < TBLOCK ? cols : c0 + TBLOCK;
+
+		for (int64_t c = c0; c < c1; c++)
+			for (int64_t r = 0; r < rows; r++)
+				blk[(c - c0) * rows + r] = buf[r * cols + c];
+		if (put_f32(f, blk, (c1 - c0) * rows))
+			goto fail;
+	}
+	return DT_OK;
+fail:
+	return dt_errorf(err, DT_ERR_IO, "write failed: %s", strerror(errno));
+}
 
 /* The safetensors layout (huggingface/safetensors): u64 little-endian
  * header length, the JSON header padded with spaces to a multiple of 8,
- * then the tensors' bytes back to back (little-endian F32). */
+ * then the tensors' bytes back to back (little-endian F32), each read
+ * from the checkpoint as it is written: one tensor in memory at a time
+ * (and TBLOCK rows of a transposed one). */
 static enum dt_status
 write_file(FILE *f, void *ctx, struct dt_error *err)
 {
@@ -363,6 +414,9 @@ write_file(FILE *f, void *ctx, struct dt_error *err)
 	size_t len = strlen(tf->header), pad = (8 - len % 8) % 8;
 	uint64_t total = len + pad;
 	unsigned char le[8];
+	int64_t most = 1, most_rows = 1;
+	float *buf, *blk;
+	enum dt_status st = DT_OK;
 
 	for (int b = 0; b < 8; b++)
 		le[b] = (unsigned char)(total >> (8 * b));
@@ -372,19 +426,18 @@ write_file(FILE *f, void *ctx, struct dt_error *err)
 		if (fputc(' ', f) == EOF)
 			goto fail;
 	for (int i = 0; i < tf->n; i++) {
-		const struct ttensor *t = &tf->t[i];
-
-		for (int64_t k = 0; k < t->size; k++) {
-			uint32_t u;
-
-			memcpy(&u, &t->data[k], 4);
-			for (int b = 0; b < 4; b++)
-				le[b] = (unsigned char)(u >> (8 * b));
-			if (fwrite(le, 1, 4, f) != 4)
-				goto fail;
-		}
+		if (tf->t[i].size > most)
+			most = tf->t[i].size;
+		if (tf->t[i].flip && tf->t[i].src_shape[0] > most_rows)
+			most_rows = tf->t[i].src_shape[0];
 	}
-	return DT_OK;
+	buf = dt_xalloc_floats((size_t)most);
+	blk = dt_xalloc_floats((size_t)(most_rows * TBLOCK));
+	for (int i = 0; i < tf->n && st == DT_OK; i++)
+		st = put_tensor(f, tf, &tf->t[i], buf, blk, err);
+	free(buf);
+	free(blk);
+	return st;
 fail:
 	return dt_errorf(err, DT_ERR_IO, "write failed: %s", strerror(errno));
 }
@@ -400,7 +453,8 @@ dt_cmd_export_torch(const char *dir, int64_t which, const char *out,
 	int64_t off = 0;
 	enum dt_status st;
 
-	st = dt_cmd_model_open(dir, NULL, 0, which, 1, &cm, err);
+	/* Shapes only: each tensor's values are read as it is written. */
+	st = dt_cmd_model_open(dir, NULL, 0, which, 0, &cm, err);
 	if (st != DT_OK)
 		return st;
 	*step = cm.step;
@@ -454,14 +508,13 @@ dt_cmd_export_torch(const char *dir, int64_t which, const char *out,
 		ADD(h, t->name, e);
 	}
 	if (st == DT_OK) {
+		tf.ckpt = cm.ckpt;
 		tf.header = json_object_to_json_string_ext(h,
 			JSON_C_TO_STRING_PLAIN |
 			JSON_C_TO_STRING_NOSLASHESCAPE);
 		st = dt_rundir_write_atomic(out, write_file, &tf, err);
 	}
 	json_object_put(h);
-	for (int i = 0; i < tf.n; i++)
-		free(tf.t[i].data);
 	free(tf.t);
 	free(yaml);
 	free(graph);

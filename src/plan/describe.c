@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ckpt/ckpt.h"
 #include "comm/ps.h"
 #include "graph/graph.h"
 #include "plan/sync_plan.h"
@@ -129,21 +130,24 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	int64_t grads = !y->grad_parts ? n_params :
 			y->acc_seg == 0 ? y->own_max + pend :
 			y->own_max > pend ? y->own_max : pend;
-	/* zero 3 where the job checkpoints in the gathered format: the
-	 * whole parameters gathered on every summing rank (sync_zero3.c),
-	 * after an update, beside the own part of the gradient: beyond what
-	 * the step holds by as much as that exceeds the step's parameters
-	 * and gradient. An evaluation gathers unit by unit as a step does,
-	 * and a checkpoint in shards writes each rank's part, gathering
-	 * only the tensors a part boundary cuts, one at a time (each within
-	 * its node's unit, train/state.c): neither holds more than the
-	 * step. */
+	/* zero 3 where the job checkpoints in the gathered format with a
+	 * pipeline or tensor slices: the whole parameters gathered on every
+	 * summing rank (sync_zero3.c), after an update, beside the own part
+	 * of the gradient: beyond what the step holds by as much as that
+	 * exceeds the step's parameters and gradient. With neither, rank 0
+	 * writes the gathered format a piece at a time (train/state.c,
+	 * stream_checkpoint; its piece is zero_collect_bytes'); an
+	 * evaluation gathers unit by unit as a step does, and a checkpoint
+	 * in shards writes each rank's part, gathering only the tensors a
+	 * part boundary cuts, one at a time (each within its node's unit,
+	 * train/state.c): none holds more than the step. */
 	int64_t whole = 0;
 	struct json_object *mem;
 
 	if (grads > n_params)
 		grads = n_params;
 	if (y->zero >= 3 && sp->ckpt_gathered &&
+	    (plan->pp_size > 1 || plan->tp_size > 1) &&
 	    n_params + y->own_max > resident + grads)
 		whole = n_params + y->own_max - resident - grads;
 	mem = json_object_new_object();
@@ -452,20 +456,26 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 	ADD(comm, "received_per_step", json_object_new_int64(ring));
 }
 
-/* At parallel.zero 1 to 3 the first of a stage's summing ranks
- * collects the others' parts of the optimizer state into a whole copy
- * of the stage's state before a checkpoint (train/sync_zero.c,
- * zero_collect), and holds it until the next update: optim_buffers x
- * trained floats beside its own part, where checkpoints are gathered
- * (in shards each rank writes its own part). 0 on the other ranks, and
- * where the job writes no checkpoint (ckpt false). */
+/* At parallel.zero 1 to 3, where checkpoints are gathered (in shards
+ * each rank writes its own part), the first of a stage's summing ranks
+ * holds beside its own part: with a pipeline or tensor slices the
+ * others' parts of the optimizer state, collected into a whole copy of
+ * the stage's state before a checkpoint (train/sync_zero.c,
+ * zero_collect) and kept until the next update, optim_buffers x trained
+ * floats; else one piece of DT_CKPT_STREAM_FLOATS floats (or the
+ * trained floats, where fewer), which world rank 0 fetches from the
+ * parts as it writes (train/state.c, stream_checkpoint). 0 on the other
+ * ranks, and where the job writes no checkpoint (ckpt false). */
 static int64_t
-zero_collect_bytes(const struct dt_sync_plan *y, const struct dt_grid_pos *pos,
-		   bool ckpt)
+zero_collect_bytes(const struct dt_plan *plan, const struct dt_sync_plan *y,
+		   const struct dt_grid_pos *pos, bool ckpt)
 {
 	if (y->zero < 1 || !y->summed || pos->dp != 0 || pos->tp != 0 ||
 	    !ckpt)
 		return 0;
+	if (plan->pp_size == 1 && plan->tp_size == 1)
+		return (y->trained < DT_CKPT_STREAM_FLOATS ? y->trained :
+			DT_CKPT_STREAM_FLOATS) * 4;
 	return y->optim_buffers * y->trained * 4;
 }
 
@@ -545,6 +555,13 @@ describe_checkpoint(const struct dt_plan *plan, int sharded)
 		    !sharded ? 1 : plan->sync[0].zero >= 3 ?
 		    2 * plan->world_size : plan->pp_size));
 	ADD(c, "optimizer_files", json_object_new_int64(sharded ? files : 1));
+	/* Gathered at zero 1 to 3 on one stage without tensor slices:
+	 * rank 0 fetches a piece at a time from the parts as it writes
+	 * (train/state.c, stream_checkpoint). */
+	if (!sharded && plan->sync[0].zero >= 1 && plan->pp_size == 1 &&
+	    plan->tp_size == 1)
+		ADD(c, "gathered_piece_floats",
+		    json_object_new_int64(DT_CKPT_STREAM_FLOATS));
 	ADD(c, "optimizer_part_bytes_max", json_object_new_int64(part));
 	return c;
 }
@@ -589,8 +606,8 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "stage", json_object_new_int(pos.stage));
 	ADD(x, "tp", json_object_new_int(pos.tp));
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
-	collect = gathers ? zero_collect_bytes(mine->sync, &pos, mine->ckpt) :
-		  0;
+	collect = gathers ? zero_collect_bytes(plan, mine->sync, &pos,
+					       mine->ckpt) : 0;
 	if ((gathers && r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
 	    collect > 0) {
 		ADD(x, "memory", gather_memory(plan, mine->memory,
@@ -988,6 +1005,15 @@ print_checkpoint(const struct json_object *d, FILE *out)
 
 	if (c == NULL)
 		return;
+	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0 &&
+	    get(c, "gathered_piece_floats") != NULL) {
+		fprintf(out, "checkpoints: rank 0 gathers the model's "
+			"parameters and optimizer state from the ranks' parts "
+			"a piece of %lld floats at a time and writes them "
+			"alone\n", (long long)get_i(c, "gathered_piece_floats",
+						   NULL));
+		return;
+	}
 	if (strcmp(json_object_get_string(get(c, "format")), "shards") != 0) {
 		fprintf(out, "checkpoints: rank 0 gathers the whole model's "
 			"parameters and optimizer state and writes them "

@@ -602,6 +602,159 @@ shard_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 	return 1;
 }
 
+/* A checkpoint of the gathered format written a piece at a time where
+ * the optimizer state (and at parallel.zero 3 the trained parameters)
+ * is in parts over the ranks of one stage: rank 0's dt_ckpt_save
+ * fetches each piece (DT_CKPT_STREAM_FLOATS floats of one tensor) from
+ * the ranks whose parts hold it as it writes, twice (its CRC-32 before
+ * the header, its bytes after), and the other ranks make the same
+ * fetches in the same order (stream_from), so no rank holds more than
+ * its part and one piece; the bytes are those of the whole state
+ * written at once. */
+struct stream {
+	struct dt_run *r;
+	struct tensors *t;	/* rank 0's lists: data NULL where fetched */
+	int64_t done;		/* fetches made */
+};
+
+/* One fetch (dt_ckpt_fetch_fn): collective over the stage's summing
+ * ranks; buf NULL on a rank that only sends. A failed exchange leaves
+ * the others inside it: the job ends. */
+static enum dt_status
+stream_fetch(void *ctx, int file, size_t j, int64_t lo, int64_t hi,
+	     float *buf, struct dt_error *err)
+{
+	struct stream *x = ctx;
+	float *params = dt_model_params(x->r->model);	/* (n_params) */
+	enum dt_status st = DT_OK;
+
+	x->done++;
+	if (file == 0) {
+		size_t off = (size_t)(x->t->pt[j].data - params);
+
+		st = dt_grad_sync_params_span(x->r->sync, off + (size_t)lo,
+					      off + (size_t)hi, err);
+		if (st == DT_OK && buf != NULL)
+			memcpy(buf, params + off + lo,
+			       (size_t)(hi - lo) * sizeof *buf);
+		dt_grad_sync_params_span_release(x->r->sync, off + (size_t)lo,
+						 off + (size_t)hi);
+	} else {
+		st = dt_grad_sync_state_span(x->r->sync, (int)j, (size_t)lo,
+					     (size_t)hi, buf, err);
+	}
+	if (st != DT_OK) {
+		fprintf(stderr, "dtrain: rank %d: %s\n", x->r->rank, err->msg);
+		dt_comm_abort(x->r->comm, dt_status_exit_code(st));
+	}
+	return DT_OK;
+}
+
+/* The fetches of a streamed save from the k-th on (0: all), in
+ * dt_ckpt_save's order (ckpt.h), into buf (NULL: this rank sends). */
+static void
+stream_from(struct stream *x, int64_t k, float *buf)
+{
+	int64_t i = 0;
+	struct dt_error err;
+
+	for (int file = 0; file < 2; file++) {
+		const struct dt_ckpt_tensor *t = file == 0 ? x->t->params :
+						 x->t->optim;
+		int n = file == 0 ? x->t->n_params : x->t->n_optim;
+
+		for (int pass = 0; pass < 2; pass++)
+			for (int j = 0; j < n; j++) {
+				int64_t size = 1;
+
+				if (t[j].data != NULL)
+					continue;
+				for (int d = 0; d < t[j].n_dims; d++)
+					size *= t[j].shape[d];
+				for (int64_t lo = 0; lo < size;
+				     lo += DT_CKPT_STREAM_FLOATS, i++) {
+					int64_t hi = size - lo <
+						     DT_CKPT_STREAM_FLOATS ?
+						     size : lo +
+						     DT_CKPT_STREAM_FLOATS;
+
+					if (i >= k)
+						stream_fetch(x, file, (size_t)j,
+							     lo, hi, buf, &err);
+				}
+			}
+	}
+}
+
+/* Whether a checkpoint of the gathered format is written a piece at a
+ * time (stream_fetch): the optimizer state in parts over the ranks of
+ * the one stage, no tensor slices. */
+static int
+streams_gathered(const struct dt_run *r)
+{
+	return !r->layout.split && r->plan.pp_size == 1 &&
+	       r->plan.tp_size == 1 && dt_grad_sync_state_parted(r->sync);
+}
+
+/* The gathered format, streamed (struct stream). Collective over
+ * r->comm; every rank returns the same status. */
+static enum dt_status
+stream_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
+		  struct dt_error *err)
+{
+	struct dt_grad_sync_state os;
+	struct stream x = { .r = r };
+	struct tensors t;
+	enum dt_status st = DT_OK;
+	float *params = dt_model_params(r->model);	/* (n_params) */
+	size_t nt = dt_model_n_trained(r->model);
+
+	dt_grad_sync_state_own(r->sync, &os);
+	tensors_init(&t, r->job, r->model, params, os.bufs, os.n_bufs);
+	x.t = &t;
+	/* The parts are fetched: the optimizer buffers always, the
+	 * trained parameters where the ranks hold parts of them. */
+	for (int b = 0; b < t.n_optim; b++)
+		t.optim[b].data = NULL;
+	for (int j = 0; j < t.n_params; j++)
+		if (dt_grad_sync_params_parted(r->sync) &&
+		    (size_t)(t.pt[j].data - params) < nt)
+			t.params[j].data = NULL;
+	if (r->rank == 0) {
+		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
+		struct dt_ckpt_meta meta;
+		struct dt_ckpt_opts opts;
+
+		fill_meta(r, &meta, extra, os.steps);
+		memset(&opts, 0, sizeof opts);
+		opts.keep_last = keep_last;
+		opts.compress_optim = r->job->checkpoint.compress;
+		opts.report = dt_ckpt_report_file;
+		opts.report_ctx = stderr;
+		opts.fetch = stream_fetch;
+		opts.fetch_ctx = &x;
+		st = dt_ckpt_save(dir, &opts, &meta, t.params,
+				  (size_t)t.n_params, t.optim,
+				  (size_t)t.n_optim, err);
+		free(meta.job_text);
+		free(meta.data_shards);
+		free(meta.data_norm);
+		free(meta.data_files);
+		if (st != DT_OK) {
+			/* The fetches the failed save did not make. */
+			float *scratch = dt_xalloc_floats(
+				(size_t)DT_CKPT_STREAM_FLOATS);
+
+			stream_from(&x, x.done, scratch);
+			free(scratch);
+		}
+	} else {
+		stream_from(&x, 0, NULL);
+	}
+	tensors_fini(&t);
+	return dt_comm_agree(r->comm, st, err);
+}
+
 enum dt_status
 dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 		     struct dt_error *err)
@@ -611,6 +764,8 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 
 	if (shard_checkpoint(r, dir, keep_last, &st, err))
 		return st;
+	if (streams_gathered(r))
+		return stream_checkpoint(r, dir, keep_last, err);
 
 	memset(&f, 0, sizeof f);
 	/* Where the state is kept elsewhere (parameter servers) or in parts

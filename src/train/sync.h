@@ -247,6 +247,24 @@ enum dt_status dt_grad_sync_state_collect(struct dt_grad_sync *s,
  * elsewhere. */
 void dt_grad_sync_state_loaded(struct dt_grad_sync *s, int64_t steps);
 
+/* 1 where the optimizer state is in parts over the summing ranks
+ * (parallel.zero 1 to 3: each rank keeps its dt_grad_sync_state_own
+ * part), 0 where each rank keeps all of it or it lives elsewhere. */
+int dt_grad_sync_state_parted(const struct dt_grad_sync *s);
+
+/* Collective over the summing ranks, which all pass the same b, lo and
+ * hi, where the state is parted (dt_grad_sync_state_parted): floats
+ * [lo, hi) (one-rank offsets of the trained floats) of optimizer buffer
+ * b (dt_grad_sync_state's numbering), each sent by the rank whose part
+ * holds it, into dst (hi - lo floats) on the first summing rank; dst is
+ * not used elsewhere (may be NULL). For a checkpoint of the gathered
+ * format written a piece at a time (train/state.c), so that no rank
+ * holds the whole state. Errors: DT_ERR_MPI; the others are then inside
+ * the exchange: end the job. */
+enum dt_status dt_grad_sync_state_span(struct dt_grad_sync *s, int b,
+				       size_t lo, size_t hi, float *dst,
+				       struct dt_error *err);
+
 /* 1 when the optimizer state lives on ranks that do not train until
  * dt_grad_sync_release (parameter servers): a final checkpoint must then
  * be written before the release. */

@@ -680,6 +680,46 @@ zero_collect(struct dt_grad_sync *s, struct dt_error *err)
 	return st;
 }
 
+int
+dt_grad_sync_state_parted(const struct dt_grad_sync *s)
+{
+	return s->zero != NULL && !s->state_remote;
+}
+
+enum dt_status
+dt_grad_sync_state_span(struct dt_grad_sync *s, int b, size_t lo, size_t hi,
+			float *dst, struct dt_error *err)
+{
+	struct dt_comm *c = s->zero->flat;
+	int p = dt_comm_size(c), me = dt_comm_rank(c), n_bufs, req;
+	float **own = dt_optim_state(s->optim, &n_bufs);	/* (n_bufs) */
+	enum dt_status st = DT_OK;
+
+	assert(b < n_bufs && lo <= hi && hi <= s->n);
+	for (int q = 0; q < p && st == DT_OK; q++) {
+		size_t a, e;
+
+		dt_comm_part(s->n, p, q, &a, &e);
+		a = a > lo ? a : lo;
+		e = e < hi ? e : hi;
+		if (a >= e || (me != 0 && me != q))
+			continue;
+		if (me == 0 && q == 0)
+			memcpy(dst + (a - lo), own[b] + (a - s->own_lo),
+			       (e - a) * sizeof(float));
+		else if (me == 0)
+			st = dt_comm_recv_f32(c, dst + (a - lo), e - a, q,
+					      TAG_ZERO, err);
+		else {
+			st = dt_comm_isend_f32(c, own[b] + (a - s->own_lo),
+					       e - a, 0, TAG_ZERO, &req, err);
+			if (st == DT_OK)
+				st = dt_comm_wait(c, req, err);
+		}
+	}
+	return st;
+}
+
 static void
 zero_state(struct dt_grad_sync *s, struct dt_grad_sync_state *out)
 {

@@ -94,10 +94,11 @@ mpi 4 "$DTRAIN" run -q --run-dir ref job.yaml >ref.out 2>&1 ||
 losses ref >ref.losses
 [ "$(wc -l <ref.losses)" -eq 4 ] || fail "ref: expected 4 losses"
 
-# The check adds rank 0's figure, with the whole optimizer state it
-# collects for a gathered checkpoint (checkpoint.compress; in shards no
-# rank collects it) at zero 1, to the other ranks' (the same figures less
-# the runtime and the data's terms, as above).
+# The check adds rank 0's figure, with the piece of the optimizer state
+# it fetches at a time for a gathered checkpoint (checkpoint.compress,
+# 2^20 floats; in shards no rank fetches any) at zero 1, to the other
+# ranks' (the same figures less the runtime and the data's terms, as
+# above).
 "$DTRAIN" plan --dry-run --json -n 4 job.yaml --set parallel.zero=1 \
 	--set checkpoint.at_end=true --set checkpoint.compress=true \
 	>plan1ck.json || fail "plan, zero 1"
@@ -107,7 +108,7 @@ p = json.load(open("plan1ck.json"))
 need = [r["memory"]["total"] - r["memory"]["runtime"] -
         r["memory"]["dataset"] - 8 * p["data"]["train_samples"]
         for r in p["ranks"]]
-assert need[0] - need[1] == 8 * 14307200, need
+assert need[0] - need[1] == 4 * 2**20, need
 assert need[1] == need[2] == need[3], need
 print(need[0], need[1], need[0] + 3 * need[1])
 PY
@@ -151,12 +152,15 @@ PY
 # zero 3's evaluation gathers node by node as a step does, and in shards
 # each rank writes the parameters of its own part, only the tensors a
 # part boundary cuts gathered, one at a time; in the gathered format
-# every rank gathers the whole parameters (after the update handed back
-# the gradient pages a rank does not own: no new peak here). In shards (the default) each rank writes its own part of the
+# rank 0 fetches the parameters a piece at a time too (every rank
+# gathered the whole parameters before, after the update had handed back
+# the gradient pages a rank does not own: no new peak there either). In
+# shards (the default) each rank writes its own part of the
 # optimizer state and none collects the whole; in the gathered format
-# (checkpoint.compress) rank 0 collects the whole optimizer state for
-# the checkpoint, which the plan counts (checkpoint_gather, 8 bytes a
-# parameter). Each rank's peak is within 15% of the plan either way
+# (checkpoint.compress) rank 0 fetches the state a piece of 2^20 floats
+# at a time from the parts as it writes, which the plan counts
+# (checkpoint_gather, 4 MiB; 8 bytes a parameter when it collected the
+# whole). Each rank's peak is within 15% of the plan either way
 # (rank 0 was 1.46 x the plan before the collection was counted).
 CK="--set checkpoint.at_end=true --set data.eval_fraction=0.1"
 for fmt in shards gathered; do
@@ -175,10 +179,9 @@ fmt = sys.argv[1]
 plan = json.load(open("plan3ck-%s.json" % fmt))
 assert plan["checkpoint"]["format"] == fmt, plan["checkpoint"]
 ranks = json.load(open("z3ck-%s/summary.json" % fmt))["ranks"]
-n = 14307200
 for r in ranks:
     m = plan["ranks"][r["rank"]]["memory"]
-    collect = 8 * n if r["rank"] == 0 and fmt == "gathered" else 0
+    collect = 4 * 2**20 if r["rank"] == 0 and fmt == "gathered" else 0
     assert m.get("checkpoint_gather", 0) == collect, m
     print("%s, checkpointed rank %d: peak resident %.1f MiB, plan %.1f MiB "
           "(%.3f)" % (fmt, r["rank"], r["peak_resident_bytes"] / 2**20,

@@ -104,9 +104,11 @@ for z in range(4):
 PY
 # Checkpoints in shards (the default): each rank writes its own part of
 # the optimizer state and no rank collects the whole, at any zero level.
-# In the gathered format (checkpoint.compress) rank 0 collects the whole
-# optimizer state at zero 1 to 3 (8 bytes a parameter, 1.21 GiB) for the
-# job's checkpoints, and the text prints its memory on a line of its own.
+# In the gathered format (checkpoint.compress) rank 0 fetches the
+# optimizer state at zero 1 to 3 a piece of 2^20 floats (4 MiB) at a
+# time from the parts as it writes (it collected the whole, 8 bytes a
+# parameter, 1.21 GiB, before), and the text prints its memory on a line
+# of its own.
 for z in 0 1 2 3; do
 	"$DTRAIN" plan --dry-run --json -n 4 "$J" --set parallel.zero=$z \
 		--set checkpoint.compress=true \
@@ -130,9 +132,9 @@ for z in range(4):
     p = json.load(open("plan-%d-gz.json" % z))
     assert p["checkpoint"]["format"] == "gathered", p["checkpoint"]
     got = [r["memory"].get("checkpoint_gather", 0) for r in p["ranks"]]
-    assert got == ([8 * 163037184, 0, 0, 0] if z else [0] * 4), (z, got)
+    assert got == ([4 * 2**20, 0, 0, 0] if z else [0] * 4), (z, got)
 PY
-grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 1.21 GiB, total 4.58 GiB$' plan-3-gz.txt ||
+grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 4.00 MiB, total 3.06 GiB$' plan-3-gz.txt ||
 	{ cat plan-3-gz.txt >&2; fail "zero 3, gathered: rank 0's line"; }
 for f in plan-0.txt plan-3.txt plan-0-gz.txt; do
 	! grep -q '^memory of rank 0' $f || fail "$f: a line for rank 0"

@@ -1395,6 +1395,114 @@ START_TEST(test_numpy_reads)
 }
 END_TEST
 
+/* ---- saves whose tensors are fetched ------------------------------------- */
+
+/* A fetch (dt_ckpt_fetch_fn) from the whole tensors ctx (the params
+ * list, then the optim list), recording each call's tensor and range. */
+struct fetcher {
+	const struct dt_ckpt_tensor *lists[2];
+	int64_t calls, floats, most;
+};
+
+static enum dt_status
+fetch_from(void *ctx, int file, size_t j, int64_t lo, int64_t hi, float *buf,
+	   struct dt_error *err)
+{
+	struct fetcher *x = ctx;
+
+	(void)err;
+	ck_assert(hi > lo && hi - lo <= DT_CKPT_STREAM_FLOATS);
+	memcpy(buf, x->lists[file][j].data + lo,
+	       (size_t)(hi - lo) * sizeof *buf);
+	x->calls++;
+	x->floats += hi - lo;
+	if (hi - lo > x->most)
+		x->most = hi - lo;
+	return DT_OK;
+}
+
+static void
+same_bytes(const char *a, const char *b)
+{
+	FILE *f = fopen(a, "rb"), *g = fopen(b, "rb");
+	static char x[1 << 16], y[1 << 16];
+	size_t n, m;
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(g);
+	do {
+		n = fread(x, 1, sizeof x, f);
+		m = fread(y, 1, sizeof y, g);
+		ck_assert_uint_eq(n, m);
+		ck_assert(memcmp(x, y, n) == 0);
+	} while (n > 0);
+	fclose(f);
+	fclose(g);
+}
+
+/* A save whose tensors are fetched piece by piece writes the bytes of
+ * the same tensors given whole, the gzip'd optimizer file too: a
+ * tensor of 2.5 pieces, one of a piece exactly, a small one and a
+ * whole one given with its data (not fetched). Each fetched float is
+ * asked for twice (the CRC, then the bytes), never more than a piece at
+ * a time. */
+START_TEST(test_save_fetched)
+{
+	const int64_t c = DT_CKPT_STREAM_FLOATS;
+	const int64_t sizes[4] = { 2 * c + c / 2, c, 7, 5 };
+	const char *names[4] = { "big.weight", "piece.weight", "small.bias",
+				 "given.bias" };
+	struct dt_ckpt_tensor whole[4], opt[1], fp[4], fo[1];
+	struct dt_ckpt_meta m = meta_for(5);
+	struct dt_ckpt_opts o1 = { .compress_optim = 1 }, o2 = o1;
+	struct fetcher x = { .lists = { whole, opt } };
+	char a[1024], b[1024], fa[1024], fb[1024];
+	struct dt_error err;
+	float *data[5];
+
+	for (int i = 0; i < 5; i++) {
+		int64_t n = i < 4 ? sizes[i] : sizes[0];
+
+		data[i] = dt_xalloc_floats((size_t)n);
+		for (int64_t k = 0; k < n; k++)
+			data[i][k] = (float)((k * 2654435761u + (unsigned)i) %
+					     100003) / 7.0f;
+	}
+	for (int i = 0; i < 4; i++) {
+		whole[i] = (struct dt_ckpt_tensor){ .name = names[i],
+			.data = data[i], .n_dims = 1, .shape = { sizes[i] } };
+		fp[i] = whole[i];
+		if (i < 3)
+			fp[i].data = NULL;
+	}
+	opt[0] = (struct dt_ckpt_tensor){ .name = "adam.m", .data = data[4],
+					  .n_dims = 1, .shape = { sizes[0] } };
+	fo[0] = opt[0];
+	fo[0].data = NULL;
+	o2.fetch = fetch_from;
+	o2.fetch_ctx = &x;
+	sub(a, "fetched-whole", NULL);
+	sub(b, "fetched", NULL);
+	ck_assert_int_eq(dt_ckpt_save(a, &o1, &m, whole, 4, opt, 1, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_ckpt_save(b, &o2, &m, fp, 4, fo, 1, &err), DT_OK);
+	/* 3 + 1 + 1 pieces of the parameters, 3 of adam.m, each twice. */
+	ck_assert_int_eq(x.calls, 2 * (5 + 3));
+	ck_assert_int_eq(x.floats, 2 * (sizes[0] + sizes[1] + sizes[2] +
+					sizes[0]));
+	ck_assert_int_eq(x.most, c);
+	same_bytes(sub(fa, "fetched-whole", "step-000000005/params.safetensors"),
+		   sub(fb, "fetched", "step-000000005/params.safetensors"));
+	same_bytes(sub(fa, "fetched-whole",
+		       "step-000000005/optim.safetensors.gz"),
+		   sub(fb, "fetched", "step-000000005/optim.safetensors.gz"));
+	ck_assert_int_eq(dt_ckpt_verify(sub(fb, "fetched", "step-000000005"),
+					&err), DT_OK);
+	for (int i = 0; i < 5; i++)
+		free(data[i]);
+}
+END_TEST
+
 /* ---- the suite ------------------------------------------------------------ */
 
 static void
@@ -1454,6 +1562,13 @@ ckpt_suite(void)
 	tcase_add_test(tc, test_clean_half_pruned);
 	tcase_add_test(tc, test_write_failure);
 	tcase_add_test(tc, test_unwritable_dir);
+	suite_add_tcase(s, tc);
+
+	/* Tensors of more than one piece (2^20 floats): tens of MB. */
+	tc = tcase_create("fetched");
+	tcase_add_unchecked_fixture(tc, make_tmpdir, remove_tmpdir);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_save_fetched);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("safetensors");
