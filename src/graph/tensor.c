@@ -135,6 +135,47 @@ dt_model_plan_tensor_parallel(struct dt_model *m, const struct dt_job *job,
 	return DT_OK;
 }
 
+enum dt_status
+dt_model_plan_vocab_parallel(struct dt_model *m, const struct dt_job *job,
+			     int tp_size, bool split_tied,
+			     struct dt_error *err)
+{
+	const int last = m->n_nodes - 1;
+	struct dt_node *loss = &m->nodes[last], *head;
+
+	if (tp_size <= 1)
+		return DT_OK;
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		if (n->ops != &dt_layer_embedding)
+			continue;
+		if (n->spec.vocab % tp_size != 0)
+			return refuse(m, n, job, err, "vocab", n->spec.vocab,
+				      tp_size);
+		n->tp_mode = DT_TP_VOCAB;
+		n->tp_size = tp_size;
+	}
+	if (loss->ops != &dt_layer_softmax_xent ||
+	    loss->inputs[0] == DT_NODE_INPUT)
+		return DT_OK;
+	head = &m->nodes[loss->inputs[0]];
+	if (head->ops != &dt_layer_dense || head->tp_mode != DT_TP_NONE ||
+	    head->n_consumers != 1 || head->fused_act != DT_ACT_NONE ||
+	    head->spec.activation != DT_ACT_NONE ||
+	    head->spec.units % tp_size != 0)
+		return DT_OK;
+	if (head->tie_src != NULL &&
+	    (!split_tied || head->tie_src->tp_mode != DT_TP_VOCAB))
+		return DT_OK;
+	head->tp_mode = DT_TP_VOCAB;
+	head->tp_size = tp_size;
+	loss->tp_mode = DT_TP_VOCAB;
+	loss->tp_size = tp_size;
+	recount_flops(m);
+	return DT_OK;
+}
+
 void
 dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 			  void (*allreduce)(void *ctx, float *buf, size_t n),
@@ -148,49 +189,75 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 	m->tp.ctx = ctx;
 }
 
-/* The floats of the whole tensor pt: the product of its shape. */
-static int64_t
-whole_size(const struct dt_param_tensor *pt)
+bool
+dt_node_tp_block(const struct dt_node *n, int k, int rank,
+		 struct dt_tp_block *b)
 {
-	int64_t size = 1;
+	const struct dt_param_tensor *pt = &n->tensor[k];
+	const int s = n->tp_size;
+	/* a 1-D tensor is one row of shape[0] floats */
+	const int64_t rows = pt->n_dims == 2 ? pt->shape[0] : 1;
+	const int64_t cols = pt->n_dims == 2 ? pt->shape[1] : pt->shape[0];
+	bool by_rows;
 
-	for (int d = 0; d < pt->n_dims; d++)
-		size *= pt->shape[d];
-	return size;
+	if (s <= 1 || k >= n->n_tensors)
+		return false;
+	if (n->ops == &dt_layer_embedding && n->tp_mode == DT_TP_VOCAB)
+		by_rows = true;		/* table (V, C): rows of the range */
+	else if (n->ops != &dt_layer_dense)
+		return false;
+	else if (n->tp_mode == DT_TP_ROW)
+		by_rows = k == 0 ? true : false;
+	else if (n->tp_mode == DT_TP_COLUMN)
+		by_rows = false;
+	else if (n->tp_mode == DT_TP_VOCAB)
+		/* a tied copy is (V, C): the classes are its rows */
+		by_rows = n->tie_src != NULL && k == 0;
+	else
+		return false;
+	if (n->tp_mode == DT_TP_ROW && k != 0)
+		return false;		/* a row layer's bias: replicated */
+	b->n_seg = 1;
+	b->row_len = cols;
+	if (by_rows) {
+		b->first_row = rank * (rows / s);
+		b->n_rows = rows / s;
+		b->seg_col[0] = 0;
+		b->seg_len = cols;
+	} else {
+		b->first_row = 0;
+		b->n_rows = rows;
+		b->seg_col[0] = rank * (cols / s);
+		b->seg_len = cols / s;
+	}
+	return true;
 }
 
-/* Whether tensor k of node n is split when the node owns its slice: a
- * column layer's weight and bias, a row layer's weight. */
+/* Whether tensor k of node n is split when the node owns its slice. */
 static bool
 is_split(const struct dt_node *n, int k)
 {
-	if (n->tp_size <= 1 || n->ops != &dt_layer_dense)
-		return false;
-	return n->tp_mode == DT_TP_COLUMN || (n->tp_mode == DT_TP_ROW &&
-					      k == 0);
+	struct dt_tp_block b;
+
+	return dt_node_tp_block(n, k, 0, &b);
 }
 
 /* Copies the block of rank `rank` of tensor k of node n from whole (the
- * whole tensor) into blk: a column layer's columns row by row (the
- * bias's columns are one run), a row layer's rows as one run. */
+ * whole tensor) into blk, row by row and segment by segment
+ * (dt_node_tp_block). */
 static void
 copy_block(const struct dt_node *n, int k, int rank, const float *whole,
 	   float *blk)
 {
-	const struct dt_param_tensor *pt = &n->tensor[k];
-	int64_t len;
+	struct dt_tp_block b;
 
-	if (n->tp_mode == DT_TP_COLUMN && pt->n_dims == 2) {
-		int64_t in = pt->shape[0], out = pt->shape[1];
-
-		len = out / n->tp_size;
-		for (int64_t i = 0; i < in; i++)
-			memcpy(blk + i * len, whole + i * out + rank * len,
-			       (size_t)len * sizeof(float));
+	if (!dt_node_tp_block(n, k, rank, &b))
 		return;
-	}
-	len = whole_size(pt) / n->tp_size;
-	memcpy(blk, whole + rank * len, (size_t)len * sizeof(float));
+	for (int64_t i = 0; i < b.n_rows; i++)
+		for (int j = 0; j < b.n_seg; j++)
+			memcpy(blk + (i * b.n_seg + j) * b.seg_len,
+			       whole + (b.first_row + i) * b.row_len +
+			       b.seg_col[j], (size_t)b.seg_len * sizeof(float));
 }
 
 /* Lays out the arenas again at the blocks' sizes (trained tensors, then
@@ -306,6 +373,7 @@ dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo, size_t hi)
 				zero_grad(m, &n->tensor[k], lo, hi);
 			break;
 		case DT_TP_COLUMN:
+		case DT_TP_VOCAB:	/* every tensor of the node is split */
 			break;
 		case DT_TP_ROW:		/* the bias, if any */
 			if (n->n_tensors > 1)
@@ -362,6 +430,18 @@ dt_model_tp_floats_per_sample(const struct dt_model *m, int first, int last)
 		if ((n->tp_mode == DT_TP_COLUMN ||
 		     n->tp_mode == DT_TP_HEADS) && din)
 			total += n->in_size[0];
+		if (n->tp_mode != DT_TP_VOCAB)
+			continue;
+		if (n->ops == &dt_layer_embedding)
+			total += n->out_size;	/* the looked-up rows */
+		else if (n->ops == &dt_layer_dense && din)
+			total += n->in_size[0];	/* dY W over the classes */
+		else if (n->ops == &dt_layer_softmax_xent)
+			/* per row: the maxima and the z[label], first-maximum
+			 * pairs of every rank, and s running sums */
+			total += 4 * (int64_t)n->tp_size *
+				 (n->out_size / n->out_shape.dim[
+					 n->out_shape.n_dims - 1]);
 	}
 	free(runs);
 	return total;
