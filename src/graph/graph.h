@@ -433,11 +433,13 @@ enum dt_status dt_model_plan_tensor_parallel(struct dt_model *m,
  * is a sum over the group of partial products, not one rank's bits, and
  * the trainer keeps a tied model's tensor-parallel runs at one rank's
  * bits (tests/integration/tied.sh), so it passes false. Works on a
- * shapes-only model. DT_ERR_PLAN naming the layer's job-file position
- * and both numbers when tp_size does not divide an embedding's vocab
- * ("job.yaml:6:7: model.layers.0 (tok): tensor_parallel 3 does not
- * divide vocab 16"); every mark, dt_model_plan_tensor_parallel's too, is
- * then undone. A no-op for tp_size 1. */
+ * shapes-only model. An embedding whose vocab tp_size does not divide
+ * stays whole, computed on every rank as before (GPT-2's 50257 at any
+ * even degree: a refusal would bar GPT-2 from tensor parallelism;
+ * Megatron pads the vocabulary instead, which would change the table's
+ * shape in checkpoints); so does the head when its units are not a
+ * multiple. Returns DT_OK (job and err are for the refusals a padded
+ * vocabulary may need). A no-op for tp_size 1. */
 enum dt_status dt_model_plan_vocab_parallel(struct dt_model *m,
 					    const struct dt_job *job,
 					    int tp_size, bool split_tied,
