@@ -22,8 +22,8 @@
  * With `tie: <embedding>` the weight is that embedding's table (vocab,
  * dim), a tied copy (layer.h) read transposed, (out, in):
  *   forward   Y = X W^T + b;  backward  dW += dY^T X,  dX = dY W
- * and the layer is never split over tensor-parallel ranks (its
- * embedding is not either).
+ * and the layer is split over tensor-parallel ranks only by the
+ * vocabulary split below, with its embedding's table.
  *
  * Tensor parallelism (layer.h; a group of s ranks, this one r), on slices
  * of the same buffers through the BLAS leading dimensions, no copies:
@@ -35,6 +35,12 @@
  *                 Y = sum over the group of X[:,rows] W[rows,:], then + b;
  *                 dW[rows,:] += X[:,rows]^T dY, db += sums (replicated);
  *                 dX[:,rows] = dY W[rows,:]^T, the rest of dX 0
+ *   DT_TP_VOCAB   the layer the loss reads under the vocabulary split
+ *                 (classes cols = [r*out/s, (r+1)*out/s)): untied, a
+ *                 column share as above; tied, W's rows of those classes:
+ *                 Y[:,cols] = X W[cols,:]^T + b[cols], the rest of Y 0;
+ *                 dW[cols,:] += dY[:,cols]^T X, db[cols] += sums;
+ *                 dX = sum over the group of dY[:,cols] W[cols,:]
  * FLOPs then count one rank's share: the product over s, and the bias
  * over s for a column layer (a row layer adds the whole bias).
  * With the node's tp_own (dt_model_tp_own_slices) the split tensors are
@@ -170,6 +176,8 @@ share_at(const struct dt_node *n, int lo, int n_out)
 {
 	if (n->tp_own)
 		return 0;
+	if (n->tp_mode == DT_TP_VOCAB && n->tie_src != NULL)
+		return (size_t)lo * (size_t)dense_in(n);	/* rows of W */
 	return n->tp_mode == DT_TP_ROW ? (size_t)lo * (size_t)n_out
 				       : (size_t)lo;
 }
@@ -227,6 +235,56 @@ row_forward(struct dt_pool *pool, struct dt_node *n, const struct dt_tp *tp,
 	}
 }
 
+/* Tied vocabulary share: Y(R, out) gets X W[lo..lo+len, :]^T + b there,
+ * 0 elsewhere; W is (out, in). */
+static void
+tied_vocab_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
+		   int64_t rows, int lo, int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)dense_in(n);
+	const float *b = n->n_tensors > 1 ? n->tensor[1].data +
+		(n->tp_own ? 0 : lo) : NULL;
+	float *y = n->out;			/* (R, out) */
+
+	for (int64_t r = 0; r < rows; r++) {
+		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
+		if (b != NULL)
+			memcpy(y + r * n_out + lo, b,
+			       (size_t)len * sizeof(float));
+	}
+	dt_kern_par_sgemm(pool, 0, 1, (int)rows, len, n_in, 1.0f, x, n_in,
+			  n->tensor[0].data + share_at(n, lo, n_out), n_in,
+			  b != NULL ? 1.0f : 0.0f, y + lo, n_out);
+}
+
+/* Tied vocabulary share backward: dW[lo.., :] += dY[:, lo..]^T X, the
+ * bias's share, and dX = the sum over the group of dY[:, lo..] W[lo.., :]
+ * (rank 0 adding to what another consumer wrote, as column_backward). */
+static void
+tied_vocab_backward(struct dt_pool *pool, struct dt_node *n,
+		    const struct dt_tp *tp, const float *x, float *din,
+		    bool din_add, int64_t rows, int lo, int len)
+{
+	const int n_out = (int)n->spec.units;
+	const int n_in = (int)dense_in(n);
+	const size_t at = share_at(n, lo, n_out);
+	const float *dy = n->dout;		/* (R, out) */
+
+	dt_kern_par_sgemm(pool, 1, 0, len, n_in, (int)rows, 1.0f, dy + lo,
+			  n_out, x, n_in, 1.0f, n->tensor[0].grad + at, n_in);
+	if (n->n_tensors > 1)
+		for (int64_t r = 0; r < rows; r++)
+			add_row(n->tensor[1].grad + (n->tp_own ? 0 : lo),
+				dy + r * n_out + lo, len);
+	if (din == NULL)
+		return;
+	dt_kern_par_sgemm(pool, 0, 0, (int)rows, n_in, len, 1.0f, dy + lo,
+			  n_out, n->tensor[0].data + at, n_in,
+			  din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
+	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
+}
+
 static void
 dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
@@ -241,6 +299,13 @@ dense_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 
 	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
 			    &len)) {
+	case DT_TP_VOCAB:
+		if (n->tie_src != NULL) {
+			tied_vocab_forward(pool, n, in[0], rows, lo, len);
+			return;
+		}
+		/* untied: a column share */
+		/* fall through */
 	case DT_TP_COLUMN:
 		column_forward(pool, n, in[0], rows, lo, len);
 		return;
@@ -381,6 +446,14 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 
 	switch (dense_share(n, p, n->tp_mode == DT_TP_ROW ? n_in : n_out, &lo,
 			    &len)) {
+	case DT_TP_VOCAB:
+		if (n->tie_src != NULL) {
+			tied_vocab_backward(pool, n, p->tp, in[0], din[0],
+					    din_add[0], rows, lo, len);
+			return;
+		}
+		/* untied: a column share */
+		/* fall through */
 	case DT_TP_COLUMN:
 		column_backward(pool, n, p->tp, in[0], din[0], din_add[0],
 				rows, lo, len);
@@ -440,7 +513,8 @@ dense_fwd_flops(const struct dt_node *n)
 	double share = n->tp_size > 1 && n->tp_mode != DT_TP_NONE
 		       ? (double)n->tp_size : 1.0;
 
-	if (share > 1.0 && n->tp_mode == DT_TP_COLUMN)
+	if (share > 1.0 && (n->tp_mode == DT_TP_COLUMN ||
+			    n->tp_mode == DT_TP_VOCAB))
 		bias /= share;
 	return 2.0 * (double)n->in_size[0] * (double)n->spec.units / share +
 	       bias;

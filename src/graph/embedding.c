@@ -16,6 +16,12 @@
  * A build with NDEBUG neither clamps it (that would train the wrong row
  * silently) nor reads outside the table: the row comes out as zeros and
  * takes no gradient.
+ * Vocabulary split (layer.h's DT_TP_VOCAB, over s ranks, this one r): the
+ * rank looks up only the ids in its rows [lo, lo + V/s), lo = r*V/s, and
+ * writes zeros for the others; the sum over the group then gives every
+ * rank each token's row (one rank gives the row, the others 0: exact).
+ * Backward adds dy to the rows of its range only. With the node's tp_own
+ * the table is the (V/s, C) block of those rows.
  * FLOPs per sample, nominal: 1 per output element (a copy, counted as
  * activations are), so backward's scatter-add is about the 2x of graph.h. */
 #include <assert.h>
@@ -80,18 +86,50 @@ struct emb_job {
 	const struct dt_node *n;
 	const float *ids;	/* (B * T) */
 	int64_t batch;
+	/* the rows this rank holds: [lo, lo + len), at table row lo - at */
+	int64_t lo, len, at;
 };
+
+/* The table row of id v in job j's range, or -1 outside it (or not an
+ * id). */
+static int64_t
+own_row(const struct emb_job *j, float v)
+{
+	int64_t row = embedding_row(v, j->n->spec.vocab);
+
+	if (row < j->lo || row >= j->lo + j->len)
+		return -1;
+	return row - j->at;
+}
+
+/* Fills j's range: the whole table, or the rank's rows under the
+ * vocabulary split of pass p. */
+static void
+emb_range(struct emb_job *j, const struct dt_pass *p)
+{
+	const struct dt_node *n = j->n;
+
+	j->lo = 0;
+	j->len = n->spec.vocab;
+	j->at = 0;
+	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_VOCAB)
+		return;
+	assert(p->tp->size == n->tp_size);
+	j->len = n->spec.vocab / n->tp_size;
+	j->lo = p->tp->rank * j->len;
+	j->at = n->tp_own ? j->lo : 0;
+}
 
 static void
 gather_part(void *ctx, int64_t lo, int64_t hi)
 {
 	const struct emb_job *j = ctx;
 	const struct dt_node *n = j->n;
-	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
+	const int64_t dim = n->spec.dim;
 	const float *w = n->tensor[0].data;	/* (vocab, dim) */
 
 	for (int64_t t = lo; t < hi; t++) {
-		int64_t row = embedding_row(j->ids[t], vocab);
+		int64_t row = own_row(j, j->ids[t]);
 		float *y = n->out + t * dim;	/* (dim) */
 
 		if (row >= 0)
@@ -107,8 +145,12 @@ embedding_forward(struct dt_node *n, struct dt_pass *p,
 {
 	struct emb_job j = { .n = n, .ids = in[0] };
 
+	emb_range(&j, p);
 	dt_pool_for(p->pool, p->batch * n->in_size[0],
 		    (1024 + n->spec.dim - 1) / n->spec.dim, gather_part, &j);
+	if (j.len < n->spec.vocab)
+		p->tp->allreduce(p->tp->ctx, n->out,
+				 (size_t)(p->batch * n->out_size));
 }
 
 /* The scatter-add of the columns [lo, hi) of every token's dy. */
@@ -118,11 +160,11 @@ scatter_part(void *ctx, int64_t lo, int64_t hi)
 	const struct emb_job *j = ctx;
 	const struct dt_node *n = j->n;
 	const int64_t tokens = n->in_size[0] * j->batch;
-	const int64_t dim = n->spec.dim, vocab = n->spec.vocab;
+	const int64_t dim = n->spec.dim;
 	float *dw = n->tensor[0].grad;	/* (vocab, dim) */
 
 	for (int64_t t = 0; t < tokens; t++) {
-		int64_t row = embedding_row(j->ids[t], vocab);
+		int64_t row = own_row(j, j->ids[t]);
 		const float *dy = n->dout + t * dim;	/* (dim) */
 
 		if (row < 0)
@@ -140,6 +182,7 @@ embedding_backward(struct dt_node *n, struct dt_pass *p,
 	const int64_t tokens = p->batch * n->in_size[0];
 	struct emb_job j = { .n = n, .ids = in[0], .batch = p->batch };
 
+	emb_range(&j, p);
 	dt_pool_for(p->pool, n->spec.dim, 16, scatter_part, &j);
 	if (din[0] != NULL && !din_add[0])
 		memset(din[0], 0, (size_t)tokens * sizeof(float));
@@ -148,6 +191,8 @@ embedding_backward(struct dt_node *n, struct dt_pass *p,
 static double
 embedding_fwd_flops(const struct dt_node *n)
 {
+	/* the same copies on every rank under the vocabulary split (its
+	 * own rows and zeros for the others) */
 	return (double)n->in_size[0] * (double)n->spec.dim;
 }
 

@@ -421,6 +421,30 @@ enum dt_status dt_model_plan_tensor_parallel(struct dt_model *m,
 					     int tp_size,
 					     struct dt_error *err);
 
+/* The vocabulary split (layer.h's DT_TP_VOCAB; doc/DESIGN.md,
+ * "Tensor-parallel slices"), after dt_model_plan_tensor_parallel with the
+ * same tp_size: marks every embedding of m to split its table (V, C) by
+ * rows over the tp_size ranks, and, when the loss is softmax
+ * cross-entropy, the dense layer it reads (not the row half of a pair)
+ * to compute the logits of its V/tp_size classes and the loss to run
+ * across the group without gathering them. That dense layer and the
+ * loss stay whole when its units are not a multiple of tp_size, and when
+ * it is tied (`tie:`) unless split_tied: a split head's input gradient
+ * is a sum over the group of partial products, not one rank's bits, and
+ * the trainer keeps a tied model's tensor-parallel runs at one rank's
+ * bits (tests/integration/tied.sh), so it passes false. Works on a
+ * shapes-only model. An embedding whose vocab tp_size does not divide
+ * stays whole, computed on every rank as before (GPT-2's 50257 at any
+ * even degree: a refusal would bar GPT-2 from tensor parallelism;
+ * Megatron pads the vocabulary instead, which would change the table's
+ * shape in checkpoints); so does the head when its units are not a
+ * multiple. Returns DT_OK (job and err are for the refusals a padded
+ * vocabulary may need). A no-op for tp_size 1. */
+enum dt_status dt_model_plan_vocab_parallel(struct dt_model *m,
+					    const struct dt_job *job,
+					    int tp_size, bool split_tied,
+					    struct dt_error *err);
+
 /* Sets the group the split nodes of m use for their sums: this rank's
  * place tp_rank in [0, tp_size) and allreduce(ctx, buf, n), an in-place
  * sum of n floats over the group (each rank calls it at the same points).

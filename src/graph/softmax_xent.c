@@ -33,10 +33,31 @@
  * (eval, predict and sample build models that keep them, graph.h).
  * Both passes split their rows over the pass's thread pool (xent_job),
  * each row's arithmetic as on one thread.
+ * Vocabulary split (layer.h's DT_TP_VOCAB, over s ranks, this one r, its
+ * classes [lo, lo + V/s)): the logits of the other classes are never
+ * gathered, yet every rank gets the one-rank loss bits (the design of
+ * doc/DESIGN.md, "Tensor-parallel slices", Vocabulary split):
+ *   - each row's maximum: each rank's maximum over its classes, gathered
+ *     (every rank posts its own in a slot of an (s, rows) buffer of zeros
+ *     and the group sums it: x + 0, exact) and the largest taken, which
+ *     is the row's maximum in any order;
+ *   - z[label] and the first maximal class (for n_correct): from the
+ *     rank that owns the label and from the first rank that holds the
+ *     maximum, gathered the same way;
+ *   - the sum of exp(z - max), which one rank adds in class order, as a
+ *     chain: rank 0 adds its classes from 0 and the group's sum (its
+ *     value plus the others' zeros) hands the running sums of all rows to
+ *     every rank, rank 1 goes on from them, and so on; after rank s - 1
+ *     every rank holds the totals, added in the one-rank order;
+ *   - the probabilities of its classes (the others 0), and backward's
+ *     p - onehot(label) on its own classes; the loss and n_correct are the
+ *     same on every rank.
+ * The group's sums move 4 s floats a row (tensor.c's count).
  * FLOPs: 5 per class per row (max, subtract, exp, sum, divide). */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "graph/kern.h"
 #include "graph/layer.h"
@@ -136,6 +157,128 @@ xent_fwd_part(void *ctx, int64_t lo, int64_t hi)
 	}
 }
 
+/* This rank's classes [*lo, *lo + *len) under the vocabulary split of
+ * pass p; false (the whole row) without it. */
+static bool
+vocab_share(const struct dt_node *n, const struct dt_pass *p,
+	    int64_t classes, int64_t *lo, int64_t *len)
+{
+	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_VOCAB)
+		return false;
+	assert(p->tp->size == n->tp_size && classes % n->tp_size == 0);
+	*len = classes / n->tp_size;
+	*lo = p->tp->rank * *len;
+	return true;
+}
+
+/* Gathers vals (rows * width) of every rank over group tp into all (s,
+ * rows * width): each rank's in its slot, through the group's sum of a
+ * buffer of zeros (x + 0: exact). */
+static void
+group_gather(const struct dt_tp *tp, const float *vals, int64_t n,
+	     float *all)
+{
+	memset(all, 0, (size_t)(tp->size * n) * sizeof(float));
+	memcpy(all + tp->rank * n, vals, (size_t)n * sizeof(float));
+	tp->allreduce(tp->ctx, all, (size_t)(tp->size * n));
+}
+
+/* The vocabulary-split forward over rows rows of classes, this rank's
+ * classes [lo, lo + len); see the top of the file. */
+static void
+vocab_forward(struct dt_node *n, struct dt_pass *p, const float *z_all,
+	      int64_t rows, int64_t classes, int64_t lo, int64_t len)
+{
+	const struct dt_tp *tp = p->tp;
+	const int s = tp->size;
+	const int32_t *labels = p->labels;
+	float *prob_all = n->out;			/* (rows, classes) */
+	float *mine = dt_xalloc_floats((size_t)(2 * rows));
+	float *all = dt_xalloc_floats((size_t)(2 * rows * s));
+	float *zmax = dt_xalloc_floats((size_t)rows);
+	float *sum = dt_xalloc_floats((size_t)rows);
+	double loss_sum = 0.0;
+	int64_t n_correct = 0;
+
+	/* the maxima */
+	for (int64_t r = 0; r < rows; r++)
+		mine[r] = dt_kern_max(z_all + r * classes + lo, len);
+	group_gather(tp, mine, rows, all);
+	for (int64_t r = 0; r < rows; r++) {
+		zmax[r] = all[r];
+		for (int q = 1; q < s; q++)
+			if (all[q * rows + r] > zmax[r])
+				zmax[r] = all[q * rows + r];
+	}
+	/* z[label] and the first maximal class, before prob overwrites z
+	 * (in place); a rank without them posts 0 and classes */
+	if (labels != NULL) {
+		for (int64_t r = 0; r < rows; r++) {
+			const float *z = z_all + r * classes;
+			int64_t k = lo;
+
+			while (k < lo + len && z[k] != zmax[r])
+				k++;
+			mine[2 * r] = labels[r] >= lo && labels[r] < lo + len
+				      ? z[labels[r]] : 0.0f;
+			mine[2 * r + 1] = (float)(k < lo + len ? k : classes);
+		}
+		group_gather(tp, mine, 2 * rows, all);
+	}
+	/* exp(z - max) of its classes, the sums as a chain over the ranks */
+	for (int64_t r = 0; r < rows; r++) {
+		const float *z = z_all + r * classes;
+		float *prob = prob_all + r * classes;
+
+		for (int64_t k = lo; k < lo + len; k++)
+			prob[k] = expf(z[k] - zmax[r]);
+	}
+	memset(sum, 0, (size_t)rows * sizeof(float));
+	for (int q = 0; q < s; q++) {
+		for (int64_t r = 0; r < rows; r++) {
+			const float *prob = prob_all + r * classes;
+			float acc = sum[r];
+
+			if (q != tp->rank) {
+				sum[r] = 0.0f;
+				continue;
+			}
+			for (int64_t k = lo; k < lo + len; k++)
+				acc += prob[k];
+			sum[r] = acc;
+		}
+		tp->allreduce(tp->ctx, sum, (size_t)rows);
+	}
+	for (int64_t r = 0; r < rows; r++) {
+		float *prob = prob_all + r * classes;
+
+		dt_kern_scale(prob + lo, len, 1.0f / sum[r]);
+		if (prob_all != z_all) {	/* not in place: the rest 0 */
+			memset(prob, 0, (size_t)lo * sizeof(float));
+			memset(prob + lo + len, 0,
+			       (size_t)(classes - lo - len) * sizeof(float));
+		}
+		if (labels == NULL)
+			continue;
+
+		const int64_t owner = labels[r] / len;
+		int64_t first = classes;
+
+		for (int q = 0; q < s; q++)
+			if (all[(q * rows + r) * 2 + 1] < (float)first)
+				first = (int64_t)all[(q * rows + r) * 2 + 1];
+		loss_sum += (double)(zmax[r] + logf(sum[r]) -
+				     all[(owner * rows + r) * 2]);
+		n_correct += first == labels[r];
+	}
+	p->loss_sum += loss_sum;
+	p->n_correct += n_correct;
+	free(mine);
+	free(all);
+	free(zmax);
+	free(sum);
+}
+
 static void
 softmax_xent_forward(struct dt_node *n, struct dt_pass *p,
 		     const float *const *in)
@@ -145,10 +288,14 @@ softmax_xent_forward(struct dt_node *n, struct dt_pass *p,
 		.z = in[0], .prob = n->out, .labels = p->labels,
 	};
 	double loss_sum = 0.0;
-	int64_t n_correct = 0, rows;
+	int64_t n_correct = 0, rows, lo, len;
 
 	softmax_xent_rows(n, &classes, &tokens);
 	rows = p->batch * tokens;
+	if (vocab_share(n, p, classes, &lo, &len)) {
+		vocab_forward(n, p, in[0], rows, classes, lo, len);
+		return;
+	}
 	j.classes = classes;
 	if (j.labels != NULL) {
 		j.loss = dt_xmalloc((size_t)rows, sizeof *j.loss);
@@ -205,12 +352,34 @@ xent_bwd_part(void *ctx, int64_t lo, int64_t hi)
 		j->dz[r * classes + j->labels[r]] -= j->scale;
 }
 
+/* The vocabulary-split backward: d(loss)/dz = scale (p - onehot) on the
+ * rank's classes [lo, lo + len) only, row by row with the arithmetic of
+ * xent_bwd_part. */
+static void
+vocab_backward(const struct xent_job *j, int64_t rows, int64_t lo,
+	       int64_t len)
+{
+	const int64_t classes = j->classes;
+
+	for (int64_t r = 0; r < rows; r++) {
+		const int64_t at = r * classes + lo;
+
+		if (j->dz == j->prob)
+			scale_probs_in_place(j->dz + at, len, j->scale);
+		else
+			scale_probs(j->prob + at, j->dz + at, len, j->scale,
+				    j->add);
+		if (j->labels[r] >= lo && j->labels[r] < lo + len)
+			j->dz[r * classes + j->labels[r]] -= j->scale;
+	}
+}
+
 static void
 softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 		      const float *const *in, float *const *din,
 		      const bool *din_add)
 {
-	int64_t classes, tokens;
+	int64_t classes, tokens, lo, len;
 	struct xent_job j = {
 		.prob = n->out, .dz = din[0], .labels = p->labels,
 		.scale = p->grad_scale, .add = din_add[0],
@@ -223,6 +392,10 @@ softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 	/* in place: the loss is the only reader of its input */
 	assert(j.dz != n->out || !j.add);
 	j.classes = classes;
+	if (vocab_share(n, p, classes, &lo, &len)) {
+		vocab_backward(&j, p->batch * tokens, lo, len);
+		return;
+	}
 	dt_pool_for(p->pool, p->batch * tokens,
 		    (XENT_GRAIN + classes - 1) / classes, xent_bwd_part, &j);
 }
@@ -230,6 +403,8 @@ softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 static double
 softmax_xent_fwd_flops(const struct dt_node *n)
 {
+	if (n->tp_size > 1 && n->tp_mode == DT_TP_VOCAB)
+		return 5.0 * (double)n->out_size / (double)n->tp_size;
 	return 5.0 * (double)n->out_size;
 }
 

@@ -136,6 +136,48 @@ dt_model_plan_tensor_parallel(struct dt_model *m, const struct dt_job *job,
 	return DT_OK;
 }
 
+enum dt_status
+dt_model_plan_vocab_parallel(struct dt_model *m, const struct dt_job *job,
+			     int tp_size, bool split_tied,
+			     struct dt_error *err)
+{
+	const int last = m->n_nodes - 1;
+	struct dt_node *loss = &m->nodes[last], *head;
+
+	(void)job;
+	(void)err;
+	if (tp_size <= 1)
+		return DT_OK;
+	for (int i = 0; i < m->n_nodes; i++) {
+		struct dt_node *n = &m->nodes[i];
+
+		if (n->ops != &dt_layer_embedding)
+			continue;
+		if (n->spec.vocab % tp_size != 0)
+			continue;	/* whole: GPT-2's 50257 at any even s */
+		n->tp_mode = DT_TP_VOCAB;
+		n->tp_size = tp_size;
+	}
+	if (loss->ops != &dt_layer_softmax_xent ||
+	    loss->inputs[0] == DT_NODE_INPUT)
+		return DT_OK;
+	head = &m->nodes[loss->inputs[0]];
+	if (head->ops != &dt_layer_dense || head->tp_mode != DT_TP_NONE ||
+	    head->n_consumers != 1 || head->fused_act != DT_ACT_NONE ||
+	    head->spec.activation != DT_ACT_NONE ||
+	    head->spec.units % tp_size != 0)
+		return DT_OK;
+	if (head->tie_src != NULL &&
+	    (!split_tied || head->tie_src->tp_mode != DT_TP_VOCAB))
+		return DT_OK;
+	head->tp_mode = DT_TP_VOCAB;
+	head->tp_size = tp_size;
+	loss->tp_mode = DT_TP_VOCAB;
+	loss->tp_size = tp_size;
+	recount_flops(m);
+	return DT_OK;
+}
+
 void
 dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 			  void (*allreduce)(void *ctx, float *buf, size_t n),
@@ -204,10 +246,20 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_COLUMN) {
 		blk.seg_len = blk.row_len / n->tp_size;
 		blk.seg_col[0] = rank * blk.seg_len;
-	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_ROW &&
-		   k == 0) {
+	} else if ((n->ops == &dt_layer_dense && n->tp_mode == DT_TP_ROW &&
+		    k == 0) ||
+		   (n->ops == &dt_layer_embedding &&
+		    n->tp_mode == DT_TP_VOCAB) ||
+		   (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_VOCAB &&
+		    n->tie_src != NULL && k == 0)) {
+		/* a row layer's weight, the table (V, C) and a tied head's
+		 * copy (V, C): the rows of the range */
 		blk.n_rows /= n->tp_size;
 		blk.first_row = rank * blk.n_rows;
+	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_VOCAB) {
+		/* an untied head (C, V) and its bias: the classes' columns */
+		blk.seg_len = blk.row_len / n->tp_size;
+		blk.seg_col[0] = rank * blk.seg_len;
 	} else {
 		return false;
 	}
@@ -373,6 +425,7 @@ dt_model_tp_prepare_grads_range(struct dt_model *m, size_t lo, size_t hi)
 				zero_grad(m, &n->tensor[k], lo, hi);
 			break;
 		case DT_TP_COLUMN:
+		case DT_TP_VOCAB:	/* every tensor of the node is split */
 			break;
 		case DT_TP_ROW:		/* the bias, if any */
 			if (n->n_tensors > 1)
@@ -429,6 +482,18 @@ dt_model_tp_floats_per_sample(const struct dt_model *m, int first, int last)
 		if ((n->tp_mode == DT_TP_COLUMN ||
 		     n->tp_mode == DT_TP_HEADS) && din)
 			total += n->in_size[0];
+		if (n->tp_mode != DT_TP_VOCAB)
+			continue;
+		if (n->ops == &dt_layer_embedding)
+			total += n->out_size;	/* the looked-up rows */
+		else if (n->ops == &dt_layer_dense && din)
+			total += n->in_size[0];	/* dY W over the classes */
+		else if (n->ops == &dt_layer_softmax_xent)
+			/* per row: the maxima and the z[label], first-maximum
+			 * pairs of every rank, and s running sums */
+			total += 4 * (int64_t)n->tp_size *
+				 (n->out_size / n->out_shape.dim[
+					 n->out_shape.n_dims - 1]);
 	}
 	free(runs);
 	return total;

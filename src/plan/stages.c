@@ -308,6 +308,9 @@ dt_plan_layout(const struct dt_job *job, const struct dt_plan *plan,
 	if (plan->tp_size > 1)
 		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
 						   err);
+	if (st == DT_OK && plan->tp_size > 1)
+		st = dt_model_plan_vocab_parallel(model, job, plan->tp_size,
+						  false, err);
 	if (st != DT_OK)
 		return st;
 	if (stage_of_node == NULL)

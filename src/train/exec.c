@@ -87,6 +87,9 @@ build_model(struct dt_run *r, struct dt_error *err)
 	if (st == DT_OK && p->tp_size > 1)
 		st = dt_model_plan_tensor_parallel(r->model, r->job,
 						   p->tp_size, err);
+	if (st == DT_OK && p->tp_size > 1)
+		st = dt_model_plan_vocab_parallel(r->model, r->job,
+						  p->tp_size, false, err);
 	return st;
 }
 

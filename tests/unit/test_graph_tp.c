@@ -317,6 +317,38 @@ struct outcome {
 	bool params_equal;
 };
 
+/* Set by the vocabulary tests: the group also runs
+ * dt_model_plan_vocab_parallel, and, with vocab_probs, each rank's
+ * probabilities are compared on its own classes only (the others are
+ * 0 by the design: the sum over the ranks is compared too). */
+static bool vocab_split, vocab_probs;
+/* Set by test_vocab_loss: the loss node alone is marked vocabulary-split
+ * on top of the plan (its input then the same bits on every rank). */
+static bool vocab_loss_only;
+
+/* The error of rank r's probabilities of micro-batch mb against one
+ * rank's under the vocabulary split: its own classes against the whole
+ * model's, the others must be 0 (inf when not). */
+static double
+vocab_probs_err(const struct rank_run *run, const struct rank_run *one,
+		int mb, int r, int tp)
+{
+	int64_t classes = dt_model_n_classes(one->m);
+	int64_t len = classes / tp, rows = one->probs_size / classes;
+	double e = 0.0;
+
+	for (int64_t i = 0; i < rows; i++) {
+		const float *a = run->probs[mb] + i * classes;
+
+		for (int64_t k = 0; k < classes; k++)
+			if ((k < r * len || k >= (r + 1) * len) && a[k] != 0.0f)
+				return INFINITY;
+		e = fmax(e, rel_err(a + r * len, one->probs[mb] +
+				    i * classes + r * len, len));
+	}
+	return e;
+}
+
 /* Runs one model of text alone and a group of tp ranks on the same
  * micro-batches (training or evaluation) and compares them: loss and
  * probabilities of every rank, and in training the sum over the ranks of
@@ -350,6 +382,15 @@ compare(const char *text, int tp, int64_t batch, int64_t vocab,
 		m[r] = build(job, batch);
 		st = dt_model_plan_tensor_parallel(m[r], job, tp, &err);
 		ck_assert_msg(st == DT_OK, "%s", err.msg);
+		if (vocab_split) {
+			st = dt_model_plan_vocab_parallel(m[r], job, tp,
+							  true, &err);
+			ck_assert_msg(st == DT_OK, "%s", err.msg);
+		}
+		if (vocab_loss_only) {
+			m[r]->nodes[m[r]->n_nodes - 1].tp_mode = DT_TP_VOCAB;
+			m[r]->nodes[m[r]->n_nodes - 1].tp_size = tp;
+		}
 		rank_run_init(&runs[r], m[r], &w);
 		runs[r].rc.g = &g;
 		runs[r].rc.rank = r;
@@ -370,10 +411,15 @@ compare(const char *text, int tp, int64_t batch, int64_t vocab,
 			out->worst_loss = fmax(out->worst_loss,
 					       rel_err_scalar(runs[r].loss[mb],
 							      one.loss[mb]));
-			out->worst_probs = fmax(out->worst_probs,
-						rel_err(runs[r].probs[mb],
-							one.probs[mb],
-							one.probs_size));
+			if (vocab_probs)
+				out->worst_probs = fmax(out->worst_probs,
+					vocab_probs_err(&runs[r], &one, mb, r,
+							tp));
+			else
+				out->worst_probs = fmax(out->worst_probs,
+					rel_err(runs[r].probs[mb],
+						one.probs[mb],
+						one.probs_size));
 			out->correct_diff += llabs(runs[r].correct[mb] -
 						   one.correct[mb]);
 		}
@@ -1086,6 +1132,267 @@ START_TEST(test_plan_errors)
 }
 END_TEST
 
+
+/* ---- the vocabulary split (dt_model_plan_vocab_parallel) ------------ */
+
+/* The table alone before the loss (T = 8, V = 16, dim 16): the loss reads
+ * the embedding's (8, 16) rows as logits, so the loss stays whole and
+ * every value is the embedding's own: byte for byte. */
+static const char emb_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 16}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+/* A token model whose head the loss reads (T = 8, V = 16, C = 8): the
+ * head's logits of V/s classes, the loss across the ranks. */
+static const char head_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 8}\n"
+	"    - {type: layernorm, name: ln}\n"
+	"    - {type: dense, name: head, units: 16}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+/* The same, the head tied to the table (GPT-2's lm_head), no bias. */
+static const char tied_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 16, dim: 8}\n"
+	"    - {type: layernorm, name: ln}\n"
+	"    - {type: dense, name: head, units: 16, tie: tok, bias: false}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+/* The floats per sample of the vocabulary-split nodes, by hand (T = 8):
+ * the embedding sums its (8, dim) output; the head its (8, 8) input
+ * gradient in training; the loss gathers every rank's maximum and its
+ * z[label], first-maximum pair (3 s a row) and passes s running sums. */
+#define EMB_FLOATS (8 * 16)
+#define HEAD_FLOATS(tp, train) (8 * 8 + ((train) ? 8 * 8 : 0) + 4 * (tp) * 8)
+
+/* Runs text on tp ranks with the vocabulary split and checks the floats
+ * moved against want and dt_model_tp_floats_per_sample. */
+static void
+vocab_run(const char *text, int tp, bool training, bool split_loss,
+	  int64_t want, struct outcome *o)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+
+	parse_job(text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, tp, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, tp, true,
+							&err),
+			 DT_OK);
+	if (training)	/* the count is training's */
+		ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0,
+				 dt_model_n_layers(m) - 1), want);
+	dt_model_free(m);
+	free(job);
+	vocab_split = true;
+	vocab_probs = split_loss;
+	compare(text, tp, 2, 16, training, true, o);
+	vocab_split = vocab_probs = false;
+	ck_assert_int_eq(o->mismatched, 0);
+	for (int r = 0; r < tp; r++)
+		ck_assert_msg(o->moved[r] == (size_t)(want * 2 * MICRO_BATCHES),
+			      "tp %d rank %d: %zu floats summed, want %lld a "
+			      "sample", tp, r, o->moved[r], (long long)want);
+	ck_assert_msg(o->correct_diff == 0, "tp %d: n_correct differs", tp);
+	ck_assert_msg(o->params_equal, "tp %d: parameters differ", tp);
+}
+
+/* The embedding split by rows: its output, the loss, the probabilities
+ * and the table's gradient (its rows summed over the ranks) byte for
+ * byte, in training and in evaluation. */
+START_TEST(test_vocab_embedding)
+{
+	int tp = _i % 2 == 0 ? 2 : 4;
+	bool training = _i < 2;
+	struct outcome o;
+
+	vocab_run(emb_text, tp, training, false, EMB_FLOATS, &o);
+	ck_assert_msg(o.worst_loss == 0.0 && o.worst_probs == 0.0,
+		      "tp %d: loss off by %g, probs by %g", tp, o.worst_loss,
+		      o.worst_probs);
+	ck_assert_msg(o.worst_grad == 0.0, "tp %d: gradient of %s off by %g",
+		      tp, o.worst_tensor, o.worst_grad);
+}
+END_TEST
+
+/* The cross-entropy across the ranks on logits that are the same bits on
+ * every rank: the loss of emb_text marked vocabulary-split over the
+ * table's whole (8, 16) rows, in evaluation (its backward would leave the
+ * other classes' gradient to a layer that reads them): the loss, n_correct
+ * and each rank's probabilities of its classes byte for byte, the others
+ * 0. */
+START_TEST(test_vocab_loss)
+{
+	int tp = _i == 0 ? 2 : 4;
+	struct outcome o;
+
+	vocab_loss_only = true;
+	vocab_run(emb_text, tp, false, true, EMB_FLOATS + 4 * tp * 8, &o);
+	vocab_loss_only = false;
+	ck_assert_msg(o.worst_loss == 0.0, "tp %d: loss off by %g", tp,
+		      o.worst_loss);
+	ck_assert_msg(o.worst_probs == 0.0, "tp %d: probs off by %g", tp,
+		      o.worst_probs);
+}
+END_TEST
+
+/* The head's logits of V/s classes and the loss across the ranks. The
+ * head's share is an sgemm of V/s columns, whose bits this build's BLAS
+ * may block differently from the whole V (measured here: the loss
+ * 5e-9 off at tp 2), so the loss, the probabilities and the gradients
+ * are held to TOL, the tensor-parallel tolerance; n_correct is exact.
+ * Tensors in order: tok.weight, ln.gamma, ln.beta, head.weight,
+ * head.bias. */
+START_TEST(test_vocab_head)
+{
+	int tp = _i % 2 == 0 ? 2 : 4;
+	bool training = _i < 2;
+	struct outcome o;
+
+	vocab_run(head_text, tp, training, true, HEAD_FLOATS(tp, training),
+		  &o);
+	ck_assert_msg(o.worst_loss <= TOL, "tp %d: loss off by %g", tp,
+		      o.worst_loss);
+	ck_assert_msg(o.worst_probs <= TOL, "tp %d: probs off by %g", tp,
+		      o.worst_probs);
+	ck_assert_msg(o.worst_grad <= TOL, "tp %d: gradient of %s off by %g",
+		      tp, o.worst_tensor, o.worst_grad);
+}
+END_TEST
+
+/* The tied head (its copy's rows of the classes), as test_vocab_head. */
+START_TEST(test_vocab_tied)
+{
+	int tp = _i % 2 == 0 ? 2 : 4;
+	bool training = _i < 2;
+	struct outcome o;
+
+	vocab_run(tied_text, tp, training, true, HEAD_FLOATS(tp, training),
+		  &o);
+	ck_assert_msg(o.worst_loss <= TOL, "tp %d: loss off by %g", tp,
+		      o.worst_loss);
+	ck_assert_msg(o.worst_probs <= TOL, "tp %d: probs off by %g", tp,
+		      o.worst_probs);
+	ck_assert_msg(o.worst_grad <= TOL, "tp %d: gradient of %s off by %g",
+		      tp, o.worst_tensor, o.worst_grad);
+}
+END_TEST
+
+/* dt_node_tp_block's vocabulary case at tp 4 (V 16, C 8): the table's
+ * rank 3 block is rows 12..15 whole, the tied copy's rank 1 block rows
+ * 4..7 whole; the trainer's plan (split_tied false) keeps a tied head
+ * whole; an untied head's rank 1 block at tp 2 is columns 8..15. */
+START_TEST(test_vocab_blocks)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+	struct dt_tp_block b;
+	const struct dt_node *tok, *head;
+
+	parse_job(tied_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 4, true,
+							&err),
+			 DT_OK);
+	tok = &m->nodes[0];
+	head = &m->nodes[2];
+	ck_assert(dt_node_tp_block(tok, 0, 3, &b));
+	ck_assert_int_eq(b.first_row, 12);
+	ck_assert_int_eq(b.n_rows, 4);
+	ck_assert_int_eq(b.row_len, 8);
+	ck_assert_int_eq(b.n_seg, 1);
+	ck_assert_int_eq(b.seg_col[0], 0);
+	ck_assert_int_eq(b.seg_len, 8);
+	ck_assert(dt_node_tp_block(head, 0, 1, &b));
+	ck_assert_int_eq(b.first_row, 4);
+	ck_assert_int_eq(b.n_rows, 4);
+	ck_assert_int_eq(b.seg_len, 8);
+	dt_model_free(m);
+	/* without split_tied (the trainer's call) the tied head and the
+	 * loss stay whole, the table splits */
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 4, false,
+							&err),
+			 DT_OK);
+	ck_assert(dt_node_tp_block(&m->nodes[0], 0, 3, &b));
+	ck_assert(!dt_node_tp_block(&m->nodes[2], 0, 1, &b));
+	ck_assert_int_eq(m->nodes[m->n_nodes - 1].tp_mode, DT_TP_NONE);
+	dt_model_free(m);
+	/* the untied head: its weight (8, 16) by columns, its bias too */
+	free(job);
+	job = dt_xcalloc(1, sizeof *job);
+	parse_job(head_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 2, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 2, false,
+							&err),
+			 DT_OK);
+	ck_assert(dt_node_tp_block(&m->nodes[2], 0, 1, &b));
+	ck_assert_int_eq(b.first_row, 0);
+	ck_assert_int_eq(b.n_rows, 8);
+	ck_assert_int_eq(b.row_len, 16);
+	ck_assert_int_eq(b.seg_col[0], 8);
+	ck_assert_int_eq(b.seg_len, 8);
+	ck_assert(dt_node_tp_block(&m->nodes[2], 1, 1, &b));
+	ck_assert_int_eq(b.n_rows, 1);
+	ck_assert_int_eq(b.seg_col[0], 8);
+	ck_assert_int_eq(m->nodes[m->n_nodes - 1].tp_mode, DT_TP_VOCAB);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
+/* A degree that divides neither the vocabulary nor the head's units:
+ * the table, the head and the loss stay whole (GPT-2's 50257 at tp 4 must
+ * still run), nothing to sum for them. */
+START_TEST(test_vocab_not_divided)
+{
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+
+	parse_job(head_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 3, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 3, true,
+							&err), DT_OK);
+	for (int i = 0; i < m->n_nodes; i++)
+		ck_assert_int_eq(m->nodes[i].tp_mode, DT_TP_NONE);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0,
+						       dt_model_n_layers(m) -
+						       1), 0);
+	dt_model_free(m);
+	free(job);
+}
+END_TEST
+
 static Suite *
 graph_tp_suite(void)
 {
@@ -1111,6 +1418,12 @@ graph_tp_suite(void)
 	tcase_add_loop_test(group, test_attn_own_slices, 0, 12);
 	tcase_add_loop_test(group, test_gpt_own_slices, 0, 12);
 	tcase_add_loop_test(group, test_gpt_bare_own_slices, 0, 12);
+	tcase_add_loop_test(group, test_vocab_embedding, 0, 4);
+	tcase_add_loop_test(group, test_vocab_loss, 0, 2);
+	tcase_add_loop_test(group, test_vocab_head, 0, 4);
+	tcase_add_loop_test(group, test_vocab_tied, 0, 4);
+	tcase_add_test(plan, test_vocab_blocks);
+	tcase_add_test(plan, test_vocab_not_divided);
 	suite_add_tcase(s, group);
 	return s;
 }
