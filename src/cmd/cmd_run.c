@@ -438,9 +438,6 @@ train_rank(const struct run_args *a, const struct dt_job *job)
 				     job->parallel.progress_us : 0, &err);
 	if (st != DT_OK)
 		return dt_cmd_fail(st, &err);
-	/* A rank that ends the job (MPI_Abort) notes its exit code first:
-	 * the supervisor's teardown guard counts from then (launch.h). */
-	dt_comm_on_abort(dt_launch_note_exit, dt_comm_rank(comm));
 	/* The launcher passes a stop on once the pid note is there (one
 	 * that came earlier is held for it): keep it for the loop (which
 	 * stops after the set-up) rather than die of it while the data

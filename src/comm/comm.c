@@ -420,31 +420,9 @@ dt_comm_split(struct dt_comm *c, int color, int key, struct dt_comm **out,
 	WATCHED(c, "MPI_Comm_split", c->ops->split(c, color, key, out, err));
 }
 
-/* The process's one dt_comm_on_abort function (NULL: none) and its world
- * rank: set once by the command, read by whichever thread aborts. */
-static void (*_Atomic abort_note)(int rank, int code);
-static _Atomic int abort_rank;
-
-void
-dt_comm_on_abort(void (*note)(int rank, int code), int rank)
-{
-	abort_rank = rank;
-	abort_note = note;
-}
-
-void
-dt_comm_abort_note(int code)
-{
-	void (*note)(int, int) = abort_note;
-
-	if (note != NULL)
-		note(abort_rank, code);
-}
-
 void
 dt_comm_abort(struct dt_comm *c, int code)
 {
-	dt_comm_abort_note(code);
 	c->ops->abort(c, code);
 	abort();	/* the implementation must not return */
 }

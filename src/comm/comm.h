@@ -239,18 +239,6 @@ enum dt_status dt_comm_node_barrier(struct dt_comm *c, struct dt_error *err);
  * in a collective. Does not return. */
 void dt_comm_abort(struct dt_comm *c, int code) __attribute__((noreturn));
 
-/* Sets the function this process runs just before it ends the job with
- * MPI_Abort (dt_comm_abort on any communicator, or the watchdog of
- * dt_comm_mpi_new_watched), given rank (this process's rank in the
- * world, whichever communicator aborts) and the exit code; NULL for
- * none. cmd/cmd_run.c gives
- * the launcher's exit note (launch.h), so that the supervisor of run -n
- * counts the failure from that moment, not from the rank's exit, which
- * waits on mpirun's handling of the abort. One per process, as a signal
- * handler is: set it before the communicator's first call. It may be
- * called from the watchdog's thread and must not call MPI. */
-void dt_comm_on_abort(void (*note)(int rank, int code), int rank);
-
 /* Collective: every rank passes its local status; returns the worst
  * (largest) status of any rank, so all ranks take the same branch. The
  * rank(s) that failed keep their own message in err; the others get

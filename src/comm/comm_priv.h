@@ -7,10 +7,6 @@
 
 #include "comm/comm.h"
 
-/* Runs the function dt_comm_on_abort set, if any, with the rank given
- * there: just before an MPI_Abort of this process with exit code code. */
-void dt_comm_abort_note(int code);
-
 /* The vtable behind struct dt_comm (comm.c dispatches through it). */
 struct dt_comm_ops {
 	enum dt_status (*allreduce)(struct dt_comm *c, void *buf, size_t n,

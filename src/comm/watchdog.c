@@ -13,7 +13,6 @@
  * Only a rank that is itself stuck in a call for timeout_s acts on a
  * suspicion, so a slow step never ends a job. Heartbeats cost
  * (ranks - 1) messages of 16 bytes per rank and period. */
-#include "comm/comm_priv.h"
 #include "comm/mpi_priv.h"
 #include "comm/watch.h"
 
@@ -193,7 +192,6 @@ watch_main(void *arg)
 			fprintf(stderr, "dtrain: rank %d: ending the job "
 				"(MPI_Abort) after %.0f s without progress\n",
 				w->rank, now - (double)since * 1e-9);
-			dt_comm_abort_note(1);
 			MPI_Abort(w->hb, 1);
 		}
 	}

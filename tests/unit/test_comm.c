@@ -3,17 +3,13 @@
  * that need no mpirun: the cut of dt_comm_part (n divisible by the ranks
  * or not, fewer values than ranks, none, sizes near SIZE_MAX) and the
  * one-rank reduce-scatter, all-gather and rounded sum on the single-
- * process communicator; the note a rank leaves before it ends the job
- * (dt_comm_on_abort). The ring itself runs under mpirun in
+ * process communicator. The ring itself runs under mpirun in
  * tests/integration/rsag_probe.c (rsag.sh). */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "comm/comm.h"
 
@@ -187,54 +183,6 @@ START_TEST(test_self_round)
 }
 END_TEST
 
-/* Where the child's abort note goes: a pipe to the test. */
-static int note_fd = -1;
-
-static void
-note_abort(int rank, int code)
-{
-	char line[64];
-	int n = snprintf(line, sizeof line, "rank %d code %d\n", rank, code);
-
-	ck_assert_int_eq(write(note_fd, line, (size_t)n), n);
-}
-
-/* dt_comm_abort on a communicator split from the world runs the function
- * dt_comm_on_abort set, with the world rank given there (not the split's
- * 0) and the exit code, before the process ends with that code: the
- * launcher's exit note is written so (cmd/cmd_run.c). */
-START_TEST(test_abort_note)
-{
-	int fd[2], status;
-	char got[64] = "";
-	ssize_t n;
-	pid_t pid;
-
-	ck_assert_int_eq(pipe(fd), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct dt_comm *world = dt_comm_self_new(), *part = NULL;
-		struct dt_error err;
-
-		close(fd[0]);
-		note_fd = fd[1];
-		dt_comm_on_abort(note_abort, 5);
-		if (dt_comm_split(world, 0, 0, &part, &err) != DT_OK)
-			_exit(99);
-		dt_comm_abort(part, 7);
-	}
-	close(fd[1]);
-	n = read(fd[0], got, sizeof got - 1);
-	close(fd[0]);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(n > 0);
-	ck_assert_str_eq(got, "rank 5 code 7\n");
-	ck_assert(WIFEXITED(status));
-	ck_assert_int_eq(WEXITSTATUS(status), 7);
-}
-END_TEST
-
 static Suite *
 comm_suite(void)
 {
@@ -246,7 +194,6 @@ comm_suite(void)
 	tcase_add_test(tc, test_part_huge);
 	tcase_add_test(tc, test_self_identity);
 	tcase_add_test(tc, test_self_round);
-	tcase_add_test(tc, test_abort_note);
 	suite_add_tcase(s, tc);
 	return s;
 }
