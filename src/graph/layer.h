@@ -425,22 +425,4 @@ const char *dt_node_input_name(const struct dt_node *n, int k);
 bool dt_shape_chw(const struct dt_shape *s, int64_t *c, int64_t *h,
 		  int64_t *w);
 
-/* How rank `rank`'s block of tensor k of node n lies in the whole tensor
- * (row-major; a 1-D tensor is one row): the rows [first_row, first_row +
- * n_rows) of the whole, each of row_len floats, and in each row n_seg
- * segments of seg_len floats starting at columns seg_col[0..n_seg-1]. The
- * block holds them row by row, segment by segment, densely: its floats
- * are n_rows * n_seg * seg_len. */
-struct dt_tp_block {
-	int64_t first_row, n_rows, row_len;
-	int n_seg;
-	int64_t seg_col[3], seg_len;
-};
-
-/* Fills *b for tensor k of node n at tensor rank `rank` and returns true
- * when the tensor is split over the node's tensor group; returns false
- * (b untouched) when it is replicated (held whole on every rank). */
-bool dt_node_tp_block(const struct dt_node *n, int k, int rank,
-		      struct dt_tp_block *b);
-
 #endif
