@@ -59,21 +59,33 @@
 #    breakdown a step (forward, backward, exposed communication,
 #    optimizer). Without python3-torch (/usr/bin/python3, or $TORCH_PYTHON)
 #    it says so and runs no DDP twin.
+# --zero3: part 1 for char-GPT, then part 6 alone (issue 27): on 2 hosts
+#    x 1 rank at the rate part 4 finds for char-GPT (its balance), REPS
+#    pairs of runs (at least 3) of jobs/char-gpt.yaml at parallel.zero 0
+#    and 3, which goes first alternating from pair to pair; zero 0 as the
+#    job has it (overlap on, buckets of 0.25 MiB, breadth first), zero 3
+#    with overlap off (levels 2 and 3 refuse it) and $ZERO3_ARGS
+#    (default --set parallel.gather_mb=4: char-GPT's 826,208 floats one
+#    gather unit); each run's step time (the median of its 10-step
+#    intervals after the first), each pair's zero 3 / zero 0, their
+#    median and its verdict (PASS at 1.2 or less), rank 0's breakdown
+#    of the first pair, and the load average before and after.
 # About 10 minutes in full on an idle 8-core machine. Asserts nothing but
 # exits non-zero if a run fails.
 set -eu
-quick=0 balanced=0 ddp=0
+quick=0 balanced=0 ddp=0 zero3=0
 while :; do
 	case ${1:-} in
 	--quick) quick=1 ;;
 	--balanced) balanced=1 ;;
 	--ddp) ddp=1 ;;
+	--zero3) zero3=1 ;;
 	*) break ;;
 	esac
 	shift
 done
 if [ $# -ne 3 ]; then
-	echo "usage: bench/cluster.sh [--quick] [--balanced] DTRAIN ALLREDUCE_RAW BENCH_LAYERS" >&2
+	echo "usage: bench/cluster.sh [--quick] [--balanced | --ddp | --zero3] DTRAIN ALLREDUCE_RAW BENCH_LAYERS" >&2
 	exit 2
 fi
 abs() {
@@ -314,6 +326,38 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 }
 verdict() { [ "$(calc "$1 <= 1.15")" = 1 ] && echo PASS || echo "FAIL (> 1.15)"; }
 row() { printf '%-8s %-6s %-16s %-8s %10s %9s %9s %12s %s\n' "$@"; }
 
+# balance: the link rate (Mbit/s) at which the raw all-reduce of $bytes
+# of $type on 2 hosts takes about $bwd ms (job $jk's backward), found by
+# shaping and measuring (at most 5 tries, from 1 Gbit/s, stopping within
+# 10%); sets rate, ms (the raw sum there) and best_off (the larger of
+# sum / backward and its inverse), and leaves every link shaped to rate.
+balance() {
+	rate=1000 i=0 best=
+	while :; do
+		shape "${rate}mbit"
+		ms=$(raw 2 1 "$bytes" "$type")
+		echo "$jk: ${rate}mbit: raw sum $ms ms (backward $bwd ms)"
+		# The closest so far, by |log(sum / backward)|.
+		off=$(calc "($ms > $bwd) ? $ms / $bwd : $bwd / $ms")
+		if [ -z "$best" ] || [ "$(calc "$off < $best_off")" = 1 ]; then
+			best=$rate best_ms=$ms best_off=$off
+		fi
+		i=$((i + 1))
+		# Within 10%, or out of tries.
+		[ "$(calc "$off < 1.1")" = 1 ] && break
+		[ $i -lt 5 ] || break
+		next=$(calc "int($rate * $ms / $bwd)")
+		[ "$next" -ge 10 ] || next=10
+		[ "$next" -le 100000 ] || next=100000
+		[ "$next" != "$rate" ] || break
+		rate=$next
+	done
+	rate=$best ms=$best_ms
+	shape "${rate}mbit"
+	[ "$(calc "$best_off < 1.25")" = 1 ] ||
+		echo "$jk: note: no rate tried brings the raw sum within 25% of the backward time here (the link is not the limit, or the machine is loaded); the closest is used"
+}
+
 # 1. Forward and backward per micro-batch.
 # pass_ms JOBKEY NP: "fwd bwd" of one micro-batch as NP ranks split it.
 pass_ms() {
@@ -323,6 +367,68 @@ pass_ms() {
 		{ cat layers.out >&2; fail "bench_layers $1"; }
 	sed -n 's/^pass *forward \([0-9.]*\) ms, backward \([0-9.]*\) ms.*/\1 \2/p' layers.out
 }
+# 6. zero 3 against zero 0 at char-GPT's balanced rate (--zero3).
+# zstep NAME ZERO [--set ...]: one run of char-GPT on 2 hosts at level
+# ZERO; prints its step ms (figures).
+zstep() {
+	n=$1 z=$2
+	shift 2
+	ov=true
+	[ "$z" -lt 2 ] || ov=false
+	train "$n" "cluster 2 1" 2 gpt "$ov" --set parallel.zero="$z" "$@"
+	set -- $(figures "$n" "$gb")
+	echo "$2"
+}
+zero3_part() {
+	jk=gpt job=$GPT
+	bytes=$(plan_get "$job" 2 gradient_bytes)
+	type=$(wire_type "$job" 2)
+	bwd=$bwd_gpt
+	echo
+	echo "== 6. zero 3 against zero 0, char-GPT on 2 hosts x 1 rank at its balanced rate"
+	balance
+	gb=$(plan_get "$job" 1 global_batch)
+	z3args=${ZERO3_ARGS:---set parallel.gather_mb=4}
+	BAL=1
+	echo "load before: $(uptime)"
+	printf '  %4s %-7s %9s %9s %7s\n' pair first "zero 0" "zero 3" ratio
+	ratios= s0= s3=
+	for pair in $(seq 1 "$REPS"); do
+		# shellcheck disable=SC2086
+		if [ $((pair % 2)) = 1 ]; then
+			a=$(zstep "gpt-z0-$pair" 0)
+			b=$(zstep "gpt-z3-$pair" 3 $z3args)
+			first="zero 0"
+		else
+			b=$(zstep "gpt-z3-$pair" 3 $z3args)
+			a=$(zstep "gpt-z0-$pair" 0)
+			first="zero 3"
+		fi
+		r=$(calc "int(1000 * $b / $a + 0.5) / 1000")
+		ratios="$ratios $r" s0="$s0 $a" s3="$s3 $b"
+		printf '  %4s %-7s %9.2f %9.2f %7.3f\n' "$pair" "$first" "$a" "$b" "$r"
+	done
+	echo "load after: $(uptime)"
+	BAL=0
+	ratio=$(median $ratios)
+	printf 'char-GPT at %smbit (raw all-reduce of its %s B of %s %.2f ms, backward %.2f ms), %s steps a run, step ms (the median of the 10-step intervals after the first):\n' \
+		"$rate" "$bytes" "$type" "$ms" "$bwd" "$(BAL=1 steps_of gpt)"
+	printf '  zero 0 (overlap, %s): median %.2f ms; zero 3 (overlap off, %s): median %.2f ms\n' \
+		"$(schedule_of gpt-z0-1 | tr -d '\n')" "$(median $s0)" "$z3args" "$(median $s3)"
+	v=PASS
+	[ "$(calc "$ratio <= 1.2")" = 1 ] || v="FAIL (> 1.2)"
+	printf '  zero 3 / zero 0, the median of the %s pairs'"'"' ratios = %.3f: %s\n' \
+		"$REPS" "$ratio" "$v"
+	for n in gpt-z0-1 gpt-z3-1; do
+		echo "  $n: $(BAL=1 per_step "$n" gpt)"
+	done
+	"$PYTHON" -c '
+import json, sys
+z = json.load(open(sys.argv[1])).get("zero", {})
+print("  gpt-z3-1, summary.json zero: " + ", ".join(
+    "%s %s" % (k, z[k]) for k in sorted(z)))' gpt-z3-1/summary.json
+}
+
 # 5. dtrain against its PyTorch DDP twin (--ddp: this part alone).
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 # ddp_run JOBKEY TWIN STEPS: the twin's "samples/s step_ms" on hosts 1
@@ -422,7 +528,9 @@ fi
 
 echo
 echo "== 1. one rank's forward and backward (bench_layers, CPU time, medians of $ITERS)"
-for jk in mlp gpt; do
+JOBS1="mlp gpt"
+[ $zero3 = 0 ] || JOBS1=gpt
+for jk in $JOBS1; do
 	set -- $(pass_ms $jk 2)
 	[ $# -eq 2 ] || { cat layers.out >&2; fail "bench_layers printed no pass line"; }
 	acc=$(plan_get "$(job_of $jk)" 2 grad_accum_steps)
@@ -433,6 +541,11 @@ for jk in mlp gpt; do
 	     "on each of 2 ranks: forward $f ms, backward $b ms per step"
 done
 
+if [ $zero3 = 1 ]; then
+	cluster_up 2
+	zero3_part
+	exit 0
+fi
 cluster_up 4
 if [ $balanced = 0 ]; then
 # 2. The grid.
@@ -510,30 +623,7 @@ for jk in mlp gpt; do
 	bytes=$(plan_get "$job" 2 gradient_bytes)
 	type=$(wire_type "$job" 2)
 	eval "fwd=\$fwd_$jk bwd=\$bwd_$jk"
-	rate=1000 i=0 best=
-	while :; do
-		shape "${rate}mbit"
-		ms=$(raw 2 1 "$bytes" "$type")
-		echo "$jk: ${rate}mbit: raw sum $ms ms (backward $bwd ms)"
-		# The closest so far, by |log(sum / backward)|.
-		off=$(calc "($ms > $bwd) ? $ms / $bwd : $bwd / $ms")
-		if [ -z "$best" ] || [ "$(calc "$off < $best_off")" = 1 ]; then
-			best=$rate best_ms=$ms best_off=$off
-		fi
-		i=$((i + 1))
-		# Within 10%, or out of tries.
-		[ "$(calc "$off < 1.1")" = 1 ] && break
-		[ $i -lt 5 ] || break
-		next=$(calc "int($rate * $ms / $bwd)")
-		[ "$next" -ge 10 ] || next=10
-		[ "$next" -le 100000 ] || next=100000
-		[ "$next" != "$rate" ] || break
-		rate=$next
-	done
-	rate=$best ms=$best_ms
-	shape "${rate}mbit"
-	[ "$(calc "$best_off < 1.25")" = 1 ] ||
-		echo "$jk: note: no rate tried brings the raw sum within 25% of the backward time here (the link is not the limit, or the machine is loaded); the closest is used"
+	balance
 	gb=$(plan_get "$job" 1 global_batch)
 	acc=$(plan_get "$job" 2 grad_accum_steps)
 	BAL=1
