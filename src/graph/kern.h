@@ -391,8 +391,10 @@ int64_t dt_kern_gemm_align(void);
  * parts (2^24 multiply-adds and 256 rows of C at least each, since each
  * part packs op(B) again; at most one per block of dt_kern_gemm_align()
  * rows), so it is called p - 1 times where p > 1. The parts are cut at
- * blocks, as
- * the pool's threads cut it, so the bits are those of one call. The
+ * blocks, as the pool's threads cut it, so the bits are those of one
+ * call. Where OpenBLAS runs on more than one thread of its own (it
+ * splits a call's rows where its blocks need not fall) there is one
+ * part and no call; the trainer gives it the pool's count. The
  * trainer uses it to move the gradient sums on during the long products
  * of backward (train/exec.c). fn must not call the kernels; NULL fn
  * removes the hook. One hook for the process: set and called on the
