@@ -507,7 +507,10 @@ void dt_model_set_node_hook(struct dt_model *m,
  * again at the blocks' sizes, in the same order, and the blocks filled
  * from the whole tensors they held; dt_model_tensor_info then gives each
  * tensor's block size and new offset. The passes give the bits the whole
- * tensors gave (f32 and bf16). Every other node keeps its tensors whole.
+ * tensors gave (f32 and bf16). A DT_TP_VOCAB node holds its vocabulary
+ * block too (the table's rows, the head's classes; a tied head's copy
+ * must then be split alike, which dt_model_tie_* do not yet handle).
+ * Every other node keeps its tensors whole.
  * m must have arenas (max_batch > 0) and tensor parallelism; a no-op for
  * tp_size 1 or when called again. Not yet used by train/: its sums,
  * norms, optimizer and checkpoints still expect whole tensors. */

@@ -122,12 +122,18 @@ void dt_param_init_normal(struct dt_param_tensor *pt, float std,
  *                 the bias is replicated;
  *   DT_TP_HEADS   attention: the heads of its share, the qkv columns and
  *                 the proj rows that belong to them; forward sums the
- *                 partial outputs over the group, backward the partial dX.
+ *                 partial outputs over the group, backward the partial dX;
+ *   DT_TP_VOCAB   the vocabulary split (dt_model_plan_vocab_parallel): an
+ *                 embedding looks up the tokens of its rows [r*V/s, ...)
+ *                 and writes zeros for the others, summed over the group;
+ *                 the head the loss reads computes its V/s classes; the
+ *                 softmax cross-entropy runs across the group without
+ *                 gathering the logits (doc/DESIGN.md, "Vocabulary split").
  * A gradient a rank does not own stays 0, and replicated tensors have the
  * same gradient on every rank, so dt_model_tp_prepare_grads plus one sum
  * over the data-parallel x tensor-parallel ranks gives every rank the
  * whole gradient. With tp_own (struct dt_node) a split node holds its
- * blocks only (dt_node_tp_block, at the end of this header), and the
+ * blocks only (dt_node_tp_block, below), and the
  * same products run on them through leading dimensions and offsets. */
 enum dt_tp_mode {
 	DT_TP_NONE = 0,
@@ -237,7 +243,8 @@ struct dt_node {
 	int n_tensors;
 	struct dt_param_tensor tensor[DT_NODE_MAX_TENSORS];
 
-	/* set by dt_model_plan_tensor_parallel (tensor.c): how the node is
+	/* set by dt_model_plan_tensor_parallel and, for DT_TP_VOCAB,
+	 * dt_model_plan_vocab_parallel (tensor.c): how the node is
 	 * split over tp_size ranks; DT_TP_NONE and 1 otherwise. fwd_flops
 	 * counts the share of one rank when tp_size > 1. */
 	enum dt_tp_mode tp_mode;
