@@ -742,8 +742,8 @@ stream_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 		free(meta.data_files);
 		if (st != DT_OK) {
 			/* The fetches the failed save did not make. */
-			float *scratch = dt_xalloc_floats(
-				(size_t)DT_CKPT_STREAM_FLOATS);
+			float *scratch =	/* (DT_CKPT_STREAM_FLOATS) */
+				dt_xalloc_floats((size_t)DT_CKPT_STREAM_FLOATS);
 
 			stream_from(&x, x.done, scratch);
 			free(scratch);
