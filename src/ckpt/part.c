@@ -316,7 +316,8 @@ tiled(struct hit *h, size_t n, int64_t lo, int64_t hi, int64_t *gap,
 {
 	int64_t at = lo;
 
-	qsort(h, n, sizeof *h, cmp_hits);
+	if (n > 1)	/* h may be NULL when n is 0 */
+		qsort(h, n, sizeof *h, cmp_hits);
 	for (size_t i = 0; i < n; i++) {
 		if (h[i].lo != at) {
 			*gap = h[i].lo < at ? h[i].lo : at;
