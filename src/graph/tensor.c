@@ -329,10 +329,10 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 }
 
 /* Whether tensor k of node n is split when the node owns its slice, and
- * if so the floats of tensor rank `rank`'s block in *floats (rank 0's is
- * the largest: the vocabulary split's blocks may differ by a row). */
+ * if so the floats of tensor rank `rank`'s block in *floats (the
+ * vocabulary split's blocks may differ by a row between ranks). */
 static bool
-is_split(const struct dt_node *n, int k, int rank, int64_t *floats)
+is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
 {
 	struct dt_tp_block b;
 
@@ -340,6 +340,13 @@ is_split(const struct dt_node *n, int k, int rank, int64_t *floats)
 		return false;
 	*floats = b.n_rows * b.n_seg * b.seg_len;
 	return true;
+}
+
+/* is_split_at for tensor rank 0, whose block is the largest. */
+static bool
+is_split(const struct dt_node *n, int k, int64_t *floats)
+{
+	return is_split_at(n, k, 0, floats);
 }
 
 /* Copies block b from whole (the whole tensor) into blk, densely: row by
@@ -375,8 +382,8 @@ relayout(struct dt_model *m)
 				if (pt->buffer != (pass == 1))
 					continue;
 				if (!m->nodes[i].tp_own)
-					is_split(&m->nodes[i], k, m->tp.rank,
-						 &floats);
+					is_split_at(&m->nodes[i], k,
+						    m->tp.rank, &floats);
 				at += (size_t)floats;
 			}
 		if (pass == 0)
@@ -431,14 +438,13 @@ dt_model_tp_own_slices(struct dt_model *m)
 	if (m->tp.size <= 1)
 		return;
 	for (int i = m->first; i <= m->last; i++)
-		if (is_split(&m->nodes[i], 0, 0, &floats) &&
-		    !m->nodes[i].tp_own)
+		if (is_split(&m->nodes[i], 0, &floats) && !m->nodes[i].tp_own)
 			any = true;
 	if (!any)
 		return;
 	relayout(m);
 	for (int i = m->first; i <= m->last; i++)
-		if (is_split(&m->nodes[i], 0, 0, &floats))
+		if (is_split(&m->nodes[i], 0, &floats))
 			m->nodes[i].tp_own = true;
 }
 

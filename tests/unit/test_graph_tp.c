@@ -10,7 +10,8 @@
  * dt_model_tp_floats_per_sample and against counts made by hand, FLOPs of
  * the split layers, and the plan's errors for degrees that do not divide a
  * layer. Ranks that own their slices (dt_model_tp_own_slices: dense
- * columns and rows, attention heads) against ranks holding whole tensors:
+ * columns and rows, attention heads, uneven vocabulary blocks) against
+ * ranks holding whole tensors:
  * the same bits, outputs and blocks of the gradients, for the heads
  * materialized, fused and recomputed, in f32 and (where the CPU has
  * AVX512_BF16) bf16; dt_node_tp_block's blocks by hand. Models are built
@@ -605,6 +606,10 @@ run_group(const struct dt_job *job, int tp, int64_t batch,
 		ck_assert_msg(dt_model_plan_tensor_parallel(tg->m[r], job, tp,
 							    &err) == DT_OK,
 			      "%s", err.msg);
+		if (vocab_split)
+			ck_assert_msg(dt_model_plan_vocab_parallel(tg->m[r],
+					job, tp, true, &err) == DT_OK, "%s",
+				      err.msg);
 		rank_run_init(&tg->runs[r], tg->m[r], w);
 		tg->runs[r].rc.g = &tg->g;
 		tg->runs[r].rc.rank = r;
@@ -1443,6 +1448,105 @@ START_TEST(test_vocab_uneven_head)
 }
 END_TEST
 
+/* Ranks owning their uneven vocabulary blocks (dt_model_tp_own_slices)
+ * against ranks holding whole tensors, same tp (_i: V 97 untied at tp 2,
+ * 3, 4, V 98 at tp 4, V 97 tied with a bias at tp 3): every rank's loss
+ * and probabilities the same bits; rank r holds its share by hand (len
+ * rows of the table (len, 8), the head's (8, len) columns and (len) bias,
+ * or the tied copy's (len, 8) rows and (len) bias), its parameters and
+ * gradients the block of the whole tensors', and an arena of 17 len + 16
+ * floats (table, head, ln's gamma and beta of 8), sized at its own
+ * blocks. */
+START_TEST(test_vocab_uneven_own_slices)
+{
+	static const struct {
+		const char *text;
+		int64_t vocab;
+		int tp;
+	} v[] = {
+		{ head97_text, 97, 2 }, { head97_text, 97, 3 },
+		{ head97_text, 97, 4 }, { head98_text, 98, 4 },
+		{ tied97_text, 97, 3 },
+	};
+	const int tp = v[_i].tp;
+	const int64_t vocab = v[_i].vocab;
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct tp_group whole, own;
+	struct dt_model *probe;
+	struct work w;
+
+	parse_job(v[_i].text, job);
+	probe = build(job, 2);
+	make_work(&w, probe, 2, vocab, true);
+	vocab_split = true;
+	run_group(job, tp, 2, &w, false, &whole);
+	run_group(job, tp, 2, &w, true, &own);
+	vocab_split = false;
+	for (int r = 0; r < tp; r++) {
+		struct dt_model *a = whole.m[r], *b = own.m[r];
+		int64_t lo, len;
+
+		share_by_hand(vocab, tp, r, &lo, &len);
+		ck_assert_int_eq(dt_model_n_params(b), 17 * len + 16);
+		for (int mb = 0; mb < MICRO_BATCHES; mb++) {
+			ck_assert_msg(own.runs[r].loss[mb] ==
+				      whole.runs[r].loss[mb],
+				      "V %lld tp %d rank %d: loss %.9g, whole "
+				      "tensors %.9g", (long long)vocab, tp, r,
+				      own.runs[r].loss[mb],
+				      whole.runs[r].loss[mb]);
+			ck_assert(memcmp(own.runs[r].probs[mb],
+					 whole.runs[r].probs[mb],
+					 (size_t)whole.runs[r].probs_size *
+					 sizeof(float)) == 0);
+		}
+		for (int t = 0; t < dt_model_n_tensors(a); t++) {
+			struct dt_tensor_info ta, tb;
+			bool rows, cols;
+
+			dt_model_tensor_info(a, t, &ta);
+			dt_model_tensor_info(b, t, &tb);
+			/* the table and a tied copy (V, 8) by rows; an
+			 * untied head (8, V) and a bias (V) by columns */
+			rows = ta.n_dims == 2 && ta.shape[0] == vocab;
+			cols = !rows && ta.shape[ta.n_dims - 1] == vocab;
+			ck_assert_int_eq(tb.size, rows || cols ?
+					 ta.size / vocab * len : ta.size);
+			for (int arena = 0; arena < 2; arena++) {
+				const float *x = (arena ? dt_model_grads(b)
+						  : dt_model_params(b)) +
+						 tb.offset;
+				const float *y = (arena ? dt_model_grads(a)
+						  : dt_model_params(a)) +
+						 ta.offset;
+				int64_t n_rows = ta.size / vocab;
+
+				if (rows)
+					y += lo * 8;
+				for (int64_t i = 0; cols && i < n_rows; i++)
+					ck_assert_msg(memcmp(x + i * len,
+						y + i * vocab + lo,
+						(size_t)len * sizeof(float)) ==
+						0, "%s.%s rank %d row %lld",
+						ta.node, ta.name, r,
+						(long long)i);
+				if (!cols)
+					ck_assert_msg(memcmp(x, y,
+						(size_t)tb.size *
+						sizeof(float)) == 0,
+						"%s.%s rank %d", ta.node,
+						ta.name, r);
+			}
+		}
+	}
+	free_group(&whole);
+	free_group(&own);
+	dt_model_free(probe);
+	free_work(&w);
+	free(job);
+}
+END_TEST
+
 /* dt_node_tp_block's vocabulary case at tp 4 (V 16, C 8): the table's
  * rank 3 block is rows 12..15 whole, the tied copy's rank 1 block rows
  * 4..7 whole; the trainer's plan (split_tied false) keeps a tied head
@@ -1722,6 +1826,7 @@ graph_tp_suite(void)
 	tcase_add_loop_test(group, test_vocab_uneven_embedding, 0, 4);
 	tcase_add_loop_test(group, test_vocab_uneven_loss, 0, 2);
 	tcase_add_loop_test(group, test_vocab_uneven_head, 0, 14);
+	tcase_add_loop_test(group, test_vocab_uneven_own_slices, 0, 5);
 	tcase_add_test(plan, test_vocab_blocks);
 	tcase_add_test(plan, test_vocab_uneven_blocks);
 	tcase_add_test(plan, test_vocab_fewer_than_degree);
