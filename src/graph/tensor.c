@@ -328,9 +328,8 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 	return true;
 }
 
-/* Whether tensor k of node n is split when the node owns its slice, and
- * if so the floats of tensor rank `rank`'s block in *floats (the
- * vocabulary split's blocks may differ by a row between ranks). */
+/* is_split at tensor rank `rank`: the vocabulary split's blocks may
+ * differ by a row between ranks. */
 static bool
 is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
 {
@@ -342,11 +341,17 @@ is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
 	return true;
 }
 
-/* is_split_at for tensor rank 0, whose block is the largest. */
+/* Whether tensor k of node n is split when the node owns its slice, and
+ * if so the floats of its block in *floats. */
 static bool
 is_split(const struct dt_node *n, int k, int64_t *floats)
 {
-	return is_split_at(n, k, 0, floats);
+	struct dt_tp_block b;
+
+	if (!dt_node_tp_block(n, k, 0, &b))
+		return false;
+	*floats = b.n_rows * b.n_seg * b.seg_len;
+	return true;
 }
 
 /* Copies block b from whole (the whole tensor) into blk, densely: row by
