@@ -287,6 +287,20 @@ vocab_cols(int64_t vocab, int s, int rank, struct dt_tp_block *b)
 	dt_tp_vocab_share(vocab, s, rank, &b->seg_col[0], &b->seg_len);
 }
 
+/* Whether tensor k of node n is split when the node owns its slice, and
+ * if so the floats of tensor rank `rank`'s block in *floats (relayout's;
+ * the vocabulary split's blocks may differ by a row between ranks). */
+static bool
+is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
+{
+	struct dt_tp_block b;
+
+	if (!dt_node_tp_block(n, k, rank, &b))
+		return false;
+	*floats = b.n_rows * b.n_seg * b.seg_len;
+	return true;
+}
+
 bool
 dt_node_tp_block(const struct dt_node *n, int k, int rank,
 		 struct dt_tp_block *b)
@@ -325,19 +339,6 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 		return false;
 	}
 	*b = blk;
-	return true;
-}
-
-/* is_split at tensor rank `rank`: the vocabulary split's blocks may
- * differ by a row between ranks. */
-static bool
-is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
-{
-	struct dt_tp_block b;
-
-	if (!dt_node_tp_block(n, k, rank, &b))
-		return false;
-	*floats = b.n_rows * b.n_seg * b.seg_len;
 	return true;
 }
 
