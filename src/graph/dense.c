@@ -166,7 +166,7 @@ dense_share(const struct dt_node *n, const struct dt_pass *p, int width,
 	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode == DT_TP_NONE)
 		return DT_TP_NONE;
 	assert(p->tp->size == n->tp_size);
-	if (n->tp_mode == DT_TP_VOCAB) {	/* uneven where s does not divide */
+	if (n->tp_mode == DT_TP_VOCAB) {	/* may be uneven */
 		int64_t vlo, vlen;
 
 		dt_tp_vocab_share(width, n->tp_size, p->tp->rank, &vlo, &vlen);

@@ -435,8 +435,9 @@ enum dt_status dt_model_plan_tensor_parallel(struct dt_model *m,
  * embedding of m (a classifier's few classes, whole as before the uneven
  * split), and when it is tied (`tie:`) unless split_tied: a split head's
  * input gradient is a sum over the group of partial products, not one
- * rank's bits, and the trainer keeps a tied model's tensor-parallel runs at one rank's
- * bits (tests/integration/tied.sh), so it passes false. Works on a
+ * rank's bits, and the trainer keeps a tied model's tensor-parallel runs
+ * at one rank's bits (tests/integration/tied.sh), so it passes false.
+ * Works on a
  * shapes-only model. An embedding whose vocab is below tp_size stays
  * whole, computed on every rank as before (a rank would hold no row); one
  * whose vocab tp_size does not divide splits unevenly (GPT-2's 50257:

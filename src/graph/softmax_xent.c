@@ -37,8 +37,8 @@
  * classes [lo, lo + len) of dt_tp_vocab_share: r*V/s and V/s where s
  * divides V, else ceil(V/s) or floor(V/s) classes, none empty): the
  * logits of the other classes are never gathered, yet every rank gets
- * the one-rank loss bits (the design of
- * doc/DESIGN.md, "Tensor-parallel slices", Vocabulary split):
+ * the one-rank loss bits (the design of doc/DESIGN.md, "Tensor-parallel
+ * slices", Vocabulary split):
  *   - each row's maximum: each rank's maximum over its classes, gathered
  *     (every rank posts its own in a slot of an (s, rows) buffer of zeros
  *     and the group sums it: x + 0, exact) and the largest taken, which
