@@ -36,13 +36,16 @@
  *                 dW[rows,:] += X[:,rows]^T dY, db += sums (replicated);
  *                 dX[:,rows] = dY W[rows,:]^T, the rest of dX 0
  *   DT_TP_VOCAB   the layer the loss reads under the vocabulary split
- *                 (classes cols = [r*out/s, (r+1)*out/s)): untied, a
+ *                 (classes cols = the share dt_tp_vocab_share gives,
+ *                 [r*out/s, (r+1)*out/s) where s divides out, else
+ *                 ceil(out/s) or floor(out/s) of them): untied, a
  *                 column share as above; tied, W's rows of those classes:
  *                 Y[:,cols] = X W[cols,:]^T + b[cols], the rest of Y 0;
  *                 dW[cols,:] += dY[:,cols]^T X, db[cols] += sums;
  *                 dX = sum over the group of dY[:,cols] W[cols,:]
  * FLOPs then count one rank's share: the product over s, and the bias
- * over s for a column layer (a row layer adds the whole bias).
+ * over s for a column layer (a row layer adds the whole bias); under the
+ * vocabulary split the largest share's, ceil(out/s) classes.
  * With the node's tp_own (dt_model_tp_own_slices) the split tensors are
  * this rank's blocks: a column layer's W[:,cols] a contiguous (in, out/s)
  * block read with ld = out/s and b[cols] its own (out/s), a row layer's
@@ -162,7 +165,16 @@ dense_share(const struct dt_node *n, const struct dt_pass *p, int width,
 {
 	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode == DT_TP_NONE)
 		return DT_TP_NONE;
-	assert(p->tp->size == n->tp_size && width % n->tp_size == 0);
+	assert(p->tp->size == n->tp_size);
+	if (n->tp_mode == DT_TP_VOCAB) {	/* may be uneven */
+		int64_t vlo, vlen;
+
+		dt_tp_vocab_share(width, n->tp_size, p->tp->rank, &vlo, &vlen);
+		*lo = (int)vlo;
+		*len = (int)vlen;
+		return n->tp_mode;
+	}
+	assert(width % n->tp_size == 0);
 	*len = width / n->tp_size;
 	*lo = p->tp->rank * *len;
 	return n->tp_mode;
@@ -513,8 +525,18 @@ dense_fwd_flops(const struct dt_node *n)
 	double share = n->tp_size > 1 && n->tp_mode != DT_TP_NONE
 		       ? (double)n->tp_size : 1.0;
 
-	if (share > 1.0 && (n->tp_mode == DT_TP_COLUMN ||
-			    n->tp_mode == DT_TP_VOCAB))
+	if (share > 1.0 && n->tp_mode == DT_TP_VOCAB) {
+		/* the largest share's classes, rank 0's: V/s where s divides
+		 * V (the same bits as the division), else ceil(V/s) */
+		int64_t lo, len;
+		double rows = (double)(n->out_size / n->spec.units);
+
+		dt_tp_vocab_share(n->spec.units, n->tp_size, 0, &lo, &len);
+		return 2.0 * (double)n->in_size[0] * (double)len +
+		       (n->n_tensors > 1 ? rows * (double)len : 0.0);
+	}
+
+	if (share > 1.0 && n->tp_mode == DT_TP_COLUMN)
 		bias /= share;
 	return 2.0 * (double)n->in_size[0] * (double)n->spec.units / share +
 	       bias;

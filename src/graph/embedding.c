@@ -17,11 +17,12 @@
  * silently) nor reads outside the table: the row comes out as zeros and
  * takes no gradient.
  * Vocabulary split (layer.h's DT_TP_VOCAB, over s ranks, this one r): the
- * rank looks up only the ids in its rows [lo, lo + V/s), lo = r*V/s, and
+ * rank looks up only the ids in its rows [lo, lo + len) (dt_tp_vocab_share:
+ * len is ceil(V/s) or floor(V/s), lo = r*V/s where s divides V), and
  * writes zeros for the others; the sum over the group then gives every
  * rank each token's row (one rank gives the row, the others 0: exact).
  * Backward adds dy to the rows of its range only. With the node's tp_own
- * the table is the (V/s, C) block of those rows.
+ * the table is the (len, C) block of those rows.
  * FLOPs per sample, nominal: 1 per output element (a copy, counted as
  * activations are), so backward's scatter-add is about the 2x of graph.h. */
 #include <assert.h>
@@ -115,8 +116,8 @@ emb_range(struct emb_job *j, const struct dt_pass *p)
 	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_VOCAB)
 		return;
 	assert(p->tp->size == n->tp_size);
-	j->len = n->spec.vocab / n->tp_size;
-	j->lo = p->tp->rank * j->len;
+	dt_tp_vocab_share(n->spec.vocab, n->tp_size, p->tp->rank, &j->lo,
+			  &j->len);
 	j->at = n->tp_own ? j->lo : 0;
 }
 

@@ -426,20 +426,24 @@ enum dt_status dt_model_plan_tensor_parallel(struct dt_model *m,
  * same tp_size: marks every embedding of m to split its table (V, C) by
  * rows over the tp_size ranks, and, when the loss is softmax
  * cross-entropy, the dense layer it reads (not the row half of a pair)
- * to compute the logits of its V/tp_size classes and the loss to run
- * across the group without gathering them. That dense layer and the
- * loss stay whole when its units are not a multiple of tp_size, and when
- * it is tied (`tie:`) unless split_tied: a split head's input gradient
- * is a sum over the group of partial products, not one rank's bits, and
- * the trainer keeps a tied model's tensor-parallel runs at one rank's
- * bits (tests/integration/tied.sh), so it passes false. Works on a
- * shapes-only model. An embedding whose vocab tp_size does not divide
- * stays whole, computed on every rank as before (GPT-2's 50257 at any
- * even degree: a refusal would bar GPT-2 from tensor parallelism;
+ * to compute the logits of its share of the classes and the loss to run
+ * across the group without gathering them; the shares are
+ * dt_tp_vocab_share's (layer.h), V/tp_size each where tp_size divides V,
+ * else one more for the first V mod tp_size ranks. That dense layer and
+ * the loss stay whole when it has fewer units than tp_size, when
+ * tp_size does not divide its units and they are not the vocab of a split
+ * embedding of m (a classifier's few classes, whole as before the uneven
+ * split), and when it is tied (`tie:`) unless split_tied: a split head's
+ * input gradient is a sum over the group of partial products, not one
+ * rank's bits, and the trainer keeps a tied model's tensor-parallel runs
+ * at one rank's bits (tests/integration/tied.sh), so it passes false.
+ * Works on a
+ * shapes-only model. An embedding whose vocab is below tp_size stays
+ * whole, computed on every rank as before (a rank would hold no row); one
+ * whose vocab tp_size does not divide splits unevenly (GPT-2's 50257:
  * Megatron pads the vocabulary instead, which would change the table's
- * shape in checkpoints); so does the head when its units are not a
- * multiple. Returns DT_OK (job and err are for the refusals a padded
- * vocabulary may need). A no-op for tp_size 1. */
+ * shape in checkpoints). Returns DT_OK (job and err are for refusals a
+ * later split may need). A no-op for tp_size 1. */
 enum dt_status dt_model_plan_vocab_parallel(struct dt_model *m,
 					    const struct dt_job *job,
 					    int tp_size, bool split_tied,

@@ -124,9 +124,10 @@ void dt_param_init_normal(struct dt_param_tensor *pt, float std,
  *                 the proj rows that belong to them; forward sums the
  *                 partial outputs over the group, backward the partial dX;
  *   DT_TP_VOCAB   the vocabulary split (dt_model_plan_vocab_parallel): an
- *                 embedding looks up the tokens of its rows [r*V/s, ...)
- *                 and writes zeros for the others, summed over the group;
- *                 the head the loss reads computes its V/s classes; the
+ *                 embedding looks up the tokens of its rows (the share
+ *                 dt_tp_vocab_share gives, about V/s of them) and writes
+ *                 zeros for the others, summed over the group; the head
+ *                 the loss reads computes the classes of its share; the
  *                 softmax cross-entropy runs across the group without
  *                 gathering the logits (doc/DESIGN.md, "Vocabulary split").
  * A gradient a rank does not own stays 0, and replicated tensors have the
@@ -170,6 +171,19 @@ struct dt_node;
  * (b untouched) when it is replicated (held whole on every rank). */
 bool dt_node_tp_block(const struct dt_node *n, int k, int rank,
 		      struct dt_tp_block *b);
+
+/* The vocabulary split's share of tensor rank `rank` in a group of s over
+ * V rows (an embedding's table) or classes (a head's logits), 1 <= s <= V:
+ * [*lo, *lo + *len). The first V mod s ranks hold ceil(V/s), the others
+ * floor(V/s), in rank order (r*V/s and V/s when s divides V), so no rank
+ * is empty and rank 0's share is the largest (doc/DESIGN.md, "Vocabulary
+ * split"). */
+void dt_tp_vocab_share(int64_t vocab, int s, int rank, int64_t *lo,
+		       int64_t *len);
+
+/* The tensor rank whose share (dt_tp_vocab_share) holds row or class c of
+ * V, 0 <= c < V, 1 <= s <= V. */
+int dt_tp_vocab_owner(int64_t vocab, int s, int64_t c);
 
 struct dt_pool;
 

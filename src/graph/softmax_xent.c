@@ -34,9 +34,11 @@
  * Both passes split their rows over the pass's thread pool (xent_job),
  * each row's arithmetic as on one thread.
  * Vocabulary split (layer.h's DT_TP_VOCAB, over s ranks, this one r, its
- * classes [lo, lo + V/s)): the logits of the other classes are never
- * gathered, yet every rank gets the one-rank loss bits (the design of
- * doc/DESIGN.md, "Tensor-parallel slices", Vocabulary split):
+ * classes [lo, lo + len) of dt_tp_vocab_share: r*V/s and V/s where s
+ * divides V, else ceil(V/s) or floor(V/s) classes, none empty): the
+ * logits of the other classes are never gathered, yet every rank gets
+ * the one-rank loss bits (the design of doc/DESIGN.md, "Tensor-parallel
+ * slices", Vocabulary split):
  *   - each row's maximum: each rank's maximum over its classes, gathered
  *     (every rank posts its own in a slot of an (s, rows) buffer of zeros
  *     and the group sums it: x + 0, exact) and the largest taken, which
@@ -165,9 +167,8 @@ vocab_share(const struct dt_node *n, const struct dt_pass *p,
 {
 	if (p->tp == NULL || n->tp_size <= 1 || n->tp_mode != DT_TP_VOCAB)
 		return false;
-	assert(p->tp->size == n->tp_size && classes % n->tp_size == 0);
-	*len = classes / n->tp_size;
-	*lo = p->tp->rank * *len;
+	assert(p->tp->size == n->tp_size);
+	dt_tp_vocab_share(classes, n->tp_size, p->tp->rank, lo, len);
 	return true;
 }
 
@@ -261,7 +262,7 @@ vocab_forward(struct dt_node *n, struct dt_pass *p, const float *z_all,
 		if (labels == NULL)
 			continue;
 
-		const int64_t owner = labels[r] / len;
+		const int owner = dt_tp_vocab_owner(classes, s, labels[r]);
 		int64_t first = classes;
 
 		for (int q = 0; q < s; q++)
@@ -403,8 +404,15 @@ softmax_xent_backward(struct dt_node *n, struct dt_pass *p,
 static double
 softmax_xent_fwd_flops(const struct dt_node *n)
 {
-	if (n->tp_size > 1 && n->tp_mode == DT_TP_VOCAB)
-		return 5.0 * (double)n->out_size / (double)n->tp_size;
+	if (n->tp_size > 1 && n->tp_mode == DT_TP_VOCAB) {
+		/* the largest share's classes, rank 0's (as dense.c's) */
+		const int64_t classes =
+			n->out_shape.dim[n->out_shape.n_dims - 1];
+		int64_t lo, len;
+
+		dt_tp_vocab_share(classes, n->tp_size, 0, &lo, &len);
+		return 5.0 * (double)(n->out_size / classes) * (double)len;
+	}
 	return 5.0 * (double)n->out_size;
 }
 

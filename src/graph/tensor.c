@@ -136,6 +136,25 @@ dt_model_plan_tensor_parallel(struct dt_model *m, const struct dt_job *job,
 	return DT_OK;
 }
 
+/* Whether units classes are a vocabulary: some embedding of m has vocab
+ * units and is split over tp_size ranks. A head of that many classes
+ * splits unevenly where tp_size does not divide them (a language model's
+ * output layer, GPT-2's 50257); a classifier's few classes stay whole
+ * there, as before the uneven split (splitting 3 classes 2 + 1 would
+ * save a few floats for the group's sums of the head's input gradient and
+ * the loss's 4 s floats a row). */
+static bool
+is_vocab_head(const struct dt_model *m, int64_t units, int tp_size)
+{
+	for (int i = 0; i < m->n_nodes; i++)
+		if (m->nodes[i].ops == &dt_layer_embedding &&
+		    m->nodes[i].tp_mode == DT_TP_VOCAB &&
+		    m->nodes[i].tp_size == tp_size &&
+		    m->nodes[i].spec.vocab == units)
+			return true;
+	return false;
+}
+
 enum dt_status
 dt_model_plan_vocab_parallel(struct dt_model *m, const struct dt_job *job,
 			     int tp_size, bool split_tied,
@@ -153,8 +172,8 @@ dt_model_plan_vocab_parallel(struct dt_model *m, const struct dt_job *job,
 
 		if (n->ops != &dt_layer_embedding)
 			continue;
-		if (n->spec.vocab % tp_size != 0)
-			continue;	/* whole: GPT-2's 50257 at any even s */
+		if (n->spec.vocab < tp_size)
+			continue;	/* whole: a rank would hold no row */
 		n->tp_mode = DT_TP_VOCAB;
 		n->tp_size = tp_size;
 	}
@@ -165,7 +184,9 @@ dt_model_plan_vocab_parallel(struct dt_model *m, const struct dt_job *job,
 	if (head->ops != &dt_layer_dense || head->tp_mode != DT_TP_NONE ||
 	    head->n_consumers != 1 || head->fused_act != DT_ACT_NONE ||
 	    head->spec.activation != DT_ACT_NONE ||
-	    head->spec.units % tp_size != 0)
+	    head->spec.units < tp_size ||
+	    (head->spec.units % tp_size != 0 &&
+	     !is_vocab_head(m, head->spec.units, tp_size)))
 		return DT_OK;
 	if (head->tie_src != NULL &&
 	    (!split_tied || head->tie_src->tp_mode != DT_TP_VOCAB))
@@ -228,6 +249,58 @@ heads_block(const struct dt_node *n, const struct dt_param_tensor *pt,
 	return true;
 }
 
+void
+dt_tp_vocab_share(int64_t vocab, int s, int rank, int64_t *lo, int64_t *len)
+{
+	const int64_t q = vocab / s, extra = vocab % s;
+
+	assert(s >= 1 && vocab >= s && rank >= 0 && rank < s);
+	*len = q + (rank < extra ? 1 : 0);
+	*lo = rank * q + (rank < extra ? rank : extra);
+}
+
+int
+dt_tp_vocab_owner(int64_t vocab, int s, int64_t c)
+{
+	const int64_t q = vocab / s, extra = vocab % s;
+
+	assert(s >= 1 && vocab >= s && c >= 0 && c < vocab);
+	/* the first extra ranks hold q + 1 each */
+	if (c < extra * (q + 1))
+		return (int)(c / (q + 1));
+	return (int)(extra + (c - extra * (q + 1)) / q);
+}
+
+/* Fills *b with rank's share of the rows of a vocabulary tensor (the
+ * table (V, C), a tied head's copy (V, C)). */
+static void
+vocab_rows(int64_t vocab, int s, int rank, struct dt_tp_block *b)
+{
+	dt_tp_vocab_share(vocab, s, rank, &b->first_row, &b->n_rows);
+}
+
+/* Fills *b with rank's share of the columns of an untied head's tensors
+ * (weight (C, V), bias (V)): the classes' segment. */
+static void
+vocab_cols(int64_t vocab, int s, int rank, struct dt_tp_block *b)
+{
+	dt_tp_vocab_share(vocab, s, rank, &b->seg_col[0], &b->seg_len);
+}
+
+/* Whether tensor k of node n is split when the node owns its slice, and
+ * if so the floats of tensor rank `rank`'s block in *floats (relayout's;
+ * the vocabulary split's blocks may differ by a row between ranks). */
+static bool
+is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
+{
+	struct dt_tp_block b;
+
+	if (!dt_node_tp_block(n, k, rank, &b))
+		return false;
+	*floats = b.n_rows * b.n_seg * b.seg_len;
+	return true;
+}
+
 bool
 dt_node_tp_block(const struct dt_node *n, int k, int rank,
 		 struct dt_tp_block *b)
@@ -246,20 +319,22 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_COLUMN) {
 		blk.seg_len = blk.row_len / n->tp_size;
 		blk.seg_col[0] = rank * blk.seg_len;
-	} else if ((n->ops == &dt_layer_dense && n->tp_mode == DT_TP_ROW &&
-		    k == 0) ||
-		   (n->ops == &dt_layer_embedding &&
+	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_ROW &&
+		   k == 0) {
+		/* a row layer's weight: the rows of the range */
+		blk.n_rows /= n->tp_size;
+		blk.first_row = rank * blk.n_rows;
+	} else if ((n->ops == &dt_layer_embedding &&
 		    n->tp_mode == DT_TP_VOCAB) ||
 		   (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_VOCAB &&
 		    n->tie_src != NULL && k == 0)) {
-		/* a row layer's weight, the table (V, C) and a tied head's
-		 * copy (V, C): the rows of the range */
-		blk.n_rows /= n->tp_size;
-		blk.first_row = rank * blk.n_rows;
+		/* the table (V, C) and a tied head's copy (V, C): the rows of
+		 * the vocabulary share, uneven where s does not divide V */
+		vocab_rows(blk.n_rows, n->tp_size, rank, &blk);
 	} else if (n->ops == &dt_layer_dense && n->tp_mode == DT_TP_VOCAB) {
-		/* an untied head (C, V) and its bias: the classes' columns */
-		blk.seg_len = blk.row_len / n->tp_size;
-		blk.seg_col[0] = rank * blk.seg_len;
+		/* an untied head (C, V), its bias (V) and a tied head's bias:
+		 * the classes' columns */
+		vocab_cols(blk.row_len, n->tp_size, rank, &blk);
 	} else {
 		return false;
 	}
@@ -313,7 +388,8 @@ relayout(struct dt_model *m)
 				if (pt->buffer != (pass == 1))
 					continue;
 				if (!m->nodes[i].tp_own)
-					is_split(&m->nodes[i], k, &floats);
+					is_split_at(&m->nodes[i], k,
+						    m->tp.rank, &floats);
 				at += (size_t)floats;
 			}
 		if (pass == 0)

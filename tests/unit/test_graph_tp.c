@@ -10,7 +10,8 @@
  * dt_model_tp_floats_per_sample and against counts made by hand, FLOPs of
  * the split layers, and the plan's errors for degrees that do not divide a
  * layer. Ranks that own their slices (dt_model_tp_own_slices: dense
- * columns and rows, attention heads) against ranks holding whole tensors:
+ * columns and rows, attention heads, uneven vocabulary blocks) against
+ * ranks holding whole tensors:
  * the same bits, outputs and blocks of the gradients, for the heads
  * materialized, fused and recomputed, in f32 and (where the CPU has
  * AVX512_BF16) bf16; dt_node_tp_block's blocks by hand. Models are built
@@ -326,6 +327,18 @@ static bool vocab_split, vocab_probs;
  * on top of the plan (its input then the same bits on every rank). */
 static bool vocab_loss_only;
 
+/* Rank r's share of V rows or classes over s ranks, by hand from
+ * dtrain-job(5)'s rule, summing the sizes of the ranks before it: each
+ * holds V / s, and the first V mod s one more. */
+static void
+share_by_hand(int64_t vocab, int s, int r, int64_t *lo, int64_t *len)
+{
+	*lo = 0;
+	for (int q = 0; q < r; q++)
+		*lo += vocab / s + (q < vocab % s ? 1 : 0);
+	*len = vocab / s + (r < vocab % s ? 1 : 0);
+}
+
 /* The error of rank r's probabilities of micro-batch mb against one
  * rank's under the vocabulary split: its own classes against the whole
  * model's, the others must be 0 (inf when not). */
@@ -334,17 +347,18 @@ vocab_probs_err(const struct rank_run *run, const struct rank_run *one,
 		int mb, int r, int tp)
 {
 	int64_t classes = dt_model_n_classes(one->m);
-	int64_t len = classes / tp, rows = one->probs_size / classes;
+	int64_t lo, len, rows = one->probs_size / classes;
 	double e = 0.0;
 
+	share_by_hand(classes, tp, r, &lo, &len);
 	for (int64_t i = 0; i < rows; i++) {
 		const float *a = run->probs[mb] + i * classes;
 
 		for (int64_t k = 0; k < classes; k++)
-			if ((k < r * len || k >= (r + 1) * len) && a[k] != 0.0f)
+			if ((k < lo || k >= lo + len) && a[k] != 0.0f)
 				return INFINITY;
-		e = fmax(e, rel_err(a + r * len, one->probs[mb] +
-				    i * classes + r * len, len));
+		e = fmax(e, rel_err(a + lo, one->probs[mb] + i * classes + lo,
+				    len));
 	}
 	return e;
 }
@@ -592,6 +606,10 @@ run_group(const struct dt_job *job, int tp, int64_t batch,
 		ck_assert_msg(dt_model_plan_tensor_parallel(tg->m[r], job, tp,
 							    &err) == DT_OK,
 			      "%s", err.msg);
+		if (vocab_split)
+			ck_assert_msg(dt_model_plan_vocab_parallel(tg->m[r],
+					job, tp, true, &err) == DT_OK, "%s",
+				      err.msg);
 		rank_run_init(&tg->runs[r], tg->m[r], w);
 		tg->runs[r].rc.g = &tg->g;
 		tg->runs[r].rc.rank = r;
@@ -1175,6 +1193,57 @@ static const char tied_text[] =
 	"  loss: softmax_cross_entropy\n"
 	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
 
+/* Vocabularies that the degrees do not divide (dtrain-job(5): the first
+ * V mod s ranks hold one row or class more). The table alone, V 97 and
+ * dim 17 (the loss's 17 classes: 9 + 8 at tp 2, 5 + 4 + 4 + 4 at tp 4),
+ * and the head models at V 97 (49 + 48; 33 + 32 + 32; 25 + 24 + 24 + 24)
+ * and V 98 (25 + 25 + 24 + 24 at tp 4). */
+static const char emb97_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 97, dim: 17}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+static const char head97_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 97, dim: 8}\n"
+	"    - {type: layernorm, name: ln}\n"
+	"    - {type: dense, name: head, units: 97}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+static const char head98_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 98, dim: 8}\n"
+	"    - {type: layernorm, name: ln}\n"
+	"    - {type: dense, name: head, units: 98}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
+static const char tied97_text[] =
+	"data:\n"
+	"  train: {images: a.idx, labels: b.idx}\n"
+	"model:\n"
+	"  input_shape: [8]\n"
+	"  layers:\n"
+	"    - {type: embedding, name: tok, vocab: 97, dim: 8}\n"
+	"    - {type: layernorm, name: ln}\n"
+	"    - {type: dense, name: head, units: 97, tie: tok, bias: true}\n"
+	"  loss: softmax_cross_entropy\n"
+	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+
 /* The floats per sample of the vocabulary-split nodes, by hand (T = 8):
  * the embedding sums its (8, dim) output; the head its (8, 8) input
  * gradient in training; the loss gathers every rank's maximum and its
@@ -1182,11 +1251,12 @@ static const char tied_text[] =
 #define EMB_FLOATS (8 * 16)
 #define HEAD_FLOATS(tp, train) (8 * 8 + ((train) ? 8 * 8 : 0) + 4 * (tp) * 8)
 
-/* Runs text on tp ranks with the vocabulary split and checks the floats
- * moved against want and dt_model_tp_floats_per_sample. */
+/* Runs text on tp ranks with the vocabulary split, token ids below
+ * vocab, and checks the floats moved against want and
+ * dt_model_tp_floats_per_sample. */
 static void
-vocab_run(const char *text, int tp, bool training, bool split_loss,
-	  int64_t want, struct outcome *o)
+vocab_run_ids(const char *text, int64_t vocab, int tp, bool training,
+	      bool split_loss, int64_t want, struct outcome *o)
 {
 	struct dt_job *job = dt_xcalloc(1, sizeof *job);
 	struct dt_model *m;
@@ -1206,7 +1276,7 @@ vocab_run(const char *text, int tp, bool training, bool split_loss,
 	free(job);
 	vocab_split = true;
 	vocab_probs = split_loss;
-	compare(text, tp, 2, 16, training, true, o);
+	compare(text, tp, 2, vocab, training, true, o);
 	vocab_split = vocab_probs = false;
 	ck_assert_int_eq(o->mismatched, 0);
 	for (int r = 0; r < tp; r++)
@@ -1215,6 +1285,14 @@ vocab_run(const char *text, int tp, bool training, bool split_loss,
 			      "sample", tp, r, o->moved[r], (long long)want);
 	ck_assert_msg(o->correct_diff == 0, "tp %d: n_correct differs", tp);
 	ck_assert_msg(o->params_equal, "tp %d: parameters differ", tp);
+}
+
+/* vocab_run_ids with the ids of the 16-row tables. */
+static void
+vocab_run(const char *text, int tp, bool training, bool split_loss,
+	  int64_t want, struct outcome *o)
+{
+	vocab_run_ids(text, 16, tp, training, split_loss, want, o);
 }
 
 /* The embedding split by rows: its output, the loss, the probabilities
@@ -1298,6 +1376,177 @@ START_TEST(test_vocab_tied)
 }
 END_TEST
 
+/* The vocabularies the degrees do not divide: the table's uneven blocks
+ * by rows, the loss, the probabilities and the table's gradient byte for
+ * byte (as test_vocab_embedding), V 97 at tp 2 and 4. The old plan kept
+ * the table whole: nothing summed, which the floats' count catches. */
+START_TEST(test_vocab_uneven_embedding)
+{
+	int tp = _i % 2 == 0 ? 2 : 4;
+	bool training = _i < 2;
+	struct outcome o;
+
+	vocab_run_ids(emb97_text, 97, tp, training, false, 8 * 17, &o);
+	ck_assert_msg(o.worst_loss == 0.0 && o.worst_probs == 0.0,
+		      "tp %d: loss off by %g, probs by %g", tp, o.worst_loss,
+		      o.worst_probs);
+	ck_assert_msg(o.worst_grad == 0.0, "tp %d: gradient of %s off by %g",
+		      tp, o.worst_tensor, o.worst_grad);
+}
+END_TEST
+
+/* The cross-entropy across uneven class shares (17 classes: 9 + 8 at
+ * tp 2, 5 + 4 + 4 + 4 at tp 4) on logits that are the same bits on every
+ * rank, as test_vocab_loss: the loss, n_correct and each rank's
+ * probabilities of its classes byte for byte, the others 0. */
+START_TEST(test_vocab_uneven_loss)
+{
+	int tp = _i == 0 ? 2 : 4;
+	struct outcome o;
+
+	vocab_loss_only = true;
+	vocab_run_ids(emb97_text, 97, tp, false, true, 8 * 17 + 4 * tp * 8,
+		      &o);
+	vocab_loss_only = false;
+	ck_assert_msg(o.worst_loss == 0.0, "tp %d: loss off by %g", tp,
+		      o.worst_loss);
+	ck_assert_msg(o.worst_probs == 0.0, "tp %d: probs off by %g", tp,
+		      o.worst_probs);
+}
+END_TEST
+
+/* The untied head (_i / 2 = 0..3: V 97 at tp 2, 3, 4, V 98 at tp 4) and
+ * the tied one with a bias (_i / 2 = 4..6: V 97 at tp 2, 3, 4), in
+ * training (even _i) and evaluation: the tables' uneven rows, the head's
+ * uneven classes and the loss across them, to TOL as test_vocab_head
+ * (the head's share is an sgemm of fewer columns); n_correct exact. */
+START_TEST(test_vocab_uneven_head)
+{
+	static const struct {
+		const char *text;
+		int64_t vocab;
+		int tp;
+	} v[] = {
+		{ head97_text, 97, 2 }, { head97_text, 97, 3 },
+		{ head97_text, 97, 4 }, { head98_text, 98, 4 },
+		{ tied97_text, 97, 2 }, { tied97_text, 97, 3 },
+		{ tied97_text, 97, 4 },
+	};
+	const int i = _i / 2, tp = v[i].tp;
+	const bool training = _i % 2 == 0;
+	struct outcome o;
+
+	vocab_run_ids(v[i].text, v[i].vocab, tp, training, true,
+		      HEAD_FLOATS(tp, training), &o);
+	ck_assert_msg(o.worst_loss <= TOL, "V %lld tp %d: loss off by %g",
+		      (long long)v[i].vocab, tp, o.worst_loss);
+	ck_assert_msg(o.worst_probs <= TOL, "V %lld tp %d: probs off by %g",
+		      (long long)v[i].vocab, tp, o.worst_probs);
+	ck_assert_msg(o.worst_grad <= TOL, "V %lld tp %d: gradient of %s off "
+		      "by %g", (long long)v[i].vocab, tp, o.worst_tensor,
+		      o.worst_grad);
+}
+END_TEST
+
+/* Ranks owning their uneven vocabulary blocks (dt_model_tp_own_slices)
+ * against ranks holding whole tensors, same tp (_i: V 97 untied at tp 2,
+ * 3, 4, V 98 at tp 4, V 97 tied with a bias at tp 3): every rank's loss
+ * and probabilities the same bits; rank r holds its share by hand (len
+ * rows of the table (len, 8), the head's (8, len) columns and (len) bias,
+ * or the tied copy's (len, 8) rows and (len) bias), its parameters and
+ * gradients the block of the whole tensors', and an arena of 17 len + 16
+ * floats (table, head, ln's gamma and beta of 8), sized at its own
+ * blocks. */
+START_TEST(test_vocab_uneven_own_slices)
+{
+	static const struct {
+		const char *text;
+		int64_t vocab;
+		int tp;
+	} v[] = {
+		{ head97_text, 97, 2 }, { head97_text, 97, 3 },
+		{ head97_text, 97, 4 }, { head98_text, 98, 4 },
+		{ tied97_text, 97, 3 },
+	};
+	const int tp = v[_i].tp;
+	const int64_t vocab = v[_i].vocab;
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct tp_group whole, own;
+	struct dt_model *probe;
+	struct work w;
+
+	parse_job(v[_i].text, job);
+	probe = build(job, 2);
+	make_work(&w, probe, 2, vocab, true);
+	vocab_split = true;
+	run_group(job, tp, 2, &w, false, &whole);
+	run_group(job, tp, 2, &w, true, &own);
+	vocab_split = false;
+	for (int r = 0; r < tp; r++) {
+		struct dt_model *a = whole.m[r], *b = own.m[r];
+		int64_t lo, len;
+
+		share_by_hand(vocab, tp, r, &lo, &len);
+		ck_assert_int_eq(dt_model_n_params(b), 17 * len + 16);
+		for (int mb = 0; mb < MICRO_BATCHES; mb++) {
+			ck_assert_msg(own.runs[r].loss[mb] ==
+				      whole.runs[r].loss[mb],
+				      "V %lld tp %d rank %d: loss %.9g, whole "
+				      "tensors %.9g", (long long)vocab, tp, r,
+				      own.runs[r].loss[mb],
+				      whole.runs[r].loss[mb]);
+			ck_assert(memcmp(own.runs[r].probs[mb],
+					 whole.runs[r].probs[mb],
+					 (size_t)whole.runs[r].probs_size *
+					 sizeof(float)) == 0);
+		}
+		for (int t = 0; t < dt_model_n_tensors(a); t++) {
+			struct dt_tensor_info ta, tb;
+			bool rows, cols;
+
+			dt_model_tensor_info(a, t, &ta);
+			dt_model_tensor_info(b, t, &tb);
+			/* the table and a tied copy (V, 8) by rows; an
+			 * untied head (8, V) and a bias (V) by columns */
+			rows = ta.n_dims == 2 && ta.shape[0] == vocab;
+			cols = !rows && ta.shape[ta.n_dims - 1] == vocab;
+			ck_assert_int_eq(tb.size, rows || cols ?
+					 ta.size / vocab * len : ta.size);
+			for (int arena = 0; arena < 2; arena++) {
+				const float *x = (arena ? dt_model_grads(b)
+						  : dt_model_params(b)) +
+						 tb.offset;
+				const float *y = (arena ? dt_model_grads(a)
+						  : dt_model_params(a)) +
+						 ta.offset;
+				int64_t n_rows = ta.size / vocab;
+
+				if (rows)
+					y += lo * 8;
+				for (int64_t i = 0; cols && i < n_rows; i++)
+					ck_assert_msg(memcmp(x + i * len,
+						y + i * vocab + lo,
+						(size_t)len * sizeof(float)) ==
+						0, "%s.%s rank %d row %lld",
+						ta.node, ta.name, r,
+						(long long)i);
+				if (!cols)
+					ck_assert_msg(memcmp(x, y,
+						(size_t)tb.size *
+						sizeof(float)) == 0,
+						"%s.%s rank %d", ta.node,
+						ta.name, r);
+			}
+		}
+	}
+	free_group(&whole);
+	free_group(&own);
+	dt_model_free(probe);
+	free_work(&w);
+	free(job);
+}
+END_TEST
+
 /* dt_node_tp_block's vocabulary case at tp 4 (V 16, C 8): the table's
  * rank 3 block is rows 12..15 whole, the tied copy's rank 1 block rows
  * 4..7 whole; the trainer's plan (split_tied false) keeps a tied head
@@ -1368,26 +1617,178 @@ START_TEST(test_vocab_blocks)
 }
 END_TEST
 
-/* A degree that divides neither the vocabulary nor the head's units:
- * the table, the head and the loss stay whole (GPT-2's 50257 at tp 4 must
- * still run), nothing to sum for them. */
-START_TEST(test_vocab_not_divided)
+/* The uneven blocks by hand: V 97 at tp 4 holds 25 + 24 + 24 + 24 rows
+ * or classes from 0, 25, 49, 73; V 98 at tp 4 25 + 25 + 24 + 24 from 0,
+ * 25, 50, 74; V 97 at tp 2 49 + 48. The table's rows, the untied head's
+ * weight and bias columns, the tied copy's rows; the owner of every class
+ * against share_by_hand; the plan's FLOPs of the head and the loss the
+ * largest share's, 25 classes at V 97 tp 4: head 2*8*8*25 + 8*25 = 3400
+ * (a bias per class), loss 5*8*25 = 1000. */
+START_TEST(test_vocab_uneven_blocks)
 {
+	static const int64_t lo97[] = { 0, 25, 49, 73 }, n97[] = { 25, 24,
+								    24, 24 };
+	static const int64_t lo98[] = { 0, 25, 50, 74 }, n98[] = { 25, 25,
+								    24, 24 };
+	struct dt_job *job = dt_xcalloc(1, sizeof *job);
+	struct dt_model *m;
+	struct dt_error err;
+	struct dt_tp_block b;
+	struct dt_layer_info li;
+
+	parse_job(head97_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 4, false,
+							&err), DT_OK);
+	ck_assert_int_eq(m->nodes[0].tp_mode, DT_TP_VOCAB);
+	ck_assert_int_eq(m->nodes[2].tp_mode, DT_TP_VOCAB);
+	ck_assert_int_eq(m->nodes[3].tp_mode, DT_TP_VOCAB);
+	for (int r = 0; r < 4; r++) {
+		ck_assert(dt_node_tp_block(&m->nodes[0], 0, r, &b));
+		ck_assert_int_eq(b.first_row, lo97[r]);
+		ck_assert_int_eq(b.n_rows, n97[r]);
+		ck_assert_int_eq(b.row_len, 8);
+		ck_assert_int_eq(b.n_seg, 1);
+		ck_assert_int_eq(b.seg_col[0], 0);
+		ck_assert_int_eq(b.seg_len, 8);
+		for (int k = 0; k < 2; k++) {	/* weight (8, 97), bias */
+			ck_assert(dt_node_tp_block(&m->nodes[2], k, r, &b));
+			ck_assert_int_eq(b.first_row, 0);
+			ck_assert_int_eq(b.n_rows, k == 0 ? 8 : 1);
+			ck_assert_int_eq(b.row_len, 97);
+			ck_assert_int_eq(b.n_seg, 1);
+			ck_assert_int_eq(b.seg_col[0], lo97[r]);
+			ck_assert_int_eq(b.seg_len, n97[r]);
+		}
+	}
+	dt_model_layer_info(m, 2, &li);
+	ck_assert_str_eq(li.name, "head");
+	ck_assert_double_eq(li.fwd_flops, 3400.0);
+	dt_model_layer_info(m, 3, &li);
+	ck_assert_double_eq(li.fwd_flops, 1000.0);
+	dt_model_free(m);
+	free(job);
+
+	job = dt_xcalloc(1, sizeof *job);
+	parse_job(head98_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 4, false,
+							&err), DT_OK);
+	for (int r = 0; r < 4; r++) {
+		ck_assert(dt_node_tp_block(&m->nodes[0], 0, r, &b));
+		ck_assert_int_eq(b.first_row, lo98[r]);
+		ck_assert_int_eq(b.n_rows, n98[r]);
+		ck_assert(dt_node_tp_block(&m->nodes[2], 0, r, &b));
+		ck_assert_int_eq(b.seg_col[0], lo98[r]);
+		ck_assert_int_eq(b.seg_len, n98[r]);
+	}
+	dt_model_free(m);
+	free(job);
+
+	/* the tied copy (97, 8) by rows, its bias by columns, at tp 2 */
+	job = dt_xcalloc(1, sizeof *job);
+	parse_job(tied97_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 2, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 2, true,
+							&err), DT_OK);
+	ck_assert(dt_node_tp_block(&m->nodes[2], 0, 1, &b));
+	ck_assert_int_eq(b.first_row, 49);
+	ck_assert_int_eq(b.n_rows, 48);
+	ck_assert_int_eq(b.row_len, 8);
+	ck_assert_int_eq(b.seg_len, 8);
+	ck_assert(dt_node_tp_block(&m->nodes[2], 1, 0, &b));
+	ck_assert_int_eq(b.n_rows, 1);
+	ck_assert_int_eq(b.seg_col[0], 0);
+	ck_assert_int_eq(b.seg_len, 49);
+	dt_model_free(m);
+	free(job);
+
+	/* every class's owner, over vocabularies and degrees */
+	for (int64_t vocab = 1; vocab <= 40; vocab++)
+		for (int s = 1; s <= 7 && s <= vocab; s++)
+			for (int r = 0; r < s; r++) {
+				int64_t lo, len, lo2, len2;
+
+				share_by_hand(vocab, s, r, &lo, &len);
+				dt_tp_vocab_share(vocab, s, r, &lo2, &len2);
+				ck_assert_int_eq(lo2, lo);
+				ck_assert_int_eq(len2, len);
+				ck_assert_int_ge(len, 1);
+				for (int64_t c = lo; c < lo + len; c++)
+					ck_assert_int_eq(
+						dt_tp_vocab_owner(vocab, s, c),
+						r);
+			}
+}
+END_TEST
+
+/* A degree above the vocabulary: the table, the head and the loss stay
+ * whole (a rank would hold no row), nothing to sum for them. A degree
+ * that merely does not divide it splits (test_vocab_uneven_*). Then a
+ * head of 3 classes, no vocabulary's, at tp 2: the table (16 rows)
+ * splits, the head and the loss stay whole as before the uneven split
+ * (the embedding's 8 x 8 output summed, nothing else). */
+START_TEST(test_vocab_fewer_than_degree)
+{
+	static const char text[] =
+		"data:\n"
+		"  train: {images: a.idx, labels: b.idx}\n"
+		"model:\n"
+		"  input_shape: [8]\n"
+		"  layers:\n"
+		"    - {type: embedding, name: tok, vocab: 3, dim: 8}\n"
+		"    - {type: layernorm, name: ln}\n"
+		"    - {type: dense, name: head, units: 3}\n"
+		"  loss: softmax_cross_entropy\n"
+		"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
+	static const char classes_text[] =
+		"data:\n"
+		"  train: {images: a.idx, labels: b.idx}\n"
+		"model:\n"
+		"  input_shape: [8]\n"
+		"  layers:\n"
+		"    - {type: embedding, name: tok, vocab: 16, dim: 8}\n"
+		"    - {type: layernorm, name: ln}\n"
+		"    - {type: dense, name: head, units: 3}\n"
+		"  loss: softmax_cross_entropy\n"
+		"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
 	struct dt_job *job = dt_xcalloc(1, sizeof *job);
 	struct dt_model *m;
 	struct dt_error err;
 
-	parse_job(head_text, job);
+	parse_job(text, job);
 	m = build(job, 0);
-	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 3, &err),
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 4, &err),
 			 DT_OK);
-	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 3, true,
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 4, true,
 							&err), DT_OK);
 	for (int i = 0; i < m->n_nodes; i++)
 		ck_assert_int_eq(m->nodes[i].tp_mode, DT_TP_NONE);
 	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0,
 						       dt_model_n_layers(m) -
 						       1), 0);
+	dt_model_free(m);
+	free(job);
+
+	job = dt_xcalloc(1, sizeof *job);
+	parse_job(classes_text, job);
+	m = build(job, 0);
+	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, job, 2, &err),
+			 DT_OK);
+	ck_assert_int_eq(dt_model_plan_vocab_parallel(m, job, 2, true,
+							&err), DT_OK);
+	ck_assert_int_eq(m->nodes[0].tp_mode, DT_TP_VOCAB);
+	for (int i = 1; i < m->n_nodes; i++)
+		ck_assert_int_eq(m->nodes[i].tp_mode, DT_TP_NONE);
+	ck_assert_int_eq(dt_model_tp_floats_per_sample(m, 0,
+						       dt_model_n_layers(m) -
+						       1), 8 * 8);
 	dt_model_free(m);
 	free(job);
 }
@@ -1422,8 +1823,13 @@ graph_tp_suite(void)
 	tcase_add_loop_test(group, test_vocab_loss, 0, 2);
 	tcase_add_loop_test(group, test_vocab_head, 0, 4);
 	tcase_add_loop_test(group, test_vocab_tied, 0, 4);
+	tcase_add_loop_test(group, test_vocab_uneven_embedding, 0, 4);
+	tcase_add_loop_test(group, test_vocab_uneven_loss, 0, 2);
+	tcase_add_loop_test(group, test_vocab_uneven_head, 0, 14);
+	tcase_add_loop_test(group, test_vocab_uneven_own_slices, 0, 5);
 	tcase_add_test(plan, test_vocab_blocks);
-	tcase_add_test(plan, test_vocab_not_divided);
+	tcase_add_test(plan, test_vocab_uneven_blocks);
+	tcase_add_test(plan, test_vocab_fewer_than_degree);
 	suite_add_tcase(s, group);
 	return s;
 }
