@@ -267,6 +267,68 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 	return true;
 }
 
+int64_t
+dt_tp_block_floats(const struct dt_tp_block *b)
+{
+	return b->n_rows * b->n_seg * b->seg_len;
+}
+
+bool
+dt_tp_block_is_run(const struct dt_tp_block *b)
+{
+	return b->n_seg == 1 && b->seg_col[0] == 0 &&
+	       b->seg_len == b->row_len;
+}
+
+/* Copies the block's floats between whole and blk: to_blk from the whole
+ * tensor into the block, else back. */
+static void
+block_copy(const struct dt_tp_block *b, float *whole, float *blk,
+	   bool to_blk)
+{
+	size_t len = (size_t)b->seg_len * sizeof(float);
+
+	for (int64_t i = 0; i < b->n_rows; i++)
+		for (int j = 0; j < b->n_seg; j++) {
+			float *w = whole + (b->first_row + i) * b->row_len +
+				   b->seg_col[j];
+			float *k = blk + (i * b->n_seg + j) * b->seg_len;
+
+			if (to_blk)
+				memcpy(k, w, len);
+			else
+				memcpy(w, k, len);
+		}
+}
+
+void
+dt_tp_block_take(const struct dt_tp_block *b, const float *whole,
+		 float *blk)
+{
+	block_copy(b, (float *)whole, blk, true);
+}
+
+void
+dt_tp_block_put(const struct dt_tp_block *b, const float *blk, float *whole)
+{
+	block_copy(b, whole, (float *)blk, false);
+}
+
+bool
+dt_model_tensor_tp_block(const struct dt_model *m, int i, int rank,
+			 struct dt_tp_block *b)
+{
+	const struct dt_node *n;
+
+	assert(i >= 0 && i < m->n_tensors);
+	n = &m->nodes[m->tensor_node[i]];
+	for (int k = 0; k < n->n_tensors; k++)
+		if (&n->tensor[k] == m->tensors[i])
+			return dt_node_tp_block(n, k, rank, b);
+	assert(!"tensor not in its node");
+	return false;
+}
+
 /* Whether tensor k of node n is split when the node owns its slice, and
  * if so the floats of its block in *floats. */
 static bool
@@ -278,19 +340,6 @@ is_split(const struct dt_node *n, int k, int64_t *floats)
 		return false;
 	*floats = b.n_rows * b.n_seg * b.seg_len;
 	return true;
-}
-
-/* Copies block b from whole (the whole tensor) into blk, densely: row by
- * row, segment by segment. */
-static void
-copy_block(const struct dt_tp_block *b, const float *whole, float *blk)
-{
-	for (int64_t i = 0; i < b->n_rows; i++)
-		for (int s = 0; s < b->n_seg; s++)
-			memcpy(blk + (i * b->n_seg + s) * b->seg_len,
-			       whole + (b->first_row + i) * b->row_len +
-			       b->seg_col[s],
-			       (size_t)b->seg_len * sizeof(float));
 }
 
 /* Lays out the arenas again at the blocks' sizes (trained tensors, then
@@ -333,8 +382,10 @@ relayout(struct dt_model *m)
 					continue;
 				if (!n->tp_own &&
 				    dt_node_tp_block(n, k, m->tp.rank, &b)) {
-					copy_block(&b, pt->data, params + at);
-					copy_block(&b, pt->grad, grads + at);
+					dt_tp_block_take(&b, pt->data,
+							 params + at);
+					dt_tp_block_take(&b, pt->grad,
+							 grads + at);
 					pt->size = b.n_rows * b.n_seg *
 						   b.seg_len;
 				} else {
@@ -356,6 +407,30 @@ relayout(struct dt_model *m)
 	m->grads = grads;
 	m->n_params = at;
 	m->n_trained = n_trained;
+}
+
+bool
+dt_model_tp_can_own_slices(const struct dt_model *m)
+{
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct dt_node *n = &m->nodes[i];
+		bool blocks = false;
+		int64_t floats;
+
+		for (int k = 0; k < n->n_tensors && !blocks; k++)
+			blocks = is_split(n, k, &floats);
+		/* a node without tensors (the loss) has nothing to hold */
+		if (n->tp_size > 1 && n->n_tensors > 0 && !blocks)
+			return false;
+		/* a tied copy (V, C) held whole while its table is a block
+		 * of rows: dt_model_tie_fill and the tie's sum copy and add
+		 * the copy's floats, so the two must be split alike */
+		if (n->tie_src != NULL && n->n_tensors > 0 &&
+		    is_split(n->tie_src, 0, &floats) !=
+		    is_split(n, 0, &floats))
+			return false;
+	}
+	return true;
 }
 
 void
