@@ -442,6 +442,7 @@ dt_model_tp_own_slices(struct dt_model *m)
 	assert(m->params != NULL && m->grads != NULL);
 	if (m->tp.size <= 1)
 		return;
+	m->tp.own = true;
 	for (int i = m->first; i <= m->last; i++)
 		if (is_split(&m->nodes[i], 0, &floats) && !m->nodes[i].tp_own)
 			any = true;
@@ -465,14 +466,17 @@ zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt,
 	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
 }
 
-/* Whether the split nodes of m's stage hold their blocks only
+/* Whether the ranks of m's tensor group hold their blocks only
  * (dt_model_tp_own_slices): then a block is this rank's alone and the
  * gradient sums run over the data-parallel group of the tensor rank, so
  * no replicated gradient may be zeroed (doc/DESIGN.md, "Gradient
- * sums"). */
+ * sums"), on a pipeline stage without a split node too (its tensor
+ * ranks hold the same replicated tensors, each summed on its own). */
 static bool
 owns_slices(const struct dt_model *m)
 {
+	if (m->tp.own)
+		return true;
 	for (int i = m->first; i <= m->last; i++)
 		if (m->nodes[i].tp_own)
 			return true;
