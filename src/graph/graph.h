@@ -513,12 +513,50 @@ void dt_model_set_node_hook(struct dt_model *m,
  * tensor's block size and new offset. The passes give the bits the whole
  * tensors gave (f32 and bf16). A DT_TP_VOCAB node holds its vocabulary
  * block too (the table's rows, the head's classes; a tied head's copy
- * must then be split alike, which dt_model_tie_* do not yet handle).
- * Every other node keeps its tensors whole.
+ * must then be split alike: dt_model_tp_can_own_slices says no where it
+ * is not). Every other node keeps its tensors whole.
  * m must have arenas (max_batch > 0) and tensor parallelism; a no-op for
- * tp_size 1 or when called again. Not yet used by train/: its sums,
- * norms, optimizer and checkpoints still expect whole tensors. */
+ * tp_size 1 or when called again. train/ calls it where the plan says so
+ * (dt_plan_tp_sliced) and then sums the gradient over the data-parallel
+ * ranks of each tensor rank. */
 void dt_model_tp_own_slices(struct dt_model *m);
+
+/* struct dt_tp_block: graph/layer.h, with dt_node_tp_block. */
+struct dt_tp_block;
+
+/* Floats of block b: n_rows * n_seg * seg_len. */
+int64_t dt_tp_block_floats(const struct dt_tp_block *b);
+
+/* Whether block b is one run of the whole tensor's flat order (whole
+ * rows: a row block), whose floats follow the previous rank's. */
+bool dt_tp_block_is_run(const struct dt_tp_block *b);
+
+/* Copies block b of a whole tensor: dt_tp_block_take from whole (the whole
+ * tensor's floats, row-major) into blk (dt_tp_block_floats(b) floats,
+ * dense, in the block's order); dt_tp_block_put the other way, writing
+ * only the block's floats of whole. */
+void dt_tp_block_take(const struct dt_tp_block *b, const float *whole,
+		      float *blk);
+void dt_tp_block_put(const struct dt_tp_block *b, const float *blk,
+		     float *whole);
+
+/* dt_node_tp_block (layer.h) for tensor i of m in dt_model_tensor_info's
+ * order, for the code outside graph/ (sums, norms, checkpoints): fills *b
+ * with how tensor rank `rank`'s block of it lies in the whole tensor and
+ * returns true when the plan splits it over the tensor group; false (b
+ * untouched) when it is replicated. */
+bool dt_model_tensor_tp_block(const struct dt_model *m, int i, int rank,
+			      struct dt_tp_block *b);
+
+/* Whether every node of m that the plan split (tp_size > 1) and that has
+ * tensors describes its share as blocks of them (dt_node_tp_block true
+ * for one: dense pairs, attention's heads, the vocabulary split), and
+ * every tied copy is split as its table is, so that
+ * dt_model_tp_own_slices gives each rank its whole share as blocks.
+ * False for a tied head kept whole beside a table split by rows
+ * (dt_model_plan_vocab_parallel without split_tied): dt_model_tie_fill
+ * would copy the whole (V, C) out of the table's block. */
+bool dt_model_tp_can_own_slices(const struct dt_model *m);
 
 /* dt_model_tp_prepare_grads restricted to the tensors whose gradients lie
  * in floats [lo, hi) of the gradient arena (a tensor is inside or outside

@@ -146,6 +146,11 @@ enum dt_tp_mode {
 
 struct dt_tp {
 	int rank, size;		/* in the tensor-parallel group */
+	/* dt_model_tp_own_slices was called: the gradient sums run over
+	 * the data-parallel ranks of each tensor rank, so no replicated
+	 * gradient may be zeroed, even on a pipeline stage with no split
+	 * node of its own. */
+	bool own;
 	/* In-place sum of n floats over the group; every rank of the group
 	 * calls it at the same point with the same n. */
 	void (*allreduce)(void *ctx, float *buf, size_t n);

@@ -27,6 +27,7 @@ CLEANFILES += $(GRADCHECK_SUITES:=.gradcheck)
 UNIT_TESTS += $(GRADCHECK_SUITES) tests/unit/test_layer_registry \
 	tests/unit/test_graph_threads tests/unit/test_graph_tp \
 	tests/unit/test_graph_kern tests/unit/test_graph_init
+UNIT_TESTS += tests/unit/test_graph_tp_block
 tests_unit_test_graph_SOURCES = tests/unit/test_graph.c $(GRADCHECK_SOURCES)
 tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c \
 	$(GRADCHECK_SOURCES)

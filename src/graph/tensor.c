@@ -342,6 +342,68 @@ dt_node_tp_block(const struct dt_node *n, int k, int rank,
 	return true;
 }
 
+int64_t
+dt_tp_block_floats(const struct dt_tp_block *b)
+{
+	return b->n_rows * b->n_seg * b->seg_len;
+}
+
+bool
+dt_tp_block_is_run(const struct dt_tp_block *b)
+{
+	return b->n_seg == 1 && b->seg_col[0] == 0 &&
+	       b->seg_len == b->row_len;
+}
+
+/* Copies the block's floats between whole and blk: to_blk from the whole
+ * tensor into the block, else back. */
+static void
+block_copy(const struct dt_tp_block *b, float *whole, float *blk,
+	   bool to_blk)
+{
+	size_t len = (size_t)b->seg_len * sizeof(float);
+
+	for (int64_t i = 0; i < b->n_rows; i++)
+		for (int j = 0; j < b->n_seg; j++) {
+			float *w = whole + (b->first_row + i) * b->row_len +
+				   b->seg_col[j];
+			float *k = blk + (i * b->n_seg + j) * b->seg_len;
+
+			if (to_blk)
+				memcpy(k, w, len);
+			else
+				memcpy(w, k, len);
+		}
+}
+
+void
+dt_tp_block_take(const struct dt_tp_block *b, const float *whole,
+		 float *blk)
+{
+	block_copy(b, (float *)whole, blk, true);
+}
+
+void
+dt_tp_block_put(const struct dt_tp_block *b, const float *blk, float *whole)
+{
+	block_copy(b, whole, (float *)blk, false);
+}
+
+bool
+dt_model_tensor_tp_block(const struct dt_model *m, int i, int rank,
+			 struct dt_tp_block *b)
+{
+	const struct dt_node *n;
+
+	assert(i >= 0 && i < m->n_tensors);
+	n = &m->nodes[m->tensor_node[i]];
+	for (int k = 0; k < n->n_tensors; k++)
+		if (&n->tensor[k] == m->tensors[i])
+			return dt_node_tp_block(n, k, rank, b);
+	assert(!"tensor not in its node");
+	return false;
+}
+
 /* Whether tensor k of node n is split when the node owns its slice, and
  * if so the floats of its block in *floats. */
 static bool
@@ -353,19 +415,6 @@ is_split(const struct dt_node *n, int k, int64_t *floats)
 		return false;
 	*floats = b.n_rows * b.n_seg * b.seg_len;
 	return true;
-}
-
-/* Copies block b from whole (the whole tensor) into blk, densely: row by
- * row, segment by segment. */
-static void
-copy_block(const struct dt_tp_block *b, const float *whole, float *blk)
-{
-	for (int64_t i = 0; i < b->n_rows; i++)
-		for (int s = 0; s < b->n_seg; s++)
-			memcpy(blk + (i * b->n_seg + s) * b->seg_len,
-			       whole + (b->first_row + i) * b->row_len +
-			       b->seg_col[s],
-			       (size_t)b->seg_len * sizeof(float));
 }
 
 /* Lays out the arenas again at the blocks' sizes (trained tensors, then
@@ -409,8 +458,10 @@ relayout(struct dt_model *m)
 					continue;
 				if (!n->tp_own &&
 				    dt_node_tp_block(n, k, m->tp.rank, &b)) {
-					copy_block(&b, pt->data, params + at);
-					copy_block(&b, pt->grad, grads + at);
+					dt_tp_block_take(&b, pt->data,
+							 params + at);
+					dt_tp_block_take(&b, pt->grad,
+							 grads + at);
 					pt->size = b.n_rows * b.n_seg *
 						   b.seg_len;
 				} else {
@@ -434,6 +485,30 @@ relayout(struct dt_model *m)
 	m->n_trained = n_trained;
 }
 
+bool
+dt_model_tp_can_own_slices(const struct dt_model *m)
+{
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct dt_node *n = &m->nodes[i];
+		bool blocks = false;
+		int64_t floats;
+
+		for (int k = 0; k < n->n_tensors && !blocks; k++)
+			blocks = is_split(n, k, &floats);
+		/* a node without tensors (the loss) has nothing to hold */
+		if (n->tp_size > 1 && n->n_tensors > 0 && !blocks)
+			return false;
+		/* a tied copy (V, C) held whole while its table is a block
+		 * of rows: dt_model_tie_fill and the tie's sum copy and add
+		 * the copy's floats, so the two must be split alike */
+		if (n->tie_src != NULL && n->n_tensors > 0 &&
+		    is_split(n->tie_src, 0, &floats) !=
+		    is_split(n, 0, &floats))
+			return false;
+	}
+	return true;
+}
+
 void
 dt_model_tp_own_slices(struct dt_model *m)
 {
@@ -443,6 +518,7 @@ dt_model_tp_own_slices(struct dt_model *m)
 	assert(m->params != NULL && m->grads != NULL);
 	if (m->tp.size <= 1)
 		return;
+	m->tp.own = true;
 	for (int i = m->first; i <= m->last; i++)
 		if (is_split(&m->nodes[i], 0, &floats) && !m->nodes[i].tp_own)
 			any = true;
@@ -466,14 +542,17 @@ zero_grad(const struct dt_model *m, const struct dt_param_tensor *pt,
 	memset(m->grads + pt->offset, 0, (size_t)pt->size * sizeof(float));
 }
 
-/* Whether the split nodes of m's stage hold their blocks only
+/* Whether the ranks of m's tensor group hold their blocks only
  * (dt_model_tp_own_slices): then a block is this rank's alone and the
  * gradient sums run over the data-parallel group of the tensor rank, so
  * no replicated gradient may be zeroed (doc/DESIGN.md, "Gradient
- * sums"). */
+ * sums"), on a pipeline stage without a split node too (its tensor
+ * ranks hold the same replicated tensors, each summed on its own). */
 static bool
 owns_slices(const struct dt_model *m)
 {
+	if (m->tp.own)
+		return true;
 	for (int i = m->first; i <= m->last; i++)
 		if (m->nodes[i].tp_own)
 			return true;

@@ -70,6 +70,7 @@ lay_out(const struct dt_job *job, struct dt_plan *plan, struct dt_error *err)
 	st = dt_plan_layout(job, plan, plan->shapes, plan->stage_of_node, err);
 	if (st != DT_OK)
 		return st;
+	plan->tp_sliced = dt_plan_tp_sliced(job, plan);
 	plan->stages = dt_xcalloc((size_t)pp, sizeof *plan->stages);
 	plan->in_flight = dt_xcalloc((size_t)pp, sizeof *plan->in_flight);
 	plan->ops = dt_xcalloc((size_t)(pp * n_ops), sizeof *plan->ops);

@@ -12,6 +12,7 @@
 #include "ckpt/ckpt.h"
 #include "comm/ps.h"
 #include "graph/graph.h"
+#include "graph/layer.h"
 #include "plan/sync_plan.h"
 #include "util/alloc.h"
 #include "util/jsonnum.h"
@@ -119,6 +120,9 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	/* At zero 2 and 3 the tensors a part boundary cuts are summed whole
 	 * for the norm, in a buffer of their own (train/sync_zero.c). */
 	sum_buf += y->cut_floats * 4;
+	/* With tensor slices the norm's whole tensor and block on the
+	 * stage's first rank (train/sync.c), counted on each rank. */
+	sum_buf += y->tp_norm_floats * 4;
 	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c): in
 	 * the exact mode the own part after the last backward, or during
 	 * one the nodes not yet summed, fewer than part_seg floats and a
@@ -624,6 +628,40 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	return x;
 }
 
+/* With tensor parallelism: whether the tensor ranks own their slices
+ * (dt_plan_tp_sliced) and which tensors the plan splits into blocks and
+ * which every tensor rank holds whole ("node.name" lists, a tied copy
+ * left out), or NULL. A new object. */
+static struct json_object *
+describe_tensor_split(const struct dt_plan *plan)
+{
+	const struct dt_model *m = plan->shapes;
+	struct json_object *o, *split, *repl;
+
+	if (plan->tp_size <= 1 || m == NULL)
+		return NULL;
+	o = json_object_new_object();
+	split = json_object_new_array();
+	repl = json_object_new_array();
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+		char name[256];
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.tie_node != NULL)
+			continue;
+		snprintf(name, sizeof name, "%s.%s", ti.node, ti.name);
+		json_object_array_add(dt_model_tensor_tp_block(m, t, 0, &b) ?
+				      split : repl,
+				      json_object_new_string(name));
+	}
+	ADD(o, "slices", json_object_new_boolean(plan->tp_sliced));
+	ADD(o, "split", split);
+	ADD(o, "replicated", repl);
+	return o;
+}
+
 struct json_object *
 dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 {
@@ -645,6 +683,8 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(o, "attention", json_object_new_string(
 		    attention_words[job->model.attention]));
 	ADD(o, "grid", describe_grid(job, plan));
+	if (plan->tp_size > 1)
+		ADD(o, "tensor_split", describe_tensor_split(plan));
 	ADD(o, "batch", describe_batch(plan));
 	describe_layers(plan, o);
 	for (int s = 0; s < pp; s++) {
@@ -897,6 +937,54 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			    get_i(sync, "optimizer_params", NULL)));
 }
 
+/* A tensor list of describe_tensor_split, "a, b, c" (at most 6 names
+ * and a count of the rest), or "none". */
+static void
+print_names(FILE *out, const struct json_object *list)
+{
+	size_t n = json_object_array_length(list);
+
+	if (n == 0)
+		fprintf(out, "none");
+	for (size_t i = 0; i < n && i < 6; i++)
+		fprintf(out, "%s%s", i > 0 ? ", " : "",
+			json_object_get_string(
+				json_object_array_get_idx(list, i)));
+	if (n > 6)
+		fprintf(out, " and %zu more", n - 6);
+}
+
+/* What a rank holds, and with tensor parallelism which tensors are split
+ * and which replicated. */
+static void
+print_tensor_split(const struct json_object *d, FILE *out)
+{
+	struct json_object *ts = NULL;
+
+	json_object_object_get_ex(d, "tensor_split", &ts);
+	if (ts == NULL) {
+		fprintf(out, "a rank holds its stage's parameters, gradients "
+			"and optimizer state\n");
+		return;
+	}
+	if (json_object_get_boolean(get(ts, "slices")))
+		fprintf(out, "a rank holds its stage's parameters, gradients "
+			"and optimizer state, of the split tensors its tensor "
+			"rank's block only; the gradient is summed over the "
+			"data-parallel ranks of each tensor rank\n");
+	else
+		fprintf(out, "a rank holds its stage's parameters, gradients "
+			"and optimizer state; the ranks of a tensor group hold "
+			"whole tensors and compute their slices (at "
+			"parallel.zero 2 and 3, with parameter servers and "
+			"with a tied head, tensor slices are not built)\n");
+	fprintf(out, "  split over the tensor ranks: ");
+	print_names(out, get(ts, "split"));
+	fprintf(out, "\n  replicated on every tensor rank: ");
+	print_names(out, get(ts, "replicated"));
+	fprintf(out, "\n");
+}
+
 static void
 print_stages(const struct json_object *d, FILE *out)
 {
@@ -991,9 +1079,7 @@ print_stages(const struct json_object *d, FILE *out)
 			b2, b3);
 		print_sync(out, "  ", get(st, "sync"));
 	}
-	fprintf(out, "a rank holds its stage's parameters, gradients and "
-		"optimizer state; the ranks of a tensor group hold whole "
-		"tensors and compute their slices\n");
+	print_tensor_split(d, out);
 }
 
 /* The checkpoints' line: who writes what (describe_checkpoint). */

@@ -59,6 +59,7 @@ struct dt_plan {
 						 * breadth_first */
 	int n_servers;			/* parameter servers (ranks past
 					 * dp_size), 0 without */
+	int tp_sliced;			/* dt_plan_tp_sliced */
 	struct dt_model *shapes;	/* the whole model, shapes only, laid
 					 * out (tensor-parallel nodes marked) */
 	int n_nodes;
@@ -139,6 +140,17 @@ struct dt_grid_pos {
 void dt_plan_position(const struct dt_plan *plan, int rank,
 		      struct dt_grid_pos *pos);
 int dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp);
+
+/* Whether the ranks of a tensor group hold only their blocks of the
+ * split tensors (doc/DESIGN.md, "Tensor-parallel slices";
+ * dt_model_tp_own_slices): with tensor parallelism, collective sums,
+ * parallel.zero 0 or 1, and every split node of plan->shapes (laid out)
+ * able to (dt_model_tp_can_own_slices: not a tied head). Else
+ * they hold whole tensors and compute their share on them, as before the
+ * slices (zero 2 and 3 over blocks are not built). With slices the
+ * gradient is summed over the data-parallel ranks of each tensor rank
+ * only. */
+int dt_plan_tp_sliced(const struct dt_job *job, const struct dt_plan *plan);
 
 /* Whether the gradient of a global batch is summed in double precision:
  * each micro-batch's gradient (float, as the layers make it) is added to
@@ -247,6 +259,15 @@ enum dt_status dt_plan_stages(const struct dt_job *job,
  * deterministic answer. part[i] is the part of item i, 0 .. k-1, never
  * decreasing. Returns the largest part sum. */
 double dt_plan_partition(const double *cost, int n, int k, int *part);
+
+/* The plan's tensor split of model over tp_size tensor ranks, as the
+ * trainer, the plan and the checkpoints' whole-model shapes all mark it:
+ * the dense pairs and attention heads (dt_model_plan_tensor_parallel),
+ * then the vocabulary (dt_model_plan_vocab_parallel; a tied head stays
+ * whole). A no-op for tp_size <= 1; DT_ERR_PLAN from either. */
+enum dt_status dt_plan_split_tensors(const struct dt_job *job, int tp_size,
+				     struct dt_model *model,
+				     struct dt_error *err);
 
 /* The layout of plan on model, as run and plan --dry-run both refuse or
  * make it: with tensor parallelism marks model's split nodes

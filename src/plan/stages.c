@@ -298,6 +298,20 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 }
 
 enum dt_status
+dt_plan_split_tensors(const struct dt_job *job, int tp_size,
+		      struct dt_model *model, struct dt_error *err)
+{
+	enum dt_status st = DT_OK;
+
+	if (tp_size > 1)
+		st = dt_model_plan_tensor_parallel(model, job, tp_size, err);
+	if (st == DT_OK && tp_size > 1)
+		st = dt_model_plan_vocab_parallel(model, job, tp_size, false,
+						  err);
+	return st;
+}
+
+enum dt_status
 dt_plan_layout(const struct dt_job *job, const struct dt_plan *plan,
 	       struct dt_model *model, int *stage_of_node,
 	       struct dt_error *err)
@@ -305,12 +319,7 @@ dt_plan_layout(const struct dt_job *job, const struct dt_plan *plan,
 	int *own = NULL;			/* (n_nodes) */
 	enum dt_status st = DT_OK;
 
-	if (plan->tp_size > 1)
-		st = dt_model_plan_tensor_parallel(model, job, plan->tp_size,
-						   err);
-	if (st == DT_OK && plan->tp_size > 1)
-		st = dt_model_plan_vocab_parallel(model, job, plan->tp_size,
-						  false, err);
+	st = dt_plan_split_tensors(job, plan->tp_size, model, err);
 	if (st != DT_OK)
 		return st;
 	if (stage_of_node == NULL)

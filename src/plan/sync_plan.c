@@ -12,6 +12,7 @@
 #include "ckpt/ckpt.h"
 #include "comm/comm.h"
 #include "graph/graph.h"
+#include "graph/layer.h"
 #include "plan/plan.h"
 #include "util/alloc.h"
 
@@ -30,14 +31,110 @@ dt_sync_impl_name(enum dt_sync_impl impl)
 	return impl_names[impl];
 }
 
-/* The data- x tensor-parallel ranks of a stage, whose gradients add up;
- * 0 with parameter servers (no collective sum). */
+int
+dt_plan_tp_sliced(const struct dt_job *job, const struct dt_plan *plan)
+{
+	return plan->tp_size > 1 &&
+	       job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
+	       job->parallel.zero < 2 && plan->shapes != NULL &&
+	       dt_model_tp_can_own_slices(plan->shapes);
+}
+
+/* The ranks of a stage whose gradients add up: its data- x tensor-
+ * parallel ranks, or where the tensor ranks own their slices
+ * (plan->tp_sliced) the data-parallel ranks of one tensor rank (a
+ * replicated tensor's gradient is whole and alike on every tensor rank,
+ * a split one's block its own); 0 with parameter servers (no collective
+ * sum). */
 static int
 sum_ranks(const struct dt_job *job, const struct dt_plan *plan)
 {
 	if (job->parallel.sync == DT_SYNC_PARAMETER_SERVER)
 		return 0;
+	if (plan->tp_sliced)
+		return plan->dp_size;
 	return plan->dp_size * (plan->tp_size > 0 ? plan->tp_size : 1);
+}
+
+int
+dt_plan_tp_norm_chained(const struct dt_model *m, int t, int tp_size)
+{
+	for (int q = 0; q < tp_size; q++) {
+		struct dt_tp_block b;
+
+		if (!dt_model_tensor_tp_block(m, t, q, &b) ||
+		    !dt_tp_block_is_run(&b) || dt_tp_block_floats(&b) % 8 != 0)
+			return 0;
+	}
+	return 1;
+}
+
+int64_t
+dt_plan_tp_block_max(const struct dt_model *m, int t, int tp_size)
+{
+	int64_t most = 0;
+
+	for (int q = 0; q < tp_size; q++) {
+		struct dt_tp_block b;
+
+		if (dt_model_tensor_tp_block(m, t, q, &b) &&
+		    dt_tp_block_floats(&b) > most)
+			most = dt_tp_block_floats(&b);
+	}
+	return most;
+}
+
+/* The floats of the buffers split_norms (train/sync.c) keeps on tensor
+ * rank 0 where the ranks own their slices: the largest split trained
+ * tensor of the stage (trained floats [lo, hi) of the whole model) whose
+ * norm is not chained, whole, and the largest block of one. */
+static int64_t
+tp_norm_floats(const struct dt_plan *plan, size_t lo, size_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t whole = 0, blk = 0;
+
+	for (int t = 0; plan->tp_sliced && t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < lo || ti.offset >= hi ||
+		    !dt_model_tensor_tp_block(m, t, 0, &b) ||
+		    dt_plan_tp_norm_chained(m, t, plan->tp_size))
+			continue;
+		if (ti.size > whole)
+			whole = ti.size;
+		if (dt_plan_tp_block_max(m, t, plan->tp_size) > blk)
+			blk = dt_plan_tp_block_max(m, t, plan->tp_size);
+	}
+	return whole + blk;
+}
+
+/* The trained floats a rank of the stage holds (trained floats [lo, hi)
+ * of the whole model): every tensor whole, or where the tensor ranks own
+ * their slices each split one as its block (dt_model_tensor_tp_block):
+ * the largest tensor rank's, where a vocabulary the degree does not
+ * divide gives blocks of two sizes. */
+static int64_t
+stage_trained(const struct dt_plan *plan, size_t lo, size_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t n = 0;
+
+	if (!plan->tp_sliced || m == NULL)
+		return (int64_t)(hi - lo);
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < lo || ti.offset >= hi)
+			continue;
+		n += dt_model_tensor_tp_block(m, t, 0, &b) ?
+		     dt_plan_tp_block_max(m, t, plan->tp_size) : ti.size;
+	}
+	return n;
 }
 
 int
@@ -78,8 +175,10 @@ impl_of(const struct dt_job *job, const struct dt_plan *plan)
 int
 dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan)
 {
+	/* Tensor slices go through rank 0, which writes whole tensors
+	 * (train/gather.c): the shards' ranges of a block are not built. */
 	return impl_of(job, plan) != DT_SYNC_IMPL_SERVERS &&
-	       !job->checkpoint.compress &&
+	       !plan->tp_sliced && !job->checkpoint.compress &&
 	       (job->parallel.zero >= 3 ? 3 : 2) *
 	       (int64_t)plan->world_size <= DT_CKPT_SHARD_FILES_MAX;
 }
@@ -317,7 +416,9 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 		out->wire_bytes = plan->exact_accum ? 8 : 4;
 	out->bucket_bytes = out->overlap ?
 			    (int64_t)(job->parallel.bucket_mb * 1048576.0) : 0;
-	out->trained = (int64_t)(si->trained_hi - si->trained_lo);
+	out->trained = stage_trained(plan, si->trained_lo, si->trained_hi);
+	out->tp_norm_floats = tp_norm_floats(plan, si->trained_lo,
+					     si->trained_hi);
 	/* At zero the summing ranks cut the trained floats into parts, one
 	 * a rank (dt_comm_part), and each optimizer updates its own. */
 	out->shards = out->zero > 0 ? out->sum_ranks : 1;

@@ -14,6 +14,7 @@
 
 struct dt_plan;
 struct dt_model;
+struct dt_tp_block;
 
 /* The gradient-sync implementations (train/sync.h). */
 enum dt_sync_impl {
@@ -103,6 +104,11 @@ struct dt_sync_plan {
 					 * else 0 */
 	int64_t node_max;		/* the trained floats of the stage's
 					 * largest node */
+	int64_t tp_norm_floats;		/* tensor slices: the whole split
+					 * tensor and block tensor rank 0
+					 * takes a norm in (train/sync.c,
+					 * split_norms), the largest of each;
+					 * else 0 */
 	int64_t cut_floats;		/* zero >= 2: the floats of the
 					 * tensors a part boundary cuts, whose
 					 * gradients are summed whole for the
@@ -140,11 +146,26 @@ int dt_plan_sync_overlap(const struct dt_job *job,
  * each stage's first rank writes its stage's parameters and every rank
  * its part of the optimizer state, nothing gathered to rank 0; 0 where
  * rank 0 gathers the whole model and writes it alone: parameter servers
- * (they hold the state), checkpoint.compress (the gathered format's
- * gzip'd optimizer file) or more ranks than a manifest lists
+ * (they hold the state), tensor slices (plan->tp_sliced: rank 0 gathers
+ * the blocks into whole tensors), checkpoint.compress (the gathered
+ * format's gzip'd optimizer file) or more ranks than a manifest lists
  * (DT_CKPT_SHARD_FILES_MAX / 2). The one place the rule is written:
  * train/state.c and plan --dry-run read it. Pure. */
 int dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan);
+
+/* Whether the norm of split tensor t of m (dt_model_tensor_tp_block over
+ * tp_size tensor ranks) is chained where the ranks own their slices
+ * (train/sync.c, split_norms): every tensor rank's block a run of whole
+ * rows of a multiple of 8 floats (the blocks may differ in size), whose
+ * squares' eight lanes pass from tensor rank to tensor rank; else its
+ * blocks are gathered whole on tensor rank 0. The same answer on every
+ * rank. */
+int dt_plan_tp_norm_chained(const struct dt_model *m, int t, int tp_size);
+
+/* The most floats any of the tp_size tensor ranks' blocks of split
+ * tensor t of m holds (the blocks of a vocabulary the degree does not
+ * divide differ). */
+int64_t dt_plan_tp_block_max(const struct dt_model *m, int t, int tp_size);
 
 /* Optimizer state buffers the job's optimizer keeps per trained float:
  * SGD 0 (1 with momentum), Adam and AdamW 2. */

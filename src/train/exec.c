@@ -84,12 +84,8 @@ build_model(struct dt_run *r, struct dt_error *err)
 	st = dt_model_new_stage(r->job, p->micro_batch, p->stage_of_node,
 				p->pp_size, l->grid.stage, l->n_slots,
 				&r->model, err);
-	if (st == DT_OK && p->tp_size > 1)
-		st = dt_model_plan_tensor_parallel(r->model, r->job,
-						   p->tp_size, err);
-	if (st == DT_OK && p->tp_size > 1)
-		st = dt_model_plan_vocab_parallel(r->model, r->job,
-						  p->tp_size, false, err);
+	if (st == DT_OK)
+		st = dt_plan_split_tensors(r->job, p->tp_size, r->model, err);
 	return st;
 }
 
@@ -108,6 +104,9 @@ split_comms(struct dt_run *r, struct dt_error *err)
 	if (st == DT_OK)
 		st = dt_comm_split(r->comm, l->grid.dp * pp + l->grid.stage,
 				   l->grid.tp, &l->tp_comm, err);
+	if (st == DT_OK && r->plan.tp_sliced)
+		st = dt_comm_split(r->comm, l->grid.stage * tp + l->grid.tp,
+				   l->grid.dp, &l->dp_comm, err);
 	return st;
 }
 
@@ -160,6 +159,11 @@ dt_layout_setup(struct dt_run *r, struct dt_error *err)
 	if (p->tp_size > 1)
 		dt_model_set_tensor_group(r->model, l->grid.tp, p->tp_size,
 					  tp_allreduce, l);
+	/* Each tensor rank keeps only its blocks (doc/DESIGN.md,
+	 * "Tensor-parallel slices"); the whole tensors it was built with
+	 * go. */
+	if (p->tp_sliced)
+		dt_model_tp_own_slices(r->model);
 	alloc_slots(r);
 	return DT_OK;
 }
@@ -176,6 +180,7 @@ dt_layout_fini(struct dt_layout *l)
 	free(l->slot_req);
 	free(l->slot_n_req);
 	free(l->eval_idx);
+	dt_comm_free(l->dp_comm);
 	dt_comm_free(l->tp_comm);
 	dt_comm_free(l->pipe_comm);
 	dt_comm_free(l->stage_comm);
@@ -186,6 +191,7 @@ uint64_t
 dt_layout_bytes_sent(const struct dt_layout *l)
 {
 	return dt_comm_bytes_sent(l->stage_comm) +
+	       (l->dp_comm != NULL ? dt_comm_bytes_sent(l->dp_comm) : 0) +
 	       dt_comm_bytes_sent(l->tp_comm) +
 	       dt_comm_p2p_bytes_sent(l->pipe_comm);
 }

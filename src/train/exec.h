@@ -32,7 +32,13 @@ struct dt_layout {
 	/* The communicators, each a split of the world by the coordinates
 	 * its members share. */
 	struct dt_comm *stage_comm;	/* the dp x tp ranks of the stage:
-					 * they sum its gradient */
+					 * they sum its gradient (with
+					 * whole tensors) */
+	struct dt_comm *dp_comm;	/* the data-parallel ranks of the
+					 * stage's tensor rank: they sum
+					 * its gradient where the tensor
+					 * ranks own their slices
+					 * (plan.tp_sliced), else NULL */
 	struct dt_comm *pipe_comm;	/* the stages of one pipeline; rank
 					 * in it = stage */
 	struct dt_comm *tp_comm;	/* the tensor-parallel group */

@@ -669,7 +669,12 @@ setup_compute(struct dt_run *r, struct dt_error *err)
 	cfg.model = r->model;
 	cfg.pool = r->pool;
 	cfg.world = r->comm;
-	cfg.sum_comm = r->layout.stage_comm;
+	cfg.sum_comm = r->plan.tp_sliced ? r->layout.dp_comm :
+		       r->layout.stage_comm;
+	if (r->plan.tp_sliced) {
+		cfg.tp_comm = r->layout.tp_comm;
+		cfg.tp_norms = r->layout.grid.dp == 0;
+	}
 	cfg.pipe_comm = r->layout.pipe_comm;
 	cfg.stage = r->layout.grid.stage;
 	cfg.norm_owner = r->layout.grid.dp == 0 && r->layout.grid.tp == 0;

@@ -1204,12 +1204,14 @@ checked_meta(struct dt_run *r, const char *path, int64_t step,
 }
 
 /* Parameter servers keep the optimizer state: rank 0 hands them the
- * whole. */
+ * whole. Tensor ranks that own their slices take their blocks out of the
+ * whole tensors (gather.c): the shards' ranges of a block are not
+ * built. */
 int
 dt_run_own_parts(const struct dt_run *r)
 {
 	return !dt_grad_sync_state_remote(r->sync) &&
-	       r->layout.stage_comm != NULL;
+	       r->layout.stage_comm != NULL && !r->plan.tp_sliced;
 }
 
 /* Rank 0: the newest checkpoint that verifies, into pos->path (found 0

@@ -168,7 +168,8 @@ enum dt_status dt_run_restore(struct dt_run *r, struct dt_error *err);
 
 /* 1 when every rank can read its own part of a checkpoint written in
  * shards: the optimizer state is kept where it trains (not by parameter
- * servers). The same on every rank. */
+ * servers) and the tensor ranks hold whole tensors (not plan.tp_sliced).
+ * The same on every rank. */
 int dt_run_own_parts(const struct dt_run *r);
 
 /* Collective over r->comm: each rank reads its own part of the sharded

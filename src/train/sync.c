@@ -40,6 +40,7 @@
 #include "comm/hier.h"
 #include "plan/sync_plan.h"
 #include "graph/kern.h"
+#include "graph/layer.h"
 #include "train/decay.h"
 #include "train/progress.h"
 #include "train/sync_priv.h"
@@ -52,17 +53,36 @@ _Static_assert((int)DT_HIER_AUTO == DT_HIERARCHICAL_AUTO &&
 	       (int)DT_HIER_OFF == DT_HIERARCHICAL_OFF,
 	       "parallel.hierarchical's words are comm/hier.h's modes");
 
+/* dt_sync_tensor_sq's eight lanes over n floats of g (n a multiple of
+ * 8), added to lane (8): the part every tensor rank's run adds in turn
+ * (split_norms). */
+static void
+sq_lanes(const float *g, int64_t n, double *lane)
+{
+	for (int64_t i = 0; i + 8 <= n; i += 8)
+		for (int k = 0; k < 8; k++)
+			lane[k] += (double)g[i + k] * g[i + k];
+}
+
+/* The lanes added up, in lane order. */
+static double
+sq_total(const double *lane)
+{
+	double total = 0;
+
+	for (int k = 0; k < 8; k++)
+		total += lane[k];
+	return total;
+}
+
 double
 dt_sync_tensor_sq(const float *g, int64_t n)
 {
-	double lane[8] = { 0 }, total = 0;	/* lane: (8) */
-	int64_t i = 0;
+	double lane[8] = { 0 }, total;	/* lane: (8) */
+	int64_t i = n - n % 8;
 
-	for (; i + 8 <= n; i += 8)
-		for (int k = 0; k < 8; k++)
-			lane[k] += (double)g[i + k] * g[i + k];
-	for (int k = 0; k < 8; k++)
-		total += lane[k];
+	sq_lanes(g, i, lane);
+	total = sq_total(lane);
 	for (; i < n; i++)
 		total += (double)g[i] * g[i];
 	return total;
@@ -414,6 +434,157 @@ whole_finish(struct dt_grad_sync *s, double step_loss,
 	return st;
 }
 
+enum { TAG_TP_NORM = 31 };
+
+/* The floats of the whole tensor ti: the product of its shape. */
+static int64_t
+whole_floats(const struct dt_tensor_info *ti)
+{
+	int64_t n = 1;
+
+	for (int d = 0; d < ti->n_dims; d++)
+		n *= ti->shape[d];
+	return n;
+}
+
+/* Tensor rank 0's buffers for split_norms: the largest split trained
+ * tensor whose blocks it gathers, whole, and the largest such block
+ * (plan/sync_plan.c's tp_norm_floats counts the same). */
+static void
+split_norm_buffers(struct dt_grad_sync *s)
+{
+	struct dt_model *m = s->cfg.model;
+	int size = dt_comm_size(s->cfg.tp_comm);
+	int64_t whole = 0, blk = 0;
+
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset >= dt_model_n_trained(m) ||
+		    !dt_model_tensor_tp_block(m, t, 0, &b) ||
+		    dt_plan_tp_norm_chained(m, t, size))
+			continue;
+		if (whole_floats(&ti) > whole)
+			whole = whole_floats(&ti);
+		if (dt_plan_tp_block_max(m, t, size) > blk)
+			blk = dt_plan_tp_block_max(m, t, size);
+	}
+	s->tp_whole = dt_xalloc_floats((size_t)whole + 1);
+	s->tp_blk = dt_xalloc_floats((size_t)blk + 1);
+}
+
+/* One message of n floats from buf to tensor rank `to`. */
+static enum dt_status
+send_to(struct dt_comm *c, const float *buf, size_t n, int to,
+	struct dt_error *err)
+{
+	int req;
+	enum dt_status st = dt_comm_isend_f32(c, buf, n, to, TAG_TP_NORM,
+					      &req, err);
+
+	return st == DT_OK ? dt_comm_wait(c, req, err) : st;
+}
+
+/* A row block's norm (dt_plan_tp_norm_chained): its run follows the
+ * previous tensor rank's in the flat order and starts at a multiple of
+ * 8, so the eight lanes pass from rank to rank (64 bytes), each adding
+ * its run, and the last adds them up into *norm2; tensor rank 0's slot
+ * (its block's squares, from own_norms) becomes 0. */
+static enum dt_status
+chained_norm(struct dt_comm *c, const float *g, int64_t n, double *norm2,
+	     struct dt_error *err)
+{
+	int me = dt_comm_rank(c), size = dt_comm_size(c);
+	double lane[8] = { 0 };
+	float wire[16];		/* the lanes' bytes */
+	enum dt_status st = DT_OK;
+
+	if (me > 0) {
+		st = dt_comm_recv_f32(c, wire, 16, me - 1, TAG_TP_NORM, err);
+		memcpy(lane, wire, sizeof lane);
+	}
+	if (st != DT_OK)
+		return st;
+	sq_lanes(g, n, lane);
+	if (me == size - 1) {
+		*norm2 = sq_total(lane);
+		return DT_OK;
+	}
+	*norm2 = 0;
+	memcpy(wire, lane, sizeof lane);
+	return send_to(c, wire, 16, me + 1, err);
+}
+
+/* Any other block's norm: each tensor rank sends its block to tensor
+ * rank 0, which puts the blocks into the whole tensor (dt_tp_block_put)
+ * and takes its squares into *norm2. */
+static enum dt_status
+gathered_norm(struct dt_grad_sync *s, int t, const struct dt_tensor_info *ti,
+	      double *norm2, struct dt_error *err)
+{
+	struct dt_model *m = s->cfg.model;
+	struct dt_comm *c = s->cfg.tp_comm;
+	const float *g = dt_model_grads(m) + ti->offset;	/* (size) */
+	int me = dt_comm_rank(c), size = dt_comm_size(c);
+	enum dt_status st = DT_OK;
+	struct dt_tp_block b;
+
+	if (me != 0)
+		return send_to(c, g, (size_t)ti->size, 0, err);
+	if (s->tp_whole == NULL)
+		split_norm_buffers(s);
+	dt_model_tensor_tp_block(m, t, 0, &b);
+	dt_tp_block_put(&b, g, s->tp_whole);
+	for (int q = 1; q < size && st == DT_OK; q++) {
+		dt_model_tensor_tp_block(m, t, q, &b);
+		st = dt_comm_recv_f32(c, s->tp_blk,
+				      (size_t)dt_tp_block_floats(&b), q,
+				      TAG_TP_NORM, err);
+		dt_tp_block_put(&b, s->tp_blk, s->tp_whole);
+	}
+	*norm2 = dt_sync_tensor_sq(s->tp_whole, whole_floats(ti));
+	return st;
+}
+
+/* Where the tensor ranks own their slices (cfg.tp_comm), the squared
+ * norms of the stage's split trained tensors into norm2[first + its
+ * index], each taken as dt_sync_tensor_sq takes it over the whole tensor
+ * in flat order (a block's squares alone add in another order): chained
+ * through the tensor ranks for a row block, gathered on tensor rank 0
+ * otherwise. One rank's bits; the report adds the slots up (zeros
+ * elsewhere). Collective over the tensor group of the ranks with
+ * cfg.tp_norms (data-parallel rank 0); the others do nothing. DT_ERR_MPI
+ * from the exchange. */
+static enum dt_status
+split_norms(struct dt_grad_sync *s, double *norm2, int first,
+	    struct dt_error *err)
+{
+	struct dt_model *m = s->cfg.model;
+	struct dt_comm *c = s->cfg.tp_comm;
+	enum dt_status st = DT_OK;
+
+	if (c == NULL || !s->cfg.tp_norms)
+		return DT_OK;
+	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset >= dt_model_n_trained(m) ||
+		    ti.tie_node != NULL ||
+		    !dt_model_tensor_tp_block(m, t, dt_comm_rank(c), &b))
+			continue;
+		if (dt_plan_tp_norm_chained(m, t, dt_comm_size(c)))
+			st = chained_norm(c, dt_model_grads(m) + ti.offset,
+					  ti.size, &norm2[first + t], err);
+		else
+			st = gathered_norm(s, t, &ti, &norm2[first + t], err);
+	}
+	return st;
+}
+
 static enum dt_status
 stage_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
@@ -429,7 +600,8 @@ stage_finish(struct dt_grad_sync *s, double step_loss,
 	       (size_t)s->cfg.n_tensors_all * sizeof *report->tensor_norm2);
 	if (s->cfg.norm_owner)
 		own_norms(s, report->tensor_norm2, s->cfg.first_tensor);
-	return DT_OK;
+	return split_norms(s, report->tensor_norm2, s->cfg.first_tensor,
+			   err);
 }
 
 static double
@@ -626,6 +798,8 @@ dt_grad_sync_free(struct dt_grad_sync *s)
 	free(s->sq);
 	free(s->sq_have);
 	dt_tie_sum_free(s->tie);
+	free(s->tp_whole);
+	free(s->tp_blk);
 	free(s);
 }
 

@@ -161,7 +161,9 @@ struct dt_grad_sync_cfg {
 	struct dt_comm *world;		/* every rank */
 	struct dt_comm *sum_comm;	/* the ranks whose gradients add up:
 					 * the data-parallel x tensor-
-					 * parallel ranks of the stage */
+					 * parallel ranks of the stage, or
+					 * with tp_comm the data-parallel
+					 * ones of the tensor rank */
 	struct dt_comm *pipe_comm;	/* the stages of the rank's
 					 * pipeline, for tied weights
 					 * (tie_sum.h); may be NULL */
@@ -169,6 +171,12 @@ struct dt_grad_sync_cfg {
 					 * sync obeys plan->sync[stage] */
 	int norm_owner;			/* this rank reports its stage's
 					 * tensor norms (dp = tp = 0) */
+	struct dt_comm *tp_comm;	/* where the tensor ranks own their
+					 * slices, their group (its rank is
+					 * the tensor rank); else NULL */
+	int tp_norms;			/* with tp_comm: this rank's tensor
+					 * group takes the split tensors'
+					 * norms (dp = 0) */
 	int first_tensor;		/* its first tensor's index in the
 					 * whole model */
 	int n_tensors_all;		/* tensors of the whole model */

@@ -133,6 +133,11 @@ struct dt_grad_sync {
 					 * sq_have */
 	unsigned char *sq_have;		/* (n_tensors) */
 	struct dt_tie_sum *tie;		/* tied weights, or NULL */
+	float *tp_whole;		/* tensor rank 0 with cfg.tp_norms:
+					 * (the largest split tensor) the
+					 * tensor whose norm it takes */
+	float *tp_blk;			/* and (its largest block) one
+					 * received block */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

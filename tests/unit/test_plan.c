@@ -945,6 +945,21 @@ jget(struct json_object *o, const char *path)
 }
 
 /* 1 when the plan has path (jget's form), 0 when it does not. */
+/* The value at path (as jget) itself, borrowed from o. */
+static struct json_object *
+jobj(struct json_object *o, const char *path)
+{
+	char buf[256], *save = NULL;
+	struct json_object *x = o;
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k != NULL;
+	     k = strtok_r(NULL, ".", &save))
+		if (!json_object_object_get_ex(x, k, &x))
+			ck_abort_msg("no %s in the plan", path);
+	return x;
+}
+
 static int
 jhas(struct json_object *o, const char *path)
 {
@@ -1053,7 +1068,12 @@ START_TEST(describe_bytes_per_step)
 
 	/* Tensor parallel 2 on one stage: d0 by columns, d1 by rows, d2
 	 * whole. Forward d1 sums its 8 outputs; backward d0 would sum its
-	 * input gradient, which nobody needs. */
+	 * input gradient, which nobody needs. Every split node is a dense
+	 * pair, so the tensor ranks own their slices (dt_plan_tp_sliced;
+	 * doc/DESIGN.md, "Tensor-parallel slices"). Worked out by hand:
+	 * d0 W (4, 8) -> its 4 columns (4, 4) = 16, b 8 -> 4; d1 W (8, 8)
+	 * -> its 4 rows (4, 8) = 32, b 8 replicated; d2 (8*3 + 3 = 27)
+	 * replicated: 20 + 40 + 27 = 87 floats a rank, not 139. */
 	load("{micro_batch: 2, steps: 10, lr: 0.1}",
 	     "  strategy: hybrid\n  tensor_parallel: 2\n  data_parallel: 1\n");
 	(void)grid_ok(2);
@@ -1064,36 +1084,35 @@ START_TEST(describe_bytes_per_step)
 	ck_assert_int_eq(jget(d, "ranks.1.tp"), 1);
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.tp_allreduce_bytes"),
 			 8 * 4 * 2 * 1);
+	/* The gradient is summed over the data-parallel ranks of each
+	 * tensor rank: one here, so nothing goes on the wire (the whole-
+	 * tensor plan summed all 139 floats over the 2 tensor ranks). */
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.grad_allreduce_bytes"),
-			 (40 + 72 + 27) * 4);
+			 0);
 	ck_assert_int_eq(jget(d, "ranks.1.bytes_per_step.p2p_bytes"), 0);
-	/* Float sums: no ring buffer of doubles. Checkpoints in shards:
-	 * rank 0 holds what rank 1 holds. */
-	ck_assert_int_eq(jget(d, "ranks.1.memory.sum_buffers"), 0);
-	ck_assert(!jhas(d, "ranks.0.memory.checkpoint_gather"));
-	/* Plain SGD keeps no optimizer state: in shards no rank writes an
-	 * optimizer file (shard_tensors), one parameter file in all. */
-	ck_assert_str_eq(ckpt_format(d), "shards");
-	ck_assert_int_eq(jget(d, "checkpoint.param_files"), 1);
-	ck_assert_int_eq(jget(d, "checkpoint.optimizer_files"), 0);
-	ck_assert_int_eq(jget(d, "checkpoint.optimizer_part_bytes_max"), 0);
-	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
-			 jget(d, "ranks.1.memory.total"));
-	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
-			 jget(d, "ranks.0.memory.total"));
-	json_object_put(d);
-	/* Gathered (checkpoint.compress): rank 0 gathers a copy of the
-	 * whole model (139 floats; SGD keeps no state) to write a
-	 * checkpoint, as a pipeline's does (train/gather.c). */
-	job.checkpoint.compress = true;
-	d = describe(2);
+	ck_assert_int_eq(jget(d, "ranks.0.memory.params"), 87 * 4);
+	ck_assert_int_eq(jget(d, "ranks.1.memory.params"), 87 * 4);
+	ck_assert_int_eq(jget(d, "ranks.1.memory.grads"), 87 * 4);
+	ck_assert_int_eq(jget(d, "tensor_split.slices"), 1);
+	ck_assert_int_eq(json_object_array_length(
+				 jobj(d, "tensor_split.split")), 3);
+	ck_assert_int_eq(json_object_array_length(
+				 jobj(d, "tensor_split.replicated")), 3);
+	/* Float sums: no ring buffer of doubles; the gradient norm's
+	 * buffers for the split tensors that are not one run of 8k floats
+	 * (d0's weight whole, 32 floats, and its 16-float block; d1's
+	 * 32-float row block chains its lanes instead). */
+	ck_assert_int_eq(jget(d, "ranks.1.memory.sum_buffers"), (32 + 16) * 4);
+	/* Checkpoints gathered (the shards' ranges of a block are not
+	 * built): rank 0 gathers a copy of the whole model (139 floats; SGD
+	 * keeps no state) to write one, as a pipeline's does. */
+	ck_assert_str_eq(ckpt_format(d), "gathered");
 	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
 			 139 * 4);
 	ck_assert_int_eq(jget(d, "ranks.0.memory.total"),
 			 jget(d, "ranks.1.memory.total") + 139 * 4);
 	ck_assert_int_eq(jget(d, "memory_per_rank.total"),
 			 jget(d, "ranks.0.memory.total"));
-	job.checkpoint.compress = false;
 	json_object_put(d);
 	/* 3 does not divide 8 units. */
 	ck_assert_int_eq(dt_model_plan_tensor_parallel(m, &job, 3, &perr),
