@@ -294,6 +294,39 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 	meta->extra = extra;
 }
 
+/* What rank 0 saves a checkpoint with: meta.json's values (fill_meta,
+ * its extras in extra) and the save's options: keep_last, the optimizer
+ * file gzip'd where checkpoint.compress says so, pruning problems to
+ * stderr, no fetch (the caller sets one). ckpt_head_fini frees what
+ * fill_meta allocated; h must stay where it is meanwhile (meta.extra
+ * points into it). */
+struct ckpt_head {
+	struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
+	struct dt_ckpt_meta meta;
+	struct dt_ckpt_opts opts;
+};
+
+static void
+ckpt_head_init(struct dt_run *r, struct ckpt_head *h, int64_t optim_steps,
+	       int64_t keep_last)
+{
+	fill_meta(r, &h->meta, h->extra, optim_steps);
+	memset(&h->opts, 0, sizeof h->opts);
+	h->opts.keep_last = keep_last;
+	h->opts.compress_optim = r->job->checkpoint.compress;
+	h->opts.report = dt_ckpt_report_file;
+	h->opts.report_ctx = stderr;
+}
+
+static void
+ckpt_head_fini(struct ckpt_head *h)
+{
+	free(h->meta.job_text);
+	free(h->meta.data_shards);
+	free(h->meta.data_norm);
+	free(h->meta.data_files);
+}
+
 /* Tensor j of pt: its first float's offset in the parameter arena
  * (*off) and its floats. From pt->pt, which always points into the
  * arena (pt->params[j].data may point at a copy, untrained_from_first). */
@@ -649,21 +682,13 @@ shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 		n_files = shard_files(r, mine, files, &st, err);
 	}
 	if (r->rank == 0 && st == DT_OK) {
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		st = dt_ckpt_shard_finish(dir, tmp, &opts, &meta, files,
+		/* (checkpoint.compress is false here: dt_plan_ckpt_sharded) */
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		st = dt_ckpt_shard_finish(dir, tmp, &h.opts, &h.meta, files,
 					  n_files, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 	}
 	free(files);
 	if (r->rank == 0 && st != DT_OK)
@@ -829,25 +854,15 @@ stream_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 		    (size_t)(t.pt[j].data - params) < nt)
 			t.params[j].data = NULL;
 	if (r->rank == 0) {
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.compress_optim = r->job->checkpoint.compress;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		opts.fetch = stream_fetch;
-		opts.fetch_ctx = &x;
-		st = dt_ckpt_save(dir, &opts, &meta, t.params,
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		h.opts.fetch = stream_fetch;
+		h.opts.fetch_ctx = &x;
+		st = dt_ckpt_save(dir, &h.opts, &h.meta, t.params,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 		if (st != DT_OK) {
 			/* The fetches the failed save did not make. */
 			float *scratch =	/* (DT_CKPT_STREAM_FLOATS) */
@@ -889,9 +904,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	}
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 		struct dt_grad_sync_state os;
 
 		dt_grad_sync_state(r->sync, &os);
@@ -905,19 +918,11 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 			tensors_init(&t, r->job, r->model,
 				     dt_model_params(r->model), os.bufs,
 				     os.n_bufs);
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.compress_optim = r->job->checkpoint.compress;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		st = dt_ckpt_save(dir, &opts, &meta, t.params,
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		st = dt_ckpt_save(dir, &h.opts, &h.meta, t.params,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);
