@@ -189,7 +189,9 @@ read_at(const char *path, const char *label, int64_t off, void *p, size_t n,
  * tensor's CRC-32 checked when [a, b) is all of it. The file must have
  * the size its manifest entry gives. what names the request (the tensor
  * or span the rank asked for) in messages. On error *about is p: the
- * file the message speaks of. */
+ * file the message speaks of; on success *about is left as it was (a
+ * file read well is no failed file: an error found later, as
+ * not_found's, names the damaged files itself). */
 static enum dt_status
 read_range(const struct pfile *p, const struct dt_ck_entry *e, int64_t a,
 	   int64_t b, float *dst, const char *what, int rank,
@@ -197,27 +199,28 @@ read_range(const struct pfile *p, const struct dt_ck_entry *e, int64_t a,
 {
 	int64_t size = (e->end - e->begin) / 4;
 	int64_t off = p->data_at + e->begin + 4 * a;
-	enum dt_status st;
+	enum dt_status st = DT_OK;
 
-	*about = p;
 	if (is_bad(p))
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: rank %d needs %s "
-				 "from it (%s floats [%lld, %lld))", p->why,
-				 rank, what, e->name, (long long)a,
-				 (long long)b);
-	if (b <= a)
-		return DT_OK;
-	st = read_at(p->path, p->f->name, off, dst, (size_t)(b - a) * 4,
-		     rank, err);
-	if (st != DT_OK)
-		return st;
-	if (a == 0 && b == size && e->has_crc &&
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: rank %d needs %s "
+			       "from it (%s floats [%lld, %lld))", p->why,
+			       rank, what, e->name, (long long)a,
+			       (long long)b);
+	else if (b > a)
+		st = read_at(p->path, p->f->name, off, dst,
+			     (size_t)(b - a) * 4, rank, err);
+	if (st == DT_OK && b > a && a == 0 && b == size && e->has_crc &&
 	    (uint32_t)crc32_z(0, (const Bytef *)dst, (size_t)size * 4) !=
 	    e->crc)
-		return dt_errorf(err, DT_ERR_FORMAT, "%s: crc32 mismatch for "
-				 "%s (rank %d read it)", p->f->name, e->name,
-				 rank);
-	dt_le_to_host(dst, 4, (size_t)(b - a));
+		st = dt_errorf(err, DT_ERR_FORMAT, "%s: crc32 mismatch for "
+			       "%s (rank %d read it)", p->f->name, e->name,
+			       rank);
+	if (st != DT_OK) {
+		*about = p;
+		return st;
+	}
+	if (b > a)
+		dt_le_to_host(dst, 4, (size_t)(b - a));
 	return DT_OK;
 }
 

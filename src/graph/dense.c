@@ -194,6 +194,28 @@ share_at(const struct dt_node *n, int lo, int n_out)
 				       : (size_t)lo;
 }
 
+/* Where a column or vocabulary share's bias starts in the bias's floats:
+ * lo, or 0 in a block of its own (tp_own). */
+static size_t
+bias_share_at(const struct dt_node *n, int lo)
+{
+	return n->tp_own ? 0 : (size_t)lo;
+}
+
+/* Y(R, out) zeroed but for columns [lo, lo+len), which get b (len floats;
+ * NULL: zeroed too): a share's output before its product is added. */
+static void
+share_bias_fill(float *y, const float *b, int64_t rows, int n_out, int lo,
+		int len)
+{
+	for (int64_t r = 0; r < rows; r++) {
+		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
+		if (b != NULL)
+			memcpy(y + r * n_out + lo, b,
+			       (size_t)len * sizeof(float));
+	}
+}
+
 /* The row stride of a column share of W: out, or its block's len. */
 static int
 column_ld(const struct dt_node *n, int n_out, int len)
@@ -209,15 +231,11 @@ column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)dense_in(n);
 	const size_t at = share_at(n, lo, n_out);
-	const float *b = n->n_tensors > 1 ? n->tensor[1].data + at : NULL;
+	const float *b = n->n_tensors > 1 ? n->tensor[1].data +
+		bias_share_at(n, lo) : NULL;
 	float *y = n->out;			/* (R, out) */
 
-	for (int64_t r = 0; r < rows; r++) {
-		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
-		if (b != NULL)
-			memcpy(y + r * n_out + lo, b,
-			       (size_t)len * sizeof(float));
-	}
+	share_bias_fill(y, b, rows, n_out, lo, len);
 	dt_kern_par_sgemm(pool, 0, 0, (int)rows, len,
 		    n_in, 1.0f, x, n_in, n->tensor[0].data + at,
 		    column_ld(n, n_out, len),
@@ -256,15 +274,10 @@ tied_vocab_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)dense_in(n);
 	const float *b = n->n_tensors > 1 ? n->tensor[1].data +
-		(n->tp_own ? 0 : lo) : NULL;
+		bias_share_at(n, lo) : NULL;
 	float *y = n->out;			/* (R, out) */
 
-	for (int64_t r = 0; r < rows; r++) {
-		memset(y + r * n_out, 0, (size_t)n_out * sizeof(float));
-		if (b != NULL)
-			memcpy(y + r * n_out + lo, b,
-			       (size_t)len * sizeof(float));
-	}
+	share_bias_fill(y, b, rows, n_out, lo, len);
 	dt_kern_par_sgemm(pool, 0, 1, (int)rows, len, n_in, 1.0f, x, n_in,
 			  n->tensor[0].data + share_at(n, lo, n_out), n_in,
 			  b != NULL ? 1.0f : 0.0f, y + lo, n_out);
@@ -287,7 +300,7 @@ tied_vocab_backward(struct dt_pool *pool, struct dt_node *n,
 			  n_out, x, n_in, 1.0f, n->tensor[0].grad + at, n_in);
 	if (n->n_tensors > 1)
 		for (int64_t r = 0; r < rows; r++)
-			add_row(n->tensor[1].grad + (n->tp_own ? 0 : lo),
+			add_row(n->tensor[1].grad + bias_share_at(n, lo),
 				dy + r * n_out + lo, len);
 	if (din == NULL)
 		return;
@@ -376,8 +389,8 @@ column_backward(struct dt_pool *pool, struct dt_node *n,
 		    n->tensor[0].grad + at, ld);
 	if (n->n_tensors > 1)
 		for (int64_t r = 0; r < rows; r++)
-			add_row(n->tensor[1].grad + at, dy + r * n_out + lo,
-				len);
+			add_row(n->tensor[1].grad + bias_share_at(n, lo),
+				dy + r * n_out + lo, len);
 	if (din == NULL)
 		return;
 	dt_kern_par_sgemm(pool, 0, 1, (int)rows, n_in,

@@ -140,7 +140,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * of the gradient: beyond what the step holds by as much as that
 	 * exceeds the step's parameters and gradient. With neither, rank 0
 	 * writes the gathered format a piece at a time (train/state.c,
-	 * stream_checkpoint; its piece is zero_collect_bytes'); an
+	 * stream_checkpoint; the pieces held, zero_collect_bytes'); an
 	 * evaluation gathers unit by unit as a step does, and a checkpoint
 	 * in shards writes each rank's part, gathering only the tensors a
 	 * part boundary cuts, one at a time (each within its node's unit,
@@ -461,25 +461,38 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 }
 
 /* At parallel.zero 1 to 3, where checkpoints are gathered (in shards
- * each rank writes its own part), the first of a stage's summing ranks
- * holds beside its own part: with a pipeline or tensor slices the
- * others' parts of the optimizer state, collected into a whole copy of
- * the stage's state before a checkpoint (train/sync_zero.c,
- * zero_collect) and kept until the next update, optim_buffers x trained
- * floats; else one piece of DT_CKPT_STREAM_FLOATS floats (or the
- * trained floats, where fewer), which world rank 0 fetches from the
- * parts as it writes (train/state.c, stream_checkpoint). 0 on the other
- * ranks, and where the job writes no checkpoint (ckpt false). */
+ * each rank writes its own part), what a summing rank holds beside its
+ * own part while a checkpoint is written. With a pipeline or tensor
+ * slices, on the first of a stage's summing ranks alone: the others'
+ * parts of the optimizer state, collected into a whole copy of the
+ * stage's state before a checkpoint (train/sync_zero.c, zero_collect)
+ * and kept until the next update, optim_buffers x trained floats. Else
+ * world rank 0 fetches the state a piece at a time from the parts as it
+ * writes (train/state.c, stream_checkpoint), each piece into the save's
+ * buffer of DT_CKPT_STREAM_FLOATS floats (ckpt/safetensors.c,
+ * dt_ck_st_write: one piece, or the trained floats where fewer, is what
+ * it touches), alive while a file is written; at zero 3 a piece of the
+ * parameters is first gathered into its place in the arena on every
+ * summing rank (dt_grad_sync_params_span) and handed back once copied,
+ * so rank 0 holds two pieces at once and every other summing rank one
+ * (the units a step gathers are not counted as room for it: an
+ * evaluation just before leaves its last unit gathered). 0 on the
+ * other ranks, and where the job writes no checkpoint (ckpt false). */
 static int64_t
 zero_collect_bytes(const struct dt_plan *plan, const struct dt_sync_plan *y,
 		   const struct dt_grid_pos *pos, bool ckpt)
 {
-	if (y->zero < 1 || !y->summed || pos->dp != 0 || pos->tp != 0 ||
-	    !ckpt)
+	int64_t piece;
+
+	if (y->zero < 1 || !y->summed || !ckpt)
 		return 0;
-	if (plan->pp_size == 1 && plan->tp_size == 1)
-		return (y->trained < DT_CKPT_STREAM_FLOATS ? y->trained :
-			DT_CKPT_STREAM_FLOATS) * 4;
+	if (plan->pp_size == 1 && plan->tp_size == 1) {
+		piece = (y->trained < DT_CKPT_STREAM_FLOATS ? y->trained :
+			 DT_CKPT_STREAM_FLOATS) * 4;
+		return (pos->dp == 0 ? piece : 0) + (y->zero >= 3 ? piece : 0);
+	}
+	if (pos->dp != 0 || pos->tp != 0)
+		return 0;
 	return y->optim_buffers * y->trained * 4;
 }
 

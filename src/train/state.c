@@ -147,6 +147,8 @@ set_extra(struct dt_ckpt_scalar *e, const char *key, double d, int64_t i,
  * its optimizer state's, and (parameters parted) its cut tensor's. */
 #define SHARD_SLOTS 3
 #define SHARD_CUT 2
+/* The tag of the untrained tensors sent to their file's writer. */
+enum { TAG_UNTRAINED = 31 };
 
 /* The position's values besides meta.json's own keys, into extra
  * (N_EXTRA of them); returns their number. */
@@ -292,13 +294,47 @@ fill_meta(struct dt_run *r, struct dt_ckpt_meta *meta,
 	meta->extra = extra;
 }
 
+/* What rank 0 saves a checkpoint with: meta.json's values (fill_meta,
+ * its extras in extra) and the save's options: keep_last, the optimizer
+ * file gzip'd where checkpoint.compress says so, pruning problems to
+ * stderr, no fetch (the caller sets one). ckpt_head_fini frees what
+ * fill_meta allocated; h must stay where it is meanwhile (meta.extra
+ * points into it). */
+struct ckpt_head {
+	struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
+	struct dt_ckpt_meta meta;
+	struct dt_ckpt_opts opts;
+};
+
+static void
+ckpt_head_init(struct dt_run *r, struct ckpt_head *h, int64_t optim_steps,
+	       int64_t keep_last)
+{
+	fill_meta(r, &h->meta, h->extra, optim_steps);
+	memset(&h->opts, 0, sizeof h->opts);
+	h->opts.keep_last = keep_last;
+	h->opts.compress_optim = r->job->checkpoint.compress;
+	h->opts.report = dt_ckpt_report_file;
+	h->opts.report_ctx = stderr;
+}
+
+static void
+ckpt_head_fini(struct ckpt_head *h)
+{
+	free(h->meta.job_text);
+	free(h->meta.data_shards);
+	free(h->meta.data_norm);
+	free(h->meta.data_files);
+}
+
 /* Tensor j of pt: its first float's offset in the parameter arena
- * (*off) and its floats. */
+ * (*off) and its floats. From pt->pt, which always points into the
+ * arena (pt->params[j].data may point at a copy, untrained_from_first). */
 static size_t
 tensor_span(const struct dt_run *r, const struct tensors *pt, int j,
 	    size_t *off)
 {
-	const struct dt_ckpt_tensor *t = &pt->params[j];
+	const struct dt_ckpt_target *t = &pt->pt[j];
 	size_t n = 1;
 
 	*off = (size_t)(t->data - dt_model_params(r->model));
@@ -328,36 +364,130 @@ owner_part(struct dt_comm *c, size_t nt, size_t off, size_t *part_hi)
 	return 0;
 }
 
+/* The index in pt of the trained tensor whose file holds tensor j
+ * where the parameters are parted: j itself if it is trained; for an
+ * untrained one (a batchnorm's running statistics, past the stage's nt
+ * trained floats in the arena but between trained tensors in the list)
+ * the nearest trained tensor before it in the list, or where none is,
+ * the first after it; -1 where the stage trains nothing. So every file
+ * holds consecutive tensors of the list. */
+static int
+anchor_of(const struct dt_run *r, const struct tensors *pt, int j)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	size_t nt = si->trained_hi - si->trained_lo, off;
+
+	for (int k = j; k >= 0; k--)
+		if (tensor_span(r, pt, k, &off) > 0 && off < nt)
+			return k;
+	for (int k = j + 1; k < pt->n_params; k++)
+		if (tensor_span(r, pt, k, &off) > 0 && off < nt)
+			return k;
+	return -1;
+}
+
 /* Whether this rank writes tensor j of pt into its parameter file of a
  * sharded checkpoint: the stage's first rank every tensor, or where the
  * parameters are parted (parallel.zero: 3, dt_grad_sync_params_parted)
- * the rank whose part holds the whole tensor (the stage's first rank an
- * untrained one). A tensor that runs past the end of the part holding
- * its first float is cut: write_cut writes it. */
+ * the rank whose part holds the whole of the trained tensor that j goes
+ * with (anchor_of; j's own part where it is trained, the stage's first
+ * rank where the stage trains nothing). Where that tensor runs past the
+ * end of the part holding its first float it is cut: write_cut writes
+ * it, and the untrained ones that go with it. */
 static int
 writes_tensor(const struct dt_run *r, const struct tensors *pt, int j)
 {
 	const struct dt_stage_info *si = &r->layout.stage;
 	struct dt_comm *c = r->layout.stage_comm;
 	size_t off, n, hi, nt;
-	int q;
+	int q, a;
 
 	if (!dt_grad_sync_params_parted(r->sync))
 		return dt_comm_rank(c) == 0;
-	n = tensor_span(r, pt, j, &off);
+	a = anchor_of(r, pt, j);
+	if (a < 0)
+		return dt_comm_rank(c) == 0;
+	n = tensor_span(r, pt, a, &off);
 	nt = si->trained_hi - si->trained_lo;
 	q = owner_part(c, nt, off, &hi);
-	/* an untrained one (a batchnorm's running statistics) lies past
-	 * nt, where owner_part's hi is nt: the first rank writes it */
-	return q == dt_comm_rank(c) && (off >= nt || off + n <= hi);
+	return q == dt_comm_rank(c) && off + n <= hi;
+}
+
+/* The stage rank that writes tensor j of pt where the parameters are
+ * parted: the one whose part holds the first float of the trained
+ * tensor j goes with (anchor_of; whole in its part, or cut: write_cut),
+ * the stage's first rank where the stage trains nothing. */
+static int
+writer_of(const struct dt_run *r, const struct tensors *pt, int j)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	size_t nt = si->trained_hi - si->trained_lo, off, hi;
+	int a = anchor_of(r, pt, j);
+
+	if (a < 0)
+		return 0;
+	(void)tensor_span(r, pt, a, &off);
+	return owner_part(r->layout.stage_comm, nt, off, &hi);
+}
+
+/* Where the parameters are parted, the untrained tensors (a batchnorm's
+ * running statistics, which each rank updates from its own
+ * micro-batches) are written as the stage's first rank holds them, as
+ * every other layout writes them (that rank writes the parameters):
+ * each one whose file another rank writes is sent there (stage_comm,
+ * point to point, in the list's order) into a copy, *copy (heap, the
+ * caller frees it; NULL where none), and pt->params[j].data points at
+ * it. A failed transfer leaves the other rank waiting: the job ends. */
+static void
+untrained_from_first(struct dt_run *r, struct tensors *pt, float **copy)
+{
+	const struct dt_stage_info *si = &r->layout.stage;
+	size_t nt = si->trained_hi - si->trained_lo, total = 0, at = 0;
+	struct dt_comm *c = r->layout.stage_comm;
+	int me = dt_comm_rank(c);
+	enum dt_status st = DT_OK;
+	struct dt_error err;
+
+	*copy = NULL;
+	for (int j = 0; j < pt->n_params; j++) {
+		size_t off, n = tensor_span(r, pt, j, &off);
+
+		if (n > 0 && off >= nt && me != 0 && writer_of(r, pt, j) == me)
+			total += n;
+	}
+	if (total > 0)
+		*copy = dt_xalloc_floats(total);	/* (total) */
+	for (int j = 0; j < pt->n_params && st == DT_OK; j++) {
+		size_t off, n = tensor_span(r, pt, j, &off);
+		int w, req;
+
+		if (n == 0 || off < nt || (w = writer_of(r, pt, j)) == 0)
+			continue;
+		if (me == 0) {
+			st = dt_comm_isend_f32(c, pt->pt[j].data, n, w,
+					       TAG_UNTRAINED, &req, &err);
+			if (st == DT_OK)
+				st = dt_comm_wait(c, req, &err);
+		} else if (me == w) {
+			st = dt_comm_recv_f32(c, *copy + at, n, 0,
+					      TAG_UNTRAINED, &err);
+			pt->params[j].data = *copy + at;
+			at += n;
+		}
+	}
+	if (st != DT_OK) {
+		fprintf(stderr, "dtrain: rank %d: %s\n", r->rank, err.msg);
+		dt_comm_abort(r->comm, dt_status_exit_code(st));
+	}
 }
 
 /* A parameter file where the parameters are parted, named by the index
  * j of its first tensor in the stage's list: params-tensor-JJJJJJ
  * .safetensors, or params-stage-SSS-tensor-JJJJJJ on a pipeline. A
  * file's tensors follow each other in the list (the trained ones lie in
- * the arena in its order, graph.c), so the names sort in the one-rank
- * model's order, the order export streams them in. */
+ * the arena in its order, graph.c, and each untrained one goes with
+ * the trained one before it, anchor_of), so the names sort in the
+ * one-rank model's order, the order export streams them in. */
 static void
 param_file_parted(const struct dt_run *r, char *file, size_t size, int j)
 {
@@ -372,8 +502,9 @@ param_file_parted(const struct dt_run *r, char *file, size_t size, int j)
 /* Where the parameters are parted: each tensor that runs past the end
  * of the part holding its first float (a part has at most one, its
  * last), one at a time, gathered (collective over the stage's summing
- * ranks, dt_grad_sync_params_span), written alone by the rank of that
- * part (its file SHARD_CUT of mine) and handed back at once, so that
+ * ranks, dt_grad_sync_params_span), written by the rank of that part
+ * (its file SHARD_CUT of mine) with the untrained tensors that go with
+ * it (anchor_of: whole on every rank) and handed back at once, so that
  * no rank holds more than one tensor beyond its part. Every rank runs
  * every gather, also after its own write failed (*st). */
 static void
@@ -388,18 +519,24 @@ write_cut(struct dt_run *r, const char *tmp, const struct tensors *pt,
 
 	for (int j = 0; j < pt->n_params; j++) {
 		size_t off, n = tensor_span(r, pt, j, &off), hi, end;
-		int q;
+		int q, first = j, last = j + 1;
 
-		if (off >= nt)
+		if (n == 0 || off >= nt)
 			continue;
 		q = owner_part(c, nt, off, &hi);
 		if (off + n <= hi)
 			continue;
 		end = off + n < nt ? off + n : nt;
 		dt_grad_sync_params_span(r->sync, off, end, err);
+		while (first > 0 && anchor_of(r, pt, first - 1) == j)
+			first--;
+		while (last < pt->n_params && anchor_of(r, pt, last) == j)
+			last++;
 		if (q == dt_comm_rank(c) && *st == DT_OK) {
-			param_file_parted(r, file, sizeof file, j);
-			*st = dt_ckpt_shard_write(tmp, file, &pt->params[j], 1,
+			param_file_parted(r, file, sizeof file, first);
+			*st = dt_ckpt_shard_write(tmp, file,
+						  &pt->params[first],
+						  (size_t)(last - first),
 						  &mine[SHARD_CUT], err);
 		}
 		dt_grad_sync_params_span_release(r->sync, off, end);
@@ -487,12 +624,15 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 {
 	struct tensors pt;
 	struct dt_ckpt_tensor *t;
+	float *copy = NULL;	/* untrained tensors from the first rank */
 	char names[4][128], file[64];
 	size_t n_p, n_o;
 	enum dt_status st = DT_OK;
 
 	tensors_init(&pt, r->job, r->model, dt_model_params(r->model), NULL,
 		     0);
+	if (dt_grad_sync_params_parted(r->sync))
+		untrained_from_first(r, &pt, &copy);
 	t = dt_xcalloc((size_t)pt.n_params + 5, sizeof *t);
 	shard_tensors(r, os, &pt, t, names, &n_p, &n_o);
 	if (dt_grad_sync_params_parted(r->sync))
@@ -511,6 +651,7 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 	if (dt_grad_sync_params_parted(r->sync))
 		write_cut(r, tmp, &pt, mine, &st, err);
 	free(t);
+	free(copy);
 	tensors_fini(&pt);
 	return st;
 }
@@ -541,21 +682,13 @@ shard_write_all(struct dt_run *r, const char *tmp, const char *dir,
 		n_files = shard_files(r, mine, files, &st, err);
 	}
 	if (r->rank == 0 && st == DT_OK) {
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		st = dt_ckpt_shard_finish(dir, tmp, &opts, &meta, files,
+		/* (checkpoint.compress is false here: dt_plan_ckpt_sharded) */
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		st = dt_ckpt_shard_finish(dir, tmp, &h.opts, &h.meta, files,
 					  n_files, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 	}
 	free(files);
 	if (r->rank == 0 && st != DT_OK)
@@ -721,25 +854,15 @@ stream_checkpoint(struct dt_run *r, const char *dir, int64_t keep_last,
 		    (size_t)(t.pt[j].data - params) < nt)
 			t.params[j].data = NULL;
 	if (r->rank == 0) {
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.compress_optim = r->job->checkpoint.compress;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		opts.fetch = stream_fetch;
-		opts.fetch_ctx = &x;
-		st = dt_ckpt_save(dir, &opts, &meta, t.params,
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		h.opts.fetch = stream_fetch;
+		h.opts.fetch_ctx = &x;
+		st = dt_ckpt_save(dir, &h.opts, &h.meta, t.params,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 		if (st != DT_OK) {
 			/* The fetches the failed save did not make. */
 			float *scratch =	/* (DT_CKPT_STREAM_FLOATS) */
@@ -781,9 +904,7 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 	}
 	if (r->rank == 0 && st == DT_OK) {
 		struct tensors t;
-		struct dt_ckpt_scalar extra[N_EXTRA + DT_BEST_N_EXTRA];
-		struct dt_ckpt_meta meta;
-		struct dt_ckpt_opts opts;
+		struct ckpt_head h;
 		struct dt_grad_sync_state os;
 
 		dt_grad_sync_state(r->sync, &os);
@@ -797,19 +918,11 @@ dt_run_checkpoint_to(struct dt_run *r, const char *dir, int64_t keep_last,
 			tensors_init(&t, r->job, r->model,
 				     dt_model_params(r->model), os.bufs,
 				     os.n_bufs);
-		fill_meta(r, &meta, extra, os.steps);
-		memset(&opts, 0, sizeof opts);
-		opts.keep_last = keep_last;
-		opts.compress_optim = r->job->checkpoint.compress;
-		opts.report = dt_ckpt_report_file;
-		opts.report_ctx = stderr;
-		st = dt_ckpt_save(dir, &opts, &meta, t.params,
+		ckpt_head_init(r, &h, os.steps, keep_last);
+		st = dt_ckpt_save(dir, &h.opts, &h.meta, t.params,
 				  (size_t)t.n_params, t.optim,
 				  (size_t)t.n_optim, err);
-		free(meta.job_text);
-		free(meta.data_shards);
-		free(meta.data_norm);
-		free(meta.data_files);
+		ckpt_head_fini(&h);
 		tensors_fini(&t);
 	}
 	dt_full_free(&f);

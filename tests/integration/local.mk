@@ -102,7 +102,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tp-slice-mem.sh \
 	tests/integration/tp-ckpt.sh \
 	tests/integration/zero-tp.sh \
-	tests/integration/tp-gpt.sh
+	tests/integration/tp-gpt.sh \
+	tests/integration/zero3-bn-ckpt.sh
 TESTS += $(INTEGRATION_TESTS)
 # Issue 27's must-show ratio of the plan at tensor_parallel 4, not met
 # yet (the test says why)

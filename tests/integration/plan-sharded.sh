@@ -108,7 +108,10 @@ PY
 # optimizer state at zero 1 to 3 a piece of 2^20 floats (4 MiB) at a
 # time from the parts as it writes (it collected the whole, 8 bytes a
 # parameter, 1.21 GiB, before), and the text prints its memory on a line
-# of its own.
+# of its own. At zero 3 each piece of the parameters is first gathered
+# into the arena on every rank: rank 0 holds two pieces (8 MiB, its
+# total 3288731424 + 4194304 = 3292925728 bytes, 3.07 GiB), the others
+# one (4 MiB; one piece on rank 0 alone before).
 for z in 0 1 2 3; do
 	"$DTRAIN" plan --dry-run --json -n 4 "$J" --set parallel.zero=$z \
 		--set checkpoint.compress=true \
@@ -132,9 +135,12 @@ for z in range(4):
     p = json.load(open("plan-%d-gz.json" % z))
     assert p["checkpoint"]["format"] == "gathered", p["checkpoint"]
     got = [r["memory"].get("checkpoint_gather", 0) for r in p["ranks"]]
-    assert got == ([4 * 2**20, 0, 0, 0] if z else [0] * 4), (z, got)
+    want = {0: [0] * 4, 3: [8 * 2**20] + [4 * 2**20] * 3}
+    assert got == want.get(z, [4 * 2**20, 0, 0, 0]), (z, got)
+    if z == 3:
+        assert p["ranks"][0]["memory"]["total"] == 3292925728, p["ranks"][0]
 PY
-grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 4.00 MiB, total 3.06 GiB$' plan-3-gz.txt ||
+grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 8.00 MiB, total 3.07 GiB$' plan-3-gz.txt ||
 	{ cat plan-3-gz.txt >&2; fail "zero 3, gathered: rank 0's line"; }
 for f in plan-0.txt plan-3.txt plan-0-gz.txt; do
 	! grep -q '^memory of rank 0' $f || fail "$f: a line for rank 0"

@@ -285,6 +285,34 @@ collect(void *ctx, const char *line)
 	ck_assert_msg(strstr((s), (needle)) != NULL, "\"%s\" lacks \"%s\"", \
 		      (s), (needle))
 
+/* How many times needle occurs in s (not overlapping). */
+static int
+times_in(const char *s, const char *needle)
+{
+	int n = 0;
+
+	for (const char *at = strstr(s, needle); at != NULL;
+	     at = strstr(at + strlen(needle), needle))
+		n++;
+	return n;
+}
+
+/* Each of the three rank files of test_load_part_damaged named exactly
+ * once in msg, and no "damaged too" list unless with_too (a failed read
+ * names the other damaged files after its own). */
+static void
+assert_named_once(const char *msg, int with_too)
+{
+	for (int k = 0; k < 3; k++) {
+		char f[64];
+
+		snprintf(f, sizeof f, "rank-%05d.safetensors", k);
+		ck_assert_msg(times_in(msg, f) == 1, "\"%s\" names %s %d "
+			      "times", msg, f, times_in(msg, f));
+	}
+	ck_assert_int_eq(times_in(msg, "damaged too"), with_too);
+}
+
 /* Damage done by fn to the checkpoint of step 120 in dir name must make
  * verification fail with reason, and find-latest fall back to step 100
  * after reporting the same reason. */
@@ -1060,6 +1088,9 @@ file_crc(const char *path)
  *   manifest lists, not "0 bytes (truncated)" (the old message);
  * - a tensor read whole whose CRC fails, with the third file missing:
  *   the CRC mismatch, then the missing file named too.
+ * Each damaged file is named once: the old code, once a good file had
+ * been read, took that file for the failed one and named the damaged
+ * files a second time after "damaged too".
  * Two parameter files (stage 0 and 1) both truncated: check_params names
  * both. */
 START_TEST(test_load_part_damaged)
@@ -1125,6 +1156,18 @@ START_TEST(test_load_part_damaged)
 		 "with %ld bytes, CRC-32 %08x", size[0] - 8, size[0], crc[0],
 		 size[2], crc[2]);
 	ASSERT_HAS(err.msg, want);
+	/* rank-00001 read well before the gap was found: the old code
+	 * took it for the failed file and named the other two again. */
+	ck_assert_int_eq(times_in(err.msg, "rank-00000.safetensors"), 1);
+	ck_assert_int_eq(times_in(err.msg, "rank-00002.safetensors"), 1);
+	ck_assert_int_eq(times_in(err.msg, "damaged too"), 0);
+	/* A whole tensor read first, then the span not found. */
+	ck_assert_int_eq(dt_ckpt_load_part(ck, 3, &whole, 1, &span, 1, &err),
+			 DT_ERR_FORMAT);
+	ASSERT_HAS(err.msg, want);
+	ck_assert_int_eq(times_in(err.msg, "rank-00000.safetensors"), 1);
+	ck_assert_int_eq(times_in(err.msg, "rank-00002.safetensors"), 1);
+	ck_assert_int_eq(times_in(err.msg, "damaged too"), 0);
 
 	/* The second file a directory, then a FIFO (opened without
 	 * blocking); a rank that needs [10, 20) only. */
@@ -1144,6 +1187,7 @@ START_TEST(test_load_part_damaged)
 		 crc[0], size[1], crc[1]);
 	ASSERT_HAS(err.msg, want);
 	ck_assert_ptr_null(strstr(err.msg, "0 bytes"));
+	assert_named_once(err.msg, 0);
 	ck_assert_int_eq(rmdir(fn[1]), 0);
 	ck_assert_int_eq(mkfifo(fn[1], 0644), 0);
 	ck_assert_int_eq(dt_ckpt_load_part(ck, 1, NULL, 0, &span, 1, &err),
@@ -1154,6 +1198,7 @@ START_TEST(test_load_part_damaged)
 		 crc[1]);
 	ASSERT_HAS(err.msg, want);
 	ck_assert_ptr_null(strstr(err.msg, "0 bytes"));
+	assert_named_once(err.msg, 0);
 
 	/* A failed read names the other damaged files after its own. */
 	sub(fn[0], "partbad", "step-000000007/params.safetensors");
@@ -1169,6 +1214,7 @@ START_TEST(test_load_part_damaged)
 	ASSERT_HAS(err.msg, want);
 	ASSERT_HAS(err.msg, "; rank-00002.safetensors: missing; MANIFEST.json "
 		   "lists it with");
+	assert_named_once(err.msg, 1);
 
 	/* Two parameter files, both truncated. */
 	shard_save(dir, 8, p, 2, 2);
