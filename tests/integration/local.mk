@@ -105,9 +105,6 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tp-gpt.sh \
 	tests/integration/zero3-bn-ckpt.sh
 TESTS += $(INTEGRATION_TESTS)
-# Issue 27's must-show ratio of the plan at tensor_parallel 4, not met
-# yet (the test says why)
-XFAIL_TESTS = tests/integration/plan-tp-must.sh
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
 check-unit:

@@ -1,18 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Issue 27's must-show for the plan that does not hold yet, an expected
-# failure (XFAIL_TESTS in tests/integration/local.mk): `dtrain plan
+# Issue 27's must-show for the tensor-parallel plan: `dtrain plan
 # --dry-run -n 4` of the GPT-2-small-shaped job
 # (bench/gpt2-small-untied.yaml) at tensor_parallel 4 gives a model state
 # per rank (params + grads + optimizer_state + grad_accumulator) of at
-# most 0.35 x one data-parallel rank's. Today 0.609 (1.000 before the
-# trainer's own slices): the table and the untied head, half the
-# parameters, stay whole, as 4 does not divide 50257. When this passes, take
-# it out of XFAIL_TESTS. The parts that hold are
-# tests/integration/plan-sharded-must.sh.
-# Only the ratio may fail as expected: anything else (a plan that does
-# not run, no figures) exits 99, a hard error that XFAIL_TESTS does not
-# hide.
+# most 0.35 x one data-parallel rank's. By hand: of the 163 M parameters
+# only the position table (1024 x 768), the layer norms and the two
+# row-split biases per block stay whole, 0.84 M; the other 162.2 M are
+# split four ways (the vocabulary in shares of 12565 and 12564 rows), so
+# about (162.2 / 4 + 0.84) / 163.0 = 0.254. It was an expected failure
+# until the trainer owned its slices (1.000, whole tensors) and the vocabulary split
+# took a degree that does not divide 50257 (0.609). The parts for zero 3
+# and recompute are tests/integration/plan-sharded-must.sh.
+# A plan that does not run or has no figures exits 99 (a hard error).
 . "${top_srcdir}/tests/integration/lib.sh"
 # hard MSG: an error that is not the expected failure.
 hard() {
