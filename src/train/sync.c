@@ -759,9 +759,24 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	s->cfg = *cfg;
 	s->plan = &cfg->plan->sync[cfg->stage];
 	s->n = dt_model_n_trained(cfg->model);
-	assert((int64_t)s->n == s->plan->trained);
+	/* The plan counts the largest tensor rank's blocks; where the
+	 * vocabulary's shares differ by a row (dt_tp_vocab_share) this rank
+	 * may hold fewer floats. Its summing ranks are of the same tensor
+	 * rank, so they cut this count into the same parts (the plan's cut,
+	 * dt_plan_sync_own, where the counts agree). */
+	assert((int64_t)s->n <= s->plan->trained);
 	s->workers = cfg->world;
-	dt_plan_sync_own(s->plan, dt_comm_rank(cfg->sum_comm), &lo, &hi);
+	if ((int64_t)s->n == s->plan->trained) {
+		dt_plan_sync_own(s->plan, dt_comm_rank(cfg->sum_comm), &lo,
+				 &hi);
+	} else {
+		size_t a, b;
+
+		dt_comm_part(s->n, s->plan->shards,
+			     dt_comm_rank(cfg->sum_comm), &a, &b);
+		lo = (int64_t)a;
+		hi = (int64_t)b;
+	}
 	s->own_lo = (size_t)lo;
 	s->own_hi = (size_t)hi;
 	*out = s;
