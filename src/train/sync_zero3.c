@@ -67,6 +67,9 @@ struct dt_sync_zero3 {
 	int cur;			/* the unit gathered now, or -1 */
 	int next;			/* the unit whose gather is in flight
 					 * (prefetched), or -1 */
+	int kept;			/* the unit the next step gathers
+					 * first, its pages kept (not handed
+					 * back) since the update, or -1 */
 	int whole;			/* every parameter is on the rank */
 	uint64_t gathered;		/* bytes received by the gathers */
 	uint64_t released;		/* bytes handed back */
@@ -99,15 +102,30 @@ release_span(struct dt_grad_sync *s, float *arena, size_t lo, size_t hi)
 static void drain(struct dt_grad_sync *s);
 
 /* Every unowned parameter page handed back, after any gather in flight
- * has landed. */
+ * has landed, but those of unit keep (-1: none), the one the next step
+ * gathers first: its gather writes the same addresses again, and a page
+ * handed back costs a fault when written again (the page zeroed and,
+ * under a hypervisor's shadow page tables, an exit: about 25 us a page
+ * on the shared test machine's VM, bench/README). Keeping
+ * it holds no more than the step does (the unit in use and the one
+ * prefetched). */
 static void
-release_params(struct dt_grad_sync *s)
+release_params(struct dt_grad_sync *s, int keep)
 {
+	struct dt_sync_zero3 *z = s->zero3;
+	float *params = dt_model_params(s->cfg.model);	/* (n) */
+
 	drain(s);
-	s->zero3->next = -1;
-	release_span(s, dt_model_params(s->cfg.model), 0, s->n);
-	s->zero3->cur = -1;
-	s->zero3->whole = 0;
+	z->next = -1;
+	if (keep < 0) {
+		release_span(s, params, 0, s->n);
+	} else {
+		release_span(s, params, 0, (size_t)z->unit_lo[keep]);
+		release_span(s, params, (size_t)z->unit_hi[keep], s->n);
+	}
+	z->kept = keep;
+	z->cur = -1;
+	z->whole = 0;
 }
 
 /* Trained floats [a, b) from their owners: one broadcast per owner whose
@@ -212,6 +230,10 @@ zero3_node_begin(struct dt_grad_sync *s, int node, int backward)
 		return;
 	}
 	drain(s);
+	/* the unit kept since the update, if another is used first */
+	if (z->kept >= 0 && z->kept != u && z->kept != z->next)
+		release_unit(s, z->kept);
+	z->kept = -1;
 	if (z->next == u)
 		z->used++;
 	else {
@@ -271,7 +293,10 @@ zero3_params_span(struct dt_grad_sync *s, size_t lo, size_t hi,
 	drain(s);
 	if (z->next >= 0 && z->next != z->cur)
 		release_unit(s, z->next);
+	if (z->kept >= 0 && z->kept != z->cur && z->kept != z->next)
+		release_unit(s, z->kept);
 	z->next = -1;
+	z->kept = -1;
 	gather_span(s, lo, hi, 0);
 	return DT_OK;
 }
@@ -296,23 +321,32 @@ zero3_forward_idle(struct dt_grad_sync *s)
 		zero3_node_begin(s, i, 0);
 }
 
-/* The step starts from the own part only, and the first node's gather
- * is started at once. */
+/* The unit gathered first in a step (forward order), or -1. */
+static int
+first_unit(const struct dt_sync_zero3 *z)
+{
+	return predict(z, -1, 0);
+}
+
+/* The step starts from the own part and the first unit's pages only,
+ * and that unit's gather is started at once. */
 static void
 zero3_step_begin(struct dt_grad_sync *s)
 {
-	release_params(s);
+	release_params(s, first_unit(s->zero3));
 	dt_sync_zero_ops.step_begin(s);
 	start_ahead(s, -1, 0);
 }
 
 /* Level 2's update of the own part (no all-gather at level 3), then the
- * unowned parameter and gradient pages handed back. */
+ * unowned parameter pages handed back but the first unit's (the next
+ * step's first gather writes them again), and the unowned gradient
+ * pages. */
 static void
 zero3_apply(struct dt_grad_sync *s, float lr)
 {
 	dt_sync_zero_ops.apply(s, lr);
-	release_params(s);
+	release_params(s, first_unit(s->zero3));
 	release_span(s, dt_model_grads(s->cfg.model), 0, s->n);
 }
 
@@ -462,11 +496,12 @@ zero3_init(struct dt_grad_sync *s, struct dt_error *err)
 	s->zero3 = z;
 	z->cur = -1;
 	z->next = -1;
+	z->kept = -1;
 	st = dt_sync_zero_ops.init(s, err);
 	z->base_role = s->role;
 	s->role = &zero3_role;
 	find_units(s);
-	release_params(s);
+	release_params(s, -1);
 	return st;
 }
 
