@@ -98,7 +98,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/bpe-train.sh \
 	tests/integration/zero3-gathered-ckpt.sh \
 	tests/integration/export-memory.sh \
-	tests/integration/tp-vocab.sh
+	tests/integration/tp-vocab.sh \
+	tests/integration/plan-kernels.sh
 TESTS += $(INTEGRATION_TESTS)
 # Issue 27's must-show ratio of the plan at tensor_parallel 4, not met
 # yet (the test says why)
