@@ -21,7 +21,8 @@
 #   no head, whose 4 shapes stage 1 has) and 22.
 # - dtrain plan --dry-run prints it after runtime;
 # - DTRAIN_KERNELS=openblas gives no such term, and the total is less by
-#   exactly it;
+#   exactly it; under auto the term follows the run's choice (--version's
+#   products line), none under DTRAIN_CPU=avx2;
 # - a one-rank run makes as many primitives as the plan counts (oneDNN's
 #   DNNL_VERBOSE=2 create:cache_miss lines).
 . "${top_srcdir}/tests/integration/lib.sh"
@@ -75,6 +76,30 @@ if grep -q kernels_runtime plan-off.txt; then
 	cat plan-off.txt >&2
 	fail "kernels_runtime under openblas"
 fi
+
+# Under auto the plan takes the run's choice: with the term where the
+# products line of --version sends the dense products to oneDNN, without
+# it under DTRAIN_CPU=avx2 (no AVX-512: OpenBLAS).
+for cpu in "" avx2; do
+	# shellcheck disable=SC2086
+	DTRAIN_CPU=$cpu DTRAIN_KERNELS=auto "$DTRAIN" plan --dry-run --json \
+		$S "$F" >plan-auto.json || fail "plan, auto, DTRAIN_CPU=$cpu"
+	if DTRAIN_CPU=$cpu DTRAIN_KERNELS=auto "$DTRAIN" --version |
+		grep -q '^products: dense, .* on oneDNN'; then
+		want=22
+	else
+		want=0
+	fi
+	"$PYTHON" - "$want" <<'PY' || fail "auto, DTRAIN_CPU=$cpu"
+import json, sys
+n = int(sys.argv[1])
+m = json.load(open("plan-auto.json"))["ranks"][0]["memory"]
+got = m.get("kernels_runtime", 0)
+assert got == ((2 << 20) + n * (424 << 10) if n else 0), (n, m)
+PY
+	echo "auto, DTRAIN_CPU=${cpu:-unset}: $want shapes"
+done
+[ "$want" -eq 0 ] || fail "DTRAIN_CPU=avx2 still sends the products to oneDNN"
 
 # The run: as many primitives as the plan counts.
 # shellcheck disable=SC2086
