@@ -80,13 +80,18 @@ wire_word(const struct dt_sync_plan *sync)
 
 /* The samples of the evaluation's last, partial micro-batch on the first
  * data-parallel replica (train/eval.c: whole micro-batches over its share
- * of the eval set, bounded by eval.max_batches), 0 where it has none. */
+ * of the eval set, bounded by eval.max_batches), 0 where it has none;
+ * where the eval set's size is not known yet (the run's check before
+ * allocation, before the data is read), one of micro_batch - 1 samples:
+ * a tail's shapes are as many whatever its size. */
 static int64_t
 eval_tail(const struct dt_job *job, const struct dt_plan *plan)
 {
 	int64_t n = plan->data.n_eval, max = job->eval.max_batches;
 
-	if (n <= 0 || plan->micro_batch <= 0)
+	if (n < 0)
+		return plan->micro_batch - 1;
+	if (n == 0 || plan->micro_batch <= 0)
 		return 0;
 	if (max > 0 && max <= n / plan->global_batch)
 		n = max * plan->global_batch;
