@@ -35,7 +35,7 @@ compiler(void)
 void
 dt_cmd_print_version(FILE *out)
 {
-	char mpi[512], blas[256], cpu[256], paths[512];
+	char mpi[512], blas[256], cpu[256], paths[1024];
 	const char *b = openblas_get_config();
 
 	snprintf(blas, sizeof blas, "%s", b != NULL ? b : "unknown");

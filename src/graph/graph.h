@@ -586,4 +586,26 @@ void dt_model_tp_prepare_grads(struct dt_model *m);
 int64_t dt_model_tp_floats_per_sample(const struct dt_model *m, int first,
 				      int last);
 
+/* The distinct shapes of the products that the dense layers and the
+ * attention projections among nodes [first, last] of m make through the
+ * kernel seam (dt_kern_par_sgemm, products.c), for the plan's count of
+ * oneDNN's primitives (doc/DESIGN.md, "oneDNN's own memory"): a forward
+ * and backward pass at batches[0] samples and a forward pass at each of
+ * batches[1..n_batches) (the evaluation's last, partial micro-batch;
+ * a count <= 0 is skipped). A product's rows are cut over threads as the
+ * pool cuts them, in blocks of align rows (dt_kern_gemm_align); with
+ * chunked, its terms as dt_kern_onednn_sgemm cuts them (f32 on oneDNN;
+ * the bf16 path takes them whole). A shape is (trans_a, trans_b, m, n, k,
+ * beta != 0, the leading dimensions). With overlap, backward's one-
+ * thread products also as a progress hook cuts them (parallel.overlap's
+ * sums in flight; kern.c), on every node (the hook is set from the first
+ * bucket's node on: an upper bound). Not counted: the attention's heads
+ * (dtrain's own small-product kernel up to T of about 128, oneDNN past
+ * it), the convolutions' products, a second consumer's beta of an input
+ * gradient. Returns the count. */
+int64_t dt_model_product_shapes(const struct dt_model *m, int first,
+				int last, const int64_t *batches,
+				int n_batches, int threads, int64_t align,
+				int chunked, int overlap);
+
 #endif

@@ -61,27 +61,39 @@ void dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
 /* Which library takes the f32 products (parallel.kernels; kern_bf16.c).
  * DT_KERN_LIB_AUTO sends each class of product where it was measured
  * faster with the splits the layouts make keeping their bits (bench/
- * onednn_f32.c, bench/README "Kernels"): on a CPU with AVX-512 (as
- * DTRAIN_CPU leaves it) the convolution's products to oneDNN's f32
- * matmul, all of them where OpenBLAS runs its AVX2 kernels, only those
- * with m, n and k all >= DT_KERN_ONEDNN_MIN where it runs its AVX-512
- * ones (dt_kern_blas_avx512: there it beat oneDNN on the first layer's
- * 9-term products); every other product to OpenBLAS. DT_KERN_LIB_OPENBLAS
- * and DT_KERN_LIB_ONEDNN send every f32 product to that library (oneDNN
- * kept to AVX2 kernels where DTRAIN_CPU takes AVX-512 away). The
- * environment variable DTRAIN_KERNELS (auto, openblas or onednn; read
- * once) wins over the job's choice, so that tests can force either path;
- * a value that names none is ignored (dt_kern_lib_env_bad names it).
- * bf16 (dt_kern_set_bf16) takes precedence over all of it.
+ * onednn_f32.c, bench/README "Kernels"): the dense and attention
+ * projections' products to oneDNN's f32 matmul where the CPU executes
+ * 512-bit FMAs at full width (dt_cpu_fma512_full, CPUID: Zen 5's server
+ * and desktop parts, AMX Xeons; there oneDNN's AVX-512 kernels beat
+ * OpenBLAS's AVX2 ones), to OpenBLAS elsewhere (where AVX-512 runs at
+ * half width or DTRAIN_CPU takes it away, the two were measured level
+ * and OpenBLAS kept); on a CPU with AVX-512 (as DTRAIN_CPU leaves it)
+ * the convolution's products to oneDNN's f32 matmul, all of them where
+ * OpenBLAS runs its AVX2 kernels, only those with m, n and k all >=
+ * DT_KERN_ONEDNN_MIN where it runs its AVX-512 ones (dt_kern_blas_avx512:
+ * there it beat oneDNN on the first layer's 9-term products); every other
+ * product to OpenBLAS. DT_KERN_LIB_OPENBLAS and DT_KERN_LIB_ONEDNN send
+ * every f32 product to that library (oneDNN kept to AVX2 kernels where
+ * DTRAIN_CPU takes AVX-512 away). The environment variable
+ * DTRAIN_KERNELS (auto, openblas or onednn; read once) wins over the
+ * job's choice, so that tests can force either path; a value that names
+ * none is ignored (dt_kern_lib_env_bad names it). bf16
+ * (dt_kern_set_bf16) takes precedence over all of it.
  * dt_kern_set_lib: the job's choice, set once before any product (not
  * thread-safe). dt_kern_lib: the choice in force. dt_kern_onednn_conv:
  * where the convolutions go, 0 OpenBLAS, 1 oneDNN, 2 oneDNN for those
- * of DT_KERN_ONEDNN_MIN or more in every dimension. dt_kern_onednn_f32:
- * whether a product (m, n, k) of class conv (1: a convolution's, 0: any
- * other) goes to oneDNN in f32. dt_kern_blas_avx512: whether OpenBLAS
- * runs its AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids by
- * openblas_get_corename). All thread-safe but dt_kern_set_lib. */
+ * of DT_KERN_ONEDNN_MIN or more in every dimension. dt_kern_onednn_dense:
+ * where the dense and attention projections go, 0 OpenBLAS, 1 oneDNN.
+ * dt_kern_onednn_f32: whether a product (m, n, k) of class conv (1: a
+ * convolution's, 0: any other) goes to oneDNN in f32.
+ * dt_kern_f32_rule: the same as a pure function of the choice, the CPU
+ * (avx512: AVX-512F allowed; fma512: dt_cpu_fma512_full; blas_avx512:
+ * dt_kern_blas_avx512) and the shape, for tests. dt_kern_blas_avx512:
+ * whether OpenBLAS runs its AVX-512 kernels (SkylakeX, Cooperlake,
+ * SapphireRapids by openblas_get_corename). All thread-safe but
+ * dt_kern_set_lib. */
 #define DT_KERN_ONEDNN_MIN 32
+#define DT_KERN_ONEDNN_KCHUNK 256
 
 enum dt_kern_lib {
 	DT_KERN_LIB_AUTO = 0,
@@ -93,17 +105,35 @@ enum dt_kern_lib dt_kern_lib(void);
 const char *dt_kern_lib_name(enum dt_kern_lib lib);
 const char *dt_kern_lib_env_bad(void);
 int dt_kern_onednn_conv(void);
+int dt_kern_onednn_dense(void);
+/* The same two for a job's choice job (parallel.kernels) before
+ * dt_kern_set_lib, for plans: the choice in force (DTRAIN_KERNELS's
+ * when set, else job), and where the dense and attention projections
+ * go under it (0 OpenBLAS, 1 oneDNN), as a run with that choice sends
+ * them. Thread-safe. */
+enum dt_kern_lib dt_kern_lib_for(enum dt_kern_lib job);
+int dt_kern_onednn_dense_for(enum dt_kern_lib job);
 int dt_kern_onednn_f32(int conv, int64_t m, int64_t n, int64_t k);
+int dt_kern_f32_rule(enum dt_kern_lib lib, int conv, int avx512, int fma512,
+		     int blas_avx512, int64_t m, int64_t n, int64_t k);
 int dt_kern_blas_avx512(void);
 
 /* dt_kern_sgemm's contract on oneDNN's f32 matmul, whatever the
  * settings: one call on the calling thread (a primitive per shape and
  * strides kept per thread, as dt_kern_bf16_sgemm keeps them), A, B and C
- * used in place at their strides. Its bits are its own (another order of
- * the sums than OpenBLAS's), the same run after run for a CPU kind; a
- * row of C gets the same bits computed alone or with others only for
- * the shapes measured so (bench/onednn_f32.c), which is why the
- * dense products stay on OpenBLAS under auto. Reference: oneDNN's matmul
+ * used in place at their strides; a product of more than
+ * DT_KERN_ONEDNN_KCHUNK terms as one call per DT_KERN_ONEDNN_KCHUNK of
+ * them in k's order, each after the first adding to C (beta 1): at 512
+ * terms and more oneDNN 2.6 sums a row of A^T B in an order that depends
+ * on how many rows the call has (bench/README, "Kernels"), and of A B
+ * (k 600) in one that depends on the leading dimensions
+ * (test_graph_kern's test_sgemm_ld), at 256 and fewer neither was seen,
+ * so the thread pool's cut of the rows and the tensor-parallel slices'
+ * strides would change the bits. Its bits are its own
+ * (another order of the sums than OpenBLAS's), the same run after run
+ * for a CPU kind; a row of C gets the same bits computed alone or with
+ * others for the shapes measured so (bench/onednn_f32.c; the layouts'
+ * tests keep them). Reference: oneDNN's matmul
  * primitive (oneDNN 2.6 developer guide, "Matrix Multiplication"). */
 void dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
 			  int64_t k, float alpha, const float *a, int64_t lda,

@@ -151,6 +151,29 @@ dt_kern_lib_env_bad(void)
 }
 
 int
+dt_kern_f32_rule(enum dt_kern_lib lib, int conv, int avx512, int fma512,
+		 int blas_avx512, int64_t m, int64_t n, int64_t k)
+{
+	switch (lib) {
+	case DT_KERN_LIB_OPENBLAS:
+		return 0;
+	case DT_KERN_LIB_ONEDNN:
+		return 1;
+	default:
+		break;
+	}
+	/* auto: measured, bench/README "Kernels" */
+	if (!avx512)
+		return 0;
+	if (!conv)
+		return fma512;
+	if (!blas_avx512)
+		return 1;
+	return m >= DT_KERN_ONEDNN_MIN && n >= DT_KERN_ONEDNN_MIN &&
+	       k >= DT_KERN_ONEDNN_MIN;
+}
+
+int
 dt_kern_onednn_conv(void)
 {
 	switch (dt_kern_lib()) {
@@ -159,27 +182,42 @@ dt_kern_onednn_conv(void)
 	case DT_KERN_LIB_ONEDNN:
 		return 1;
 	default:
-		/* measured: bench/README, "Kernels" */
 		if (!dt_cpu_has(DT_CPU_AVX512F))
 			return 0;
 		return dt_kern_blas_avx512() ? 2 : 1;
 	}
 }
 
+enum dt_kern_lib
+dt_kern_lib_for(enum dt_kern_lib job)
+{
+	pthread_once(&env_once, env_read);
+	return lib_env >= 0 ? (enum dt_kern_lib)lib_env : job;
+}
+
+int
+dt_kern_onednn_dense_for(enum dt_kern_lib job)
+{
+	return dt_kern_f32_rule(dt_kern_lib_for(job), 0,
+				dt_cpu_has(DT_CPU_AVX512F),
+				dt_cpu_fma512_full(NULL, 0), 0, 0, 0, 0);
+}
+
+int
+dt_kern_onednn_dense(void)
+{
+	return dt_kern_onednn_dense_for(lib_job);
+}
+
 int
 dt_kern_onednn_f32(int conv, int64_t m, int64_t n, int64_t k)
 {
-	if (!conv)
-		return dt_kern_lib() == DT_KERN_LIB_ONEDNN;
-	switch (dt_kern_onednn_conv()) {
-	case 0:
-		return 0;
-	case 1:
-		return 1;
-	default:
-		return m >= DT_KERN_ONEDNN_MIN && n >= DT_KERN_ONEDNN_MIN &&
-		       k >= DT_KERN_ONEDNN_MIN;
-	}
+	int avx512 = dt_cpu_has(DT_CPU_AVX512F);
+
+	return dt_kern_f32_rule(dt_kern_lib(), conv, avx512,
+				avx512 && dt_cpu_fma512_full(NULL, 0),
+				avx512 && conv && dt_kern_blas_avx512(), m, n,
+				k);
 }
 
 void
@@ -396,11 +434,11 @@ dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 	run(t, p, t->buf, t->buf + m * k, c);
 }
 
-void
-dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
-		     int64_t k, float alpha, const float *a, int64_t lda,
-		     const float *b, int64_t ldb, float beta, float *c,
-		     int64_t ldc)
+/* One oneDNN f32 matmul call (dt_kern_onednn_sgemm's contract). */
+static void
+onednn_call(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+	    float alpha, const float *a, int64_t lda, const float *b,
+	    int64_t ldb, float beta, float *c, int64_t ldc)
 {
 	struct bf16_thread *t = thread_state();
 	int64_t key[PRIM_KEY] = { 1, trans_a != 0, trans_b != 0, m, n, k,
@@ -412,4 +450,27 @@ dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
 		key[9] = 1;
 	}
 	run(t, lookup(t, key, alpha), a, b, c);
+}
+
+void
+dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
+		     int64_t k, float alpha, const float *a, int64_t lda,
+		     const float *b, int64_t ldb, float beta, float *c,
+		     int64_t ldc)
+{
+	if (k <= DT_KERN_ONEDNN_KCHUNK) {
+		onednn_call(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb,
+			    beta, c, ldc);
+		return;
+	}
+	/* many terms: in chunks of k, C accumulated in k's order */
+	for (int64_t k0 = 0; k0 < k; k0 += DT_KERN_ONEDNN_KCHUNK) {
+		int64_t kc = k - k0 < DT_KERN_ONEDNN_KCHUNK ?
+			     k - k0 : DT_KERN_ONEDNN_KCHUNK;
+
+		onednn_call(trans_a, trans_b, m, n, kc, alpha,
+			    trans_a ? a + k0 * lda : a + k0, lda,
+			    trans_b ? b + k0 : b + k0 * ldb, ldb,
+			    k0 == 0 ? beta : 1.0f, c, ldc);
+	}
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* kern_paths.c - the kernel seam's products and their implementations on
  * this processor, in words (kern_paths.h). In f32 the dense and attention
- * projections go to OpenBLAS, which picks its kernels from CPUID itself
- * (or OPENBLAS_CORETYPE), whatever DTRAIN_CPU says, and the convolutions
+ * projections go to oneDNN's f32 matmul where the CPU runs 512-bit FMAs
+ * at full width (dt_cpu_fma512_full), else to OpenBLAS, which picks its
+ * kernels from CPUID itself (or OPENBLAS_CORETYPE), whatever DTRAIN_CPU
+ * says, and the convolutions
  * to oneDNN's f32 matmul where the CPU has AVX-512 (beside OpenBLAS's
  * AVX-512 kernels only the large ones; parallel.kernels and
  * DTRAIN_KERNELS move either, kern.h); with train.precision: bf16 all of
@@ -58,7 +60,8 @@ lib_choice(char *buf, size_t n)
 void
 dt_kern_paths(char *buf, size_t n, const char *blas_core)
 {
-	char dense[128], conv[192], choice[128];
+	char dense[128], conv[192], choice[128], why[160];
+	int full;
 
 	if (n == 0)
 		return;
@@ -73,8 +76,8 @@ dt_kern_paths(char *buf, size_t n, const char *blas_core)
 			 "avx2+fma, f32" : "plain C, f32");
 		return;
 	}
-	f32_lib(dense, sizeof dense, dt_kern_lib() == DT_KERN_LIB_ONEDNN,
-		blas_core);
+	full = dt_cpu_fma512_full(why, sizeof why);
+	f32_lib(dense, sizeof dense, dt_kern_onednn_dense(), blas_core);
 	f32_lib(conv, sizeof conv, dt_kern_onednn_conv(), blas_core);
 	lib_choice(choice, sizeof choice);
 	if (strcmp(dense, conv) == 0)
@@ -84,8 +87,10 @@ dt_kern_paths(char *buf, size_t n, const char *blas_core)
 		snprintf(buf, n, "dense and attention projections on %s, "
 			 "convolutions on %s", dense, conv);
 	snprintf(buf + strlen(buf), n - strlen(buf), ", attention heads on "
-		 "dtrain's small kernel (%s); %s; train.precision: bf16 %s",
+		 "dtrain's small kernel (%s); %s; 512-bit FMAs %s: %s; "
+		 "train.precision: bf16 %s",
 		 dt_kern_small_simd() ? "avx2+fma" : "plain C", choice,
+		 full ? "at full width" : "not at full width", why,
 		 dt_kern_bf16_missing() != NULL ?
 		 "refused (no AVX512_BF16 or AMX-BF16)" :
 		 dt_cpu_has(DT_CPU_AMX_BF16) ? "on oneDNN (amx_bf16)" :
@@ -95,7 +100,7 @@ dt_kern_paths(char *buf, size_t n, const char *blas_core)
 void
 dt_kern_paths_say(FILE *out, const char *prefix, const char *blas_core)
 {
-	char cpu[256], paths[512];
+	char cpu[256], paths[1024];
 
 	dt_cpu_describe(cpu, sizeof cpu);
 	dt_kern_paths(paths, sizeof paths, blas_core);

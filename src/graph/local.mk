@@ -14,7 +14,8 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/pos_embedding.c src/graph/attention.c \
 	src/graph/flash.c src/graph/flash.h \
 	src/graph/recompute.c src/graph/recompute.h \
-	src/graph/init.c src/graph/init.h src/graph/tied.c
+	src/graph/init.c src/graph/init.h src/graph/tied.c \
+	src/graph/products.c
 
 # The finite-difference rig every layer suite links, and the registry test
 # that holds the types it checked against DT_LAYER_TYPES; it reads what the

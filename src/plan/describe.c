@@ -12,6 +12,7 @@
 #include "ckpt/ckpt.h"
 #include "comm/ps.h"
 #include "graph/graph.h"
+#include "graph/kern.h"
 #include "graph/layer.h"
 #include "plan/sync_plan.h"
 #include "util/alloc.h"
@@ -39,6 +40,8 @@ struct stage_plan {
 	int64_t tp_floats;		/* per sample, summed in the tensor
 					 * group */
 	struct json_object *memory;	/* of one of its ranks */
+	int64_t kern_shapes;		/* oneDNN primitives; 0: none */
+	int64_t kern_bytes;		/* their memory and the library's */
 	int64_t total;			/* bytes, of one of its ranks */
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
 	bool ckpt;			/* the job writes checkpoints */
@@ -74,6 +77,52 @@ wire_word(const struct dt_sync_plan *sync)
 	if (sync->wire == DT_GRAD_WIRE_BF16)
 		return "bf16";
 	return sync->wire_bytes == 8 ? "f64" : "f32";
+}
+
+/* The samples of the evaluation's last, partial micro-batch on the first
+ * data-parallel replica (train/eval.c: whole micro-batches over its share
+ * of the eval set, bounded by eval.max_batches), 0 where it has none;
+ * where the eval set's size is not known yet (the run's check before
+ * allocation, before the data is read), one of micro_batch - 1 samples:
+ * a tail's shapes are as many whatever its size. */
+static int64_t
+eval_tail(const struct dt_job *job, const struct dt_plan *plan)
+{
+	int64_t n = plan->data.n_eval, max = job->eval.max_batches;
+
+	if (n < 0)
+		return plan->micro_batch - 1;
+	if (n == 0 || plan->micro_batch <= 0)
+		return 0;
+	if (max > 0 && max <= n / plan->global_batch)
+		n = max * plan->global_batch;
+	return n / plan->dp_size % plan->micro_batch;
+}
+
+/* oneDNN's own memory on a rank of stage si (doc/DESIGN.md, "oneDNN's
+ * own memory"): none where its products go to OpenBLAS; else the
+ * library's pages and first allocations, and for each distinct shape of
+ * product the stage makes (dt_model_product_shapes) its primitive. The
+ * choice is the run's: train.precision bf16 (its products always on
+ * oneDNN), or the f32 dense products on oneDNN by parallel.kernels,
+ * DTRAIN_KERNELS and the CPU (dt_kern_onednn_dense_for). */
+static void
+kernels_runtime(const struct dt_job *job, const struct dt_plan *plan,
+		struct stage_plan *sp)
+{
+	int bf16 = job->train.precision == DT_PRECISION_BF16;
+	int64_t batches[2] = { plan->micro_batch, eval_tail(job, plan) };
+
+	sp->kern_shapes = sp->kern_bytes = 0;
+	if (!bf16 && !dt_kern_onednn_dense_for(
+		    (enum dt_kern_lib)job->parallel.kernels))
+		return;
+	sp->kern_shapes = dt_model_product_shapes(
+		plan->shapes, sp->si->first_node, sp->si->last_node, batches,
+		2, plan->blas_threads, dt_kern_gemm_align(), !bf16,
+		sp->sync->overlap);
+	sp->kern_bytes = DT_PLAN_ONEDNN_BYTES +
+			 sp->kern_shapes * DT_PLAN_ONEDNN_SHAPE_BYTES;
 }
 
 /* One stage's memory and bytes per step, for a rank of it (every rank of
@@ -168,8 +217,12 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
 	ADD(mem, "runtime", json_object_new_int64(DT_PLAN_RUNTIME_BYTES));
+	if (sp->kern_bytes > 0)
+		ADD(mem, "kernels_runtime",
+		    json_object_new_int64(sp->kern_bytes));
 	sp->total = (resident + grads + whole) * 4 + opt + y->accumulator_bytes +
-		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES;
+		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES +
+		    sp->kern_bytes;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
@@ -708,6 +761,7 @@ dt_plan_describe(const struct dt_job *job, const struct dt_plan *plan)
 		sp[s].ckpt_gathered = sp[s].ckpt && !sharded;
 		sp[s].tp_floats = dt_model_tp_floats_per_sample(
 			model, sp[s].si->first_node, sp[s].si->last_node);
+		kernels_runtime(job, plan, &sp[s]);
 		plan_stage(plan, dataset, loader, &sp[s]);
 		if (sp[s].total > sp[busiest].total)
 			busiest = s;
@@ -833,6 +887,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 					       "sum_buffers", "params_gather",
 					       "activations", "dataset",
 					       "loader", "runtime",
+					       "kernels_runtime",
 					       "checkpoint_gather", "total" };
 	char b[32];
 
@@ -844,6 +899,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
 		     strcmp(memkeys[i], "sum_buffers") == 0 ||
 		     strcmp(memkeys[i], "params_gather") == 0 ||
+		     strcmp(memkeys[i], "kernels_runtime") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)
 			continue;

@@ -314,6 +314,19 @@ struct dt_model;
  * total compares with the rank's measured peak. */
 #define DT_PLAN_RUNTIME_BYTES ((int64_t)30 << 20)
 
+/* oneDNN's own resident memory where a rank's products run on it (the
+ * f32 dense products where kern.h's rule sends them there, or
+ * train.precision bf16): the plan's "kernels_runtime", DT_PLAN_ONEDNN_BYTES
+ * and DT_PLAN_ONEDNN_SHAPE_BYTES for each distinct shape of product
+ * (dt_model_product_shapes; one matmul primitive each, with its JIT
+ * code, kept for the run). Measured on this Zen 5 (Debian 12, oneDNN
+ * 2.6.3, 2026-12-07; doc/DESIGN.md, "oneDNN's own memory") as the peak
+ * resident memory of a run with DTRAIN_KERNELS=onednn less that of the
+ * same run with DTRAIN_KERNELS=openblas, fitted over the shipped jobs'
+ * layouts. */
+#define DT_PLAN_ONEDNN_BYTES ((int64_t)2 << 20)
+#define DT_PLAN_ONEDNN_SHAPE_BYTES ((int64_t)424 << 10)
+
 /* What plan --dry-run reports, for plan (built by dt_plan_build, whose
  * desc it fills): the process grid, the batch arithmetic, per layer
  * (graph node) its output shape, parameters and forward/backward FLOPs

@@ -45,6 +45,8 @@ static struct {
 	const char *env;	/* DTRAIN_CPU, NULL when unset or empty */
 	int env_bad;		/* DTRAIN_CPU names no kind */
 	char brand[49];		/* CPUID's brand string, "" where none */
+	enum dt_cpu_vendor vendor;
+	unsigned family, model;	/* leaf 1's, extended parts added */
 } cpu;
 static pthread_once_t cpu_once = PTHREAD_ONCE_INIT;
 
@@ -105,7 +107,39 @@ read_brand(char *out)
 	for (n = strlen(out); n > 0 && out[n - 1] == ' '; n--)
 		out[n - 1] = '\0';
 }
+
+/* Vendor, family and model from leaves 0 and 1 (Intel's SDM vol. 2A,
+ * "CPUID", EAX of leaf 1: the extended family is added where the family
+ * is 0Fh, the extended model is the high nibble where the family is 06h
+ * or 0Fh; AMD's APM vol. 3 the same for 0Fh). */
+static void
+read_id(void)
+{
+	unsigned a, b, c, d, fam, mod;
+
+	if (!__get_cpuid(0, &a, &b, &c, &d))
+		return;
+	if (b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu)
+		cpu.vendor = DT_CPU_VENDOR_INTEL;	/* GenuineIntel */
+	else if (b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u)
+		cpu.vendor = DT_CPU_VENDOR_AMD;		/* AuthenticAMD */
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return;
+	fam = (a >> 8) & 0xfu;
+	mod = (a >> 4) & 0xfu;
+	if (fam == 0xfu || fam == 0x6u)
+		mod |= ((a >> 16) & 0xfu) << 4;
+	if (fam == 0xfu)
+		fam += (a >> 20) & 0xffu;
+	cpu.family = fam;
+	cpu.model = mod;
+}
 #else
+static void
+read_id(void)
+{
+}
+
 static unsigned
 detect(void)
 {
@@ -144,6 +178,7 @@ init(void)
 
 	cpu.detected = detect();
 	read_brand(cpu.brand);
+	read_id();
 	if (e != NULL && *e != '\0') {
 		size_t k;
 
@@ -216,4 +251,50 @@ dt_cpu_describe(char *buf, size_t n)
 		append(buf, n, " no avx2, fma or avx512f");
 	if (cpu.brand[0] != '\0')
 		append(buf, n, "; %s", cpu.brand);
+}
+
+int
+dt_cpu_fma512_rule(const struct dt_cpu_id *id, char *buf, size_t n)
+{
+	const char *why;
+	int full = 0;
+
+	if (n > 0)
+		buf[0] = '\0';
+	if (!(id->sets & DT_CPU_AVX512F)) {
+		why = "no AVX-512F";
+	} else if (id->sets & DT_CPU_AMX_BF16) {
+		why = "AMX-BF16: two 512-bit FMA ports a core";
+		full = 1;
+	} else if (id->vendor == DT_CPU_VENDOR_AMD && id->family == 0x1a &&
+		   (id->model <= 0x1f ||
+		    (id->model >= 0x40 && id->model <= 0x4f))) {
+		why = "Zen 5 with a 512-bit FPU datapath";
+		full = 1;
+	} else if (id->vendor == DT_CPU_VENDOR_AMD && id->family == 0x19) {
+		why = "Zen 4: AVX-512 on 256-bit units";
+	} else {
+		why = "not known by CPUID to run 512-bit FMAs at full width";
+	}
+	if (n > 0) {
+		append(buf, n, "%s", why);
+		if (id->vendor != DT_CPU_VENDOR_OTHER)
+			append(buf, n, " (%s family %02Xh model %02Xh)",
+			       id->vendor == DT_CPU_VENDOR_AMD ? "AMD" :
+			       "Intel", id->family, id->model);
+	}
+	return full;
+}
+
+int
+dt_cpu_fma512_full(char *buf, size_t n)
+{
+	struct dt_cpu_id id;
+
+	pthread_once(&cpu_once, init);
+	id.vendor = cpu.vendor;
+	id.family = cpu.family;
+	id.model = cpu.model;
+	id.sets = cpu.allowed;
+	return dt_cpu_fma512_rule(&id, buf, n);
 }

@@ -47,4 +47,35 @@ const char *dt_cpu_kind_name(enum dt_cpu_kind kind);
  * fails. */
 void dt_cpu_describe(char *buf, size_t n);
 
+/* What CPUID says of a processor, for dt_cpu_fma512_rule. */
+enum dt_cpu_vendor {
+	DT_CPU_VENDOR_OTHER = 0,
+	DT_CPU_VENDOR_INTEL,
+	DT_CPU_VENDOR_AMD,
+};
+struct dt_cpu_id {
+	enum dt_cpu_vendor vendor;
+	unsigned family;	/* leaf 1's family, the extended one added */
+	unsigned model;		/* leaf 1's model, the extended one above */
+	unsigned sets;		/* DT_CPU_* bits allowed */
+};
+
+/* Whether a processor executes 512-bit fused multiply-adds at full width
+ * (twice the f32 FLOPs of AVX2 a cycle), by CPUID alone, and in buf (n
+ * bytes, cut to fit) why, as one phrase. Yes: AVX-512F allowed and either
+ * AMX-BF16 (Intel's Sapphire Rapids and later Xeons, two 512-bit FMA
+ * ports a core) or AMD family 1Ah (Zen 5) models 00h-1Fh (Turin, Turin
+ * Dense) or 40h-4Fh (Granite Ridge), whose FPU has a 512-bit datapath
+ * (AMD's Zen 5 software optimization guide, 58455). No for every other
+ * processor: AMD family 19h (Zen 4) runs AVX-512 on 256-bit units, the
+ * mobile Zen 5 parts (Strix Point, Krackan) likewise, and Intel's earlier
+ * AVX-512 parts have one or two 512-bit FMA ports by SKU, which CPUID
+ * does not tell; no is the safe answer (dtrain's older default).
+ * Pure: for tests. */
+int dt_cpu_fma512_rule(const struct dt_cpu_id *id, char *buf, size_t n);
+
+/* dt_cpu_fma512_rule for this processor as DTRAIN_CPU leaves it (no
+ * where it takes AVX-512F away). buf may be NULL when n is 0. */
+int dt_cpu_fma512_full(char *buf, size_t n);
+
 #endif

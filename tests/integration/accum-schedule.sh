@@ -205,7 +205,12 @@ def need(f):
     m = p["memory_per_rank"]
     return m["total"] - m["runtime"] - m["dataset"] - 8 * p["data"]["train_samples"]
 a, b = need(sys.argv[1]), need(sys.argv[2])
-assert b > a * 1.2, (a, b)
+# oneDNN's kernels_runtime, where the products run there, is the same
+# under both schedules (the same shapes): the 1.2 is of the rest.
+k = [json.load(open(f))["memory_per_rank"].get("kernels_runtime", 0)
+     for f in sys.argv[1:3]]
+assert k[0] == k[1], k
+assert b - k[1] > (a - k[0]) * 1.2, (a, b, k)
 print(a + b)
 PY
 )

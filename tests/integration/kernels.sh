@@ -5,7 +5,9 @@
 # the run takes that path. Under auto on a CPU with AVX-512 (as
 # DTRAIN_CPU leaves it) the convolutions go to oneDNN's f32 matmul (the
 # large ones only, beside OpenBLAS's AVX-512 kernels) and the dense
-# products to OpenBLAS; DTRAIN_CPU=avx2 sends everything to
+# products to oneDNN too where the CPU runs 512-bit FMAs at full width
+# (worked out here from /proc/cpuinfo: AMX-BF16, or AMD family 26 models
+# 0-31 and 64-79), to OpenBLAS elsewhere; DTRAIN_CPU=avx2 sends everything to
 # OpenBLAS; DTRAIN_KERNELS=openblas and onednn force one library and win
 # over the job key; a word that names no path is ignored and said so.
 # On such a CPU, 4 steps of the shipped CNN: auto gives the same losses
@@ -51,6 +53,23 @@ if ! has avx512f; then
 	echo "SKIP: no AVX-512: auto takes OpenBLAS for every product"
 	prod DTRAIN_KERNELS= | grep -q "$ALL_BLAS" || fail "auto without AVX-512"
 	exit 77
+fi
+# 512-bit FMAs at full width, by /proc/cpuinfo
+full=0
+has amx_bf16 && full=1
+fam=$(sed -n 's/^cpu family[[:space:]]*: //p;' /proc/cpuinfo | head -1)
+mod=$(sed -n 's/^model[[:space:]]*: //p;' /proc/cpuinfo | head -1)
+if grep -q '^vendor_id.*AuthenticAMD' /proc/cpuinfo && [ "$fam" = 26 ] &&
+	{ [ "$mod" -le 31 ] || { [ "$mod" -ge 64 ] && [ "$mod" -le 79 ]; }; }; then
+	full=1
+fi
+if [ $full = 1 ]; then
+	SPLIT="$ALL_DNN (avx512_core"
+	prod DTRAIN_KERNELS= | grep -q "$SPLIT.*512-bit FMAs at full width: " ||
+		fail "auto, full width: $(prod DTRAIN_KERNELS=)"
+else
+	prod DTRAIN_KERNELS= | grep -q "512-bit FMAs not at full width: " ||
+		fail "auto, half width: $(prod DTRAIN_KERNELS=)"
 fi
 prod DTRAIN_KERNELS= | grep -q "$SPLIT.*parallel.kernels: auto;" ||
 	fail "auto: $(prod DTRAIN_KERNELS=)"

@@ -138,9 +138,32 @@ for z in range(4):
     want = {0: [0] * 4, 3: [8 * 2**20] + [4 * 2**20] * 3}
     assert got == want.get(z, [4 * 2**20, 0, 0, 0]), (z, got)
     if z == 3:
-        assert p["ranks"][0]["memory"]["total"] == 3292925728, p["ranks"][0]
+        m = p["ranks"][0]["memory"]
+        assert m["total"] == 3292925728 + m.get("kernels_runtime", 0), m
 PY
-grep -q '^memory of rank 0 (it collects the optimizer state for a checkpoint): .*checkpoint_gather 8.00 MiB, total 3.07 GiB$' plan-3-gz.txt ||
+# Where the dense products run on oneDNN (CPUID, DTRAIN_KERNELS), the
+# plan adds its primitives' memory: 2 MiB and 424 KiB for each of 22
+# distinct product shapes, counted by hand for this job (micro-batch 1,
+# 1024 rows, one thread, no overlap, no evaluation tail: 23 samples over
+# 4 replicas of micro-batch 1; 256-term chunks): an attention's 8 (qkv
+# and proj forward with bias, 1 each; proj dW 1, dX 2 for its first
+# chunk's beta 0 and the others' 1; qkv dW 1, dX 2), fc's 4 and proj's 4
+# (forward 1, dW 1, dX 2), the head's 6 (no bias: forward 2, dW 1, dX 3
+# with its last chunk of 81 terms), the same for every block: 11649024
+# bytes, 11.11 MiB, and the total 3292925728 + 11649024 = 3304574752
+# bytes, 3.08 GiB.
+if "$PYTHON" -c 'import json, sys; m = json.load(open("plan-3-gz.json"))["ranks"][0]["memory"]; sys.exit("kernels_runtime" not in m)'; then
+	"$PYTHON" - <<'PY' || fail "zero 3, gathered: kernels_runtime"
+import json
+m = json.load(open("plan-3-gz.json"))["ranks"][0]["memory"]
+assert m["kernels_runtime"] == (2 << 20) + 22 * (424 << 10) == 11649024, m
+assert m["total"] == 3292925728 + 11649024, m
+PY
+	line='kernels_runtime 11.11 MiB, checkpoint_gather 8.00 MiB, total 3.08 GiB'
+else
+	line='runtime 30.00 MiB, checkpoint_gather 8.00 MiB, total 3.07 GiB'
+fi
+grep -q "^memory of rank 0 (it collects the optimizer state for a checkpoint): .*$line\$" plan-3-gz.txt ||
 	{ cat plan-3-gz.txt >&2; fail "zero 3, gathered: rank 0's line"; }
 for f in plan-0.txt plan-3.txt plan-0-gz.txt; do
 	! grep -q '^memory of rank 0' $f || fail "$f: a line for rank 0"

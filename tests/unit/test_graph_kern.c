@@ -752,7 +752,9 @@ END_TEST
  * within one rounding; run again and on another thread, the same bits;
  * dt_kern_conv_sgemm gives oneDNN's bits under parallel.kernels: onednn,
  * OpenBLAS's under openblas; under auto the dense products go to
- * OpenBLAS, the convolution's to oneDNN on a CPU with AVX-512 (as
+ * oneDNN where dt_cpu_fma512_full says the CPU runs 512-bit FMAs at full
+ * width, else to OpenBLAS, the convolution's to oneDNN on a CPU with
+ * AVX-512 (as
  * DTRAIN_CPU leaves it), but for those of 9 terms where OpenBLAS runs
  * its AVX-512 kernels (skipped where DTRAIN_KERNELS is set, which
  * wins). */
@@ -842,7 +844,11 @@ START_TEST(test_sgemm_onednn_f32)
 			ck_assert(memcmp(c2 + i * LDC, c + i * LDC,
 					 N * sizeof *c) == 0);
 		dt_kern_set_lib(DT_KERN_LIB_AUTO);
-		ck_assert_int_eq(dt_kern_onednn_f32(0, M, N, K), 0);
+		ck_assert_int_eq(dt_kern_onednn_f32(0, M, N, K),
+				 dt_cpu_has(DT_CPU_AVX512F) &&
+				 dt_cpu_fma512_full(NULL, 0));
+		ck_assert_int_eq(dt_kern_onednn_dense(),
+				 dt_kern_onednn_f32(0, M, N, K));
 		ck_assert_int_eq(dt_kern_onednn_f32(1, M, N, K),
 				 dt_cpu_has(DT_CPU_AVX512F));
 		/* the CNN's first layer: 9 terms */
@@ -856,6 +862,112 @@ START_TEST(test_sgemm_onednn_f32)
 	free(c);
 	free(c2);
 	free(cb);
+}
+END_TEST
+
+/* dt_cpu_fma512_rule on the CPUID of known processors: AVX-512F and
+ * AMD family 1Ah (Zen 5) models 00h-1Fh (Turin, this machine's 02h, and
+ * Turin Dense) and 40h-4Fh (Granite Ridge), or AMX-BF16 (Intel's
+ * Sapphire Rapids, family 6 model 8Fh), run 512-bit FMAs at full width;
+ * Zen 4 (19h, Genoa 11h), the mobile Zen 5 (Strix Point 24h, Krackan
+ * 60h), Skylake-SP (6, 55h) and a Zen 5 with AVX-512F taken away
+ * (DTRAIN_CPU=avx2) do not, nor an unknown vendor; the phrase names the
+ * reason and the family and model in hex. */
+START_TEST(test_fma512_rule)
+{
+	const unsigned z5 = DT_CPU_AVX2 | DT_CPU_FMA | DT_CPU_AVX512F |
+			    DT_CPU_AVX512_BF16;
+	static const struct {
+		struct dt_cpu_id id;
+		int full;
+		const char *why;
+	} cases[] = {
+		{ { DT_CPU_VENDOR_AMD, 0x1a, 0x02, 0 }, 1,
+		  "Zen 5 with a 512-bit FPU datapath (AMD family 1Ah model "
+		  "02h)" },
+		{ { DT_CPU_VENDOR_AMD, 0x1a, 0x11, 0 }, 1, NULL },
+		{ { DT_CPU_VENDOR_AMD, 0x1a, 0x44, 0 }, 1, NULL },
+		{ { DT_CPU_VENDOR_AMD, 0x1a, 0x24, 0 }, 0,
+		  "not known by CPUID to run 512-bit FMAs at full width "
+		  "(AMD family 1Ah model 24h)" },
+		{ { DT_CPU_VENDOR_AMD, 0x1a, 0x60, 0 }, 0, NULL },
+		{ { DT_CPU_VENDOR_AMD, 0x19, 0x11, 0 }, 0,
+		  "Zen 4: AVX-512 on 256-bit units (AMD family 19h model "
+		  "11h)" },
+		{ { DT_CPU_VENDOR_INTEL, 0x6, 0x55, 0 }, 0, NULL },
+		{ { DT_CPU_VENDOR_OTHER, 0x1a, 0x02, 0 }, 0,
+		  "not known by CPUID to run 512-bit FMAs at full width" },
+	};
+	char why[160];
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct dt_cpu_id id = cases[i].id;
+
+		id.sets = z5;
+		ck_assert_int_eq(dt_cpu_fma512_rule(&id, why, sizeof why),
+				 cases[i].full);
+		if (cases[i].why != NULL)
+			ck_assert_str_eq(why, cases[i].why);
+		/* DTRAIN_CPU=avx2 takes AVX-512F away: never */
+		id.sets = DT_CPU_AVX2 | DT_CPU_FMA;
+		ck_assert_int_eq(dt_cpu_fma512_rule(&id, why, sizeof why), 0);
+		ck_assert(strncmp(why, "no AVX-512F", 11) == 0);
+	}
+	{
+		struct dt_cpu_id spr = { DT_CPU_VENDOR_INTEL, 0x6, 0x8f,
+					 z5 | DT_CPU_AMX_BF16 };
+
+		ck_assert_int_eq(dt_cpu_fma512_rule(&spr, why, sizeof why), 1);
+		ck_assert_str_eq(why, "AMX-BF16: two 512-bit FMA ports a core "
+				 "(Intel family 06h model 8Fh)");
+		/* cut to fit, never past the buffer */
+		ck_assert_int_eq(dt_cpu_fma512_rule(&spr, why, 8), 1);
+		ck_assert_str_eq(why, "AMX-BF1");
+	}
+}
+END_TEST
+
+/* dt_kern_f32_rule, parallel.kernels: auto on each kind of CPU: the
+ * dense products (class 0) on oneDNN only with AVX-512F and full-width
+ * 512-bit FMAs; the convolution's (class 1) on oneDNN with AVX-512F,
+ * where OpenBLAS runs AVX-512 kernels only at 32 or more in every
+ * dimension; openblas and onednn take every product whatever the CPU. */
+START_TEST(test_f32_rule)
+{
+	static const struct {
+		enum dt_kern_lib lib;
+		int conv, avx512, fma512, blas512;
+		int64_t m, n, k;
+		int dnn;
+	} cases[] = {
+		/* Zen 5 (full width), OpenBLAS on Haswell kernels */
+		{ DT_KERN_LIB_AUTO, 0, 1, 1, 0, 96, 512, 784, 1 },
+		{ DT_KERN_LIB_AUTO, 0, 1, 1, 0, 768, 3072, 1024, 1 },
+		{ DT_KERN_LIB_AUTO, 1, 1, 1, 0, 32, 1568, 9, 1 },
+		/* Zen 4 (half width) */
+		{ DT_KERN_LIB_AUTO, 0, 1, 0, 0, 96, 512, 784, 0 },
+		{ DT_KERN_LIB_AUTO, 1, 1, 0, 0, 32, 1568, 9, 1 },
+		/* OpenBLAS on its AVX-512 kernels: the 9-term ones stay */
+		{ DT_KERN_LIB_AUTO, 1, 1, 1, 1, 32, 1568, 9, 0 },
+		{ DT_KERN_LIB_AUTO, 1, 1, 0, 1, 64, 392, 288, 1 },
+		{ DT_KERN_LIB_AUTO, 0, 1, 1, 1, 64, 392, 288, 1 },
+		/* AVX2 only (or DTRAIN_CPU=avx2) */
+		{ DT_KERN_LIB_AUTO, 0, 0, 0, 0, 96, 512, 784, 0 },
+		{ DT_KERN_LIB_AUTO, 1, 0, 0, 0, 64, 392, 288, 0 },
+		/* forced */
+		{ DT_KERN_LIB_OPENBLAS, 0, 1, 1, 0, 96, 512, 784, 0 },
+		{ DT_KERN_LIB_OPENBLAS, 1, 1, 1, 0, 64, 392, 288, 0 },
+		{ DT_KERN_LIB_ONEDNN, 0, 0, 0, 0, 96, 512, 784, 1 },
+		{ DT_KERN_LIB_ONEDNN, 1, 0, 0, 1, 32, 1568, 9, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		ck_assert_msg(dt_kern_f32_rule(cases[i].lib, cases[i].conv,
+					       cases[i].avx512,
+					       cases[i].fma512,
+					       cases[i].blas512, cases[i].m,
+					       cases[i].n, cases[i].k) ==
+			      cases[i].dnn, "case %zu", i);
 }
 END_TEST
 
@@ -1022,6 +1134,8 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_small_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	tcase_add_test(tc, test_sgemm_progress);
+	tcase_add_test(tc, test_fma512_rule);
+	tcase_add_test(tc, test_f32_rule);
 	tcase_add_loop_test(tc, test_sgemm_ld, 0, 4);
 	suite_add_tcase(s, tc);
 	return s;
