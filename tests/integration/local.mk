@@ -103,7 +103,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tp-ckpt.sh \
 	tests/integration/zero-tp.sh \
 	tests/integration/tp-gpt.sh \
-	tests/integration/zero3-bn-ckpt.sh
+	tests/integration/zero3-bn-ckpt.sh \
+	tests/integration/tp-uneven-ckpt.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
