@@ -24,9 +24,10 @@
  *   and get no gradient), dq = ds k, dk = ds^T q; then dqkv_weight +=
  *   x^T dqkv and dx = dqkv qkv_weight^T.
  * The products go through the kernel seam (kern.h): the projections
- * through dt_kern_par_sgemm (OpenBLAS, split by rows over the pool), the
- * per-head ones through dt_kern_sgemm_small (dtrain's own kernel, no
- * library call for each of a micro-batch's thousands of small products);
+ * through dt_kern_par_sgemm (OpenBLAS or oneDNN, split by rows over the
+ * pool), the per-head ones through dt_kern_sgemm_small (dtrain's own
+ * kernel, no library call for each of a micro-batch's thousands of
+ * small products);
  * the softmax and its Jacobian product through its vectorised loops. Under the causal mask
  * the per-head products run in tiles of ATTN_TILE rows (or, for dv and
  * dk, columns) that leave out the blocks above the diagonal: at T = 64,

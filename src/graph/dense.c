@@ -6,7 +6,7 @@
  * mapped to `units` (tokens through a projection, (T, C) -> (T, units));
  * any other input is flattened per sample, so a (B, 28, 28) batch is read
  * as (B, 784) (graph.h). A whole micro-batch goes through one sgemm
- * each way (OpenBLAS), with R = B * rows:
+ * each way (OpenBLAS, or oneDNN where kern.h sends it), with R = B * rows:
  *   forward   Y(R,out) = X(R,in) W(in,out) + b
  *   backward  dW(in,out) += X^T dY   (beta = 1: accumulates micro-batches)
  *             db(out)    += column sums of dY
@@ -47,8 +47,9 @@
  * over s for a column layer (a row layer adds the whole bias); under the
  * vocabulary split the largest share's, ceil(out/s) classes.
  * With the node's tp_own (dt_model_tp_own_slices) the split tensors are
- * this rank's blocks: a column layer's W[:,cols] a contiguous (in, out/s)
- * block read with ld = out/s and b[cols] its own (out/s), a row layer's
+ * this rank's blocks: a column layer's W[:,cols] a contiguous (in, len)
+ * block read with ld = len and b[cols] its own (len), len = out/s (or
+ * the rank's vocabulary share, dt_tp_vocab_share), a row layer's
  * W[rows,:] its (in/s, out) rows; the same products with another
  * leading dimension, whose bits do not depend on it (test_graph_kern.c,
  * test_sgemm_ld). */

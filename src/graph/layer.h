@@ -109,7 +109,9 @@ void dt_param_init_normal(struct dt_param_tensor *pt, float std,
 /* Tensor parallelism (Megatron-LM: Shoeybi et al., "Megatron-LM: Training
  * Multi-Billion Parameter Language Models Using Model Parallelism", 2019).
  * Every rank of a tensor-parallel group holds the whole parameter arena
- * (identical bits on each); a split node computes only its rank's share:
+ * (identical bits on each) unless the model owns its slices
+ * (dt_model_tp_own_slices: then each split tensor is the rank's block,
+ * dt_node_tp_block); a split node computes only its rank's share:
  *   DT_TP_COLUMN  a dense layer's output columns [rank*out/size, ...):
  *                 forward writes those columns of n->out (the others 0),
  *                 backward adds dW and db of those columns only and its

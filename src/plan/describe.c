@@ -516,7 +516,8 @@ describe_ring(const struct dt_plan *plan, struct json_object *comm)
 /* At parallel.zero 1 to 3, where checkpoints are gathered (in shards
  * each rank writes its own part), what a summing rank holds beside its
  * own part while a checkpoint is written. With a pipeline or tensor
- * slices, on the first of a stage's summing ranks alone: the others'
+ * slices, on the first of a stage's summing ranks alone (with slices,
+ * of each tensor rank's summing ranks): the others'
  * parts of the optimizer state, collected into a whole copy of the
  * stage's state before a checkpoint (train/sync_zero.c, zero_collect)
  * and kept until the next update, optim_buffers x trained floats. Else
@@ -544,7 +545,9 @@ zero_collect_bytes(const struct dt_plan *plan, const struct dt_sync_plan *y,
 			 DT_CKPT_STREAM_FLOATS) * 4;
 		return (pos->dp == 0 ? piece : 0) + (y->zero >= 3 ? piece : 0);
 	}
-	if (pos->dp != 0 || pos->tp != 0)
+	/* With tensor slices each tensor rank's data-parallel ranks sum
+	 * apart, so every tensor rank's first collects its own blocks. */
+	if (pos->dp != 0 || (!plan->tp_sliced && pos->tp != 0))
 		return 0;
 	return y->optim_buffers * y->trained * 4;
 }
@@ -562,8 +565,8 @@ writes_checkpoint(const struct dt_job *job)
  * holds the whole model while it writes a checkpoint of a model
  * cut into stages or tensor slices (train/gather.c): the parameters and
  * optimizer state gathered from every stage into a copy of their own,
- * on top of its stage's memory (a tensor-parallel rank holds its
- * stage's tensors whole, and copies them all the same); with
+ * on top of its stage's memory (a tensor-parallel rank holding its
+ * blocks or, unsliced, whole tensors copies the whole model the same); with
  * parallel.zero it also holds its stage's whole optimizer state,
  * collected (zero_collect_bytes: `collect` bytes). A new object. */
 static struct json_object *

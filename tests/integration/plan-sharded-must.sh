@@ -9,7 +9,7 @@
 # model.recompute: blocks of at most 0.25 x none's (0.215: the loss works
 # in place over the head's logits, so the head keeps one (T, V) buffer,
 # not three; before, 0.344 and this test failed). The third part, tensor
-# parallelism, does not hold yet: tests/integration/plan-tp-must.sh.
+# parallelism, is tests/integration/plan-tp-must.sh.
 . "${top_srcdir}/tests/integration/lib.sh"
 [ -f /usr/share/games/fortunes/cookie ] ||
 	{ echo "SKIP: fortunes missing (apt-get install fortunes)"; exit 77; }

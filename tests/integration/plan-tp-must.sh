@@ -14,7 +14,7 @@
 # and recompute are tests/integration/plan-sharded-must.sh.
 # A plan that does not run or has no figures exits 99 (a hard error).
 . "${top_srcdir}/tests/integration/lib.sh"
-# hard MSG: an error that is not the expected failure.
+# hard MSG: an error in the plan itself, not the ratio.
 hard() {
 	echo "ERROR: $*" >&2
 	exit 99

@@ -150,6 +150,11 @@ PY
 # same loss lines and bytes.
 for z in 0 2; do
 	# shellcheck disable=SC2086
+	"$DTRAIN" plan --dry-run --json -n 4 \
+		"$top_srcdir/jobs/fashion-mnist-cnn.yaml" $PT \
+		--set parallel.overlap=false --set parallel.zero=$z \
+		>cnn-z$z.plan || fail "cnn z$z: plan"
+	# shellcheck disable=SC2086
 	mpi 4 "$DTRAIN" run -q --run-dir cnn-z$z \
 		"$top_srcdir/jobs/fashion-mnist-cnn.yaml" $PT \
 		--set train.steps=3 --set log.every_steps=1 \
@@ -159,6 +164,14 @@ for z in 0 2; do
 	losses cnn-z$z >cnn-z$z.losses
 	export_of cnn-z$z cnn-z$z.st
 done
+# zero 0 must be the sliced side and zero 2 the whole one, or this
+# compares whole tensors with whole tensors.
+"$PYTHON" - <<'PY' || fail "cnn pp 2 x tp 2: zero 0 sliced, zero 2 whole"
+import json
+s = [json.load(open("cnn-z%d.plan" % z))["tensor_split"]["slices"]
+     for z in (0, 2)]
+assert s == [True, False], s
+PY
 [ "$(wc -l <cnn-z0.losses)" -eq 3 ] || fail "cnn: not 3 loss lines"
 cmp cnn-z0.losses cnn-z2.losses || fail "cnn pp 2 x tp 2: slices' losses differ from whole tensors'"
 cmp cnn-z0.st cnn-z2.st || fail "cnn pp 2 x tp 2: slices' parameters differ from whole tensors'"

@@ -105,6 +105,7 @@ p = json.load(open("sliced.json"))["ranks"]
 one = json.load(open("one.json"))["ranks"][0]["memory"]
 a = json.load(open("tp2/summary.json"))["ranks"]
 b = json.load(open("one/summary.json"))["ranks"][0]
+checked = 0
 for x in a:
     r = x["rank"]
     m = p[r]["memory"]
@@ -112,6 +113,7 @@ for x in a:
     # (checkpoint_gather): its peak is the one rank's; rank 1's is not.
     if m.get("checkpoint_gather", 0) > 0:
         continue
+    checked += 1
     print("rank %d: peak %.1f MiB (plan %.1f); one rank's whole tensors: "
           "plan %.1f MiB, peak %.1f MiB"
           % (r, x["peak_resident_bytes"] / 2**20, m["total"] / 2**20,
@@ -119,6 +121,7 @@ for x in a:
     assert one["total"] - m["total"] > 8e6, (one["total"], m["total"])
     assert x["peak_resident_bytes"] < one["total"], (x, one["total"])
     assert 0.85 <= x["peak_resident_bytes"] / m["total"] <= 1.15, (x, m)
+assert checked == 1, "no rank without the checkpoint's gather was checked"
 PY
 
 # A tied head: no slices (the trainer keeps a tied head whole).
