@@ -176,6 +176,8 @@ recv_blocks(struct dt_run *r, struct dt_full *f, const struct dt_stage_info *si,
 		split = dt_model_tensor_tp_block(f->shapes, t, q, &b);
 		n = split ? dt_tp_block_floats(&b) : wi.size;
 		for (int k = -1; k < f->n_bufs && st == DT_OK; k++) {
+			/* (wi.size): tensor t, of the parameters or of
+			 * optimizer buffer k */
 			float *whole = k < 0 ? f->params + wi.offset :
 				       f->bufs[k] + wi.offset;
 
@@ -230,7 +232,7 @@ gather_blocks(struct dt_run *r, struct dt_full *f, struct dt_error *err)
 {
 	const struct dt_plan *p = &r->plan;
 	enum dt_status st = DT_OK;
-	float *tmp = NULL;
+	float *tmp = NULL;	/* (the largest tensor + 1), rank 0's */
 
 	if (r->rank == 0) {
 		int64_t most = 0;

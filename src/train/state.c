@@ -624,7 +624,8 @@ shard_write_mine(struct dt_run *r, const char *tmp,
 {
 	struct tensors pt;
 	struct dt_ckpt_tensor *t;
-	float *copy = NULL;	/* untrained tensors from the first rank */
+	float *copy = NULL;	/* (the untrained floats sent here): the
+				 * first rank's untrained tensors */
 	char names[4][128], file[64];
 	size_t n_p, n_o;
 	enum dt_status st = DT_OK;

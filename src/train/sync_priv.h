@@ -133,10 +133,10 @@ struct dt_grad_sync {
 					 * sq_have */
 	unsigned char *sq_have;		/* (n_tensors) */
 	struct dt_tie_sum *tie;		/* tied weights, or NULL */
-	float *tp_whole;		/* tensor rank 0 with cfg.tp_norms:
-					 * (the largest split tensor) the
-					 * tensor whose norm it takes */
-	float *tp_blk;			/* and (its largest block) one
+	float *tp_whole;		/* (the largest split tensor):
+					 * tensor rank 0 with cfg.tp_norms,
+					 * the tensor whose norm it takes */
+	float *tp_blk;			/* (its largest block): one
 					 * received block */
 };
 
