@@ -14,7 +14,9 @@
 # micro-batch in every run) data-parallel over 4 ranks with
 # parallel.hierarchical on, off and auto says which sum it used and gives
 # the losses of one rank, to the tolerance layouts.sh uses (0 for data
-# parallel; 1e-5 relative where a layer is tensor-split).
+# parallel; 1e-5 relative where a layer is tensor-split); at 2
+# data-parallel x 2 tensor-parallel ranks, whose tensor slices sum over
+# one rank on each host, the sum is flat.
 . "${top_srcdir}/tests/cluster/lib.sh"
 need_fmnist
 PROBE=$(dirname "$DTRAIN")/tests/cluster/hier_probe
@@ -104,7 +106,7 @@ hrun() {
 	cmpi 2 2 "$DTRAIN" run --run-dir "$name" "$J/$mlp.yaml" $COMMON \
 		--set parallel.hierarchical="$mode" "$@" >"$name.out" 2>&1 ||
 		{ cat "$name.out" >&2; fail "$name: exit $?"; }
-	grep -q "gradient sum over 2 hosts, at most 2 ranks on one: $says" "$name.out" ||
+	grep -q "gradient sum over 2 hosts, at most ${PER_HOST:-2 ranks} on one: $says" "$name.out" ||
 		{ cat "$name.out" >&2; fail "$name: no \"$says\" line"; }
 	compare_losses mlp-1 "$name" "$tol" >/dev/null ||
 		{ compare_losses mlp-1 "$name" "$tol" || true; fail "$name: losses differ from mlp-1 (tolerance $tol)"; }
@@ -114,6 +116,10 @@ DP4="--set train.grad_accum_steps=1"
 hrun mlp-dp4-on on hierarchical 0 $DP4
 hrun mlp-dp4-off off flat 0 $DP4
 hrun mlp-dp4-auto auto hierarchical 0 $DP4
-hrun mlp-dp2-tp2-on on hierarchical 1e-5 --set parallel.strategy=hybrid \
+# With tensor slices each tensor rank sums over its own data-parallel
+# ranks, ranks 0 and 2 (1 and 3), one on each host: nothing to sum on a
+# host first, so the sum is flat even with hierarchical on (before the
+# slices, all 4 ranks summed and the sum was hierarchical).
+PER_HOST="1 rank" hrun mlp-dp2-tp2-on on flat 1e-5 --set parallel.strategy=hybrid \
 	--set parallel.data_parallel=2 --set parallel.tensor_parallel=2 \
 	--set train.grad_accum_steps=2
