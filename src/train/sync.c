@@ -762,14 +762,11 @@ dt_grad_sync_new(const struct dt_grad_sync_cfg *cfg,
 	/* The plan counts the largest tensor rank's blocks; where the
 	 * vocabulary's shares differ by a row (dt_tp_vocab_share) this rank
 	 * may hold fewer floats. Its summing ranks are of the same tensor
-	 * rank, so they cut this count into the same parts (the plan's cut,
-	 * dt_plan_sync_own, where the counts agree). */
+	 * rank, so they cut this count alike (dt_plan_sync_own's cut, of
+	 * the plan's count, where the two agree). */
 	assert((int64_t)s->n <= s->plan->trained);
 	s->workers = cfg->world;
-	if ((int64_t)s->n == s->plan->trained) {
-		dt_plan_sync_own(s->plan, dt_comm_rank(cfg->sum_comm), &lo,
-				 &hi);
-	} else {
+	{
 		size_t a, b;
 
 		dt_comm_part(s->n, s->plan->shards,
