@@ -305,6 +305,91 @@ dt_comm_iallgather_f32(struct dt_comm *c, float *buf, size_t n,
 	return allgather(c, buf, n, 1, err);
 }
 
+void
+dt_comm_row_share(size_t rows, int p, int rank, size_t *lo, size_t *hi)
+{
+	*lo = dt_comm_chunk_lo(rows, p, rank);
+	*hi = dt_comm_chunk_lo(rows, p, rank + 1);
+}
+
+/* The staging of the row collectives: rank k's share of rows, padded to
+ * m rows, lies at the ring's chunk (k + 1) mod p of p m rows, the chunk
+ * dt_comm_part gives rank k. Copies the shares of buf (every share with
+ * all_shares, else only this rank's) in and zeroes the padding. */
+static void
+rows_stage(const struct dt_comm *c, float *stage, const float *buf,
+	   size_t rows, size_t row_len, size_t m, int all_shares)
+{
+	int p = c->size;
+
+	for (int k = 0; k < p; k++) {
+		size_t lo, hi;
+		float *slot = stage + (size_t)((k + 1) % p) * m * row_len;
+
+		dt_comm_row_share(rows, p, k, &lo, &hi);
+		if (!all_shares && k != c->rank)
+			hi = lo;
+		if (hi > lo)
+			memcpy(slot, buf + lo * row_len,
+			       (hi - lo) * row_len * sizeof *buf);
+		memset(slot + (hi - lo) * row_len, 0,
+		       (m - (hi - lo)) * row_len * sizeof *buf);
+	}
+}
+
+/* Copies rank k's share back out of the staging buffer into buf. */
+static void
+rows_unstage(const struct dt_comm *c, float *buf, const float *stage,
+	     size_t rows, size_t row_len, size_t m, int k)
+{
+	size_t lo, hi;
+
+	dt_comm_row_share(rows, c->size, k, &lo, &hi);
+	if (hi > lo)
+		memcpy(buf + lo * row_len,
+		       stage + (size_t)((k + 1) % c->size) * m * row_len,
+		       (hi - lo) * row_len * sizeof *buf);
+}
+
+enum dt_status
+dt_comm_reduce_scatter_rows_f32(struct dt_comm *c, float *buf, size_t rows,
+				size_t row_len, struct dt_error *err)
+{
+	size_t p = (size_t)c->size, m = (rows + p - 1) / p;
+	float *stage;
+	enum dt_status st;
+
+	if (c->size == 1 || rows == 0 || row_len == 0)
+		return DT_OK;
+	stage = dt_xalloc_floats(p * m * row_len);
+	rows_stage(c, stage, buf, rows, row_len, m, 1);
+	st = dt_comm_reduce_scatter_sum_f32(c, stage, p * m * row_len, err);
+	if (st == DT_OK)
+		rows_unstage(c, buf, stage, rows, row_len, m, c->rank);
+	free(stage);
+	return st;
+}
+
+enum dt_status
+dt_comm_allgather_rows_f32(struct dt_comm *c, float *buf, size_t rows,
+			   size_t row_len, struct dt_error *err)
+{
+	size_t p = (size_t)c->size, m = (rows + p - 1) / p;
+	float *stage;
+	enum dt_status st;
+
+	if (c->size == 1 || rows == 0 || row_len == 0)
+		return DT_OK;
+	stage = dt_xalloc_floats(p * m * row_len);
+	rows_stage(c, stage, buf, rows, row_len, m, 0);
+	st = dt_comm_allgather_f32(c, stage, p * m * row_len, err);
+	if (st == DT_OK)
+		for (int k = 0; k < c->size; k++)
+			rows_unstage(c, buf, stage, rows, row_len, m, k);
+	free(stage);
+	return st;
+}
+
 /* The double all-reduce, then the rounding: where there is no ring. */
 static enum dt_status
 sum_then_round(struct dt_comm *c, double *acc, float *out, size_t n,

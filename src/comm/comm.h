@@ -187,6 +187,39 @@ enum dt_status dt_comm_allgather_f32(struct dt_comm *c, float *buf, size_t n,
 				     struct dt_error *err);
 enum dt_status dt_comm_iallgather_f32(struct dt_comm *c, float *buf, size_t n,
 				      struct dt_error *err);
+/* Sequence parallelism's row collectives (Korthikanti et al., "Reducing
+ * Activation Recomputation in Large Transformer Models", 2022): a buffer
+ * of `rows` rows of row_len floats (row-major, batch x tokens first) is
+ * cut by whole rows in rank order: dt_comm_row_share gives rank `rank`
+ * of p the rows [*lo, *hi) = [floor(rows rank / p), floor(rows (rank +
+ * 1) / p)), dt_comm_part's chunk sizes (they differ by at most one) but
+ * chunk r for rank r. p >= 1, 0 <= rank < p; rows < p leaves some
+ * shares empty.
+ *
+ * dt_comm_reduce_scatter_rows_f32: every rank passes its whole buffer
+ * (the same rows and row_len); on return this rank's share of rows
+ * holds the sum over the ranks of those rows, the rest of buf is left
+ * as it was. dt_comm_allgather_rows_f32: this rank's share of rows in
+ * buf holds its values; on return every row of buf holds its owner's,
+ * bit for bit. Both run the communicator's ring (dt_comm_reduce_
+ * scatter_sum_f32, dt_comm_allgather_f32) on a staging buffer of
+ * p ceil(rows / p) rows (every share padded with zero rows to the
+ * largest, placed at the chunk of the ring's cut its rank ends on), so
+ * each sum is in the ring's order: on 2 ranks the float all-reduce's
+ * bits, on more the same wherever the sums are exact, otherwise the
+ * ring's fixed order (x_(r+1), + x_(r+2), ..., + x_r for rank r's
+ * rows) where MPI_Allreduce has its own. dt_comm_bytes_sent counts the
+ * staged p ceil(rows / p) row_len floats (4 bytes each). One rank: buf
+ * is already the result, nothing is counted. Errors: DT_ERR_MPI naming
+ * the call and the rank (buf's share then undefined). */
+void dt_comm_row_share(size_t rows, int p, int rank, size_t *lo,
+		       size_t *hi);
+enum dt_status dt_comm_reduce_scatter_rows_f32(struct dt_comm *c, float *buf,
+					       size_t rows, size_t row_len,
+					       struct dt_error *err);
+enum dt_status dt_comm_allgather_rows_f32(struct dt_comm *c, float *buf,
+					  size_t rows, size_t row_len,
+					  struct dt_error *err);
 /* Drives the pending non-blocking sums of c forward without waiting
  * (MPI_Testall, or MPI_Testsome and the next steps of the ring sums of
  * dt_comm_iallreduce_sum_f64_f32 where those are pending: Open MPI

@@ -459,6 +459,19 @@ void dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 						 size_t n),
 			       void *ctx);
 
+/* Sets sequence parallelism's row collectives of the tensor group (struct
+ * dt_tp in graph/layer.h: reduce_scatter and allgather over whole rows,
+ * ctx the one of dt_model_set_tensor_group, called before this). Both
+ * non-NULL; the model keeps the pointers. */
+void dt_model_set_tensor_group_rows(struct dt_model *m,
+				    void (*reduce_scatter)(void *ctx,
+							   float *buf,
+							   size_t rows,
+							   size_t row_len),
+				    void (*allgather)(void *ctx, float *buf,
+						      size_t rows,
+						      size_t row_len));
+
 /* Sets the hook a backward pass (dt_model_stage_backward and the
  * training passes) calls after each node of the model (or stage) has
  * finished: hook(ctx, i) for i from the stage's last node down to its

@@ -156,6 +156,17 @@ struct dt_tp {
 	/* In-place sum of n floats over the group; every rank of the group
 	 * calls it at the same point with the same n. */
 	void (*allreduce)(void *ctx, float *buf, size_t n);
+	/* Sequence parallelism's collectives over the group (set by
+	 * dt_model_set_tensor_group_rows; NULL until then), on buf of rows
+	 * rows of row_len floats cut by whole rows in rank order (rank r:
+	 * rows [floor(rows r / size), floor(rows (r + 1) / size)),
+	 * comm/comm.h's dt_comm_row_share): reduce_scatter leaves this
+	 * rank's rows holding the sum over the group, allgather fills every
+	 * rank's rows from their owner. Every rank of the group calls them
+	 * at the same point with the same rows and row_len. */
+	void (*reduce_scatter)(void *ctx, float *buf, size_t rows,
+			       size_t row_len);
+	void (*allgather)(void *ctx, float *buf, size_t rows, size_t row_len);
 	void *ctx;
 };
 

@@ -212,6 +212,19 @@ dt_model_set_tensor_group(struct dt_model *m, int tp_rank, int tp_size,
 	m->tp.ctx = ctx;
 }
 
+void
+dt_model_set_tensor_group_rows(struct dt_model *m,
+			       void (*reduce_scatter)(void *ctx, float *buf,
+						      size_t rows,
+						      size_t row_len),
+			       void (*allgather)(void *ctx, float *buf,
+						 size_t rows, size_t row_len))
+{
+	assert(reduce_scatter != NULL && allgather != NULL);
+	m->tp.reduce_scatter = reduce_scatter;
+	m->tp.allgather = allgather;
+}
+
 /* Fills *b with the whole tensor pt as one block: all its rows, each one
  * whole segment (a 1-D tensor is one row). */
 static void

@@ -288,6 +288,24 @@ check_monitor(const struct dt_job_ctx *c)
 			    "instead", enum_word(job, "model.loss"));
 }
 
+/* Sequence parallelism (Korthikanti et al., 2022): the tensor group's
+ * row collectives are built (comm/comm.h, struct dt_tp), the layers'
+ * row shares between split layers are not, so true is refused rather
+ * than run as plain tensor parallelism. */
+static enum dt_status
+check_sequence_parallel(const struct dt_job_ctx *c)
+{
+	const struct dt_job *job = c->job;
+
+	if (!job->parallel.sequence_parallel)
+		return DT_OK;
+	return dt_job_failf(c, pos_of(job, "parallel.sequence_parallel"),
+			    "parallel.sequence_parallel", "true is not "
+			    "supported yet (the layers between split layers "
+			    "do not run on a share of the rows); set it to "
+			    "false or remove the key");
+}
+
 /* The rules that run when the schema walk reaches a key. */
 static const struct {
 	const char *key;
@@ -300,6 +318,7 @@ static const struct {
 	{ "parallel.tensor_parallel", check_degrees },
 	{ "parallel.stages", check_stages },
 	{ "eval.monitor", check_monitor },
+	{ "parallel.sequence_parallel", check_sequence_parallel },
 };
 
 /* Exactly one of epochs and steps; at least one batch key; nesterov needs

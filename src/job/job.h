@@ -432,6 +432,10 @@ struct dt_job {
 		double gather_mb;	/* zero 3: MiB of consecutive nodes'
 					 * parameters gathered as one unit;
 					 * 0 (default): node by node */
+		bool sequence_parallel;	/* divide the rows between split
+					 * layers over the tensor group;
+					 * default false (true is refused:
+					 * not built yet) */
 	} parallel;
 
 	struct {

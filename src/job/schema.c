@@ -432,6 +432,10 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.accum_schedule), .def = "auto",
 	  .names = accum_names,
 	  .doc = "order of a step's passes over its micro-batches" },
+	{ .key = "parallel.sequence_parallel", .type = DT_KEY_BOOL,
+	  .off = OFF(parallel.sequence_parallel), .def = "false",
+	  .doc = "divide the rows between split layers over the tensor "
+		 "ranks (not supported yet: true is refused)" },
 
 	{ .key = "checkpoint", .type = DT_KEY_SECTION,
 	  .doc = "when and where to save the training state" },

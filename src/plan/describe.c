@@ -244,6 +244,11 @@ describe_grid(const struct dt_job *job, const struct dt_plan *plan)
 	ADD(grid, "pipeline_parallel", json_object_new_int(plan->pp_size));
 	ADD(grid, "tensor_parallel", json_object_new_int(
 		    plan->tp_size > 0 ? plan->tp_size : 1));
+	/* parallel.sequence_parallel: true is refused by the job check
+	 * (not built yet), so every plan has the rows between split
+	 * layers whole on every tensor rank. */
+	ADD(grid, "sequence_parallel", json_object_new_boolean(
+		    job->parallel.sequence_parallel));
 	ADD(grid, "schedule", json_object_new_string(
 		    plan->pipe_schedule == DT_PIPE_1F1B ? "1f1b" : "gpipe"));
 	ADD(grid, "micro_batches", json_object_new_int64(
@@ -1055,6 +1060,11 @@ print_tensor_split(const struct json_object *d, FILE *out)
 	fprintf(out, "\n  replicated on every tensor rank: ");
 	print_names(out, get(ts, "replicated"));
 	fprintf(out, "\n");
+	if (!json_object_get_boolean(get(get(d, "grid"),
+					 "sequence_parallel")))
+		fprintf(out, "  between split layers (norms, dropouts, "
+			"residual adds) every tensor rank computes every row "
+			"(parallel.sequence_parallel false)\n");
 }
 
 static void

@@ -44,6 +44,38 @@ tp_allreduce(void *ctx, float *buf, size_t n)
 	}
 }
 
+/* Sequence parallelism's row collectives over the tensor group (struct
+ * dt_tp); failures end the job as tp_allreduce's do. */
+static void
+tp_failed(struct dt_layout *l, const struct dt_error *err)
+{
+	fprintf(stderr, "dtrain: rank %d: %s\n", dt_comm_rank(l->world),
+		err->msg);
+	dt_comm_abort(l->world, dt_status_exit_code(err->status));
+}
+
+static void
+tp_reduce_scatter_rows(void *ctx, float *buf, size_t rows, size_t row_len)
+{
+	struct dt_layout *l = ctx;
+	struct dt_error err;
+
+	if (dt_comm_reduce_scatter_rows_f32(l->tp_comm, buf, rows, row_len,
+					    &err) != DT_OK)
+		tp_failed(l, &err);
+}
+
+static void
+tp_allgather_rows(void *ctx, float *buf, size_t rows, size_t row_len)
+{
+	struct dt_layout *l = ctx;
+	struct dt_error err;
+
+	if (dt_comm_allgather_rows_f32(l->tp_comm, buf, rows, row_len,
+				       &err) != DT_OK)
+		tp_failed(l, &err);
+}
+
 /* Where this rank's stage's tensors start in the whole model's list. */
 static int
 first_tensor_of(const struct dt_plan *p, int stage)
@@ -156,9 +188,13 @@ dt_layout_setup(struct dt_run *r, struct dt_error *err)
 		st = split_comms(r, err);
 	if (st != DT_OK)
 		return st;
-	if (p->tp_size > 1)
+	if (p->tp_size > 1) {
 		dt_model_set_tensor_group(r->model, l->grid.tp, p->tp_size,
 					  tp_allreduce, l);
+		dt_model_set_tensor_group_rows(r->model,
+					       tp_reduce_scatter_rows,
+					       tp_allgather_rows);
+	}
 	/* Each tensor rank keeps only its blocks (doc/DESIGN.md,
 	 * "Tensor-parallel slices"); the whole tensors it was built with
 	 * go. */

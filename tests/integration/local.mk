@@ -106,7 +106,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero3-bn-ckpt.sh \
 	tests/integration/zero3-pages.sh \
 	tests/integration/plan-kernels.sh \
-	tests/integration/tp-uneven-ckpt.sh
+	tests/integration/tp-uneven-ckpt.sh \
+	tests/integration/seq-par.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
@@ -133,6 +134,12 @@ tests_integration_ring_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 check_PROGRAMS += tests/integration/rsag_probe
 tests_integration_rsag_probe_SOURCES = tests/integration/rsag_probe.c
 tests_integration_rsag_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
+
+# Sequence parallelism's row collectives under mpirun, run by
+# tests/integration/seq-par.sh
+check_PROGRAMS += tests/integration/seqpar_probe
+tests_integration_seqpar_probe_SOURCES = tests/integration/seqpar_probe.c
+tests_integration_seqpar_probe_LDADD = libdtrain.la $(DT_LIBS) -lm
 
 # The Open MPI settings a rank makes for itself, read back through MPI_T,
 # for tests/integration/mca-env.sh and tcp-eager.sh
