@@ -429,6 +429,10 @@ struct dt_job {
 		int64_t zero;		/* sharding over the summing ranks:
 					 * 0 (default) none, 1 optimizer
 					 * state, 2 and the gradient's sum */
+		bool zero_slices;	/* zero 2 and 3 with tensor
+					 * parallelism: the tensor ranks own
+					 * their slices (dt_plan_tp_sliced);
+					 * false (default): whole tensors */
 		double gather_mb;	/* zero 3: MiB of consecutive nodes'
 					 * parameters gathered as one unit;
 					 * 0 (default): node by node */

@@ -423,6 +423,10 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.zero), .def = "0", IN(0, 3), ALLREDUCE,
 	  .doc = "shard over the summing ranks: 1 optimizer state, 2 also "
 		 "gradients, 3 also parameters" },
+	{ .key = "parallel.zero_slices", .type = DT_KEY_BOOL,
+	  .off = OFF(parallel.zero_slices), .def = "false", ALLREDUCE,
+	  .doc = "zero 2 and 3 with tensor_parallel: each tensor rank holds "
+		 "its slices only (false: whole tensors)" },
 	{ .key = "parallel.gather_mb", .type = DT_KEY_FLOAT,
 	  .off = OFF(parallel.gather_mb), .def = "0", IN(0, 1048576),
 	  ALLREDUCE,

@@ -170,8 +170,12 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * for the norm, in a buffer of their own (train/sync_zero.c). */
 	sum_buf += y->cut_floats * 4;
 	/* With tensor slices the norm's whole tensor and block on the
-	 * stage's first rank (train/sync.c), counted on each rank. */
-	sum_buf += y->tp_norm_floats * 4;
+	 * stage's first rank (train/sync.c), counted on each rank, and at
+	 * zero 2 and 3 a summed block made whole on each tensor rank's
+	 * first data-parallel rank (train/sync_zero.c): the other
+	 * data-parallel ranks' figures are less that block
+	 * (norm_buffers_lacked). */
+	sum_buf += (y->tp_norm_floats + y->tp_block_floats) * 4;
 	/* zero 2 and 3 with the gradient's parts (train/sync_zero.c): in
 	 * the exact mode the own part after the last backward, or during
 	 * one the nodes not yet summed, fewer than part_seg floats and a
@@ -557,6 +561,19 @@ zero_collect_bytes(const struct dt_plan *plan, const struct dt_sync_plan *y,
 	return y->optim_buffers * y->trained * 4;
 }
 
+/* The bytes of the stage's figure for the norm's buffers with tensor
+ * slices (plan_stage's sum_buffers) that the rank at pos does not hold:
+ * at zero 2 and 3 the summed block is made whole on data-parallel rank
+ * 0 only (train/sync_zero.c, block_whole). The whole tensor and block
+ * of split_norms (train/sync.c), tensor rank 0's, stay counted on every
+ * rank. */
+static int64_t
+norm_buffers_lacked(const struct dt_sync_plan *y,
+		    const struct dt_grid_pos *pos)
+{
+	return pos->dp != 0 ? y->tp_block_floats * 4 : 0;
+}
+
 /* Whether job writes a checkpoint at all (checkpoint.at_end, .every_steps,
  * .every_seconds, or eval.keep_best's copy). */
 static bool
@@ -573,13 +590,15 @@ writes_checkpoint(const struct dt_job *job)
  * on top of its stage's memory (a tensor-parallel rank holding its
  * blocks or, unsliced, whole tensors copies the whole model the same); with
  * parallel.zero it also holds its stage's whole optimizer state,
- * collected (zero_collect_bytes: `collect` bytes). A new object. */
+ * collected (zero_collect_bytes: `collect` bytes). Every rank's figure
+ * is also its stage's less the `less` bytes of norm buffers it lacks
+ * (norm_buffers_lacked). A new object. */
 static struct json_object *
 gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
-	      int rank0, int64_t collect)
+	      int rank0, int64_t collect, int64_t less)
 {
 	const struct dt_model *model = plan->shapes;
-	struct json_object *m = NULL, *t = NULL;
+	struct json_object *m = NULL, *t = NULL, *sum = NULL;
 	int64_t gather = collect;
 
 	if (rank0 && (plan->pp_size > 1 || plan->tp_size > 1))
@@ -589,9 +608,15 @@ gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
 
 	json_object_deep_copy(stage_mem, &m, NULL);
 	json_object_object_get_ex(m, "total", &t);
-	ADD(m, "checkpoint_gather", json_object_new_int64(gather));
+	/* less: the stage's norm buffers this rank lacks
+	 * (norm_buffers_lacked) */
+	if (less > 0 && json_object_object_get_ex(m, "sum_buffers", &sum))
+		ADD(m, "sum_buffers", json_object_new_int64(
+			    json_object_get_int64(sum) - less));
+	if (gather > 0)
+		ADD(m, "checkpoint_gather", json_object_new_int64(gather));
 	ADD(m, "total", json_object_new_int64(json_object_get_int64(t) +
-					      gather));
+					      gather - less));
 	return m;
 }
 
@@ -670,7 +695,7 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	struct json_object *bytes = json_object_new_object();
 	const struct stage_plan *mine;
 	struct dt_grid_pos pos;
-	int64_t collect;
+	int64_t collect, less;
 
 	dt_plan_position(plan, r, &pos);
 	mine = &sp[pos.stage];
@@ -686,10 +711,12 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	ADD(x, "samples_per_step", json_object_new_int64(plan->per_rank_batch));
 	collect = gathers ? zero_collect_bytes(plan, mine->sync, &pos,
 					       mine->ckpt) : 0;
+	less = plan->tp_sliced ? norm_buffers_lacked(mine->sync, &pos) : 0;
 	if ((gathers && r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
-	    collect > 0) {
+	    collect > 0 || less > 0) {
 		ADD(x, "memory", gather_memory(plan, mine->memory,
-					       gathers && r == 0, collect));
+					       gathers && r == 0, collect,
+					       less));
 	} else {
 		ADD(x, "memory", json_object_get(mine->memory));
 	}
@@ -1053,7 +1080,8 @@ print_tensor_split(const struct json_object *d, FILE *out)
 		fprintf(out, "a rank holds its stage's parameters, gradients "
 			"and optimizer state; the ranks of a tensor group hold "
 			"whole tensors and compute their slices (at "
-			"parallel.zero 2 and 3, with parameter servers and "
+			"parallel.zero 2 and 3 without parallel.zero_slices, "
+			"with parameter servers and "
 			"with a tied head, tensor slices are not built)\n");
 	fprintf(out, "  split over the tensor ranks: ");
 	print_names(out, get(ts, "split"));

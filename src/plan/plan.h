@@ -144,10 +144,11 @@ int dt_plan_rank(const struct dt_plan *plan, int dp, int stage, int tp);
 /* Whether the ranks of a tensor group hold only their blocks of the
  * split tensors (doc/DESIGN.md, "Tensor-parallel slices";
  * dt_model_tp_own_slices): with tensor parallelism, collective sums,
- * parallel.zero 0 or 1, and every split node of plan->shapes (laid out)
- * able to (dt_model_tp_can_own_slices: not a tied head). Else
- * they hold whole tensors and compute their share on them, as before the
- * slices (zero 2 and 3 over blocks are not built). With slices the
+ * parallel.zero 0 or 1 (2 and 3 where parallel.zero_slices asks), and
+ * every split node of plan->shapes (laid out) able to
+ * (dt_model_tp_can_own_slices: not a tied head). Else they hold whole
+ * tensors and compute their share on them, as before the slices. With
+ * slices the
  * gradient is summed over the data-parallel ranks of each tensor rank
  * only. */
 int dt_plan_tp_sliced(const struct dt_job *job, const struct dt_plan *plan);

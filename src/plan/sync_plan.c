@@ -36,7 +36,8 @@ dt_plan_tp_sliced(const struct dt_job *job, const struct dt_plan *plan)
 {
 	return plan->tp_size > 1 &&
 	       job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
-	       job->parallel.zero < 2 && plan->shapes != NULL &&
+	       (job->parallel.zero < 2 || job->parallel.zero_slices) &&
+	       plan->shapes != NULL &&
 	       dt_model_tp_can_own_slices(plan->shapes);
 }
 
@@ -111,6 +112,31 @@ tp_norm_floats(const struct dt_plan *plan, size_t lo, size_t hi)
 	return whole + blk;
 }
 
+/* The largest block of the stage's split trained tensors (trained
+ * floats [lo, hi) of the whole model) where the tensor ranks own their
+ * slices: zero 2 and 3 make each summed block whole on a tensor rank's
+ * first data-parallel rank for the norm (train/sync_zero.c,
+ * block_whole), in a buffer of this size. */
+static int64_t
+tp_block_floats(const struct dt_plan *plan, size_t lo, size_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t most = 0;
+
+	for (int t = 0; plan->tp_sliced && t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < lo || ti.offset >= hi ||
+		    !dt_model_tensor_tp_block(m, t, 0, &b))
+			continue;
+		if (dt_plan_tp_block_max(m, t, plan->tp_size) > most)
+			most = dt_plan_tp_block_max(m, t, plan->tp_size);
+	}
+	return most;
+}
+
 /* The trained floats a rank of the stage holds (trained floats [lo, hi)
  * of the whole model): every tensor whole, or where the tensor ranks own
  * their slices each split one as its block (dt_model_tensor_tp_block):
@@ -135,6 +161,23 @@ stage_trained(const struct dt_plan *plan, size_t lo, size_t hi)
 		     dt_plan_tp_block_max(m, t, plan->tp_size) : ti.size;
 	}
 	return n;
+}
+
+/* The floats tensor t of the whole model (ti) takes in a rank's
+ * trained floats: its own, or where the tensor ranks own their slices
+ * and it is split, its largest block (stage_trained's count; the
+ * largest is tensor rank 0's). A rank's arena holds the stage's tensors
+ * in model order, so the sum of these over the tensors before t is its
+ * offset there. */
+static int64_t
+rank_size(const struct dt_plan *plan, int t, const struct dt_tensor_info *ti)
+{
+	struct dt_tp_block b;
+
+	if (plan->tp_sliced &&
+	    dt_model_tensor_tp_block(plan->shapes, t, 0, &b))
+		return dt_plan_tp_block_max(plan->shapes, t, plan->tp_size);
+	return ti->size;
 }
 
 int
@@ -303,6 +346,7 @@ node_sizes(const struct dt_plan *plan, size_t lo, size_t hi, int64_t cap,
 	const struct dt_model *m = plan->shapes;
 	int64_t best[2] = { 0, 0 }, prev = 0, first = 0, *nlo, *nhi, *size;
 	int64_t node_max = 0;
+	int64_t o = 0;		/* a tensor's offset in the rank's floats */
 	int n, *unit, units;
 
 	memset(z, 0, sizeof *z);
@@ -315,15 +359,19 @@ node_sizes(const struct dt_plan *plan, size_t lo, size_t hi, int64_t cap,
 	size = dt_xcalloc((size_t)n + 1, sizeof *size);
 	for (int t = 0; t < dt_model_n_tensors(m); t++) {
 		struct dt_tensor_info ti;
+		int64_t len;
 		int i;
 
 		dt_model_tensor_info(m, t, &ti);
 		i = ti.node_index;
 		if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
 			continue;
+		/* the tensor's place in the rank's trained floats */
+		len = rank_size(plan, t, &ti);
 		if (nhi[i] == 0)
-			nlo[i] = (int64_t)(ti.offset - lo);
-		nhi[i] = (int64_t)(ti.offset - lo) + ti.size;
+			nlo[i] = o;
+		nhi[i] = o + len;
+		o += len;
 	}
 	units = dt_plan_gather_units(n, nlo, nhi, cap, unit);
 	for (int i = 0; i < n; i++) {
@@ -354,19 +402,22 @@ cut_floats(const struct dt_plan *plan, const struct dt_sync_plan *y,
 	const struct dt_model *m = plan->shapes;
 	int64_t cut = 0;
 
+	size_t o = 0;		/* the tensor's offset in the rank's */
+
 	for (int t = 0; m != NULL && t < dt_model_n_tensors(m); t++) {
 		struct dt_tensor_info ti;
-		size_t o, a, b;
+		size_t a, b, len;
 
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset < lo || ti.offset >= hi || ti.size == 0)
 			continue;
-		o = ti.offset - lo;
+		len = (size_t)rank_size(plan, t, &ti);
 		for (int q = 0; q < y->shards; q++) {
 			dt_comm_part((size_t)y->trained, y->shards, q, &a, &b);
-			if (a <= o && o < b && o + (size_t)ti.size > b)
-				cut += ti.size;
+			if (a <= o && o < b && o + len > b)
+				cut += (int64_t)len;
 		}
+		o += len;
 	}
 	return cut;
 }
@@ -419,6 +470,9 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	out->trained = stage_trained(plan, si->trained_lo, si->trained_hi);
 	out->tp_norm_floats = tp_norm_floats(plan, si->trained_lo,
 					     si->trained_hi);
+	out->tp_block_floats = out->zero >= 2 ?
+			       tp_block_floats(plan, si->trained_lo,
+					       si->trained_hi) : 0;
 	/* At zero the summing ranks cut the trained floats into parts, one
 	 * a rank (dt_comm_part), and each optimizer updates its own. */
 	out->shards = out->zero > 0 ? out->sum_ranks : 1;

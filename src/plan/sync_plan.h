@@ -109,6 +109,11 @@ struct dt_sync_plan {
 					 * takes a norm in (train/sync.c,
 					 * split_norms), the largest of each;
 					 * else 0 */
+	int64_t tp_block_floats;	/* tensor slices at zero >= 2: the
+					 * largest split block, made whole
+					 * for the norm on each tensor rank's
+					 * first data-parallel rank
+					 * (train/sync_zero.c); else 0 */
 	int64_t cut_floats;		/* zero >= 2: the floats of the
 					 * tensors a part boundary cuts, whose
 					 * gradients are summed whole for the

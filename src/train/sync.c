@@ -517,16 +517,15 @@ chained_norm(struct dt_comm *c, const float *g, int64_t n, double *norm2,
 	return send_to(c, wire, 16, me + 1, err);
 }
 
-/* Any other block's norm: each tensor rank sends its block to tensor
- * rank 0, which puts the blocks into the whole tensor (dt_tp_block_put)
- * and takes its squares into *norm2. */
+/* Any other block's norm: each tensor rank sends its block g (ti->size
+ * floats) to tensor rank 0, which puts the blocks into the whole tensor
+ * (dt_tp_block_put) and takes its squares into *norm2. */
 static enum dt_status
 gathered_norm(struct dt_grad_sync *s, int t, const struct dt_tensor_info *ti,
-	      double *norm2, struct dt_error *err)
+	      const float *g, double *norm2, struct dt_error *err)
 {
 	struct dt_model *m = s->cfg.model;
 	struct dt_comm *c = s->cfg.tp_comm;
-	const float *g = dt_model_grads(m) + ti->offset;	/* (size) */
 	int me = dt_comm_rank(c), size = dt_comm_size(c);
 	enum dt_status st = DT_OK;
 	struct dt_tp_block b;
@@ -569,20 +568,43 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 		return DT_OK;
 	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
 		struct dt_tensor_info ti;
-		struct dt_tp_block b;
 
 		dt_model_tensor_info(m, t, &ti);
-		if (ti.offset >= dt_model_n_trained(m) ||
-		    ti.tie_node != NULL ||
-		    !dt_model_tensor_tp_block(m, t, dt_comm_rank(c), &b))
-			continue;
-		if (dt_plan_tp_norm_chained(m, t, dt_comm_size(c)))
-			st = chained_norm(c, dt_model_grads(m) + ti.offset,
-					  ti.size, &norm2[first + t], err);
-		else
-			st = gathered_norm(s, t, &ti, &norm2[first + t], err);
+		if (dt_sync_tp_split(s, t))
+			st = dt_sync_split_norm(s, t, dt_model_grads(m) +
+						ti.offset, &norm2[first + t],
+						err);
 	}
 	return st;
+}
+
+int
+dt_sync_tp_split(struct dt_grad_sync *s, int t)
+{
+	struct dt_model *m = s->cfg.model;
+	struct dt_tensor_info ti;
+	struct dt_tp_block b;
+
+	if (s->cfg.tp_comm == NULL)
+		return 0;
+	dt_model_tensor_info(m, t, &ti);
+	return ti.offset < dt_model_n_trained(m) && ti.tie_node == NULL &&
+	       dt_model_tensor_tp_block(m, t, dt_comm_rank(s->cfg.tp_comm),
+					&b);
+}
+
+enum dt_status
+dt_sync_split_norm(struct dt_grad_sync *s, int t, const float *g,
+		   double *norm2, struct dt_error *err)
+{
+	struct dt_model *m = s->cfg.model;
+	struct dt_comm *c = s->cfg.tp_comm;
+	struct dt_tensor_info ti;
+
+	dt_model_tensor_info(m, t, &ti);
+	if (dt_plan_tp_norm_chained(m, t, dt_comm_size(c)))
+		return chained_norm(c, g, ti.size, norm2, err);
+	return gathered_norm(s, t, &ti, g, norm2, err);
 }
 
 static enum dt_status

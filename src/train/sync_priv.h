@@ -147,6 +147,25 @@ double dt_sync_local_norm2(struct dt_grad_sync *s);
  * norm as every implementation takes it (sync.c). */
 double dt_sync_tensor_sq(const float *g, int64_t n);
 
+/* Whether trained tensor t of the rank's model is split among the tensor
+ * ranks that own their slices (cfg.tp_comm; a tied copy never is):
+ * its block is the rank's own, its squared norm dt_sync_split_norm's
+ * (sync.c). */
+int dt_sync_tp_split(struct dt_grad_sync *s, int t);
+
+/* The squared norm of split tensor t (dt_sync_tp_split) over the whole
+ * tensor in flat order, dt_sync_tensor_sq's bits, from every tensor
+ * rank's summed block (g: this rank's, the tensor's ti.size floats):
+ * the lanes chained through the tensor ranks for a run of whole rows
+ * (dt_plan_tp_norm_chained), else the blocks gathered on tensor rank 0.
+ * *norm2 is set on the rank that adds it up (the last tensor rank, or
+ * rank 0), 0 or left as it was on the others. Collective over
+ * cfg.tp_comm, every tensor rank with the same t (sync.c). DT_ERR_MPI
+ * from the exchange. */
+enum dt_status dt_sync_split_norm(struct dt_grad_sync *s, int t,
+				  const float *g, double *norm2,
+				  struct dt_error *err);
+
 /* The exact mode's: adds bucket b of this micro-batch's float gradient
  * into the double accumulator s->acc, once a micro-batch (sync.c). */
 void dt_sync_exact_add(struct dt_grad_sync *s, int b);

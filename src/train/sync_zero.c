@@ -67,7 +67,7 @@
 #include "train/sync_priv.h"
 #include "util/alloc.h"
 
-enum { TAG_ZERO = 29, TAG_PART = 30 };
+enum { TAG_ZERO = 29, TAG_PART = 30, TAG_BLOCK = 32 };
 
 #define NO_STRAD SIZE_MAX
 
@@ -101,6 +101,9 @@ struct dt_sync_zero {
 				 * micro-batch */
 	double *sum;		/* (seg) sum_piece's sums (exact mode) */
 	float *in;		/* (seg) the floats received */
+	float *blk;		/* level 2 with tensor slices, data-parallel
+				 * rank 0: (the largest split tensor's
+				 * block) one summed block, whole */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
@@ -389,11 +392,84 @@ gather_cut(struct dt_grad_sync *s, struct dt_error *err)
 	return dt_comm_allreduce_sum_f32(z->flat, z->strad, z->n_strad, err);
 }
 
+/* Level 2 with tensor slices: split tensor t's summed block (ti->size
+ * floats) whole in z->blk on data-parallel rank 0, each rank of the sum
+ * sending it its own part's floats of the block (TAG_BLOCK). */
+static enum dt_status
+block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
+	    struct dt_error *err)
+{
+	struct dt_sync_zero *z = s->zero;
+	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat), req;
+	size_t a = ti->offset, b = ti->offset + (size_t)ti->size, lo, hi;
+	enum dt_status st = DT_OK;
+
+	if (me != 0) {
+		part_in(s, me, a, b, &lo, &hi);
+		if (hi <= lo)
+			return DT_OK;
+		st = dt_comm_isend_f32(z->flat, g + lo, hi - lo, 0, TAG_BLOCK,
+				       &req, err);
+		return st == DT_OK ? dt_comm_wait(z->flat, req, err) : st;
+	}
+	if (z->blk == NULL) {
+		int64_t most = 0;
+
+		for (int t = 0; t < dt_model_n_tensors(s->cfg.model); t++) {
+			struct dt_tensor_info u;
+
+			dt_model_tensor_info(s->cfg.model, t, &u);
+			if (dt_sync_tp_split(s, t) && u.size > most)
+				most = u.size;
+		}
+		z->blk = dt_xalloc_floats((size_t)most + 1);
+	}
+	for (int q = 0; q < p && st == DT_OK; q++) {
+		part_in(s, q, a, b, &lo, &hi);
+		if (hi <= lo)
+			continue;
+		if (q == 0)
+			memcpy(z->blk + (lo - a), g + lo, (hi - lo) * sizeof *g);
+		else
+			st = dt_comm_recv_f32(z->flat, z->blk + (lo - a),
+					      hi - lo, q, TAG_BLOCK, err);
+	}
+	return st;
+}
+
+/* Level 2 with tensor slices: the squared norm of every split tensor
+ * over the whole tensor (dt_sync_split_norm, zero 0's bits with slices),
+ * its summed block first made whole on data-parallel rank 0
+ * (block_whole), whose tensor group then takes the norm. */
+static enum dt_status
+split_block_norms(struct dt_grad_sync *s, double *norm2, struct dt_error *err)
+{
+	struct dt_model *m = s->cfg.model;
+	enum dt_status st = DT_OK;
+
+	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
+		struct dt_tensor_info ti;
+
+		if (!dt_sync_tp_split(s, t))
+			continue;
+		dt_model_tensor_info(m, t, &ti);
+		st = block_whole(s, &ti, err);
+		if (st == DT_OK && s->cfg.tp_norms)
+			st = dt_sync_split_norm(s, t, s->zero->blk,
+						&norm2[s->cfg.first_tensor + t],
+						err);
+	}
+	return st;
+}
+
 /* Level 2: tied weights' gradients summed on the parts (as level 0's
  * finish does on the whole, tie_sum.h), then the squared norms of the
  * tensors whose first float this rank owns, at their model indices in
  * the report (zeros elsewhere; a tied copy, its table again, none, as
- * at level 0). */
+ * at level 0). With tensor slices the replicated tensors, alike on
+ * every tensor rank, count on tensor rank 0 only, and the split ones
+ * over the whole tensor (split_block_norms). */
 static enum dt_status
 zero2_finish(struct dt_grad_sync *s, double step_loss,
 	     struct dt_step_report *report, struct dt_error *err)
@@ -402,6 +478,7 @@ zero2_finish(struct dt_grad_sync *s, double step_loss,
 	struct dt_model *m = s->cfg.model;
 	const float *g = dt_model_grads(m);	/* (n) */
 	double *norm2 = report->tensor_norm2;	/* (n_tensors_all) */
+	int tp0 = s->cfg.tp_comm == NULL || dt_comm_rank(s->cfg.tp_comm) == 0;
 	enum dt_status st;
 
 	(void)step_loss;
@@ -417,14 +494,15 @@ zero2_finish(struct dt_grad_sync *s, double step_loss,
 
 		dt_model_tensor_info(m, t, &ti);
 		if (ti.offset >= s->n || ti.size == 0 ||
-		    ti.tie_node != NULL ||
+		    ti.tie_node != NULL || !tp0 || dt_sync_tp_split(s, t) ||
 		    ti.offset < s->own_lo || ti.offset >= s->own_hi)
 			continue;
 		norm2[s->cfg.first_tensor + t] = dt_sync_tensor_sq(
 			z->strad_at[t] != NO_STRAD ? z->strad + z->strad_at[t] :
 			g + ti.offset, ti.size);
 	}
-	return DT_OK;
+	return s->cfg.tp_comm != NULL ? split_block_norms(s, norm2, err) :
+	       DT_OK;
 }
 
 /* Every tensor's squares, added in model order (zeros for those of other
@@ -792,6 +870,7 @@ zero_fini(struct dt_grad_sync *s)
 	free(z->strad_at);
 	free(z->sum);
 	free(z->in);
+	free(z->blk);
 	free(z);
 	s->zero = NULL;
 }
