@@ -11,8 +11,10 @@
  * dt_xalloc_pages): the pages of the floats the rank does not own are
  * handed back to the kernel (madvise MADV_DONTNEED, dt_pages_release;
  * a page that also holds an owned float, or a float of another unit, is
- * kept) after the update and after each unit's use. The nodes with
- * trained floats make gather units (dt_plan_gather_units: consecutive
+ * kept) after the update and after each unit's use, and made resident
+ * again in one call (dt_pages_prefault) just before a gather writes
+ * them. The nodes with trained floats make gather units
+ * (dt_plan_gather_units: consecutive
  * nodes together at most parallel.gather_mb, so small nodes share one
  * collective instead of costing every rank one each; at 0, the default,
  * each node is a unit), and a unit's floats are gathered from their
@@ -34,7 +36,8 @@
  * on those; on the host-first communicator it is blocking.
  *
  * The gradient is summed as at level 2 (in the exact mode into the
- * parts during backward, its pages handed back as it goes); after the
+ * parts during backward, its pages handed back as it goes and
+ * prefaulted before each node's backward writes them); after the
  * update the gradient pages the rank does not own are handed back too
  * (the next step writes them again). Outside a step an evaluation's
  * forward gathers unit by unit through the same node hook (train/exec.c;
@@ -105,9 +108,10 @@ static void drain(struct dt_grad_sync *s);
  * has landed, but those of unit keep (-1: none), the one the next step
  * gathers first: its gather writes the same addresses again, and a page
  * handed back costs a fault when written again (the page zeroed and,
- * under a hypervisor's shadow page tables, an exit: about 25 us a page
- * on the shared test machine's VM, bench/README). Keeping
- * it holds no more than the step does (the unit in use and the one
+ * under a hypervisor's shadow page tables, an exit: 24 to 27 us a page
+ * on the shared test machine's VM, about half that when prefaulted,
+ * gather_span; bench/README, "zero 3's page faults"). Keeping it holds
+ * no more than the step does (the unit in use and the one
  * prefetched). */
 static void
 release_params(struct dt_grad_sync *s, int keep)
@@ -148,6 +152,10 @@ gather_span(struct dt_grad_sync *s, size_t a, size_t b, int start)
 		hi = hi < b ? hi : b;
 		if (lo >= hi)
 			continue;
+		/* the pages handed back, made resident in one call rather
+		 * than a fault each as the broadcast lands */
+		if (q != me)
+			dt_pages_prefault(params, lo, hi);
 		if ((start ? dt_comm_ibcast : dt_comm_bcast)(
 			    c, params + lo, (hi - lo) * sizeof(float), q,
 			    &err) != DT_OK)
@@ -258,6 +266,7 @@ static void
 zero3_node_backward_begin(struct dt_grad_sync *s, int node)
 {
 	zero3_node_begin(s, node, 1);
+	dt_sync_zero_ops.node_backward_begin(s, node);
 }
 
 static enum dt_status

@@ -9,6 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Linux 5.14's advice (include/uapi/asm-generic/mman-common.h), for C
+ * libraries that predate it; an older kernel refuses it with EINVAL. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 static void
 die_oom(size_t n, size_t size)
 {
@@ -117,6 +123,23 @@ dt_pages_release(float *base, size_t lo, size_t hi)
 	a = (a + page - 1) & ~(page - 1);
 	b &= ~(page - 1);
 	if (b <= a || madvise((void *)a, b - a, MADV_DONTNEED) != 0)
+		return 0;
+	return b - a;
+}
+
+size_t
+dt_pages_prefault(float *base, size_t lo, size_t hi)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(base + lo), b = (uintptr_t)(base + hi);
+
+	if (hi <= lo)
+		return 0;
+	/* outward: every page a float of the span lies in, all inside the
+	 * block's mapping (page-aligned, its length rounded up to pages) */
+	a &= ~(page - 1);
+	b = (b + page - 1) & ~(page - 1);
+	if (madvise((void *)a, b - a, MADV_POPULATE_WRITE) != 0)
 		return 0;
 	return b - a;
 }

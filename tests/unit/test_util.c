@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_util.c - the shared helpers of src/util/: byte order (endian.h),
  * atomic file replacement (fileio.h), zlib's gz* errors (gz.h), JSON
- * numbers (jsonnum.h), the peak resident memory (sysmem.h) and the list
- * of CPUs in the affinity mask (cpus.h). */
+ * numbers (jsonnum.h), the peak resident memory (sysmem.h), the list
+ * of CPUs in the affinity mask (cpus.h) and the pages of a paged block
+ * handed back and made resident again (alloc.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* sched_setaffinity, CPU_SET */
 #endif
@@ -16,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
 
+#include "util/alloc.h"
 #include "util/cpus.h"
 #include "util/endian.h"
 #include "util/fileio.h"
@@ -507,6 +510,88 @@ START_TEST(peak_resident)
 }
 END_TEST
 
+/* ---- paged blocks (alloc.h) --------------------------------------------- */
+
+/* Whether each of the n pages from p is resident (mincore), as bits. */
+static unsigned
+resident_pages(const void *p, int n)
+{
+	unsigned char vec[8];
+	unsigned bits = 0;
+
+	ck_assert_int_le(n, 8);
+	ck_assert_int_eq(mincore((void *)p, (size_t)n * (size_t)
+				 sysconf(_SC_PAGESIZE), vec), 0);
+	for (int i = 0; i < n; i++)
+		bits |= (vec[i] & 1u) << i;
+	return bits;
+}
+
+static long
+minor_faults(void)
+{
+	struct rusage u;
+
+	ck_assert_int_eq(getrusage(RUSAGE_SELF, &u), 0);
+	return u.ru_minflt;
+}
+
+/* dt_pages_prefault on a block of 4 pages and 10 floats (5 pages): pages 1
+ * and 2 handed back (dt_pages_release), then the span [per + 5, 2 per + 1)
+ * prefaulted: both pages it lies in are resident again before any write,
+ * read as zeros, the other pages keep their floats, and writing them
+ * costs no fault; a resident page keeps its data; a read-only mapping
+ * (the kernel refuses MADV_POPULATE_WRITE with EINVAL, as a kernel before
+ * 5.14 refuses the advice) returns 0 and changes nothing. */
+START_TEST(pages_prefault)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	const size_t per = page / sizeof(float), n = 4 * per + 10;
+	float *b = dt_xalloc_pages(n);	/* (n) */
+	volatile float *v = b;
+	size_t got;
+	long f0;
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (float)(i + 1);
+	ck_assert_uint_eq(resident_pages(b, 5), 0x1f);
+	ck_assert_uint_eq(dt_pages_release(b, per, 3 * per), 2 * page);
+	ck_assert_uint_eq(resident_pages(b, 5), 0x19);
+	ck_assert_uint_eq(dt_pages_prefault(b, 7, 7), 0);
+	got = dt_pages_prefault(b, per + 5, 2 * per + 1);
+	if (got == 0) {
+		/* only where the kernel lacks the advice */
+		ck_assert_int_ne(madvise(b, page, MADV_POPULATE_WRITE), 0);
+		ck_assert_int_eq(errno, EINVAL);
+		dt_free_pages(b, n);
+		return;
+	}
+	ck_assert_uint_eq(got, 2 * page);
+	ck_assert_uint_eq(resident_pages(b, 5), 0x1f);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_float_eq(b[i], i >= per && i < 3 * per ? 0.0f :
+				   (float)(i + 1));
+	f0 = minor_faults();
+	for (size_t i = per; i < 3 * per; i += per / 2)
+		v[i] = -1.0f;
+	ck_assert_int_eq(minor_faults() - f0, 0);
+	/* resident pages, the last one part of the mapping's only */
+	ck_assert_uint_eq(dt_pages_prefault(b, 0, 3), page);
+	ck_assert_uint_eq(dt_pages_prefault(b, n - 1, n), page);
+	ck_assert_float_eq(b[2], 3.0f);
+	ck_assert_float_eq(b[n - 1], (float)n);
+	/* refused: nothing done, 0 */
+	ck_assert_uint_eq(dt_pages_release(b, 0, per), page);
+	ck_assert_int_eq(mprotect(b, 5 * page, PROT_READ), 0);
+	ck_assert_uint_eq(dt_pages_prefault(b, 0, 2 * per), 0);
+	ck_assert_uint_eq(resident_pages(b, 5), 0x1e);
+	ck_assert_float_eq(b[1], 0.0f);
+	ck_assert_float_eq(b[per], -1.0f);
+	ck_assert_int_eq(mprotect(b, 5 * page, PROT_READ | PROT_WRITE), 0);
+	dt_free_pages(b, n);
+}
+END_TEST
+
 /* Sets this process's mask to the CPUs of list (-1 ends it); 0 if the
  * kernel refused (a CPU not online). */
 static int
@@ -575,6 +660,7 @@ main(void)
 	tcase_add_test(tc, json_seconds);
 	tcase_add_test(tc, peak_resident);
 	tcase_add_test(tc, cpu_list);
+	tcase_add_test(tc, pages_prefault);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
