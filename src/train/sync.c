@@ -553,9 +553,11 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 	struct dt_model *m = s->cfg.model;
 	struct dt_comm *c = s->cfg.tp_comm;
 	enum dt_status st = DT_OK;
+	uint64_t b0;
 
 	if (c == NULL || !s->cfg.tp_norms)
 		return DT_OK;
+	b0 = dt_comm_p2p_bytes_sent(c);
 	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
 		struct dt_tensor_info ti;
 		struct dt_tp_block b;
@@ -571,6 +573,7 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 		else
 			st = gathered_norm(s, t, &ti, &norm2[first + t], err);
 	}
+	s->norm_bytes += dt_comm_p2p_bytes_sent(c) - b0;
 	return st;
 }
 
@@ -925,6 +928,12 @@ uint64_t
 dt_grad_sync_bytes(const struct dt_grad_sync *s)
 {
 	return s->bytes;
+}
+
+uint64_t
+dt_grad_sync_norm_bytes(const struct dt_grad_sync *s)
+{
+	return s->norm_bytes;
 }
 
 void
