@@ -107,7 +107,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero3-pages.sh \
 	tests/integration/plan-kernels.sh \
 	tests/integration/tp-uneven-ckpt.sh \
-	tests/integration/tp-norm-bytes.sh
+	tests/integration/tp-norm-bytes.sh \
+	tests/integration/zero1-tp-collect.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
