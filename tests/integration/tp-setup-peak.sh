@@ -15,7 +15,7 @@
 # held once at setup beside the runtime and the dataset, exceed the
 # step's total, which is then theirs: 20037642 x 4 + dataset + runtime.
 # Before, the blocks' arenas were allocated beside the whole ones and
-# filled, the whole freed after: 1.28 x the plan on tensor rank 0 at tp 2.
+# filled, the whole freed after: 1.55 x the plan on tensor rank 0 at tp 2.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 {
