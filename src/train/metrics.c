@@ -352,6 +352,7 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 	a = json_object_new_array();
 	for (int i = 0; i < r->plan.world_size; i++) {
 		struct json_object *e = json_object_new_object();
+		/* (DT_METRICS_BYTE_COUNTS) */
 		const double *b = bytes + DT_METRICS_BYTE_COUNTS * i;
 
 		ADD(e, "rank", json_object_new_int(i));
