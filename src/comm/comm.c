@@ -90,6 +90,16 @@ dt_comm_isend_f32(struct dt_comm *c, const float *buf, size_t n, int dest,
 }
 
 enum dt_status
+dt_comm_send_f32(struct dt_comm *c, const float *buf, size_t n, int dest,
+		 int tag, struct dt_error *err)
+{
+	int req;
+	enum dt_status st = dt_comm_isend_f32(c, buf, n, dest, tag, &req, err);
+
+	return st == DT_OK ? dt_comm_wait(c, req, err) : st;
+}
+
+enum dt_status
 dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n, int src, int tag,
 		 struct dt_error *err)
 {

@@ -528,6 +528,10 @@ void dt_model_set_node_hook(struct dt_model *m,
  * block too (the table's rows, the head's classes; a tied head's copy
  * must then be split alike: dt_model_tp_can_own_slices says no where it
  * is not). Every other node keeps its tensors whole.
+ * The parameters are moved in place and the arena shrunk, and the
+ * gradient arena is made anew, zero: call it before any backward (the
+ * gradients are not kept). Nothing beside the whole arenas is allocated,
+ * so the setup holds no more than the whole parameters.
  * m must have arenas (max_batch > 0) and tensor parallelism; a no-op for
  * tp_size 1 or when called again. train/ calls it where the plan says so
  * (dt_plan_tp_sliced) and then sums the gradient over the data-parallel

@@ -300,20 +300,6 @@ vocab_cols(int64_t vocab, int s, int rank, struct dt_tp_block *b)
 	dt_tp_vocab_share(vocab, s, rank, &b->seg_col[0], &b->seg_len);
 }
 
-/* Whether tensor k of node n is split when the node owns its slice, and
- * if so the floats of tensor rank `rank`'s block in *floats (relayout's;
- * the vocabulary split's blocks may differ by a row between ranks). */
-static bool
-is_split_at(const struct dt_node *n, int k, int rank, int64_t *floats)
-{
-	struct dt_tp_block b;
-
-	if (!dt_node_tp_block(n, k, rank, &b))
-		return false;
-	*floats = b.n_rows * b.n_seg * b.seg_len;
-	return true;
-}
-
 bool
 dt_node_tp_block(const struct dt_node *n, int k, int rank,
 		 struct dt_tp_block *b)
@@ -430,70 +416,73 @@ is_split(const struct dt_node *n, int k, int64_t *floats)
 	return true;
 }
 
-/* Lays out the arenas again at the blocks' sizes (trained tensors, then
- * buffers, in node order, as graph.c's layout) and moves every tensor of
- * the stage there, a split one as its block (a node that owns its slice
- * already keeps what it holds). */
+/* dt_tp_block_take where blk lies inside the arena that holds whole, at
+ * or below whole: row i's segment j goes to (i n_seg + j) seg_len, at or
+ * below where it is read (the segments' columns rise by at least
+ * seg_len) and below every segment read after it, so moving them in
+ * order overwrites nothing still to be read. */
+static void
+take_down(const struct dt_tp_block *b, const float *whole, float *blk)
+{
+	size_t len = (size_t)b->seg_len * sizeof(float);
+
+	for (int64_t i = 0; i < b->n_rows; i++)
+		for (int j = 0; j < b->n_seg; j++)
+			memmove(blk + (i * b->n_seg + j) * b->seg_len,
+				whole + (b->first_row + i) * b->row_len +
+				b->seg_col[j], len);
+}
+
+/* Lays out the parameter arena again at the blocks' sizes (trained
+ * tensors, then buffers, in node order, as graph.c's layout) and moves
+ * every tensor of the stage there, a split one as its block (a node that
+ * owns its slice already keeps what it holds). In place: the order is
+ * the arena's own, so every tensor moves to an offset at or below its
+ * old one, and the pages past the new end go back to the kernel
+ * (dt_pages_shrink). The gradient arena is made anew at the new size,
+ * zero, the whole one freed first (its pages, never written before a
+ * backward, were not resident). So the setup holds no more than the
+ * whole parameters the model was built with. */
 static void
 relayout(struct dt_model *m)
 {
 	size_t at = 0, n_trained = 0;
-	float *params, *grads;
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (int i = m->first; i <= m->last; i++)
 			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
-				const struct dt_param_tensor *pt =
-					&m->nodes[i].tensor[k];
-				int64_t floats = pt->size;
-
-				if (pt->buffer != (pass == 1))
-					continue;
-				if (!m->nodes[i].tp_own)
-					is_split_at(&m->nodes[i], k,
-						    m->tp.rank, &floats);
-				at += (size_t)floats;
-			}
-		if (pass == 0)
-			n_trained = at;
-	}
-	params = dt_xalloc_pages(at);
-	grads = dt_xalloc_pages(at);
-	at = 0;
-	for (int pass = 0; pass < 2; pass++)
-		for (int i = m->first; i <= m->last; i++)
-			for (int k = 0; k < m->nodes[i].n_tensors; k++) {
 				struct dt_node *n = &m->nodes[i];
 				struct dt_param_tensor *pt = &n->tensor[k];
+				float *params = m->params + at;
 				struct dt_tp_block b;
 
 				if (pt->buffer != (pass == 1))
 					continue;
+				assert(params <= pt->data);
 				if (!n->tp_own &&
 				    dt_node_tp_block(n, k, m->tp.rank, &b)) {
-					dt_tp_block_take(&b, pt->data,
-							 params + at);
-					dt_tp_block_take(&b, pt->grad,
-							 grads + at);
+					take_down(&b, pt->data, params);
 					pt->size = b.n_rows * b.n_seg *
 						   b.seg_len;
 				} else {
-					memcpy(params + at, pt->data,
-					       (size_t)pt->size *
-					       sizeof(float));
-					memcpy(grads + at, pt->grad,
-					       (size_t)pt->size *
-					       sizeof(float));
+					memmove(params, pt->data,
+						(size_t)pt->size *
+						sizeof(float));
 				}
 				pt->offset = at;
-				pt->data = params + at;
-				pt->grad = grads + at;
+				pt->data = params;
 				at += (size_t)pt->size;
 			}
-	dt_free_pages(m->params, m->n_params);
+		if (pass == 0)
+			n_trained = at;
+	}
+	dt_pages_shrink(m->params, m->n_params, at);
 	dt_free_pages(m->grads, m->n_params);
-	m->params = params;
-	m->grads = grads;
+	m->grads = dt_xalloc_pages(at);
+	for (int i = m->first; i <= m->last; i++)
+		for (int k = 0; k < m->nodes[i].n_tensors; k++)
+			m->nodes[i].tensor[k].grad =
+				m->grads + m->nodes[i].tensor[k].offset;
 	m->n_params = at;
 	m->n_trained = n_trained;
 }

@@ -207,6 +207,22 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	    (plan->pp_size > 1 || plan->tp_size > 1) &&
 	    n_params + y->own_max > resident + grads)
 		whole = n_params + y->own_max - resident - grads;
+	/* With tensor slices a rank builds and initialises its stage's
+	 * tensors whole, then keeps its blocks in the same arena
+	 * (graph/tensor.c, dt_model_tp_own_slices): at setup the whole
+	 * parameters are resident beside the runtime and the dataset only
+	 * (no gradient, optimizer state, accumulator or activations yet);
+	 * beyond the step's total by as much as they exceed it (a
+	 * tensor-parallel degree of 8 with little optimizer state). */
+	int64_t stage_whole = (int64_t)(sp->si->trained_hi -
+					sp->si->trained_lo +
+					sp->si->buffer_hi - sp->si->buffer_lo);
+	int64_t step = (resident + grads + whole) * 4 + opt +
+		       y->accumulator_bytes + sum_buf + act + dataset + loader +
+		       DT_PLAN_RUNTIME_BYTES + sp->kern_bytes;
+	int64_t at_setup = stage_whole * 4 + dataset + DT_PLAN_RUNTIME_BYTES;
+	int64_t setup = plan->tp_sliced && at_setup > step ?
+			at_setup - step : 0;
 	mem = json_object_new_object();
 
 	ADD(mem, "params", json_object_new_int64(resident * 4));
@@ -217,6 +233,8 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	ADD(mem, "sum_buffers", json_object_new_int64(sum_buf));
 	if (whole > 0)
 		ADD(mem, "params_gather", json_object_new_int64(whole * 4));
+	if (setup > 0)
+		ADD(mem, "params_setup", json_object_new_int64(setup));
 	ADD(mem, "activations", json_object_new_int64(act));
 	ADD(mem, "dataset", json_object_new_int64(dataset));
 	ADD(mem, "loader", json_object_new_int64(loader));
@@ -224,9 +242,7 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	if (sp->kern_bytes > 0)
 		ADD(mem, "kernels_runtime",
 		    json_object_new_int64(sp->kern_bytes));
-	sp->total = (resident + grads + whole) * 4 + opt + y->accumulator_bytes +
-		    sum_buf + act + dataset + loader + DT_PLAN_RUNTIME_BYTES +
-		    sp->kern_bytes;
+	sp->total = step + setup;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
@@ -725,6 +741,8 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	    json_object_new_int64(mine->grad_allreduce));
 	ADD(bytes, "tp_allreduce_bytes",
 	    json_object_new_int64(mine->tp_allreduce));
+	ADD(bytes, "tp_norm_bytes",
+	    json_object_new_int64(dt_plan_tp_norm_bytes(plan, &pos)));
 	ADD(x, "bytes_per_step", bytes);
 	return x;
 }
@@ -920,6 +938,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 					       "optimizer_state",
 					       "grad_accumulator",
 					       "sum_buffers", "params_gather",
+					       "params_setup",
 					       "activations", "dataset",
 					       "loader", "runtime",
 					       "kernels_runtime",
@@ -934,6 +953,7 @@ print_memory(FILE *out, const char *head, struct json_object *mem)
 		if ((strcmp(memkeys[i], "grad_accumulator") == 0 ||
 		     strcmp(memkeys[i], "sum_buffers") == 0 ||
 		     strcmp(memkeys[i], "params_gather") == 0 ||
+		     strcmp(memkeys[i], "params_setup") == 0 ||
 		     strcmp(memkeys[i], "kernels_runtime") == 0 ||
 		     strcmp(memkeys[i], "checkpoint_gather") == 0) &&
 		    get_i(mem, memkeys[i], NULL) <= 0)

@@ -85,6 +85,34 @@ dt_plan_tp_block_max(const struct dt_model *m, int t, int tp_size)
 	return most;
 }
 
+int64_t
+dt_plan_tp_norm_bytes(const struct dt_plan *plan, const struct dt_grid_pos *pos)
+{
+	const struct dt_model *m = plan->shapes;
+	const struct dt_stage_info *si;
+	int64_t bytes = 0;
+
+	if (!plan->tp_sliced || m == NULL || pos->dp != 0)
+		return 0;
+	si = &plan->stages[pos->stage];
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		struct dt_tp_block b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < si->trained_lo || ti.offset >= si->trained_hi ||
+		    ti.tie_node != NULL ||
+		    !dt_model_tensor_tp_block(m, t, pos->tp, &b))
+			continue;
+		if (dt_plan_tp_norm_chained(m, t, plan->tp_size))
+			bytes += pos->tp < plan->tp_size - 1 ?
+				 8 * (int64_t)sizeof(double) : 0;
+		else if (pos->tp != 0)
+			bytes += dt_tp_block_floats(&b) * (int64_t)sizeof(float);
+	}
+	return bytes;
+}
+
 /* The floats of the buffers split_norms (train/sync.c) keeps on tensor
  * rank 0 where the ranks own their slices: the largest split trained
  * tensor of the stage (trained floats [lo, hi) of the whole model) whose

@@ -15,6 +15,7 @@
 struct dt_plan;
 struct dt_model;
 struct dt_tp_block;
+struct dt_grid_pos;
 
 /* The gradient-sync implementations (train/sync.h). */
 enum dt_sync_impl {
@@ -166,6 +167,18 @@ int dt_plan_ckpt_sharded(const struct dt_job *job, const struct dt_plan *plan);
  * blocks are gathered whole on tensor rank 0. The same answer on every
  * rank. */
 int dt_plan_tp_norm_chained(const struct dt_model *m, int t, int tp_size);
+
+/* The bytes the rank at pos sends its tensor group each step for the
+ * gradient norm where the ranks own their slices (plan->tp_sliced;
+ * train/sync.c, split_norms, which only data-parallel rank 0 of each
+ * tensor group runs): for each split trained tensor of its stage (a tied
+ * copy left out), 64 bytes of eight double lanes to the next tensor
+ * rank where the norm is chained (dt_plan_tp_norm_chained; none from the
+ * last), else its block's floats x 4 to tensor rank 0 (none from tensor
+ * rank 0). 0 elsewhere. The count the trainer measures
+ * (dt_grad_sync_norm_bytes, summary.json's tp_norm_bytes). Pure. */
+int64_t dt_plan_tp_norm_bytes(const struct dt_plan *plan,
+			      const struct dt_grid_pos *pos);
 
 /* The most floats any of the tp_size tensor ranks' blocks of split
  * tensor t of m holds (the blocks of a vocabulary the degree does not

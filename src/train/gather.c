@@ -132,18 +132,12 @@ static enum dt_status
 move_part(struct dt_run *r, int src, float *local, float *whole, size_t n,
 	  struct dt_error *err)
 {
-	int req;
-	enum dt_status st;
-
 	if (n == 0)
 		return DT_OK;
 	if (r->rank == 0)
 		return dt_comm_recv_f32(r->comm, whole, n, src, TAG_GATHER,
 					err);
-	st = dt_comm_isend_f32(r->comm, local, n, 0, TAG_GATHER, &req, err);
-	if (st == DT_OK)
-		st = dt_comm_wait(r->comm, req, err);
-	return st;
+	return dt_comm_send_f32(r->comm, local, n, 0, TAG_GATHER, err);
 }
 
 /* Whether whole tensor wi (of f->shapes) belongs to stage si. */
@@ -209,16 +203,12 @@ send_blocks(struct dt_run *r, struct dt_error *err)
 
 		dt_model_tensor_info(m, t, &ti);
 		for (int k = -1; k < os.n_bufs && st == DT_OK; k++) {
-			int req;
-
 			if (k >= 0 && ti.offset >= nt)
 				break;
-			st = dt_comm_isend_f32(r->comm, (k < 0 ? params :
-						os.bufs[k]) + ti.offset,
-					       (size_t)ti.size, 0, TAG_GATHER,
-					       &req, err);
-			if (st == DT_OK)
-				st = dt_comm_wait(r->comm, req, err);
+			st = dt_comm_send_f32(r->comm, (k < 0 ? params :
+					       os.bufs[k]) + ti.offset,
+					      (size_t)ti.size, 0, TAG_GATHER,
+					      err);
 		}
 	}
 	return st;

@@ -352,7 +352,8 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 	a = json_object_new_array();
 	for (int i = 0; i < r->plan.world_size; i++) {
 		struct json_object *e = json_object_new_object();
-		const double *b = bytes + 3 * i; /* (3) p2p, gradient, tp */
+		/* (DT_METRICS_BYTE_COUNTS) */
+		const double *b = bytes + DT_METRICS_BYTE_COUNTS * i;
 
 		ADD(e, "rank", json_object_new_int(i));
 		ADD(e, "p2p_bytes", json_object_new_int64((int64_t)b[0]));
@@ -360,6 +361,7 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 		    json_object_new_int64((int64_t)b[1]));
 		ADD(e, "tp_allreduce_bytes",
 		    json_object_new_int64((int64_t)b[2]));
+		ADD(e, "tp_norm_bytes", json_object_new_int64((int64_t)b[3]));
 		json_object_array_add(a, e);
 	}
 	ADD(o, "bytes_per_step", a);

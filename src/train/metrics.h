@@ -56,9 +56,14 @@ enum dt_status dt_metrics_reopen(struct dt_run *r, int64_t step,
  * plan --dry-run --json prints it). Other ranks: DT_OK. */
 enum dt_status dt_metrics_write_plan(struct dt_run *r, struct dt_error *err);
 
-/* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x 3 per-step
- * byte counts: point-to-point, gradient all-reduce, tensor-parallel, or
- * NULL), with each worker's peak resident memory (r->peak_resident) and
+/* The per-step byte counts of one rank in summary.json's bytes_per_step:
+ * point-to-point, gradient all-reduce, tensor-parallel, the norm's sends
+ * to the tensor group (p2p_bytes, grad_allreduce_bytes,
+ * tp_allreduce_bytes, tp_norm_bytes). */
+#define DT_METRICS_BYTE_COUNTS 4
+
+/* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x
+ * DT_METRICS_BYTE_COUNTS per-step byte counts, or NULL), with each worker's peak resident memory (r->peak_resident) and
  * the plan's memory of its rank under "ranks". Other ranks: DT_OK. */
 enum dt_status dt_metrics_write_summary(struct dt_run *r,
 					const struct dt_train_result *res,

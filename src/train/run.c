@@ -423,24 +423,27 @@ all_train(const struct dt_run *r)
 }
 
 /* Each rank's bytes per training step, to every rank (a sum of slots):
- * world_size x (point-to-point, gradient, tensor-parallel). NULL when
- * some ranks do not train (they do not take part). */
+ * world_size x DT_METRICS_BYTE_COUNTS (point-to-point, gradient,
+ * tensor-parallel, the norm's sends). NULL when some ranks do not train
+ * (they do not take part). */
 static double *
 bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 {
-	int64_t n = r->steps_counted > 0 ? r->steps_counted : 1;
-	int world = r->plan.world_size;
-	double *bytes;				/* (world_size, 3) */
+	uint64_t n = (uint64_t)(r->steps_counted > 0 ? r->steps_counted : 1);
+	int world = r->plan.world_size, k = DT_METRICS_BYTE_COUNTS;
+	double *bytes;				/* (world_size, k) */
+	double *mine;				/* (k) */
 
 	*st = DT_OK;
 	if (!all_train(r))
 		return NULL;
-	bytes = dt_xcalloc((size_t)(3 * world), sizeof *bytes);
-	bytes[3 * r->rank] = (double)(r->layout.bytes_p2p / (uint64_t)n);
-	bytes[3 * r->rank + 1] = (double)(dt_grad_sync_bytes(r->sync) /
-					  (uint64_t)n);
-	bytes[3 * r->rank + 2] = (double)(r->layout.bytes_tp / (uint64_t)n);
-	*st = dt_comm_allreduce_sum_f64(r->comm, bytes, (size_t)(3 * world),
+	bytes = dt_xcalloc((size_t)(k * world), sizeof *bytes);
+	mine = bytes + k * r->rank;
+	mine[0] = (double)(r->layout.bytes_p2p / n);
+	mine[1] = (double)(dt_grad_sync_bytes(r->sync) / n);
+	mine[2] = (double)(r->layout.bytes_tp / n);
+	mine[3] = (double)(dt_grad_sync_norm_bytes(r->sync) / n);
+	*st = dt_comm_allreduce_sum_f64(r->comm, bytes, (size_t)(k * world),
 					err);
 	return bytes;
 }

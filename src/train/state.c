@@ -459,15 +459,13 @@ untrained_from_first(struct dt_run *r, struct tensors *pt, float **copy)
 		*copy = dt_xalloc_floats(total);	/* (total) */
 	for (int j = 0; j < pt->n_params && st == DT_OK; j++) {
 		size_t off, n = tensor_span(r, pt, j, &off);
-		int w, req;
+		int w;
 
 		if (n == 0 || off < nt || (w = writer_of(r, pt, j)) == 0)
 			continue;
 		if (me == 0) {
-			st = dt_comm_isend_f32(c, pt->pt[j].data, n, w,
-					       TAG_UNTRAINED, &req, &err);
-			if (st == DT_OK)
-				st = dt_comm_wait(c, req, &err);
+			st = dt_comm_send_f32(c, pt->pt[j].data, n, w,
+					      TAG_UNTRAINED, &err);
 		} else if (me == w) {
 			st = dt_comm_recv_f32(c, *copy + at, n, 0,
 					      TAG_UNTRAINED, &err);

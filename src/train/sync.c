@@ -475,18 +475,6 @@ split_norm_buffers(struct dt_grad_sync *s)
 	s->tp_blk = dt_xalloc_floats((size_t)blk + 1);
 }
 
-/* One message of n floats from buf to tensor rank `to`. */
-static enum dt_status
-send_to(struct dt_comm *c, const float *buf, size_t n, int to,
-	struct dt_error *err)
-{
-	int req;
-	enum dt_status st = dt_comm_isend_f32(c, buf, n, to, TAG_TP_NORM,
-					      &req, err);
-
-	return st == DT_OK ? dt_comm_wait(c, req, err) : st;
-}
-
 /* A row block's norm (dt_plan_tp_norm_chained): its run follows the
  * previous tensor rank's in the flat order and starts at a multiple of
  * 8, so the eight lanes pass from rank to rank (64 bytes), each adding
@@ -514,7 +502,7 @@ chained_norm(struct dt_comm *c, const float *g, int64_t n, double *norm2,
 	}
 	*norm2 = 0;
 	memcpy(wire, lane, sizeof lane);
-	return send_to(c, wire, 16, me + 1, err);
+	return dt_comm_send_f32(c, wire, 16, me + 1, TAG_TP_NORM, err);
 }
 
 /* Any other block's norm: each tensor rank sends its block g (ti->size
@@ -531,7 +519,8 @@ gathered_norm(struct dt_grad_sync *s, int t, const struct dt_tensor_info *ti,
 	struct dt_tp_block b;
 
 	if (me != 0)
-		return send_to(c, g, (size_t)ti->size, 0, err);
+		return dt_comm_send_f32(c, g, (size_t)ti->size, 0, TAG_TP_NORM,
+					err);
 	if (s->tp_whole == NULL)
 		split_norm_buffers(s);
 	dt_model_tensor_tp_block(m, t, 0, &b);
@@ -563,9 +552,11 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 	struct dt_model *m = s->cfg.model;
 	struct dt_comm *c = s->cfg.tp_comm;
 	enum dt_status st = DT_OK;
+	uint64_t b0;
 
 	if (c == NULL || !s->cfg.tp_norms)
 		return DT_OK;
+	b0 = dt_comm_p2p_bytes_sent(c);
 	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
 		struct dt_tensor_info ti;
 
@@ -575,6 +566,7 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 						ti.offset, &norm2[first + t],
 						err);
 	}
+	s->norm_bytes += dt_comm_p2p_bytes_sent(c) - b0;
 	return st;
 }
 
@@ -958,6 +950,12 @@ uint64_t
 dt_grad_sync_bytes(const struct dt_grad_sync *s)
 {
 	return s->bytes;
+}
+
+uint64_t
+dt_grad_sync_norm_bytes(const struct dt_grad_sync *s)
+{
+	return s->norm_bytes;
 }
 
 void

@@ -474,6 +474,13 @@ int dt_grad_sync_hier(const struct dt_grad_sync *s, int *hosts,
  * size: 8 a value for the exact f32 wire, 4 float, 2 bf16). */
 uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
 
+/* Bytes this rank has sent its tensor group for the gradient norm where
+ * the tensor ranks own their slices (split_norms: a gathered block's
+ * floats x 4 to tensor rank 0, 64 bytes of a chained norm's lanes to
+ * the next tensor rank; data-parallel rank 0 only); 0 elsewhere.
+ * dt_plan_tp_norm_bytes (plan/sync_plan.h) computes the same per step. */
+uint64_t dt_grad_sync_norm_bytes(const struct dt_grad_sync *s);
+
 /* Clipping: the floats of the summed gradient that the update reads
  * (the optimizer's span [own_lo, own_hi), the whole gradient but at
  * parallel.zero) multiplied by c. The others are not the step's sum at

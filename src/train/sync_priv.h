@@ -138,6 +138,8 @@ struct dt_grad_sync {
 					 * the tensor whose norm it takes */
 	float *tp_blk;			/* (its largest block): one
 					 * received block */
+	uint64_t norm_bytes;		/* bytes split_norms has sent to
+					 * the tensor group */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

@@ -753,17 +753,15 @@ zero_collect(struct dt_grad_sync *s, struct dt_error *err)
 {
 	struct dt_sync_zero *z = s->zero;
 	struct dt_comm *c = z->flat;
-	int p = dt_comm_size(c), me = dt_comm_rank(c), n_bufs, req;
+	int p = dt_comm_size(c), me = dt_comm_rank(c), n_bufs;
 	float **own = dt_optim_state(s->optim, &n_bufs);	/* (n_bufs) */
 	size_t len = s->own_hi - s->own_lo;
 	enum dt_status st = DT_OK;
 
 	if (me != 0) {
 		for (int b = 0; b < n_bufs && len > 0 && st == DT_OK; b++) {
-			st = dt_comm_isend_f32(c, own[b], len, 0, TAG_ZERO,
-					       &req, err);
-			if (st == DT_OK)
-				st = dt_comm_wait(c, req, err);
+			st = dt_comm_send_f32(c, own[b], len, 0, TAG_ZERO,
+					      err);
 		}
 		return st;
 	}
@@ -791,7 +789,7 @@ dt_grad_sync_state_span(struct dt_grad_sync *s, int b, size_t lo, size_t hi,
 			float *dst, struct dt_error *err)
 {
 	struct dt_comm *c = s->zero->flat;
-	int p = dt_comm_size(c), me = dt_comm_rank(c), n_bufs, req;
+	int p = dt_comm_size(c), me = dt_comm_rank(c), n_bufs;
 	float **own = dt_optim_state(s->optim, &n_bufs);	/* (n_bufs) */
 	enum dt_status st = DT_OK;
 
@@ -811,10 +809,8 @@ dt_grad_sync_state_span(struct dt_grad_sync *s, int b, size_t lo, size_t hi,
 			st = dt_comm_recv_f32(c, dst + (a - lo), e - a, q,
 					      TAG_ZERO, err);
 		else {
-			st = dt_comm_isend_f32(c, own[b] + (a - s->own_lo),
-					       e - a, 0, TAG_ZERO, &req, err);
-			if (st == DT_OK)
-				st = dt_comm_wait(c, req, err);
+			st = dt_comm_send_f32(c, own[b] + (a - s->own_lo),
+					      e - a, 0, TAG_ZERO, err);
 		}
 	}
 	return st;

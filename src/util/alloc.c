@@ -112,6 +112,19 @@ dt_free_pages(float *p, size_t n)
 		munmap(p, checked_bytes(n ? n : 1, sizeof(float)));
 }
 
+void
+dt_pages_shrink(float *p, size_t n, size_t keep)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)(p + (keep ? keep : 1));
+	uintptr_t b = (uintptr_t)(p + (n ? n : 1));
+
+	a = (a + page - 1) & ~(page - 1);
+	b = (b + page - 1) & ~(page - 1);
+	if (p != NULL && b > a)
+		munmap((void *)a, b - a);
+}
+
 size_t
 dt_pages_release(float *base, size_t lo, size_t hi)
 {

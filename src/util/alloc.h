@@ -28,6 +28,11 @@ void dt_free_each(void *const *p, size_t n);
  * be NULL). Out of memory aborts, as dt_xmalloc. */
 float *dt_xalloc_pages(size_t n);
 void dt_free_pages(float *p, size_t n);
+/* Shrinks p, a block of dt_xalloc_pages of n floats, to its first keep
+ * (<= n) floats: the pages past the one that holds float keep - 1 are
+ * unmapped (munmap), so they no longer count as resident; release the
+ * rest with dt_free_pages(p, keep). The floats kept are untouched. */
+void dt_pages_shrink(float *p, size_t n, size_t keep);
 /* Hands back to the kernel the whole pages that lie inside floats
  * [lo, hi) of base, a block of dt_xalloc_pages (madvise MADV_DONTNEED):
  * they read as zeros again and no longer count as resident. A page that

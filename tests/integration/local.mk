@@ -108,7 +108,10 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/plan-kernels.sh \
 	tests/integration/tp-uneven-ckpt.sh \
 	tests/integration/seq-par.sh \
-	tests/integration/zero-tp-slices.sh
+	tests/integration/zero-tp-slices.sh \
+	tests/integration/tp-norm-bytes.sh \
+	tests/integration/zero1-tp-collect.sh \
+	tests/integration/tp-setup-peak.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

@@ -108,3 +108,21 @@ DTRAIN_KERNELS=onednn DNNL_VERBOSE=2 "$DTRAIN" run --run-dir r $S "$F" \
 made=$(grep -c '^onednn_verbose,create:cache_miss,cpu,matmul' out || true)
 [ "$made" -eq 22 ] || fail "oneDNN made $made matmul primitives, the plan 22"
 echo "ok: kernels_runtime in the plan where oneDNN runs the products; 22 primitives made"
+
+# Tensor slices (tp 2, each rank holding its blocks: the products at the
+# blocks' strides, the vocabulary's share of the head): each rank makes
+# as many primitives as the plan counts for it (21, above), counted from
+# its own DNNL_VERBOSE=2 lines (mpirun --tag-output).
+# shellcheck disable=SC2086
+DTRAIN_KERNELS=onednn mpi 2 --tag-output -x DTRAIN_KERNELS=onednn \
+	-x DNNL_VERBOSE=2 "$DTRAIN" run --run-dir rtp $S "$F" $M \
+	--set parallel.tensor_parallel=2 >out-tp 2>err-tp ||
+	{ cat err-tp >&2; fail "the tp 2 run"; }
+grep -q '"slices": true' rtp/plan.json || fail "tp 2: no slices"
+for r in 0 1; do
+	made=$(grep "^\[1,$r\]<stdout>:onednn_verbose,create:cache_miss,cpu,matmul" \
+		out-tp | wc -l)
+	[ "$made" -eq 21 ] ||
+		fail "tp 2 rank $r: oneDNN made $made matmul primitives, the plan 21"
+done
+echo "ok: tp 2 with slices: 21 primitives made on each rank, as planned"
