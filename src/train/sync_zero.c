@@ -103,9 +103,9 @@ struct dt_sync_zero {
 				 * micro-batch */
 	double *sum;		/* (seg) sum_piece's sums (exact mode) */
 	float *in;		/* (seg) the floats received */
-	float *blk;		/* level 2 with tensor slices, data-parallel
-				 * rank 0: (the largest split tensor's
-				 * block) one summed block, whole */
+	float *blk;		/* (the largest split tensor's block) level
+				 * 2 with tensor slices, data-parallel rank
+				 * 0: one summed block, whole */
 };
 
 /* The end of the part (dt_comm_part over the summing ranks) that holds
