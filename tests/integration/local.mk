@@ -106,7 +106,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero3-bn-ckpt.sh \
 	tests/integration/zero3-pages.sh \
 	tests/integration/plan-kernels.sh \
-	tests/integration/tp-uneven-ckpt.sh
+	tests/integration/tp-uneven-ckpt.sh \
+	tests/integration/tp-logits.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
