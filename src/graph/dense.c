@@ -52,7 +52,11 @@
  * the rank's vocabulary share, dt_tp_vocab_share), a row layer's
  * W[rows,:] its (in/s, out) rows; the same products with another
  * leading dimension, whose bits do not depend on it (test_graph_kern.c,
- * test_sgemm_ld). */
+ * test_sgemm_ld). An untied vocabulary-split head whose loss works in
+ * place over its output (dt_model_tp_slice_logits: out_cols) has Y and
+ * dY of its classes only, (R, len) with ld = len + 1, instead of (R,
+ * out) with its classes at column lo: the same products again (the
+ * padding float keeps ld above len, as out is: see tensor.c). */
 #include <assert.h>
 #include <limits.h>
 #include <string.h>
@@ -224,7 +228,25 @@ column_ld(const struct dt_node *n, int n_out, int len)
 	return n->tp_own ? len : n_out;
 }
 
-/* Column share: Y(R, out) gets X W[:, lo..lo+len) + b there, 0 elsewhere. */
+/* The leading dimension of Y and dY: out, or out_cols (len + 1) where the
+ * node's output holds its share's columns only (the vocabulary-split
+ * head, dt_model_tp_slice_logits). */
+static int
+out_ld(const struct dt_node *n, int n_out)
+{
+	return n->out_cols > 0 ? (int)n->out_cols : n_out;
+}
+
+/* Where a column share's first column lies in a row of Y and dY: lo, or
+ * 0 where the output holds the share only (out_cols). */
+static int
+out_at(const struct dt_node *n, int lo)
+{
+	return n->out_cols > 0 ? 0 : lo;
+}
+
+/* Column share: Y(R, out) gets X W[:, lo..lo+len) + b there, 0 elsewhere;
+ * or Y(R, len) gets it where the output is the share's only (out_cols). */
 static void
 column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	       int64_t rows, int lo, int len)
@@ -232,15 +254,16 @@ column_forward(struct dt_pool *pool, struct dt_node *n, const float *x,
 	const int n_out = (int)n->spec.units;
 	const int n_in = (int)dense_in(n);
 	const size_t at = share_at(n, lo, n_out);
+	const int ld = out_ld(n, n_out), y_at = out_at(n, lo);
 	const float *b = n->n_tensors > 1 ? n->tensor[1].data +
 		bias_share_at(n, lo) : NULL;
-	float *y = n->out;			/* (R, out) */
+	float *y = n->out;			/* (R, out) or (R, len) */
 
-	share_bias_fill(y, b, rows, n_out, lo, len);
+	share_bias_fill(y, b, rows, ld, y_at, len);
 	dt_kern_par_sgemm(pool, 0, 0, (int)rows, len,
 		    n_in, 1.0f, x, n_in, n->tensor[0].data + at,
 		    column_ld(n, n_out, len),
-		    b != NULL ? 1.0f : 0.0f, y + lo, n_out);
+		    b != NULL ? 1.0f : 0.0f, y + y_at, ld);
 }
 
 /* Row share: Y(R, out) = sum over the group of X[:, lo..) W[lo.., :], then
@@ -382,20 +405,21 @@ column_backward(struct dt_pool *pool, struct dt_node *n,
 	const int n_in = (int)dense_in(n);
 	const size_t at = share_at(n, lo, n_out);
 	const int ld = column_ld(n, n_out, len);
+	const int dy_ld = out_ld(n, n_out), dy_at = out_at(n, lo);
 	const float *w = n->tensor[0].data;	/* (in, out) or (in, len) */
-	const float *dy = n->dout;		/* (R, out) */
+	const float *dy = n->dout;		/* (R, out) or (R, len) */
 
 	dt_kern_par_sgemm(pool, 1, 0, n_in, len,
-		    (int)rows, 1.0f, x, n_in, dy + lo, n_out, 1.0f,
+		    (int)rows, 1.0f, x, n_in, dy + dy_at, dy_ld, 1.0f,
 		    n->tensor[0].grad + at, ld);
 	if (n->n_tensors > 1)
 		for (int64_t r = 0; r < rows; r++)
 			add_row(n->tensor[1].grad + bias_share_at(n, lo),
-				dy + r * n_out + lo, len);
+				dy + r * dy_ld + dy_at, len);
 	if (din == NULL)
 		return;
 	dt_kern_par_sgemm(pool, 0, 1, (int)rows, n_in,
-		    len, 1.0f, dy + lo, n_out, w + at, ld,
+		    len, 1.0f, dy + dy_at, dy_ld, w + at, ld,
 		    din_add && tp->rank == 0 ? 1.0f : 0.0f, din, n_in);
 	tp->allreduce(tp->ctx, din, (size_t)(rows * n_in));
 }

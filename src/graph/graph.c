@@ -398,13 +398,22 @@ has_dout(const struct dt_node *n)
 	return n->n_consumers > 0 && n->needs_grad;
 }
 
+int64_t
+dt_node_out_floats(const struct dt_node *n)
+{
+	if (n->out_cols <= 0)
+		return n->out_size;
+	return n->out_size / n->out_shape.dim[n->out_shape.n_dims - 1] *
+	       n->out_cols;
+}
+
 /* Activation floats per sample of node n: output, output gradient, and
  * the layer's scratch. */
 int64_t
 dt_node_act_floats(const struct dt_node *n, int64_t *scratch)
 {
 	*scratch = n->ops->scratch_floats ? n->ops->scratch_floats(n) : 0;
-	return n->out_size * (has_dout(n) ? 2 : 1) + *scratch;
+	return dt_node_out_floats(n) * (has_dout(n) ? 2 : 1) + *scratch;
 }
 
 int64_t
@@ -423,7 +432,8 @@ dt_graph_loss_in_place(const struct dt_model *m, const int *stage_of)
 	    n->fused_pool != NULL ||
 	    (stage_of != NULL && stage_of[src] != stage_of[m->n_nodes - 1]))
 		return 0;
-	return loss->out_size + (has_dout(n) ? n->out_size : 0);
+	return dt_node_out_floats(loss) +
+	       (has_dout(n) ? dt_node_out_floats(n) : 0);
 }
 
 /* The activation floats per sample of the whole model as one stage: the
@@ -550,7 +560,8 @@ layout_slot(struct dt_model *m)
 			 * places (sized by the plan) stay unused */
 			m->out_off[i] = m->out_off[i - 1];
 			m->dout_off[i] = m->dout_off[i - 1];
-			*at_p = at + rows * n->out_size * (has_dout(n) ? 2 : 1);
+			*at_p = at + rows * dt_node_out_floats(n) *
+				(has_dout(n) ? 2 : 1);
 			continue;
 		}
 		if (m->loss_in_place && i == m->n_nodes - 1) {
@@ -560,10 +571,10 @@ layout_slot(struct dt_model *m)
 		if (own)
 			dt_node_act_floats(n, &scratch);
 		m->out_off[i] = at;
-		at += rows * n->out_size;
+		at += rows * dt_node_out_floats(n);
 		if (own ? has_dout(n) : n->needs_grad) {
 			m->dout_off[i] = i == last_in ? m->out_off[i] : at;
-			at += i == last_in ? 0 : rows * n->out_size;
+			at += i == last_in ? 0 : rows * dt_node_out_floats(n);
 		}
 		if (scratch > 0) {
 			m->scratch_off[i] = at;
@@ -577,6 +588,18 @@ layout_slot(struct dt_model *m)
 					m->first, m->last));
 	m->work_floats = m->layer_work_off + (size_t)(rows *
 		dt_recompute_layer_floats(m, m->first, m->last));
+}
+
+void
+dt_model_relayout_acts(struct dt_model *m)
+{
+	if (m->acts == NULL)
+		return;
+	free(m->acts);
+	layout_slot(m);
+	m->acts = dt_xalloc_floats(m->slot_floats * (size_t)m->n_slots +
+				   m->work_floats);
+	dt_model_use_slot(m, m->slot);
 }
 
 void
@@ -1098,7 +1121,8 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 		const struct dt_node *n = &m->nodes[m->recv[j]];
 
 		if (n->needs_grad && !m->dout_written[m->recv[j]])
-			memset(n->dout, 0, (size_t)(p->batch * n->out_size) *
+			memset(n->dout, 0,
+			       (size_t)(p->batch * dt_node_out_floats(n)) *
 			       sizeof(float));
 	}
 }

@@ -538,6 +538,24 @@ void dt_model_set_node_hook(struct dt_model *m,
  * ranks of each tensor rank. */
 void dt_model_tp_own_slices(struct dt_model *m);
 
+/* Where the tensor ranks own their slices (dt_model_tp_own_slices
+ * calls it for the trainer, the plan for its shapes with rank 0) and an
+ * untied head is split by vocabulary with its softmax cross-entropy in
+ * place over its output (a training model, stage_of as
+ * dt_graph_loss_in_place reads it): makes the head's output, and so the
+ * loss's buffer and its gradient, (B, [T,] len) with leading dimension
+ * len + 1 (a padding float a row, which keeps oneDNN's products on the
+ * path of the whole buffer's: tensor.c), rank's classes [lo, lo + len)
+ * of dt_tp_vocab_share only, instead of (B, [T,] V) (doc/DESIGN.md,
+ * "Tensor-parallel slices"). The
+ * activation sizes (dt_node_act_floats, dt_model_stage_info) then count
+ * that share; rank 0's is the largest. True when it did; false (nothing
+ * changed) otherwise, or when called again. The caller lays out the
+ * activations again where they exist. Same bits: only the storage
+ * shrinks. */
+bool dt_model_tp_slice_logits(struct dt_model *m, const int *stage_of,
+			      int rank);
+
 /* struct dt_tp_block: graph/layer.h, with dt_node_tp_block. */
 struct dt_tp_block;
 

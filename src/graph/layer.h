@@ -286,6 +286,14 @@ struct dt_node {
 	 * tensor's size is then its block's floats, its shape the whole
 	 * tensor's); false: whole tensors, the share read in place. */
 	bool tp_own;
+	/* set by dt_model_tp_slice_logits (tensor.c) on an untied
+	 * vocabulary-split head and its loss in place: their output holds
+	 * this rank's classes only, (B, [T,] len) with leading dimension
+	 * out_cols = len + 1 (dt_tp_vocab_share's len, and a padding
+	 * float: tensor.c); 0: the whole output, the share at its
+	 * columns. dt_node_out_floats (stage.h) gives the floats a
+	 * sample. */
+	int64_t out_cols;
 
 	/* set by the graph: */
 	int64_t out_size;	/* dt_shape_size(out_shape) */

@@ -15,6 +15,16 @@ struct dt_node;
 bool dt_stage_live(const struct dt_model *m, const int *stage_of_node, int i,
 		   int cut);
 
+/* Floats per sample of node n's output buffer: out_size, or this
+ * rank's classes of each row where the node holds them only
+ * (struct dt_node's out_cols). */
+int64_t dt_node_out_floats(const struct dt_node *n);
+
+/* Lays m's activation slots out again and allocates them anew (their
+ * contents are lost), after a node's output size changed (out_cols); a
+ * no-op for a model without activations. */
+void dt_model_relayout_acts(struct dt_model *m);
+
 /* Activation floats per sample of node n on its own stage: output,
  * output gradient when one flows back, and the layer's scratch (in
  * *scratch). */

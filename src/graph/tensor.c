@@ -14,6 +14,7 @@
 #include "graph/graph.h"
 #include "graph/layer.h"
 #include "graph/model.h"
+#include "graph/stage.h"
 #include "util/alloc.h"
 
 /* Whether node n passes a split activation through unchanged in layout:
@@ -511,6 +512,36 @@ dt_model_tp_can_own_slices(const struct dt_model *m)
 	return true;
 }
 
+bool
+dt_model_tp_slice_logits(struct dt_model *m, const int *stage_of, int rank)
+{
+	struct dt_node *loss = &m->nodes[m->n_nodes - 1];
+	struct dt_node *head;
+	int64_t classes, lo, len;
+
+	if (!m->train_layout || loss->n_inputs != 1 ||
+	    loss->inputs[0] == DT_NODE_INPUT ||
+	    dt_graph_loss_in_place(m, stage_of) <= 0)
+		return false;
+	head = &m->nodes[loss->inputs[0]];
+	if (head->tp_size <= 1 || head->tp_mode != DT_TP_VOCAB ||
+	    loss->tp_size != head->tp_size ||
+	    loss->tp_mode != DT_TP_VOCAB || head->tie_src != NULL ||
+	    head->out_cols > 0)
+		return false;
+	classes = head->out_shape.dim[head->out_shape.n_dims - 1];
+	assert(rank >= 0 && rank < head->tp_size);
+	dt_tp_vocab_share(classes, head->tp_size, rank, &lo, &len);
+	/* a row of len + 1 floats: with ld = len, oneDNN's f32 products
+	 * (the kernels' auto choice on AVX-512 processors) took another
+	 * path for a contiguous dY than for the whole buffer's (ld = V >
+	 * len) and gave other bits in the head's backward (tp-ckpt.sh's
+	 * MLP, from step 5); one float of padding a row keeps ld > len */
+	head->out_cols = len + 1;
+	loss->out_cols = len + 1;
+	return true;
+}
+
 void
 dt_model_tp_own_slices(struct dt_model *m)
 {
@@ -530,6 +561,16 @@ dt_model_tp_own_slices(struct dt_model *m)
 	for (int i = m->first; i <= m->last; i++)
 		if (is_split(&m->nodes[i], 0, &floats))
 			m->nodes[i].tp_own = true;
+	/* the head's classes only in its output, which the loss uses in
+	 * place (this stage's, with its loss) */
+	if (m->loss_in_place &&
+	    dt_model_tp_slice_logits(m, m->stage_of, m->tp.rank)) {
+		const struct dt_node *head =
+			&m->nodes[m->nodes[m->n_nodes - 1].inputs[0]];
+
+		m->act_floats -= head->out_size - dt_node_out_floats(head);
+		dt_model_relayout_acts(m);
+	}
 }
 
 /* Zeroes the gradient of tensor pt when it lies in the trained prefix,

@@ -71,6 +71,11 @@ lay_out(const struct dt_job *job, struct dt_plan *plan, struct dt_error *err)
 	if (st != DT_OK)
 		return st;
 	plan->tp_sliced = dt_plan_tp_sliced(job, plan);
+	/* the vocabulary-split head's output as the trainer holds it, at
+	 * rank 0's share, the largest (dt_tp_vocab_share) */
+	if (plan->tp_sliced)
+		dt_model_tp_slice_logits(plan->shapes, plan->stage_of_node,
+					 0);
 	plan->stages = dt_xcalloc((size_t)pp, sizeof *plan->stages);
 	plan->in_flight = dt_xcalloc((size_t)pp, sizeof *plan->in_flight);
 	plan->ops = dt_xcalloc((size_t)(pp * n_ops), sizeof *plan->ops);
