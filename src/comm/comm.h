@@ -335,7 +335,8 @@ enum dt_status dt_comm_recv_f32(struct dt_comm *c, float *buf, size_t n,
 /* Sends n floats of buf to rank dest with tag and returns when buf may
  * be reused: dt_comm_isend_f32 followed by dt_comm_wait on its request
  * (which also waits for every earlier pending send of c). Errors:
- * those of dt_comm_isend_f32 and dt_comm_wait. Counted in dt_comm_p2p_bytes_sent. */
+ * those of dt_comm_isend_f32 and dt_comm_wait. Counted in
+ * dt_comm_p2p_bytes_sent. */
 enum dt_status dt_comm_send_f32(struct dt_comm *c, const float *buf, size_t n,
 				int dest, int tag, struct dt_error *err);
 /* Waits for the send *req started (no-op for a request already waited

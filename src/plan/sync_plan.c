@@ -108,7 +108,8 @@ dt_plan_tp_norm_bytes(const struct dt_plan *plan, const struct dt_grid_pos *pos)
 			bytes += pos->tp < plan->tp_size - 1 ?
 				 8 * (int64_t)sizeof(double) : 0;
 		else if (pos->tp != 0)
-			bytes += dt_tp_block_floats(&b) * (int64_t)sizeof(float);
+			bytes += dt_tp_block_floats(&b) *
+				 (int64_t)sizeof(float);
 	}
 	return bytes;
 }

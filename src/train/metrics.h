@@ -63,7 +63,8 @@ enum dt_status dt_metrics_write_plan(struct dt_run *r, struct dt_error *err);
 #define DT_METRICS_BYTE_COUNTS 4
 
 /* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x
- * DT_METRICS_BYTE_COUNTS per-step byte counts, or NULL), with each worker's peak resident memory (r->peak_resident) and
+ * DT_METRICS_BYTE_COUNTS per-step byte counts, or NULL), with each
+ * worker's peak resident memory (r->peak_resident) and
  * the plan's memory of its rank under "ranks". Other ranks: DT_OK. */
 enum dt_status dt_metrics_write_summary(struct dt_run *r,
 					const struct dt_train_result *res,

@@ -552,11 +552,9 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 	struct dt_model *m = s->cfg.model;
 	struct dt_comm *c = s->cfg.tp_comm;
 	enum dt_status st = DT_OK;
-	uint64_t b0;
 
 	if (c == NULL || !s->cfg.tp_norms)
 		return DT_OK;
-	b0 = dt_comm_p2p_bytes_sent(c);
 	for (int t = 0; t < dt_model_n_tensors(m) && st == DT_OK; t++) {
 		struct dt_tensor_info ti;
 
@@ -566,7 +564,6 @@ split_norms(struct dt_grad_sync *s, double *norm2, int first,
 						ti.offset, &norm2[first + t],
 						err);
 	}
-	s->norm_bytes += dt_comm_p2p_bytes_sent(c) - b0;
 	return st;
 }
 
@@ -592,11 +589,18 @@ dt_sync_split_norm(struct dt_grad_sync *s, int t, const float *g,
 	struct dt_model *m = s->cfg.model;
 	struct dt_comm *c = s->cfg.tp_comm;
 	struct dt_tensor_info ti;
+	const uint64_t b0 = dt_comm_p2p_bytes_sent(c);
+	enum dt_status st;
 
 	dt_model_tensor_info(m, t, &ti);
 	if (dt_plan_tp_norm_chained(m, t, dt_comm_size(c)))
-		return chained_norm(c, g, ti.size, norm2, err);
-	return gathered_norm(s, t, &ti, g, norm2, err);
+		st = chained_norm(c, g, ti.size, norm2, err);
+	else
+		st = gathered_norm(s, t, &ti, g, norm2, err);
+	/* counted here, so every level's norm (split_norms at zero 0/1,
+	 * sync_zero.c's split_block_norms at 2/3) adds to tp_norm_bytes */
+	s->norm_bytes += dt_comm_p2p_bytes_sent(c) - b0;
+	return st;
 }
 
 static enum dt_status

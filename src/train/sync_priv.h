@@ -162,7 +162,8 @@ int dt_sync_tp_split(struct dt_grad_sync *s, int t);
  * (dt_plan_tp_norm_chained), else the blocks gathered on tensor rank 0.
  * *norm2 is set on the rank that adds it up (the last tensor rank, or
  * rank 0), 0 or left as it was on the others. Collective over
- * cfg.tp_comm, every tensor rank with the same t (sync.c). DT_ERR_MPI
+ * cfg.tp_comm, every tensor rank with the same t; the bytes it sends add
+ * to s->norm_bytes (summary.json's tp_norm_bytes) (sync.c). DT_ERR_MPI
  * from the exchange. */
 enum dt_status dt_sync_split_norm(struct dt_grad_sync *s, int t,
 				  const float *g, double *norm2,

@@ -435,7 +435,8 @@ block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
 		if (hi <= lo)
 			continue;
 		if (q == 0)
-			memcpy(z->blk + (lo - a), g + lo, (hi - lo) * sizeof *g);
+			memcpy(z->blk + (lo - a), g + lo,
+			       (hi - lo) * sizeof *g);
 		else
 			st = dt_comm_recv_f32(z->flat, z->blk + (lo - a),
 					      hi - lo, q, TAG_BLOCK, err);

@@ -58,3 +58,8 @@ PY
 check tp2 2 $TP2
 # shellcheck disable=SC2086
 check hy 4 $HY
+# zero 2 over slices (parallel.zero_slices) takes the same norms on its
+# data-parallel rank 0's tensor group from the blocks made whole there:
+# the same sends (sync_zero.c's split_block_norms)
+# shellcheck disable=SC2086
+check hz2 4 $HY --set parallel.zero=2 --set parallel.zero_slices=true
