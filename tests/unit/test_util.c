@@ -574,7 +574,13 @@ START_TEST(pages_prefault)
 	f0 = minor_faults();
 	for (size_t i = per; i < 3 * per; i += per / 2)
 		v[i] = -1.0f;
+#ifndef __SANITIZE_ADDRESS__
+	/* (AddressSanitizer's own pages fault here: its shadow and the
+	 * allocations of minor_faults' stdio; the residency above holds) */
 	ck_assert_int_eq(minor_faults() - f0, 0);
+#else
+	(void)f0;
+#endif
 	/* resident pages, the last one part of the mapping's only */
 	ck_assert_uint_eq(dt_pages_prefault(b, 0, 3), page);
 	ck_assert_uint_eq(dt_pages_prefault(b, n - 1, n), page);
