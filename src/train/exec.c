@@ -28,30 +28,26 @@
 
 enum { TAG_ACT = 11, TAG_GRAD = 12 };
 
-/* The tensor-parallel sums of the split layers; a failure here cannot be
+/* The tensor group's collectives (struct dt_tp: the split layers' sums
+ * and sequence parallelism's row collectives): a failure cannot be
  * returned through the layer, and the other ranks wait inside the same
- * sum, so it ends the job. */
-static void
-tp_allreduce(void *ctx, float *buf, size_t n)
-{
-	struct dt_layout *l = ctx;
-	struct dt_error err;
-
-	if (dt_comm_allreduce_sum_f32(l->tp_comm, buf, n, &err) != DT_OK) {
-		fprintf(stderr, "dtrain: rank %d: %s\n",
-			dt_comm_rank(l->world), err.msg);
-		dt_comm_abort(l->world, dt_status_exit_code(err.status));
-	}
-}
-
-/* Sequence parallelism's row collectives over the tensor group (struct
- * dt_tp); failures end the job as tp_allreduce's do. */
+ * collective, so it ends the job. */
 static void
 tp_failed(struct dt_layout *l, const struct dt_error *err)
 {
 	fprintf(stderr, "dtrain: rank %d: %s\n", dt_comm_rank(l->world),
 		err->msg);
 	dt_comm_abort(l->world, dt_status_exit_code(err->status));
+}
+
+static void
+tp_allreduce(void *ctx, float *buf, size_t n)
+{
+	struct dt_layout *l = ctx;
+	struct dt_error err;
+
+	if (dt_comm_allreduce_sum_f32(l->tp_comm, buf, n, &err) != DT_OK)
+		tp_failed(l, &err);
 }
 
 static void

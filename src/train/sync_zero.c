@@ -406,7 +406,7 @@ block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
 {
 	struct dt_sync_zero *z = s->zero;
 	const float *g = dt_model_grads(s->cfg.model);	/* (n) */
-	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat), req;
+	int p = dt_comm_size(z->flat), me = dt_comm_rank(z->flat);
 	size_t a = ti->offset, b = ti->offset + (size_t)ti->size, lo, hi;
 	enum dt_status st = DT_OK;
 
@@ -414,9 +414,8 @@ block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
 		part_in(s, me, a, b, &lo, &hi);
 		if (hi <= lo)
 			return DT_OK;
-		st = dt_comm_isend_f32(z->flat, g + lo, hi - lo, 0, TAG_BLOCK,
-				       &req, err);
-		return st == DT_OK ? dt_comm_wait(z->flat, req, err) : st;
+		return dt_comm_send_f32(z->flat, g + lo, hi - lo, 0,
+					TAG_BLOCK, err);
 	}
 	if (z->blk == NULL) {
 		int64_t most = 0;
