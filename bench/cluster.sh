@@ -66,10 +66,13 @@
 #    job has it (overlap on, buckets of 0.25 MiB, breadth first), zero 3
 #    with overlap off (levels 2 and 3 refuse it) and $ZERO3_ARGS
 #    (default --set parallel.gather_mb=4: char-GPT's 826,208 floats one
-#    gather unit); each run's step time (the median of its 10-step
-#    intervals after the first), each pair's zero 3 / zero 0, their
-#    median and its verdict (PASS at 1.2 or less), rank 0's breakdown
-#    of the first pair, and the load average before and after.
+#    gather unit; add --set parallel.zero_resident_grads=true for
+#    zero 3 with the gradient's pages resident, bench/README "zero 3
+#    with the gradient resident"); each run's step time (the median
+#    of its 10-step intervals after the first), each pair's zero 3 /
+#    zero 0, their median and its verdict (PASS at 1.2 or less), rank
+#    0's breakdown of the first pair, and the load average before and
+#    after.
 # About 10 minutes in full on an idle 8-core machine. Asserts nothing but
 # exits non-zero if a run fails.
 set -eu

@@ -433,6 +433,11 @@ struct dt_job {
 					 * parallelism: the tensor ranks own
 					 * their slices (dt_plan_tp_sliced);
 					 * false (default): whole tensors */
+		bool zero_resident_grads;	/* zero 2 and 3: the float
+					 * gradient kept whole and its pages
+					 * resident (dt_plan_sync's
+					 * grads_resident); false (default):
+					 * the unowned pages handed back */
 		double gather_mb;	/* zero 3: MiB of consecutive nodes'
 					 * parameters gathered as one unit;
 					 * 0 (default): node by node */

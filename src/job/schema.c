@@ -427,6 +427,11 @@ const struct dt_key dt_job_schema[] = {
 	  .off = OFF(parallel.zero_slices), .def = "false", ALLREDUCE,
 	  .doc = "zero 2 and 3 with tensor_parallel: each tensor rank holds "
 		 "its slices only (false: whole tensors)" },
+	{ .key = "parallel.zero_resident_grads", .type = DT_KEY_BOOL,
+	  .off = OFF(parallel.zero_resident_grads), .def = "false",
+	  ALLREDUCE,
+	  .doc = "zero 2 and 3: keep the whole float gradient resident "
+		 "(faster, its unowned part's memory; false: handed back)" },
 	{ .key = "parallel.gather_mb", .type = DT_KEY_FLOAT,
 	  .off = OFF(parallel.gather_mb), .def = "0", IN(0, 1048576),
 	  ALLREDUCE,

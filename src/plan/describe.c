@@ -182,9 +182,11 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * node (the sums so far are in the accumulator); with float sums
 	 * the own floats hold the sum as it builds up, so the rank whose
 	 * part backward passes first holds all of it beside the nodes of
-	 * the other parts not yet summed. Else every parameter's. */
+	 * the other parts not yet summed. Else, and where the job keeps
+	 * the gradient resident (parallel.zero_resident_grads), every
+	 * parameter's. */
 	int64_t pend = y->node_max + y->part_seg;
-	int64_t grads = !y->grad_parts ? n_params :
+	int64_t grads = !y->grad_parts || y->grads_resident ? n_params :
 			y->acc_seg == 0 ? y->own_max + pend :
 			y->own_max > pend ? y->own_max : pend;
 	/* zero 3 where the job checkpoints in the gathered format with a
@@ -384,6 +386,7 @@ describe_sync(const struct dt_sync_plan *y)
 	ADD(x, "accumulator_bytes",
 	    json_object_new_int64(y->accumulator_bytes));
 	ADD(x, "accumulator_segment", json_object_new_int64(y->acc_seg));
+	ADD(x, "resident_grads", json_object_new_boolean(y->grads_resident));
 	ADD(x, "bytes_per_step", json_object_new_int64(y->bytes_per_step));
 	return x;
 }
@@ -1021,6 +1024,7 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 {
 	int64_t n = get_i(sync, "sum_ranks", NULL);
 	char how[256] = "", acc[160] = "";
+	const char *res = "";
 
 	if (sync == NULL)
 		return;
@@ -1037,6 +1041,9 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 			 "at most %lld floats; the unowned rest given back; an "
 			 "evaluation's forward likewise)",
 			 (long long)get_i(sync, "gathered_params_max", NULL));
+	if (json_object_get_boolean(get(sync, "resident_grads")))
+		res = "; the whole float gradient kept resident "
+		      "(parallel.zero_resident_grads)";
 	if (get_i(sync, "accumulator_segment", NULL) > 0)
 		snprintf(acc, sizeof acc, "; each rank keeps its part of the "
 			 "double accumulator, each micro-batch reduce-"
@@ -1045,12 +1052,12 @@ print_sync(FILE *out, const char *head, struct json_object *sync)
 	if (get_i(sync, "zero", NULL) > 0)
 		fprintf(out, "; zero %lld: each rank's optimizer updates its "
 			"1/%lld of the trained floats (at most %lld), then "
-			"the parameters are all-gathered%s%s; on the first "
+			"the parameters are all-gathered%s%s%s; on the first "
 			"rank",
 			(long long)get_i(sync, "zero", NULL),
 			(long long)get_i(sync, "shards", NULL),
 			(long long)get_i(sync, "optimizer_params_max", NULL),
-			how, acc);
+			how, acc, res);
 	fprintf(out, "%s the optimizer (%lld buffer%s a value) updates "
 		"trained floats %lld-%lld\n",
 		get_i(sync, "zero", NULL) > 0 ? "" : ";",

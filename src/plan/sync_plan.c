@@ -529,6 +529,8 @@ dt_plan_sync(const struct dt_job *job, const struct dt_plan *plan, int stage,
 	 * to its parts then (train/sync_zero.c). */
 	out->grad_parts = out->zero >= 2 &&
 			  plan->accum_schedule != DT_ACCUM_BREADTH_FIRST;
+	out->grads_resident = out->zero >= 2 &&
+			      job->parallel.zero_resident_grads;
 	out->part_seg = !out->grad_parts ? 0 : out->acc_seg > 0 ?
 			out->acc_seg : out->own_max < DT_SYNC_ACC_SEG ?
 			out->own_max : DT_SYNC_ACC_SEG;

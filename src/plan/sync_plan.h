@@ -97,6 +97,13 @@ struct dt_sync_plan {
 					 * so the gradient resident is the own
 					 * part, or a node and part_seg
 					 * floats */
+	int grads_resident;		/* zero >= 2 and parallel.
+					 * zero_resident_grads: the float
+					 * gradient's pages never handed back
+					 * (the same sums and bits), so every
+					 * parameter's float gradient is
+					 * resident; the accumulator and the
+					 * optimizer stay sharded */
 	int64_t part_seg;		/* grad_parts: the most floats of a
 					 * part summed in one message and
 					 * pending beyond a node (acc_seg in

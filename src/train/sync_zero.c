@@ -182,6 +182,8 @@ drop_whole(struct dt_sync_zero *z)
 static void
 release_unowned(struct dt_grad_sync *s, float *g)
 {
+	if (s->plan->grads_resident)
+		return;
 	dt_pages_release(g, 0, s->own_lo);
 	dt_pages_release(g, s->own_hi, s->n);
 }
@@ -342,7 +344,7 @@ zero2_begin(struct dt_grad_sync *s, int b, struct dt_error *err)
 			part_add_or_abort(s, 0, s->n);
 		s->added[0] = 1;
 		/* grad_parts handed the own floats' pages back too */
-		if (s->zero->grad_parts)
+		if (s->zero->grad_parts && !s->plan->grads_resident)
 			dt_pages_prefault(g, s->own_lo, s->own_hi);
 		dt_kern_par_f64_round(dt_model_pool(s->cfg.model), s->acc,
 				      g + s->own_lo,
@@ -532,13 +534,15 @@ zero_step_begin(struct dt_grad_sync *s)
 		s->zero->base->step_begin(s);
 }
 
-/* grad_parts: floats [lo, hi) of the gradient set to 0, their whole
- * pages handed back (they read as zeros until backward writes them). */
+/* grad_parts: floats [lo, hi) of the gradient g set to 0, their whole
+ * pages handed back (they read as zeros until backward writes them)
+ * unless the plan keeps the gradient resident. */
 static void
-zero_floats(float *g, size_t lo, size_t hi)
+zero_floats(const struct dt_grad_sync *s, float *g, size_t lo, size_t hi)
 {
 	memset(g + lo, 0, (hi - lo) * sizeof *g);
-	dt_pages_release(g, lo, hi);
+	if (!s->plan->grads_resident)
+		dt_pages_release(g, lo, hi);
 }
 
 /* grad_parts: floats [lo, hi) summed: all of them 0 and handed back in
@@ -550,13 +554,13 @@ drop_summed(struct dt_grad_sync *s, size_t lo, size_t hi)
 	float *g = dt_model_grads(s->cfg.model);	/* (n) */
 
 	if (s->zero->part_acc) {
-		zero_floats(g, lo, hi);
+		zero_floats(s, g, lo, hi);
 		return;
 	}
 	if (lo < s->own_lo)
-		zero_floats(g, lo, hi < s->own_lo ? hi : s->own_lo);
+		zero_floats(s, g, lo, hi < s->own_lo ? hi : s->own_lo);
 	if (hi > s->own_hi)
-		zero_floats(g, lo > s->own_hi ? lo : s->own_hi, hi);
+		zero_floats(s, g, lo > s->own_hi ? lo : s->own_hi, hi);
 }
 
 /* grad_parts: the pending nodes' floats summed into the parts, then 0
@@ -610,7 +614,7 @@ zero_node_backward_end(struct dt_grad_sync *s, int node)
 static void
 zero_node_backward_begin(struct dt_grad_sync *s, int node)
 {
-	if (!s->zero->grad_parts || node < 0 ||
+	if (!s->zero->grad_parts || s->plan->grads_resident || node < 0 ||
 	    node >= dt_model_n_layers(s->cfg.model))
 		return;
 	dt_pages_prefault(dt_model_grads(s->cfg.model), s->node_lo[node],
@@ -629,7 +633,7 @@ zero_grads(struct dt_grad_sync *s)
 	size_t per = (size_t)sysconf(_SC_PAGESIZE) / sizeof *g;
 	size_t w = n / per * per;
 
-	if (!s->zero->grad_parts) {
+	if (!s->zero->grad_parts || s->plan->grads_resident) {
 		dt_model_zero_grads(m);
 		return;
 	}

@@ -350,13 +350,14 @@ zero3_step_begin(struct dt_grad_sync *s)
 /* Level 2's update of the own part (no all-gather at level 3), then the
  * unowned parameter pages handed back but the first unit's (the next
  * step's first gather writes them again), and the unowned gradient
- * pages. */
+ * pages unless the plan keeps them (parallel.zero_resident_grads). */
 static void
 zero3_apply(struct dt_grad_sync *s, float lr)
 {
 	dt_sync_zero_ops.apply(s, lr);
 	release_params(s, first_unit(s->zero3));
-	release_span(s, dt_model_grads(s->cfg.model), 0, s->n);
+	if (!s->plan->grads_resident)
+		release_span(s, dt_model_grads(s->cfg.model), 0, s->n);
 }
 
 /* Each node's span of trained floats, the gather units they make (the
