@@ -743,6 +743,8 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	    json_object_new_int64(mine->tp_allreduce));
 	ADD(bytes, "tp_norm_bytes",
 	    json_object_new_int64(dt_plan_tp_norm_bytes(plan, &pos)));
+	ADD(bytes, "zero_block_bytes", json_object_new_int64(
+		    dt_plan_zero_block_bytes(plan, mine->sync, &pos)));
 	ADD(x, "bytes_per_step", bytes);
 	return x;
 }
