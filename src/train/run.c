@@ -424,8 +424,8 @@ all_train(const struct dt_run *r)
 
 /* Each rank's bytes per training step, to every rank (a sum of slots):
  * world_size x DT_METRICS_BYTE_COUNTS (point-to-point, gradient,
- * tensor-parallel, the norm's sends, zero's blocks). NULL when some ranks do not train
- * (they do not take part). */
+ * tensor-parallel, the norm's sends, zero's blocks). NULL when some
+ * ranks do not train (they do not take part). */
 static double *
 bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 {
