@@ -433,6 +433,11 @@ struct dt_job {
 					 * parallelism: the tensor ranks own
 					 * their slices (dt_plan_tp_sliced);
 					 * false (default): whole tensors */
+		bool tied_slices;	/* tensor parallelism with slices: a
+					 * tied head split as its table
+					 * (dt_model_plan_vocab_parallel's
+					 * split_tied); false (default): a
+					 * tied model keeps whole tensors */
 		double gather_mb;	/* zero 3: MiB of consecutive nodes'
 					 * parameters gathered as one unit;
 					 * 0 (default): node by node */

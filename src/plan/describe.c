@@ -1120,7 +1120,8 @@ print_tensor_split(const struct json_object *d, FILE *out)
 			"whole tensors and compute their slices (at "
 			"parallel.zero 2 and 3 without parallel.zero_slices, "
 			"with parameter servers and "
-			"with a tied head, tensor slices are not built)\n");
+			"with a tied head without parallel.tied_slices, tensor "
+			"slices are not built)\n");
 	fprintf(out, "  split over the tensor ranks: ");
 	print_names(out, get(ts, "split"));
 	fprintf(out, "\n  replicated on every tensor rank: ");
