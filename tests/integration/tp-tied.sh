@@ -16,7 +16,8 @@
 # - the tp 2 losses follow one rank's within layouts.sh's tensor-parallel
 #   tolerance (1e-5 relative);
 # - a tp 2 run stopped at step 3 and resumed on tp 2 ends with the
-#   uninterrupted run's loss lines and exported parameters, byte for byte.
+#   uninterrupted run's loss lines and exported parameters, byte for byte;
+# - at dp 2 x tp 2, zero 2 with parallel.zero_slices, the same losses.
 # Before, a tied head kept every tensor whole under tensor parallelism.
 . "${top_srcdir}/tests/integration/lib.sh"
 [ -f /usr/share/games/fortunes/cookie ] ||
@@ -74,6 +75,26 @@ run one 1
 run tp2 2 $TP2
 compare_losses one tp2 1e-5 || fail "tp 2: losses differ from one rank's"
 echo "ok: tied char-GPT tp 2 with slices follows one rank"
+
+# zero 2 over slices at dp 2 x tp 2: the tie summed on the parts, the
+# same losses; data-parallel rank 1 sends its part's floats of the split
+# blocks (zero_block_bytes, tp-zero-block-bytes.sh's count less the
+# head's bias): of [0, 418816 / 2 = 209408), tok 6144, block 0's 98752,
+# block 1's 24576 + 192 + 8192 + 32768 + 256 and proj.weight's from
+# 180480 on, 28928: 199808 floats; the tied copy is not sent.
+# shellcheck disable=SC2086
+run z2 4 $TP2 --set parallel.strategy=hybrid --set parallel.data_parallel=2 \
+	--set parallel.zero=2 --set parallel.zero_slices=true
+compare_losses one z2 1e-5 || fail "zero 2: losses differ from one rank's"
+"$PYTHON" - <<'PY'
+import json
+sent = 6144 + 98752 + 24576 + 192 + 8192 + 32768 + 256 + 209408 - 180480
+assert sent == 199808, sent
+got = {r["rank"]: r["zero_block_bytes"]
+       for r in json.load(open("z2/summary.json"))["bytes_per_step"]}
+assert got == {0: 0, 1: 0, 2: 4 * sent, 3: 4 * sent}, got
+print("ok: tied char-GPT zero 2 over slices follows one rank")
+PY
 
 set +e
 # shellcheck disable=SC2086
