@@ -31,8 +31,9 @@ HY="--set parallel.strategy=hybrid --set parallel.data_parallel=2 --set parallel
 n=$(( 6144 + 8192 + 4 * 99520 + 256 + 6144 + 48 ))
 b1=$(( 113856 + 256 + 24576 + 192 + 8192 + 128 + 256 + 32768 + 256 ))
 sent=$(( 6144 + 98752 + 24576 + 192 + 8192 + 32768 + 256 + n / 2 - b1 ))
-[ "$n" = 418864 ] && [ "$b1" = 180480 ] && [ "$sent" = 199832 ] ||
+if [ "$n" != 418864 ] || [ "$b1" != 180480 ] || [ "$sent" != 199832 ]; then
 	fail "hand count: $n $b1 $sent"
+fi
 bytes=$(( 4 * sent ))
 
 # check NAME ZERO WANT: plan --json's zero_block_bytes of each rank is
