@@ -438,6 +438,11 @@ struct dt_job {
 					 * resident (dt_plan_sync's
 					 * grads_resident); false (default):
 					 * the unowned pages handed back */
+		bool tied_slices;	/* tensor parallelism with slices: a
+					 * tied head split as its table
+					 * (dt_model_plan_vocab_parallel's
+					 * split_tied); false (default): a
+					 * tied model keeps whole tensors */
 		double gather_mb;	/* zero 3: MiB of consecutive nodes'
 					 * parameters gathered as one unit;
 					 * 0 (default): node by node */

@@ -432,6 +432,10 @@ const struct dt_key dt_job_schema[] = {
 	  ALLREDUCE,
 	  .doc = "zero 2 and 3: keep the whole float gradient resident "
 		 "(faster, its unowned part's memory; false: handed back)" },
+	{ .key = "parallel.tied_slices", .type = DT_KEY_BOOL,
+	  .off = OFF(parallel.tied_slices), .def = "false", ALLREDUCE,
+	  .doc = "tensor_parallel with slices: a tied head splits its "
+		 "classes as its table's rows (false: tied models whole)" },
 	{ .key = "parallel.gather_mb", .type = DT_KEY_FLOAT,
 	  .off = OFF(parallel.gather_mb), .def = "0", IN(0, 1048576),
 	  ALLREDUCE,

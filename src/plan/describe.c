@@ -43,6 +43,12 @@ struct stage_plan {
 	int64_t kern_shapes;		/* oneDNN primitives; 0: none */
 	int64_t kern_bytes;		/* their memory and the library's */
 	int64_t total;			/* bytes, of one of its ranks */
+	int64_t step;			/* bytes, its rank's in a step */
+	int64_t at_setup;		/* bytes, with tensor slices: the
+					 * whole parameters at setup beside
+					 * the runtime and the dataset (the
+					 * total is the larger of step and
+					 * this); else 0 */
 	int64_t p2p, grad_allreduce, tp_allreduce;	/* bytes per step */
 	bool ckpt;			/* the job writes checkpoints */
 	bool ckpt_gathered;		/* in the gathered format (not
@@ -245,6 +251,8 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 		ADD(mem, "kernels_runtime",
 		    json_object_new_int64(sp->kern_bytes));
 	sp->total = step + setup;
+	sp->step = step;
+	sp->at_setup = plan->tp_sliced ? at_setup : 0;
 	ADD(mem, "total", json_object_new_int64(sp->total));
 	sp->memory = mem;
 	/* The three counts the trainer measures and writes to summary.json
@@ -611,22 +619,25 @@ writes_checkpoint(const struct dt_job *job)
  * parallel.zero it also holds its stage's whole optimizer state,
  * collected (zero_collect_bytes: `collect` bytes). Every rank's figure
  * is also its stage's less the `less` bytes of norm buffers it lacks
- * (norm_buffers_lacked). A new object. */
+ * (norm_buffers_lacked). Both are a step's (sp): the total is the
+ * larger of that step's and the setup's (sp->at_setup, which has
+ * neither), params_setup what the second holds beyond the first. A new
+ * object. */
 static struct json_object *
-gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
+gather_memory(const struct dt_plan *plan, const struct stage_plan *sp,
 	      int rank0, int64_t collect, int64_t less)
 {
 	const struct dt_model *model = plan->shapes;
-	struct json_object *m = NULL, *t = NULL, *sum = NULL;
-	int64_t gather = collect;
+	struct json_object *m = NULL, *sum = NULL;
+	int64_t gather = collect, step;
 
 	if (rank0 && (plan->pp_size > 1 || plan->tp_size > 1))
 		gather += ((int64_t)dt_model_n_params(model) +
 			   plan->sync[0].optim_buffers *
 			   (int64_t)dt_model_n_trained(model)) * 4;
 
-	json_object_deep_copy(stage_mem, &m, NULL);
-	json_object_object_get_ex(m, "total", &t);
+	json_object_deep_copy(sp->memory, &m, NULL);
+	step = sp->step + gather - less;
 	/* less: the stage's norm buffers this rank lacks
 	 * (norm_buffers_lacked) */
 	if (less > 0 && json_object_object_get_ex(m, "sum_buffers", &sum))
@@ -634,8 +645,13 @@ gather_memory(const struct dt_plan *plan, struct json_object *stage_mem,
 			    json_object_get_int64(sum) - less));
 	if (gather > 0)
 		ADD(m, "checkpoint_gather", json_object_new_int64(gather));
-	ADD(m, "total", json_object_new_int64(json_object_get_int64(t) +
-					      gather - less));
+	if (sp->at_setup > step)
+		ADD(m, "params_setup",
+		    json_object_new_int64(sp->at_setup - step));
+	else
+		json_object_object_del(m, "params_setup");
+	ADD(m, "total", json_object_new_int64(step > sp->at_setup ? step :
+					      sp->at_setup));
 	return m;
 }
 
@@ -733,7 +749,7 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	less = plan->tp_sliced ? norm_buffers_lacked(mine->sync, &pos) : 0;
 	if ((gathers && r == 0 && (plan->pp_size > 1 || plan->tp_size > 1)) ||
 	    collect > 0 || less > 0) {
-		ADD(x, "memory", gather_memory(plan, mine->memory,
+		ADD(x, "memory", gather_memory(plan, mine,
 					       gathers && r == 0, collect,
 					       less));
 	} else {
@@ -746,6 +762,8 @@ describe_rank(const struct dt_plan *plan, const struct stage_plan *sp,
 	    json_object_new_int64(mine->tp_allreduce));
 	ADD(bytes, "tp_norm_bytes",
 	    json_object_new_int64(dt_plan_tp_norm_bytes(plan, &pos)));
+	ADD(bytes, "zero_block_bytes", json_object_new_int64(
+		    dt_plan_zero_block_bytes(plan, mine->sync, &pos)));
 	ADD(x, "bytes_per_step", bytes);
 	return x;
 }
@@ -1109,7 +1127,8 @@ print_tensor_split(const struct json_object *d, FILE *out)
 			"whole tensors and compute their slices (at "
 			"parallel.zero 2 and 3 without parallel.zero_slices, "
 			"with parameter servers and "
-			"with a tied head, tensor slices are not built)\n");
+			"with a tied head without parallel.tied_slices, tensor "
+			"slices are not built)\n");
 	fprintf(out, "  split over the tensor ranks: ");
 	print_names(out, get(ts, "split"));
 	fprintf(out, "\n  replicated on every tensor rank: ");

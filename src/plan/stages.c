@@ -297,6 +297,20 @@ dt_plan_stages(const struct dt_job *job, const struct dt_model *model, int pp,
 	return st;
 }
 
+/* Whether job splits a tied head's classes as its table's rows
+ * (parallel.tied_slices), where the tensor ranks would own their slices
+ * (dt_plan_tp_sliced's job conditions): the head then reads the rank's
+ * rows of its tied copy, split as the table is. Else a tied head stays
+ * whole, and a tied model's tensor-parallel runs give one rank's bits
+ * (tests/integration/tied.sh). */
+static bool
+split_tied(const struct dt_job *job)
+{
+	return job->parallel.tied_slices &&
+	       job->parallel.sync != DT_SYNC_PARAMETER_SERVER &&
+	       (job->parallel.zero < 2 || job->parallel.zero_slices);
+}
+
 enum dt_status
 dt_plan_split_tensors(const struct dt_job *job, int tp_size,
 		      struct dt_model *model, struct dt_error *err)
@@ -306,8 +320,8 @@ dt_plan_split_tensors(const struct dt_job *job, int tp_size,
 	if (tp_size > 1)
 		st = dt_model_plan_tensor_parallel(model, job, tp_size, err);
 	if (st == DT_OK && tp_size > 1)
-		st = dt_model_plan_vocab_parallel(model, job, tp_size, false,
-						  err);
+		st = dt_model_plan_vocab_parallel(model, job, tp_size,
+						  split_tied(job), err);
 	return st;
 }
 

@@ -114,6 +114,70 @@ dt_plan_tp_norm_bytes(const struct dt_plan *plan, const struct dt_grid_pos *pos)
 	return bytes;
 }
 
+/* The floats of split trained tensor t of the whole model (ti) in the
+ * trained arena of tensor rank tp where the tensor ranks own their
+ * slices: its block there, or 0 where it is replicated or a tied copy;
+ * *size: the floats it takes in that arena (the block, or the whole). */
+static int64_t
+split_floats(const struct dt_plan *plan, int t, int tp,
+	     const struct dt_tensor_info *ti, int64_t *size)
+{
+	struct dt_tp_block b;
+
+	if (!dt_model_tensor_tp_block(plan->shapes, t, tp, &b)) {
+		*size = ti->size;
+		return 0;
+	}
+	*size = dt_tp_block_floats(&b);
+	return ti->tie_node == NULL ? *size : 0;
+}
+
+/* Tensor rank tp's trained floats of stage si where the tensor ranks
+ * own their slices (each split tensor its block); with a part [lo, hi)
+ * of them (lo < hi), the floats of its split tensors in it instead. */
+static int64_t
+rank_trained(const struct dt_plan *plan, const struct dt_stage_info *si,
+	     int tp, int64_t lo, int64_t hi)
+{
+	const struct dt_model *m = plan->shapes;
+	int64_t o = 0, in = 0;
+
+	for (int t = 0; t < dt_model_n_tensors(m); t++) {
+		struct dt_tensor_info ti;
+		int64_t size, split, a, b;
+
+		dt_model_tensor_info(m, t, &ti);
+		if (ti.offset < si->trained_lo || ti.offset >= si->trained_hi)
+			continue;
+		split = split_floats(plan, t, tp, &ti, &size);
+		a = o > lo ? o : lo;
+		b = o + split < hi ? o + split : hi;
+		in += b > a ? b - a : 0;
+		o += size;
+	}
+	return lo < hi ? in : o;
+}
+
+int64_t
+dt_plan_zero_block_bytes(const struct dt_plan *plan,
+			 const struct dt_sync_plan *y,
+			 const struct dt_grid_pos *pos)
+{
+	const struct dt_stage_info *si;
+	size_t lo, hi;
+
+	if (!plan->tp_sliced || plan->shapes == NULL || y->zero < 2 ||
+	    pos->dp == 0)
+		return 0;
+	si = &plan->stages[pos->stage];
+	dt_comm_part((size_t)rank_trained(plan, si, pos->tp, 0, 0),
+		     y->shards, pos->dp, &lo, &hi);
+	if (hi <= lo)
+		return 0;
+	return rank_trained(plan, si, pos->tp, (int64_t)lo, (int64_t)hi) *
+	       (int64_t)sizeof(float);
+}
+
 /* The floats of the buffers split_norms (train/sync.c) keeps on tensor
  * rank 0 where the ranks own their slices: the largest split trained
  * tensor of the stage (trained floats [lo, hi) of the whole model) whose

@@ -187,6 +187,19 @@ int dt_plan_tp_norm_chained(const struct dt_model *m, int t, int tp_size);
 int64_t dt_plan_tp_norm_bytes(const struct dt_plan *plan,
 			      const struct dt_grid_pos *pos);
 
+/* The bytes the rank at pos (its stage's sync plan y) sends
+ * data-parallel rank 0 of its tensor rank each step at parallel.zero 2
+ * and 3 where the tensor ranks own their slices (train/sync_zero.c,
+ * block_whole): for each split trained tensor of its stage (a tied copy
+ * left out), the floats x 4 of the tensor's block in its own part
+ * (dt_comm_part over y->shards of its tensor rank's trained floats, the
+ * blocks its own size). 0 on data-parallel rank 0 and elsewhere. The
+ * count the trainer measures (dt_grad_sync_block_bytes, summary.json's
+ * zero_block_bytes). Pure. */
+int64_t dt_plan_zero_block_bytes(const struct dt_plan *plan,
+				 const struct dt_sync_plan *y,
+				 const struct dt_grid_pos *pos);
+
 /* The most floats any of the tp_size tensor ranks' blocks of split
  * tensor t of m holds (the blocks of a vocabulary the degree does not
  * divide differ). */

@@ -362,6 +362,8 @@ add_bytes(struct json_object *o, const struct dt_run *r, const double *bytes)
 		ADD(e, "tp_allreduce_bytes",
 		    json_object_new_int64((int64_t)b[2]));
 		ADD(e, "tp_norm_bytes", json_object_new_int64((int64_t)b[3]));
+		ADD(e, "zero_block_bytes",
+		    json_object_new_int64((int64_t)b[4]));
 		json_object_array_add(a, e);
 	}
 	ADD(o, "bytes_per_step", a);

@@ -58,9 +58,10 @@ enum dt_status dt_metrics_write_plan(struct dt_run *r, struct dt_error *err);
 
 /* The per-step byte counts of one rank in summary.json's bytes_per_step:
  * point-to-point, gradient all-reduce, tensor-parallel, the norm's sends
- * to the tensor group (p2p_bytes, grad_allreduce_bytes,
- * tp_allreduce_bytes, tp_norm_bytes). */
-#define DT_METRICS_BYTE_COUNTS 4
+ * to the tensor group, zero's blocks sent to data-parallel rank 0 for
+ * the norm (p2p_bytes, grad_allreduce_bytes, tp_allreduce_bytes,
+ * tp_norm_bytes, zero_block_bytes). */
+#define DT_METRICS_BYTE_COUNTS 5
 
 /* Rank 0: RUN_DIR/summary.json from res and bytes (world_size x
  * DT_METRICS_BYTE_COUNTS per-step byte counts, or NULL), with each

@@ -424,8 +424,8 @@ all_train(const struct dt_run *r)
 
 /* Each rank's bytes per training step, to every rank (a sum of slots):
  * world_size x DT_METRICS_BYTE_COUNTS (point-to-point, gradient,
- * tensor-parallel, the norm's sends). NULL when some ranks do not train
- * (they do not take part). */
+ * tensor-parallel, the norm's sends, zero's blocks). NULL when some
+ * ranks do not train (they do not take part). */
 static double *
 bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 {
@@ -443,6 +443,7 @@ bytes_per_step(struct dt_run *r, enum dt_status *st, struct dt_error *err)
 	mine[1] = (double)(dt_grad_sync_bytes(r->sync) / n);
 	mine[2] = (double)(r->layout.bytes_tp / n);
 	mine[3] = (double)(dt_grad_sync_norm_bytes(r->sync) / n);
+	mine[4] = (double)(dt_grad_sync_block_bytes(r->sync) / n);
 	*st = dt_comm_allreduce_sum_f64(r->comm, bytes, (size_t)(k * world),
 					err);
 	return bytes;

@@ -962,6 +962,12 @@ dt_grad_sync_norm_bytes(const struct dt_grad_sync *s)
 	return s->norm_bytes;
 }
 
+uint64_t
+dt_grad_sync_block_bytes(const struct dt_grad_sync *s)
+{
+	return s->block_bytes;
+}
+
 void
 dt_grad_sync_step_begin(struct dt_grad_sync *s)
 {

@@ -481,6 +481,14 @@ uint64_t dt_grad_sync_bytes(const struct dt_grad_sync *s);
  * dt_plan_tp_norm_bytes (plan/sync_plan.h) computes the same per step. */
 uint64_t dt_grad_sync_norm_bytes(const struct dt_grad_sync *s);
 
+/* Bytes this rank has sent data-parallel rank 0 of its tensor rank at
+ * parallel.zero 2 and 3 where the tensor ranks own their slices: its
+ * part's floats x 4 of each split tensor's summed block, made whole
+ * there for the gradient norm (sync_zero.c, block_whole); 0 elsewhere
+ * and on data-parallel rank 0. dt_plan_zero_block_bytes
+ * (plan/sync_plan.h) computes the same per step. */
+uint64_t dt_grad_sync_block_bytes(const struct dt_grad_sync *s);
+
 /* Clipping: the floats of the summed gradient that the update reads
  * (the optimizer's span [own_lo, own_hi), the whole gradient but at
  * parallel.zero) multiplied by c. The others are not the step's sum at

@@ -140,6 +140,9 @@ struct dt_grad_sync {
 					 * received block */
 	uint64_t norm_bytes;		/* bytes split_norms has sent to
 					 * the tensor group */
+	uint64_t block_bytes;		/* zero 2/3 with slices: bytes
+					 * block_whole (sync_zero.c) has
+					 * sent data-parallel rank 0 */
 };
 
 /* The squared norm of the rank's own whole gradient (sync.c). */

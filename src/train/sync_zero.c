@@ -401,7 +401,8 @@ gather_cut(struct dt_grad_sync *s, struct dt_error *err)
 
 /* Level 2 with tensor slices: split tensor t's summed block (ti->size
  * floats) whole in z->blk on data-parallel rank 0, each rank of the sum
- * sending it its own part's floats of the block (TAG_BLOCK). */
+ * sending it its own part's floats of the block (TAG_BLOCK), counted in
+ * s->block_bytes. */
 static enum dt_status
 block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
 	    struct dt_error *err)
@@ -413,11 +414,16 @@ block_whole(struct dt_grad_sync *s, const struct dt_tensor_info *ti,
 	enum dt_status st = DT_OK;
 
 	if (me != 0) {
+		uint64_t b0 = dt_comm_p2p_bytes_sent(z->flat);
+
 		part_in(s, me, a, b, &lo, &hi);
 		if (hi <= lo)
 			return DT_OK;
-		return dt_comm_send_f32(z->flat, g + lo, hi - lo, 0,
-					TAG_BLOCK, err);
+		st = dt_comm_send_f32(z->flat, g + lo, hi - lo, 0, TAG_BLOCK,
+				      err);
+		/* summary.json's zero_block_bytes */
+		s->block_bytes += dt_comm_p2p_bytes_sent(z->flat) - b0;
+		return st;
 	}
 	if (z->blk == NULL) {
 		int64_t most = 0;

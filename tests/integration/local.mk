@@ -113,7 +113,9 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero1-tp-collect.sh \
 	tests/integration/tp-setup-peak.sh \
 	tests/integration/tp-logits.sh \
-	tests/integration/zero-resident-grads.sh
+	tests/integration/zero-resident-grads.sh \
+	tests/integration/tp-zero-block-bytes.sh \
+	tests/integration/tp-tied.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 

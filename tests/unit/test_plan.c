@@ -1149,6 +1149,94 @@ START_TEST(describe_bytes_per_step)
 }
 END_TEST
 
+/* The tensor-parallel memory of the job below at tensor_parallel 8 on
+ * data_parallel dp ranks, parallel.zero zero with slices: 4 -> d0
+ * (4096) relu -> d1 (4096) -> d2 (3), SGD (no optimizer state), one
+ * sample a step. */
+static struct json_object *
+describe_setup(int dp, int zero)
+{
+	char text[1024];
+
+	snprintf(text, sizeof text,
+		 "data:\n"
+		 "  train: {images: a.idx, labels: b.idx}\n"
+		 "model:\n"
+		 "  input_shape: [4]\n"
+		 "  layers:\n"
+		 "    - {type: dense, units: 4096, activation: relu, "
+		 "name: d0}\n"
+		 "    - {type: dense, units: 4096, name: d1}\n"
+		 "    - {type: dense, units: 3, name: d2}\n"
+		 "train: {global_batch: %d, steps: 2, lr: 0.1}\n"
+		 "parallel: {strategy: hybrid, tensor_parallel: 8, "
+		 "data_parallel: %d, zero: %d, zero_slices: true, "
+		 "overlap: false}\n", dp, dp, zero);
+	memset(&job, 0, sizeof job);
+	if (dt_job_parse("job.yaml", text, strlen(text), NULL, 0, &job,
+			 &perr) != DT_OK)
+		ck_abort_msg("job does not parse: %s", perr.msg);
+	return describe(8 * dp);
+}
+
+/* The memory of rank r of d at setup, worked out by hand: the whole
+ * parameters, d0 (4 x 4096 + 4096), d1 (4096 x 4096 + 4096) and d2
+ * (4096 x 3 + 3), 16814083 floats, beside the dataset and the runtime
+ * (doc/DESIGN.md, "Tensor-parallel slices"). */
+static int64_t
+setup_bytes(struct json_object *d, int r)
+{
+	char k[2][64];
+
+	snprintf(k[0], sizeof k[0], "ranks.%d.memory.dataset", r);
+	snprintf(k[1], sizeof k[1], "ranks.%d.memory.runtime", r);
+	return (int64_t)(4 * 4096 + 4096 + 4096 * 4096 + 4096 + 4096 * 3 +
+			 3) * 4 +
+	       jget(d, k[0]) + jget(d, k[1]);
+}
+
+/* Where the whole parameters at setup exceed a step (params_setup), a
+ * rank's total is the larger of its step's total, with rank 0's
+ * checkpoint gather, less the norm buffers a rank lacks, and the setup
+ * figure, which has neither (before, the gather was added to and the
+ * buffers taken from the setup figure). A rank's blocks at tp 8: d0 (4,
+ * 512) + 512, d1 (512, 4096) + 4096, d2 whole: 2116099 floats. */
+START_TEST(tp_setup_total)
+{
+	struct json_object *d = describe_setup(1, 0);
+	int64_t step;
+
+	ck_assert_int_eq(jget(d, "tensor_split.slices"), 1);
+	ck_assert_int_eq(jget(d, "ranks.1.memory.params"), 2116099 * 4);
+	/* no gather on rank 1: its step is below the setup's figure */
+	ck_assert_int_gt(jget(d, "ranks.1.memory.params_setup"), 0);
+	ck_assert_int_eq(jget(d, "ranks.1.memory.total"), setup_bytes(d, 1));
+	/* rank 0 gathers the whole model (16814083 floats) for a checkpoint:
+	 * its step's total is then over the setup's */
+	step = jget(d, "ranks.1.memory.total") -
+	       jget(d, "ranks.1.memory.params_setup");
+	ck_assert_int_eq(jget(d, "ranks.0.memory.checkpoint_gather"),
+			 16814083 * 4);
+	ck_assert_int_gt(step + 16814083 * 4, setup_bytes(d, 0));
+	ck_assert_int_eq(jget(d, "ranks.0.memory.total"), step + 16814083 * 4);
+	ck_assert(!jhas(d, "ranks.0.memory.params_setup"));
+	json_object_put(d);
+
+	/* zero 2 over slices on 2 data-parallel ranks: data-parallel rank 1
+	 * (ranks 8 to 15) lacks the block made whole for the norm, which
+	 * the setup never held: its total is still the setup's figure */
+	d = describe_setup(2, 2);
+	ck_assert_int_eq(jget(d, "ranks.9.dp"), 1);
+	ck_assert_int_eq(jget(d, "ranks.9.tp"), 1);
+	ck_assert_int_lt(jget(d, "ranks.9.memory.sum_buffers"),
+			 jget(d, "ranks.1.memory.sum_buffers"));
+	ck_assert_int_gt(jget(d, "ranks.9.memory.params_setup"), 0);
+	ck_assert_int_eq(jget(d, "ranks.9.memory.total"), setup_bytes(d, 9));
+	ck_assert_int_eq(jget(d, "ranks.1.memory.total"), setup_bytes(d, 1));
+	json_object_put(d);
+}
+END_TEST
+
 /* zero 3's gather units (dt_plan_gather_units), worked out by hand:
  * nodes of 10, none, 3, 4, 20 and 2 floats, all adjacent but the last
  * (a gap before it). Cap 0: each node with floats alone (5 units); cap
@@ -1485,6 +1573,7 @@ main(void)
 	tcase_add_test(tc, rundir_refuses_results);
 	tcase_add_test(tc, sync_plan_rule);
 	tcase_add_test(tc, gather_units);
+	tcase_add_test(tc, tp_setup_total);
 	tcase_add_test(tc, tcp_eager_from_buckets);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

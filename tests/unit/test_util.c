@@ -598,6 +598,62 @@ START_TEST(pages_prefault)
 }
 END_TEST
 
+/* Whether page i from p is mapped at all: mincore answers ENOMEM for a
+ * page that is not. */
+static int
+page_mapped(const void *p, size_t i)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	unsigned char vec[1];
+
+	if (mincore((char *)p + i * page, page, vec) == 0)
+		return 1;
+	ck_assert_int_eq(errno, ENOMEM);
+	return 0;
+}
+
+/* A block of 4 pages and 10 floats (5 pages), every float written (all
+ * 5 resident), shrunk by dt_pages_shrink to keep floats, keep = 0, per
+ * (a page), 2 per + 3 (not page-aligned) and n: it keeps the pages up to
+ * the one that holds float keep - 1 (the first page with keep 0, as
+ * dt_free_pages(p, 0) frees it), resident with their floats as they
+ * were, and unmaps the others (no longer resident, nor mapped); then
+ * dt_free_pages(b, keep) unmaps the rest. keep == n (and n = 0 on a
+ * block of one page) unmap nothing; a NULL block does nothing. */
+START_TEST(pages_shrink)
+{
+	const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	const size_t per = page / sizeof(float), n = 4 * per + 10;
+	const size_t keeps[] = { 0, per, 2 * per + 3, n };
+	const size_t pages[] = { 1, 1, 3, 5 };	/* kept, by hand */
+	float *b;
+
+	for (size_t k = 0; k < sizeof keeps / sizeof *keeps; k++) {
+		b = dt_xalloc_pages(n);
+		for (size_t i = 0; i < n; i++)
+			b[i] = (float)(i + 1);
+		ck_assert_uint_eq(resident_pages(b, 5), 0x1f);
+		dt_pages_shrink(b, n, keeps[k]);
+		for (size_t i = 0; i < 5; i++)
+			ck_assert_int_eq(page_mapped(b, i), i < pages[k]);
+		ck_assert_uint_eq(resident_pages(b, (int)pages[k]),
+				  (1u << pages[k]) - 1);
+		for (size_t i = 0; i < pages[k] * per && i < n; i++)
+			ck_assert_float_eq(b[i], (float)(i + 1));
+		dt_free_pages(b, keeps[k]);
+		ck_assert_int_eq(page_mapped(b, 0), 0);
+	}
+	/* a block of no floats is one page, kept whole */
+	b = dt_xalloc_pages(0);
+	b[0] = 7.0f;
+	dt_pages_shrink(b, 0, 0);
+	ck_assert_int_eq(page_mapped(b, 0), 1);
+	ck_assert_float_eq(b[0], 7.0f);
+	dt_free_pages(b, 0);
+	dt_pages_shrink(NULL, n, 0);
+}
+END_TEST
+
 /* Sets this process's mask to the CPUs of list (-1 ends it); 0 if the
  * kernel refused (a CPU not online). */
 static int
@@ -667,6 +723,7 @@ main(void)
 	tcase_add_test(tc, peak_resident);
 	tcase_add_test(tc, cpu_list);
 	tcase_add_test(tc, pages_prefault);
+	tcase_add_test(tc, pages_shrink);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
