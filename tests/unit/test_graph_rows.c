@@ -22,6 +22,7 @@
 #include "graph/model.h"
 #include "graph/stage.h"
 #include "job/job.h"
+#include "util/threadpool.h"
 
 /* Every rig: 3 samples of (T, C) = (5, 4): n = 15 rows of 4 floats. */
 #define RIG_B 3
@@ -101,13 +102,13 @@ rig_passes(struct gc_rig *r, struct dt_pass *p)
 	r->n.ops->backward(&r->n, p, in, din, din_add);
 }
 
-/* Rank `rank` of s runs its share of w's rows: its inputs and upstream
- * gradient are those rows of w's, its output and input gradients must
- * be those rows of w's bit for bit; its parameter gradients are added to
- * sum. */
+/* Rank `rank` of s runs its share of w's rows, its loops split over
+ * pool: its inputs and upstream gradient are those rows of w's, its
+ * output and input gradients must be those rows of w's bit for bit; its
+ * parameter gradients are added to sum. */
 static void
 run_share(const struct rows_case *rc, const struct gc_rig *w, int rank,
-	  int s, double *sum)
+	  int s, struct dt_pool *pool, double *sum)
 {
 	struct dt_tp tp = { .rank = rank, .size = s };
 	struct gc_rig r;
@@ -116,6 +117,7 @@ run_share(const struct rows_case *rc, const struct gc_rig *w, int rank,
 
 	rig_make(&r, rc);
 	r.n.seq_rows = true;
+	r.pool = pool;
 	p = gc_pass(&r);
 	p.tp = &tp;
 	dt_node_rows(&r.n, &p, &first, &rows);
@@ -158,9 +160,12 @@ START_TEST(test_rows_layers)
 	ck_assert(rc->rate == 0.0 ? zeros == 0 : zeros > 10);
 	for (int s = 2; s <= 4; s++) {
 		double *sum = calloc((size_t)w.n.n_params + 1, sizeof *sum);
+		/* the whole pass on one thread, the shares on s - 1 */
+		struct dt_pool *pool = s > 2 ? dt_pool_new(s - 1) : NULL;
 
 		for (int rank = 0; rank < s; rank++)
-			run_share(rc, &w, rank, s, sum);
+			run_share(rc, &w, rank, s, pool, sum);
+		dt_pool_free(pool);
 		for (int64_t i = 0; i < w.n.n_params; i++)
 			ck_assert_msg(fabs(sum[i] - w.grads[i]) <=
 				      1e-6 + 1e-5 * fabs(w.grads[i]),
