@@ -489,6 +489,18 @@ void dt_model_set_tensor_group_rows(struct dt_model *m,
  * is marked to run so (parallel.sequence_parallel is refused). */
 int dt_model_seq_rows_plan(const struct dt_model *m, bool *marks);
 
+/* The activation floats that the nodes marks sets (as
+ * dt_model_seq_rows_plan fills it; n_nodes entries) would not hold at
+ * tensor rank `rank` of `size` in a slot of batch samples, where each
+ * holds its share of the rows (layer.h's dt_node_rows_held) instead of
+ * all batch * R: the sum over them of (batch * R - share) times their
+ * output's, output gradient's and scratch's floats a row. The largest
+ * share, and so the smallest saving, is the last rank's. For the plan;
+ * a model whose marked nodes have seq_rows set lays out its slot that
+ * much smaller than without (same stage, no model.recompute). */
+int64_t dt_model_seq_rows_saved(const struct dt_model *m, const bool *marks,
+				int64_t batch, int rank, int size);
+
 /* Sets the hook a backward pass (dt_model_stage_backward and the
  * training passes) calls after each node of the model (or stage) has
  * finished: hook(ctx, i) for i from the stage's last node down to its

@@ -13,6 +13,7 @@
 #include "graph/graph.h"
 #include "graph/layer.h"
 #include "graph/model.h"
+#include "graph/stage.h"
 
 int64_t
 dt_node_row_len(const struct dt_node *n)
@@ -125,4 +126,24 @@ dt_model_seq_rows_plan(const struct dt_model *m, bool *marks)
 	for (int i = 0; i < m->n_nodes; i++)
 		count += marks[i];
 	return count;
+}
+
+int64_t
+dt_model_seq_rows_saved(const struct dt_model *m, const bool *marks,
+			int64_t batch, int rank, int size)
+{
+	int64_t saved = 0, scratch, first, held;
+
+	for (int i = 0; i < m->n_nodes; i++) {
+		const struct dt_node *n = &m->nodes[i];
+		int64_t rows, per_row;
+
+		if (!marks[i])
+			continue;
+		rows = n->out_size / dt_node_row_len(n);
+		per_row = dt_node_act_floats(n, &scratch) / rows;
+		dt_rows_share(batch * rows, size, rank, &first, &held);
+		saved += (batch * rows - held) * per_row;
+	}
+	return saved;
 }

@@ -9,7 +9,8 @@
  * the ranks equal to the whole pass's within float rounding; and the
  * graph's activation slot shrunk by the marked nodes' rows held, against
  * a figure worked out by hand; and dt_model_seq_rows_plan's nodes of a
- * small GPT, listed by hand. */
+ * small GPT, listed by hand, with dt_model_seq_rows_saved's floats
+ * against a hand count and the slot laid out with them. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -229,15 +230,21 @@ START_TEST(test_rows_layout)
 
 		ck_assert_msg(dt_model_new(job, RIG_B, &m, &err) == DT_OK,
 			      "%s", err.msg);
+		bool marks[16];
+
 		whole = m->slot_floats;
 		dt_model_set_tensor_group(m, c[i].rank, c[i].s, no_allreduce,
 					  NULL);
-		for (int k = 0; k < m->n_nodes; k++)
-			if (m->nodes[k].ops->row_shares) {
-				m->nodes[k].seq_rows = true;
-				marked++;
-			}
+		ck_assert_int_le(m->n_nodes, 16);
+		for (int k = 0; k < m->n_nodes; k++) {
+			marks[k] = m->nodes[k].ops->row_shares;
+			m->nodes[k].seq_rows = marks[k];
+			marked += marks[k];
+		}
 		ck_assert_int_eq(marked, 4);
+		ck_assert_int_eq(dt_model_seq_rows_saved(m, marks, RIG_B,
+							 c[i].rank, c[i].s),
+				 570 - c[i].held);
 		dt_model_relayout_acts(m);
 		ck_assert_int_eq((int64_t)m->slot_floats,
 				 (int64_t)whole - 570 + c[i].held);
@@ -277,11 +284,20 @@ static const char gpt_text[] =
 	"  loss: softmax_cross_entropy\n"
 	"train: {micro_batch: 2, steps: 10, lr: 0.1}\n";
 
+/* What gpt_marks measures beside the names: the floats the marked nodes
+ * would not hold at 2 samples on the last tensor rank
+ * (dt_model_seq_rows_saved), and how much smaller the slot is laid out
+ * with seq_rows set on them. */
+struct gpt_saved {
+	int64_t saved, slot_less;
+};
+
 /* The nodes marked in gpt_text at tensor_parallel tp, with the
  * vocabulary split when vocab, the head tied to tok when tied, into
- * names (a space before each). */
+ * names (a space before each), in a model of 2 samples. */
 static int
-gpt_marks(int tp, bool vocab, bool tied, char *names, size_t size)
+gpt_marks(int tp, bool vocab, bool tied, char *names, size_t size,
+	  struct gpt_saved *sv)
 {
 	char text[sizeof gpt_text + 16];
 	struct dt_job *job = calloc(1, sizeof *job);
@@ -293,9 +309,10 @@ gpt_marks(int tp, bool vocab, bool tied, char *names, size_t size)
 	snprintf(text, sizeof text, gpt_text, tied ? ", tie: tok" : "");
 	ck_assert_msg(dt_job_parse("job.yaml", text, strlen(text), NULL, 0,
 				   job, &err) == DT_OK, "%s", err.msg);
-	ck_assert_msg(dt_model_new(job, 0, &m, &err) == DT_OK, "%s",
+	ck_assert_msg(dt_model_new(job, 2, &m, &err) == DT_OK, "%s",
 		      err.msg);
 	ck_assert_int_le(m->n_nodes, 64);
+	sv->slot_less = (int64_t)m->slot_floats;
 	ck_assert_msg(dt_model_plan_tensor_parallel(m, job, tp, &err) ==
 		      DT_OK, "%s", err.msg);
 	if (vocab)
@@ -308,6 +325,12 @@ gpt_marks(int tp, bool vocab, bool tied, char *names, size_t size)
 		if (marks[i])
 			snprintf(names + strlen(names), size - strlen(names),
 				 " %s", m->nodes[i].name);
+	sv->saved = dt_model_seq_rows_saved(m, marks, 2, tp - 1, tp);
+	dt_model_set_tensor_group(m, tp - 1, tp, no_allreduce, NULL);
+	for (int i = 0; i < m->n_nodes; i++)
+		m->nodes[i].seq_rows = marks[i];
+	dt_model_relayout_acts(m);
+	sv->slot_less -= (int64_t)m->slot_floats;
 	dt_model_free(m);
 	free(job);
 	return n;
@@ -317,9 +340,15 @@ gpt_marks(int tp, bool vocab, bool tied, char *names, size_t size)
  * dropouts and two residual adds, and ln_f, by hand; nothing without
  * tensor parallelism, without the vocabulary split (the embedding's
  * output and the head's input are whole, so the residual stream is) or
- * with a tied head (kept whole). */
+ * with a tied head (kept whole). What they save at 2 samples of 6 rows
+ * of 8 on rank 1 of 2 (6 rows held of 12), by hand: floats a row of
+ * output, gradient and scratch, pos 8 + 8, a layernorm 8 + 8 + 2, a
+ * dropout 8 + 8 + 8, an add 8 + 8: 16 + 2 * (18 + 24 + 16 + 18 + 24 +
+ * 16) + 18 = 266 a row, 6 * 266 = 1596; the slot laid out with the
+ * marks is that much smaller. */
 START_TEST(test_rows_plan)
 {
+	struct gpt_saved sv;
 	char names[1024];
 	const char *want = " pos"
 		" block.0.ln1 block.0.attn_drop block.0.res1 block.0.ln2"
@@ -327,12 +356,20 @@ START_TEST(test_rows_plan)
 		" block.1.ln1 block.1.attn_drop block.1.res1 block.1.ln2"
 		" block.1.mlp_drop block.1.res2 ln_f";
 
-	ck_assert_int_eq(gpt_marks(2, true, false, names, sizeof names), 14);
+	ck_assert_int_eq(gpt_marks(2, true, false, names, sizeof names, &sv),
+			 14);
 	ck_assert_str_eq(names, want);
-	ck_assert_int_eq(gpt_marks(1, true, false, names, sizeof names), 0);
-	ck_assert_int_eq(gpt_marks(2, false, false, names, sizeof names), 0);
+	ck_assert_int_eq(sv.saved, 1596);
+	ck_assert_int_eq(sv.slot_less, 1596);
+	ck_assert_int_eq(gpt_marks(1, true, false, names, sizeof names, &sv),
+			 0);
+	ck_assert_int_eq(gpt_marks(2, false, false, names, sizeof names,
+				   &sv), 0);
 	ck_assert_str_eq(names, "");
-	ck_assert_int_eq(gpt_marks(2, true, true, names, sizeof names), 0);
+	ck_assert_int_eq(sv.saved, 0);
+	ck_assert_int_eq(sv.slot_less, 0);
+	ck_assert_int_eq(gpt_marks(2, true, true, names, sizeof names, &sv),
+			 0);
 }
 END_TEST
 
