@@ -5,7 +5,8 @@
  * Shapes must match exactly (no broadcasting); a mismatch names both
  * inputs and their shapes. Backward hands dY to every input unchanged.
  * Both passes split the values over the pass's thread pool in blocks
- * (kern.h), which never changes a bit.
+ * (kern.h), which never changes a bit. Under sequence parallelism
+ * (struct dt_node's seq_rows) the node adds its tensor rank's rows.
  * FLOPs: 1 per value per input after the first. */
 #include <string.h>
 
@@ -43,10 +44,21 @@ add_infer(struct dt_node *n, const struct dt_job *job, struct dt_error *err)
 	return DT_OK;
 }
 
+/* The values node n adds in pass p: its rows (dt_node_rows) times the
+ * row length. */
+static int64_t
+add_len(const struct dt_node *n, const struct dt_pass *p)
+{
+	int64_t first, rows;
+
+	dt_node_rows(n, p, &first, &rows);
+	return rows * dt_node_row_len(n);
+}
+
 static void
 add_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	const int64_t len = p->batch * n->out_size;
+	const int64_t len = add_len(n, p);
 	float *y = n->out;
 
 	dt_kern_par_add(p->pool, in[0], in[1], y, len);
@@ -58,7 +70,7 @@ static void
 add_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 	     float *const *din, const bool *din_add)
 {
-	const int64_t len = p->batch * n->out_size;
+	const int64_t len = add_len(n, p);
 	const float *dy = n->dout;
 
 	(void)in;
@@ -88,4 +100,5 @@ const struct dt_layer_ops dt_layer_add = {
 	.forward = add_forward,
 	.backward = add_backward,
 	.fwd_flops = add_fwd_flops,
+	.row_shares = true,
 };

@@ -15,7 +15,10 @@
  * 1/(1-rate) per value) stays in the node's scratch for backward.
  * The values are split over the pass's thread pool in blocks (kern.h):
  * each value's draw depends on its global index alone, so the pool size
- * never changes the mask.
+ * never changes the mask. Under sequence parallelism (struct dt_node's
+ * seq_rows) the node holds its tensor rank's rows of the micro-batch
+ * only, whose first value is element e of the whole as above, so each
+ * value gets the mask it gets on one rank.
  * FLOPs: 1 per value (the multiply). */
 #include <string.h>
 
@@ -113,10 +116,24 @@ mask_part(void *ctx, int64_t lo, int64_t hi)
 	dt_kern_mul(j->x + a, j->mask + a, j->y + a, b - a, 0);
 }
 
+/* The values node n computes in pass p (dt_node_rows' rows of the
+ * row length), and in *e0 the global element of the first. */
+static int64_t
+dropout_len(const struct dt_node *n, const struct dt_pass *p, uint64_t *e0)
+{
+	int64_t first, rows;
+
+	dt_node_rows(n, p, &first, &rows);
+	*e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size +
+	      (uint64_t)(first * dt_node_row_len(n));
+	return rows * dt_node_row_len(n);
+}
+
 static void
 dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 {
-	const int64_t len = p->batch * n->out_size;
+	uint64_t e0;
+	const int64_t len = dropout_len(n, p, &e0);
 
 	if (!p->training || n->spec.rate == 0.0) {
 		dt_kern_par_copy(p->pool, in[0], n->out, len);
@@ -129,7 +146,7 @@ dropout_forward(struct dt_node *n, struct dt_pass *p, const float *const *in)
 		.step = p->step,
 		.cut = (uint64_t)(n->spec.rate * 4294967296.0),
 		.keep = (float)(1.0 / (1.0 - n->spec.rate)),
-		.e0 = (uint64_t)p->first_sample * (uint64_t)n->out_size,
+		.e0 = e0,
 		.x = in[0], .y = n->out, .mask = n->scratch, .len = len,
 	};
 
@@ -141,7 +158,8 @@ static void
 dropout_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		 float *const *din, const bool *din_add)
 {
-	const int64_t len = p->batch * n->out_size;
+	uint64_t e0;
+	const int64_t len = dropout_len(n, p, &e0);
 	const float *dy = n->dout;
 	const float *mask = n->scratch;
 	float *dx = din[0];
@@ -178,4 +196,5 @@ const struct dt_layer_ops dt_layer_dropout = {
 	.backward = dropout_backward,
 	.fwd_flops = dropout_fwd_flops,
 	.scratch_floats = dropout_scratch_floats,
+	.row_shares = true,
 };

@@ -518,13 +518,28 @@ fuse_activations(struct dt_model *m)
 	}
 }
 
+/* Floats of a buffer of node n that holds per_sample floats a sample, at
+ * batch samples on this tensor rank: batch * per_sample, or, for a node
+ * with a share of the rows (seq_rows), its rows (dt_node_rows_held)
+ * times per_sample's floats a row. */
+static int64_t
+held_floats(const struct dt_model *m, const struct dt_node *n,
+	    int64_t per_sample, int64_t batch)
+{
+	if (!n->seq_rows)
+		return batch * per_sample;
+	return dt_node_rows_held(n, batch, m->tp.rank, m->tp.size) *
+	       (per_sample / (n->out_size / dt_node_row_len(n)));
+}
+
 /* Lays out one activation slot of the stage: the offsets of each present
  * node's output, output gradient and scratch (max_batch rows each), and
  * points the tensors into the parameter and gradient arenas. A transient
  * node's offsets are in the workspace instead (model.h), where each
  * segment starts at 0. A loss in place (m->loss_in_place) has its
  * input's output as its own, and that input's output gradient lies on
- * its output too. */
+ * its output too. A node with a share of the rows (seq_rows) has
+ * buffers of its share (held_floats). */
 static void
 layout_slot(struct dt_model *m)
 {
@@ -560,8 +575,8 @@ layout_slot(struct dt_model *m)
 			 * places (sized by the plan) stay unused */
 			m->out_off[i] = m->out_off[i - 1];
 			m->dout_off[i] = m->dout_off[i - 1];
-			*at_p = at + rows * dt_node_out_floats(n) *
-				(has_dout(n) ? 2 : 1);
+			*at_p = at + held_floats(m, n, dt_node_out_floats(n),
+						 rows) * (has_dout(n) ? 2 : 1);
 			continue;
 		}
 		if (m->loss_in_place && i == m->n_nodes - 1) {
@@ -571,14 +586,15 @@ layout_slot(struct dt_model *m)
 		if (own)
 			dt_node_act_floats(n, &scratch);
 		m->out_off[i] = at;
-		at += rows * dt_node_out_floats(n);
+		at += held_floats(m, n, dt_node_out_floats(n), rows);
 		if (own ? has_dout(n) : n->needs_grad) {
 			m->dout_off[i] = i == last_in ? m->out_off[i] : at;
-			at += i == last_in ? 0 : rows * dt_node_out_floats(n);
+			at += i == last_in ? 0 :
+			      held_floats(m, n, dt_node_out_floats(n), rows);
 		}
 		if (scratch > 0) {
 			m->scratch_off[i] = at;
-			at += rows * scratch;
+			at += held_floats(m, n, scratch, rows);
 		}
 		*at_p = at;
 	}
@@ -1122,8 +1138,9 @@ backward(struct dt_model *m, struct dt_pass *p, const float *x)
 
 		if (n->needs_grad && !m->dout_written[m->recv[j]])
 			memset(n->dout, 0,
-			       (size_t)(p->batch * dt_node_out_floats(n)) *
-			       sizeof(float));
+			       (size_t)held_floats(m, n,
+						   dt_node_out_floats(n),
+						   p->batch) * sizeof(float));
 	}
 }
 

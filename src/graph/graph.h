@@ -472,6 +472,35 @@ void dt_model_set_tensor_group_rows(struct dt_model *m,
 						      size_t rows,
 						      size_t row_len));
 
+/* Sequence parallelism's nodes (doc/DESIGN.md, "Sequence parallelism";
+ * rows.c): after dt_model_plan_tensor_parallel and
+ * dt_model_plan_vocab_parallel, sets marks[i] (n_nodes entries) for each
+ * node i of m that would hold only its tensor rank's rows (layer.h's
+ * dt_node_rows): a node of a row-wise type (layernorm, dropout, add,
+ * pos_embedding) left whole by the split, every input of which is such a
+ * node or a split node whose output would be reduce-scattered over rows
+ * (a dense row half, attention, a vocabulary-split embedding) and read by
+ * such nodes only, and every reader of which is such a node or a split
+ * node whose input would be gathered over rows (a dense column half,
+ * attention, a vocabulary-split head). The largest such set: nodes that
+ * break a rule are unmarked until none does, so a residual stream is
+ * marked whole or not at all. Returns how many are marked (0 without
+ * tensor parallelism). A query only: nothing of m changes, and no node
+ * is marked to run so (parallel.sequence_parallel is refused). */
+int dt_model_seq_rows_plan(const struct dt_model *m, bool *marks);
+
+/* The activation floats that the nodes marks sets (as
+ * dt_model_seq_rows_plan fills it; n_nodes entries) would not hold at
+ * tensor rank `rank` of `size` in a slot of batch samples, where each
+ * holds its share of the rows (layer.h's dt_node_rows_held) instead of
+ * all batch * R: the sum over them of (batch * R - share) times their
+ * output's, output gradient's and scratch's floats a row. The largest
+ * share, and so the smallest saving, is the last rank's. For the plan;
+ * a model whose marked nodes have seq_rows set lays out its slot that
+ * much smaller than without (same stage, no model.recompute). */
+int64_t dt_model_seq_rows_saved(const struct dt_model *m, const bool *marks,
+				int64_t batch, int rank, int size);
+
 /* Sets the hook a backward pass (dt_model_stage_backward and the
  * training passes) calls after each node of the model (or stage) has
  * finished: hook(ctx, i) for i from the stage's last node down to its

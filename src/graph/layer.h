@@ -294,6 +294,12 @@ struct dt_node {
 	 * columns. dt_node_out_floats (stage.h) gives the floats a
 	 * sample. */
 	int64_t out_cols;
+	/* Sequence parallelism (doc/DESIGN.md, "Sequence parallelism"):
+	 * the node holds and computes only its tensor rank's share of the
+	 * pass's rows (dt_node_rows, below): its output, output gradient
+	 * and scratch are sized to the share by the graph. Only for a type
+	 * with ops->row_shares; false everywhere unless set. */
+	bool seq_rows;
 
 	/* set by the graph: */
 	int64_t out_size;	/* dt_shape_size(out_shape) */
@@ -406,7 +412,35 @@ struct dt_layer_ops {
 	 * its forward overwrites, and its backward writes d(input) over
 	 * it too. */
 	bool loss_in_place;
+	/* The type works row by row over its output's last axis, so that
+	 * a node of it may hold a share of the rows (struct dt_node's
+	 * seq_rows): its passes take their rows from dt_node_rows, its
+	 * scratch_floats is a whole number of floats a row, and a value's
+	 * draws, if any, are keyed by its global row. */
+	bool row_shares;
 };
+
+/* Sequence parallelism's row shares (rows.c). A node's output (B, ...,
+ * C) is read as rows of C = dt_node_row_len floats, its last axis (its
+ * out_size for a 0-axis output): out_size / C rows a sample, n = B times
+ * that in a pass of B samples.
+ *
+ * dt_rows_share: rank `rank`'s share of n rows over s >= 1 ranks, rows
+ * [*first, *first + *count) = [floor(n rank / s), floor(n (rank + 1) /
+ * s)), comm/comm.h's dt_comm_row_share (whose collectives move them).
+ * dt_node_rows: the rows node n computes in pass p, its tensor rank's
+ * share where n->seq_rows and p->tp is set, else all n from 0; its
+ * buffers hold the share from their start. dt_node_rows_held: how many
+ * rows n's buffers hold in a pass of batch samples at tensor rank `rank`
+ * of `size` (n for a node without seq_rows), which the graph sizes
+ * them by. */
+int64_t dt_node_row_len(const struct dt_node *n);
+void dt_rows_share(int64_t n, int s, int rank, int64_t *first,
+		   int64_t *count);
+void dt_node_rows(const struct dt_node *n, const struct dt_pass *p,
+		  int64_t *first, int64_t *count);
+int64_t dt_node_rows_held(const struct dt_node *n, int64_t batch, int rank,
+			  int size);
 
 /* Runs stmt for each i in [0, len) (int64_t i, declared by the macro), in
  * blocks of 8 with a constant inner trip count, then the rest one by one.

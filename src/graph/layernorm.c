@@ -19,7 +19,10 @@
  * the rows in order), so the pool size never changes the bits.
  * FLOPs per sample, nominal: 8 per element (mean 1, variance 3, normalise
  * 2, scale and shift 2); the per-row square root and division are not
- * counted. */
+ * counted.
+ * Under sequence parallelism (struct dt_node's seq_rows) the node
+ * normalises its tensor rank's rows only, and dgain and dbias are the
+ * sums over those rows: partial sums, which the group's sum completes. */
 #include "graph/kern.h"
 #include "graph/layer.h"
 
@@ -66,9 +69,11 @@ layernorm_forward(struct dt_node *n, struct dt_pass *p,
 		  const float *const *in)
 {
 	const int64_t c = layernorm_width(n);
-	const int64_t rows = p->batch * (n->in_size[0] / c);
-	float *mean = n->scratch;		/* (B*R) */
-	float *rstd = n->scratch + rows;	/* (B*R) */
+	int64_t first, rows;
+
+	dt_node_rows(n, p, &first, &rows);	/* B*R, or the share */
+	float *mean = n->scratch;		/* (rows) */
+	float *rstd = n->scratch + rows;	/* (rows) */
 
 	/* Two passes for the variance: the one-pass E[x^2] - E[x]^2
 	 * cancels badly when the mean is large next to the spread. */
@@ -82,9 +87,11 @@ layernorm_backward(struct dt_node *n, struct dt_pass *p,
 		   const bool *din_add)
 {
 	const int64_t c = layernorm_width(n);
-	const int64_t rows = p->batch * (n->in_size[0] / c);
-	const float *mean = n->scratch;		/* (B*R) */
-	const float *rstd = n->scratch + rows;	/* (B*R) */
+	int64_t first, rows;
+
+	dt_node_rows(n, p, &first, &rows);	/* B*R, or the share */
+	const float *mean = n->scratch;		/* (rows) */
+	const float *rstd = n->scratch + rows;	/* (rows) */
 
 	dt_kern_par_layernorm_grad(p->pool, in[0], n->dout, n->tensor[0].data,
 				   mean, rstd, din[0], din_add[0],
@@ -111,4 +118,5 @@ const struct dt_layer_ops dt_layer_layernorm = {
 	.backward = layernorm_backward,
 	.fwd_flops = layernorm_fwd_flops,
 	.scratch_floats = layernorm_scratch_floats,
+	.row_shares = true,
 };

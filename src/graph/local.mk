@@ -15,7 +15,7 @@ libdtrain_la_SOURCES += src/graph/graph.h src/graph/graph.c src/graph/model.h \
 	src/graph/flash.c src/graph/flash.h \
 	src/graph/recompute.c src/graph/recompute.h \
 	src/graph/init.c src/graph/init.h src/graph/tied.c \
-	src/graph/products.c
+	src/graph/products.c src/graph/rows.c
 
 # The finite-difference rig every layer suite links, and the registry test
 # that holds the types it checked against DT_LAYER_TYPES; it reads what the
@@ -28,7 +28,9 @@ CLEANFILES += $(GRADCHECK_SUITES:=.gradcheck)
 UNIT_TESTS += $(GRADCHECK_SUITES) tests/unit/test_layer_registry \
 	tests/unit/test_graph_threads tests/unit/test_graph_tp \
 	tests/unit/test_graph_kern tests/unit/test_graph_init
-UNIT_TESTS += tests/unit/test_graph_tp_block
+UNIT_TESTS += tests/unit/test_graph_tp_block tests/unit/test_graph_rows
+tests_unit_test_graph_rows_SOURCES = tests/unit/test_graph_rows.c \
+	$(GRADCHECK_SOURCES)
 tests_unit_test_graph_SOURCES = tests/unit/test_graph.c $(GRADCHECK_SOURCES)
 tests_unit_test_graph_nlp_SOURCES = tests/unit/test_graph_nlp.c \
 	$(GRADCHECK_SOURCES)

@@ -12,6 +12,10 @@
  * init says otherwise (graph/init.c). dim must equal the
  * input's width (a hand-built job may leave it 0 to take that width).
  *   backward  dx = dy,  dweight[t] += sum over the batch of dy[t]
+ * Under sequence parallelism (struct dt_node's seq_rows) the node adds
+ * the positions of its tensor rank's rows only (row g of the micro-batch
+ * at position g mod T), and dweight holds the sums over those rows:
+ * partial sums, which the group's sum completes.
  * FLOPs per sample: T*dim, the additions. */
 #include <string.h>
 
@@ -84,14 +88,65 @@ pos_part(void *ctx, int64_t lo, int64_t hi)
 	}
 }
 
+/* A share of rows (struct dt_node's seq_rows): rows [lo, hi) of the
+ * share, row i at position (first + i) mod T. */
+struct pos_rows_job {
+	const struct dt_node *n;
+	const float *x;		/* (rows, dim) */
+	int64_t first, t;
+};
+
+static void
+pos_rows_part(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct pos_rows_job *j = ctx;
+	const int64_t dim = dt_node_row_len(j->n);
+	const float *w = j->n->tensor[0].data;	/* (length, dim) */
+
+	for (int64_t i = lo; i < hi; i++)
+		dt_kern_add(j->x + i * dim, w + (j->first + i) % j->t * dim,
+			    j->n->out + i * dim, dim);
+}
+
 static void
 pos_embedding_forward(struct dt_node *n, struct dt_pass *p,
 		      const float *const *in)
 {
 	struct pos_job j = { .n = n, .x = in[0] };
+	struct pos_rows_job jr = { .n = n, .x = in[0],
+				   .t = n->out_shape.dim[0] };
+	int64_t rows;
 
-	dt_pool_for(p->pool, p->batch, (8192 + n->out_size - 1) / n->out_size,
-		    pos_part, &j);
+	if (!n->seq_rows) {
+		dt_pool_for(p->pool, p->batch,
+			    (8192 + n->out_size - 1) / n->out_size,
+			    pos_part, &j);
+		return;
+	}
+	dt_node_rows(n, p, &jr.first, &rows);
+	dt_pool_for(p->pool, rows, (8192 + dt_node_row_len(n) - 1) /
+		    dt_node_row_len(n), pos_rows_part, &jr);
+}
+
+/* dweight of a share of rows: position t's row of dweight gets the rows
+ * of the share at t, in order (rows first + i with (first + i) mod T =
+ * t, every T-th), as the whole pass adds its samples' in order. */
+static void
+pos_rows_dweight(struct dt_node *n, struct dt_pass *p)
+{
+	const int64_t dim = dt_node_row_len(n), t = n->out_shape.dim[0];
+	int64_t first, rows;
+
+	dt_node_rows(n, p, &first, &rows);
+	for (int64_t pos = 0; pos < t; pos++) {
+		int64_t i0 = ((pos - first) % t + t) % t;
+
+		if (i0 < rows)
+			dt_kern_par_col_sums(p->pool, n->dout + i0 * dim,
+					     t * dim,
+					     n->tensor[0].grad + pos * dim,
+					     (rows - i0 + t - 1) / t, dim);
+	}
 }
 
 static void
@@ -101,15 +156,23 @@ pos_embedding_backward(struct dt_node *n, struct dt_pass *p,
 {
 	const int64_t size = n->out_size;	/* T * dim */
 	float *dw = n->tensor[0].grad;		/* (length, dim); first T rows */
+	int64_t first, rows;
 
 	(void)in;
-	dt_kern_par_col_sums(p->pool, n->dout, size, dw, p->batch, size);
+	if (n->seq_rows)
+		pos_rows_dweight(n, p);
+	else
+		dt_kern_par_col_sums(p->pool, n->dout, size, dw, p->batch,
+				     size);
 	if (din[0] == NULL)
 		return;
+	dt_node_rows(n, p, &first, &rows);
 	if (din_add[0])
-		dt_kern_par_acc(p->pool, n->dout, din[0], p->batch * size);
+		dt_kern_par_acc(p->pool, n->dout, din[0],
+				rows * dt_node_row_len(n));
 	else
-		dt_kern_par_copy(p->pool, n->dout, din[0], p->batch * size);
+		dt_kern_par_copy(p->pool, n->dout, din[0],
+				 rows * dt_node_row_len(n));
 }
 
 static double
@@ -124,4 +187,5 @@ const struct dt_layer_ops dt_layer_pos_embedding = {
 	.forward = pos_embedding_forward,
 	.backward = pos_embedding_backward,
 	.fwd_flops = pos_embedding_fwd_flops,
+	.row_shares = true,
 };

@@ -289,9 +289,10 @@ check_monitor(const struct dt_job_ctx *c)
 }
 
 /* Sequence parallelism (Korthikanti et al., 2022): the tensor group's
- * row collectives are built (comm/comm.h, struct dt_tp), the layers'
- * row shares between split layers are not, so true is refused rather
- * than run as plain tensor parallelism. */
+ * row collectives (comm/comm.h, struct dt_tp) and the row-wise layers'
+ * shares of the rows (graph/rows.c) are built, the split layers' side
+ * (reduce-scattering their outputs, gathering their inputs) is not, so
+ * true is refused rather than run as plain tensor parallelism. */
 static enum dt_status
 check_sequence_parallel(const struct dt_job_ctx *c)
 {
@@ -301,9 +302,10 @@ check_sequence_parallel(const struct dt_job_ctx *c)
 		return DT_OK;
 	return dt_job_failf(c, pos_of(job, "parallel.sequence_parallel"),
 			    "parallel.sequence_parallel", "true is not "
-			    "supported yet (the layers between split layers "
-			    "do not run on a share of the rows); set it to "
-			    "false or remove the key");
+			    "supported yet (the split layers do not "
+			    "reduce-scatter their outputs over rows nor "
+			    "gather their inputs); set it to false or remove "
+			    "the key");
 }
 
 /* The rules that run when the schema walk reaches a key. */
