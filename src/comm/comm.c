@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "util/alloc.h"
+#include "util/share.h"
 
 /* Every blocking call is marked for the watchdog (parallel.timeout_s). */
 #define WATCHED(c, call, expr) \
@@ -187,10 +188,7 @@ dt_comm_iallreduce_sum_bf16(struct dt_comm *c, uint16_t *buf, size_t n,
 size_t
 dt_comm_chunk_lo(size_t n, int p, int i)
 {
-	size_t q = n / (size_t)p, r = n % (size_t)p;
-
-	/* floor(n i / p) = q i + floor(r i / p), and r i < p^2 fits. */
-	return q * (size_t)i + r * (size_t)i / (size_t)p;
+	return dt_share_lo(n, p, i);
 }
 
 void

@@ -6,14 +6,14 @@
  * R = out_size / C rows a sample, n = B * R in a pass of B samples. A
  * node marked seq_rows, in a tensor group of s > 1 ranks, holds and
  * computes only rank r's rows [floor(n r / s), floor(n (r + 1) / s)) of
- * the n (comm/comm.h's dt_comm_row_share, whose collectives move them),
- * in its output, output gradient and scratch alike; every other node
- * holds the n rows. */
-#include "comm/comm.h"
+ * the n (util/share.h's cut, the one comm/comm.h's dt_comm_row_share
+ * and so the row collectives use), in its output, output gradient and
+ * scratch alike; every other node holds the n rows. */
 #include "graph/graph.h"
 #include "graph/layer.h"
 #include "graph/model.h"
 #include "graph/stage.h"
+#include "util/share.h"
 
 int64_t
 dt_node_row_len(const struct dt_node *n)
@@ -26,11 +26,10 @@ dt_node_row_len(const struct dt_node *n)
 void
 dt_rows_share(int64_t n, int s, int rank, int64_t *first, int64_t *count)
 {
-	size_t lo, hi;
+	size_t lo = dt_share_lo((size_t)n, s, rank);
 
-	dt_comm_row_share((size_t)n, s, rank, &lo, &hi);
 	*first = (int64_t)lo;
-	*count = (int64_t)(hi - lo);
+	*count = (int64_t)(dt_share_lo((size_t)n, s, rank + 1) - lo);
 }
 
 int64_t

@@ -8,7 +8,7 @@ libdtrain_la_SOURCES += src/util/status.h src/util/status.c \
 	src/util/bf16.h src/util/bf16.c src/util/span.h src/util/span.c \
 	src/util/meter.h src/util/meter.c src/util/cpus.h src/util/cpus.c \
 	src/util/cpu_features.h src/util/cpu_features.c \
-	src/util/trace.h src/util/trace.c
+	src/util/trace.h src/util/trace.c src/util/share.h
 
 UNIT_TESTS += tests/unit/test_tfevents tests/unit/test_util \
 	tests/unit/test_threadpool
