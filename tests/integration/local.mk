@@ -112,7 +112,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/tp-norm-bytes.sh \
 	tests/integration/zero1-tp-collect.sh \
 	tests/integration/tp-setup-peak.sh \
-	tests/integration/tp-logits.sh
+	tests/integration/tp-logits.sh \
+	tests/integration/conv-bf16.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
