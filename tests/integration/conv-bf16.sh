@@ -14,32 +14,19 @@
 # give one rank's losses exactly. Skipped without AVX512_BF16 or AMX.
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
-cat >job.yaml <<YAML
-name: conv-bf16
-seed: 3
-data:
-  train:
-    images: $FMNIST/train-images-idx3-ubyte.gz
-    labels: $FMNIST/train-labels-idx1-ubyte.gz
-  scale: 0.00392156862745098
-model:
-  input_shape: [28, 28]
-  layers:
+{
+	t10k_job conv-bf16
+	cat <<YAML
     - {type: conv2d, name: c1, channels: 8, kernel: 3, padding: 1, activation: relu}
     - {type: maxpool2d, name: p1, kernel: 2}
     - {type: conv2d, name: c2, channels: 16, kernel: 3, stride: 2, padding: 1, activation: tanh}
     - {type: conv2d, name: c3, channels: 10, kernel: 7}
     - {type: flatten, name: f}
   loss: softmax_cross_entropy
-train:
-  global_batch: 42
-  grad_accum_steps: 2
-  steps: 8
-  optimizer: adam
-  lr: 0.002
-log:
-  every_steps: 1
+train: {global_batch: 42, grad_accum_steps: 2, steps: 8, optimizer: adam, lr: 0.002}
+log: {every_steps: 1}
 YAML
+} >job.yaml
 bf="--set train.precision=bf16"
 if ! "$DTRAIN" plan $bf job.yaml >/dev/null 2>&1; then
 	echo "SKIP: this CPU has neither AVX512_BF16 nor AMX-BF16"
