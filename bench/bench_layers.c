@@ -19,7 +19,9 @@
  *     forward() and backward() (the same order, the same skip rules for
  *     nodes that need no gradient), written again here with a clock
  *     around each hook;
- * and every 8th iteration a 1024^3 sgemm through dt_kern_sgemm, the peak.
+ * and every 8th iteration a 1024^3 sgemm through dt_kern_sgemm, the peak
+ * (in bfloat16 under train.precision: bf16, which it sets as dtrain run
+ * does, with parallel.kernels).
  * It prints, per node, the medians of its forward and backward times in
  * ms, their GFLOP/s (forward: the node's fwd_flops x batch; backward: 2x
  * that, graph.h's convention), the node's share of the summed pass and
@@ -206,6 +208,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "bench_layers: %s\n", err.msg);
 		return 2;
 	}
+	/* The job's precision and kernels, as dtrain run sets them. */
+	dt_kern_set_bf16(job.train.precision == DT_PRECISION_BF16);
+	dt_kern_set_lib((enum dt_kern_lib)job.parallel.kernels);
 	mb = job.train.micro_batch ? job.train.micro_batch
 				   : job.train.global_batch;
 	if (dt_model_new(&job, mb, &m, &err) != DT_OK) {

@@ -218,6 +218,7 @@ struct conv_job {
 	float *t;		/* (B, OC, L): likewise a chunk's product or
 				 * output gradient, (OC, n*L), at b*OC*L */
 	float *partial;		/* (groups - 1, OC*CKK + OC) */
+	bool bf16;		/* train.precision: bf16 (kern.h) */
 };
 
 static int64_t
@@ -235,6 +236,49 @@ chunk_im2col(const struct conv_job *j, int64_t b0, int64_t n, float *col)
 	for (int64_t b = 0; b < n; b++)
 		dt_kern_im2col(&g->kc, j->x + (b0 + b) * g->c * g->h * g->w,
 			       col + b * g->l, n * g->l);
+}
+
+/* The bf16 operands of a part of a pass on one thread, in its
+ * dt_kern_bf16_work area: the weights W (OC, C*K*K), a chunk's columns
+ * (C*K*K, n*L) and its output gradient T (OC, n*L). */
+struct conv_bf16 {
+	uint16_t *w, *col, *t;
+};
+
+/* The part's area, with W rounded once for all its chunks. */
+static void
+bf16_init(const struct conv_job *j, struct conv_bf16 *h)
+{
+	const struct geom *g = j->g;
+	const int64_t nl = DT_CONV_CHUNK * g->l;
+
+	h->w = dt_kern_bf16_work((size_t)(g->oc * g->ckk + g->ckk * nl +
+					  g->oc * nl));
+	h->col = h->w + g->oc * g->ckk;
+	h->t = h->col + g->ckk * nl;
+	dt_kern_to_bf16(h->w, j->wt, g->oc, g->ckk, g->ckk);
+}
+
+/* chunk_im2col in bf16: the columns of samples [b0, b0 + n) into colh
+ * (C*K*K, n*L) packed, one channel's K*K rows at a time through tmp
+ * (K*K, n*L) floats, so that the float columns stay in the core's first
+ * cache. The same values as chunk_im2col's columns rounded after. */
+static void
+chunk_im2col_bf16(const struct conv_job *j, int64_t b0, int64_t n,
+		  float *tmp, uint16_t *colh)
+{
+	const struct geom *g = j->g;
+	const int64_t kk = g->k * g->k, nl = n * g->l, plane = g->h * g->w;
+	struct dt_kern_conv one = g->kc;
+
+	one.c = 1;
+	for (int64_t c = 0; c < g->c; c++) {
+		for (int64_t b = 0; b < n; b++)
+			dt_kern_im2col(&one, j->x + ((b0 + b) * g->c + c) *
+						   plane,
+				       tmp + b * g->l, nl);
+		dt_kern_to_bf16(colh + c * kk * nl, tmp, kk, nl, nl);
+	}
 }
 
 /* y[b0 + b] (OC, L) = the chunk's product Y (OC, n*L), sample b's
@@ -264,7 +308,10 @@ forward_chunks(void *ctx, int64_t lo, int64_t hi)
 	const struct geom *g = j->g;
 	float *col = j->col + lo * DT_CONV_CHUNK * g->ckk * g->l;
 	float *t = j->t + lo * DT_CONV_CHUNK * g->oc * g->l;
+	struct conv_bf16 h = { 0 };
 
+	if (j->bf16)
+		bf16_init(j, &h);
 	for (int64_t c = lo; c < hi; c++) {
 		const int64_t b0 = c * DT_CONV_CHUNK;
 		const int64_t n = min64(DT_CONV_CHUNK, j->batch - b0);
@@ -272,9 +319,16 @@ forward_chunks(void *ctx, int64_t lo, int64_t hi)
 		const bool direct = j->py == NULL && n == 1;
 		float *y = direct ? j->y + b0 * g->oc * g->l : t;
 
-		chunk_im2col(j, b0, n, col);
-		dt_kern_conv_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f, j->wt,
-				   g->ckk, col, nl, 0.0f, y, nl);
+		if (j->bf16) {
+			chunk_im2col_bf16(j, b0, n, col, h.col);
+			dt_kern_bf16_gemm(0, 0, g->oc, nl, g->ckk, 1.0f, h.w,
+					  h.col, 0.0f, y, nl);
+		} else {
+			chunk_im2col(j, b0, n, col);
+			dt_kern_conv_sgemm(0, 0, g->oc, nl, g->ckk, 1.0f,
+					   j->wt, g->ckk, col, nl, 0.0f, y,
+					   nl);
+		}
 		dt_kern_bias_act(y, j->bias, g->oc, nl, j->relu);
 		if (direct)
 			continue;
@@ -329,6 +383,43 @@ chunk_grad(const struct conv_job *j, int64_t b0, int64_t n, float *t,
 	return t;
 }
 
+/* The backward products of chunk [b0, b0 + n) with output gradient tb
+ * (OC, n*L): dW (+)= T col^T with the columns made again into col
+ * (C*K*K, n*L), then, when dX is wanted, dcol = W^T T into col. */
+static void
+chunk_products(const struct conv_job *j, int64_t b0, int64_t n,
+	       const float *tb, float *col, float *dw, bool fresh)
+{
+	const struct geom *g = j->g;
+	const int64_t nl = n * g->l;
+
+	chunk_im2col(j, b0, n, col);
+	dt_kern_conv_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, tb, nl, col, nl,
+			   fresh ? 0.0f : 1.0f, dw, g->ckk);
+	if (j->dx != NULL)
+		dt_kern_conv_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f, j->wt,
+				   g->ckk, tb, nl, 0.0f, col, nl);
+}
+
+/* The same in bf16: T rounded once for both products, the columns made
+ * in bf16 (col, as float, their staging area and then dcol's place). */
+static void
+chunk_products_bf16(const struct conv_job *j, int64_t b0, int64_t n,
+		    const float *tb, float *col, const struct conv_bf16 *h,
+		    float *dw, bool fresh)
+{
+	const struct geom *g = j->g;
+	const int64_t nl = n * g->l;
+
+	dt_kern_to_bf16(h->t, tb, g->oc, nl, nl);
+	chunk_im2col_bf16(j, b0, n, col, h->col);
+	dt_kern_bf16_gemm(0, 1, g->oc, g->ckk, nl, 1.0f, h->t, h->col,
+			  fresh ? 0.0f : 1.0f, dw, g->ckk);
+	if (j->dx != NULL)
+		dt_kern_bf16_gemm(1, 0, g->ckk, nl, g->oc, 1.0f, h->w, h->t,
+				  0.0f, col, nl);
+}
+
 /* Backward of groups [lo, hi), chunk by chunk: T = the chunk's output
  * gradient, the group's db += row sums of T and dW += T col^T with the
  * chunk's columns made again (group 0 into the gradients, the others
@@ -342,7 +433,10 @@ backward_groups(void *ctx, int64_t lo, int64_t hi)
 	const int64_t nb = DT_CONV_CHUNK, first = lo * DT_CONV_GROUP;
 	float *col = j->col + first * g->ckk * g->l;	/* (C*K*K, n*L) */
 	float *t = j->t + first * g->oc * g->l;		/* (OC, n*L) */
+	struct conv_bf16 h = { 0 };
 
+	if (j->bf16)
+		bf16_init(j, &h);
 	for (int64_t grp = lo; grp < hi; grp++) {
 		const int64_t s0 = grp * DT_CONV_GROUP;
 		const int64_t s1 = min64(s0 + DT_CONV_GROUP, j->batch);
@@ -355,15 +449,13 @@ backward_groups(void *ctx, int64_t lo, int64_t hi)
 			const bool fresh = grp > 0 && b0 == s0;
 			const float *tb = chunk_grad(j, b0, n, t, db, fresh);
 
-			chunk_im2col(j, b0, n, col);
-			dt_kern_conv_sgemm(0, 1, g->oc, g->ckk, nl, 1.0f, tb,
-					   nl, col, nl, fresh ? 0.0f : 1.0f,
-					   dw, g->ckk);
+			if (j->bf16)
+				chunk_products_bf16(j, b0, n, tb, col, &h, dw,
+						    fresh);
+			else
+				chunk_products(j, b0, n, tb, col, dw, fresh);
 			if (j->dx == NULL)
 				continue;
-			dt_kern_conv_sgemm(1, 0, g->ckk, nl, g->oc, 1.0f,
-					   j->wt, g->ckk, tb, nl, 0.0f, col,
-					   nl);
 			for (int64_t b = 0; b < n; b++)
 				dt_kern_col2im(&g->kc, col + b * g->l, nl,
 					       j->dx + (b0 + b) * g->c * g->h *
@@ -421,6 +513,7 @@ conv_job_init(struct conv_job *j, const struct dt_node *n,
 	j->col = n->scratch;
 	j->t = n->scratch + batch * g->ckk * g->l;
 	j->partial = j->t + batch * g->oc * g->l;
+	j->bf16 = dt_kern_bf16();
 }
 
 static void

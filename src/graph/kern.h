@@ -11,6 +11,7 @@
 #ifndef DT_GRAPH_KERN_H
 #define DT_GRAPH_KERN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* C(m, n) = alpha * op(A) op(B) + beta * C, row-major, where op(A) is A
@@ -57,6 +58,26 @@ void dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
 			int64_t k, float alpha, const float *a, int64_t lda,
 			const float *b, int64_t ldb, float beta, float *c,
 			int64_t ldc);
+
+/* The bf16 product's parts, for a caller that makes its bf16 operands
+ * once and uses them in several products (the convolution: its weights
+ * once a pass, its columns made in bf16, its output gradient once for
+ * two products). dt_kern_to_bf16: out (rows, cols) packed = in (rows,
+ * cols) at row stride ld rounded as dt_kern_bf16_sgemm rounds them.
+ * dt_kern_bf16_gemm: dt_kern_bf16_sgemm on operands already rounded, a
+ * the stored A ((m, k), or (k, m) with trans_a) and b the stored B
+ * ((k, n), or (n, k) with trans_b), both packed (row stride their row
+ * length); given the copies dt_kern_to_bf16 makes of the same floats
+ * it gives dt_kern_bf16_sgemm's bits. dt_kern_bf16_work: the calling
+ * thread's own area of at least n bf16 values, which no product uses,
+ * grown as asked (its contents then lost) and freed as the thread ends
+ * (dt_kern_bf16_sgemm's rule). */
+void dt_kern_to_bf16(uint16_t *out, const float *in, int64_t rows,
+		     int64_t cols, int64_t ld);
+void dt_kern_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n,
+		       int64_t k, float alpha, const uint16_t *a,
+		       const uint16_t *b, float beta, float *c, int64_t ldc);
+uint16_t *dt_kern_bf16_work(size_t n);
 
 /* Which library takes the f32 products (parallel.kernels; kern_bf16.c).
  * DT_KERN_LIB_AUTO sends each class of product where it was measured

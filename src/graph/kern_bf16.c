@@ -44,6 +44,8 @@ struct bf16_thread {
 	int next;
 	uint16_t *buf;		/* bf16 copies of A then B */
 	size_t cap;		/* in bf16 values */
+	uint16_t *work;		/* dt_kern_bf16_work's area */
+	size_t work_cap;	/* in bf16 values */
 };
 
 static int bf16_on;
@@ -76,6 +78,7 @@ thread_free(void *arg)
 	}
 	dnnl_stream_destroy(t->stream);
 	free(t->buf);
+	free(t->work);
 	free(t);
 }
 
@@ -285,9 +288,9 @@ to_bf16(uint16_t *out, const float *in, int64_t n)
 #define to_bf16 to_bf16_c
 #endif
 
-/* rows x cols floats at row stride ld into a packed bf16 copy. */
-static void
-pack(uint16_t *out, const float *in, int64_t rows, int64_t cols, int64_t ld)
+void
+dt_kern_to_bf16(uint16_t *out, const float *in, int64_t rows, int64_t cols,
+		int64_t ld)
 {
 	if (ld == cols) {
 		to_bf16(out, in, rows * cols);
@@ -412,10 +415,28 @@ dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 		   int64_t ldb, float beta, float *c, int64_t ldc)
 {
 	struct bf16_thread *t = thread_state();
+	size_t need = (size_t)(m * k + k * n);
+
+	if (need > t->cap) {
+		free(t->buf);
+		t->cap = need;
+		t->buf = dt_xmalloc(need, sizeof *t->buf);
+	}
+	dt_kern_to_bf16(t->buf, a, trans_a ? k : m, trans_a ? m : k, lda);
+	dt_kern_to_bf16(t->buf + m * k, b, trans_b ? n : k, trans_b ? k : n,
+			ldb);
+	dt_kern_bf16_gemm(trans_a, trans_b, m, n, k, alpha, t->buf,
+			  t->buf + m * k, beta, c, ldc);
+}
+
+void
+dt_kern_bf16_gemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+		  float alpha, const uint16_t *a, const uint16_t *b,
+		  float beta, float *c, int64_t ldc)
+{
+	struct bf16_thread *t = thread_state();
 	int64_t key[PRIM_KEY] = { 0, trans_a != 0, trans_b != 0, m, n, k, 0,
 				  0, ldc, beta != 0.0f };
-	size_t need = (size_t)(m * k + k * n);
-	struct bf16_prim *p;
 
 	if (beta != 0.0f && beta != 1.0f) {
 		/* No caller asks for it; scale C first, then add. */
@@ -423,15 +444,20 @@ dt_kern_bf16_sgemm(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
 			dt_kern_scale(c + i * ldc, n, beta);
 		key[9] = 1;
 	}
-	if (need > t->cap) {
-		free(t->buf);
-		t->cap = need;
-		t->buf = dt_xmalloc(need, sizeof *t->buf);
+	run(t, lookup(t, key, alpha), a, b, c);
+}
+
+uint16_t *
+dt_kern_bf16_work(size_t n)
+{
+	struct bf16_thread *t = thread_state();
+
+	if (n > t->work_cap) {
+		free(t->work);
+		t->work_cap = n;
+		t->work = dt_xmalloc(n, sizeof *t->work);
 	}
-	pack(t->buf, a, trans_a ? k : m, trans_a ? m : k, lda);
-	pack(t->buf + m * k, b, trans_b ? n : k, trans_b ? k : n, ldb);
-	p = lookup(t, key, alpha);
-	run(t, p, t->buf, t->buf + m * k, c);
+	return t->work;
 }
 
 /* One oneDNN f32 matmul call (dt_kern_onednn_sgemm's contract). */

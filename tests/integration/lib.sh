@@ -273,3 +273,23 @@ need_torch() {
 		"(apt-get install python3-torch)"
 	exit 77
 }
+
+# bf16_layouts LOSSES JOB: JOB under train.precision: bf16 on 2 threads,
+# on 2 data-parallel ranks (train.grad_accum_steps 1: each rank has the
+# one rank's micro-batch of a job of 2 accumulation steps) and on 2
+# pipeline stages gives the losses in file LOSSES, a one-rank bf16 run's
+# (losses RUN_DIR), exactly.
+bf16_layouts() {
+	bfs="--set train.precision=bf16"
+	"$DTRAIN" run -q --run-dir th $bfs --set parallel.blas_threads=2 "$2"
+	losses th | cmp -s "$1" - || fail "bf16: 2 threads differ from one"
+	mpi 2 "$DTRAIN" run -q --run-dir dp $bfs \
+		--set train.grad_accum_steps=1 "$2"
+	losses dp | cmp -s "$1" - ||
+		fail "bf16: 2 data-parallel ranks differ from one"
+	mpi 2 "$DTRAIN" run -q --run-dir pp $bfs \
+		--set parallel.strategy=model \
+		--set parallel.pipeline_parallel=2 "$2"
+	losses pp | cmp -s "$1" - ||
+		fail "bf16: 2 pipeline stages differ from one rank"
+}

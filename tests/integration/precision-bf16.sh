@@ -51,17 +51,7 @@ losses b1 >l1
 losses b2 >l2
 cmp -s l32 l1 && fail "bf16 gave the f32 losses: no bf16 products"
 cmp l1 l2 || fail "two bf16 runs differ"
-mpi 2 "$DTRAIN" run -q --run-dir dp $bf --set train.grad_accum_steps=1 \
-	job.yaml
-losses dp >ldp
-cmp l1 ldp || fail "bf16: 2 data-parallel ranks differ from one"
-mpi 2 "$DTRAIN" run -q --run-dir pp $bf \
-	--set parallel.strategy=model --set parallel.pipeline_parallel=2 job.yaml
-losses pp >lpp
-cmp l1 lpp || fail "bf16: 2 pipeline stages differ from one rank"
-"$DTRAIN" run -q --run-dir th $bf --set parallel.blas_threads=2 job.yaml
-losses th >lth
-cmp l1 lth || fail "bf16: 2 threads differ from one"
+bf16_layouts l1 job.yaml
 mpi 2 "$DTRAIN" run -q --run-dir tp $bf \
 	--set parallel.strategy=model --set parallel.tensor_parallel=2 job.yaml
 compare_losses b1 tp 2e-3

@@ -626,6 +626,64 @@ START_TEST(test_sgemm_bf16)
 }
 END_TEST
 
+/* The bf16 product's parts (kern.h): dt_kern_to_bf16 of rows at a
+ * stride past their length gives each value rounded to nearest even
+ * (the upper half of bf16_round's bits), packed; dt_kern_bf16_gemm on
+ * such copies of A and B gives dt_kern_bf16_sgemm's bits on the floats,
+ * for the transposes of _i & 3, alpha 0.5, beta 0 over NaN and beta 1;
+ * dt_kern_bf16_work's area holds what is written to it, as large as
+ * asked. Skipped on a CPU without AVX512_BF16 or AMX. */
+START_TEST(test_bf16_gemm_parts)
+{
+	const int ta = _i & 1, tb = (_i >> 1) & 1;
+	enum { M = 29, N = 40, K = 70, LD = 80, LDC = 45 };
+	const int ar = ta ? K : M, ac = ta ? M : K;
+	const int br = tb ? N : K, bc = tb ? K : N;
+	float *a = dt_xalloc_floats(LD * LD), *b = dt_xalloc_floats(LD * LD);
+	float *c = dt_xalloc_floats(M * LDC), *c2 = dt_xalloc_floats(M * LDC);
+	uint16_t *ah, *bh, *w;
+
+	if (dt_kern_bf16_missing() != NULL)
+		goto out;
+	fill(a, LD * LD, 140, -1.0f, 1.0f);
+	fill(b, LD * LD, 141, -1.0f, 1.0f);
+	w = dt_kern_bf16_work((size_t)(ar * ac + br * bc));
+	ah = w;
+	bh = w + ar * ac;
+	dt_kern_to_bf16(ah, a, ar, ac, LD);
+	dt_kern_to_bf16(bh, b, br, bc, LD);
+	for (int r = 0; r < ar; r++)
+		for (int q = 0; q < ac; q++) {
+			float want = bf16_round(a[r * LD + q]);
+			uint32_t u;
+
+			memcpy(&u, &want, sizeof u);
+			ck_assert_uint_eq(ah[r * ac + q], u >> 16);
+		}
+	for (int i = 0; i < M * LDC; i++)
+		c[i] = c2[i] = NAN;
+	dt_kern_bf16_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 0.0f, c, LDC);
+	dt_kern_bf16_gemm(ta, tb, M, N, K, 0.5f, ah, bh, 0.0f, c2, LDC);
+	for (int i = 0; i < M; i++)
+		ck_assert(memcmp(c + i * LDC, c2 + i * LDC,
+				 N * sizeof *c) == 0);
+	dt_kern_bf16_sgemm(ta, tb, M, N, K, 0.5f, a, LD, b, LD, 1.0f, c, LDC);
+	dt_kern_bf16_gemm(ta, tb, M, N, K, 0.5f, ah, bh, 1.0f, c2, LDC);
+	for (int i = 0; i < M; i++)
+		ck_assert(memcmp(c + i * LDC, c2 + i * LDC,
+				 N * sizeof *c) == 0);
+	w = dt_kern_bf16_work(1 << 20);
+	w[0] = 1;
+	w[(1 << 20) - 1] = 2;
+	ck_assert(w[0] == 1 && w[(1 << 20) - 1] == 2);
+out:
+	free(a);
+	free(b);
+	free(c);
+	free(c2);
+}
+END_TEST
+
 /* dt_kern_sgemm_small under train.precision: bf16 (kern_small.c's
  * AVX512_BF16 kernel) with the transposes of _i & 3, alpha 0.25, beta 0
  * over NaN and beta 0.3, at shapes around its 8-row blocks, 16-column
@@ -1131,6 +1189,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_grid, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
+	tcase_add_loop_test(tc, test_bf16_gemm_parts, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_small_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	tcase_add_test(tc, test_sgemm_progress);
