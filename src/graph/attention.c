@@ -664,8 +664,9 @@ share_qkv_backward(struct dt_pool *pool, const struct dt_node *n,
 /* The output projection's backward (this rank's cl rows of it, from
  * the heads' output y, its columns from c0): its weight gradient from
  * y^T dout, its bias gradient, and dy = dout w_proj^T, which may be y
- * itself. On one thread the two products go to dt_kern_par_sgemm2, which runs them
- * in turn (dy written last) and in bf16 rounds dout once for both. */
+ * itself. On one thread the two products go to dt_kern_par_sgemm2,
+ * which runs them in turn (dy written last) and in bf16 rounds dout
+ * once for both. */
 static void
 proj_backward(struct dt_node *n, struct dt_pass *p,
 	      const struct attn_params *w, const float *y, float *dy, int c0,
