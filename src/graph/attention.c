@@ -661,6 +661,44 @@ share_qkv_backward(struct dt_pool *pool, const struct dt_node *n,
 	tp->allreduce(tp->ctx, din, (size_t)rows * (size_t)c);
 }
 
+/* The output projection's backward (this rank's cl rows of it, from
+ * the heads' output y, its columns from c0): its weight gradient from
+ * y^T dout, its bias gradient, and dy = dout w_proj^T, which may be y
+ * itself. On one thread the two products go to dt_kern_par_sgemm2,
+ * which runs them in turn (dy written last) and in bf16 rounds dout
+ * once for both. */
+static void
+proj_backward(struct dt_node *n, struct dt_pass *p,
+	      const struct attn_params *w, const float *y, float *dy, int c0,
+	      int cl)
+{
+	const int c = (int)n->in_shape[0].dim[1];
+	const int rows = (int)(p->batch * n->in_shape[0].dim[0]);
+	const struct dt_kern_gemm gw = {
+		.trans_a = 1, .m = cl, .n = c, .k = rows, .alpha = 1.0f,
+		.a = y + c0, .lda = c, .b = n->dout, .ldb = c, .beta = 1.0f,
+		.c = w->w_proj->grad + proj_at(n, c, c0), .ldc = c,
+	};
+	const struct dt_kern_gemm gx = {
+		.trans_b = 1, .m = rows, .n = cl, .k = c, .alpha = 1.0f,
+		.a = n->dout, .lda = c,
+		.b = w->w_proj->data + proj_at(n, c, c0), .ldb = c,
+		.beta = 0.0f, .c = dy + c0, .ldc = c,
+	};
+
+	if (w->b_proj != NULL)
+		dt_kern_par_col_sums(p->pool, n->dout, c, w->b_proj->grad,
+				     rows, c);
+	if (dt_pool_threads(p->pool) <= 1) {
+		dt_kern_par_sgemm2(p->pool, &gw, &gx);
+		return;
+	}
+	dt_kern_par_sgemm(p->pool, 1, 0, gw.m, gw.n, gw.k, 1.0f, gw.a,
+			  gw.lda, gw.b, gw.ldb, 1.0f, gw.c, gw.ldc);
+	dt_kern_par_sgemm(p->pool, 0, 1, gx.m, gx.n, gx.k, 1.0f, gx.a,
+			  gx.lda, gx.b, gx.ldb, 0.0f, gx.c, gx.ldc);
+}
+
 static void
 attention_backward(struct dt_node *n, struct dt_pass *p,
 		   const float *const *in, float *const *din,
@@ -672,7 +710,6 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 	const int c = (int)n->in_shape[0].dim[1];
 	const int heads = (int)n->spec.heads, hs = c / heads;
 	const int rows = (int)(batch * t);
-	const float *dout = n->dout;			/* (B, T, C) */
 	float *qkv = n->scratch;			/* (B, T, 3C) */
 	float *y = attn_y(n, batch);			/* (B, T, C) */
 	/* fused: dy has its own block after y, which the heads still read */
@@ -684,14 +721,7 @@ attention_backward(struct dt_node *n, struct dt_pass *p,
 
 	/* The output projection (this rank's rows of it); y is dead
 	 * afterwards (but to the fused heads) and takes dy. */
-	dt_kern_par_sgemm(p->pool, 1, 0, cl, c, rows, 1.0f,
-		    y + c0, c, dout, c, 1.0f,
-		    w.w_proj->grad + proj_at(n, c, c0), c);
-	if (w.b_proj != NULL)
-		dt_kern_par_col_sums(p->pool, dout, c, w.b_proj->grad, rows, c);
-	dt_kern_par_sgemm(p->pool, 0, 1, rows, cl, c, 1.0f,
-		    dout, c, w.w_proj->data + proj_at(n, c, c0), c, 0.0f,
-		    dy + c0, c);
+	proj_backward(n, p, &w, y, dy, c0, cl);
 
 	heads_run(n, p, h0, h1, true);
 

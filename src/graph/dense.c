@@ -540,9 +540,12 @@ dense_backward(struct dt_node *n, struct dt_pass *p, const float *const *in,
 		.beta = din_add[0] ? 1.0f : 0.0f, .c = din[0], .ldc = n_in,
 	};
 
-	if (dt_pool_threads(pool) <= 1) {
+	if (dt_pool_threads(pool) <= 1 &&
+	    (p->params_hook != NULL || !dt_kern_bf16())) {
 		/* dW, then dX (dt_kern_par_sgemm2's order on one thread):
-		 * the weight's sum may start before dX is done */
+		 * the weight's sum may start before dX is done; where no
+		 * sum waits, bf16 goes to dt_kern_par_sgemm2 below, which
+		 * rounds dY once for both */
 		dt_kern_par_sgemm(pool, gw.trans_a, 0, gw.m, gw.n, gw.k, 1.0f,
 				  gw.a, gw.lda, gw.b, gw.ldb, 1.0f, gw.c,
 				  gw.ldc);

@@ -961,6 +961,40 @@ gemm2_part(void *ctx, int64_t lo, int64_t hi)
 	}
 }
 
+/* Whether a one-thread dt_kern_par_sgemm2 of g[0] and g[1] goes to
+ * dt_kern_bf16_sgemm2: in bf16, neither empty nor alpha 0 (sgemm_class's
+ * own case), and each one call (no progress hook cuts it). */
+static int
+pair_bf16(const struct dt_kern_gemm *g1, const struct dt_kern_gemm *g2)
+{
+	const struct dt_kern_gemm *g[2] = { g1, g2 };
+
+	if (!dt_kern_bf16())
+		return 0;
+	for (int w = 0; w < 2; w++) {
+		const struct gemm_job j = { .m = g[w]->m, .n = g[w]->n,
+					    .k = g[w]->k };
+		const int64_t align = dt_kern_gemm_align();
+
+		if (g[w]->m <= 0 || g[w]->n <= 0 || g[w]->k <= 0 ||
+		    g[w]->alpha == 0.0f ||
+		    gemm_chunk_count(&j, (g[w]->m + align - 1) / align) > 1)
+			return 0;
+	}
+	return 1;
+}
+
+/* dt_kern_bf16_sgemm2 on ctx, g[0] and g[1] (the whole range). */
+static void
+gemm2_bf16(void *ctx, int64_t lo, int64_t hi)
+{
+	const struct dt_kern_gemm *const *g = ctx;
+
+	(void)lo;
+	(void)hi;
+	dt_kern_bf16_sgemm2(g[0], g[1]);
+}
+
 void
 dt_kern_par_sgemm2(struct dt_pool *pool, const struct dt_kern_gemm *g1,
 		   const struct dt_kern_gemm *g2)
@@ -971,6 +1005,11 @@ dt_kern_par_sgemm2(struct dt_pool *pool, const struct dt_kern_gemm *g1,
 	double f[2];
 	int blas;
 
+	if (threads <= 1 && pair_bf16(g1, g2)) {
+		/* one part, through the pool so that its timing counts it */
+		dt_pool_for(pool, 1, 1, gemm2_bf16, (void *)g);
+		return;
+	}
 	if (threads <= 1 || g1->m <= 0 || g2->m <= 0) {
 		for (int w = 0; w < 2; w++)
 			dt_kern_par_sgemm(pool, g[w]->trans_a, g[w]->trans_b,

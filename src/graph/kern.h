@@ -471,9 +471,24 @@ struct dt_kern_gemm {
  * element gets the bits dt_kern_par_sgemm(g1) then dt_kern_par_sgemm(g2)
  * give on one thread; on two threads each product is one unsplit call,
  * neither packs the other's operands, and the two run in one pass of
- * the pool. A NULL or one-thread pool runs them in turn. */
+ * the pool. A NULL or one-thread pool runs them in turn (so there g2's
+ * C may overlap g1's A or B), in bf16 through dt_kern_bf16_sgemm2 where
+ * no progress hook cuts either. */
 void dt_kern_par_sgemm2(struct dt_pool *pool, const struct dt_kern_gemm *g1,
 			const struct dt_kern_gemm *g2);
+
+/* g1 then g2 on the calling thread in bf16 (dt_kern_bf16_sgemm each),
+ * an operand that both read (the same pointer, stored shape and row
+ * stride: a dense layer's output gradient, the A or B of its weight
+ * gradient and the A of its input gradient) rounded once for both, so
+ * the bits are those of the two dt_kern_bf16_sgemm calls. Both products
+ * have m, n, k > 0 and alpha != 0; g1's C overlaps no operand of g2
+ * (g2's C may overlap g1's operands: g2 is rounded and run last).
+ * The copies live in the thread's dt_kern_bf16_sgemm area, grown to the
+ * shared operand plus the larger other one: no more than the larger
+ * product alone takes. kern_bf16.c. */
+void dt_kern_bf16_sgemm2(const struct dt_kern_gemm *g1,
+			 const struct dt_kern_gemm *g2);
 
 /* Row r of y (rows, n) = b (n), for every r: a bias broadcast. */
 void dt_kern_par_broadcast(struct dt_pool *pool, const float *b, float *y,

@@ -500,3 +500,94 @@ dt_kern_onednn_sgemm(int trans_a, int trans_b, int64_t m, int64_t n,
 			    k0 == 0 ? beta : 1.0f, c, ldc);
 	}
 }
+
+/* One stored operand of a product: rows x cols floats at row stride ld. */
+struct bf16_opnd {
+	const float *p;
+	int64_t rows, cols, ld;
+};
+
+/* Operand w (0 A, 1 B) of g as stored. */
+static struct bf16_opnd
+opnd(const struct dt_kern_gemm *g, int w)
+{
+	if (w == 0)
+		return (struct bf16_opnd){ g->a, g->trans_a ? g->k : g->m,
+					   g->trans_a ? g->m : g->k, g->lda };
+	return (struct bf16_opnd){ g->b, g->trans_b ? g->n : g->k,
+				   g->trans_b ? g->k : g->n, g->ldb };
+}
+
+static int
+opnd_same(struct bf16_opnd x, struct bf16_opnd y)
+{
+	return x.p == y.p && x.rows == y.rows && x.cols == y.cols &&
+	       x.ld == y.ld;
+}
+
+/* Product g on t->buf, its operand shared (0 A, 1 B) rounded at
+ * t->buf already, its other one rounded after it. */
+static void
+pair_one(struct bf16_thread *t, const struct dt_kern_gemm *g, int shared,
+	 int64_t s_len)
+{
+	struct bf16_opnd o = opnd(g, !shared);
+	uint16_t *other = t->buf + s_len;
+
+	dt_kern_to_bf16(other, o.p, o.rows, o.cols, o.ld);
+	dt_kern_bf16_gemm(g->trans_a, g->trans_b, g->m, g->n, g->k, g->alpha,
+			  shared == 0 ? t->buf : other,
+			  shared == 0 ? other : t->buf, g->beta, g->c, g->ldc);
+}
+
+/* Which operands of g1 and g2 are the same stored matrix: s[0] of g1
+ * and s[1] of g2 (0 A, 1 B); 0 where none is. */
+static int
+pair_shared(const struct dt_kern_gemm *g1, const struct dt_kern_gemm *g2,
+	    int s[2])
+{
+	for (s[0] = 0; s[0] < 2; s[0]++)
+		for (s[1] = 0; s[1] < 2; s[1]++)
+			if (opnd_same(opnd(g1, s[0]), opnd(g2, s[1])))
+				return 1;
+	return 0;
+}
+
+static int64_t
+opnd_len(struct bf16_opnd x)
+{
+	return x.rows * x.cols;
+}
+
+void
+dt_kern_bf16_sgemm2(const struct dt_kern_gemm *g1,
+		    const struct dt_kern_gemm *g2)
+{
+	struct bf16_thread *t = thread_state();
+	int sh[2];
+
+	if (!pair_shared(g1, g2, sh)) {
+		dt_kern_bf16_sgemm(g1->trans_a, g1->trans_b, g1->m, g1->n,
+				   g1->k, g1->alpha, g1->a, g1->lda, g1->b,
+				   g1->ldb, g1->beta, g1->c, g1->ldc);
+		dt_kern_bf16_sgemm(g2->trans_a, g2->trans_b, g2->m, g2->n,
+				   g2->k, g2->alpha, g2->a, g2->lda, g2->b,
+				   g2->ldb, g2->beta, g2->c, g2->ldc);
+		return;
+	}
+	/* the shared copy, then either product's other operand: at most
+	 * what the larger of the two products alone takes */
+	const struct bf16_opnd s = opnd(g1, sh[0]);
+	const int64_t o1 = opnd_len(opnd(g1, !sh[0]));
+	const int64_t o2 = opnd_len(opnd(g2, !sh[1]));
+	const size_t need = (size_t)(opnd_len(s) + (o1 > o2 ? o1 : o2));
+
+	if (need > t->cap) {
+		free(t->buf);
+		t->cap = need;
+		t->buf = dt_xmalloc(need, sizeof *t->buf);
+	}
+	dt_kern_to_bf16(t->buf, s.p, s.rows, s.cols, s.ld);
+	pair_one(t, g1, sh[0], opnd_len(s));
+	pair_one(t, g2, sh[1], opnd_len(s));
+}

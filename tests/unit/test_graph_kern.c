@@ -684,6 +684,86 @@ out:
 }
 END_TEST
 
+/* g's product by dt_kern_bf16_sgemm (the reference of a pair). */
+static void
+bf16_one(const struct dt_kern_gemm *g)
+{
+	dt_kern_bf16_sgemm(g->trans_a, g->trans_b, g->m, g->n, g->k,
+			   g->alpha, g->a, g->lda, g->b, g->ldb, g->beta,
+			   g->c, g->ldc);
+}
+
+/* dt_kern_bf16_sgemm2, and dt_kern_par_sgemm2 on one thread under
+ * train.precision: bf16, give the bits of the two dt_kern_bf16_sgemm
+ * calls in turn, with the shared output gradient dy (R, O) as g1's B
+ * and g2's A (_i 0: an untied dense layer's dW = x^T dy, dx = dy w^T),
+ * as both A's (_i 1: a tied one's dW = dy^T x, dx = dy w), and (_i 2)
+ * _i 0 with dx written over x, g1's A (attention's output projection);
+ * beta 1 on dW, 0 on dx over NaN. Skipped without AVX512_BF16. */
+START_TEST(test_bf16_sgemm2)
+{
+	enum { R = 37, I = 23, O = 40, LD = 48 };
+	float *x = dt_xalloc_floats(R * LD), *dy = dt_xalloc_floats(R * LD);
+	float *w = dt_xalloc_floats(LD * LD), *x2 = dt_xalloc_floats(R * LD);
+	float *dw[2], *dx[2];
+	const int tied = _i == 1;
+
+	for (int v = 0; v < 2; v++) {
+		dw[v] = dt_xalloc_floats(LD * LD);
+		dx[v] = _i == 2 ? (v ? x2 : x) : dt_xalloc_floats(R * LD);
+	}
+	if (dt_kern_bf16_missing() != NULL)
+		goto out;
+	fill(x, R * LD, 150, -1.0f, 1.0f);
+	fill(dy, R * LD, 151, -1.0f, 1.0f);
+	fill(w, LD * LD, 152, -1.0f, 1.0f);
+	memcpy(x2, x, R * LD * sizeof *x);
+	for (int v = 0; v < 2; v++) {
+		fill(dw[v], LD * LD, 153, -1.0f, 1.0f);
+		for (int i = 0; _i != 2 && i < R * LD; i++)
+			dx[v][i] = NAN;
+	}
+	for (int v = 0; v < 2; v++) {
+		const float *xv = _i == 2 && v ? x2 : x;
+		const struct dt_kern_gemm gw = {
+			.trans_a = 1, .m = tied ? O : I, .n = tied ? I : O,
+			.k = R, .alpha = 1.0f, .a = tied ? dy : xv, .lda = LD,
+			.b = tied ? xv : dy, .ldb = LD, .beta = 1.0f,
+			.c = dw[v], .ldc = LD,
+		};
+		const struct dt_kern_gemm gx = {
+			.trans_b = !tied, .m = R, .n = I, .k = O,
+			.alpha = 1.0f, .a = dy, .lda = LD, .b = w, .ldb = LD,
+			.beta = 0.0f, .c = dx[v], .ldc = LD,
+		};
+
+		if (v == 0) {
+			bf16_one(&gw);
+			bf16_one(&gx);
+		} else {
+			dt_kern_set_bf16(1);
+			dt_kern_par_sgemm2(NULL, &gw, &gx);
+			dt_kern_set_bf16(0);
+		}
+	}
+	for (int i = 0; i < LD * LD; i++)
+		ck_assert(memcmp(&dw[0][i], &dw[1][i], sizeof(float)) == 0);
+	for (int i = 0; i < R * LD; i++)
+		ck_assert(memcmp(&dx[0][i], &dx[1][i], sizeof(float)) == 0);
+	ck_assert(!isnan(dx[1][(R - 1) * LD + I - 1]));
+out:
+	for (int v = 0; v < 2; v++) {
+		free(dw[v]);
+		if (_i != 2)
+			free(dx[v]);
+	}
+	free(x);
+	free(x2);
+	free(dy);
+	free(w);
+}
+END_TEST
+
 /* dt_kern_sgemm_small under train.precision: bf16 (kern_small.c's
  * AVX512_BF16 kernel) with the transposes of _i & 3, alpha 0.25, beta 0
  * over NaN and beta 0.3, at shapes around its 8-row blocks, 16-column
@@ -1190,6 +1270,7 @@ kern_suite(void)
 	tcase_add_loop_test(tc, test_sgemm_small, 0, 8);
 	tcase_add_loop_test(tc, test_sgemm_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_bf16_gemm_parts, 0, 4);
+	tcase_add_loop_test(tc, test_bf16_sgemm2, 0, 3);
 	tcase_add_loop_test(tc, test_sgemm_small_bf16, 0, 4);
 	tcase_add_loop_test(tc, test_sgemm_onednn_f32, 0, 4);
 	tcase_add_test(tc, test_sgemm_progress);
