@@ -96,6 +96,9 @@ struct pos_rows_job {
 	int64_t first, t;
 };
 
+/* A thread's rows [lo, hi) of the rank's row share (struct pos_rows_job):
+ * out = x + the position embedding's row at the global row's position,
+ * (first + i) mod t. */
 static void
 pos_rows_part(void *ctx, int64_t lo, int64_t hi)
 {

@@ -198,8 +198,9 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	/* zero 3 where the job checkpoints in the gathered format with a
 	 * pipeline or tensor slices: the whole parameters gathered on every
 	 * summing rank (sync_zero3.c), after an update, beside the own part
-	 * of the gradient: beyond what the step holds by as much as that
-	 * exceeds the step's parameters and gradient. With neither, rank 0
+	 * of the gradient (the whole gradient where it is kept resident):
+	 * beyond what the step holds by as much as that exceeds the step's
+	 * parameters and gradient. With neither, rank 0
 	 * writes the gathered format a piece at a time (train/state.c,
 	 * stream_checkpoint; the pieces held, zero_collect_bytes'); an
 	 * evaluation gathers unit by unit as a step does, and a checkpoint
@@ -207,14 +208,15 @@ plan_stage(const struct dt_plan *plan, int64_t dataset, int64_t loader,
 	 * part boundary cuts, one at a time (each within its node's unit,
 	 * train/state.c): none holds more than the step. */
 	int64_t whole = 0;
+	int64_t ckpt_grads = y->grads_resident ? n_params : y->own_max;
 	struct json_object *mem;
 
 	if (grads > n_params)
 		grads = n_params;
 	if (y->zero >= 3 && sp->ckpt_gathered &&
 	    (plan->pp_size > 1 || plan->tp_size > 1) &&
-	    n_params + y->own_max > resident + grads)
-		whole = n_params + y->own_max - resident - grads;
+	    n_params + ckpt_grads > resident + grads)
+		whole = n_params + ckpt_grads - resident - grads;
 	/* With tensor slices a rank builds and initialises its stage's
 	 * tensors whole, then keeps its blocks in the same arena
 	 * (graph/tensor.c, dt_model_tp_own_slices): at setup the whole

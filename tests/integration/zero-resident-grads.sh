@@ -19,7 +19,9 @@
 #   resident memory within 15% of the plan's total for the layout;
 #   plan --dry-run --json's grads are the 826,208 floats with the key
 #   and fewer without, the totals differing by as much; the text names
-#   the key.
+#   the key; at zero 3 with gathered checkpoints over tensor slices the
+#   plan's params_gather holds the whole parameters beside the whole
+#   gradient (826,208 x 4 bytes less the step's params).
 . "${top_srcdir}/tests/integration/lib.sh"
 need_fmnist
 [ -f /usr/share/games/fortunes/cookie ] ||
@@ -112,5 +114,25 @@ for r in ranks:
           % (r["rank"], r["peak_resident_bytes"], want,
              r["peak_resident_bytes"] / want))
     assert 0.85 <= r["peak_resident_bytes"] / want <= 1.15, (r, want)
+PY
+
+# zero 3 that checkpoints in the gathered format with tensor slices
+# (checkpoint.compress): every summing rank gathers the whole parameters
+# after an update, beside the gradient it holds then. With the key that
+# gradient is the whole 826,208 floats, so the checkpoint holds both
+# whole: the plan's params_gather must be what that exceeds the step's
+# params and grads by, 826,208 x 4 bytes less the step's params (it
+# was left out, the formula taking the own part of the gradient).
+# shellcheck disable=SC2086
+"$DTRAIN" plan --dry-run --json -n 2 "$F" --set parallel.strategy=model \
+	--set parallel.tensor_parallel=2 --set parallel.zero=3 \
+	--set parallel.overlap=false --set checkpoint.compress=true \
+	--set parallel.zero_resident_grads=true >plan-ckpt.json
+"$PYTHON" - <<'PY' || fail "plan: params_gather with the key"
+import json
+for r in json.load(open("plan-ckpt.json"))["ranks"]:
+    m = r["memory"]
+    assert m["grads"] == 826208 * 4, m
+    assert m.get("params_gather") == 826208 * 4 - m["params"], m
 PY
 echo "ok: zero 2 and 3 with the gradient resident"

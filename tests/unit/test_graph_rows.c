@@ -72,6 +72,8 @@ static const struct rows_case rows_cases[] = {
 	{ &dt_layer_pos_embedding, 1, 0.0, 0.0, RIG_T },
 };
 
+/* Builds r (gc_init): one node of rc's layer type with rc->n_in inputs
+ * of (RIG_T, RIG_C) floats a sample, in a pass of RIG_B samples. */
 static void
 rig_make(struct gc_rig *r, const struct rows_case *rc)
 {
@@ -195,6 +197,8 @@ static const char rows_text[] =
 	"  loss: mse\n"
 	"train: {micro_batch: 3, steps: 10, lr: 0.1}\n";
 
+/* The tensor group's all-reduce where the test needs none run: leaves
+ * buf as it is. */
 static void
 no_allreduce(void *ctx, float *buf, size_t n)
 {

@@ -1152,7 +1152,9 @@ END_TEST
 /* The tensor-parallel memory of the job below at tensor_parallel 8 on
  * data_parallel dp ranks, parallel.zero zero with slices: 4 -> d0
  * (4096) relu -> d1 (4096) -> d2 (3), SGD (no optimizer state), one
- * sample a step. */
+ * sample a step; checkpoints compressed, so in the gathered format
+ * (rank 0 gathers the whole model) whatever the sharded format comes
+ * to hold. */
 static struct json_object *
 describe_setup(int dp, int zero)
 {
@@ -1171,7 +1173,8 @@ describe_setup(int dp, int zero)
 		 "train: {global_batch: %d, steps: 2, lr: 0.1}\n"
 		 "parallel: {strategy: hybrid, tensor_parallel: 8, "
 		 "data_parallel: %d, zero: %d, zero_slices: true, "
-		 "overlap: false}\n", dp, dp, zero);
+		 "overlap: false}\n"
+		 "checkpoint: {compress: true}\n", dp, dp, zero);
 	memset(&job, 0, sizeof job);
 	if (dt_job_parse("job.yaml", text, strlen(text), NULL, 0, &job,
 			 &perr) != DT_OK)
