@@ -938,7 +938,10 @@ zero_init(struct dt_grad_sync *s, struct dt_error *err)
 		s->acc = dt_xcalloc(s->own_hi - s->own_lo + 1, sizeof *s->acc);
 		z->part_acc = 1;
 		z->grad_parts = s->plan->grad_parts;
-		z->seg = (size_t)s->plan->part_seg;
+		/* acc_seg, the plan's sum buffers' size, whatever the
+		 * schedule: part_seg is 0 without grad_parts (breadth
+		 * first), and a piece of 0 floats never ends the sum */
+		z->seg = (size_t)s->plan->acc_seg;
 		z->sum = dt_xcalloc(z->seg + 1, sizeof *z->sum);
 		z->in = dt_xcalloc(z->seg + 1, sizeof *z->in);
 	} else if (st == DT_OK && s->plan->grad_parts) {

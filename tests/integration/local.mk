@@ -116,7 +116,8 @@ INTEGRATION_TESTS = tests/integration/bad-input.sh \
 	tests/integration/zero-resident-grads.sh \
 	tests/integration/tp-zero-block-bytes.sh \
 	tests/integration/tp-tied.sh \
-	tests/integration/conv-bf16.sh
+	tests/integration/conv-bf16.sh \
+	tests/integration/zero-breadth.sh
 TESTS += $(INTEGRATION_TESTS)
 EXTRA_DIST += $(INTEGRATION_TESTS) tests/integration/lib.sh
 
