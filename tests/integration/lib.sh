@@ -279,6 +279,7 @@ need_torch() {
 # one rank's micro-batch of a job of 2 accumulation steps) and on 2
 # pipeline stages gives the losses in file LOSSES, a one-rank bf16 run's
 # (losses RUN_DIR), exactly.
+# shellcheck disable=SC2086 # $bfs is two words
 bf16_layouts() {
 	bfs="--set train.precision=bf16"
 	"$DTRAIN" run -q --run-dir th $bfs --set parallel.blas_threads=2 "$2"
@@ -292,4 +293,31 @@ bf16_layouts() {
 		--set parallel.pipeline_parallel=2 "$2"
 	losses pp | cmp -s "$1" - ||
 		fail "bf16: 2 pipeline stages differ from one rank"
+}
+
+# stop_resume_tp2 REF: a 2-rank run of "$JOB" $SET $TP2 (the caller's)
+# stopped at step 3 (DTRAIN_TEST_SIGNAL_AT_STEP, exit 3) and resumed in
+# run dir stop ends with run dir REF's 6 loss lines and exported
+# parameters, byte for byte (tp-gpt.sh, tp-tied.sh).
+stop_resume_tp2() {
+	set +e
+	# shellcheck disable=SC2086
+	DTRAIN_TEST_SIGNAL_AT_STEP=3 mpi 2 -x DTRAIN_TEST_SIGNAL_AT_STEP \
+		"$DTRAIN" run -q --run-dir stop "$JOB" $SET $TP2 \
+		>/dev/null 2>stop.err
+	rc=$?
+	set -e
+	[ "$rc" -eq 3 ] ||
+		{ cat stop.err >&2; fail "stop: exited $rc, expected 3"; }
+	mpi 2 "$DTRAIN" resume -q stop >/dev/null 2>stop.err2 ||
+		{ cat stop.err2 >&2; fail "resume"; }
+	grep -q "resuming from .*step-000000003" stop.err2 ||
+		{ cat stop.err2 >&2; fail "did not resume from step 3"; }
+	losses "$1" >a.losses
+	losses stop >b.losses
+	[ "$(wc -l <a.losses)" -eq 6 ] || fail "$1: not 6 loss lines"
+	cmp a.losses b.losses || fail "tp 2: resumed loss lines differ"
+	export_of "$1" "$1.st"
+	export_of stop stop.st
+	cmp "$1.st" stop.st || fail "tp 2: resumed parameters differ"
 }

@@ -77,24 +77,7 @@ run one 1
 run tp2 2 $TP2
 compare_losses one tp2 1e-5 || fail "tp 2: losses differ from one rank's"
 
-set +e
-# shellcheck disable=SC2086
-DTRAIN_TEST_SIGNAL_AT_STEP=3 mpi 2 -x DTRAIN_TEST_SIGNAL_AT_STEP \
-	"$DTRAIN" run -q --run-dir stop "$JOB" $SET $TP2 >/dev/null 2>stop.err
-rc=$?
-set -e
-[ "$rc" -eq 3 ] || { cat stop.err >&2; fail "stop: exited $rc, expected 3"; }
-mpi 2 "$DTRAIN" resume -q stop >/dev/null 2>stop.err2 ||
-	{ cat stop.err2 >&2; fail "resume"; }
-grep -q "resuming from .*step-000000003" stop.err2 ||
-	{ cat stop.err2 >&2; fail "did not resume from step 3"; }
-losses tp2 >a.losses
-losses stop >b.losses
-[ "$(wc -l <a.losses)" -eq 6 ] || fail "tp2: not 6 loss lines"
-cmp a.losses b.losses || fail "tp 2: resumed loss lines differ"
-export_of tp2 tp2.st
-export_of stop stop.st
-cmp tp2.st stop.st || fail "tp 2: resumed parameters differ"
+stop_resume_tp2 tp2
 echo "ok: char-GPT tp 2 stop and resume, bit for bit"
 
 # shellcheck disable=SC2086

@@ -197,8 +197,8 @@ static const char rows_text[] =
 	"  loss: mse\n"
 	"train: {micro_batch: 3, steps: 10, lr: 0.1}\n";
 
-/* The tensor group's all-reduce where the test needs none run: leaves
- * buf as it is. */
+/* The tensor group's all-reduce where the test runs no pass: never
+ * called (the test fails if it is). */
 static void
 no_allreduce(void *ctx, float *buf, size_t n)
 {
